@@ -1,0 +1,12 @@
+"""routecore: native-accelerated semantic routing core for LLM agents.
+
+Main classes: :class:`VectorIndex`, :class:`Encoder` and :class:`Router`.
+"""
+
+from routecore._native import __version__
+from routecore.encoder import Encoder
+from routecore.errors import *  # noqa: F403
+from routecore.errors import RoutecoreError
+from routecore.index import SearchResult, VectorIndex
+
+__all__ = ["Encoder", "RoutecoreError", "SearchResult", "VectorIndex", "__version__"]

@@ -1,0 +1,142 @@
+"""`Encoder`: text → float32 embeddings through the native ONNX Runtime encoder."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Sequence
+
+import numpy as np
+
+from routecore import _native, models
+from routecore.errors import InvalidArgumentError
+from routecore.runtime import onnxruntime_library
+
+Kind = Literal["query", "passage"]
+
+
+@dataclass(frozen=True)
+class EncodeOutput:
+    """Embeddings with what they cost."""
+
+    embeddings: np.ndarray
+    truncated: tuple[int, ...]
+    tokenize_ms: float
+    infer_ms: float
+    cache_hits: int
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    hits: int
+    misses: int
+    size: int
+    capacity: int
+
+
+class Encoder:
+    """A loaded sentence-embedding model (ONNX Runtime, run from Rust).
+
+    Thread-safe: many Python threads may share one encoder; the GIL is released
+    while it tokenizes and runs the model.
+    """
+
+    def __init__(self, native: _native.Encoder, path: Path):
+        self._native = native
+        self.path = path
+        self._model_id: str | None = None
+
+    @classmethod
+    def load(
+        cls,
+        path_or_name: str | os.PathLike[str] | None = None,
+        *,
+        variant: str | None = None,
+        threads: int | None = None,
+        cache_size: int = 1024,
+        runtime_path: str | os.PathLike[str] | None = None,
+    ) -> "Encoder":
+        """Open a model folder, a pulled model by name, or the bundled default.
+
+        Args:
+            variant: a key of ``models`` in ``config.json`` (``"int8"``, ``"fp32"``).
+            threads: intra-op threads (default: physical cores).
+            cache_size: LRU query-cache capacity (0 disables it).
+            runtime_path: ``libonnxruntime`` to load (default: ``$ROUTECORE_ORT_LIB``,
+                then the ``onnxruntime`` wheel).
+        """
+        if threads is not None and threads < 1:
+            raise InvalidArgumentError(f"threads must be >= 1, got {threads}")
+        if cache_size < 0:
+            raise InvalidArgumentError(f"cache_size must be >= 0, got {cache_size}")
+        folder = models.resolve(path_or_name)
+        lib = onnxruntime_library(runtime_path)
+        native = _native.Encoder.load(str(folder), str(lib), variant, threads, cache_size)
+        return cls(native, folder)
+
+    @property
+    def dim(self) -> int:
+        return self._native.dim
+
+    @property
+    def threads(self) -> int:
+        return self._native.threads
+
+    @property
+    def max_length(self) -> int:
+        return self._native.max_length
+
+    @property
+    def truncations(self) -> int:
+        """Texts truncated at ``max_length`` since load."""
+        return self._native.truncations
+
+    @property
+    def onnx_path(self) -> Path:
+        return Path(self._native.onnx_path)
+
+    @property
+    def model_id(self) -> str:
+        """``<folder name>:<sha256 of the ONNX file, 16 hex>`` (identifies embeddings)."""
+        if self._model_id is None:
+            h = hashlib.sha256()
+            with open(self.onnx_path, "rb") as f:
+                while chunk := f.read(1 << 22):
+                    h.update(chunk)
+            self._model_id = f"{self.path.name}:{h.hexdigest()[:16]}"
+        return self._model_id
+
+    def encode(self, texts: str | Sequence[str], kind: Kind = "query") -> np.ndarray:
+        """Embed ``texts``: float32 ``[n, dim]`` (L2-normalised when the config says so)."""
+        return self.encode_with_stats(texts, kind).embeddings
+
+    def encode_with_stats(self, texts: str | Sequence[str], kind: Kind = "query") -> EncodeOutput:
+        """Like :meth:`encode`, plus truncations, timings and cache hits."""
+        batch = _texts(texts)
+        emb, truncated, st = self._native.encode(batch, kind)
+        return EncodeOutput(emb, tuple(truncated), st["tokenize_ns"] / 1e6, st["infer_ns"] / 1e6, st["cache_hits"])
+
+    def tokenize(self, texts: str | Sequence[str], kind: Kind = "query") -> list[list[int]]:
+        """Token ids the model sees (prefix and special tokens included, truncated)."""
+        return self._native.tokenize(_texts(texts), kind)[0]
+
+    def cache_stats(self) -> CacheStats:
+        return CacheStats(**self._native.cache_stats())
+
+    def clear_cache(self) -> None:
+        self._native.clear_cache()
+
+    def __repr__(self) -> str:
+        return f"Encoder(path={str(self.path)!r}, dim={self.dim}, threads={self.threads})"
+
+
+def _texts(texts: str | Sequence[str]) -> list[str]:
+    if isinstance(texts, str):
+        return [texts]
+    out = list(texts)
+    for i, t in enumerate(out):
+        if not isinstance(t, str):
+            raise InvalidArgumentError(f"texts[{i}] is {type(t).__name__}, expected str")
+    return out

@@ -1,0 +1,136 @@
+//! `config.json` of a model folder.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// How token states become one vector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pooling {
+    /// First token ([CLS] / `<s>`).
+    Cls,
+    /// Mean over positions where the attention mask is 1.
+    Mean,
+    /// The graph already outputs one vector per text.
+    None,
+}
+
+/// Which side of a sequence padding goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PaddingSide {
+    #[default]
+    Right,
+    Left,
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_max_length() -> usize {
+    512
+}
+
+/// Parsed `config.json`. Unknown keys (source, license, notes) are ignored.
+#[derive(Clone, Debug, Deserialize)]
+pub struct ModelConfig {
+    /// Pooling applied to the graph output.
+    pub pooling: Pooling,
+    /// L2-normalise the pooled vector.
+    #[serde(default = "default_true")]
+    pub normalize: bool,
+    /// Embedding width.
+    pub dim: usize,
+    /// Truncation length in tokens (special tokens included).
+    #[serde(default = "default_max_length")]
+    pub max_length: usize,
+    /// Prefix added to queries (e5: `"query: "`).
+    #[serde(default)]
+    pub query_prefix: String,
+    /// Prefix added to passages (e5: `"passage: "`).
+    #[serde(default)]
+    pub passage_prefix: String,
+    /// ONNX file to use, relative to the folder (takes precedence over `models`).
+    #[serde(default)]
+    pub onnx: Option<String>,
+    /// Variants by name, e.g. `{"fp32": "model.onnx", "int8": "model-int8.onnx"}`.
+    #[serde(default)]
+    pub models: std::collections::BTreeMap<String, String>,
+    /// Name of the graph output to read; the first output when absent.
+    #[serde(default)]
+    pub output: Option<String>,
+    /// Padding token id (0 when absent).
+    #[serde(default)]
+    pub pad_token_id: Option<i64>,
+    /// Padding side.
+    #[serde(default)]
+    pub padding_side: PaddingSide,
+}
+
+impl ModelConfig {
+    /// Read and check `dir/config.json`.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let path = dir.join("config.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| Error::Model(format!("cannot read {}: {e}", path.display())))?;
+        let cfg: ModelConfig =
+            serde_json::from_str(&text).map_err(|e| Error::Model(format!("invalid {}: {e}", path.display())))?;
+        if cfg.dim == 0 || cfg.max_length < 2 {
+            return Err(Error::Model(format!("{}: dim must be >= 1 and max_length >= 2", path.display())));
+        }
+        Ok(cfg)
+    }
+
+    /// The ONNX file to open: `variant` from `models` when given, else `onnx`, else
+    /// the `int8` variant, else `fp32`, else the only `*.onnx` in the folder.
+    pub fn onnx_path(&self, dir: &Path, variant: Option<&str>) -> Result<PathBuf> {
+        if let Some(v) = variant {
+            let f = self.models.get(v).ok_or_else(|| {
+                let known: Vec<&String> = self.models.keys().collect();
+                Error::Model(format!("model variant {v:?} not in config (known: {known:?})"))
+            })?;
+            return Ok(dir.join(f));
+        }
+        if let Some(f) = &self.onnx {
+            return Ok(dir.join(f));
+        }
+        for v in ["int8", "fp32"] {
+            if let Some(f) = self.models.get(v) {
+                return Ok(dir.join(f));
+            }
+        }
+        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| Error::Model(format!("cannot list {}: {e}", dir.display())))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "onnx"))
+            .collect();
+        found.sort();
+        match found.len() {
+            1 => Ok(found.pop().unwrap()),
+            0 => Err(Error::Model(format!("no .onnx file in {}", dir.display()))),
+            _ => Err(Error::Model(format!("several .onnx files in {}; name one with \"onnx\" in config.json", dir.display()))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_shared_model_configs() {
+        let c: ModelConfig = serde_json::from_str(
+            r#"{"pooling":"mean","normalize":true,"dim":384,"max_length":512,"query_prefix":"query: ",
+                "models":{"int8":"model-int8.onnx"},"output":"last_hidden_state","pad_token_id":1,"padding_side":"right","license":"MIT"}"#,
+        )
+        .unwrap();
+        assert_eq!((c.pooling, c.dim, c.pad_token_id), (Pooling::Mean, 384, Some(1)));
+        assert_eq!(c.onnx_path(Path::new("/m"), None).unwrap(), PathBuf::from("/m/model-int8.onnx"));
+        assert!(c.onnx_path(Path::new("/m"), Some("fp16")).is_err());
+        let n: ModelConfig = serde_json::from_str(r#"{"pooling":"none","dim":1024}"#).unwrap();
+        assert_eq!((n.pooling, n.max_length, n.normalize), (Pooling::None, 512, true));
+        assert!(serde_json::from_str::<ModelConfig>(r#"{"pooling":"avg","dim":3}"#).is_err());
+    }
+}

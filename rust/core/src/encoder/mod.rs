@@ -1,0 +1,340 @@
+//! Text encoder: `tokenizers` for tokens, ONNX Runtime (through `ort`) for the
+//! transformer, pooling and normalisation in Rust, an LRU cache in front.
+
+pub mod cache;
+pub mod config;
+pub mod runtime;
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use ort::session::builder::GraphOptimizationLevel;
+use ort::session::{Session, SessionInputValue};
+use ort::value::{Tensor, TensorElementType};
+use parking_lot::Mutex;
+use tokenizers::{Tokenizer, TruncationParams};
+
+pub use cache::{CacheStats, EmbeddingCache};
+pub use config::{ModelConfig, PaddingSide, Pooling};
+
+use crate::error::{Error, Result};
+use crate::simd::l2_normalize;
+
+/// Whether a text is a query or a passage (selects the prefix).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextKind {
+    Query = 0,
+    Passage = 1,
+}
+
+impl TextKind {
+    /// Parse `"query"` or `"passage"`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "query" => Ok(TextKind::Query),
+            "passage" => Ok(TextKind::Passage),
+            o => Err(Error::InvalidArgument(format!("kind must be 'query' or 'passage', got {o:?}"))),
+        }
+    }
+}
+
+/// How to open a model folder.
+#[derive(Clone, Debug)]
+pub struct EncoderOptions {
+    /// Path of `libonnxruntime.so.*`.
+    pub runtime_path: PathBuf,
+    /// Variant name from `config.json`'s `models` (e.g. `"int8"`, `"fp32"`).
+    pub variant: Option<String>,
+    /// Intra-op threads; physical cores when `None`.
+    pub intra_threads: Option<usize>,
+    /// Query-cache capacity (0 disables the cache).
+    pub cache_size: usize,
+}
+
+/// Embeddings of a batch plus what it cost.
+#[derive(Clone, Debug, Default)]
+pub struct Encoded {
+    /// `n × dim`, row-major.
+    pub data: Vec<f32>,
+    pub n: usize,
+    pub dim: usize,
+    /// Positions (in the batch) of texts cut at `max_length`.
+    pub truncated: Vec<usize>,
+    /// Texts answered from the cache.
+    pub cache_hits: usize,
+    pub tokenize_ns: u64,
+    pub infer_ns: u64,
+}
+
+/// A loaded model. `encode` may be called from many threads; runs of the ONNX
+/// session are serialised by a mutex and each uses the intra-op thread pool.
+pub struct Encoder {
+    dir: PathBuf,
+    onnx_path: PathBuf,
+    config: ModelConfig,
+    tokenizer: Tokenizer,
+    session: Mutex<Session>,
+    output: String,
+    has_token_type: bool,
+    threads: usize,
+    cache: EmbeddingCache,
+    truncations: AtomicU64,
+}
+
+fn model_err(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Model(format!("{what}: {e}"))
+}
+
+impl Encoder {
+    /// Open the model folder `dir` (ONNX file, `tokenizer.json`, `config.json`).
+    pub fn load(dir: &Path, opts: &EncoderOptions) -> Result<Self> {
+        let config = ModelConfig::load(dir)?;
+        let onnx_path = config.onnx_path(dir, opts.variant.as_deref())?;
+        if !onnx_path.is_file() {
+            return Err(Error::Model(format!("ONNX file not found: {}", onnx_path.display())));
+        }
+        let tok_path = dir.join("tokenizer.json");
+        let mut tokenizer = Tokenizer::from_file(&tok_path).map_err(|e| model_err(&format!("cannot load {}", tok_path.display()), e))?;
+        tokenizer
+            .with_truncation(Some(TruncationParams { max_length: config.max_length, ..Default::default() }))
+            .map_err(|e| model_err("tokenizer truncation", e))?;
+        tokenizer.with_padding(None);
+
+        let env = runtime::environment(&opts.runtime_path)?;
+        let threads = opts.intra_threads.unwrap_or_else(num_cpus::get_physical).max(1);
+        let session = Session::builder(&env)
+            .and_then(|b| Ok(b.with_optimization_level(GraphOptimizationLevel::All)?))
+            .and_then(|b| Ok(b.with_intra_threads(threads)?))
+            .and_then(|b| Ok(b.with_inter_threads(1)?))
+            .and_then(|mut b| b.commit_from_file(&onnx_path))
+            .map_err(|e| model_err(&format!("cannot load ONNX model {}", onnx_path.display()), e))?;
+        let (output, has_token_type) = Self::check_graph(&session, &config, &onnx_path)?;
+        Ok(Encoder {
+            dir: dir.to_path_buf(),
+            onnx_path,
+            config,
+            tokenizer,
+            session: Mutex::new(session),
+            output,
+            has_token_type,
+            threads,
+            cache: EmbeddingCache::new(opts.cache_size),
+            truncations: AtomicU64::new(0),
+        })
+    }
+
+    /// Check inputs and the output against the config; returns (output name, has token_type_ids).
+    fn check_graph(s: &Session, cfg: &ModelConfig, path: &Path) -> Result<(String, bool)> {
+        let names: Vec<&str> = s.inputs().iter().map(|i| i.name()).collect();
+        for i in s.inputs() {
+            if !matches!(i.name(), "input_ids" | "attention_mask" | "token_type_ids") {
+                return Err(Error::Model(format!("{}: unsupported graph input {:?} (inputs: {names:?})", path.display(), i.name())));
+            }
+            if i.dtype().tensor_type() != Some(TensorElementType::Int64) {
+                return Err(Error::Model(format!("{}: input {:?} must be int64", path.display(), i.name())));
+            }
+        }
+        if !names.contains(&"input_ids") {
+            return Err(Error::Model(format!("{}: graph has no input_ids input (inputs: {names:?})", path.display())));
+        }
+        let outs: Vec<&str> = s.outputs().iter().map(|o| o.name()).collect();
+        let out = match &cfg.output {
+            Some(o) => s.outputs().iter().find(|x| x.name() == o).ok_or_else(|| {
+                Error::Model(format!("{}: config output {o:?} is not a graph output (outputs: {outs:?})", path.display()))
+            })?,
+            None => s.outputs().first().ok_or_else(|| Error::Model("graph has no output".into()))?,
+        };
+        if let Some(shape) = out.dtype().tensor_shape() {
+            let want = if cfg.pooling == Pooling::None { 2 } else { 3 };
+            if shape.len() != want {
+                return Err(Error::Model(format!(
+                    "{}: output {:?} has rank {} but pooling {:?} needs rank {want}",
+                    path.display(),
+                    out.name(),
+                    shape.len(),
+                    cfg.pooling
+                )));
+            }
+            let last = *shape.last().unwrap();
+            if last > 0 && last as usize != cfg.dim {
+                return Err(Error::Model(format!("{}: output width {last} but config dim {}", path.display(), cfg.dim)));
+            }
+        }
+        Ok((out.name().to_string(), names.contains(&"token_type_ids")))
+    }
+
+    /// The parsed `config.json`.
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+    /// Embedding width.
+    pub fn dim(&self) -> usize {
+        self.config.dim
+    }
+    /// The model folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    /// The ONNX file in use.
+    pub fn onnx_path(&self) -> &Path {
+        &self.onnx_path
+    }
+    /// Intra-op threads of the session.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+    /// Texts truncated since load.
+    pub fn truncations(&self) -> u64 {
+        self.truncations.load(Ordering::Relaxed)
+    }
+    /// Cache counters.
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+    /// Empty the cache.
+    pub fn clear_cache(&self) {
+        self.cache.clear()
+    }
+
+    fn prefixed<'t>(&self, text: &'t str, kind: TextKind) -> Cow<'t, str> {
+        let p = match kind {
+            TextKind::Query => &self.config.query_prefix,
+            TextKind::Passage => &self.config.passage_prefix,
+        };
+        if p.is_empty() {
+            Cow::Borrowed(text)
+        } else {
+            Cow::Owned(format!("{p}{text}"))
+        }
+    }
+
+    /// Token ids (special tokens included, truncated) and whether each text was cut.
+    pub fn tokenize(&self, texts: &[&str], kind: TextKind) -> Result<(Vec<Vec<u32>>, Vec<bool>)> {
+        let inputs: Vec<String> = texts.iter().map(|t| self.prefixed(t, kind).into_owned()).collect();
+        let enc = self.tokenizer.encode_batch(inputs, true).map_err(|e| model_err("tokenization failed", e))?;
+        Ok(enc.iter().map(|e| (e.get_ids().to_vec(), !e.get_overflowing().is_empty())).unzip())
+    }
+
+    /// Embed `texts`; returns `n × dim` floats. Cached texts skip the model.
+    pub fn encode(&self, texts: &[&str], kind: TextKind) -> Result<Encoded> {
+        let dim = self.config.dim;
+        let mut out = Encoded { data: vec![0f32; texts.len() * dim], n: texts.len(), dim, ..Default::default() };
+        let mut todo: Vec<usize> = Vec::new();
+        for (i, t) in texts.iter().enumerate() {
+            match self.cache.get(kind as u8, t) {
+                Some(v) => {
+                    out.data[i * dim..(i + 1) * dim].copy_from_slice(&v);
+                    out.cache_hits += 1;
+                }
+                None => todo.push(i),
+            }
+        }
+        if todo.is_empty() {
+            return Ok(out);
+        }
+        let t0 = Instant::now();
+        let batch: Vec<&str> = todo.iter().map(|&i| texts[i]).collect();
+        let (ids, cut) = self.tokenize(&batch, kind)?;
+        out.tokenize_ns = t0.elapsed().as_nanos() as u64;
+        for (j, &c) in cut.iter().enumerate() {
+            if c {
+                out.truncated.push(todo[j]);
+            }
+        }
+        self.truncations.fetch_add(out.truncated.len() as u64, Ordering::Relaxed);
+        let t1 = Instant::now();
+        let vecs = self.run(&ids)?;
+        out.infer_ns = t1.elapsed().as_nanos() as u64;
+        for (j, &i) in todo.iter().enumerate() {
+            let v = &vecs[j * dim..(j + 1) * dim];
+            out.data[i * dim..(i + 1) * dim].copy_from_slice(v);
+            self.cache.put(kind as u8, texts[i], Arc::from(v));
+        }
+        Ok(out)
+    }
+
+    /// Run the graph on padded ids and pool; returns `len(ids) × dim` floats.
+    fn run(&self, ids: &[Vec<u32>]) -> Result<Vec<f32>> {
+        let b = ids.len();
+        let s = ids.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let pad = self.config.pad_token_id.unwrap_or(0);
+        let left = self.config.padding_side == PaddingSide::Left;
+        let mut id_buf = vec![pad; b * s];
+        let mut mask = vec![0i64; b * s];
+        for (r, row) in ids.iter().enumerate() {
+            let off = if left { s - row.len() } else { 0 };
+            for (c, &t) in row.iter().enumerate() {
+                id_buf[r * s + off + c] = t as i64;
+                mask[r * s + off + c] = 1;
+            }
+        }
+        let shape = [b as i64, s as i64];
+        let t = |v: Vec<i64>| -> Result<SessionInputValue<'static>> {
+            Ok(Tensor::from_array((shape, v)).map_err(|e| model_err("input tensor", e))?.into())
+        };
+        let mut inputs: Vec<(Cow<'static, str>, SessionInputValue<'static>)> = Vec::with_capacity(3);
+        let mut sess = self.session.lock();
+        for name in sess.inputs().iter().map(|i| i.name().to_string()).collect::<Vec<_>>() {
+            let v = match name.as_str() {
+                "input_ids" => t(id_buf.clone())?,
+                "attention_mask" => t(mask.clone())?,
+                _ => t(vec![0i64; b * s])?,
+            };
+            inputs.push((Cow::Owned(name), v));
+        }
+        debug_assert!(self.has_token_type == inputs.iter().any(|(n, _)| n == "token_type_ids"));
+        let outputs = sess.run(inputs).map_err(|e| model_err("inference failed", e))?;
+        let value = outputs
+            .get(&self.output)
+            .ok_or_else(|| Error::Model(format!("graph produced no output {:?}", self.output)))?;
+        let (oshape, data) = value.try_extract_tensor::<f32>().map_err(|e| model_err("output is not float32", e))?;
+        self.pool(oshape, data, &mask, b, s)
+    }
+
+    fn pool(&self, shape: &[i64], data: &[f32], mask: &[i64], b: usize, s: usize) -> Result<Vec<f32>> {
+        let d = self.config.dim;
+        let bad = |why: String| Error::Model(format!("output {:?} shape {shape:?}: {why}", self.output));
+        let mut out = vec![0f32; b * d];
+        match (self.config.pooling, shape.len()) {
+            (Pooling::None, 2) => {
+                if shape != [b as i64, d as i64] {
+                    return Err(bad(format!("expected [{b}, {d}]")));
+                }
+                out.copy_from_slice(data);
+            }
+            (Pooling::Mean | Pooling::Cls, 3) => {
+                if shape != [b as i64, s as i64, d as i64] {
+                    return Err(bad(format!("expected [{b}, {s}, {d}]")));
+                }
+                for r in 0..b {
+                    let o = &mut out[r * d..(r + 1) * d];
+                    let m = &mask[r * s..(r + 1) * s];
+                    if self.config.pooling == Pooling::Cls {
+                        let first = m.iter().position(|&x| x == 1).unwrap_or(0);
+                        o.copy_from_slice(&data[(r * s + first) * d..(r * s + first + 1) * d]);
+                        continue;
+                    }
+                    let mut acc = vec![0f64; d];
+                    let mut cnt = 0f64;
+                    for (p, _) in m.iter().enumerate().filter(|(_, &x)| x == 1) {
+                        let h = &data[(r * s + p) * d..(r * s + p + 1) * d];
+                        acc.iter_mut().zip(h).for_each(|(a, &x)| *a += x as f64);
+                        cnt += 1.0;
+                    }
+                    o.iter_mut().zip(&acc).for_each(|(x, a)| *x = (a / cnt.max(1.0)) as f32);
+                }
+            }
+            (p, r) => return Err(bad(format!("rank {r} does not fit pooling {p:?}"))),
+        }
+        if out.iter().any(|x| !x.is_finite()) {
+            return Err(Error::Model("model produced NaN or inf".into()));
+        }
+        if self.config.normalize {
+            out.chunks_exact_mut(d).for_each(l2_normalize);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,379 @@
+//! The flat exact vector index: contiguous rows, each with an id, a label
+//! (route or tool name) and a domain.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use crate::error::{Error, Result};
+use crate::scan;
+use crate::simd::l2_normalize;
+use crate::storage::{Storage, StorageKind};
+use crate::topk::Hit;
+
+/// Interned strings: code `0` is always the empty string ("none").
+#[derive(Clone, Debug)]
+pub struct Interner {
+    names: Vec<String>,
+    codes: HashMap<String, u32>,
+}
+
+impl Default for Interner {
+    fn default() -> Self {
+        let mut i = Interner { names: Vec::new(), codes: HashMap::new() };
+        i.intern("");
+        i
+    }
+}
+
+impl Interner {
+    /// Code of `name`, adding it when new.
+    pub fn intern(&mut self, name: &str) -> u32 {
+        if let Some(&c) = self.codes.get(name) {
+            return c;
+        }
+        let c = self.names.len() as u32;
+        self.names.push(name.to_owned());
+        self.codes.insert(name.to_owned(), c);
+        c
+    }
+
+    /// Code of `name` if known.
+    pub fn get(&self, name: &str) -> Option<u32> {
+        self.codes.get(name).copied()
+    }
+
+    /// All names by code.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+}
+
+/// Results of a search: `nq × k` row-major arrays.
+#[derive(Clone, Debug, Default)]
+pub struct SearchResult {
+    pub nq: usize,
+    pub k: usize,
+    pub scores: Vec<f32>,
+    pub ids: Vec<u64>,
+    pub labels: Vec<u32>,
+    pub domains: Vec<u32>,
+}
+
+/// A flat, exact inner-product index (cosine when `normalize` is on).
+#[derive(Clone, Debug)]
+pub struct FlatIndex {
+    normalize: bool,
+    pub(crate) storage: Storage,
+    pub(crate) ids: Vec<u64>,
+    pub(crate) labels: Vec<u32>,
+    pub(crate) domains: Vec<u32>,
+    pub(crate) label_names: Interner,
+    pub(crate) domain_names: Interner,
+    rows: HashMap<u64, usize>,
+}
+
+/// Check that `data` holds `n` finite rows of width `dim`.
+pub fn check_rows(data: &[f32], dim: usize, what: &'static str) -> Result<usize> {
+    if dim == 0 {
+        return Err(Error::InvalidArgument("dimension must be >= 1".into()));
+    }
+    if data.len() % dim != 0 {
+        return Err(Error::DimensionMismatch { expected: dim, got: data.len() % dim });
+    }
+    if let Some(p) = data.iter().position(|x| !x.is_finite()) {
+        return Err(Error::NonFinite { what, row: p / dim });
+    }
+    Ok(data.len() / dim)
+}
+
+impl FlatIndex {
+    /// An empty index of width `dim`.
+    pub fn new(dim: usize, kind: StorageKind, normalize: bool) -> Result<Self> {
+        if dim == 0 {
+            return Err(Error::InvalidArgument("dimension must be >= 1".into()));
+        }
+        Ok(FlatIndex {
+            normalize,
+            storage: Storage::new(dim, kind),
+            ids: Vec::new(),
+            labels: Vec::new(),
+            domains: Vec::new(),
+            label_names: Interner::default(),
+            domain_names: Interner::default(),
+            rows: HashMap::new(),
+        })
+    }
+
+    /// Row width.
+    pub fn dim(&self) -> usize {
+        self.storage.dim()
+    }
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+    /// Whether vectors and queries are L2-normalised (cosine scores).
+    pub fn normalize(&self) -> bool {
+        self.normalize
+    }
+    /// Storage representation.
+    pub fn kind(&self) -> StorageKind {
+        self.storage.kind()
+    }
+    /// The underlying storage.
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+    /// Ids in row order.
+    pub fn ids(&self) -> &[u64] {
+        &self.ids
+    }
+    /// Label code of each row.
+    pub fn label_codes(&self) -> &[u32] {
+        &self.labels
+    }
+    /// Domain code of each row.
+    pub fn domain_codes(&self) -> &[u32] {
+        &self.domains
+    }
+    /// Label names by code (code 0 is "").
+    pub fn label_names(&self) -> &[String] {
+        self.label_names.names()
+    }
+    /// Domain names by code (code 0 is "").
+    pub fn domain_names(&self) -> &[String] {
+        self.domain_names.names()
+    }
+    /// Row of `id`, if present.
+    pub fn row_of(&self, id: u64) -> Option<usize> {
+        self.rows.get(&id).copied()
+    }
+    /// Code of a domain name, if any entry ever used it.
+    pub fn domain_code(&self, name: &str) -> Option<u32> {
+        self.domain_names.get(name)
+    }
+
+    fn prepared(&self, vectors: &[f32], what: &'static str) -> Result<(usize, Vec<f32>)> {
+        let n = check_rows(vectors, self.dim(), what)?;
+        let mut v = vectors.to_vec();
+        if self.normalize {
+            v.chunks_exact_mut(self.dim()).for_each(l2_normalize);
+        }
+        Ok((n, v))
+    }
+
+    fn check_meta(n: usize, meta: Option<&[&str]>, what: &str) -> Result<()> {
+        match meta {
+            Some(m) if m.len() != n => {
+                Err(Error::InvalidArgument(format!("{} {what} given for {n} vectors", m.len())))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Add entries. Everything is validated before anything is written, so a
+    /// failed call leaves the index unchanged.
+    pub fn add(&mut self, ids: &[u64], vectors: &[f32], labels: Option<&[&str]>, domains: Option<&[&str]>) -> Result<()> {
+        let (n, v) = self.prepared(vectors, "vectors")?;
+        if ids.len() != n {
+            return Err(Error::InvalidArgument(format!("{} ids given for {n} vectors", ids.len())));
+        }
+        Self::check_meta(n, labels, "labels")?;
+        Self::check_meta(n, domains, "domains")?;
+        let mut seen = std::collections::HashSet::with_capacity(n);
+        for &id in ids {
+            if self.rows.contains_key(&id) || !seen.insert(id) {
+                return Err(Error::DuplicateId(id));
+            }
+        }
+        self.storage.reserve(n);
+        for (j, &id) in ids.iter().enumerate() {
+            self.rows.insert(id, self.ids.len());
+            self.ids.push(id);
+            self.storage.push(&v[j * self.dim()..(j + 1) * self.dim()]);
+            self.labels.push(labels.map_or(0, |l| self.label_names.intern(l[j])));
+            self.domains.push(domains.map_or(0, |d| self.domain_names.intern(d[j])));
+        }
+        Ok(())
+    }
+
+    /// Replace the vectors (and, when given, labels/domains) of existing ids.
+    pub fn update(&mut self, ids: &[u64], vectors: &[f32], labels: Option<&[&str]>, domains: Option<&[&str]>) -> Result<()> {
+        let (n, v) = self.prepared(vectors, "vectors")?;
+        if ids.len() != n {
+            return Err(Error::InvalidArgument(format!("{} ids given for {n} vectors", ids.len())));
+        }
+        Self::check_meta(n, labels, "labels")?;
+        Self::check_meta(n, domains, "domains")?;
+        let rows: Vec<usize> = ids.iter().map(|&id| self.row_of(id).ok_or(Error::UnknownId(id))).collect::<Result<_>>()?;
+        for (j, &r) in rows.iter().enumerate() {
+            self.storage.set(r, &v[j * self.dim()..(j + 1) * self.dim()]);
+            if let Some(l) = labels {
+                self.labels[r] = self.label_names.intern(l[j]);
+            }
+            if let Some(d) = domains {
+                self.domains[r] = self.domain_names.intern(d[j]);
+            }
+        }
+        Ok(())
+    }
+
+    /// Remove entries; every id must exist (checked before anything changes).
+    pub fn remove(&mut self, ids: &[u64]) -> Result<()> {
+        let mut seen = std::collections::HashSet::with_capacity(ids.len());
+        for &id in ids {
+            if !self.rows.contains_key(&id) {
+                return Err(Error::UnknownId(id));
+            }
+            if !seen.insert(id) {
+                return Err(Error::DuplicateId(id));
+            }
+        }
+        for &id in ids {
+            let r = self.rows.remove(&id).expect("checked above");
+            let last = self.ids.len() - 1;
+            self.storage.swap_remove(r);
+            self.ids.swap_remove(r);
+            self.labels.swap_remove(r);
+            self.domains.swap_remove(r);
+            if r != last {
+                self.rows.insert(self.ids[r], r);
+            }
+        }
+        Ok(())
+    }
+
+    /// Validate `queries` and return them ready to score (normalised if needed).
+    pub fn prepare_queries<'q>(&self, queries: &'q [f32]) -> Result<(usize, Cow<'q, [f32]>)> {
+        let nq = check_rows(queries, self.dim(), "queries")?;
+        if nq == 0 {
+            return Err(Error::InvalidArgument("no query given".into()));
+        }
+        if !self.normalize {
+            return Ok((nq, Cow::Borrowed(queries)));
+        }
+        let mut q = queries.to_vec();
+        q.chunks_exact_mut(self.dim()).for_each(l2_normalize);
+        Ok((nq, Cow::Owned(q)))
+    }
+
+    /// Check `k` against the index size.
+    pub fn check_k(&self, k: usize) -> Result<()> {
+        if self.is_empty() {
+            return Err(Error::EmptyIndex);
+        }
+        if k == 0 || k > self.len() {
+            return Err(Error::BadK { k, n: self.len() });
+        }
+        Ok(())
+    }
+
+    /// Top-k entries for each query (`queries` is `nq × dim`, row-major).
+    pub fn search(&self, queries: &[f32], k: usize) -> Result<SearchResult> {
+        self.check_k(k)?;
+        let (nq, q) = self.prepare_queries(queries)?;
+        let hits = scan::search_batch(&self.storage, &q, nq, k);
+        Ok(self.collect(hits, k))
+    }
+
+    fn collect(&self, hits: Vec<Vec<Hit>>, k: usize) -> SearchResult {
+        let nq = hits.len();
+        let mut r = SearchResult {
+            nq,
+            k,
+            scores: Vec::with_capacity(nq * k),
+            ids: Vec::with_capacity(nq * k),
+            labels: Vec::with_capacity(nq * k),
+            domains: Vec::with_capacity(nq * k),
+        };
+        for h in hits.iter().flatten() {
+            r.scores.push(h.score);
+            r.ids.push(self.ids[h.index]);
+            r.labels.push(self.labels[h.index]);
+            r.domains.push(self.domains[h.index]);
+        }
+        r
+    }
+
+    /// Exact score of every row for one query, in row order.
+    pub fn score_all(&self, query: &[f32]) -> Result<Vec<f32>> {
+        if self.is_empty() {
+            return Err(Error::EmptyIndex);
+        }
+        let (nq, q) = self.prepare_queries(query)?;
+        if nq != 1 {
+            return Err(Error::InvalidArgument(format!("score_all takes one query, got {nq}")));
+        }
+        let mut out = vec![0f32; self.len()];
+        scan::score_all(&self.storage, &q, &mut out);
+        Ok(out)
+    }
+
+    /// Rebuild from parts read from disk (used by `persist`).
+    pub(crate) fn from_parts(
+        storage: Storage,
+        normalize: bool,
+        ids: Vec<u64>,
+        labels: Vec<u32>,
+        domains: Vec<u32>,
+        label_names: Interner,
+        domain_names: Interner,
+    ) -> Result<Self> {
+        let rows: HashMap<u64, usize> = ids.iter().enumerate().map(|(r, &id)| (id, r)).collect();
+        if rows.len() != ids.len() {
+            return Err(Error::InvalidArgument("duplicate ids in stored index".into()));
+        }
+        Ok(FlatIndex { normalize, storage, ids, labels, domains, label_names, domain_names, rows })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn idx() -> FlatIndex {
+        let mut i = FlatIndex::new(2, StorageKind::F32, true).unwrap();
+        i.add(&[10, 20, 30], &[1.0, 0.0, 0.0, 2.0, 1.0, 1.0], Some(&["a", "b", "a"]), Some(&["x", "y", "x"])).unwrap();
+        i
+    }
+
+    #[test]
+    fn add_search_labels() {
+        let i = idx();
+        let r = i.search(&[1.0, 0.1], 2).unwrap();
+        assert_eq!(r.ids, vec![10, 30]);
+        assert_eq!(i.label_names()[r.labels[1] as usize], "a");
+        assert!((r.scores[0] - 0.9950372).abs() < 1e-5);
+    }
+
+    #[test]
+    fn bad_input_leaves_index_unchanged() {
+        let mut i = idx();
+        assert!(matches!(i.add(&[10], &[1.0, 0.0], None, None), Err(Error::DuplicateId(10))));
+        assert!(matches!(i.add(&[1, 1], &[1.0, 0.0, 1.0, 0.0], None, None), Err(Error::DuplicateId(1))));
+        assert!(matches!(i.add(&[1], &[1.0, f32::NAN], None, None), Err(Error::NonFinite { .. })));
+        assert!(matches!(i.add(&[1], &[1.0, 0.0, 3.0], None, None), Err(Error::DimensionMismatch { .. })));
+        assert!(matches!(i.remove(&[10, 99]), Err(Error::UnknownId(99))));
+        assert!(matches!(i.update(&[99], &[1.0, 0.0], None, None), Err(Error::UnknownId(99))));
+        assert!(matches!(i.search(&[1.0, 0.0], 0), Err(Error::BadK { .. })));
+        assert!(matches!(i.search(&[1.0, 0.0], 4), Err(Error::BadK { .. })));
+        assert_eq!(i.len(), 3);
+        assert_eq!(i.search(&[0.0, 1.0], 1).unwrap().ids, vec![20]);
+    }
+
+    #[test]
+    fn remove_and_update_keep_mapping() {
+        let mut i = idx();
+        i.remove(&[10]).unwrap();
+        assert_eq!(i.row_of(30), Some(0));
+        i.update(&[30], &[0.0, -1.0], Some(&["c"]), None).unwrap();
+        let r = i.search(&[0.0, -1.0], 1).unwrap();
+        assert_eq!((r.ids[0], i.label_names()[r.labels[0] as usize].as_str()), (30, "c"));
+        i.remove(&[20, 30]).unwrap();
+        assert!(matches!(i.search(&[1.0, 0.0], 1), Err(Error::EmptyIndex)));
+    }
+}

@@ -1,0 +1,22 @@
+//! routecore-core: the pure-Rust engine behind routecore.
+//!
+//! - [`simd`]: dot/cosine kernels (AVX2+FMA at run time, portable fallback);
+//! - [`topk`], [`scan`]: exact top-k over contiguous storage, single or batched;
+//! - [`index`], [`storage`], [`persist`]: the flat index, compact storage, files;
+//! - [`scoring`], [`step`]: route aggregation, softmax, domain affinity, collisions;
+//! - [`encoder`]: the ONNX Runtime text encoder with its tokenizer and cache.
+
+pub mod encoder;
+pub mod error;
+pub mod index;
+pub mod persist;
+pub mod scan;
+pub mod scoring;
+pub mod simd;
+pub mod step;
+pub mod storage;
+pub mod topk;
+
+pub use error::{Error, Result};
+pub use index::{FlatIndex, SearchResult};
+pub use storage::StorageKind;

@@ -1,0 +1,272 @@
+//! Exact top-k scans over [`Storage`]: one query or a batch, sequential or on the
+//! rayon pool above a size cutoff, and compact scans followed by an f32 re-rank.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rayon::prelude::*;
+
+use crate::simd::{dot, dot4, dot_f16, dot_i8, quantize_i8};
+use crate::storage::{Storage, StorageKind};
+use crate::topk::{Hit, TopK};
+
+/// Default number of scanned f32 elements (rows × dim) from which a search runs
+/// on several threads. Measured in `benches/` (see BENCHMARKS.md): below this the
+/// rayon hand-off costs more than the second core gains.
+pub const DEFAULT_PARALLEL_CUTOFF: usize = 1 << 20;
+
+static PARALLEL_CUTOFF: AtomicUsize = AtomicUsize::new(DEFAULT_PARALLEL_CUTOFF);
+
+/// Current parallel cutoff (elements).
+pub fn parallel_cutoff() -> usize {
+    PARALLEL_CUTOFF.load(Ordering::Relaxed)
+}
+
+/// Set the parallel cutoff (elements); `usize::MAX` disables threading.
+pub fn set_parallel_cutoff(elements: usize) {
+    PARALLEL_CUTOFF.store(elements, Ordering::Relaxed);
+}
+
+/// Rows per parallel task: large enough to amortise scheduling, small enough to balance.
+fn chunk_rows(n: usize, dim: usize) -> usize {
+    let threads = rayon::current_num_threads().max(1);
+    let by_balance = n.div_ceil(threads * 4);
+    let by_size = (1 << 16) / dim.max(1); // at least ~256 KB of f32 per task
+    by_balance.max(by_size).max(1)
+}
+
+/// Candidate pool re-ranked exactly after a compact scan.
+pub fn rerank_pool(k: usize, n: usize) -> usize {
+    (4 * k).max(k + 32).min(n)
+}
+
+/// Approximate or exact score of row `i` for the storage's scan representation.
+struct Scorer<'a> {
+    s: &'a Storage,
+    q: &'a [f32],
+    q8: Vec<i8>,
+    q8_scale: f32,
+}
+
+impl<'a> Scorer<'a> {
+    fn new(s: &'a Storage, q: &'a [f32]) -> Self {
+        let (q8, q8_scale) = if s.kind() == StorageKind::Int8 {
+            let mut v = vec![0i8; q.len()];
+            let sc = quantize_i8(q, &mut v);
+            (v, sc)
+        } else {
+            (Vec::new(), 0.0)
+        };
+        Scorer { s, q, q8, q8_scale }
+    }
+
+    #[inline]
+    fn score(&self, i: usize) -> f32 {
+        let d = self.s.dim();
+        match self.s.kind() {
+            StorageKind::F32 => dot(self.s.row(i), self.q),
+            StorageKind::F16 => dot_f16(&self.s.f16s[i * d..(i + 1) * d], self.q),
+            StorageKind::Int8 => {
+                dot_i8(&self.s.i8s[i * d..(i + 1) * d], &self.q8) as f32 * self.s.scales[i] * self.q8_scale
+            }
+        }
+    }
+
+    fn scan(&self, rows: std::ops::Range<usize>, k: usize) -> TopK {
+        let mut t = TopK::new(k);
+        for i in rows {
+            t.push(self.score(i), i);
+        }
+        t
+    }
+}
+
+fn scan_rows(sc: &Scorer, n: usize, k: usize) -> TopK {
+    let d = sc.s.dim();
+    if n * d < parallel_cutoff() {
+        return sc.scan(0..n, k);
+    }
+    let step = chunk_rows(n, d);
+    (0..n.div_ceil(step))
+        .into_par_iter()
+        .map(|c| sc.scan(c * step..((c + 1) * step).min(n), k))
+        .reduce(|| TopK::new(k), |mut a, b| {
+            a.merge(b);
+            a
+        })
+}
+
+/// Exact f32 re-rank of a candidate pool.
+fn rerank(s: &Storage, q: &[f32], pool: Vec<Hit>, k: usize) -> Vec<Hit> {
+    let mut idx: Vec<usize> = pool.into_iter().map(|h| h.index).collect();
+    idx.sort_unstable();
+    let mut t = TopK::new(k);
+    for i in idx {
+        t.push(dot(s.row(i), q), i);
+    }
+    t.into_sorted()
+}
+
+/// Top-k rows for one query. The caller checks `1 <= k <= len` and the query width.
+pub fn search_one(s: &Storage, q: &[f32], k: usize) -> Vec<Hit> {
+    let n = s.len();
+    let sc = Scorer::new(s, q);
+    match s.kind() {
+        StorageKind::F32 => scan_rows(&sc, n, k).into_sorted(),
+        _ => {
+            let pool = scan_rows(&sc, n, rerank_pool(k, n)).into_sorted();
+            rerank(s, q, pool, k)
+        }
+    }
+}
+
+/// Rows per cache block in the batched f32 scan (~128 KB per block at d = 1024).
+fn block_rows(dim: usize) -> usize {
+    ((1 << 15) / dim.max(1)).clamp(8, 1024)
+}
+
+/// Batched f32 scan of `rows` for all queries: each cache block of rows is reused
+/// by every group of four queries before the next block is read.
+fn scan_batch_f32(s: &Storage, qs: &[&[f32]], rows: std::ops::Range<usize>, k: usize) -> Vec<TopK> {
+    let mut tops: Vec<TopK> = (0..qs.len()).map(|_| TopK::new(k)).collect();
+    let b = block_rows(s.dim());
+    let mut start = rows.start;
+    while start < rows.end {
+        let end = (start + b).min(rows.end);
+        let mut g = 0;
+        while g + 4 <= qs.len() {
+            let quad = [qs[g], qs[g + 1], qs[g + 2], qs[g + 3]];
+            for i in start..end {
+                let r = dot4(s.row(i), quad);
+                for j in 0..4 {
+                    tops[g + j].push(r[j], i);
+                }
+            }
+            g += 4;
+        }
+        for (j, q) in qs.iter().enumerate().skip(g) {
+            for i in start..end {
+                tops[j].push(dot(s.row(i), q), i);
+            }
+        }
+        start = end;
+    }
+    tops
+}
+
+/// Top-k rows for each of `nq` queries stored row-major in `qs`.
+pub fn search_batch(s: &Storage, qs: &[f32], nq: usize, k: usize) -> Vec<Vec<Hit>> {
+    let d = s.dim();
+    let n = s.len();
+    if nq == 1 {
+        return vec![search_one(s, qs, k)];
+    }
+    let queries: Vec<&[f32]> = qs.chunks_exact(d).take(nq).collect();
+    if s.kind() != StorageKind::F32 {
+        // Compact scans are per query; spread the queries over the pool.
+        return queries.par_iter().map(|q| search_one(s, q, k)).collect();
+    }
+    if n * d < parallel_cutoff() {
+        return scan_batch_f32(s, &queries, 0..n, k).into_iter().map(TopK::into_sorted).collect();
+    }
+    let step = chunk_rows(n, d);
+    let merged = (0..n.div_ceil(step))
+        .into_par_iter()
+        .map(|c| scan_batch_f32(s, &queries, c * step..((c + 1) * step).min(n), k))
+        .reduce(
+            || (0..nq).map(|_| TopK::new(k)).collect(),
+            |mut a, b| {
+                for (x, y) in a.iter_mut().zip(b) {
+                    x.merge(y);
+                }
+                a
+            },
+        );
+    merged.into_iter().map(TopK::into_sorted).collect()
+}
+
+/// Exact f32 scores of every row for one query (used by route scoring).
+pub fn score_all(s: &Storage, q: &[f32], out: &mut [f32]) {
+    let d = s.dim();
+    let n = s.len();
+    let m = s.matrix();
+    if n * d < parallel_cutoff() {
+        for (i, o) in out.iter_mut().enumerate().take(n) {
+            *o = dot(&m[i * d..(i + 1) * d], q);
+        }
+        return;
+    }
+    let step = chunk_rows(n, d);
+    out[..n].par_chunks_mut(step).enumerate().for_each(|(c, chunk)| {
+        for (j, o) in chunk.iter_mut().enumerate() {
+            let i = c * step + j;
+            *o = dot(&m[i * d..(i + 1) * d], q);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topk::top_k;
+
+    fn storage(n: usize, d: usize, kind: StorageKind) -> Storage {
+        let mut s = Storage::new(d, kind);
+        let mut x = 12345u32;
+        for _ in 0..n {
+            let v: Vec<f32> = (0..d)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    x as f32 / u32::MAX as f32 - 0.5
+                })
+                .collect();
+            s.push(&v);
+        }
+        s
+    }
+
+    fn reference(s: &Storage, q: &[f32], k: usize) -> Vec<usize> {
+        let sc: Vec<f32> = (0..s.len()).map(|i| crate::simd::dot_portable(s.row(i), q)).collect();
+        top_k(&sc, k).iter().map(|h| h.index).collect()
+    }
+
+    #[test]
+    fn sequential_parallel_and_batch_agree() {
+        let s = storage(3000, 64, StorageKind::F32);
+        let qs: Vec<f32> = (0..7 * 64).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
+        let expect: Vec<Vec<usize>> = qs.chunks(64).map(|q| reference(&s, q, 10)).collect();
+        for cutoff in [usize::MAX, 1] {
+            set_parallel_cutoff(cutoff);
+            for (j, q) in qs.chunks(64).enumerate() {
+                let got: Vec<usize> = search_one(&s, q, 10).iter().map(|h| h.index).collect();
+                assert_eq!(got, expect[j]);
+            }
+            let batch = search_batch(&s, &qs, 7, 10);
+            for (j, hits) in batch.iter().enumerate() {
+                assert_eq!(hits.iter().map(|h| h.index).collect::<Vec<_>>(), expect[j]);
+            }
+        }
+        set_parallel_cutoff(DEFAULT_PARALLEL_CUTOFF);
+    }
+
+    #[test]
+    fn compact_storage_reranks_exactly() {
+        for kind in [StorageKind::F16, StorageKind::Int8] {
+            let s = storage(2000, 96, kind);
+            let q: Vec<f32> = s.row(17).to_vec();
+            let got = search_one(&s, &q, 5);
+            assert_eq!(got.iter().map(|h| h.index).collect::<Vec<_>>(), reference(&s, &q, 5));
+            assert!((got[0].score - dot(s.row(got[0].index), &q)).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn score_all_matches_dot() {
+        let s = storage(500, 40, StorageKind::F32);
+        let q = s.row(3).to_vec();
+        let mut out = vec![0.0; 500];
+        score_all(&s, &q, &mut out);
+        assert!((out[3] - dot(&q, &q)).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,204 @@
+//! Route-level scoring: aggregation of exemplar scores, softmax, domain affinity
+//! and top-1/top-2 collision detection.
+
+use crate::error::{Error, Result};
+use crate::topk::top_k;
+
+/// How exemplar scores become one score per route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aggregation {
+    /// Best exemplar.
+    Max,
+    /// Mean over all exemplars of the route.
+    Mean,
+    /// Mean of the best `n` exemplars (all of them when the route has fewer).
+    TopNMean(usize),
+}
+
+impl Aggregation {
+    /// Parse `"max"`, `"mean"` or `"topn"` (with `n`).
+    pub fn parse(name: &str, n: usize) -> Result<Self> {
+        match name {
+            "max" => Ok(Aggregation::Max),
+            "mean" => Ok(Aggregation::Mean),
+            "topn" | "top_n" | "topn_mean" if n >= 1 => Ok(Aggregation::TopNMean(n)),
+            "topn" | "top_n" | "topn_mean" => Err(Error::InvalidArgument("top-n mean needs n >= 1".into())),
+            other => Err(Error::InvalidArgument(format!(
+                "unknown aggregation {other:?}; expected 'max', 'mean' or 'topn'"
+            ))),
+        }
+    }
+}
+
+/// Aggregate exemplar `scores` into `n_routes` route scores, where `routes[i]` is
+/// the route of exemplar `i`. A route without exemplars scores -inf.
+pub fn aggregate(scores: &[f32], routes: &[u32], n_routes: usize, how: Aggregation) -> Result<Vec<f32>> {
+    if scores.len() != routes.len() {
+        return Err(Error::DimensionMismatch { expected: scores.len(), got: routes.len() });
+    }
+    if let Some(&bad) = routes.iter().find(|&&r| r as usize >= n_routes) {
+        return Err(Error::InvalidArgument(format!("route code {bad} >= number of routes {n_routes}")));
+    }
+    let mut out = vec![f32::NEG_INFINITY; n_routes];
+    match how {
+        Aggregation::Max => {
+            for (&s, &r) in scores.iter().zip(routes) {
+                let o = &mut out[r as usize];
+                if s > *o {
+                    *o = s;
+                }
+            }
+        }
+        Aggregation::Mean => {
+            let mut sum = vec![0f64; n_routes];
+            let mut cnt = vec![0usize; n_routes];
+            for (&s, &r) in scores.iter().zip(routes) {
+                sum[r as usize] += s as f64;
+                cnt[r as usize] += 1;
+            }
+            for r in 0..n_routes {
+                if cnt[r] > 0 {
+                    out[r] = (sum[r] / cnt[r] as f64) as f32;
+                }
+            }
+        }
+        Aggregation::TopNMean(n) => {
+            let mut per: Vec<Vec<f32>> = vec![Vec::new(); n_routes];
+            for (&s, &r) in scores.iter().zip(routes) {
+                per[r as usize].push(s);
+            }
+            for (r, v) in per.iter().enumerate() {
+                if v.is_empty() {
+                    continue;
+                }
+                let best = top_k(v, n.min(v.len()));
+                out[r] = (best.iter().map(|h| h.score as f64).sum::<f64>() / best.len() as f64) as f32;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Softmax of `x / temperature`, computed in f64 after subtracting the maximum.
+///
+/// Entries at -inf get probability 0. When every entry is -inf the result is
+/// uniform (no information). `temperature` must be finite and > 0.
+pub fn softmax(x: &[f32], temperature: f32) -> Result<Vec<f32>> {
+    if !(temperature > 0.0 && temperature.is_finite()) {
+        return Err(Error::InvalidArgument(format!("temperature must be > 0, got {temperature}")));
+    }
+    if x.iter().any(|v| v.is_nan() || *v == f32::INFINITY) {
+        return Err(Error::NonFinite { what: "softmax input", row: 0 });
+    }
+    if x.is_empty() {
+        return Ok(Vec::new());
+    }
+    let m = x.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+    if m == f32::NEG_INFINITY {
+        return Ok(vec![1.0 / x.len() as f32; x.len()]);
+    }
+    let t = temperature as f64;
+    let e: Vec<f64> = x.iter().map(|&v| ((v as f64 - m as f64) / t).exp()).collect();
+    let z: f64 = e.iter().sum();
+    Ok(e.iter().map(|v| (v / z) as f32).collect())
+}
+
+/// Default multiplier for candidates whose domain is in the active context.
+pub const DEFAULT_BOOST: f32 = 1.15;
+/// Default multiplier for candidates from other domains.
+pub const DEFAULT_PENALTY: f32 = 0.70;
+/// Default top-1/top-2 gap under which a cross-domain pair is a collision.
+pub const DEFAULT_COLLISION_GAP: f32 = 0.08;
+
+/// Multiply each score by `boost` when its domain is active and by `penalty`
+/// otherwise. `active[d]` says whether domain code `d` is active. With no active
+/// domain at all the scores are returned unchanged.
+pub fn apply_affinity(scores: &mut [f32], domains: &[u32], active: &[bool], boost: f32, penalty: f32) -> Result<()> {
+    if scores.len() != domains.len() {
+        return Err(Error::DimensionMismatch { expected: scores.len(), got: domains.len() });
+    }
+    if !active.iter().any(|&a| a) {
+        return Ok(());
+    }
+    for (s, &d) in scores.iter_mut().zip(domains) {
+        let on = active.get(d as usize).copied().unwrap_or(false);
+        *s *= if on { boost } else { penalty };
+    }
+    Ok(())
+}
+
+/// A top-1/top-2 pair from different domains with too small a gap.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Collision {
+    pub first: usize,
+    pub second: usize,
+    pub gap: f32,
+}
+
+/// Report a collision when the best two candidates (ties to the lower index) come
+/// from different domains and their score gap is below `max_gap`.
+pub fn detect_collision(scores: &[f32], domains: &[u32], max_gap: f32) -> Result<Option<Collision>> {
+    if scores.len() != domains.len() {
+        return Err(Error::DimensionMismatch { expected: scores.len(), got: domains.len() });
+    }
+    if scores.len() < 2 {
+        return Ok(None);
+    }
+    let best = top_k(scores, 2);
+    let (a, b) = (best[0], best[1]);
+    let gap = a.score - b.score;
+    if domains[a.index] != domains[b.index] && gap < max_gap {
+        Ok(Some(Collision { first: a.index, second: b.index, gap }))
+    } else {
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregation_variants() {
+        let s = [0.9, 0.1, 0.5, 0.7, 0.3];
+        let r = [0, 0, 1, 1, 1];
+        assert_eq!(aggregate(&s, &r, 3, Aggregation::Max).unwrap()[..2], [0.9, 0.7]);
+        let m = aggregate(&s, &r, 2, Aggregation::Mean).unwrap();
+        assert!((m[0] - 0.5).abs() < 1e-6 && (m[1] - 0.5).abs() < 1e-6);
+        let t = aggregate(&s, &r, 3, Aggregation::TopNMean(2)).unwrap();
+        assert!((t[1] - 0.6).abs() < 1e-6);
+        assert_eq!(t[2], f32::NEG_INFINITY);
+        assert!(aggregate(&s, &[0, 0, 5, 0, 0], 2, Aggregation::Max).is_err());
+    }
+
+    #[test]
+    fn softmax_is_stable() {
+        let p = softmax(&[1000.0, 1000.0, f32::NEG_INFINITY], 1.0).unwrap();
+        assert_eq!(p, vec![0.5, 0.5, 0.0]);
+        let u = softmax(&[f32::NEG_INFINITY; 4], 0.1).unwrap();
+        assert_eq!(u, vec![0.25; 4]);
+        let q = softmax(&[0.1, 0.2], 0.01).unwrap();
+        assert!((q.iter().sum::<f32>() - 1.0).abs() < 1e-6 && q[1] > q[0]);
+        assert!(softmax(&[1.0], 0.0).is_err());
+        assert!(softmax(&[f32::NAN], 1.0).is_err());
+    }
+
+    #[test]
+    fn affinity_boosts_and_penalises() {
+        let mut s = vec![0.5, 0.5];
+        apply_affinity(&mut s, &[0, 1], &[true, false], DEFAULT_BOOST, DEFAULT_PENALTY).unwrap();
+        assert!((s[0] - 0.575).abs() < 1e-6 && (s[1] - 0.35).abs() < 1e-6);
+        let mut t = vec![0.5];
+        apply_affinity(&mut t, &[0], &[], 2.0, 0.0).unwrap();
+        assert_eq!(t, vec![0.5]);
+    }
+
+    #[test]
+    fn collision_rules() {
+        let c = detect_collision(&[0.80, 0.75, 0.2], &[0, 1, 1], 0.08).unwrap().unwrap();
+        assert_eq!((c.first, c.second), (0, 1));
+        assert!(detect_collision(&[0.80, 0.75], &[0, 0], 0.08).unwrap().is_none());
+        assert!(detect_collision(&[0.80, 0.70], &[0, 1], 0.08).unwrap().is_none());
+        assert!(detect_collision(&[0.8], &[0], 0.08).unwrap().is_none());
+    }
+}

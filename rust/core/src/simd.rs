@@ -1,0 +1,329 @@
+//! Dot-product kernels: AVX2+FMA (and F16C) chosen at run time, portable fallbacks.
+//!
+//! Every public function here dispatches on the CPU once per call through
+//! `is_x86_feature_detected!`, which reads a cached atomic.
+
+use half::f16;
+
+/// True when the AVX2+FMA kernels can run on this CPU.
+#[inline]
+pub fn has_avx2_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+#[inline]
+fn has_f16c() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        has_avx2_fma() && std::arch::is_x86_feature_detected!("f16c")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Portable dot product (8 independent accumulators so the compiler can vectorise).
+pub fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
+    debug_assert_eq!(a.len(), b.len());
+    let mut acc = [0f32; 8];
+    let chunks = a.len() / 8;
+    for c in 0..chunks {
+        for l in 0..8 {
+            acc[l] += a[c * 8 + l] * b[c * 8 + l];
+        }
+    }
+    let mut s: f32 = acc.iter().sum();
+    for i in chunks * 8..a.len() {
+        s += a[i] * b[i];
+    }
+    s
+}
+
+/// Dot product of two equal-length f32 slices.
+#[inline]
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    debug_assert_eq!(a.len(), b.len());
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        // SAFETY: the CPU supports AVX2 and FMA (checked above).
+        return unsafe { x86::dot_avx2(a, b) };
+    }
+    dot_portable(a, b)
+}
+
+/// Cosine similarity; 0 when either vector has zero norm.
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let na = dot(a, a).sqrt();
+    let nb = dot(b, b).sqrt();
+    if na == 0.0 || nb == 0.0 {
+        return 0.0;
+    }
+    dot(a, b) / (na * nb)
+}
+
+/// Scale `v` to unit L2 norm in place. A zero vector is left as is.
+pub fn l2_normalize(v: &mut [f32]) {
+    let n = dot(v, v).sqrt();
+    if n > 0.0 && n.is_finite() {
+        let inv = 1.0 / n;
+        v.iter_mut().for_each(|x| *x *= inv);
+    }
+}
+
+/// Dot products of one f32 row with four queries at once (the row is read once).
+#[inline]
+pub fn dot4(row: &[f32], q: [&[f32]; 4]) -> [f32; 4] {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        // SAFETY: AVX2+FMA present.
+        return unsafe { x86::dot4_avx2(row, q) };
+    }
+    [dot_portable(row, q[0]), dot_portable(row, q[1]), dot_portable(row, q[2]), dot_portable(row, q[3])]
+}
+
+/// Dot product of an f16 row with an f32 query.
+#[inline]
+pub fn dot_f16(row: &[f16], q: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if has_f16c() {
+        // SAFETY: AVX2, FMA and F16C present.
+        return unsafe { x86::dot_f16_avx2(row, q) };
+    }
+    row.iter().zip(q).map(|(a, b)| a.to_f32() * b).sum()
+}
+
+/// Integer dot product of two i8 vectors whose values lie in [-127, 127].
+#[inline]
+pub fn dot_i8(row: &[i8], q: &[i8]) -> i32 {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        // SAFETY: AVX2 present.
+        return unsafe { x86::dot_i8_avx2(row, q) };
+    }
+    row.iter().zip(q).map(|(&a, &b)| a as i32 * b as i32).sum()
+}
+
+/// Quantize to symmetric int8 in [-127, 127]; returns the scale (x ≈ q * scale).
+pub fn quantize_i8(v: &[f32], out: &mut [i8]) -> f32 {
+    let amax = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+    if amax == 0.0 {
+        out.iter_mut().for_each(|o| *o = 0);
+        return 0.0;
+    }
+    let scale = amax / 127.0;
+    let inv = 1.0 / scale;
+    for (o, x) in out.iter_mut().zip(v) {
+        *o = (x * inv).round().clamp(-127.0, 127.0) as i8;
+    }
+    scale
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use half::f16;
+    use std::arch::x86_64::*;
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn hsum(v: __m256) -> f32 {
+        let lo = _mm256_castps256_ps128(v);
+        let hi = _mm256_extractf128_ps(v, 1);
+        let s = _mm_add_ps(lo, hi);
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+        _mm_cvtss_f32(s)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
+        let n = a.len().min(b.len());
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        while i + 32 <= n {
+            for (j, acc_j) in acc.iter_mut().enumerate() {
+                let x = _mm256_loadu_ps(pa.add(i + 8 * j));
+                let y = _mm256_loadu_ps(pb.add(i + 8 * j));
+                *acc_j = _mm256_fmadd_ps(x, y, *acc_j);
+            }
+            i += 32;
+        }
+        while i + 8 <= n {
+            acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), acc[0]);
+            i += 8;
+        }
+        let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+        let mut r = hsum(s);
+        while i < n {
+            r += *pa.add(i) * *pb.add(i);
+            i += 1;
+        }
+        r
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn dot4_avx2(row: &[f32], q: [&[f32]; 4]) -> [f32; 4] {
+        let n = row.len();
+        let pr = row.as_ptr();
+        let pq = [q[0].as_ptr(), q[1].as_ptr(), q[2].as_ptr(), q[3].as_ptr()];
+        let mut a0 = [_mm256_setzero_ps(); 4];
+        let mut a1 = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        while i + 16 <= n {
+            let r0 = _mm256_loadu_ps(pr.add(i));
+            let r1 = _mm256_loadu_ps(pr.add(i + 8));
+            for j in 0..4 {
+                a0[j] = _mm256_fmadd_ps(r0, _mm256_loadu_ps(pq[j].add(i)), a0[j]);
+                a1[j] = _mm256_fmadd_ps(r1, _mm256_loadu_ps(pq[j].add(i + 8)), a1[j]);
+            }
+            i += 16;
+        }
+        let mut out = [0f32; 4];
+        for j in 0..4 {
+            out[j] = hsum(_mm256_add_ps(a0[j], a1[j]));
+            for t in i..n {
+                out[j] += *pr.add(t) * *pq[j].add(t);
+            }
+        }
+        out
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn dot_f16_avx2(row: &[f16], q: &[f32]) -> f32 {
+        let n = row.len().min(q.len());
+        let pr = row.as_ptr() as *const u16;
+        let pq = q.as_ptr();
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        while i + 32 <= n {
+            for (j, acc_j) in acc.iter_mut().enumerate() {
+                let h = _mm_loadu_si128(pr.add(i + 8 * j) as *const __m128i);
+                let x = _mm256_cvtph_ps(h);
+                *acc_j = _mm256_fmadd_ps(x, _mm256_loadu_ps(pq.add(i + 8 * j)), *acc_j);
+            }
+            i += 32;
+        }
+        let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+        let mut r = hsum(s);
+        while i < n {
+            r += row[i].to_f32() * q[i];
+            i += 1;
+        }
+        r
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn dot_i8_avx2(a: &[i8], b: &[i8]) -> i32 {
+        let n = a.len().min(b.len());
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let ones = _mm256_set1_epi16(1);
+        let mut acc0 = _mm256_setzero_si256();
+        let mut acc1 = _mm256_setzero_si256();
+        let mut i = 0;
+        // |a| * sign(b, a): unsigned x signed pairs summed to i16 (no overflow for |x| <= 127).
+        while i + 64 <= n {
+            let x0 = _mm256_loadu_si256(pa.add(i) as *const __m256i);
+            let y0 = _mm256_loadu_si256(pb.add(i) as *const __m256i);
+            let x1 = _mm256_loadu_si256(pa.add(i + 32) as *const __m256i);
+            let y1 = _mm256_loadu_si256(pb.add(i + 32) as *const __m256i);
+            let p0 = _mm256_maddubs_epi16(_mm256_sign_epi8(x0, x0), _mm256_sign_epi8(y0, x0));
+            let p1 = _mm256_maddubs_epi16(_mm256_sign_epi8(x1, x1), _mm256_sign_epi8(y1, x1));
+            acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(p0, ones));
+            acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(p1, ones));
+            i += 64;
+        }
+        while i + 32 <= n {
+            let x0 = _mm256_loadu_si256(pa.add(i) as *const __m256i);
+            let y0 = _mm256_loadu_si256(pb.add(i) as *const __m256i);
+            let p0 = _mm256_maddubs_epi16(_mm256_sign_epi8(x0, x0), _mm256_sign_epi8(y0, x0));
+            acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(p0, ones));
+            i += 32;
+        }
+        let acc = _mm256_add_epi32(acc0, acc1);
+        let lo = _mm256_castsi256_si128(acc);
+        let hi = _mm256_extracti128_si256(acc, 1);
+        let s = _mm_add_epi32(lo, hi);
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b01_00_11_10));
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b10_11_00_01));
+        let mut r = _mm_cvtsi128_si32(s);
+        while i < n {
+            r += *pa.add(i) as i32 * *pb.add(i) as i32;
+            i += 1;
+        }
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vecs(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2654435761).wrapping_add(1);
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s as f32 / u32::MAX as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn simd_dot_matches_portable() {
+        for n in [0, 1, 7, 8, 31, 32, 33, 100, 384, 1023, 1024] {
+            let a = vecs(n, 1);
+            let b = vecs(n, 2);
+            let (x, y) = (dot(&a, &b), dot_portable(&a, &b));
+            assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "n={n}: {x} vs {y}");
+        }
+    }
+
+    #[test]
+    fn dot4_matches_dot() {
+        for n in [5, 16, 384, 1000] {
+            let r = vecs(n, 3);
+            let qs: Vec<Vec<f32>> = (0..4).map(|i| vecs(n, 10 + i)).collect();
+            let got = dot4(&r, [&qs[0], &qs[1], &qs[2], &qs[3]]);
+            for j in 0..4 {
+                assert!((got[j] - dot_portable(&r, &qs[j])).abs() < 1e-4);
+            }
+        }
+    }
+
+    #[test]
+    fn f16_and_i8_dots() {
+        let n = 1000;
+        let a = vecs(n, 4);
+        let q = vecs(n, 5);
+        let h: Vec<f16> = a.iter().map(|&x| f16::from_f32(x)).collect();
+        let exact = dot_portable(&a, &q);
+        assert!((dot_f16(&h, &q) - exact).abs() < 1e-2);
+        let (mut qa, mut qq) = (vec![0i8; n], vec![0i8; n]);
+        let (sa, sq) = (quantize_i8(&a, &mut qa), quantize_i8(&q, &mut qq));
+        let portable: i32 = qa.iter().zip(&qq).map(|(&x, &y)| x as i32 * y as i32).sum();
+        assert_eq!(dot_i8(&qa, &qq), portable);
+        assert!((dot_i8(&qa, &qq) as f32 * sa * sq - exact).abs() < 0.1);
+    }
+
+    #[test]
+    fn normalize_and_cosine() {
+        let mut v = vec![3.0, 4.0];
+        l2_normalize(&mut v);
+        assert!((v[0] - 0.6).abs() < 1e-6 && (v[1] - 0.8).abs() < 1e-6);
+        let mut z = vec![0.0; 4];
+        l2_normalize(&mut z);
+        assert_eq!(z, vec![0.0; 4]);
+        assert_eq!(cosine(&[1.0, 0.0], &[0.0, 0.0]), 0.0);
+        assert!((cosine(&[1.0, 1.0], &[2.0, 2.0]) - 1.0).abs() < 1e-6);
+    }
+}

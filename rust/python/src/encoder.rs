@@ -1,0 +1,93 @@
+//! `routecore._native.Encoder`: the core ONNX text encoder.
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use routecore_core::encoder::{Encoder, EncoderOptions, TextKind};
+
+use crate::arrays::shaped;
+use crate::errors::PyRcErr;
+
+/// A loaded model; safe to share between Python threads (GIL released while encoding).
+#[pyclass(module = "routecore._native", name = "Encoder", frozen)]
+pub struct PyEncoder {
+    inner: Encoder,
+}
+
+#[pymethods]
+impl PyEncoder {
+    /// Open a model folder; `runtime_path` is the `libonnxruntime.so.*` to load.
+    #[staticmethod]
+    #[pyo3(signature = (path, runtime_path, variant = None, threads = None, cache_size = 1024))]
+    fn load(py: Python<'_>, path: PathBuf, runtime_path: PathBuf, variant: Option<String>, threads: Option<usize>, cache_size: usize) -> PyResult<Self> {
+        let opts = EncoderOptions { runtime_path, variant, intra_threads: threads, cache_size };
+        let inner = py.detach(|| Encoder::load(&path, &opts)).map_err(PyRcErr)?;
+        Ok(PyEncoder { inner })
+    }
+
+    /// Returns (embeddings [n, dim] float32, truncated positions, stats dict).
+    #[pyo3(signature = (texts, kind = "query"))]
+    fn encode<'py>(&self, py: Python<'py>, texts: Vec<String>, kind: &str) -> PyResult<(Bound<'py, PyAny>, Vec<usize>, Bound<'py, PyDict>)> {
+        let kind = TextKind::parse(kind).map_err(PyRcErr)?;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let e = py.detach(|| self.inner.encode(&refs, kind)).map_err(PyRcErr)?;
+        let stats = PyDict::new(py);
+        stats.set_item("tokenize_ns", e.tokenize_ns)?;
+        stats.set_item("infer_ns", e.infer_ns)?;
+        stats.set_item("cache_hits", e.cache_hits)?;
+        Ok((shaped(py, e.data, e.n, e.dim, false)?, e.truncated, stats))
+    }
+
+    /// Token ids per text (prefix and special tokens included, truncated).
+    #[pyo3(signature = (texts, kind = "query"))]
+    fn tokenize(&self, py: Python<'_>, texts: Vec<String>, kind: &str) -> PyResult<(Vec<Vec<u32>>, Vec<bool>)> {
+        let kind = TextKind::parse(kind).map_err(PyRcErr)?;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        Ok(py.detach(|| self.inner.tokenize(&refs, kind)).map_err(PyRcErr)?)
+    }
+
+    fn cache_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.inner.cache_stats();
+        let d = PyDict::new(py);
+        d.set_item("hits", s.hits)?;
+        d.set_item("misses", s.misses)?;
+        d.set_item("size", s.size)?;
+        d.set_item("capacity", s.capacity)?;
+        Ok(d)
+    }
+
+    fn clear_cache(&self) {
+        self.inner.clear_cache()
+    }
+
+    #[getter]
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    #[getter]
+    fn threads(&self) -> usize {
+        self.inner.threads()
+    }
+    #[getter]
+    fn truncations(&self) -> u64 {
+        self.inner.truncations()
+    }
+    #[getter]
+    fn onnx_path(&self) -> PathBuf {
+        self.inner.onnx_path().to_path_buf()
+    }
+    #[getter]
+    fn max_length(&self) -> usize {
+        self.inner.config().max_length
+    }
+    #[getter]
+    fn pooling(&self) -> String {
+        format!("{:?}", self.inner.config().pooling).to_lowercase()
+    }
+    #[getter]
+    fn query_prefix(&self) -> String {
+        self.inner.config().query_prefix.clone()
+    }
+}
+

@@ -1,0 +1,160 @@
+//! `routecore._native.FlatIndex`: the core flat index behind a reader-writer lock.
+
+use std::path::PathBuf;
+
+use numpy::{PyArray1, PyReadonlyArray1};
+use parking_lot::RwLock;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use routecore_core::scoring::Aggregation;
+use routecore_core::step::{score_routes, StepParams};
+use routecore_core::{persist, Error, FlatIndex, StorageKind};
+
+use crate::arrays::{shaped, F32Rows};
+use crate::errors::{PyRcErr, PyRcResult};
+
+/// Flat exact index. Searches take a shared lock, writes an exclusive one, so a
+/// reader never sees a half-written entry. The GIL is released during compute.
+#[pyclass(module = "routecore._native", name = "FlatIndex", frozen)]
+pub struct PyFlatIndex {
+    inner: RwLock<FlatIndex>,
+}
+
+fn kind_of(s: &str) -> PyRcResult<StorageKind> {
+    Ok(StorageKind::parse(s).ok_or_else(|| Error::InvalidArgument(format!("storage must be 'f32', 'f16' or 'int8', got {s:?}")))?)
+}
+
+fn strs(v: &Option<Vec<String>>) -> Option<Vec<&str>> {
+    v.as_ref().map(|v| v.iter().map(String::as_str).collect())
+}
+
+#[pymethods]
+impl PyFlatIndex {
+    #[new]
+    #[pyo3(signature = (dim, storage = "f32", normalize = true))]
+    fn new(dim: usize, storage: &str, normalize: bool) -> PyRcResult<Self> {
+        Ok(PyFlatIndex { inner: RwLock::new(FlatIndex::new(dim, kind_of(storage)?, normalize)?) })
+    }
+
+    #[pyo3(signature = (ids, vectors, labels = None, domains = None))]
+    fn add(&self, py: Python<'_>, ids: PyReadonlyArray1<u64>, vectors: &Bound<'_, PyAny>, labels: Option<Vec<String>>, domains: Option<Vec<String>>) -> PyResult<()> {
+        let v = F32Rows::extract(vectors, "vectors")?;
+        let (ids, data) = (ids.as_slice()?, v.slice());
+        let (l, d) = (strs(&labels), strs(&domains));
+        py.detach(|| self.inner.write().add(ids, data, l.as_deref(), d.as_deref())).map_err(|e| PyRcErr(e).into())
+    }
+
+    #[pyo3(signature = (ids, vectors, labels = None, domains = None))]
+    fn update(&self, py: Python<'_>, ids: PyReadonlyArray1<u64>, vectors: &Bound<'_, PyAny>, labels: Option<Vec<String>>, domains: Option<Vec<String>>) -> PyResult<()> {
+        let v = F32Rows::extract(vectors, "vectors")?;
+        let (ids, data) = (ids.as_slice()?, v.slice());
+        let (l, d) = (strs(&labels), strs(&domains));
+        py.detach(|| self.inner.write().update(ids, data, l.as_deref(), d.as_deref())).map_err(|e| PyRcErr(e).into())
+    }
+
+    fn remove(&self, py: Python<'_>, ids: PyReadonlyArray1<u64>) -> PyResult<()> {
+        let ids = ids.as_slice()?;
+        py.detach(|| self.inner.write().remove(ids)).map_err(|e| PyRcErr(e).into())
+    }
+
+    /// Returns (scores, ids, label codes): shape (k,) for one query, (n, k) for a batch.
+    fn search<'py>(&self, py: Python<'py>, queries: &Bound<'py, PyAny>, k: usize) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        let q = F32Rows::extract(queries, "queries")?;
+        let data = q.slice();
+        let r = py.detach(|| self.inner.read().search(data, k)).map_err(PyRcErr)?;
+        Ok((
+            shaped(py, r.scores, r.nq, k, q.single)?,
+            shaped(py, r.ids, r.nq, k, q.single)?,
+            shaped(py, r.labels, r.nq, k, q.single)?,
+        ))
+    }
+
+    /// Exact score of every row for one query, in row order.
+    fn score_all<'py>(&self, py: Python<'py>, query: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f32>>> {
+        let q = F32Rows::extract(query, "query")?;
+        let data = q.slice();
+        let v = py.detach(|| self.inner.read().score_all(data)).map_err(PyRcErr)?;
+        Ok(PyArray1::from_vec(py, v))
+    }
+
+    /// One native routing step; see `routecore_core::step`. Returns a dict of arrays.
+    #[pyo3(signature = (query, aggregation = "max", top_n = 3, temperature = 0.05, active_domains = Vec::new(), boost = 1.15, penalty = 0.7, collision_gap = 0.08, top_exemplars = 5))]
+    #[allow(clippy::too_many_arguments)]
+    fn score_routes<'py>(&self, py: Python<'py>, query: &Bound<'py, PyAny>, aggregation: &str, top_n: usize, temperature: f32, active_domains: Vec<String>, boost: f32, penalty: f32, collision_gap: f32, top_exemplars: usize) -> PyResult<Bound<'py, PyDict>> {
+        let q = F32Rows::extract(query, "query")?;
+        let data = q.slice();
+        let p = StepParams { aggregation: Aggregation::parse(aggregation, top_n).map_err(PyRcErr)?, temperature, active_domains, boost, penalty, collision_gap, top_exemplars };
+        let (r, top_ids, top_labels) = py
+            .detach(|| {
+                let g = self.inner.read();
+                let r = score_routes(&g, data, &p)?;
+                let ids: Vec<u64> = r.top.iter().map(|h| g.ids()[h.index]).collect();
+                let labels: Vec<u32> = r.top.iter().map(|h| g.label_codes()[h.index]).collect();
+                Ok::<_, Error>((r, ids, labels))
+            })
+            .map_err(PyRcErr)?;
+        let d = PyDict::new(py);
+        d.set_item("raw", PyArray1::from_vec(py, r.raw))?;
+        d.set_item("adjusted", PyArray1::from_vec(py, r.adjusted))?;
+        d.set_item("probs", PyArray1::from_vec(py, r.probs))?;
+        d.set_item("route_domains", PyArray1::from_vec(py, r.route_domains))?;
+        d.set_item("top_scores", PyArray1::from_vec(py, r.top.iter().map(|h| h.score).collect::<Vec<f32>>()))?;
+        d.set_item("top_ids", PyArray1::from_vec(py, top_ids))?;
+        d.set_item("top_labels", PyArray1::from_vec(py, top_labels))?;
+        d.set_item("collision", r.collision.map(|c| (c.first, c.second, c.gap)))?;
+        Ok(d)
+    }
+
+    fn label_names(&self) -> Vec<String> {
+        self.inner.read().label_names().to_vec()
+    }
+    fn domain_names(&self) -> Vec<String> {
+        self.inner.read().domain_names().to_vec()
+    }
+    /// Ids in row order (a copy).
+    fn ids<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u64>> {
+        PyArray1::from_vec(py, self.inner.read().ids().to_vec())
+    }
+    /// Label codes in row order (a copy).
+    fn label_codes<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
+        PyArray1::from_vec(py, self.inner.read().label_codes().to_vec())
+    }
+    /// Domain codes in row order (a copy).
+    fn domain_codes<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
+        PyArray1::from_vec(py, self.inner.read().domain_codes().to_vec())
+    }
+    /// The stored (normalised) f32 vectors, rows in row order (a copy).
+    fn vectors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let g = self.inner.read();
+        shaped(py, g.storage().matrix().to_vec(), g.len(), g.dim(), false)
+    }
+    #[getter]
+    fn dim(&self) -> usize {
+        self.inner.read().dim()
+    }
+    #[getter]
+    fn storage(&self) -> &'static str {
+        self.inner.read().kind().name()
+    }
+    #[getter]
+    fn normalize(&self) -> bool {
+        self.inner.read().normalize()
+    }
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.inner.read().storage().nbytes()
+    }
+    fn __len__(&self) -> usize {
+        self.inner.read().len()
+    }
+
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| persist::save(&self.inner.read(), &path)).map_err(|e| PyRcErr(e).into())
+    }
+
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let idx = py.detach(|| persist::load(&path)).map_err(PyRcErr)?;
+        Ok(PyFlatIndex { inner: RwLock::new(idx) })
+    }
+}

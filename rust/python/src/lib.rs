@@ -1,0 +1,26 @@
+//! `routecore._native`: type conversion and error mapping over `routecore-core`.
+
+mod arrays;
+mod encoder;
+mod errors;
+mod index;
+mod kernels;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::register(m)?;
+    m.add_class::<index::PyFlatIndex>()?;
+    m.add_class::<encoder::PyEncoder>()?;
+    m.add_function(wrap_pyfunction!(kernels::topk, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::softmax, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::aggregate, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::apply_affinity, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::detect_collision, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::simd_level, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::parallel_cutoff, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::set_parallel_cutoff, m)?)?;
+    Ok(())
+}
