@@ -21,22 +21,23 @@ class SearchResult:
     """Top-k results: ``scores`` (float32), ``ids`` (uint64) and ``labels`` (str).
 
     Arrays have shape ``(k,)`` for one query and ``(n, k)`` for a batch. ``labels``
-    is built on first access from the label codes.
+    is built on first access from the label codes (label tables only grow, so the
+    codes stay valid after later writes).
     """
 
-    __slots__ = ("scores", "ids", "label_codes", "_names", "_labels")
+    __slots__ = ("scores", "ids", "label_codes", "_source", "_labels")
 
-    def __init__(self, scores: np.ndarray, ids: np.ndarray, label_codes: np.ndarray, names: Sequence[str]):
+    def __init__(self, scores: np.ndarray, ids: np.ndarray, label_codes: np.ndarray, source: Any):
         self.scores = scores
         self.ids = ids
         self.label_codes = label_codes
-        self._names = names
+        self._source = source
         self._labels: np.ndarray | None = None
 
     @property
     def labels(self) -> np.ndarray:
         if self._labels is None:
-            self._labels = np.asarray(self._names, dtype=object)[self.label_codes]
+            self._labels = np.asarray(self._source.label_names(), dtype=object)[self.label_codes]
         return self._labels
 
     def __repr__(self) -> str:
@@ -128,8 +129,9 @@ class VectorIndex:
     # -- reads ---------------------------------------------------------------------
     def search(self, queries: Any, k: int) -> SearchResult:
         """Top-k for one query (shape ``(dim,)``) or a batch (``(n, dim)``)."""
-        scores, ids, codes = self._impl.search(as_f32(queries, "queries"), k)
-        return SearchResult(scores, ids, codes, self._impl.label_names())
+        impl = self._impl
+        scores, ids, codes = impl.search(as_f32(queries, "queries"), k)
+        return SearchResult(scores, ids, codes, impl)
 
     def vectors(self) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
         """(ids, vectors, labels, domains) of every entry, in storage order."""

@@ -157,13 +157,13 @@ impl FlatIndex {
         self.domain_names.get(name)
     }
 
-    fn prepared(&self, vectors: &[f32], what: &'static str) -> Result<(usize, Vec<f32>)> {
-        let n = check_rows(vectors, self.dim(), what)?;
-        let mut v = vectors.to_vec();
+    /// A normalised copy of one row (the input itself is never copied whole).
+    fn prepared_row(&self, row: &[f32], buf: &mut Vec<f32>) {
+        buf.clear();
+        buf.extend_from_slice(row);
         if self.normalize {
-            v.chunks_exact_mut(self.dim()).for_each(l2_normalize);
+            l2_normalize(buf);
         }
-        Ok((n, v))
     }
 
     fn check_meta(n: usize, meta: Option<&[&str]>, what: &str) -> Result<()> {
@@ -178,7 +178,7 @@ impl FlatIndex {
     /// Add entries. Everything is validated before anything is written, so a
     /// failed call leaves the index unchanged.
     pub fn add(&mut self, ids: &[u64], vectors: &[f32], labels: Option<&[&str]>, domains: Option<&[&str]>) -> Result<()> {
-        let (n, v) = self.prepared(vectors, "vectors")?;
+        let n = check_rows(vectors, self.dim(), "vectors")?;
         if ids.len() != n {
             return Err(Error::InvalidArgument(format!("{} ids given for {n} vectors", ids.len())));
         }
@@ -191,10 +191,12 @@ impl FlatIndex {
             }
         }
         self.storage.reserve(n);
+        let mut buf = Vec::with_capacity(self.dim());
         for (j, &id) in ids.iter().enumerate() {
             self.rows.insert(id, self.ids.len());
             self.ids.push(id);
-            self.storage.push(&v[j * self.dim()..(j + 1) * self.dim()]);
+            self.prepared_row(&vectors[j * self.dim()..(j + 1) * self.dim()], &mut buf);
+            self.storage.push(&buf);
             self.labels.push(labels.map_or(0, |l| self.label_names.intern(l[j])));
             self.domains.push(domains.map_or(0, |d| self.domain_names.intern(d[j])));
         }
@@ -203,15 +205,17 @@ impl FlatIndex {
 
     /// Replace the vectors (and, when given, labels/domains) of existing ids.
     pub fn update(&mut self, ids: &[u64], vectors: &[f32], labels: Option<&[&str]>, domains: Option<&[&str]>) -> Result<()> {
-        let (n, v) = self.prepared(vectors, "vectors")?;
+        let n = check_rows(vectors, self.dim(), "vectors")?;
         if ids.len() != n {
             return Err(Error::InvalidArgument(format!("{} ids given for {n} vectors", ids.len())));
         }
         Self::check_meta(n, labels, "labels")?;
         Self::check_meta(n, domains, "domains")?;
         let rows: Vec<usize> = ids.iter().map(|&id| self.row_of(id).ok_or(Error::UnknownId(id))).collect::<Result<_>>()?;
+        let mut buf = Vec::with_capacity(self.dim());
         for (j, &r) in rows.iter().enumerate() {
-            self.storage.set(r, &v[j * self.dim()..(j + 1) * self.dim()]);
+            self.prepared_row(&vectors[j * self.dim()..(j + 1) * self.dim()], &mut buf);
+            self.storage.set(r, &buf);
             if let Some(l) = labels {
                 self.labels[r] = self.label_names.intern(l[j]);
             }

@@ -6,6 +6,7 @@
 //! - [`scoring`], [`step`]: route aggregation, softmax, domain affinity, collisions;
 //! - [`encoder`]: the ONNX Runtime text encoder with its tokenizer and cache.
 
+pub mod bandwidth;
 pub mod encoder;
 pub mod error;
 pub mod index;

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-use crate::simd::{dot, dot4, dot_f16, dot_i8, quantize_i8};
+use crate::simd::{dot, dot4, dot_f16, dot_i8, dot_tile, quantize_i8};
 use crate::storage::{Storage, StorageKind};
 use crate::topk::{Hit, TopK};
 
@@ -73,7 +73,18 @@ impl<'a> Scorer<'a> {
 
     fn scan(&self, rows: std::ops::Range<usize>, k: usize) -> TopK {
         let mut t = TopK::new(k);
-        for i in rows {
+        let mut i = rows.start;
+        if self.s.kind() == StorageKind::F32 {
+            // Four rows per pass: each query chunk is loaded once for four rows.
+            while i + 4 <= rows.end {
+                let r = dot4(self.q, [self.s.row(i), self.s.row(i + 1), self.s.row(i + 2), self.s.row(i + 3)]);
+                for (j, &x) in r.iter().enumerate() {
+                    t.push(x, i + j);
+                }
+                i += 4;
+            }
+        }
+        for i in i..rows.end {
             t.push(self.score(i), i);
         }
         t
@@ -125,7 +136,7 @@ fn block_rows(dim: usize) -> usize {
 }
 
 /// Batched f32 scan of `rows` for all queries: each cache block of rows is reused
-/// by every group of four queries before the next block is read.
+/// by every group of queries, scored in 4-row × 3-query register tiles.
 fn scan_batch_f32(s: &Storage, qs: &[&[f32]], rows: std::ops::Range<usize>, k: usize) -> Vec<TopK> {
     let mut tops: Vec<TopK> = (0..qs.len()).map(|_| TopK::new(k)).collect();
     let b = block_rows(s.dim());
@@ -133,18 +144,35 @@ fn scan_batch_f32(s: &Storage, qs: &[&[f32]], rows: std::ops::Range<usize>, k: u
     while start < rows.end {
         let end = (start + b).min(rows.end);
         let mut g = 0;
-        while g + 4 <= qs.len() {
-            let quad = [qs[g], qs[g + 1], qs[g + 2], qs[g + 3]];
-            for i in start..end {
-                let r = dot4(s.row(i), quad);
-                for j in 0..4 {
-                    tops[g + j].push(r[j], i);
+        while g + 3 <= qs.len() {
+            let tri = [qs[g], qs[g + 1], qs[g + 2]];
+            let mut i = start;
+            while i + 4 <= end {
+                let t = dot_tile([s.row(i), s.row(i + 1), s.row(i + 2), s.row(i + 3)], tri);
+                for (r, vals) in t.iter().enumerate() {
+                    for (j, &v) in vals.iter().enumerate() {
+                        tops[g + j].push(v, i + r);
+                    }
+                }
+                i += 4;
+            }
+            for i in i..end {
+                for j in 0..3 {
+                    tops[g + j].push(dot(s.row(i), tri[j]), i);
                 }
             }
-            g += 4;
+            g += 3;
         }
         for (j, q) in qs.iter().enumerate().skip(g) {
-            for i in start..end {
+            let mut i = start;
+            while i + 4 <= end {
+                let r = dot4(q, [s.row(i), s.row(i + 1), s.row(i + 2), s.row(i + 3)]);
+                for (t, &v) in r.iter().enumerate() {
+                    tops[j].push(v, i + t);
+                }
+                i += 4;
+            }
+            for i in i..end {
                 tops[j].push(dot(s.row(i), q), i);
             }
         }
@@ -165,7 +193,8 @@ pub fn search_batch(s: &Storage, qs: &[f32], nq: usize, k: usize) -> Vec<Vec<Hit
         // Compact scans are per query; spread the queries over the pool.
         return queries.par_iter().map(|q| search_one(s, q, k)).collect();
     }
-    if n * d < parallel_cutoff() {
+    // Batches do nq times the arithmetic per byte, so they go parallel sooner.
+    if n * d * nq < parallel_cutoff() || n < 8 {
         return scan_batch_f32(s, &queries, 0..n, k).into_iter().map(TopK::into_sorted).collect();
     }
     let step = chunk_rows(n, d);

@@ -89,6 +89,24 @@ pub fn dot4(row: &[f32], q: [&[f32]; 4]) -> [f32; 4] {
     [dot_portable(row, q[0]), dot_portable(row, q[1]), dot_portable(row, q[2]), dot_portable(row, q[3])]
 }
 
+/// A 4-row × 3-query tile of dot products (12 accumulators in registers, so
+/// each loaded vector feeds three or four FMAs).
+#[inline]
+pub fn dot_tile(rows: [&[f32]; 4], qs: [&[f32]; 3]) -> [[f32; 3]; 4] {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        // SAFETY: AVX2+FMA present.
+        return unsafe { x86::dot_tile_avx2(rows, qs) };
+    }
+    let mut out = [[0f32; 3]; 4];
+    for (r, row) in rows.iter().enumerate() {
+        for (j, q) in qs.iter().enumerate() {
+            out[r][j] = dot_portable(row, q);
+        }
+    }
+    out
+}
+
 /// Dot product of an f16 row with an f32 query.
 #[inline]
 pub fn dot_f16(row: &[f16], q: &[f32]) -> f32 {
@@ -196,6 +214,37 @@ mod x86 {
         out
     }
 
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn dot_tile_avx2(rows: [&[f32]; 4], qs: [&[f32]; 3]) -> [[f32; 3]; 4] {
+        let n = rows[0].len();
+        let pr = [rows[0].as_ptr(), rows[1].as_ptr(), rows[2].as_ptr(), rows[3].as_ptr()];
+        let pq = [qs[0].as_ptr(), qs[1].as_ptr(), qs[2].as_ptr()];
+        let mut acc = [[_mm256_setzero_ps(); 3]; 4];
+        let mut i = 0;
+        while i + 8 <= n {
+            let q0 = _mm256_loadu_ps(pq[0].add(i));
+            let q1 = _mm256_loadu_ps(pq[1].add(i));
+            let q2 = _mm256_loadu_ps(pq[2].add(i));
+            for r in 0..4 {
+                let x = _mm256_loadu_ps(pr[r].add(i));
+                acc[r][0] = _mm256_fmadd_ps(x, q0, acc[r][0]);
+                acc[r][1] = _mm256_fmadd_ps(x, q1, acc[r][1]);
+                acc[r][2] = _mm256_fmadd_ps(x, q2, acc[r][2]);
+            }
+            i += 8;
+        }
+        let mut out = [[0f32; 3]; 4];
+        for r in 0..4 {
+            for j in 0..3 {
+                out[r][j] = hsum(acc[r][j]);
+                for t in i..n {
+                    out[r][j] += *pr[r].add(t) * *pq[j].add(t);
+                }
+            }
+        }
+        out
+    }
+
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn dot_f16_avx2(row: &[f16], q: &[f32]) -> f32 {
         let n = row.len().min(q.len());
@@ -296,6 +345,20 @@ mod tests {
             let got = dot4(&r, [&qs[0], &qs[1], &qs[2], &qs[3]]);
             for j in 0..4 {
                 assert!((got[j] - dot_portable(&r, &qs[j])).abs() < 1e-4);
+            }
+        }
+    }
+
+    #[test]
+    fn tile_matches_dot() {
+        for n in [3, 8, 13, 384] {
+            let rows: Vec<Vec<f32>> = (0..4).map(|i| vecs(n, 20 + i)).collect();
+            let qs: Vec<Vec<f32>> = (0..3).map(|i| vecs(n, 30 + i)).collect();
+            let t = dot_tile([&rows[0], &rows[1], &rows[2], &rows[3]], [&qs[0], &qs[1], &qs[2]]);
+            for r in 0..4 {
+                for j in 0..3 {
+                    assert!((t[r][j] - dot_portable(&rows[r], &qs[j])).abs() < 1e-4);
+                }
             }
         }
     }

@@ -9,10 +9,15 @@ pub struct Hit {
     pub index: usize,
 }
 
-/// The total order used everywhere: descending score, ascending index on ties.
+/// The order used everywhere: descending score, ascending index on ties.
+/// `-0.0` and `0.0` are equal scores (IEEE comparison); NaN never reaches here
+/// because inputs are validated, and would sort by `total_cmp` if it did.
 #[inline]
 pub fn hit_order(a: &Hit, b: &Hit) -> Ordering {
-    b.score.total_cmp(&a.score).then(a.index.cmp(&b.index))
+    b.score
+        .partial_cmp(&a.score)
+        .unwrap_or_else(|| b.score.total_cmp(&a.score))
+        .then(a.index.cmp(&b.index))
 }
 
 /// Bounded collector of the best `k` hits, kept sorted best-first.
@@ -116,6 +121,12 @@ mod tests {
         for k in [1, 5, 64, 500] {
             assert_eq!(top_k(&s, k), all[..k].to_vec());
         }
+    }
+
+    #[test]
+    fn signed_zeros_tie() {
+        let idx: Vec<usize> = top_k(&[-0.0, 0.0], 2).iter().map(|h| h.index).collect();
+        assert_eq!(idx, vec![0, 1]);
     }
 
     #[test]

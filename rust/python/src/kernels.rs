@@ -75,3 +75,10 @@ pub fn parallel_cutoff() -> usize {
 pub fn set_parallel_cutoff(elements: usize) {
     scan::set_parallel_cutoff(elements)
 }
+
+/// Best-of-`reps` read bandwidth (GB/s) over `megabytes` with `threads` threads.
+#[pyfunction]
+#[pyo3(signature = (megabytes = 1024, threads = 1, reps = 5))]
+pub fn read_bandwidth(py: Python<'_>, megabytes: usize, threads: usize, reps: usize) -> f64 {
+    py.detach(|| routecore_core::bandwidth::read_bandwidth(megabytes << 20, threads, reps))
+}

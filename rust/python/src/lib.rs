@@ -22,5 +22,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::parallel_cutoff, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::set_parallel_cutoff, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::read_bandwidth, m)?)?;
     Ok(())
 }
