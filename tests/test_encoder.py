@@ -1,0 +1,230 @@
+"""Encoder: parity with the original models and the Python stack, batching,
+cache, threads and bad input. Uses the real models in ../shared/models."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import MODELS, need_shared
+
+from routecore import Encoder
+from routecore.errors import InvalidArgumentError, ModelError
+
+MINILM = MODELS / "all-minilm-l6-v2"
+E5 = MODELS / "multilingual-e5-small"
+
+
+def refs(folder: Path) -> list[dict]:
+    need_shared(folder)
+    return [json.loads(line) for line in (folder / "reference.jsonl").read_text().splitlines()]
+
+
+def cos(a, b):
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+@pytest.fixture(scope="module")
+def minilm_fp32():
+    need_shared(MINILM)
+    return Encoder.load(MINILM, variant="fp32", cache_size=0)
+
+
+@pytest.fixture(scope="module")
+def minilm_int8():
+    need_shared(MINILM)
+    return Encoder.load(MINILM, variant="int8", cache_size=0)
+
+
+@pytest.fixture(scope="module")
+def e5_int8():
+    need_shared(E5)
+    return Encoder.load(E5, cache_size=0)
+
+
+def test_fp32_matches_original_model(minilm_fp32):
+    for r in refs(MINILM):
+        got = minilm_fp32.encode(r["text"])[0]
+        assert cos(got, r["embedding"]) >= 0.9999, r["text"]
+
+
+@pytest.mark.parametrize("which", ["minilm", "e5"])
+def test_int8_matches_original_model(which, minilm_int8, e5_int8):
+    enc, folder = (minilm_int8, MINILM) if which == "minilm" else (e5_int8, E5)
+    cs = [cos(enc.encode(r["text"])[0], r["embedding"]) for r in refs(folder)]
+    assert min(cs) >= 0.96 and np.mean(cs) >= 0.99, (min(cs), np.mean(cs))
+
+
+@pytest.mark.parametrize("which", ["minilm", "e5"])
+def test_token_ids_match_python_tokenizers(which, minilm_int8, e5_int8):
+    from tokenizers import Tokenizer
+
+    enc, folder = (minilm_int8, MINILM) if which == "minilm" else (e5_int8, E5)
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tok.enable_truncation(enc.max_length)
+    for r in refs(folder):
+        text = r.get("input", r["text"])
+        expected = tok.encode(text).ids
+        assert enc.tokenize(r["text"])[0] == expected == r["input_ids"], r["text"]
+
+
+def python_stack(folder: Path, onnx_file: str, texts: list[str], prefix: str, max_length: int, pad_id: int) -> np.ndarray:
+    """onnxruntime-python + tokenizers-python + numpy mean pooling, one text at a time."""
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tok.enable_truncation(max_length)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    sess = ort.InferenceSession(str(folder / onnx_file), opts, providers=["CPUExecutionProvider"])
+    out = []
+    for t in texts:
+        ids = np.array([tok.encode(prefix + t).ids], dtype=np.int64)
+        mask = np.ones_like(ids)
+        h = sess.run(["last_hidden_state"], {"input_ids": ids, "attention_mask": mask})[0]
+        v = h[0].mean(axis=0)
+        out.append(v / np.linalg.norm(v))
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("which", ["minilm-fp32", "minilm-int8", "e5-int8"])
+def test_matches_python_stack_on_same_file(which):
+    folder = MINILM if which.startswith("minilm") else E5
+    texts = [r["text"] for r in refs(folder)]
+    cfg = json.loads((folder / "config.json").read_text())
+    variant = which.split("-")[1]
+    onnx_file = cfg["models"][variant]
+    enc = Encoder.load(folder, variant=variant, threads=1, cache_size=0)
+    ours = np.stack([enc.encode(t)[0] for t in texts])
+    theirs = python_stack(folder, onnx_file, texts, cfg["query_prefix"], cfg["max_length"], cfg["pad_token_id"])
+    cs = np.sum(ours * theirs, axis=1)
+    assert cs.min() >= 0.9999, (texts[int(cs.argmin())], cs.min())
+
+
+def test_batched_equals_one_by_one(minilm_fp32):
+    texts = [r["text"] for r in refs(MINILM)][:24]
+    batched = minilm_fp32.encode(texts)
+    single = np.stack([minilm_fp32.encode(t)[0] for t in texts])
+    assert np.sum(batched * single, axis=1).min() >= 0.9999
+
+
+def test_cache_hits_are_identical_and_counted():
+    need_shared(MINILM)
+    enc = Encoder.load(cache_size=4)
+    a = enc.encode_with_stats(["reset my password"])
+    b = enc.encode_with_stats(["reset my password"])
+    assert a.cache_hits == 0 and b.cache_hits == 1
+    np.testing.assert_array_equal(a.embeddings, b.embeddings)
+    # query and passage kinds are cached apart
+    enc.encode("reset my password", kind="passage")
+    s = enc.cache_stats()
+    assert (s.hits, s.misses, s.size, s.capacity) == (1, 2, 2, 4)
+    enc.clear_cache()
+    assert enc.cache_stats().size == 0
+
+
+def test_odd_texts_get_embeddings(encoder):
+    texts = ["", "   ", "\x00\x07\t\n", "🚀🔥 emoji", "mixed 中文 русский عربي", "x" * 100_000, "word " * 20_000]
+    out = encoder.encode_with_stats(texts)
+    assert out.embeddings.shape == (len(texts), encoder.dim)
+    assert np.isfinite(out.embeddings).all()
+    assert np.allclose(np.linalg.norm(out.embeddings, axis=1), 1, atol=1e-5)
+    assert set(out.truncated) == {6}  # "x"*100000 is a few wordpieces; the repeated word is cut
+    assert encoder.truncations >= 1
+
+
+def test_empty_batch(encoder):
+    assert encoder.encode([]).shape == (0, encoder.dim)
+
+
+def test_bad_arguments(encoder):
+    with pytest.raises(InvalidArgumentError):
+        encoder.encode(["a", 3])  # type: ignore[list-item]
+    with pytest.raises(Exception, match="query"):
+        encoder.encode("a", kind="document")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError):
+        Encoder.load(threads=0)
+
+
+def test_threads_share_one_encoder(encoder):
+    texts = [f"ticket number {i} is about the printer" for i in range(40)]
+    expected = [encoder.encode(t)[0] for t in texts]  # one by one: int8 activations scale per batch
+    encoder.clear_cache()
+    results: dict[int, np.ndarray] = {}
+
+    def work(i):
+        results[i] = encoder.encode(texts[i])[0]
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(40)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    for i in range(40):
+        assert cos(results[i], expected[i]) > 0.9999
+
+
+def model_copy(tmp_path: Path, **config_changes) -> Path:
+    need_shared(MINILM)
+    d = tmp_path / "m"
+    d.mkdir()
+    shutil.copy(MINILM / "model-int8.onnx", d / "model.onnx")
+    shutil.copy(MINILM / "tokenizer.json", d / "tokenizer.json")
+    cfg = json.loads((MINILM / "config.json").read_text())
+    cfg.pop("models")
+    cfg["onnx"] = "model.onnx"
+    cfg.update(config_changes)
+    (d / "config.json").write_text(json.dumps(cfg))
+    return d
+
+
+def test_missing_and_corrupt_onnx(tmp_path):
+    d = model_copy(tmp_path)
+    (d / "model.onnx").write_bytes(b"not a protobuf" * 10)
+    with pytest.raises(ModelError, match="cannot load ONNX"):
+        Encoder.load(d)
+    (d / "model.onnx").unlink()
+    with pytest.raises(ModelError, match="not found"):
+        Encoder.load(d)
+    with pytest.raises(ModelError):
+        Encoder.load(tmp_path / "does-not-exist")
+
+
+def test_tokenizer_that_does_not_fit_the_model(tmp_path):
+    d = model_copy(tmp_path)
+    need_shared(E5)
+    shutil.copy(E5 / "tokenizer.json", d / "tokenizer.json")  # 250k ids vs a 30k vocabulary
+    enc = Encoder.load(d)
+    with pytest.raises(ModelError, match="inference failed"):
+        enc.encode("a sentence whose pieces have large ids like 中文")
+
+
+@pytest.mark.parametrize(
+    "change,match",
+    [({"output": "sentence_embedding"}, "not a graph output"), ({"pooling": "none"}, "rank"), ({"dim": 768}, "dim")],
+)
+def test_config_that_does_not_match_the_graph(tmp_path, change, match):
+    with pytest.raises(ModelError, match=match):
+        Encoder.load(model_copy(tmp_path, **change))
+
+
+def test_missing_runtime_library_is_a_typed_error(tmp_path):
+    code = (
+        "import routecore\n"
+        "try:\n"
+        "    routecore.Encoder.load(runtime_path='/nonexistent/libonnxruntime.so.1')\n"
+        "except routecore.RuntimeUnavailableError as e:\n"
+        "    print('typed:', e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "typed:" in out.stdout, out.stderr
+    bad = tmp_path / "libonnxruntime.so.1"
+    bad.write_bytes(b"\x7fELF garbage")
+    code2 = code.replace("/nonexistent/libonnxruntime.so.1", str(bad))
+    out = subprocess.run([sys.executable, "-c", code2], capture_output=True, text=True, timeout=120)
+    assert "typed:" in out.stdout, out.stderr

@@ -1,0 +1,120 @@
+"""`models pull` against a hub-shaped HTTP server on 127.0.0.1 (never the internet)."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import MODELS, need_shared
+
+from routecore import Encoder, models
+from routecore.errors import DownloadError, ModelError
+
+
+class Hub:
+    """Serves /api/models/{repo}/tree/{rev}/{sub} and /{repo}/resolve/{rev}/{path}."""
+
+    def __init__(self, files: dict[str, bytes], repo: str, subdir: str, corrupt: str | None = None):
+        self.files, self.repo, self.subdir, self.corrupt = files, repo, subdir, corrupt
+        hub = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                tree = f"/api/models/{hub.repo}/tree/main/{hub.subdir}"
+                if self.path == tree:
+                    body = json.dumps([
+                        {"type": "file", "path": f"{hub.subdir}/{n}", "size": len(b),
+                         "lfs": {"oid": hashlib.sha256(b).hexdigest(), "size": len(b)}}
+                        for n, b in hub.files.items()
+                    ]).encode()
+                else:
+                    prefix = f"/{hub.repo}/resolve/main/{hub.subdir}/"
+                    name = self.path[len(prefix):] if self.path.startswith(prefix) else None
+                    if name not in hub.files:
+                        self.send_error(404)
+                        return
+                    body = hub.files[name]
+                    if name == hub.corrupt:
+                        body = body[:-1] + bytes([body[-1] ^ 1])
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv(models.HOME_ENV, str(tmp_path / "home"))
+    return tmp_path
+
+
+def minilm_files() -> dict[str, bytes]:
+    d = need_shared(MODELS / "all-minilm-l6-v2")
+    return {"model.onnx": (d / "model-int8.onnx").read_bytes(), "model.onnx_data": b"\0" * 1000, "tokenizer.json": (d / "tokenizer.json").read_bytes()}
+
+
+def test_pull_bge_m3_layout_and_checksums(env, monkeypatch):
+    files = minilm_files()
+    hub = Hub(files, "BAAI/bge-m3", "onnx")
+    monkeypatch.setenv(models.HUB_ENV, hub.url)
+    try:
+        path = models.pull("bge-m3", quiet=True)
+    finally:
+        hub.close()
+    assert path == env / "home" / "models" / "bge-m3"
+    for n, b in files.items():
+        assert (path / n).read_bytes() == b
+    cfg = json.loads((path / "config.json").read_text())
+    assert (cfg["pooling"], cfg["dim"]) == ("cls", 1024)
+    assert any(m["name"] == "bge-m3" and m["status"] == "pulled" for m in models.list_models())
+
+
+def test_pulled_model_loads_by_name(env, monkeypatch):
+    cfg = json.loads((MODELS / "all-minilm-l6-v2" / "config.json").read_text())
+    cfg.update(onnx="model.onnx")
+    cfg.pop("models")
+    monkeypatch.setitem(models.REGISTRY, "tiny", models.ModelSource("me/tiny", "onnx", ("model.onnx", "tokenizer.json"), cfg))
+    hub = Hub(minilm_files(), "me/tiny", "onnx")
+    monkeypatch.setenv(models.HUB_ENV, hub.url)
+    try:
+        models.pull("tiny", quiet=True)
+    finally:
+        hub.close()
+    enc = Encoder.load("tiny")
+    assert enc.encode("hello").shape == (1, 384)
+
+
+def test_checksum_mismatch_leaves_nothing(env, monkeypatch):
+    hub = Hub(minilm_files(), "BAAI/bge-m3", "onnx", corrupt="tokenizer.json")
+    monkeypatch.setenv(models.HUB_ENV, hub.url)
+    try:
+        with pytest.raises(DownloadError, match="checksum"):
+            models.pull("bge-m3", quiet=True)
+    finally:
+        hub.close()
+    assert not (env / "home" / "models" / "bge-m3").exists()
+
+
+def test_unreachable_hub_and_unknown_model(env, monkeypatch):
+    monkeypatch.setenv(models.HUB_ENV, "http://127.0.0.1:9")
+    with pytest.raises(DownloadError):
+        models.pull("bge-m3", quiet=True, timeout=2)
+    with pytest.raises(ModelError, match="unknown model"):
+        models.pull("no-such-model")
+    with pytest.raises(ModelError, match="models pull bge-m3"):
+        models.resolve("bge-m3")
