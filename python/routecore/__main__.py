@@ -1,0 +1,5 @@
+import sys
+
+from routecore.cli import main
+
+sys.exit(main())

@@ -1,0 +1,116 @@
+"""Command line: ``routecore route|tools|eval|fit|models``; every command has ``--json``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+DEFAULT_ROUTES = EXAMPLES / "it_ops_routes.yaml"
+DEFAULT_TOOLS = EXAMPLES / "tools.yaml"
+
+
+def _router(args: argparse.Namespace, default: Path) -> Any:
+    from routecore.router import Router
+
+    if getattr(args, "bundle", None):
+        return Router.load(args.bundle)
+    enc = None
+    if getattr(args, "model", None):
+        from routecore.encoder import Encoder
+
+        enc = Encoder.load(args.model)
+    return Router.from_config(args.config or default, encoder=enc)
+
+
+def cmd_route(args: argparse.Namespace) -> int:
+    d = _router(args, DEFAULT_ROUTES).route(args.query, previous=args.previous, context_domains=args.context_domain or ())
+    if args.json:
+        print(d.to_json(indent=2))
+        return 0
+    print(f"action: {d.action}  route: {d.route}  tier: {d.tier}  confidence: {d.confidence:.3f}  margin: {d.margin:.3f}")
+    for name, p in sorted(d.probabilities.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:<12} p={p:.3f}  raw={d.raw_scores[name]:.3f}  adjusted={d.adjusted_scores[name]:.3f}")
+    if d.question:
+        print(f"question: {d.question}")
+    for a in d.alerts:
+        print(f"alert [{a.kind}]: {a.message}")
+    print(f"timings ms: encode {d.timings.tokenize + d.timings.encode:.2f}, score {d.timings.score:.3f}, policy {d.timings.policy:.3f}")
+    return 0
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    belt = _router(args, DEFAULT_TOOLS).tools(args.query, context_domain=args.context_domain, top_k=args.top_k)
+    if args.json:
+        print(belt.to_json(indent=2))
+        return 0
+    for t in belt.tools:
+        print(f"  {t.name:<22} {t.domain:<16} score={t.score:.3f} ({t.reason})")
+    if belt.system_prompt_alert:
+        print(f"alert: {belt.system_prompt_alert}")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from routecore import models
+
+    if args.action == "list":
+        rows = models.list_models()
+        print(json.dumps(rows, indent=2) if args.json else "\n".join(f"{r['name']:<20} {r['status']:<10} {r['path'] or ''}" for r in rows))
+        return 0
+    if not args.name:
+        raise SystemExit("routecore models pull: give a model name, e.g. bge-m3")
+    path = models.pull(args.name, force=args.force, quiet=args.json)
+    print(json.dumps({"name": args.name, "path": str(path)}) if args.json else f"pulled {args.name} into {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="routecore", description="Semantic routing of LLM agent turns: routes, tool belts, confidence.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("route", help="route one query", description="Route one query to a route (or clarify / none).")
+    r.add_argument("query")
+    r.add_argument("--config", help=f"routes YAML/JSON (default: {DEFAULT_ROUTES.name}, an IT-operations example)")
+    r.add_argument("--bundle", help="a saved router bundle folder instead of --config")
+    r.add_argument("--model", help="model folder or name (default: the bundled MiniLM)")
+    r.add_argument("--previous", help="route of the previous turn")
+    r.add_argument("--context-domain", action="append", help="active domain (repeatable)")
+    r.add_argument("--json", action="store_true", help="print the decision as JSON")
+    r.set_defaults(func=cmd_route)
+
+    t = sub.add_parser("tools", help="select the tool belt for one query", description="Select the tools to offer the LLM for one query.")
+    t.add_argument("query")
+    t.add_argument("--config", help=f"tools YAML/JSON (default: {DEFAULT_TOOLS.name})")
+    t.add_argument("--bundle", help="a saved router bundle folder instead of --config")
+    t.add_argument("--model", help="model folder or name")
+    t.add_argument("--context-domain", help="the conversation's domain (affinity)")
+    t.add_argument("--top-k", type=int, help="number of matched tools (default from policy: 5)")
+    t.add_argument("--json", action="store_true", help="print the tool belt as JSON")
+    t.set_defaults(func=cmd_tools)
+
+    m = sub.add_parser("models", help="list or pull models", description="List models, or download one into the cache.")
+    m.add_argument("action", choices=["list", "pull"])
+    m.add_argument("name", nargs="?")
+    m.add_argument("--force", action="store_true", help="download again even if present")
+    m.add_argument("--json", action="store_true", help="JSON output")
+    m.set_defaults(func=cmd_models)
+
+    from routecore.evaluation.cli import add_eval_commands
+
+    add_eval_commands(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from routecore.errors import RoutecoreError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except RoutecoreError as e:
+        print(f"routecore: error: {e}", file=sys.stderr)
+        return 2

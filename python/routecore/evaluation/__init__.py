@@ -1,0 +1,1 @@
+"""Evaluation and calibration of routers on labelled datasets."""

@@ -1,0 +1,108 @@
+"""Experience memory: lessons learnt from corrections, in SQLite.
+
+A lesson says "for queries like X (in context C), do not use / use tool T".
+SQLite in WAL mode gives atomic writes (a crash mid-write loses at most that
+write), survives restarts and lets several processes write with a busy timeout.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from routecore.errors import MemoryStoreError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS lessons (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    query TEXT NOT NULL,
+    context TEXT NOT NULL DEFAULT '',
+    tool TEXT NOT NULL,
+    use INTEGER NOT NULL,
+    model_id TEXT NOT NULL,
+    embedding BLOB NOT NULL,
+    created REAL NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class Lesson:
+    id: int
+    query: str
+    context: str
+    tool: str
+    use: bool
+    model_id: str
+    created: float
+
+
+class ExperienceMemory:
+    """Lessons in an SQLite file (``":memory:"`` for a throwaway store)."""
+
+    def __init__(self, path: str | Path = ":memory:", *, timeout: float = 5.0):
+        self.path = str(path)
+        self._lock = threading.Lock()
+        self._cache: tuple[int, str, tuple] | None = None
+        try:
+            self._db = sqlite3.connect(self.path, timeout=timeout, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(SCHEMA)
+            self._db.execute("SELECT count(*) FROM lessons").fetchone()
+        except sqlite3.DatabaseError as e:
+            raise MemoryStoreError(f"memory store {self.path} is unusable (locked or corrupt): {e}") from None
+
+    def _run(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self._lock:
+            try:
+                with self._db:  # one transaction: all or nothing
+                    self._db.execute("BEGIN IMMEDIATE")
+                    return self._db.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as e:
+                raise MemoryStoreError(f"memory store {self.path}: {e}") from None
+            except sqlite3.DatabaseError as e:
+                raise MemoryStoreError(f"memory store {self.path} is corrupt: {e}") from None
+
+    def record(self, query: str, tool: str, *, use: bool, embedding: np.ndarray, model_id: str, context: str = "") -> int:
+        """Store a lesson; returns its id."""
+        v = np.ascontiguousarray(embedding, dtype=np.float32).ravel()
+        rows = self._run(
+            "INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES (?,?,?,?,?,?,?) RETURNING id",
+            (query, context, tool, int(use), model_id, v.tobytes(), time.time()),
+        )
+        return int(rows[0][0])
+
+    def list(self) -> list[Lesson]:
+        rows = self._run("SELECT id, query, context, tool, use, model_id, created FROM lessons ORDER BY id")
+        return [Lesson(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in rows]
+
+    def delete(self, lesson_id: int) -> bool:
+        """Delete one lesson; False when it did not exist."""
+        return bool(self._run("DELETE FROM lessons WHERE id = ? RETURNING id", (lesson_id,)))
+
+    def matrix(self, model_id: str) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
+        """(embeddings [n, d], tools, use flags, contexts) of lessons for ``model_id``,
+        re-read only when the database changed (also by other processes)."""
+        with self._lock:
+            version = self._db.execute("PRAGMA data_version").fetchone()[0]
+            count = self._db.execute("SELECT count(*), coalesce(max(id), 0) FROM lessons").fetchone()
+        key = (version, count)
+        if self._cache and self._cache[0] == key and self._cache[1] == model_id:
+            return self._cache[2]
+        rows = self._run("SELECT embedding, tool, use, context FROM lessons WHERE model_id = ? ORDER BY id", (model_id,))
+        if rows:
+            emb = np.stack([np.frombuffer(r[0], dtype=np.float32) for r in rows])
+        else:
+            emb = np.zeros((0, 0), dtype=np.float32)
+        out = (emb, [r[1] for r in rows], np.array([r[2] for r in rows], dtype=bool), [r[3] for r in rows])
+        self._cache = (key, model_id, out)
+        return out
+
+    def close(self) -> None:
+        self._db.close()

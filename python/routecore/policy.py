@@ -1,0 +1,161 @@
+"""Confidence policy: thresholds, tiers, previous-route weighting and bias rules.
+
+All of it works on per-route vectors (O(routes)), never per exemplar.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal, Mapping, Sequence
+
+import numpy as np
+
+from routecore.errors import ConfigError
+
+CLARIFY = "CLARIFY"
+
+
+@dataclass(frozen=True)
+class BiasRule:
+    """When the two best routes are ``a`` and ``b`` (either order) and their
+    adjusted scores are within ``within``, decide ``winner`` (a route or CLARIFY)."""
+
+    a: str
+    b: str
+    winner: str
+    within: float = 0.05
+
+    def matches(self, x: str, y: str) -> bool:
+        return {x, y} == {self.a, self.b}
+
+
+DEFAULT_BIAS_RULES: tuple[BiasRule, ...] = (
+    BiasRule("RAG", "GENERAL", "RAG"),
+    BiasRule("RAG", "INCIDENT", CLARIFY),
+    BiasRule("INCIDENT", "GENERAL", "INCIDENT"),
+)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Every number of the decision layer, with production defaults.
+
+    Tiers use the softmax probability ``p1`` of the best route and the margin
+    ``p1 - p2``: high when ``p1 >= high`` and margin ``>= margin``; medium when
+    ``p1 >= medium``; low otherwise. A best raw cosine below ``min_score`` is out
+    of scope (no route).
+    """
+
+    high: float = 0.85
+    margin: float = 0.15
+    previous_high: float = 0.70
+    previous_margin: float = 0.10
+    medium: float = 0.50
+    min_score: float = 0.30
+    temperature: float = 0.05
+    aggregation: Literal["max", "mean", "topn"] = "max"
+    top_n: int = 3
+    previous_strategy: Literal["thresholds", "boost"] = "thresholds"
+    previous_boost: float = 0.10
+    bias_rules: tuple[BiasRule, ...] = DEFAULT_BIAS_RULES
+    three_way_within: float = 0.05
+    low_action: Literal["llm", "clarify", "none"] = "llm"
+    collision_gap: float = 0.08
+    affinity_boost: float = 1.15
+    affinity_penalty: float = 0.70
+    top_exemplars: int = 5
+    # tools
+    tool_top_k: int = 5
+    tool_threshold: float = 0.35
+    tool_selection: Literal["top_k", "threshold"] = "top_k"
+    discovery_prefixes: tuple[str, ...] = ("get_", "list_", "search_")
+    anti_pattern_threshold: float = 0.60
+    anti_pattern_penalty: float = 0.50
+    lesson_similarity: float = 0.80
+    lesson_boost: float = 0.20
+    more_tools_batch: int = 5
+    more_tools_limit: int = 3
+    per_route: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for k in ("high", "margin", "previous_high", "previous_margin", "medium", "min_score", "tool_threshold",
+                  "three_way_within", "collision_gap", "anti_pattern_threshold", "lesson_similarity"):
+            v = getattr(self, k)
+            if not 0.0 <= float(v) <= 1.0:
+                raise ConfigError(f"policy: {k}={v} is outside [0, 1]")
+        if self.temperature <= 0:
+            raise ConfigError(f"policy: temperature must be > 0, got {self.temperature}")
+        if self.previous_strategy not in ("thresholds", "boost"):
+            raise ConfigError(f"policy: previous_strategy must be 'thresholds' or 'boost', got {self.previous_strategy!r}")
+        if self.low_action not in ("llm", "clarify", "none"):
+            raise ConfigError(f"policy: low_action must be 'llm', 'clarify' or 'none', got {self.low_action!r}")
+        if self.aggregation not in ("max", "mean", "topn"):
+            raise ConfigError(f"policy: aggregation must be 'max', 'mean' or 'topn', got {self.aggregation!r}")
+
+    def value(self, key: str, route: str | None) -> float:
+        """Policy ``key`` with the per-route override of ``route`` applied."""
+        if route is not None:
+            o = self.per_route.get(route)
+            if o and key in o:
+                return float(o[key])
+        return float(getattr(self, key))
+
+    def with_overrides(self, **changes: Any) -> "Policy":
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["bias_rules"] = [asdict(r) for r in self.bias_rules]
+        d["discovery_prefixes"] = list(self.discovery_prefixes)
+        d["per_route"] = {k: dict(v) for k, v in self.per_route.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> "Policy":
+        if not d:
+            return cls()
+        d = dict(d)
+        known = set(cls.__dataclass_fields__)
+        extra = set(d) - known
+        if extra:
+            raise ConfigError(f"policy: unknown keys {sorted(extra)}")
+        if "bias_rules" in d:
+            try:
+                d["bias_rules"] = tuple(BiasRule(**r) for r in d["bias_rules"] or [])
+            except TypeError as e:
+                raise ConfigError(f"policy: bad bias rule: {e}") from None
+        if "discovery_prefixes" in d:
+            d["discovery_prefixes"] = tuple(d["discovery_prefixes"])
+        return cls(**d)
+
+
+def apply_previous_boost(probs: np.ndarray, prev: int | None, boost: float) -> np.ndarray:
+    """Strategy B: add ``boost`` to the previous route's probability, renormalise."""
+    if prev is None:
+        return probs
+    p = probs.astype(np.float64).copy()
+    p[prev] += boost
+    return (p / p.sum()).astype(np.float32)
+
+
+def tier_of(p1: float, margin: float, high: float, high_margin: float, medium: float) -> str:
+    if p1 >= high and margin >= high_margin:
+        return "high"
+    if p1 >= medium:
+        return "medium"
+    return "low"
+
+
+def bias_winner(names: Sequence[str], order: Sequence[int], adjusted: np.ndarray, policy: Policy) -> tuple[str, str] | None:
+    """(winner, rule text) when a bias rule fires for the best routes, else None."""
+    if len(order) >= 3:
+        a, b, c = order[:3]
+        if adjusted[a] - adjusted[c] <= policy.three_way_within:
+            return CLARIFY, f"three-way tie {names[a]}/{names[b]}/{names[c]} within {policy.three_way_within}"
+    if len(order) >= 2:
+        a, b = order[:2]
+        gap = float(adjusted[a] - adjusted[b])
+        for r in policy.bias_rules:
+            if r.matches(names[a], names[b]) and gap <= r.within:
+                return r.winner, f"{r.a} vs {r.b} within {r.within} -> {r.winner}"
+    return None

@@ -1,0 +1,188 @@
+"""Route and tool specifications, and loading them from YAML or JSON files."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from routecore.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    """One route. ``utterances`` are its exemplars; ``description`` counts as one too.
+
+    ``thresholds`` overrides policy values for this route: ``min_score``, ``high``,
+    ``margin``, ``previous_high``, ``previous_margin``. ``fallback_on_error`` names
+    the route to try when this one's handler fails (INCIDENT → RAG → GENERAL).
+    """
+
+    name: str
+    utterances: tuple[str, ...] = ()
+    description: str = ""
+    domain: str = ""
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    fallback_on_error: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def exemplars(self) -> list[str]:
+        ex = list(self.utterances)
+        if self.description:
+            ex.append(self.description)
+        return ex
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool. ``description`` and ``success_examples`` are its exemplars;
+    ``anti_patterns`` are queries it must not serve; ``core`` tools are always on."""
+
+    name: str
+    description: str = ""
+    input_schema: Mapping[str, Any] = field(default_factory=dict)
+    domain: str = ""
+    success_examples: tuple[str, ...] = ()
+    anti_patterns: tuple[str, ...] = ()
+    cost_estimate: float | None = None
+    avg_latency: float | None = None
+    safety_tags: tuple[str, ...] = ()
+    core: bool = False
+
+    def exemplars(self) -> list[str]:
+        ex = [self.description] if self.description else []
+        return ex + list(self.success_examples)
+
+    def summary(self) -> str:
+        """One line for an LLM router prompt."""
+        first = self.description.strip().split("\n")[0]
+        return f"{self.name} [{self.domain or '-'}]: {first}"
+
+    def schema(self) -> dict[str, Any]:
+        """OpenAI-style function schema."""
+        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": dict(self.input_schema) or {"type": "object", "properties": {}}}}
+
+
+_THRESHOLD_KEYS = {"min_score", "high", "margin", "previous_high", "previous_margin"}
+
+
+def _check_unit(where: str, key: str, value: Any) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: {key} must be a number, got {value!r}") from None
+    if not 0.0 <= v <= 1.0:
+        raise ConfigError(f"{where}: {key}={v} is outside [0, 1]")
+    return v
+
+
+def _tuple_of_str(where: str, key: str, v: Any) -> tuple[str, ...]:
+    if v is None:
+        return ()
+    if isinstance(v, str) or not isinstance(v, (list, tuple)):
+        raise ConfigError(f"{where}: {key} must be a list of strings")
+    return tuple(str(x) for x in v)
+
+
+def route_from_dict(d: Mapping[str, Any], i: int) -> RouteSpec:
+    where = f"routes[{i}]"
+    if not isinstance(d, Mapping) or not d.get("name"):
+        raise ConfigError(f"{where}: a route needs a name")
+    where = f"route {d['name']!r}"
+    known = {f.name for f in fields(RouteSpec)}
+    extra = set(d) - known
+    if extra:
+        raise ConfigError(f"{where}: unknown keys {sorted(extra)}")
+    th = dict(d.get("thresholds") or {})
+    bad = set(th) - _THRESHOLD_KEYS
+    if bad:
+        raise ConfigError(f"{where}: unknown threshold keys {sorted(bad)} (known: {sorted(_THRESHOLD_KEYS)})")
+    th = {k: _check_unit(where, k, v) for k, v in th.items()}
+    spec = RouteSpec(
+        name=str(d["name"]),
+        utterances=_tuple_of_str(where, "utterances", d.get("utterances")),
+        description=str(d.get("description") or ""),
+        domain=str(d.get("domain") or ""),
+        thresholds=th,
+        fallback_on_error=d.get("fallback_on_error"),
+        metadata=dict(d.get("metadata") or {}),
+    )
+    if not spec.exemplars():
+        raise ConfigError(f"{where}: has neither utterances nor a description")
+    return spec
+
+
+def tool_from_dict(d: Mapping[str, Any], i: int) -> ToolSpec:
+    if not isinstance(d, Mapping) or not d.get("name"):
+        raise ConfigError(f"tools[{i}]: a tool needs a name")
+    where = f"tool {d['name']!r}"
+    known = {f.name for f in fields(ToolSpec)} | {"plugin"}
+    extra = set(d) - known
+    if extra:
+        raise ConfigError(f"{where}: unknown keys {sorted(extra)}")
+    spec = ToolSpec(
+        name=str(d["name"]),
+        description=str(d.get("description") or ""),
+        input_schema=dict(d.get("input_schema") or {}),
+        domain=str(d.get("domain") or d.get("plugin") or ""),
+        success_examples=_tuple_of_str(where, "success_examples", d.get("success_examples")),
+        anti_patterns=_tuple_of_str(where, "anti_patterns", d.get("anti_patterns")),
+        cost_estimate=d.get("cost_estimate"),
+        avg_latency=d.get("avg_latency"),
+        safety_tags=_tuple_of_str(where, "safety_tags", d.get("safety_tags")),
+        core=bool(d.get("core", False)),
+    )
+    if not spec.exemplars() and not spec.core:
+        raise ConfigError(f"{where}: has neither a description nor success_examples")
+    return spec
+
+
+def unique(names: list[str], what: str) -> None:
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise ConfigError(f"duplicate {what} name {n!r}")
+        seen.add(n)
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """Parse a YAML (``.yaml``/``.yml``) or JSON file into a dict."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read {p}: {e}") from None
+    if p.suffix in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"malformed YAML in {p}: {e}") from None
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"malformed JSON in {p}: line {e.lineno}: {e.msg}") from None
+    if not data:
+        raise ConfigError(f"{p} is empty")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a mapping with 'routes' and/or 'tools'")
+    return data
+
+
+def parse_routes(data: Mapping[str, Any]) -> list[RouteSpec]:
+    routes = [route_from_dict(r, i) for i, r in enumerate(data.get("routes") or [])]
+    unique([r.name for r in routes], "route")
+    names = {r.name for r in routes}
+    for r in routes:
+        if r.fallback_on_error and r.fallback_on_error not in names:
+            raise ConfigError(f"route {r.name!r}: fallback_on_error {r.fallback_on_error!r} is not a route")
+    return routes
+
+
+def parse_tools(data: Mapping[str, Any]) -> list[ToolSpec]:
+    tools = [tool_from_dict(t, i) for i, t in enumerate(data.get("tools") or [])]
+    unique([t.name for t in tools], "tool")
+    return tools

@@ -1,0 +1,125 @@
+"""Tool-belt assembly: core tools, top-k or threshold, domain affinity,
+anti-patterns, experience lessons, discovery tools, collisions, and the
+per-turn `request_more_tools` with its circuit breaker."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from routecore.decision import Alert, Timings, ToolBelt, ToolChoice
+from routecore.errors import ConfigError, InvalidArgumentError
+
+if TYPE_CHECKING:
+    from routecore.router import Router
+
+MORE_TOOLS = "request_more_tools"
+
+
+def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None) -> tuple[np.ndarray, np.ndarray, dict | None]:
+    p = router.policy
+    active = [context_domain] if context_domain else []
+    r = router._tools.score(q, p, active, 0)
+    adjusted = r["adjusted"].astype(np.float32).copy()
+    if len(router._anti.texts):
+        anti = router._anti.score(q, p, [], 0, aggregation="max")["raw"]
+        hit = anti >= p.anti_pattern_threshold
+        adjusted[hit] *= p.anti_pattern_penalty
+    if router.memory is not None:
+        emb, tools, use, contexts = router.memory.matrix(router.encoder.model_id)
+        if len(tools) and emb.shape[1] == q.shape[0]:
+            sims = emb @ q
+            for i in np.flatnonzero(sims >= p.lesson_similarity):
+                if contexts[i] and contexts[i] != (context_domain or ""):
+                    continue
+                j = router._tools.names.index(tools[i]) if tools[i] in router._tool_by_name else None
+                if j is None:
+                    continue
+                adjusted[j] = adjusted[j] + p.lesson_boost if use[i] else -np.inf
+    return r["raw"], adjusted, r["collision"]
+
+
+def select_tools(router: "Router", query: str, context_domain: str | None, top_k: int | None, threshold: float | None, *, exclude: set[str] | None = None) -> ToolBelt:
+    if not router.tool_specs:
+        raise ConfigError("this router has no tools")
+    if not isinstance(query, str):
+        raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
+    p = router.policy
+    k = p.tool_top_k if top_k is None else top_k
+    th = p.tool_threshold if threshold is None else threshold
+    if k < 0 or not 0 <= th <= 1:
+        raise InvalidArgumentError(f"top_k must be >= 0 and threshold in [0, 1]; got {k}, {th}")
+    t0 = time.perf_counter()
+    enc = router.encoder.encode_with_stats([query])
+    t1 = time.perf_counter()
+    raw, adjusted, collision = _ranked_scores(router, enc.embeddings[0], context_domain)
+    t2 = time.perf_counter()
+    names, tools = router._tools.names, router.tool_specs
+    chosen: dict[str, str] = {t.name: "core" for t in tools if t.core}
+    order = np.argsort(-adjusted, kind="stable")
+    picked = 0
+    for i in order:
+        n = names[i]
+        if n in chosen or (exclude and n in exclude) or not np.isfinite(adjusted[i]) or tools[i].core:
+            continue
+        if p.tool_selection == "threshold" or threshold is not None:
+            if adjusted[i] < th:
+                break
+            chosen[n] = "threshold"
+        else:
+            if picked >= k:
+                break
+            chosen[n] = "top_k"
+        picked += 1
+    plugins = {tools[names.index(n)].domain for n, why in chosen.items() if why != "core"} - {""}
+    for t in tools:
+        if t.domain in plugins and t.name not in chosen and t.name.startswith(p.discovery_prefixes):
+            chosen[t.name] = "discovery"
+    alerts: list[Alert] = []
+    prompt = None
+    if collision is not None:
+        a = router._collision_alert(collision, router._tools, adjusted, "tool")
+        alerts.append(a)
+        prompt = a.message
+    idx = {n: i for i, n in enumerate(names)}
+    choices = tuple(ToolChoice(n, tools[idx[n]].domain, float(adjusted[idx[n]]), float(raw[idx[n]]), why) for n, why in chosen.items())
+    t3 = time.perf_counter()
+    return ToolBelt(choices, tuple(alerts), collision is not None, prompt,
+                    {n: float(v) for n, v in zip(names, adjusted)}, {n: float(v) for n, v in zip(names, raw)},
+                    Timings(enc.tokenize_ms, enc.infer_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3), query)
+
+
+class ToolSession:
+    """One turn's tool belt plus the ``request_more_tools`` meta tool.
+
+    Each call returns the next best tools not yet offered. After
+    ``policy.more_tools_limit`` calls (default 3) the circuit breaker removes the
+    meta tool from the belt and adds an alert.
+    """
+
+    def __init__(self, router: "Router", query: str, context_domain: str | None = None):
+        self.router, self.query, self.context_domain = router, query, context_domain
+        self.belt = select_tools(router, query, context_domain, None, None)
+        self.calls = 0
+        self.alerts: list[Alert] = list(self.belt.alerts)
+        self.offered = set(self.belt.names)
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names in the belt, with the meta tool while the breaker is closed."""
+        extra = [MORE_TOOLS] if self.calls < self.router.policy.more_tools_limit else []
+        return sorted(self.offered) + extra
+
+    def request_more_tools(self, query: str | None = None) -> list[ToolChoice]:
+        limit = self.router.policy.more_tools_limit
+        if self.calls >= limit:
+            return []
+        self.calls += 1
+        more = select_tools(self.router, query or self.query, self.context_domain, self.router.policy.more_tools_batch, None, exclude=self.offered)
+        new = [ToolChoice(t.name, t.domain, t.score, t.raw_score, "more") for t in more.tools if t.name not in self.offered]
+        self.offered.update(t.name for t in new)
+        if self.calls >= limit:
+            self.alerts.append(Alert("circuit_breaker", f"{MORE_TOOLS} was called {limit} times this turn and is now disabled; answer with the tools you have."))
+        return new

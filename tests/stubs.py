@@ -1,0 +1,61 @@
+"""Crafted-vector encoder for testing the numeric rules of the router."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from routecore.encoder import EncodeOutput
+
+DIM = 1024
+FREE = 8  # axes 0..7 carry meaning; each mix() puts its remainder on its own axis >= 8
+
+
+def unit(i: int) -> np.ndarray:
+    v = np.zeros(DIM, np.float32)
+    v[i] = 1
+    return v
+
+
+_next_free = [FREE]
+
+
+def mix(**cos: float) -> np.ndarray:
+    """A unit vector whose cosine to axis `aN` (N < 8) is the given value; the
+    remainder goes to a fresh private axis, so two mixes share only what they name."""
+    v = np.zeros(DIM, np.float32)
+    for k, c in cos.items():
+        v[int(k[1:])] = c
+    rest = 1 - float((v**2).sum())
+    assert rest >= -1e-6
+    axis = _next_free[0]
+    _next_free[0] = FREE + (axis + 1 - FREE) % (DIM - FREE)
+    v[axis] = np.sqrt(max(rest, 0))
+    return v
+
+
+class StubEncoder:
+    """Maps known texts to fixed vectors; counts calls; can be made to fail."""
+
+    dim = DIM
+    path = None
+
+    def __init__(self, table: dict[str, np.ndarray], model_id: str = "stub:1"):
+        self.table = dict(table)
+        self.model_id = model_id
+        self.calls = 0
+        self.fail = False
+
+    def encode_with_stats(self, texts, kind="query"):
+        if self.fail:
+            raise RuntimeError("encoder down")
+        self.calls += 1
+        rows = []
+        for t in texts:
+            if t in self.table:
+                rows.append(self.table[t])
+            else:
+                h = int(hashlib.sha256(t.encode()).hexdigest()[:8], 16)
+                rows.append(np.random.default_rng(h).standard_normal(DIM).astype(np.float32))
+        return EncodeOutput(np.stack(rows).astype(np.float32), (), 0.0, 0.0, 0)

@@ -1,0 +1,167 @@
+"""Route decisions on crafted vectors: tiers, margins, strategies A/B, bias
+rules, out of scope, affinity, collisions, clarification, fallback chain."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from stubs import StubEncoder, mix, unit
+
+from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.policy import BiasRule, Policy
+from routecore.router import Router
+from routecore.specs import RouteSpec
+
+ROUTES = [
+    RouteSpec("INCIDENT", ("e-incident",), domain="ops", fallback_on_error="RAG"),
+    RouteSpec("RAG", ("e-rag",), domain="docs", fallback_on_error="GENERAL"),
+    RouteSpec("GENERAL", ("e-general",), domain="general"),
+]
+AXES = {"e-incident": unit(0), "e-rag": unit(1), "e-general": unit(2)}
+
+
+def router(policy=None, **queries):
+    enc = StubEncoder({**AXES, **queries})
+    return Router(ROUTES, encoder=enc, policy=policy or Policy())
+
+
+def test_high_tier_routes_directly():
+    d = router(q=mix(a0=0.9, a1=0.3)).route("q")
+    assert (d.action, d.route, d.tier) == ("route", "INCIDENT", "high")
+    assert d.raw_scores["INCIDENT"] == pytest.approx(0.9, abs=1e-5)
+    assert sum(d.probabilities.values()) == pytest.approx(1, abs=1e-5)
+    assert d.top_exemplars[0].text == "e-incident"
+    assert d.fallback_chain == ("INCIDENT", "RAG", "GENERAL")
+
+
+def test_medium_tier_gives_hint():
+    # gap 0.06 between INCIDENT and GENERAL -> p1 ~ 0.77: medium, no bias rule on this pair's window? (0.06 > 0.05)
+    d = router(q=mix(a0=0.7, a2=0.64)).route("q")
+    assert d.tier == "medium" and d.hint == "INCIDENT" and d.route == "INCIDENT" and not d.used_llm
+
+
+def test_low_tier_clarifies_without_llm():
+    d = router(Policy(three_way_within=0.0, bias_rules=()), q=mix(a0=0.5, a1=0.49, a2=0.48)).route("q")
+    assert d.tier == "low" and d.action == "clarify" and d.route == "CLARIFY"
+    assert set(d.candidates) == {"INCIDENT", "RAG"} and "Do you mean" in d.question
+
+
+def test_low_action_none():
+    d = router(Policy(low_action="none", three_way_within=0.0, bias_rules=()), q=mix(a0=0.5, a1=0.49, a2=0.48)).route("q")
+    assert (d.action, d.route) == ("none", None)
+
+
+def test_out_of_scope_is_no_route():
+    d = router(q=unit(5)).route("q")
+    assert (d.action, d.route, d.tier) == ("none", None, "low")
+    assert d.fallback_chain == ()
+
+
+def test_strategy_a_lowers_thresholds_for_previous_route():
+    # p1 ~ 0.8, margin ~ 0.6: medium normally, high when it continues the previous route.
+    q = mix(a0=0.6, a1=0.53)
+    assert router(q=q).route("q").tier == "medium"
+    d = router(q=q).route("q", previous="INCIDENT")
+    assert d.tier == "high" and d.previous_route == "INCIDENT"
+    assert router(q=q).route("q", previous="RAG").tier == "medium"
+
+
+def test_strategy_b_boosts_previous_route_and_renormalises():
+    q = mix(a0=0.6, a1=0.57)  # INCIDENT slightly ahead
+    p = Policy(previous_strategy="boost", previous_boost=0.5, bias_rules=(), three_way_within=0.0)
+    d = router(p, q=q).route("q", previous="RAG")
+    assert d.route == "RAG"
+    assert sum(d.probabilities.values()) == pytest.approx(1, abs=1e-5)
+    base = router(Policy(bias_rules=(), three_way_within=0.0), q=q).route("q")
+    assert base.route == "INCIDENT"
+
+
+@pytest.mark.parametrize(
+    "cos,expected,rule",
+    [
+        ({"a1": 0.58, "a2": 0.60}, "RAG", "RAG vs GENERAL"),
+        ({"a0": 0.60, "a1": 0.58}, "CLARIFY", "RAG vs INCIDENT"),
+        ({"a0": 0.58, "a2": 0.60}, "INCIDENT", "INCIDENT vs GENERAL"),
+        ({"a0": 0.57, "a1": 0.56, "a2": 0.55}, "CLARIFY", "three-way"),
+    ],
+)
+def test_default_bias_rules(cos, expected, rule):
+    d = router(q=mix(**cos)).route("q")
+    assert d.route == expected and rule in d.bias_rule
+    if expected == "CLARIFY":
+        assert d.action == "clarify" and len(d.candidates) >= 2
+
+
+def test_custom_bias_rule_and_window():
+    p = Policy(bias_rules=(BiasRule("GENERAL", "RAG", "GENERAL", within=0.1),))
+    d = router(p, q=mix(a1=0.65, a2=0.58)).route("q")
+    assert d.route == "GENERAL"
+
+
+def test_per_route_threshold_overrides():
+    q = mix(a0=0.6, a1=0.53)
+    assert router(Policy(per_route={"INCIDENT": {"high": 0.75, "margin": 0.1}}), q=q).route("q").tier == "high"
+    assert router(Policy(per_route={"INCIDENT": {"min_score": 0.95}}), q=q).route("q").action == "none"
+    with pytest.raises(ConfigError):
+        router(Policy(per_route={"NOPE": {"high": 0.5}}))
+
+
+@pytest.mark.parametrize("bad", [{"high": 1.5}, {"margin": -0.1}, {"min_score": 2}, {"temperature": 0}, {"previous_strategy": "x"}])
+def test_thresholds_outside_unit_interval_are_rejected(bad):
+    with pytest.raises(ConfigError):
+        Policy(**bad)
+
+
+def test_unknown_previous_route():
+    with pytest.raises(InvalidArgumentError, match="unknown previous route"):
+        router(q=unit(0)).route("q", previous="NOPE")
+
+
+def test_affinity_changes_adjusted_not_raw():
+    q = mix(a0=0.7, a1=0.68)
+    d = router(q=q).route("q", context_domains=["docs"])
+    assert d.raw_scores["RAG"] == pytest.approx(0.68, abs=1e-5)
+    assert d.adjusted_scores["RAG"] == pytest.approx(0.68 * 1.15, abs=1e-5)
+    assert d.adjusted_scores["INCIDENT"] == pytest.approx(0.7 * 0.7, abs=1e-5)
+    assert d.route == "RAG"
+
+
+def test_collision_alert_names_both_routes():
+    d = router(Policy(bias_rules=(), three_way_within=0.0), q=mix(a0=0.7, a2=0.66)).route("q")
+    [a] = [a for a in d.alerts if a.kind == "collision"]
+    assert "INCIDENT" in a.message and "GENERAL" in a.message and a.data["gap"] == pytest.approx(0.04, abs=1e-4)
+
+
+def test_clarification_answer_is_routed_among_candidates():
+    r = router(q=mix(a0=0.60, a1=0.58))
+    first = r.route("q")
+    assert first.action == "clarify"
+    r.encoder.table["q\nthe documentation"] = mix(a1=0.4, a2=0.85)  # GENERAL would win if not restricted
+    second = r.route("the documentation", clarify=first)
+    assert second.route == "RAG" and second.probabilities["GENERAL"] == 0
+
+
+def test_decision_is_json_and_logged(caplog):
+    d = router(q=unit(0)).route("q")
+    import json
+
+    back = json.loads(d.to_json())
+    assert back["route"] == "INCIDENT" and set(back["timings"]) >= {"tokenize", "encode", "score", "policy"}
+    with caplog.at_level(logging.DEBUG, logger="routecore"):
+        router(q=unit(0)).route("q")
+    assert "raw_scores" in caplog.text and "adjusted_scores" in caplog.text
+
+
+def test_any_query_string_is_routed():
+    r = router()
+    for q in ["", " ", "\x00", "🚀" * 100, "x" * 10000]:
+        assert r.route(q).action in ("route", "clarify", "none")
+
+
+def test_encoder_failure_without_llm_is_error_decision():
+    r = router()
+    r.encoder.fail = True
+    d = r.route("anything")
+    assert d.action == "error" and d.route is None and d.alerts[0].kind == "encoder_error"

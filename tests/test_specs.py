@@ -1,0 +1,63 @@
+"""Config files: YAML/JSON loading and every bad-input case."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from stubs import StubEncoder, unit
+
+from routecore.errors import ConfigError
+from routecore.router import Router
+from routecore.specs import parse_routes, parse_tools, read_config_file
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_yaml_and_json_load(tmp_path):
+    y = write(tmp_path, "r.yaml", "routes:\n  - name: A\n    utterances: [x]\n  - name: B\n    description: about b\n")
+    j = write(tmp_path, "r.json", json.dumps({"routes": [{"name": "A", "utterances": ["x"]}], "tools": [{"name": "t", "description": "d"}], "policy": {"high": 0.9}}))
+    enc = StubEncoder({"x": unit(0), "about b": unit(1), "d": unit(2)})
+    assert [r.name for r in Router.from_config(y, encoder=enc).route_specs] == ["A", "B"]
+    r = Router.from_config(j, encoder=enc)
+    assert r.policy.high == 0.9 and r.tool_specs[0].name == "t"
+
+
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("", "empty"),
+        ("routes: []\n", "empty|no routes"),
+        ("routes:\n  - name: A\n    utterances: [x]\n  - name: A\n    utterances: [y]\n", "duplicate route"),
+        ("tools:\n  - name: t\n    description: a\n  - name: t\n    description: b\n", "duplicate tool"),
+        ("routes:\n  - name: A\n", "neither utterances nor a description"),
+        ("routes:\n  - name: A\n    utterances: [x]\n    thresholds: {high: 1.4}\n", r"outside \[0, 1\]"),
+        ("routes:\n  - name: A\n    utterances: [x]\n    thresholds: {hgih: 0.4}\n", "unknown threshold"),
+        ("routes:\n  - name: A\n    utterances: [x\n", "malformed YAML"),
+        ("routes:\n  - name: A\n    utterances: [x]\npolicy: {margin: 3}\n", r"outside \[0, 1\]"),
+        ("routes:\n  - name: A\n    utterances: [x]\n    fallback_on_error: Z\n", "not a route"),
+        ("routes:\n  - utterances: [x]\n", "needs a name"),
+        ("rutes: []\n", "unknown top-level"),
+    ],
+)
+def test_bad_configs_name_the_problem(tmp_path, text, match):
+    p = write(tmp_path, "c.yaml", text)
+    with pytest.raises(ConfigError, match=match):
+        Router.from_config(p, encoder=StubEncoder({}))
+
+
+def test_missing_file_and_bad_json(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        read_config_file(tmp_path / "none.yaml")
+    with pytest.raises(ConfigError, match="line 1"):
+        read_config_file(write(tmp_path, "c.json", "{nope"))
+
+
+def test_router_needs_something():
+    with pytest.raises(ConfigError):
+        Router([], [], encoder=StubEncoder({}))
+    assert parse_routes({}) == [] and parse_tools({}) == []

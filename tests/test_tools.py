@@ -1,0 +1,116 @@
+"""Tool belts on crafted vectors: core, top-k/threshold, affinity, discovery,
+anti-patterns, collisions, request_more_tools breaker, lessons."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from stubs import StubEncoder, mix, unit
+
+from routecore.catalog import build_catalog, estimate_tokens
+from routecore.conversation import routing_query
+from routecore.memory import ExperienceMemory
+from routecore.policy import Policy
+from routecore.router import Router
+from routecore.specs import ToolSpec
+
+TOOLS = [
+    ToolSpec("ask_user", "ask", domain="core", core=True),
+    ToolSpec("ha_get_logs", "t-ha-logs", domain="ha", anti_patterns=("anti-kernel",)),
+    ToolSpec("ha_turn_on", "t-ha-on", domain="ha"),
+    ToolSpec("list_ha_devices", "t-ha-list", domain="ha"),
+    ToolSpec("get_system_logs", "t-sys-logs", domain="system"),
+    ToolSpec("restart_service", "t-sys-restart", domain="system"),
+    ToolSpec("disk", "t-disk", domain="system"),
+]
+VEC = {"ask": unit(6), "t-ha-logs": unit(0), "t-ha-on": unit(1), "t-ha-list": unit(2), "t-sys-logs": unit(3), "t-sys-restart": unit(4), "t-disk": unit(5), "anti-kernel": mix(a0=0.3, a3=0.6)}
+
+
+def router(policy=None, memory=None, **q):
+    return Router(tools=TOOLS, encoder=StubEncoder({**VEC, **q}), policy=policy or Policy(), memory=memory)
+
+
+def test_core_plus_top_k_and_discovery():
+    belt = router(q=mix(a0=0.6, a1=0.4, a4=0.3)).tools("q", top_k=2)
+    reasons = {t.name: t.reason for t in belt.tools}
+    assert reasons["ask_user"] == "core"
+    assert reasons["ha_get_logs"] == "top_k" and reasons["ha_turn_on"] == "top_k"
+    assert reasons["list_ha_devices"] == "discovery"  # plugin 'ha' matched: its list_/get_/search_ tools come along
+    assert "restart_service" not in reasons
+
+
+def test_threshold_mode():
+    belt = router(q=mix(a0=0.6, a1=0.4, a4=0.3)).tools("q", threshold=0.35)
+    assert {"ha_get_logs", "ha_turn_on"} <= set(belt.names) and "restart_service" not in belt.names
+
+
+def test_affinity_and_collision_alert():
+    q = mix(a0=0.5, a3=0.52)
+    belt = router(q=q).tools("q")
+    assert belt.collision and "ha_get_logs" in belt.system_prompt_alert and "get_system_logs" in belt.system_prompt_alert
+    with_ctx = router(q=q).tools("q", context_domain="ha")
+    assert with_ctx.scores["ha_get_logs"] == pytest.approx(0.5 * 1.15, abs=1e-5)
+    assert with_ctx.scores["get_system_logs"] == pytest.approx(0.52 * 0.7, abs=1e-5)
+    assert not with_ctx.collision and with_ctx.tools[1].name == "ha_get_logs"
+
+
+def test_anti_pattern_lowers_score():
+    belt = router(q=VEC["anti-kernel"]).tools("q")  # the query is ha_get_logs' anti-pattern
+    assert belt.scores["ha_get_logs"] == pytest.approx(belt.raw_scores["ha_get_logs"] * 0.5, abs=1e-5)
+
+
+def test_request_more_tools_and_circuit_breaker():
+    s = router(q=mix(a0=0.6, a1=0.4)).tool_session("q")
+    first = set(s.belt.names)
+    assert "request_more_tools" in s.tool_names
+    seen = set(first)
+    for i in range(3):
+        more = s.request_more_tools()
+        assert not (set(t.name for t in more) & seen)
+        seen |= {t.name for t in more}
+    assert "request_more_tools" not in s.tool_names
+    assert s.request_more_tools() == []
+    assert any(a.kind == "circuit_breaker" for a in s.alerts)
+
+
+def test_lessons_adjust_later_similar_queries(tmp_path):
+    mem = ExperienceMemory(tmp_path / "m.sqlite")
+    q = mix(a0=0.6, a3=0.55)
+    similar = q.copy()
+    similar[5] += 0.05
+    r = router(memory=mem, q=q, similar=similar / np.linalg.norm(similar))
+    assert r.tools("similar").tools[1].name == "ha_get_logs"
+    lid = r.record_lesson("q", "ha_get_logs", use=False, context="")
+    belt = r.tools("similar")
+    assert "ha_get_logs" not in belt.names
+    r.record_lesson("q", "disk", use=True)
+    assert "disk" in r.tools("similar", top_k=2).names
+    assert [l.tool for l in mem.list()] == ["ha_get_logs", "disk"]
+    assert mem.delete(lid) and not mem.delete(lid)
+    assert "ha_get_logs" in r.tools("similar").names
+    # context-scoped lessons only apply in their context
+    r.record_lesson("q", "ha_get_logs", use=False, context="ha")
+    assert "ha_get_logs" in r.tools("similar").names
+    assert "ha_get_logs" not in r.tools("similar", context_domain="ha").names
+
+
+def test_routing_query_from_conversation():
+    msgs = [
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": "hi"},
+        {"role": "user", "content": "second"},
+        {"role": "tool", "content": "tool output"},
+        {"role": "user", "content": '{"json": "payload"}'},
+        {"role": "user", "content": "third"},
+        {"role": "human", "content": "fourth"},
+    ]
+    assert routing_query(msgs) == "second\nthird\nfourth"
+    assert routing_query(msgs, last_n=1) == "fourth"
+    assert routing_query([]) == ""
+
+
+def test_two_level_catalog():
+    cat = build_catalog(TOOLS, ["ha_get_logs"])
+    assert cat.summaries.count("\n") == len(TOOLS) - 1 and len(cat.schemas) == 1
+    assert cat.schemas[0]["function"]["name"] == "ha_get_logs"
+    assert cat.summary_tokens == estimate_tokens(cat.summaries) and cat.schema_tokens > 0
