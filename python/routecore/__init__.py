@@ -8,5 +8,19 @@ from routecore.encoder import Encoder
 from routecore.errors import *  # noqa: F403
 from routecore.errors import RoutecoreError
 from routecore.index import SearchResult, VectorIndex
+from routecore.policy import BiasRule, Policy
+from routecore.router import Router
+from routecore.specs import RouteSpec, ToolSpec
 
-__all__ = ["Encoder", "RoutecoreError", "SearchResult", "VectorIndex", "__version__"]
+__all__ = [
+    "BiasRule",
+    "Encoder",
+    "Policy",
+    "RouteSpec",
+    "Router",
+    "RoutecoreError",
+    "SearchResult",
+    "ToolSpec",
+    "VectorIndex",
+    "__version__",
+]

@@ -43,6 +43,8 @@ class _Table:
         label_names = self.index.label_names()
         code_of = {n: i for i, n in enumerate(label_names)}
         self.codes = np.array([code_of.get(n, 0) for n in names], dtype=np.int64)
+        dom = {d: i for i, d in enumerate(sorted(set(domains)))}
+        self.domain_ids = np.array([dom[d] for d in domains], dtype=np.uint32)
 
     def score(self, q: np.ndarray, policy: Policy, active: list[str], top: int, aggregation: str | None = None) -> dict[str, Any]:
         r = self.index._impl.score_routes(q, aggregation or policy.aggregation, policy.top_n, policy.temperature, active,
@@ -194,11 +196,12 @@ class Router:
             "top_exemplars": tuple(Exemplar(labels[c], self._routes.texts[i], float(s)) for i, c, s in zip(r["top_ids"], r["top_labels"], r["top_scores"])),
             "alerts": [], "action": "route", "candidates": (), "_llm_ms": 0.0,
         }
-        if r["collision"] is not None and clarify is None:
-            out["alerts"].append(self._collision_alert(r["collision"], self._routes, r["adjusted"], "route"))
         if float(raw[best]) < p.value("min_score", bname):
             out.update(action="none", route=None, tier="low")
             return self._finish(out)
+        if r["collision"] is not None and clarify is None:
+            c = r["collision"]
+            out["alerts"].append(self._collision_alert(labels[c[0]], labels[c[1]], c[2], self._routes, "route"))
         rule = bias_winner(names, list(order), adjusted, p) if tier != "high" else None
         if rule:
             winner, text_rule = rule
@@ -264,9 +267,7 @@ class Router:
                         query=text, previous_route=previous, timings=Timings(total=(time.perf_counter() - t0) * 1e3), **base)
 
     @staticmethod
-    def _collision_alert(c: tuple[int, int, float], table: _Table, adjusted_by_code: np.ndarray, what: str) -> Alert:
-        labels = table.index.label_names()
-        a, b, gap = labels[c[0]], labels[c[1]], c[2]
+    def _collision_alert(a: str, b: str, gap: float, table: _Table, what: str) -> Alert:
         da, db = table.domains[table.names.index(a)], table.domains[table.names.index(b)]
         msg = (f"Ambiguity alert: the {what}s '{a}' (domain '{da}') and '{b}' (domain '{db}') are within {gap:.3f} of each other. "
                f"Check which domain the user means before using '{a}'; if the request is about '{db}', use '{b}'.")

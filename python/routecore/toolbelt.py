@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from routecore import _native
 from routecore.decision import Alert, Timings, ToolBelt, ToolChoice
 from routecore.errors import ConfigError, InvalidArgumentError
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 MORE_TOOLS = "request_more_tools"
 
 
-def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None) -> tuple[np.ndarray, np.ndarray, dict | None]:
+def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None) -> tuple[np.ndarray, np.ndarray]:
     p = router.policy
     active = [context_domain] if context_domain else []
     r = router._tools.score(q, p, active, 0)
@@ -38,7 +39,7 @@ def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None) 
                 if j is None:
                     continue
                 adjusted[j] = adjusted[j] + p.lesson_boost if use[i] else -np.inf
-    return r["raw"], adjusted, r["collision"]
+    return r["raw"], adjusted
 
 
 def select_tools(router: "Router", query: str, context_domain: str | None, top_k: int | None, threshold: float | None, *, exclude: set[str] | None = None) -> ToolBelt:
@@ -54,7 +55,10 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
     t0 = time.perf_counter()
     enc = router.encoder.encode_with_stats([query])
     t1 = time.perf_counter()
-    raw, adjusted, collision = _ranked_scores(router, enc.embeddings[0], context_domain)
+    raw, adjusted = _ranked_scores(router, enc.embeddings[0], context_domain)
+    # Collisions are judged on the final scores (after anti-patterns and lessons).
+    finite = np.where(np.isfinite(adjusted), adjusted, np.float32(-1e30)).astype(np.float32)
+    collision = _native.detect_collision(finite, router._tools.domain_ids, p.collision_gap) if len(finite) > 1 else None
     t2 = time.perf_counter()
     names, tools = router._tools.names, router.tool_specs
     chosen: dict[str, str] = {t.name: "core" for t in tools if t.core}
@@ -80,7 +84,7 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
     alerts: list[Alert] = []
     prompt = None
     if collision is not None:
-        a = router._collision_alert(collision, router._tools, adjusted, "tool")
+        a = router._collision_alert(names[collision[0]], names[collision[1]], collision[2], router._tools, "tool")
         alerts.append(a)
         prompt = a.message
     idx = {n: i for i, n in enumerate(names)}

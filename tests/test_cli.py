@@ -1,0 +1,51 @@
+"""The command line: every command, --json and --help."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+
+def run(*args, check=True):
+    p = subprocess.run([sys.executable, "-m", "routecore", *args], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    if check:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+def test_route_json_default_config():
+    out = json.loads(run("route", "--json", "le serveur est en panne").stdout)
+    assert out["route"] == "INCIDENT" and out["tier"] == "high" and "timings" in out
+
+
+def test_route_with_previous_and_text_output():
+    p = run("route", "--config", "examples/it_ops_routes.yaml", "--previous", "RAG", "how do I configure the VPN")
+    assert "route: RAG" in p.stdout
+
+
+def test_tools_json_shows_collision():
+    out = json.loads(run("tools", "--config", "examples/tools.yaml", "--json", "query logs").stdout)
+    assert out["collision"] and "ha_get_logs" in out["system_prompt_alert"]
+
+
+def test_models_list_json():
+    rows = json.loads(run("models", "list", "--json").stdout)
+    assert rows[0]["status"] == "bundled"
+
+
+@pytest.mark.parametrize("cmd", [[], ["route"], ["tools"], ["models"], ["eval"], ["fit"]])
+def test_help(cmd):
+    assert "usage" in run(*cmd, "--help").stdout
+
+
+def test_errors_are_reported_not_raised(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("routes: [\n")
+    p = run("route", "--config", str(bad), "x", check=False)
+    assert p.returncode == 2 and "malformed YAML" in p.stderr
+    p = run("route", "--previous", "NOPE", "x", check=False)
+    assert p.returncode == 2 and "unknown previous route" in p.stderr

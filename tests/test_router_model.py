@@ -1,0 +1,90 @@
+"""Router rules that depend on meaning, with the real bundled model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import MODELS, ROOT, need_shared
+
+from routecore import Encoder, Router
+from routecore.conversation import routing_query
+from routecore.errors import ConfigError
+
+EX = ROOT / "examples"
+
+
+@pytest.fixture(scope="module")
+def routes(encoder):
+    return Router.from_config(EX / "it_ops_routes.yaml", encoder=encoder)
+
+
+@pytest.fixture(scope="module")
+def tools(encoder):
+    return Router.from_config(EX / "tools.yaml", encoder=encoder)
+
+
+@pytest.mark.parametrize(
+    "query,route",
+    [
+        ("le serveur de production est en panne depuis ce matin", "INCIDENT"),
+        ("our API returns 503 errors", "INCIDENT"),
+        ("how do I rotate the database password", "RAG"),
+        ("comment configurer le VPN", "RAG"),
+        ("hello there", "GENERAL"),
+        ("merci beaucoup", "GENERAL"),
+    ],
+)
+def test_french_and_english_queries_route(routes, query, route):
+    d = routes.route(query)
+    assert (d.action, d.route, d.tier) == ("route", route, "high")
+
+
+def test_unrelated_query_is_out_of_scope(routes):
+    assert routes.route("recipe for chocolate cake").action == "none"
+
+
+def test_mixed_query_clarifies_and_the_answer_is_routed(routes):
+    d = routes.route("the VPN is down, where is the doc to reconfigure it")
+    assert d.action == "clarify" and set(d.candidates) == {"INCIDENT", "RAG"} and "RAG vs INCIDENT" in d.bias_rule
+    assert routes.route("I want the documentation", clarify=d).route == "RAG"
+
+
+def test_query_logs_collision_alert(tools):
+    belt = tools.tools("query logs")
+    assert belt.collision
+    assert {"ha_get_logs", "get_system_logs"} <= set(belt.names)
+    assert "ha_get_logs" in belt.system_prompt_alert and "get_system_logs" in belt.system_prompt_alert
+    assert belt.tools[0].name == "search_docs" and belt.tools[0].reason == "core"
+
+
+def test_context_domain_resolves_the_collision(tools):
+    belt = tools.tools("query logs", context_domain="home_automation")
+    assert not belt.collision
+    ranked = sorted((t for t in belt.tools if t.reason != "core"), key=lambda t: -t.score)
+    assert ranked[0].name == "ha_get_logs"
+
+
+def test_plugin_match_brings_discovery_tools(tools):
+    belt = tools.tools("turn on the kitchen light", top_k=1)
+    reasons = {t.name: t.reason for t in belt.tools}
+    assert reasons["ha_turn_on"] == "top_k"
+    assert reasons.get("get_ha_state") == "discovery" and reasons.get("list_ha_devices") == "discovery"
+
+
+def test_routing_query_from_conversation(routes):
+    msgs = [{"role": "user", "content": "bonjour"}, {"role": "assistant", "content": "bonjour !"},
+            {"role": "user", "content": "le site renvoie des erreurs 500"}, {"role": "tool", "content": '{"status": 500}'}]
+    assert routes.route(routing_query(msgs)).route == "INCIDENT"
+
+
+def test_bundle_with_real_model(tmp_path, routes, encoder):
+    routes.save(tmp_path / "b")
+    back = Router.load(tmp_path / "b")
+    q = "le VPN ne marche plus"
+    assert back.route(q).probabilities == pytest.approx(routes.route(q).probabilities, abs=1e-6)
+    e5 = need_shared(MODELS / "multilingual-e5-small")
+    with pytest.raises(ConfigError, match="rebuild the bundle"):
+        Router.load(tmp_path / "b", encoder=Encoder.load(e5))
