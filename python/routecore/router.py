@@ -81,7 +81,7 @@ class Router:
 
     def __init__(self, routes: Sequence[RouteSpec] = (), tools: Sequence[ToolSpec] = (), *, encoder: EncoderLike | None = None,
                  policy: Policy | None = None, llm: LLMRouter | None = None, memory: ExperienceMemory | None = None,
-                 storage: str = "f32", _vectors: dict[str, np.ndarray] | None = None):
+                 head: Any = None, storage: str = "f32", _vectors: dict[str, np.ndarray] | None = None):
         if not routes and not tools:
             raise ConfigError("a router needs at least one route or tool")
         if encoder is None:
@@ -90,6 +90,7 @@ class Router:
             encoder = Encoder.load()
         self.route_specs, self.tool_specs = list(routes), list(tools)
         self.encoder, self.policy, self.llm, self.memory = encoder, policy or Policy(), llm, memory
+        self.head = head  # optional evaluation.head.LinearHead: route probabilities and out of scope
         self._route_by_name = {r.name: r for r in self.route_specs}
         self._tool_by_name = {t.name: t for t in self.tool_specs}
         unknown = set(self.policy.per_route) - set(self._route_by_name)
@@ -154,6 +155,8 @@ class Router:
         t1 = time.perf_counter()
         r = self._routes.score(enc.embeddings[0], self.policy, list(context_domains), self.policy.top_exemplars)
         t2 = time.perf_counter()
+        if self.head is not None:
+            self._apply_head(r, enc.embeddings[0])
         d = self._decide(text, r, previous, clarify)
         t3 = time.perf_counter()
         llm_ms = d.pop("_llm_ms", 0.0)
@@ -165,6 +168,16 @@ class Router:
         if log.isEnabledFor(logging.DEBUG):
             log.debug("route decision %s", dec.to_json())
         return dec
+
+    def _apply_head(self, r: dict[str, Any], q: np.ndarray) -> None:
+        """Replace softmax probabilities by the linear head's (O(routes x dim))."""
+        p = self.head.proba(q)[0]
+        cls = {c: i for i, c in enumerate(self.head.classes)}
+        probs = np.array([p[cls[n]] if n in cls else 0.0 for n in self._routes.names], dtype=np.float64)
+        oos = float(p[cls[self.head.oos_class]]) if self.head.oos_class in cls else 0.0
+        total = probs.sum()
+        r["probs"] = (probs / total if total > 0 else np.full(len(probs), 1 / len(probs))).astype(np.float32)
+        r["head_oos"] = oos >= probs.max() or probs.max() < self.head.threshold
 
     def _decide(self, text: str, r: dict[str, Any], previous: str | None, clarify: Decision | None) -> dict[str, Any]:
         p, names = self.policy, self._routes.names
@@ -196,7 +209,7 @@ class Router:
             "top_exemplars": tuple(Exemplar(labels[c], self._routes.texts[i], float(s)) for i, c, s in zip(r["top_ids"], r["top_labels"], r["top_scores"])),
             "alerts": [], "action": "route", "candidates": (), "_llm_ms": 0.0,
         }
-        if float(raw[best]) < p.value("min_score", bname):
+        if r.get("head_oos") or float(raw[best]) < p.value("min_score", bname):
             out.update(action="none", route=None, tier="low")
             return self._finish(out)
         if r["collision"] is not None and clarify is None:
@@ -307,6 +320,9 @@ class Router:
         meta = {"version": BUNDLE_VERSION, "model_id": self.encoder.model_id, "model_path": str(getattr(self.encoder, "path", "")),
                 "policy": self.policy.to_dict(), "routes": [asdict(r) for r in self.route_specs], "tools": [asdict(t) for t in self.tool_specs],
                 "fitted": fitted or {}}
+        if self.head is not None:
+            self.head.save(d / "head.npz")
+            meta["head"] = "head.npz"
         tmp = d / "bundle.json.tmp"
         tmp.write_text(json.dumps(meta, indent=1, ensure_ascii=False))
         os.replace(tmp, d / "bundle.json")
@@ -335,6 +351,10 @@ class Router:
         routes = parse_routes({"routes": meta["routes"]})
         tools = parse_tools({"tools": meta["tools"]})
         policy = kw.pop("policy", None) or Policy.from_dict(meta["policy"])
+        if meta.get("head") and "head" not in kw:
+            from routecore.evaluation.head import LinearHead
+
+            kw["head"] = LinearHead.load(d / meta["head"])
         r = cls(routes, tools, encoder=encoder, policy=policy, _vectors=vecs, **kw)
         r.fitted = meta.get("fitted", {})
         return r

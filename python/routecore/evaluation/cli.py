@@ -3,7 +3,97 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _encoder(args: argparse.Namespace) -> Any:
+    from routecore.encoder import Encoder
+
+    return Encoder.load(args.model)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from routecore.evaluation import datasets as D
+    from routecore.evaluation import runner as R
+    from routecore.evaluation.report import write_report
+    from routecore.router import Router
+
+    progress = not args.json and not args.no_progress
+    if args.tools:
+        enc = _encoder(args)
+        if str(args.tools).endswith(".jsonl"):
+            router = R.tools_router(D.load_tool_catalog(args.tools), enc, progress)
+        else:
+            router = Router.from_config(args.tools, encoder=enc)
+        res = R.evaluate_tools(router, D.load_tool_queries(args.data), progress=progress)
+    else:
+        if args.bundle:
+            router = Router.load(args.bundle)
+        elif args.config:
+            router = Router.from_config(args.config, encoder=_encoder(args))
+        elif args.train:
+            router = R.build_router(D.load_routes(args.train), _encoder(args), shots=args.shots, seed=args.seed,
+                                    oos_label=args.oos_label, head=args.head, progress=progress)
+        else:
+            raise SystemExit("routecore eval: give --bundle, --config or --train (or --tools for tool selection)")
+        res = R.evaluate_routes(router, D.load_routes(args.data), oos_label=args.oos_label, progress=progress)
+        res["fit"] = getattr(router, "fitted", None) or None
+    if args.out:
+        write_report(res, args.out)
+    res.pop("_rows", None)
+    if args.json:
+        print(json.dumps(res, ensure_ascii=False))
+    else:
+        keys = ["n", "accuracy", "in_scope_accuracy", "macro_f1", "oos", "recall@5", "mrr", "latency_ms"]
+        for k in keys:
+            if k in res:
+                print(f"{k}: {res[k]}")
+    return 0
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from routecore.evaluation import datasets as D
+    from routecore.evaluation import runner as R
+
+    progress = not args.json and not args.no_progress
+    router = R.build_router(D.load_routes(args.train), _encoder(args), shots=args.shots, seed=args.seed, oos_label=args.oos_label,
+                            head=args.head, progress=progress)
+    res = R.fit_router(router, D.load_routes(args.val), objective=args.objective, coverage=args.coverage, oos_label=args.oos_label, progress=progress)
+    router.save(args.out, fitted=router.fitted)
+    out = {"bundle": str(Path(args.out)), **router.fitted}
+    print(json.dumps(out) if args.json else f"fitted ({res.objective} = {res.value:.4f} on validation), bundle written to {args.out}")
+    return 0
 
 
 def add_eval_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    return None
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--model", help="model folder or name (default: bundled MiniLM)")
+    common.add_argument("--oos-label", default="oos", help="label of out-of-scope samples (default: oos)")
+    common.add_argument("--shots", type=int, help="use a seeded sample of N exemplars per label")
+    common.add_argument("--seed", type=int, default=0)
+    common.add_argument("--head", action="store_true", help="train a light linear head (with an out-of-scope class if present)")
+    common.add_argument("--json", action="store_true", help="print results as JSON")
+    common.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    e = sub.add_parser("eval", parents=[common], help="evaluate a router on a labelled dataset",
+                       description="Evaluate routes ({text,label} JSONL) or tool selection ({query,tools} JSONL with --tools).")
+    e.add_argument("--data", required=True, help="labelled JSONL to evaluate on")
+    e.add_argument("--bundle", help="router bundle (from `routecore fit` or Router.save)")
+    e.add_argument("--config", help="routes YAML/JSON")
+    e.add_argument("--train", help="build the routes from this {text,label} JSONL")
+    e.add_argument("--tools", help="tool catalog (JSONL with name/description, or YAML/JSON config): tool-selection mode")
+    e.add_argument("--out", help="folder for results.json, report.md and PNG plots")
+    e.set_defaults(func=cmd_eval)
+
+    f = sub.add_parser("fit", parents=[common], help="calibrate thresholds on a validation split",
+                       description="Build routes from --train, fit thresholds/temperature/tiers on --val, save a bundle.")
+    f.add_argument("--train", required=True)
+    f.add_argument("--val", required=True)
+    f.add_argument("--objective", choices=["accuracy", "macro_f1", "precision_at_coverage", "oos_f1"], default="accuracy",
+                   help="oos_f1: best out-of-scope F1 keeping in-scope accuracy >= --coverage")
+    f.add_argument("--coverage", type=float, default=0.9, help="target coverage (precision_at_coverage) or in-scope accuracy floor (oos_f1)")
+    f.add_argument("--out", required=True, help="bundle folder to write")
+    f.set_defaults(func=cmd_fit)

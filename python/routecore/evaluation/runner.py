@@ -1,0 +1,221 @@
+"""Building routers from a training split, fitting them on validation and
+evaluating decisions (routes) or rankings (tools)."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from collections import OrderedDict
+from typing import Any, Sequence
+
+import numpy as np
+
+from routecore.errors import DatasetError
+from routecore.evaluation import metrics as M
+from routecore.evaluation.calibrate import FitResult, fit, objective_many
+from routecore.evaluation.datasets import Dataset, Sample
+from routecore.evaluation.head import LinearHead
+from routecore.policy import Policy
+from routecore.router import Router
+from routecore.specs import RouteSpec, ToolSpec
+
+
+class Progress:
+    """A one-line progress bar with ETA on stderr."""
+
+    def __init__(self, total: int, what: str, enabled: bool = True):
+        self.total, self.what, self.enabled = total, what, enabled and total > 0
+        self.t0 = time.perf_counter()
+        self.last = 0.0
+
+    def update(self, done: int) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if now - self.last < 0.5 and done < self.total:
+            return
+        self.last = now
+        el = now - self.t0
+        eta = el / done * (self.total - done) if done else 0.0
+        sys.stderr.write(f"\r{self.what}: {done}/{self.total} [{el:5.1f}s elapsed, ETA {eta:5.1f}s]")
+        if done >= self.total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def embed(encoder: Any, texts: Sequence[str], *, batch: int = 64, progress: bool = False, what: str = "embedding") -> np.ndarray:
+    """Embeddings of ``texts``, cached on disk per model (``$ROUTECORE_HOME/embeddings``)."""
+    from routecore.models import home
+
+    key = hashlib.sha256("\x1f".join(texts).encode()).hexdigest()[:32]
+    path = home() / "embeddings" / encoder.model_id.replace(":", "_") / f"{key}.npy"
+    if path.is_file():
+        return np.load(path)
+    bar = Progress(len(texts), what, progress)
+    out = []
+    for i in range(0, len(texts), batch):
+        out.append(encoder.encode_with_stats(list(texts[i:i + batch])).embeddings)
+        bar.update(min(i + batch, len(texts)))
+    X = np.concatenate(out) if out else np.zeros((0, encoder.dim), np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, X)
+    return X
+
+
+def routes_from_split(train: Dataset, *, shots: int | None = None, seed: int = 0, oos_label: str = "oos",
+                      descriptions: dict[str, str] | None = None) -> list[RouteSpec]:
+    """One route per label: all its utterances, or a seeded sample of ``shots``."""
+    by: "OrderedDict[str, list[str]]" = OrderedDict()
+    for s in train.samples:
+        if s.label != oos_label:
+            by.setdefault(s.label, []).append(s.text)
+    rng = np.random.default_rng(seed)
+    routes = []
+    for label in sorted(by):
+        texts = by[label]
+        if shots is not None and len(texts) > shots:
+            texts = [texts[i] for i in sorted(rng.choice(len(texts), shots, replace=False))]
+        routes.append(RouteSpec(label, tuple(texts), (descriptions or {}).get(label, "")))
+    if not routes:
+        raise DatasetError(f"{train.name}: no in-scope labels")
+    return routes
+
+
+def build_router(train: Dataset, encoder: Any, *, shots: int | None = None, seed: int = 0, oos_label: str = "oos",
+                 policy: Policy | None = None, head: bool = False, progress: bool = False) -> Router:
+    routes = routes_from_split(train, shots=shots, seed=seed, oos_label=oos_label)
+    texts = [t for r in routes for t in r.exemplars()]
+    vecs = embed(encoder, texts, progress=progress, what="embedding exemplars")
+    lin = None
+    if head:
+        X = embed(encoder, [s.text for s in train.samples], progress=progress, what="embedding train")
+        lin = LinearHead.fit(X, [s.label for s in train.samples], oos_label=oos_label)
+    return Router(routes, encoder=encoder, policy=policy or Policy(low_action="none"), head=lin,
+                  _vectors={"routes": vecs, "tools": np.zeros((0, encoder.dim), np.float32), "anti": np.zeros((0, encoder.dim), np.float32)})
+
+
+def raw_scores(router: Router, X: np.ndarray) -> np.ndarray:
+    """Aggregated raw route scores [n, routes] (native scoring step per row)."""
+    p = router.policy
+    return np.stack([router._routes.score(x, p, [], 0)["raw"] for x in X]) if len(X) else np.zeros((0, len(router.route_specs)))
+
+
+def fit_router(router: Router, val: Dataset, *, objective: str = "accuracy", coverage: float = 0.9, oos_label: str = "oos",
+               progress: bool = False) -> FitResult:
+    """Fit thresholds, temperature and tiers on ``val`` and install them in ``router.policy``."""
+    X = embed(router.encoder, [s.text for s in val.samples], progress=progress, what="embedding val")
+    gold = [s.label for s in val.samples]
+    names = [r.name for r in router.route_specs]
+    S = raw_scores(router, X)
+    res = fit(S, gold, names, oos_label, objective=objective, coverage=coverage)  # type: ignore[arg-type]
+    per_route = {k: {"min_score": v} for k, v in res.per_route_min.items()}
+    router.policy = router.policy.with_overrides(min_score=res.min_score, temperature=res.temperature, high=res.high,
+                                                 margin=res.margin, per_route=per_route)
+    if router.head is not None:
+        router.head.threshold = _fit_head_threshold(router.head, X, gold, names, oos_label, objective, coverage)
+        router.policy = router.policy.with_overrides(min_score=0.0, per_route={})
+    router.fitted = res.to_dict() | {"head_threshold": getattr(router.head, "threshold", None)}
+    return res
+
+
+def _fit_head_threshold(head: LinearHead, X: np.ndarray, gold: list[str], names: list[str], oos_label: str, objective: str, coverage: float) -> float:
+    head.threshold = 0.0
+    pred, conf = head.predict(X)
+    idx = {n: i for i, n in enumerate(names)}
+    R = len(names)
+    g = np.array([idx.get(x, R) for x in gold])
+    p0 = np.array([idx[x] if x is not None else R for x in pred])
+    cands = np.unique(np.concatenate([[0.0], np.quantile(conf, np.linspace(0, 1, 200))]))
+    P = np.where(conf[None, :] >= cands[:, None], p0[None, :], R)
+    vals = objective_many(P, g[None, :], objective, R + 1, P != R, coverage)
+    return float(cands[int(np.argmax(vals))])
+
+
+def check_labels(router: Router, data: Dataset, oos_label: str) -> None:
+    known = {r.name for r in router.route_specs}
+    for s in data.samples:
+        if s.label != oos_label and s.label not in known:
+            raise DatasetError(f"{data.name}:{s.line}: label {s.label!r} is not a route of this router")
+
+
+def evaluate_routes(router: Router, data: Dataset, *, oos_label: str = "oos", progress: bool = False) -> dict[str, Any]:
+    check_labels(router, data, oos_label)
+    bar = Progress(len(data), f"eval {data.name}", progress)
+    gold, pred, conf, lat, langs, rows = [], [], [], [], [], []
+    clar = llm = cont_ok = cont_n = 0
+    for i, s in enumerate(data.samples):
+        t = time.perf_counter()
+        d = router.route(s.text, previous=s.previous_route if s.previous_route in router._route_by_name else None)
+        lat.append((time.perf_counter() - t) * 1e3)
+        p = d.route if d.action == "route" else (None if d.action == "none" else "CLARIFY")
+        clar += d.action == "clarify"
+        llm += d.used_llm
+        if s.previous_route:
+            cont_n += 1
+            cont_ok += p == s.label
+        gold.append(s.label)
+        pred.append(p)
+        conf.append(d.confidence if d.action == "route" else 0.0)
+        langs.append(s.language)
+        rows.append({"text": s.text, "label": s.label, "pred": p, "action": d.action, "tier": d.tier, "confidence": d.confidence})
+        bar.update(i + 1)
+    return summarize(gold, pred, conf, lat, langs, oos_label, extra={
+        "clarification_rate": clar / len(data), "llm_fallback_rate": llm / len(data),
+        "continuation_accuracy": cont_ok / cont_n if cont_n else None}, rows=rows)
+
+
+def summarize(gold, pred, conf, lat, langs, oos_label, extra=None, rows=None) -> dict[str, Any]:
+    labels = sorted({g for g in gold if g != oos_label})
+    has_oos = any(g == oos_label for g in gold)
+    correct = [g == p or (g == oos_label and p is None) for g, p in zip(gold, pred)]
+    norm = [p if p is not None else oos_label for p in pred]
+    out: dict[str, Any] = {
+        "n": len(gold),
+        "accuracy": float(np.mean(correct)),
+        "macro_f1": M.macro_f1(gold, norm),
+        "in_scope_accuracy": M.in_scope_accuracy(gold, pred, oos_label),
+        "per_route": M.per_label(gold, norm),
+        "top_confusions": M.top_confusions(gold, norm, 20),
+        "labels": labels,
+        "confusion": M.confusion(gold, norm, labels + ([oos_label] if has_oos else [])).tolist(),
+        "latency_ms": M.latency(lat),
+        "calibration": M.calibration(conf, correct),
+        "coverage_curve": M.coverage_curve(conf, correct),
+    }
+    if has_oos:
+        out["oos"] = M.oos_prf(gold, pred, oos_label)
+    if any(langs):
+        out["by_language"] = {}
+        for lang in sorted({l for l in langs if l}):
+            m = [i for i, l in enumerate(langs) if l == lang]
+            out["by_language"][lang] = {"n": len(m), "accuracy": float(np.mean([correct[i] for i in m]))}
+    out.update(extra or {})
+    if rows is not None:
+        out["_rows"] = rows
+    return out
+
+
+def tools_router(catalog: Sequence[dict[str, Any]], encoder: Any, progress: bool = False) -> Router:
+    tools = [ToolSpec(t["name"], t["description"], domain=t.get("domain", "")) for t in catalog]
+    vecs = embed(encoder, [t.description for t in tools], progress=progress, what="embedding tools")
+    z = np.zeros((0, encoder.dim), np.float32)
+    return Router(tools=tools, encoder=encoder, _vectors={"routes": z, "tools": vecs, "anti": z})
+
+
+def evaluate_tools(router: Router, data: Dataset, *, ks: Sequence[int] = (1, 3, 5), progress: bool = False) -> dict[str, Any]:
+    known = set(router._tool_by_name)
+    for s in data.samples:
+        missing = [t for t in s.tools if t not in known]
+        if missing:
+            raise DatasetError(f"{data.name}:{s.line}: tools {missing} are not in the tools file")
+    bar = Progress(len(data), f"eval {data.name}", progress)
+    gold, ranked, lat = [], [], []
+    for i, s in enumerate(data.samples):
+        t = time.perf_counter()
+        belt = router.tools(s.query, top_k=max(ks))
+        lat.append((time.perf_counter() - t) * 1e3)
+        ranked.append(sorted(belt.scores, key=lambda n: -belt.scores[n])[: max(ks)])
+        gold.append(s.tools)
+        bar.update(i + 1)
+    return {"n": len(data), **M.tool_metrics(gold, ranked, ks), "latency_ms": M.latency(lat)}
