@@ -21,6 +21,7 @@ def main(path: str) -> None:
           f"date {data['datetime'][:19]}; python {m.get('python_version')}\n")
     searches = defaultdict(dict)
     compact, bw, steps = [], {}, []
+    encodes, cache_hits, routers = defaultdict(dict), [], []
     for b in data["benchmarks"]:
         e, st = b["extra_info"], b["stats"]
         name = b["name"]
@@ -33,6 +34,12 @@ def main(path: str) -> None:
             bw[e["threads"]] = e["gb_per_s"]
         elif name.startswith("test_scoring_step"):
             steps.append((e, st))
+        elif name.startswith("test_encode"):
+            encodes[(e["model"], e["threads"], e["case"])][e["impl"]] = (st, e)
+        elif name.startswith("test_cache_hit"):
+            cache_hits.append(st)
+        elif name.startswith(("test_route", "test_tools")):
+            routers.append(e)
     if bw:
         print("Read bandwidth: " + ", ".join(f"{t} thread(s) {v:.1f} GB/s" for t, v in sorted(bw.items())) + "\n")
     if searches:
@@ -63,7 +70,39 @@ def main(path: str) -> None:
         print("| d | threads | scoring step p50 µs | p95 µs | stream time µs | ratio |")
         print("|---|---|---|---|---|---|")
         for e, st in sorted(steps, key=lambda x: (x[0]["d"], x[0]["threads"])):
-            print(f"| {e['d']} | {e['threads']} | {us(st['median'])} | {us(st.get('q3', st['median']))} | {e['stream_us']:.1f} | {st['median'] * 1e6 / e['stream_us']:.2f}× |")
+            print(f"| {e['d']} | {e['threads']} | {us(st['median'])} | {us(_p95(st))} | {e['stream_us']:.1f} | {st['median'] * 1e6 / e['stream_us']:.2f}× |")
+
+
+    if encodes:
+        print("| model | threads | input | tokens | routecore p50 / p95 ms | onnxruntime-python p50 / p95 ms | ratio p50 / p95 | min cosine |")
+        print("|---|---|---|---|---|---|---|---|")
+        for (m, t, c), r in sorted(encodes.items()):
+            if len(r) < 2:
+                continue
+            (a, ea), (b, _) = r["routecore"], r["onnxruntime-python"]
+            a95, b95 = _p95(a), _p95(b)
+            print(f"| {m} | {t} | {c} | {ea['tokens']} | {a['median'] * 1e3:.2f} / {a95 * 1e3:.2f} | {b['median'] * 1e3:.2f} / {b95 * 1e3:.2f} | "
+                  f"{a['median'] / b['median']:.3f} / {a95 / b95:.3f} | {ea['min_cosine_vs_python']:.6f} |")
+        print()
+    for st in cache_hits:
+        print(f"Cache hit: p50 {st['median'] * 1e6:.1f} µs, p95 {_p95(st) * 1e6:.1f} µs\n")
+    if routers:
+        print("| call | setup | encoder | total p50 / p95 ms | encode p50 / p95 ms | rest p50 / p95 ms | rest / encode (p50) |")
+        print("|---|---|---|---|---|---|---|")
+        for e in routers:
+            print(f"| {e['kind']} | {e['setup']} | {e['encoder']} | {e['total_p50_ms']:.2f} / {e['total_p95_ms']:.2f} | "
+                  f"{e['encode_p50_ms']:.2f} / {e['encode_p95_ms']:.2f} | {e['other_p50_ms']:.3f} / {e['other_p95_ms']:.3f} | "
+                  f"{e['other_p50_ms'] / e['encode_p50_ms'] * 100:.1f}% |")
+
+
+def _p95(st: dict) -> float:
+    """p95 from the stored raw timings when present, else the third quartile."""
+    data = st.get("data")
+    if data:
+        import numpy as np
+
+        return float(np.percentile(data, 95))
+    return st.get("q3", st["median"])
 
 
 if __name__ == "__main__":

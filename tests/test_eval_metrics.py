@@ -94,3 +94,15 @@ def test_temperature_and_fit_result():
     assert 0.005 <= fit_temperature(S, gold, names) <= 0.5
     res = fit(S, gold, names, objective="precision_at_coverage", coverage=0.7)
     assert res.objective == "precision_at_coverage" and 0 <= res.high <= 1 and 0 <= res.margin <= 1
+
+
+def test_oos_recall_objective_respects_the_in_scope_floor():
+    S, gold, names = synthetic(true_t=0.6)
+    # blur the classes so that recall of out-of-scope costs in-scope accuracy
+    S = S + np.random.default_rng(3).normal(0, 0.08, S.shape).astype(np.float32)
+    t, _, _ = fit_thresholds(S, gold, names, objective="oos_recall", coverage=0.9, per_route=False)
+    arg, best = S.argmax(1), S.max(1)
+    pred = [names[a] if b >= t else None for a, b in zip(arg, best)]
+    assert M.in_scope_accuracy(gold, pred, "oos") >= 0.9 - 1e-9
+    looser = [names[a] if b >= t - 0.05 else None for a, b in zip(arg, best)]
+    assert M.oos_prf(gold, pred, "oos")["recall"] >= M.oos_prf(gold, looser, "oos")["recall"]

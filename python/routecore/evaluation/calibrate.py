@@ -11,7 +11,7 @@ import numpy as np
 
 from routecore.errors import InvalidArgumentError
 
-Objective = Literal["accuracy", "macro_f1", "precision_at_coverage", "oos_f1"]
+Objective = Literal["accuracy", "macro_f1", "precision_at_coverage", "oos_f1", "oos_recall"]
 
 
 @dataclass(frozen=True)
@@ -54,10 +54,12 @@ def _macro_f1_many(pred: np.ndarray, gold: np.ndarray, n_classes: int) -> np.nda
 def objective_many(pred: np.ndarray, gold: np.ndarray, objective: str, n_classes: int, answered: np.ndarray | None = None, coverage: float = 0.9) -> np.ndarray:
     """Objective per row of ``pred`` [T, n]; class ``n_classes - 1`` is out of scope.
 
-    ``oos_f1`` is the out-of-scope F1 among rows whose in-scope accuracy is at
-    least ``coverage`` (rows below that floor rank by their in-scope accuracy).
+    ``oos_f1`` / ``oos_recall`` are the out-of-scope F1 / recall among rows whose
+    in-scope accuracy is at least ``coverage`` (rows below that floor rank by
+    their in-scope accuracy). ``oos_recall`` does not depend on how many
+    out-of-scope rows the validation split has, so it transfers to other priors.
     """
-    if objective == "oos_f1":
+    if objective in ("oos_f1", "oos_recall"):
         oos = n_classes - 1
         g = np.broadcast_to(gold, pred.shape)
         ins = g != oos
@@ -67,7 +69,8 @@ def objective_many(pred: np.ndarray, gold: np.ndarray, objective: str, n_classes
         prec = np.divide(tp, pp, out=np.zeros(len(tp)), where=pp > 0)
         rec = np.divide(tp, gp, out=np.zeros(len(tp)), where=gp > 0)
         f1 = np.divide(2 * prec * rec, prec + rec, out=np.zeros(len(tp)), where=(prec + rec) > 0)
-        return np.where(acc_in >= coverage, f1, acc_in - 1.0)
+        score = f1 if objective == "oos_f1" else rec + 1e-6 * acc_in  # ties: keep more in-scope
+        return np.where(acc_in >= coverage, score, acc_in - 1.0)
     if objective == "accuracy":
         return (pred == gold).mean(axis=1)
     if objective == "macro_f1":
@@ -78,7 +81,7 @@ def objective_many(pred: np.ndarray, gold: np.ndarray, objective: str, n_classes
         correct = ((pred == gold) & ans).sum(axis=1)
         prec = np.divide(correct, ans.sum(axis=1), out=np.zeros(len(cov)), where=ans.sum(axis=1) > 0)
         return np.where(cov >= coverage, prec, -1.0 + cov)  # infeasible rows rank by coverage
-    raise InvalidArgumentError(f"objective must be accuracy, macro_f1, precision_at_coverage or oos_f1, got {objective!r}")
+    raise InvalidArgumentError(f"objective must be accuracy, macro_f1, precision_at_coverage, oos_f1 or oos_recall, got {objective!r}")
 
 
 def fit_thresholds(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str], oos_label: str = "oos", *,

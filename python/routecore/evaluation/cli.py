@@ -92,8 +92,8 @@ def add_eval_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]"
                        description="Build routes from --train, fit thresholds/temperature/tiers on --val, save a bundle.")
     f.add_argument("--train", required=True)
     f.add_argument("--val", required=True)
-    f.add_argument("--objective", choices=["accuracy", "macro_f1", "precision_at_coverage", "oos_f1"], default="accuracy",
-                   help="oos_f1: best out-of-scope F1 keeping in-scope accuracy >= --coverage")
+    f.add_argument("--objective", choices=["accuracy", "macro_f1", "precision_at_coverage", "oos_f1", "oos_recall"], default="accuracy",
+                   help="oos_f1 / oos_recall: best out-of-scope F1 / recall keeping in-scope accuracy >= --coverage")
     f.add_argument("--coverage", type=float, default=0.9, help="target coverage (precision_at_coverage) or in-scope accuracy floor (oos_f1)")
     f.add_argument("--out", required=True, help="bundle folder to write")
     f.set_defaults(func=cmd_fit)

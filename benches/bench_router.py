@@ -1,0 +1,93 @@
+"""End-to-end `Router.route()` and `Router.tools()` with real encoders, split
+into encode time and everything else (native scoring + Python policy)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import SHARED
+
+from routecore import Encoder, Router
+from routecore.evaluation import datasets as D
+from routecore.evaluation import runner as R
+from routecore.specs import ToolSpec
+
+QUERIES = ["the production server is down", "comment configurer le VPN", "how do I rotate the database password",
+           "my card payment was declined", "set an alarm for 7 am", "what is the weather tomorrow", "query logs", "restart nginx"]
+ENCODERS = {"minilm-int8": None, "e5-small-int8": SHARED / "models" / "multilingual-e5-small"}
+_cache: dict = {}
+
+
+def encoder(name):
+    if name not in _cache:
+        _cache[name] = Encoder.load(ENCODERS[name], cache_size=0)
+    return _cache[name]
+
+
+def router_for(name, setup):
+    key = (name, setup)
+    if key in _cache:
+        return _cache[key]
+    enc = encoder(name)
+    if setup == "it-ops (3 routes)":
+        r = Router.from_config(ROOT / "examples" / "it_ops_routes.yaml", encoder=enc)
+    elif setup == "clinc150 (150 routes x 100)":
+        train = D.clinc150("train")
+        r = R.build_router(train, enc, shots=100)
+    elif setup == "tools.yaml (10 tools)":
+        r = Router.from_config(ROOT / "examples" / "tools.yaml", encoder=enc)
+    else:  # 10 000-tool catalog, 100 plugins; description vectors synthetic, queries real
+        n = 10_000
+        rng = np.random.default_rng(0)
+        v = rng.standard_normal((n, enc.dim)).astype(np.float32)
+        tools = [ToolSpec(f"tool_{i}", f"tool {i}", domain=f"plugin_{i % 100}") for i in range(n)]
+        z = np.zeros((0, enc.dim), np.float32)
+        r = Router(tools=tools, encoder=enc, _vectors={"routes": z, "tools": v, "anti": z})
+    _cache[key] = r
+    return r
+
+
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = [(e, s) for e in ENCODERS for s in ("it-ops (3 routes)", "clinc150 (150 routes x 100)")]
+TCASES = [(e, s) for e in ENCODERS for s in ("tools.yaml (10 tools)", "10k tools")]
+
+
+def record(benchmark, timings, encoder_name, setup, kind):
+    total = np.array([t.total for t in timings])
+    enc = np.array([t.tokenize + t.encode for t in timings])
+    other = total - enc
+    pct = lambda a, q: float(np.percentile(a, q))  # noqa: E731
+    benchmark.extra_info.update({"encoder": encoder_name, "setup": setup, "kind": kind,
+                                 "total_p50_ms": pct(total, 50), "total_p95_ms": pct(total, 95),
+                                 "encode_p50_ms": pct(enc, 50), "encode_p95_ms": pct(enc, 95),
+                                 "other_p50_ms": pct(other, 50), "other_p95_ms": pct(other, 95)})
+
+
+@pytest.mark.parametrize("enc_name,setup", CASES, ids=[f"{e}-{s.split()[0]}" for e, s in CASES])
+def test_route(benchmark, enc_name, setup):
+    r = router_for(enc_name, setup)
+    timings = []
+    it = iter(range(10**9))
+
+    def once():
+        timings.append(r.route(QUERIES[next(it) % len(QUERIES)]).timings)
+
+    benchmark.group = f"route {setup}"
+    benchmark.pedantic(once, rounds=200, warmup_rounds=5)
+    record(benchmark, timings[5:], enc_name, setup, "route")
+
+
+@pytest.mark.parametrize("enc_name,setup", TCASES, ids=[f"{e}-{s.split()[0]}" for e, s in TCASES])
+def test_tools(benchmark, enc_name, setup):
+    r = router_for(enc_name, setup)
+    timings = []
+    it = iter(range(10**9))
+
+    def once():
+        timings.append(r.tools(QUERIES[next(it) % len(QUERIES)]).timings)
+
+    benchmark.group = f"tools {setup}"
+    benchmark.pedantic(once, rounds=200, warmup_rounds=5)
+    record(benchmark, timings[5:], enc_name, setup, "tools")

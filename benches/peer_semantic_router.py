@@ -1,0 +1,137 @@
+"""Peer comparison: semantic-router 1.1.1 vs routecore, same encoder, same
+exemplars (100 per label, seeded), same datasets, in one run.
+
+    pip install 'routecore[peer]'    # semantic-router==1.1.1 (dev only)
+    python benches/peer_semantic_router.py [MODEL] > peer.json
+
+semantic-router: `IndexedRouter(encoder, routes, top_k=5, aggregation=...)`,
+its own `fit()` (Platt calibration) on the validation split, its documented
+confidence threshold 0.5. routecore: the same exemplars, `routecore fit` on the
+same validation split (per-route thresholds, macro-F1 with out-of-scope).
+The encoder is routecore's `Encoder` wrapped as semantic-router's `DenseEncoder`;
+both sides read embeddings from one cache so the routing step is timed alone.
+Everything runs offline: semantic-router's LocalIndex needs no service.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, List
+
+import numpy as np
+from pydantic import PrivateAttr
+from semantic_router import Route
+from semantic_router.encoders import DenseEncoder
+from semantic_router.routers import IndexedRouter
+
+from routecore import Encoder
+from routecore.evaluation import datasets as D
+from routecore.evaluation import metrics as M
+from routecore.evaluation import runner as R
+
+
+class CachedRoutecoreEncoder(DenseEncoder):
+    """routecore's encoder as a semantic-router DenseEncoder, with a text->vector table."""
+
+    name: str = "routecore"
+    type: str = "routecore"
+    _enc: Any = PrivateAttr()
+    _table: dict = PrivateAttr(default_factory=dict)
+    _seconds: float = PrivateAttr(default=0.0)
+
+    def __init__(self, enc: Encoder, **kw):
+        super().__init__(**kw)
+        self._enc = enc
+
+    def preload(self, texts, vecs):
+        self._table.update(zip(texts, vecs))
+
+    def __call__(self, docs: List[Any]) -> List[List[float]]:
+        t = time.perf_counter()
+        miss = [d for d in docs if d not in self._table]
+        if miss:
+            self.preload(miss, self._enc.encode(miss))
+        out = [self._table[d].tolist() for d in docs]
+        self._seconds += time.perf_counter() - t
+        return out
+
+
+def sr_predict(router, texts, enc):
+    enc._seconds = 0.0
+    t = time.perf_counter()
+    preds = [router(q).name for q in texts]
+    total = time.perf_counter() - t
+    return preds, (total - enc._seconds) / len(texts) * 1e3
+
+
+def rc_predict(router, X):
+    t = time.perf_counter()
+    names = [r.name for r in router.route_specs]
+    preds = []
+    for x in X:  # same per-query native step + thresholds as Router.route
+        raw = router._routes.score(x, router.policy, [], 0)["raw"]
+        a = int(raw.argmax())
+        preds.append(names[a] if raw[a] >= router.policy.value("min_score", names[a]) else None)
+    return preds, (time.perf_counter() - t) / len(X) * 1e3
+
+
+def run(enc, wrapped, name, train, val, test, oos="oos", shots=100):
+    routes = R.routes_from_split(train, shots=shots, seed=0, oos_label=oos)
+    utts = [u for r in routes for u in r.utterances]
+    wrapped.preload(utts, R.embed(enc, utts))
+    for ds in (val, test):
+        wrapped.preload([s.text for s in ds.samples], R.embed(enc, [s.text for s in ds.samples], progress=True, what=f"embed {ds.name}"))
+    gold = [s.label for s in test.samples]
+    yv = [None if s.label == oos else s.label for s in val.samples]
+    out = {}
+    for agg in ("mean", "max"):
+        sr = IndexedRouter(wrapped, [Route(name=r.name, utterances=list(r.utterances)) for r in routes], top_k=5, aggregation=agg, confidence_threshold=0.5)
+        t = time.perf_counter()
+        sr.fit([s.text for s in val.samples], yv)
+        fit_s = time.perf_counter() - t
+        pred, ms = sr_predict(sr, [s.text for s in test.samples], wrapped)
+        out[f"semantic-router (top-5 {agg}, fit + 0.5)"] = summary(gold, pred, oos, ms, fit_s)
+        print(name, agg, out[f"semantic-router (top-5 {agg}, fit + 0.5)"], file=sys.stderr, flush=True)
+    rc = R.build_router(train, enc, shots=shots, seed=0, oos_label=oos)
+    t = time.perf_counter()
+    if any(s.label == oos for s in val.samples):
+        R.fit_router(rc, val, objective="macro_f1", oos_label=oos)
+    else:
+        rc.policy = rc.policy.with_overrides(min_score=0.0)
+    fit_s = time.perf_counter() - t
+    pred, ms = rc_predict(rc, R.embed(enc, [s.text for s in test.samples]))
+    out["routecore (max, fitted per-route thresholds)"] = summary(gold, pred, oos, ms, fit_s)
+    print(name, "routecore", out["routecore (max, fitted per-route thresholds)"], file=sys.stderr, flush=True)
+    return out
+
+
+def summary(gold, pred, oos, ms, fit_s):
+    r = {"in_scope_accuracy": M.in_scope_accuracy(gold, pred, oos), "routing_ms_per_query": ms, "fit_seconds": fit_s}
+    if any(g == oos for g in gold):
+        r["oos"] = M.oos_prf(gold, pred, oos)
+    return r
+
+
+def holdout(ds, frac=0.1, seed=0):
+    from routecore.evaluation.datasets import Dataset
+
+    m = np.random.default_rng(seed).random(len(ds.samples)) < frac
+    return Dataset(ds.name + "[90%]", [x for x, v in zip(ds.samples, m) if not v]), Dataset(ds.name + "[10%]", [x for x, v in zip(ds.samples, m) if v])
+
+
+def main(model=None):
+    enc = Encoder.load(model, cache_size=0)
+    wrapped = CachedRoutecoreEncoder(enc)
+    res = {"model": enc.model_id, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "semantic_router": "1.1.1"}
+    res["clinc150"] = run(enc, wrapped, "clinc150", D.clinc150("train"), D.clinc150("val"), D.clinc150("test"))
+    tr, va = holdout(D.banking77("train"))  # BANKING77 has no validation split: hold out 10% of train
+    res["banking77"] = run(enc, wrapped, "banking77", tr, va, D.banking77("test"))
+    for loc in ("en-US", "fr-FR", "zh-CN"):
+        res[f"massive_{loc}"] = run(enc, wrapped, loc, D.massive(loc, "train"), D.massive(loc, "dev"), D.massive(loc, "test"))
+    print(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else None)
