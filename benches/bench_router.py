@@ -65,29 +65,19 @@ def record(benchmark, timings, encoder_name, setup, kind):
                                  "other_p50_ms": pct(other, 50), "other_p95_ms": pct(other, 95)})
 
 
-@pytest.mark.parametrize("enc_name,setup", CASES, ids=[f"{e}-{s.split()[0]}" for e, s in CASES])
-def test_route(benchmark, enc_name, setup):
+ALL = [("route", e, s) for e, s in CASES] + [("tools", e, s) for e, s in TCASES]
+
+
+@pytest.mark.parametrize("kind,enc_name,setup", ALL, ids=[f"{k}-{e}-{s.split()[0]}" for k, e, s in ALL])
+def test_router_call(benchmark, kind, enc_name, setup):
     r = router_for(enc_name, setup)
+    call = r.route if kind == "route" else r.tools
     timings = []
     it = iter(range(10**9))
 
     def once():
-        timings.append(r.route(QUERIES[next(it) % len(QUERIES)]).timings)
+        timings.append(call(QUERIES[next(it) % len(QUERIES)]).timings)
 
-    benchmark.group = f"route {setup}"
+    benchmark.group = f"{kind} {setup}"
     benchmark.pedantic(once, rounds=200, warmup_rounds=5)
-    record(benchmark, timings[5:], enc_name, setup, "route")
-
-
-@pytest.mark.parametrize("enc_name,setup", TCASES, ids=[f"{e}-{s.split()[0]}" for e, s in TCASES])
-def test_tools(benchmark, enc_name, setup):
-    r = router_for(enc_name, setup)
-    timings = []
-    it = iter(range(10**9))
-
-    def once():
-        timings.append(r.tools(QUERIES[next(it) % len(QUERIES)]).timings)
-
-    benchmark.group = f"tools {setup}"
-    benchmark.pedantic(once, rounds=200, warmup_rounds=5)
-    record(benchmark, timings[5:], enc_name, setup, "tools")
+    record(benchmark, timings[5:], enc_name, setup, kind)

@@ -22,6 +22,7 @@ def main(path: str) -> None:
     searches = defaultdict(dict)
     compact, bw, steps = [], {}, []
     encodes, cache_hits, routers = defaultdict(dict), [], []
+    cutoffs = defaultdict(dict)
     for b in data["benchmarks"]:
         e, st = b["extra_info"], b["stats"]
         name = b["name"]
@@ -36,9 +37,11 @@ def main(path: str) -> None:
             steps.append((e, st))
         elif name.startswith("test_encode"):
             encodes[(e["model"], e["threads"], e["case"])][e["impl"]] = (st, e)
+        elif name.startswith("test_cutoff"):
+            cutoffs[(e["d"], e["n"])][e["mode"]] = st["median"]
         elif name.startswith("test_cache_hit"):
             cache_hits.append(st)
-        elif name.startswith(("test_route", "test_tools")):
+        elif name.startswith("test_router_call"):
             routers.append(e)
     if bw:
         print("Read bandwidth: " + ", ".join(f"{t} thread(s) {v:.1f} GB/s" for t, v in sorted(bw.items())) + "\n")
@@ -83,6 +86,13 @@ def main(path: str) -> None:
             a95, b95 = _p95(a), _p95(b)
             print(f"| {m} | {t} | {c} | {ea['tokens']} | {a['median'] * 1e3:.2f} / {a95 * 1e3:.2f} | {b['median'] * 1e3:.2f} / {b95 * 1e3:.2f} | "
                   f"{a['median'] / b['median']:.3f} / {a95 / b95:.3f} | {ea['min_cosine_vs_python']:.6f} |")
+        print()
+    if cutoffs:
+        print("| d | N | elements | sequential p50 µs | parallel p50 µs | faster |")
+        print("|---|---|---|---|---|---|")
+        for (d, n), r in sorted(cutoffs.items()):
+            if len(r) == 2:
+                print(f"| {d} | {n} | {n * d:,} | {us(r['sequential'])} | {us(r['parallel'])} | {'parallel' if r['parallel'] < r['sequential'] else 'sequential'} |")
         print()
     for st in cache_hits:
         print(f"Cache hit: p50 {st['median'] * 1e6:.1f} µs, p95 {_p95(st) * 1e6:.1f} µs\n")

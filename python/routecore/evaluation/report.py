@@ -81,25 +81,23 @@ def _plots(results: dict[str, Any], d: Path) -> list[Path]:
         plt.close(fig)
     if results.get("calibration", {}).get("curve"):
         c = results["calibration"]["curve"]
-        fig, ax = plt.subplots(figsize=(5, 5))
-        ax.plot([0, 1], [0, 1], "k--", lw=1)
-        ax.plot([x["confidence"] for x in c], [x["accuracy"] for x in c], "o-")
-        ax.set_xlabel("confidence")
-        ax.set_ylabel("accuracy")
-        ax.set_title(f"Reliability (ECE {results['calibration']['ece']:.3f})")
-        fig.tight_layout()
-        out.append(d / "reliability.png")
-        fig.savefig(out[-1], dpi=110)
-        plt.close(fig)
+        out.append(_line_plot(plt, d / "reliability.png", [x["confidence"] for x in c], [x["accuracy"] for x in c],
+                              "confidence", f"Reliability (ECE {results['calibration']['ece']:.3f})", diagonal=True))
     if results.get("coverage_curve"):
         c = results["coverage_curve"]
-        fig, ax = plt.subplots(figsize=(5, 4))
-        ax.plot([x["coverage"] for x in c], [x["accuracy"] for x in c], "o-")
-        ax.set_xlabel("coverage")
-        ax.set_ylabel("accuracy")
-        ax.set_title("Accuracy vs coverage")
-        fig.tight_layout()
-        out.append(d / "coverage.png")
-        fig.savefig(out[-1], dpi=110)
-        plt.close(fig)
+        out.append(_line_plot(plt, d / "coverage.png", [x["coverage"] for x in c], [x["accuracy"] for x in c], "coverage", "Accuracy vs coverage"))
     return out
+
+
+def _line_plot(plt, path: Path, x: list, y: list, xlabel: str, title: str, diagonal: bool = False) -> Path:
+    fig, ax = plt.subplots(figsize=(5, 4.5))
+    if diagonal:
+        ax.plot([0, 1], [0, 1], "k--", lw=1)
+    ax.plot(x, y, "o-")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("accuracy")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

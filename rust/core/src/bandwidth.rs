@@ -5,19 +5,23 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-
 /// Best-of-`reps` read bandwidth in GB/s over a buffer of `bytes`, read by
 /// `threads` threads (each streams its own contiguous part with SIMD loads).
 pub fn read_bandwidth(bytes: usize, threads: usize, reps: usize) -> f64 {
     let n = (bytes / 4).max(1 << 16);
     let buf: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads.max(1)).build().expect("thread pool");
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .expect("thread pool");
     let mut best = f64::INFINITY;
     let mut sink = 0f32;
     for _ in 0..reps.max(1) {
         let t = Instant::now();
         let s: f32 = pool.install(|| {
-            buf.par_chunks(n.div_ceil(threads.max(1))).map(stream_sum).sum()
+            buf.par_chunks(n.div_ceil(threads.max(1)))
+                .map(stream_sum)
+                .sum()
         });
         best = best.min(t.elapsed().as_secs_f64());
         sink += s;

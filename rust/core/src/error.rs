@@ -8,13 +8,23 @@ use std::path::PathBuf;
 pub enum Error {
     /// A vector or matrix has the wrong width.
     #[error("dimension mismatch: expected {expected}, got {got}")]
-    DimensionMismatch { expected: usize, got: usize },
+    DimensionMismatch {
+        /// Width the index or model expects.
+        expected: usize,
+        /// Width that was given.
+        got: usize,
+    },
     /// A search or scoring call on an index that holds no entries.
     #[error("the index is empty")]
     EmptyIndex,
     /// `k` is zero or larger than the number of entries.
     #[error("bad k: k={k} must be between 1 and the number of entries ({n})")]
-    BadK { k: usize, n: usize },
+    BadK {
+        /// The requested k.
+        k: usize,
+        /// Number of entries.
+        n: usize,
+    },
     /// An id that is not in the index (update/remove).
     #[error("unknown id: {0}")]
     UnknownId(u64),
@@ -23,13 +33,23 @@ pub enum Error {
     DuplicateId(u64),
     /// NaN or infinity in input vectors.
     #[error("non-finite value (NaN or inf) in {what} at row {row}")]
-    NonFinite { what: &'static str, row: usize },
+    NonFinite {
+        /// Which input (vectors, queries, ...).
+        what: &'static str,
+        /// First offending row.
+        row: usize,
+    },
     /// A parameter outside its domain (temperature <= 0, mismatched lengths, ...).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     /// An index file that is truncated, tampered with or of another format.
     #[error("corrupt index file {path}: {reason}")]
-    CorruptIndex { path: PathBuf, reason: String },
+    CorruptIndex {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A model folder, config, ONNX graph or tokenizer that cannot be used.
     #[error("model error: {0}")]
     Model(String),
@@ -38,7 +58,12 @@ pub enum Error {
     Runtime(String),
     /// Operating-system I/O failure.
     #[error("I/O error on {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
 }
 
 /// Result alias used across the core.
@@ -47,6 +72,9 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl Error {
     /// Wrap an `std::io::Error` with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+        Error::Io {
+            path: path.into(),
+            source,
+        }
     }
 }

@@ -19,7 +19,10 @@ pub struct Interner {
 
 impl Default for Interner {
     fn default() -> Self {
-        let mut i = Interner { names: Vec::new(), codes: HashMap::new() };
+        let mut i = Interner {
+            names: Vec::new(),
+            codes: HashMap::new(),
+        };
         i.intern("");
         i
     }
@@ -51,11 +54,17 @@ impl Interner {
 /// Results of a search: `nq × k` row-major arrays.
 #[derive(Clone, Debug, Default)]
 pub struct SearchResult {
+    /// Number of queries.
     pub nq: usize,
+    /// Hits per query.
     pub k: usize,
+    /// Scores, best first per query.
     pub scores: Vec<f32>,
+    /// Ids of the hits.
     pub ids: Vec<u64>,
+    /// Label codes of the hits.
     pub labels: Vec<u32>,
+    /// Domain codes of the hits.
     pub domains: Vec<u32>,
 }
 
@@ -78,7 +87,10 @@ pub fn check_rows(data: &[f32], dim: usize, what: &'static str) -> Result<usize>
         return Err(Error::InvalidArgument("dimension must be >= 1".into()));
     }
     if data.len() % dim != 0 {
-        return Err(Error::DimensionMismatch { expected: dim, got: data.len() % dim });
+        return Err(Error::DimensionMismatch {
+            expected: dim,
+            got: data.len() % dim,
+        });
     }
     if let Some(p) = data.iter().position(|x| !x.is_finite()) {
         return Err(Error::NonFinite { what, row: p / dim });
@@ -168,22 +180,44 @@ impl FlatIndex {
 
     fn check_meta(n: usize, meta: Option<&[&str]>, what: &str) -> Result<()> {
         match meta {
-            Some(m) if m.len() != n => {
-                Err(Error::InvalidArgument(format!("{} {what} given for {n} vectors", m.len())))
-            }
+            Some(m) if m.len() != n => Err(Error::InvalidArgument(format!(
+                "{} {what} given for {n} vectors",
+                m.len()
+            ))),
             _ => Ok(()),
         }
     }
 
-    /// Add entries. Everything is validated before anything is written, so a
-    /// failed call leaves the index unchanged.
-    pub fn add(&mut self, ids: &[u64], vectors: &[f32], labels: Option<&[&str]>, domains: Option<&[&str]>) -> Result<()> {
+    /// Validate one add/update batch; returns its row count.
+    fn check_batch(
+        &self,
+        ids: &[u64],
+        vectors: &[f32],
+        labels: Option<&[&str]>,
+        domains: Option<&[&str]>,
+    ) -> Result<usize> {
         let n = check_rows(vectors, self.dim(), "vectors")?;
         if ids.len() != n {
-            return Err(Error::InvalidArgument(format!("{} ids given for {n} vectors", ids.len())));
+            return Err(Error::InvalidArgument(format!(
+                "{} ids given for {n} vectors",
+                ids.len()
+            )));
         }
         Self::check_meta(n, labels, "labels")?;
         Self::check_meta(n, domains, "domains")?;
+        Ok(n)
+    }
+
+    /// Add entries. Everything is validated before anything is written, so a
+    /// failed call leaves the index unchanged.
+    pub fn add(
+        &mut self,
+        ids: &[u64],
+        vectors: &[f32],
+        labels: Option<&[&str]>,
+        domains: Option<&[&str]>,
+    ) -> Result<()> {
+        let n = self.check_batch(ids, vectors, labels, domains)?;
         let mut seen = std::collections::HashSet::with_capacity(n);
         for &id in ids {
             if self.rows.contains_key(&id) || !seen.insert(id) {
@@ -197,21 +231,27 @@ impl FlatIndex {
             self.ids.push(id);
             self.prepared_row(&vectors[j * self.dim()..(j + 1) * self.dim()], &mut buf);
             self.storage.push(&buf);
-            self.labels.push(labels.map_or(0, |l| self.label_names.intern(l[j])));
-            self.domains.push(domains.map_or(0, |d| self.domain_names.intern(d[j])));
+            self.labels
+                .push(labels.map_or(0, |l| self.label_names.intern(l[j])));
+            self.domains
+                .push(domains.map_or(0, |d| self.domain_names.intern(d[j])));
         }
         Ok(())
     }
 
     /// Replace the vectors (and, when given, labels/domains) of existing ids.
-    pub fn update(&mut self, ids: &[u64], vectors: &[f32], labels: Option<&[&str]>, domains: Option<&[&str]>) -> Result<()> {
-        let n = check_rows(vectors, self.dim(), "vectors")?;
-        if ids.len() != n {
-            return Err(Error::InvalidArgument(format!("{} ids given for {n} vectors", ids.len())));
-        }
-        Self::check_meta(n, labels, "labels")?;
-        Self::check_meta(n, domains, "domains")?;
-        let rows: Vec<usize> = ids.iter().map(|&id| self.row_of(id).ok_or(Error::UnknownId(id))).collect::<Result<_>>()?;
+    pub fn update(
+        &mut self,
+        ids: &[u64],
+        vectors: &[f32],
+        labels: Option<&[&str]>,
+        domains: Option<&[&str]>,
+    ) -> Result<()> {
+        self.check_batch(ids, vectors, labels, domains)?;
+        let rows: Vec<usize> = ids
+            .iter()
+            .map(|&id| self.row_of(id).ok_or(Error::UnknownId(id)))
+            .collect::<Result<_>>()?;
         let mut buf = Vec::with_capacity(self.dim());
         for (j, &r) in rows.iter().enumerate() {
             self.prepared_row(&vectors[j * self.dim()..(j + 1) * self.dim()], &mut buf);
@@ -310,7 +350,9 @@ impl FlatIndex {
         }
         let (nq, q) = self.prepare_queries(query)?;
         if nq != 1 {
-            return Err(Error::InvalidArgument(format!("score_all takes one query, got {nq}")));
+            return Err(Error::InvalidArgument(format!(
+                "score_all takes one query, got {nq}"
+            )));
         }
         let mut out = vec![0f32; self.len()];
         scan::score_all(&self.storage, &q, &mut out);
@@ -329,9 +371,20 @@ impl FlatIndex {
     ) -> Result<Self> {
         let rows: HashMap<u64, usize> = ids.iter().enumerate().map(|(r, &id)| (id, r)).collect();
         if rows.len() != ids.len() {
-            return Err(Error::InvalidArgument("duplicate ids in stored index".into()));
+            return Err(Error::InvalidArgument(
+                "duplicate ids in stored index".into(),
+            ));
         }
-        Ok(FlatIndex { normalize, storage, ids, labels, domains, label_names, domain_names, rows })
+        Ok(FlatIndex {
+            normalize,
+            storage,
+            ids,
+            labels,
+            domains,
+            label_names,
+            domain_names,
+            rows,
+        })
     }
 }
 
@@ -341,7 +394,13 @@ mod tests {
 
     fn idx() -> FlatIndex {
         let mut i = FlatIndex::new(2, StorageKind::F32, true).unwrap();
-        i.add(&[10, 20, 30], &[1.0, 0.0, 0.0, 2.0, 1.0, 1.0], Some(&["a", "b", "a"]), Some(&["x", "y", "x"])).unwrap();
+        i.add(
+            &[10, 20, 30],
+            &[1.0, 0.0, 0.0, 2.0, 1.0, 1.0],
+            Some(&["a", "b", "a"]),
+            Some(&["x", "y", "x"]),
+        )
+        .unwrap();
         i
     }
 
@@ -357,12 +416,27 @@ mod tests {
     #[test]
     fn bad_input_leaves_index_unchanged() {
         let mut i = idx();
-        assert!(matches!(i.add(&[10], &[1.0, 0.0], None, None), Err(Error::DuplicateId(10))));
-        assert!(matches!(i.add(&[1, 1], &[1.0, 0.0, 1.0, 0.0], None, None), Err(Error::DuplicateId(1))));
-        assert!(matches!(i.add(&[1], &[1.0, f32::NAN], None, None), Err(Error::NonFinite { .. })));
-        assert!(matches!(i.add(&[1], &[1.0, 0.0, 3.0], None, None), Err(Error::DimensionMismatch { .. })));
+        assert!(matches!(
+            i.add(&[10], &[1.0, 0.0], None, None),
+            Err(Error::DuplicateId(10))
+        ));
+        assert!(matches!(
+            i.add(&[1, 1], &[1.0, 0.0, 1.0, 0.0], None, None),
+            Err(Error::DuplicateId(1))
+        ));
+        assert!(matches!(
+            i.add(&[1], &[1.0, f32::NAN], None, None),
+            Err(Error::NonFinite { .. })
+        ));
+        assert!(matches!(
+            i.add(&[1], &[1.0, 0.0, 3.0], None, None),
+            Err(Error::DimensionMismatch { .. })
+        ));
         assert!(matches!(i.remove(&[10, 99]), Err(Error::UnknownId(99))));
-        assert!(matches!(i.update(&[99], &[1.0, 0.0], None, None), Err(Error::UnknownId(99))));
+        assert!(matches!(
+            i.update(&[99], &[1.0, 0.0], None, None),
+            Err(Error::UnknownId(99))
+        ));
         assert!(matches!(i.search(&[1.0, 0.0], 0), Err(Error::BadK { .. })));
         assert!(matches!(i.search(&[1.0, 0.0], 4), Err(Error::BadK { .. })));
         assert_eq!(i.len(), 3);
@@ -376,7 +450,10 @@ mod tests {
         assert_eq!(i.row_of(30), Some(0));
         i.update(&[30], &[0.0, -1.0], Some(&["c"]), None).unwrap();
         let r = i.search(&[0.0, -1.0], 1).unwrap();
-        assert_eq!((r.ids[0], i.label_names()[r.labels[0] as usize].as_str()), (30, "c"));
+        assert_eq!(
+            (r.ids[0], i.label_names()[r.labels[0] as usize].as_str()),
+            (30, "c")
+        );
         i.remove(&[20, 30]).unwrap();
         assert!(matches!(i.search(&[1.0, 0.0], 1), Err(Error::EmptyIndex)));
     }

@@ -6,6 +6,8 @@
 //! - [`scoring`], [`step`]: route aggregation, softmax, domain affinity, collisions;
 //! - [`encoder`]: the ONNX Runtime text encoder with its tokenizer and cache.
 
+#![warn(missing_docs)]
+
 pub mod bandwidth;
 pub mod encoder;
 pub mod error;

@@ -28,10 +28,23 @@ fn put_names(buf: &mut Vec<u8>, names: &[String]) {
 pub fn to_bytes(index: &FlatIndex) -> Vec<u8> {
     let n = index.len();
     let mut payload = Vec::with_capacity(n * (index.dim() * 4 + 16) + 64);
-    index.ids.iter().for_each(|v| payload.extend_from_slice(&v.to_le_bytes()));
-    index.storage.matrix().iter().for_each(|v| payload.extend_from_slice(&v.to_le_bytes()));
-    index.labels.iter().for_each(|v| payload.extend_from_slice(&v.to_le_bytes()));
-    index.domains.iter().for_each(|v| payload.extend_from_slice(&v.to_le_bytes()));
+    index
+        .ids
+        .iter()
+        .for_each(|v| payload.extend_from_slice(&v.to_le_bytes()));
+    index
+        .storage
+        .matrix()
+        .iter()
+        .for_each(|v| payload.extend_from_slice(&v.to_le_bytes()));
+    index
+        .labels
+        .iter()
+        .for_each(|v| payload.extend_from_slice(&v.to_le_bytes()));
+    index
+        .domains
+        .iter()
+        .for_each(|v| payload.extend_from_slice(&v.to_le_bytes()));
     put_names(&mut payload, index.label_names.names());
     put_names(&mut payload, index.domain_names.names());
 
@@ -76,7 +89,11 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or("payload ends early")?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.buf.len())
+            .ok_or("payload ends early")?;
         let s = &self.buf[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -84,9 +101,16 @@ impl<'a> Reader<'a> {
     fn u32(&mut self) -> std::result::Result<u32, String> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
     }
-    fn vec<T, const W: usize>(&mut self, n: usize, f: fn([u8; W]) -> T) -> std::result::Result<Vec<T>, String> {
+    fn vec<T, const W: usize>(
+        &mut self,
+        n: usize,
+        f: fn([u8; W]) -> T,
+    ) -> std::result::Result<Vec<T>, String> {
         let bytes = self.take(n.checked_mul(W).ok_or("size overflow")?)?;
-        Ok(bytes.chunks_exact(W).map(|c| f(c.try_into().unwrap())).collect())
+        Ok(bytes
+            .chunks_exact(W)
+            .map(|c| f(c.try_into().unwrap()))
+            .collect())
     }
     fn names(&mut self) -> std::result::Result<Interner, String> {
         let count = self.u32()? as usize;
@@ -104,9 +128,15 @@ impl<'a> Reader<'a> {
 
 /// Parse bytes produced by [`to_bytes`]; `path` is only used in messages.
 pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<FlatIndex> {
-    let corrupt = |reason: String| Error::CorruptIndex { path: path.to_path_buf(), reason };
+    let corrupt = |reason: String| Error::CorruptIndex {
+        path: path.to_path_buf(),
+        reason,
+    };
     if bytes.len() < HEADER_LEN {
-        return Err(corrupt(format!("file is {} bytes, shorter than the {HEADER_LEN}-byte header", bytes.len())));
+        return Err(corrupt(format!(
+            "file is {} bytes, shorter than the {HEADER_LEN}-byte header",
+            bytes.len()
+        )));
     }
     if &bytes[..8] != MAGIC {
         return Err(corrupt("not a routecore index (bad magic)".into()));
@@ -115,31 +145,45 @@ pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<FlatIndex> {
     let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
     let version = u32_at(8);
     if version != FORMAT_VERSION {
-        return Err(corrupt(format!("format version {version}, this build reads {FORMAT_VERSION}")));
+        return Err(corrupt(format!(
+            "format version {version}, this build reads {FORMAT_VERSION}"
+        )));
     }
     let dim = u32_at(12) as usize;
     let count = u64_at(16) as usize;
-    let kind = StorageKind::from_code(bytes[24]).ok_or_else(|| corrupt(format!("unknown storage code {}", bytes[24])))?;
+    let kind = StorageKind::from_code(bytes[24])
+        .ok_or_else(|| corrupt(format!("unknown storage code {}", bytes[24])))?;
     let normalize = bytes[25] != 0;
     let payload_len = u64_at(32) as usize;
     let crc = u32_at(40);
     let payload = &bytes[HEADER_LEN..];
     if payload.len() != payload_len {
-        return Err(corrupt(format!("payload is {} bytes, header says {payload_len} (truncated?)", payload.len())));
+        return Err(corrupt(format!(
+            "payload is {} bytes, header says {payload_len} (truncated?)",
+            payload.len()
+        )));
     }
     let mut h = crc32fast::Hasher::new();
     h.update(&bytes[..40]);
     h.update(payload);
     if h.finalize() != crc {
-        return Err(corrupt("checksum mismatch (file modified or damaged)".into()));
+        return Err(corrupt(
+            "checksum mismatch (file modified or damaged)".into(),
+        ));
     }
     if dim == 0 {
         return Err(corrupt("dimension 0".into()));
     }
-    let mut r = Reader { buf: payload, pos: 0 };
+    let mut r = Reader {
+        buf: payload,
+        pos: 0,
+    };
     let parse = |r: &mut Reader| -> std::result::Result<_, String> {
         let ids = r.vec(count, u64::from_le_bytes)?;
-        let data = r.vec(count.checked_mul(dim).ok_or("size overflow")?, f32::from_le_bytes)?;
+        let data = r.vec(
+            count.checked_mul(dim).ok_or("size overflow")?,
+            f32::from_le_bytes,
+        )?;
         let labels = r.vec(count, u32::from_le_bytes)?;
         let domains = r.vec(count, u32::from_le_bytes)?;
         let ln = r.names()?;
@@ -150,7 +194,9 @@ pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<FlatIndex> {
     if r.pos != payload.len() {
         return Err(corrupt("trailing bytes after payload".into()));
     }
-    if labels.iter().any(|&c| c as usize >= ln.names().len()) || domains.iter().any(|&c| c as usize >= dn.names().len()) {
+    if labels.iter().any(|&c| c as usize >= ln.names().len())
+        || domains.iter().any(|&c| c as usize >= dn.names().len())
+    {
         return Err(corrupt("label or domain code out of range".into()));
     }
     if data.iter().any(|x| !x.is_finite()) {
@@ -159,7 +205,8 @@ pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<FlatIndex> {
     let mut storage = Storage::new(dim, kind);
     storage.reserve(count);
     data.chunks_exact(dim).for_each(|row| storage.push(row));
-    FlatIndex::from_parts(storage, normalize, ids, labels, domains, ln, dn).map_err(|e| corrupt(e.to_string()))
+    FlatIndex::from_parts(storage, normalize, ids, labels, domains, ln, dn)
+        .map_err(|e| corrupt(e.to_string()))
 }
 
 /// Read an index file written by [`save`].
@@ -174,7 +221,13 @@ mod tests {
 
     fn sample() -> FlatIndex {
         let mut i = FlatIndex::new(3, StorageKind::Int8, true).unwrap();
-        i.add(&[1, 2], &[1.0, 2.0, 3.0, -1.0, 0.5, 0.0], Some(&["r1", "r2"]), Some(&["d", ""])).unwrap();
+        i.add(
+            &[1, 2],
+            &[1.0, 2.0, 3.0, -1.0, 0.5, 0.0],
+            Some(&["r1", "r2"]),
+            Some(&["d", ""]),
+        )
+        .unwrap();
         i
     }
 
@@ -195,12 +248,18 @@ mod tests {
         let b = to_bytes(&sample());
         let p = Path::new("mem");
         for cut in [0, 10, HEADER_LEN, b.len() - 1] {
-            assert!(matches!(from_bytes(&b[..cut], p), Err(Error::CorruptIndex { .. })), "cut {cut}");
+            assert!(
+                matches!(from_bytes(&b[..cut], p), Err(Error::CorruptIndex { .. })),
+                "cut {cut}"
+            );
         }
         for pos in [3, 13, 50, b.len() - 2] {
             let mut t = b.clone();
             t[pos] ^= 0x5a;
-            assert!(matches!(from_bytes(&t, p), Err(Error::CorruptIndex { .. })), "flip {pos}");
+            assert!(
+                matches!(from_bytes(&t, p), Err(Error::CorruptIndex { .. })),
+                "flip {pos}"
+            );
         }
     }
 }

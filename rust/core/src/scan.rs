@@ -66,7 +66,9 @@ impl<'a> Scorer<'a> {
             StorageKind::F32 => dot(self.s.row(i), self.q),
             StorageKind::F16 => dot_f16(&self.s.f16s[i * d..(i + 1) * d], self.q),
             StorageKind::Int8 => {
-                dot_i8(&self.s.i8s[i * d..(i + 1) * d], &self.q8) as f32 * self.s.scales[i] * self.q8_scale
+                dot_i8(&self.s.i8s[i * d..(i + 1) * d], &self.q8) as f32
+                    * self.s.scales[i]
+                    * self.q8_scale
             }
         }
     }
@@ -77,7 +79,15 @@ impl<'a> Scorer<'a> {
         if self.s.kind() == StorageKind::F32 {
             // Four rows per pass: each query chunk is loaded once for four rows.
             while i + 4 <= rows.end {
-                let r = dot4(self.q, [self.s.row(i), self.s.row(i + 1), self.s.row(i + 2), self.s.row(i + 3)]);
+                let r = dot4(
+                    self.q,
+                    [
+                        self.s.row(i),
+                        self.s.row(i + 1),
+                        self.s.row(i + 2),
+                        self.s.row(i + 3),
+                    ],
+                );
                 for (j, &x) in r.iter().enumerate() {
                     t.push(x, i + j);
                 }
@@ -100,10 +110,13 @@ fn scan_rows(sc: &Scorer, n: usize, k: usize) -> TopK {
     (0..n.div_ceil(step))
         .into_par_iter()
         .map(|c| sc.scan(c * step..((c + 1) * step).min(n), k))
-        .reduce(|| TopK::new(k), |mut a, b| {
-            a.merge(b);
-            a
-        })
+        .reduce(
+            || TopK::new(k),
+            |mut a, b| {
+                a.merge(b);
+                a
+            },
+        )
 }
 
 /// Exact f32 re-rank of a candidate pool.
@@ -195,7 +208,10 @@ pub fn search_batch(s: &Storage, qs: &[f32], nq: usize, k: usize) -> Vec<Vec<Hit
     }
     // Batches do nq times the arithmetic per byte, so they go parallel sooner.
     if n * d * nq < parallel_cutoff() || n < 8 {
-        return scan_batch_f32(s, &queries, 0..n, k).into_iter().map(TopK::into_sorted).collect();
+        return scan_batch_f32(s, &queries, 0..n, k)
+            .into_iter()
+            .map(TopK::into_sorted)
+            .collect();
     }
     let step = chunk_rows(n, d);
     let merged = (0..n.div_ceil(step))
@@ -225,12 +241,15 @@ pub fn score_all(s: &Storage, q: &[f32], out: &mut [f32]) {
         return;
     }
     let step = chunk_rows(n, d);
-    out[..n].par_chunks_mut(step).enumerate().for_each(|(c, chunk)| {
-        for (j, o) in chunk.iter_mut().enumerate() {
-            let i = c * step + j;
-            *o = dot(&m[i * d..(i + 1) * d], q);
-        }
-    });
+    out[..n]
+        .par_chunks_mut(step)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            for (j, o) in chunk.iter_mut().enumerate() {
+                let i = c * step + j;
+                *o = dot(&m[i * d..(i + 1) * d], q);
+            }
+        });
 }
 
 #[cfg(test)]
@@ -256,7 +275,9 @@ mod tests {
     }
 
     fn reference(s: &Storage, q: &[f32], k: usize) -> Vec<usize> {
-        let sc: Vec<f32> = (0..s.len()).map(|i| crate::simd::dot_portable(s.row(i), q)).collect();
+        let sc: Vec<f32> = (0..s.len())
+            .map(|i| crate::simd::dot_portable(s.row(i), q))
+            .collect();
         top_k(&sc, k).iter().map(|h| h.index).collect()
     }
 
@@ -285,7 +306,10 @@ mod tests {
             let s = storage(2000, 96, kind);
             let q: Vec<f32> = s.row(17).to_vec();
             let got = search_one(&s, &q, 5);
-            assert_eq!(got.iter().map(|h| h.index).collect::<Vec<_>>(), reference(&s, &q, 5));
+            assert_eq!(
+                got.iter().map(|h| h.index).collect::<Vec<_>>(),
+                reference(&s, &q, 5)
+            );
             assert!((got[0].score - dot(s.row(got[0].index), &q)).abs() < 1e-6);
         }
     }

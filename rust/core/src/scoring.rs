@@ -22,7 +22,9 @@ impl Aggregation {
             "max" => Ok(Aggregation::Max),
             "mean" => Ok(Aggregation::Mean),
             "topn" | "top_n" | "topn_mean" if n >= 1 => Ok(Aggregation::TopNMean(n)),
-            "topn" | "top_n" | "topn_mean" => Err(Error::InvalidArgument("top-n mean needs n >= 1".into())),
+            "topn" | "top_n" | "topn_mean" => {
+                Err(Error::InvalidArgument("top-n mean needs n >= 1".into()))
+            }
             other => Err(Error::InvalidArgument(format!(
                 "unknown aggregation {other:?}; expected 'max', 'mean' or 'topn'"
             ))),
@@ -32,12 +34,22 @@ impl Aggregation {
 
 /// Aggregate exemplar `scores` into `n_routes` route scores, where `routes[i]` is
 /// the route of exemplar `i`. A route without exemplars scores -inf.
-pub fn aggregate(scores: &[f32], routes: &[u32], n_routes: usize, how: Aggregation) -> Result<Vec<f32>> {
+pub fn aggregate(
+    scores: &[f32],
+    routes: &[u32],
+    n_routes: usize,
+    how: Aggregation,
+) -> Result<Vec<f32>> {
     if scores.len() != routes.len() {
-        return Err(Error::DimensionMismatch { expected: scores.len(), got: routes.len() });
+        return Err(Error::DimensionMismatch {
+            expected: scores.len(),
+            got: routes.len(),
+        });
     }
     if let Some(&bad) = routes.iter().find(|&&r| r as usize >= n_routes) {
-        return Err(Error::InvalidArgument(format!("route code {bad} >= number of routes {n_routes}")));
+        return Err(Error::InvalidArgument(format!(
+            "route code {bad} >= number of routes {n_routes}"
+        )));
     }
     let mut out = vec![f32::NEG_INFINITY; n_routes];
     match how {
@@ -72,7 +84,8 @@ pub fn aggregate(scores: &[f32], routes: &[u32], n_routes: usize, how: Aggregati
                     continue;
                 }
                 let best = top_k(v, n.min(v.len()));
-                out[r] = (best.iter().map(|h| h.score as f64).sum::<f64>() / best.len() as f64) as f32;
+                out[r] =
+                    (best.iter().map(|h| h.score as f64).sum::<f64>() / best.len() as f64) as f32;
             }
         }
     }
@@ -85,10 +98,15 @@ pub fn aggregate(scores: &[f32], routes: &[u32], n_routes: usize, how: Aggregati
 /// uniform (no information). `temperature` must be finite and > 0.
 pub fn softmax(x: &[f32], temperature: f32) -> Result<Vec<f32>> {
     if !(temperature > 0.0 && temperature.is_finite()) {
-        return Err(Error::InvalidArgument(format!("temperature must be > 0, got {temperature}")));
+        return Err(Error::InvalidArgument(format!(
+            "temperature must be > 0, got {temperature}"
+        )));
     }
     if x.iter().any(|v| v.is_nan() || *v == f32::INFINITY) {
-        return Err(Error::NonFinite { what: "softmax input", row: 0 });
+        return Err(Error::NonFinite {
+            what: "softmax input",
+            row: 0,
+        });
     }
     if x.is_empty() {
         return Ok(Vec::new());
@@ -98,7 +116,10 @@ pub fn softmax(x: &[f32], temperature: f32) -> Result<Vec<f32>> {
         return Ok(vec![1.0 / x.len() as f32; x.len()]);
     }
     let t = temperature as f64;
-    let e: Vec<f64> = x.iter().map(|&v| ((v as f64 - m as f64) / t).exp()).collect();
+    let e: Vec<f64> = x
+        .iter()
+        .map(|&v| ((v as f64 - m as f64) / t).exp())
+        .collect();
     let z: f64 = e.iter().sum();
     Ok(e.iter().map(|v| (v / z) as f32).collect())
 }
@@ -113,9 +134,18 @@ pub const DEFAULT_COLLISION_GAP: f32 = 0.08;
 /// Multiply each score by `boost` when its domain is active and by `penalty`
 /// otherwise. `active[d]` says whether domain code `d` is active. With no active
 /// domain at all the scores are returned unchanged.
-pub fn apply_affinity(scores: &mut [f32], domains: &[u32], active: &[bool], boost: f32, penalty: f32) -> Result<()> {
+pub fn apply_affinity(
+    scores: &mut [f32],
+    domains: &[u32],
+    active: &[bool],
+    boost: f32,
+    penalty: f32,
+) -> Result<()> {
     if scores.len() != domains.len() {
-        return Err(Error::DimensionMismatch { expected: scores.len(), got: domains.len() });
+        return Err(Error::DimensionMismatch {
+            expected: scores.len(),
+            got: domains.len(),
+        });
     }
     if !active.iter().any(|&a| a) {
         return Ok(());
@@ -130,16 +160,26 @@ pub fn apply_affinity(scores: &mut [f32], domains: &[u32], active: &[bool], boos
 /// A top-1/top-2 pair from different domains with too small a gap.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Collision {
+    /// Index of the best candidate.
     pub first: usize,
+    /// Index of the runner-up.
     pub second: usize,
+    /// `score[first] - score[second]`.
     pub gap: f32,
 }
 
 /// Report a collision when the best two candidates (ties to the lower index) come
 /// from different domains and their score gap is below `max_gap`.
-pub fn detect_collision(scores: &[f32], domains: &[u32], max_gap: f32) -> Result<Option<Collision>> {
+pub fn detect_collision(
+    scores: &[f32],
+    domains: &[u32],
+    max_gap: f32,
+) -> Result<Option<Collision>> {
     if scores.len() != domains.len() {
-        return Err(Error::DimensionMismatch { expected: scores.len(), got: domains.len() });
+        return Err(Error::DimensionMismatch {
+            expected: scores.len(),
+            got: domains.len(),
+        });
     }
     if scores.len() < 2 {
         return Ok(None);
@@ -148,7 +188,11 @@ pub fn detect_collision(scores: &[f32], domains: &[u32], max_gap: f32) -> Result
     let (a, b) = (best[0], best[1]);
     let gap = a.score - b.score;
     if domains[a.index] != domains[b.index] && gap < max_gap {
-        Ok(Some(Collision { first: a.index, second: b.index, gap }))
+        Ok(Some(Collision {
+            first: a.index,
+            second: b.index,
+            gap,
+        }))
     } else {
         Ok(None)
     }
@@ -162,7 +206,10 @@ mod tests {
     fn aggregation_variants() {
         let s = [0.9, 0.1, 0.5, 0.7, 0.3];
         let r = [0, 0, 1, 1, 1];
-        assert_eq!(aggregate(&s, &r, 3, Aggregation::Max).unwrap()[..2], [0.9, 0.7]);
+        assert_eq!(
+            aggregate(&s, &r, 3, Aggregation::Max).unwrap()[..2],
+            [0.9, 0.7]
+        );
         let m = aggregate(&s, &r, 2, Aggregation::Mean).unwrap();
         assert!((m[0] - 0.5).abs() < 1e-6 && (m[1] - 0.5).abs() < 1e-6);
         let t = aggregate(&s, &r, 3, Aggregation::TopNMean(2)).unwrap();
@@ -186,7 +233,14 @@ mod tests {
     #[test]
     fn affinity_boosts_and_penalises() {
         let mut s = vec![0.5, 0.5];
-        apply_affinity(&mut s, &[0, 1], &[true, false], DEFAULT_BOOST, DEFAULT_PENALTY).unwrap();
+        apply_affinity(
+            &mut s,
+            &[0, 1],
+            &[true, false],
+            DEFAULT_BOOST,
+            DEFAULT_PENALTY,
+        )
+        .unwrap();
         assert!((s[0] - 0.575).abs() < 1e-6 && (s[1] - 0.35).abs() < 1e-6);
         let mut t = vec![0.5];
         apply_affinity(&mut t, &[0], &[], 2.0, 0.0).unwrap();
@@ -195,10 +249,16 @@ mod tests {
 
     #[test]
     fn collision_rules() {
-        let c = detect_collision(&[0.80, 0.75, 0.2], &[0, 1, 1], 0.08).unwrap().unwrap();
+        let c = detect_collision(&[0.80, 0.75, 0.2], &[0, 1, 1], 0.08)
+            .unwrap()
+            .unwrap();
         assert_eq!((c.first, c.second), (0, 1));
-        assert!(detect_collision(&[0.80, 0.75], &[0, 0], 0.08).unwrap().is_none());
-        assert!(detect_collision(&[0.80, 0.70], &[0, 1], 0.08).unwrap().is_none());
+        assert!(detect_collision(&[0.80, 0.75], &[0, 0], 0.08)
+            .unwrap()
+            .is_none());
+        assert!(detect_collision(&[0.80, 0.70], &[0, 1], 0.08)
+            .unwrap()
+            .is_none());
         assert!(detect_collision(&[0.8], &[0], 0.08).unwrap().is_none());
     }
 }

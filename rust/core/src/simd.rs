@@ -86,7 +86,12 @@ pub fn dot4(row: &[f32], q: [&[f32]; 4]) -> [f32; 4] {
         // SAFETY: AVX2+FMA present.
         return unsafe { x86::dot4_avx2(row, q) };
     }
-    [dot_portable(row, q[0]), dot_portable(row, q[1]), dot_portable(row, q[2]), dot_portable(row, q[3])]
+    [
+        dot_portable(row, q[0]),
+        dot_portable(row, q[1]),
+        dot_portable(row, q[2]),
+        dot_portable(row, q[3]),
+    ]
 }
 
 /// A 4-row × 3-query tile of dot products (12 accumulators in registers, so
@@ -175,7 +180,11 @@ mod x86 {
             i += 32;
         }
         while i + 8 <= n {
-            acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), acc[0]);
+            acc[0] = _mm256_fmadd_ps(
+                _mm256_loadu_ps(pa.add(i)),
+                _mm256_loadu_ps(pb.add(i)),
+                acc[0],
+            );
             i += 8;
         }
         let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
@@ -217,7 +226,12 @@ mod x86 {
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn dot_tile_avx2(rows: [&[f32]; 4], qs: [&[f32]; 3]) -> [[f32; 3]; 4] {
         let n = rows[0].len();
-        let pr = [rows[0].as_ptr(), rows[1].as_ptr(), rows[2].as_ptr(), rows[3].as_ptr()];
+        let pr = [
+            rows[0].as_ptr(),
+            rows[1].as_ptr(),
+            rows[2].as_ptr(),
+            rows[3].as_ptr(),
+        ];
         let pq = [qs[0].as_ptr(), qs[1].as_ptr(), qs[2].as_ptr()];
         let mut acc = [[_mm256_setzero_ps(); 3]; 4];
         let mut i = 0;
@@ -354,7 +368,10 @@ mod tests {
         for n in [3, 8, 13, 384] {
             let rows: Vec<Vec<f32>> = (0..4).map(|i| vecs(n, 20 + i)).collect();
             let qs: Vec<Vec<f32>> = (0..3).map(|i| vecs(n, 30 + i)).collect();
-            let t = dot_tile([&rows[0], &rows[1], &rows[2], &rows[3]], [&qs[0], &qs[1], &qs[2]]);
+            let t = dot_tile(
+                [&rows[0], &rows[1], &rows[2], &rows[3]],
+                [&qs[0], &qs[1], &qs[2]],
+            );
             for r in 0..4 {
                 for j in 0..3 {
                     assert!((t[r][j] - dot_portable(&rows[r], &qs[j])).abs() < 1e-4);

@@ -3,18 +3,25 @@
 
 use crate::error::{Error, Result};
 use crate::index::FlatIndex;
-use crate::scoring::{aggregate, apply_affinity, detect_collision, softmax, Aggregation, Collision};
+use crate::scoring::{
+    aggregate, apply_affinity, detect_collision, softmax, Aggregation, Collision,
+};
 use crate::topk::{top_k, Hit};
 
 /// Parameters of [`score_routes`].
 #[derive(Clone, Debug)]
 pub struct StepParams {
+    /// Exemplar-to-route aggregation.
     pub aggregation: Aggregation,
+    /// Softmax temperature (> 0).
     pub temperature: f32,
     /// Active domain names (affinity applies only when non-empty).
     pub active_domains: Vec<String>,
+    /// Multiplier for routes in an active domain.
     pub boost: f32,
+    /// Multiplier for the other routes.
     pub penalty: f32,
+    /// Collision gap threshold.
     pub collision_gap: f32,
     /// How many best exemplars to report.
     pub top_exemplars: usize,
@@ -64,11 +71,22 @@ pub fn score_routes(index: &FlatIndex, query: &[f32], p: &StepParams) -> Result<
     let probs = softmax(&adjusted, p.temperature)?;
     let collision = detect_collision(&adjusted, &route_domains, p.collision_gap)?;
     let k = p.top_exemplars.min(scores.len());
-    let top = if k == 0 { Vec::new() } else { top_k(&scores, k) };
+    let top = if k == 0 {
+        Vec::new()
+    } else {
+        top_k(&scores, k)
+    };
     if adjusted.iter().all(|s| *s == f32::NEG_INFINITY) {
         return Err(Error::EmptyIndex);
     }
-    Ok(StepResult { raw, adjusted, probs, route_domains, top, collision })
+    Ok(StepResult {
+        raw,
+        adjusted,
+        probs,
+        route_domains,
+        top,
+        collision,
+    })
 }
 
 #[cfg(test)]
@@ -102,7 +120,15 @@ mod tests {
         assert!((r.probs.iter().sum::<f32>() - 1.0).abs() < 1e-5);
         assert_eq!(r.top[0].index, 0);
         assert!(r.collision.is_none());
-        let q = score_routes(&idx, &[0.7, 0.7], &StepParams { active_domains: vec!["y".into()], ..p }).unwrap();
+        let q = score_routes(
+            &idx,
+            &[0.7, 0.7],
+            &StepParams {
+                active_domains: vec!["y".into()],
+                ..p
+            },
+        )
+        .unwrap();
         let c = idx.label_names().iter().position(|n| n == "C").unwrap();
         assert!((q.adjusted[c] - 1.15).abs() < 1e-5);
     }

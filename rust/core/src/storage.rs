@@ -43,7 +43,9 @@ impl StorageKind {
 
     /// Inverse of [`StorageKind::code`].
     pub fn from_code(c: u8) -> Option<Self> {
-        [StorageKind::F32, StorageKind::F16, StorageKind::Int8].get(c as usize).copied()
+        [StorageKind::F32, StorageKind::F16, StorageKind::Int8]
+            .get(c as usize)
+            .copied()
     }
 }
 
@@ -61,7 +63,14 @@ pub struct Storage {
 impl Storage {
     /// Empty storage of width `dim`.
     pub fn new(dim: usize, kind: StorageKind) -> Self {
-        Storage { dim, kind, f32s: Vec::new(), f16s: Vec::new(), i8s: Vec::new(), scales: Vec::new() }
+        Storage {
+            dim,
+            kind,
+            f32s: Vec::new(),
+            f16s: Vec::new(),
+            i8s: Vec::new(),
+            scales: Vec::new(),
+        }
     }
 
     /// Row width.
@@ -76,11 +85,7 @@ impl Storage {
 
     /// Number of rows.
     pub fn len(&self) -> usize {
-        if self.dim == 0 {
-            0
-        } else {
-            self.f32s.len() / self.dim
-        }
+        self.f32s.len().checked_div(self.dim).unwrap_or(0)
     }
 
     /// True when no rows are stored.

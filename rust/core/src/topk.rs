@@ -5,7 +5,9 @@ use std::cmp::Ordering;
 /// One scored candidate: `index` is a row position.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Hit {
+    /// Similarity score.
     pub score: f32,
+    /// Row position.
     pub index: usize,
 }
 
@@ -33,7 +35,10 @@ pub struct TopK {
 impl TopK {
     /// An empty collector for `k` hits (`k >= 1`).
     pub fn new(k: usize) -> Self {
-        TopK { k, hits: Vec::with_capacity(k + 1) }
+        TopK {
+            k,
+            hits: Vec::with_capacity(k + 1),
+        }
     }
 
     /// The score a new hit must beat to enter once full, or -inf.
@@ -57,7 +62,9 @@ impl TopK {
     }
 
     fn insert(&mut self, h: Hit) {
-        let pos = self.hits.partition_point(|x| hit_order(x, &h) != Ordering::Greater);
+        let pos = self
+            .hits
+            .partition_point(|x| hit_order(x, &h) != Ordering::Greater);
         self.hits.insert(pos, h);
         self.hits.truncate(self.k);
     }
@@ -116,7 +123,11 @@ mod tests {
     #[test]
     fn matches_full_sort() {
         let s: Vec<f32> = (0..500).map(|i| ((i * 7919) % 101) as f32 / 10.0).collect();
-        let mut all: Vec<Hit> = s.iter().enumerate().map(|(i, &x)| Hit { score: x, index: i }).collect();
+        let mut all: Vec<Hit> = s
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| Hit { score: x, index: i })
+            .collect();
         all.sort_by(hit_order);
         for k in [1, 5, 64, 500] {
             assert_eq!(top_k(&s, k), all[..k].to_vec());

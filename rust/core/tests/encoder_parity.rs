@@ -14,7 +14,11 @@ fn prerequisites() -> Option<(PathBuf, PathBuf)> {
     match (lib, shared.is_dir()) {
         (Some(l), true) => Some((l, shared)),
         (lib, _) => {
-            let msg = format!("skipping: ROUTECORE_ORT_LIB={lib:?}, shared models at {} present={}", shared.display(), shared.is_dir());
+            let msg = format!(
+                "skipping: ROUTECORE_ORT_LIB={lib:?}, shared models at {} present={}",
+                shared.display(),
+                shared.is_dir()
+            );
             assert!(std::env::var_os("CI").is_none(), "{msg}");
             eprintln!("{msg}");
             None
@@ -36,20 +40,37 @@ fn references(dir: &Path) -> Vec<Ref> {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
             Ref {
                 text: v["text"].as_str().unwrap().to_string(),
-                ids: v["input_ids"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect(),
-                emb: v["embedding"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect(),
+                ids: v["input_ids"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_u64().unwrap() as u32)
+                    .collect(),
+                emb: v["embedding"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap() as f32)
+                    .collect(),
             }
         })
         .collect()
 }
 
 fn opts(lib: &Path, variant: &str) -> EncoderOptions {
-    EncoderOptions { runtime_path: lib.to_path_buf(), variant: Some(variant.into()), intra_threads: Some(1), cache_size: 16 }
+    EncoderOptions {
+        runtime_path: lib.to_path_buf(),
+        variant: Some(variant.into()),
+        intra_threads: Some(1),
+        cache_size: 16,
+    }
 }
 
 #[test]
 fn minilm_fp32_matches_reference_embeddings_and_ids() {
-    let Some((lib, shared)) = prerequisites() else { return };
+    let Some((lib, shared)) = prerequisites() else {
+        return;
+    };
     let dir = shared.join("all-minilm-l6-v2");
     let enc = Encoder::load(&dir, &opts(&lib, "fp32")).unwrap();
     let refs = references(&dir);
@@ -64,10 +85,14 @@ fn minilm_fp32_matches_reference_embeddings_and_ids() {
 
 #[test]
 fn missing_library_and_model_are_errors() {
-    let Some((lib, shared)) = prerequisites() else { return };
+    let Some((lib, shared)) = prerequisites() else {
+        return;
+    };
     let dir = shared.join("all-minilm-l6-v2");
     let err = Encoder::load(&dir, &opts(&lib, "nope")).err().unwrap();
     assert!(matches!(err, Error::Model(_)), "{err}");
-    let err = Encoder::load(Path::new("/nonexistent"), &opts(&lib, "fp32")).err().unwrap();
+    let err = Encoder::load(Path::new("/nonexistent"), &opts(&lib, "fp32"))
+        .err()
+        .unwrap();
     assert!(matches!(err, Error::Model(_)), "{err}");
 }

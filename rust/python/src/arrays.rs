@@ -1,6 +1,8 @@
 //! Zero-copy views of numpy input and owned numpy output.
 
-use numpy::{PyArray1, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use numpy::{
+    PyArray1, PyArray2, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
 
 use crate::errors::InvalidArgumentError;
@@ -20,8 +22,15 @@ impl<'py> F32Rows<'py> {
             let got = obj
                 .getattr("dtype")
                 .map(|d| format!("array of dtype {d}"))
-                .unwrap_or_else(|_| format!("{}", obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()));
-            InvalidArgumentError::new_err(format!("{what}: expected a C-contiguous numpy float32 array, got {got}"))
+                .unwrap_or_else(|_| {
+                    obj.get_type()
+                        .name()
+                        .map(|n| n.to_string())
+                        .unwrap_or_default()
+                });
+            InvalidArgumentError::new_err(format!(
+                "{what}: expected a C-contiguous numpy float32 array, got {got}"
+            ))
         })?;
         let ro = arr.readonly();
         if !ro.is_c_contiguous() {
@@ -32,7 +41,11 @@ impl<'py> F32Rows<'py> {
         let single = match ro.shape() {
             [_] => true,
             [_, _] => false,
-            s => return Err(InvalidArgumentError::new_err(format!("{what}: expected 1 or 2 dimensions, got shape {s:?}"))),
+            s => {
+                return Err(InvalidArgumentError::new_err(format!(
+                    "{what}: expected 1 or 2 dimensions, got shape {s:?}"
+                )))
+            }
         };
         Ok(F32Rows { arr: ro, single })
     }
@@ -44,7 +57,13 @@ impl<'py> F32Rows<'py> {
 }
 
 /// Move a Vec into a numpy array of shape `(k,)` when `single`, else `(n, k)`.
-pub fn shaped<'py, T: numpy::Element>(py: Python<'py>, v: Vec<T>, n: usize, k: usize, single: bool) -> PyResult<Bound<'py, PyAny>> {
+pub fn shaped<'py, T: numpy::Element>(
+    py: Python<'py>,
+    v: Vec<T>,
+    n: usize,
+    k: usize,
+    single: bool,
+) -> PyResult<Bound<'py, PyAny>> {
     let a = PyArray1::from_vec(py, v);
     if single {
         Ok(a.into_any())

@@ -20,18 +20,37 @@ impl PyEncoder {
     /// Open a model folder; `runtime_path` is the `libonnxruntime.so.*` to load.
     #[staticmethod]
     #[pyo3(signature = (path, runtime_path, variant = None, threads = None, cache_size = 1024))]
-    fn load(py: Python<'_>, path: PathBuf, runtime_path: PathBuf, variant: Option<String>, threads: Option<usize>, cache_size: usize) -> PyResult<Self> {
-        let opts = EncoderOptions { runtime_path, variant, intra_threads: threads, cache_size };
+    fn load(
+        py: Python<'_>,
+        path: PathBuf,
+        runtime_path: PathBuf,
+        variant: Option<String>,
+        threads: Option<usize>,
+        cache_size: usize,
+    ) -> PyResult<Self> {
+        let opts = EncoderOptions {
+            runtime_path,
+            variant,
+            intra_threads: threads,
+            cache_size,
+        };
         let inner = py.detach(|| Encoder::load(&path, &opts)).map_err(PyRcErr)?;
         Ok(PyEncoder { inner })
     }
 
     /// Returns (embeddings [n, dim] float32, truncated positions, stats dict).
     #[pyo3(signature = (texts, kind = "query"))]
-    fn encode<'py>(&self, py: Python<'py>, texts: Vec<String>, kind: &str) -> PyResult<(Bound<'py, PyAny>, Vec<usize>, Bound<'py, PyDict>)> {
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+        kind: &str,
+    ) -> PyResult<(Bound<'py, PyAny>, Vec<usize>, Bound<'py, PyDict>)> {
         let kind = TextKind::parse(kind).map_err(PyRcErr)?;
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let e = py.detach(|| self.inner.encode(&refs, kind)).map_err(PyRcErr)?;
+        let e = py
+            .detach(|| self.inner.encode(&refs, kind))
+            .map_err(PyRcErr)?;
         let stats = PyDict::new(py);
         stats.set_item("tokenize_ns", e.tokenize_ns)?;
         stats.set_item("infer_ns", e.infer_ns)?;
@@ -41,10 +60,17 @@ impl PyEncoder {
 
     /// Token ids per text (prefix and special tokens included, truncated).
     #[pyo3(signature = (texts, kind = "query"))]
-    fn tokenize(&self, py: Python<'_>, texts: Vec<String>, kind: &str) -> PyResult<(Vec<Vec<u32>>, Vec<bool>)> {
+    fn tokenize(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        kind: &str,
+    ) -> PyResult<(Vec<Vec<u32>>, Vec<bool>)> {
         let kind = TextKind::parse(kind).map_err(PyRcErr)?;
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        Ok(py.detach(|| self.inner.tokenize(&refs, kind)).map_err(PyRcErr)?)
+        Ok(py
+            .detach(|| self.inner.tokenize(&refs, kind))
+            .map_err(PyRcErr)?)
     }
 
     fn cache_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -90,4 +116,3 @@ impl PyEncoder {
         self.inner.config().query_prefix.clone()
     }
 }
-

@@ -21,11 +21,49 @@ pub struct PyFlatIndex {
 }
 
 fn kind_of(s: &str) -> PyRcResult<StorageKind> {
-    Ok(StorageKind::parse(s).ok_or_else(|| Error::InvalidArgument(format!("storage must be 'f32', 'f16' or 'int8', got {s:?}")))?)
+    Ok(StorageKind::parse(s).ok_or_else(|| {
+        Error::InvalidArgument(format!("storage must be 'f32', 'f16' or 'int8', got {s:?}"))
+    })?)
 }
 
 fn strs(v: &Option<Vec<String>>) -> Option<Vec<&str>> {
     v.as_ref().map(|v| v.iter().map(String::as_str).collect())
+}
+
+/// `FlatIndex::add` or `FlatIndex::update`.
+type BatchOp = fn(
+    &mut FlatIndex,
+    &[u64],
+    &[f32],
+    Option<&[&str]>,
+    Option<&[&str]>,
+) -> routecore_core::Result<()>;
+
+impl PyFlatIndex {
+    /// Convert one add/update batch and run `op` under the write lock, GIL released.
+    fn write_batch(
+        &self,
+        py: Python<'_>,
+        ids: PyReadonlyArray1<u64>,
+        vectors: &Bound<'_, PyAny>,
+        labels: Option<Vec<String>>,
+        domains: Option<Vec<String>>,
+        op: BatchOp,
+    ) -> PyResult<()> {
+        let v = F32Rows::extract(vectors, "vectors")?;
+        let (ids, data) = (ids.as_slice()?, v.slice());
+        let (l, d) = (strs(&labels), strs(&domains));
+        py.detach(|| {
+            op(
+                &mut self.inner.write(),
+                ids,
+                data,
+                l.as_deref(),
+                d.as_deref(),
+            )
+        })
+        .map_err(|e| PyRcErr(e).into())
+    }
 }
 
 #[pymethods]
@@ -33,35 +71,53 @@ impl PyFlatIndex {
     #[new]
     #[pyo3(signature = (dim, storage = "f32", normalize = true))]
     fn new(dim: usize, storage: &str, normalize: bool) -> PyRcResult<Self> {
-        Ok(PyFlatIndex { inner: RwLock::new(FlatIndex::new(dim, kind_of(storage)?, normalize)?) })
+        Ok(PyFlatIndex {
+            inner: RwLock::new(FlatIndex::new(dim, kind_of(storage)?, normalize)?),
+        })
     }
 
     #[pyo3(signature = (ids, vectors, labels = None, domains = None))]
-    fn add(&self, py: Python<'_>, ids: PyReadonlyArray1<u64>, vectors: &Bound<'_, PyAny>, labels: Option<Vec<String>>, domains: Option<Vec<String>>) -> PyResult<()> {
-        let v = F32Rows::extract(vectors, "vectors")?;
-        let (ids, data) = (ids.as_slice()?, v.slice());
-        let (l, d) = (strs(&labels), strs(&domains));
-        py.detach(|| self.inner.write().add(ids, data, l.as_deref(), d.as_deref())).map_err(|e| PyRcErr(e).into())
+    fn add(
+        &self,
+        py: Python<'_>,
+        ids: PyReadonlyArray1<u64>,
+        vectors: &Bound<'_, PyAny>,
+        labels: Option<Vec<String>>,
+        domains: Option<Vec<String>>,
+    ) -> PyResult<()> {
+        self.write_batch(py, ids, vectors, labels, domains, FlatIndex::add)
     }
 
     #[pyo3(signature = (ids, vectors, labels = None, domains = None))]
-    fn update(&self, py: Python<'_>, ids: PyReadonlyArray1<u64>, vectors: &Bound<'_, PyAny>, labels: Option<Vec<String>>, domains: Option<Vec<String>>) -> PyResult<()> {
-        let v = F32Rows::extract(vectors, "vectors")?;
-        let (ids, data) = (ids.as_slice()?, v.slice());
-        let (l, d) = (strs(&labels), strs(&domains));
-        py.detach(|| self.inner.write().update(ids, data, l.as_deref(), d.as_deref())).map_err(|e| PyRcErr(e).into())
+    fn update(
+        &self,
+        py: Python<'_>,
+        ids: PyReadonlyArray1<u64>,
+        vectors: &Bound<'_, PyAny>,
+        labels: Option<Vec<String>>,
+        domains: Option<Vec<String>>,
+    ) -> PyResult<()> {
+        self.write_batch(py, ids, vectors, labels, domains, FlatIndex::update)
     }
 
     fn remove(&self, py: Python<'_>, ids: PyReadonlyArray1<u64>) -> PyResult<()> {
         let ids = ids.as_slice()?;
-        py.detach(|| self.inner.write().remove(ids)).map_err(|e| PyRcErr(e).into())
+        py.detach(|| self.inner.write().remove(ids))
+            .map_err(|e| PyRcErr(e).into())
     }
 
     /// Returns (scores, ids, label codes): shape (k,) for one query, (n, k) for a batch.
-    fn search<'py>(&self, py: Python<'py>, queries: &Bound<'py, PyAny>, k: usize) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        queries: &Bound<'py, PyAny>,
+        k: usize,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         let q = F32Rows::extract(queries, "queries")?;
         let data = q.slice();
-        let r = py.detach(|| self.inner.read().search(data, k)).map_err(PyRcErr)?;
+        let r = py
+            .detach(|| self.inner.read().search(data, k))
+            .map_err(PyRcErr)?;
         Ok((
             shaped(py, r.scores, r.nq, k, q.single)?,
             shaped(py, r.ids, r.nq, k, q.single)?,
@@ -70,20 +126,46 @@ impl PyFlatIndex {
     }
 
     /// Exact score of every row for one query, in row order.
-    fn score_all<'py>(&self, py: Python<'py>, query: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f32>>> {
+    fn score_all<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<f32>>> {
         let q = F32Rows::extract(query, "query")?;
         let data = q.slice();
-        let v = py.detach(|| self.inner.read().score_all(data)).map_err(PyRcErr)?;
+        let v = py
+            .detach(|| self.inner.read().score_all(data))
+            .map_err(PyRcErr)?;
         Ok(PyArray1::from_vec(py, v))
     }
 
     /// One native routing step; see `routecore_core::step`. Returns a dict of arrays.
     #[pyo3(signature = (query, aggregation = "max", top_n = 3, temperature = 0.05, active_domains = Vec::new(), boost = 1.15, penalty = 0.7, collision_gap = 0.08, top_exemplars = 5))]
     #[allow(clippy::too_many_arguments)]
-    fn score_routes<'py>(&self, py: Python<'py>, query: &Bound<'py, PyAny>, aggregation: &str, top_n: usize, temperature: f32, active_domains: Vec<String>, boost: f32, penalty: f32, collision_gap: f32, top_exemplars: usize) -> PyResult<Bound<'py, PyDict>> {
+    fn score_routes<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'py, PyAny>,
+        aggregation: &str,
+        top_n: usize,
+        temperature: f32,
+        active_domains: Vec<String>,
+        boost: f32,
+        penalty: f32,
+        collision_gap: f32,
+        top_exemplars: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let q = F32Rows::extract(query, "query")?;
         let data = q.slice();
-        let p = StepParams { aggregation: Aggregation::parse(aggregation, top_n).map_err(PyRcErr)?, temperature, active_domains, boost, penalty, collision_gap, top_exemplars };
+        let p = StepParams {
+            aggregation: Aggregation::parse(aggregation, top_n).map_err(PyRcErr)?,
+            temperature,
+            active_domains,
+            boost,
+            penalty,
+            collision_gap,
+            top_exemplars,
+        };
         let (r, top_ids, top_labels) = py
             .detach(|| {
                 let g = self.inner.read();
@@ -98,7 +180,10 @@ impl PyFlatIndex {
         d.set_item("adjusted", PyArray1::from_vec(py, r.adjusted))?;
         d.set_item("probs", PyArray1::from_vec(py, r.probs))?;
         d.set_item("route_domains", PyArray1::from_vec(py, r.route_domains))?;
-        d.set_item("top_scores", PyArray1::from_vec(py, r.top.iter().map(|h| h.score).collect::<Vec<f32>>()))?;
+        d.set_item(
+            "top_scores",
+            PyArray1::from_vec(py, r.top.iter().map(|h| h.score).collect::<Vec<f32>>()),
+        )?;
         d.set_item("top_ids", PyArray1::from_vec(py, top_ids))?;
         d.set_item("top_labels", PyArray1::from_vec(py, top_labels))?;
         d.set_item("collision", r.collision.map(|c| (c.first, c.second, c.gap)))?;
@@ -149,12 +234,15 @@ impl PyFlatIndex {
     }
 
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        py.detach(|| persist::save(&self.inner.read(), &path)).map_err(|e| PyRcErr(e).into())
+        py.detach(|| persist::save(&self.inner.read(), &path))
+            .map_err(|e| PyRcErr(e).into())
     }
 
     #[staticmethod]
     fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let idx = py.detach(|| persist::load(&path)).map_err(PyRcErr)?;
-        Ok(PyFlatIndex { inner: RwLock::new(idx) })
+        Ok(PyFlatIndex {
+            inner: RwLock::new(idx),
+        })
     }
 }

@@ -6,51 +6,96 @@ use routecore_core::{scan, scoring, simd, topk as core_topk};
 
 use crate::errors::{PyRcErr, PyRcResult};
 
+/// (scores, indices) arrays.
+type TopkArrays<'py> = (Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<u64>>);
+
 /// Top-k of a score vector: (scores, indices), ties to the lower index.
 #[pyfunction]
-pub fn topk<'py>(py: Python<'py>, scores: PyReadonlyArray1<f32>, k: usize) -> PyResult<(Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<u64>>)> {
+pub fn topk<'py>(
+    py: Python<'py>,
+    scores: PyReadonlyArray1<f32>,
+    k: usize,
+) -> PyResult<TopkArrays<'py>> {
     let s = scores.as_slice()?;
     if k == 0 || k > s.len() {
         return Err(PyRcErr(routecore_core::Error::BadK { k, n: s.len() }).into());
     }
     let h = py.detach(|| core_topk::top_k(s, k));
-    Ok((PyArray1::from_vec(py, h.iter().map(|x| x.score).collect()), PyArray1::from_vec(py, h.iter().map(|x| x.index as u64).collect())))
+    Ok((
+        PyArray1::from_vec(py, h.iter().map(|x| x.score).collect()),
+        PyArray1::from_vec(py, h.iter().map(|x| x.index as u64).collect()),
+    ))
 }
 
 /// Softmax with temperature (stable; -inf entries get 0).
 #[pyfunction]
 #[pyo3(signature = (x, temperature = 1.0))]
-pub fn softmax<'py>(py: Python<'py>, x: PyReadonlyArray1<f32>, temperature: f32) -> PyResult<Bound<'py, PyArray1<f32>>> {
+pub fn softmax<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray1<f32>,
+    temperature: f32,
+) -> PyResult<Bound<'py, PyArray1<f32>>> {
     let s = x.as_slice()?;
-    let r = py.detach(|| scoring::softmax(s, temperature)).map_err(PyRcErr)?;
+    let r = py
+        .detach(|| scoring::softmax(s, temperature))
+        .map_err(PyRcErr)?;
     Ok(PyArray1::from_vec(py, r))
 }
 
 /// Per-route aggregation: `how` is 'max', 'mean' or 'topn' (with `n`).
 #[pyfunction]
 #[pyo3(signature = (scores, routes, n_routes, how = "max", n = 3))]
-pub fn aggregate<'py>(py: Python<'py>, scores: PyReadonlyArray1<f32>, routes: PyReadonlyArray1<u32>, n_routes: usize, how: &str, n: usize) -> PyResult<Bound<'py, PyArray1<f32>>> {
+pub fn aggregate<'py>(
+    py: Python<'py>,
+    scores: PyReadonlyArray1<f32>,
+    routes: PyReadonlyArray1<u32>,
+    n_routes: usize,
+    how: &str,
+    n: usize,
+) -> PyResult<Bound<'py, PyArray1<f32>>> {
     let (s, r) = (scores.as_slice()?, routes.as_slice()?);
     let how = scoring::Aggregation::parse(how, n).map_err(PyRcErr)?;
-    let out = py.detach(|| scoring::aggregate(s, r, n_routes, how)).map_err(PyRcErr)?;
+    let out = py
+        .detach(|| scoring::aggregate(s, r, n_routes, how))
+        .map_err(PyRcErr)?;
     Ok(PyArray1::from_vec(py, out))
 }
 
 /// Domain affinity: ×boost where `active[domain]`, ×penalty elsewhere (no-op when nothing is active).
 #[pyfunction]
 #[pyo3(signature = (scores, domains, active, boost = scoring::DEFAULT_BOOST, penalty = scoring::DEFAULT_PENALTY))]
-pub fn apply_affinity<'py>(py: Python<'py>, scores: PyReadonlyArray1<f32>, domains: PyReadonlyArray1<u32>, active: Vec<bool>, boost: f32, penalty: f32) -> PyResult<Bound<'py, PyArray1<f32>>> {
+pub fn apply_affinity<'py>(
+    py: Python<'py>,
+    scores: PyReadonlyArray1<f32>,
+    domains: PyReadonlyArray1<u32>,
+    active: Vec<bool>,
+    boost: f32,
+    penalty: f32,
+) -> PyResult<Bound<'py, PyArray1<f32>>> {
     let mut s = scores.as_slice()?.to_vec();
     let d = domains.as_slice()?;
-    py.detach(|| scoring::apply_affinity(&mut s, d, &active, boost, penalty)).map_err(PyRcErr)?;
+    py.detach(|| scoring::apply_affinity(&mut s, d, &active, boost, penalty))
+        .map_err(PyRcErr)?;
     Ok(PyArray1::from_vec(py, s))
 }
 
 /// (first, second, gap) when the best two come from different domains within `max_gap`.
 #[pyfunction]
 #[pyo3(signature = (scores, domains, max_gap = scoring::DEFAULT_COLLISION_GAP))]
-pub fn detect_collision(scores: PyReadonlyArray1<f32>, domains: PyReadonlyArray1<u32>, max_gap: f32) -> PyRcResult<Option<(usize, usize, f32)>> {
-    let c = scoring::detect_collision(scores.as_slice().map_err(|e| routecore_core::Error::InvalidArgument(e.to_string()))?, domains.as_slice().map_err(|e| routecore_core::Error::InvalidArgument(e.to_string()))?, max_gap)?;
+pub fn detect_collision(
+    scores: PyReadonlyArray1<f32>,
+    domains: PyReadonlyArray1<u32>,
+    max_gap: f32,
+) -> PyRcResult<Option<(usize, usize, f32)>> {
+    let c = scoring::detect_collision(
+        scores
+            .as_slice()
+            .map_err(|e| routecore_core::Error::InvalidArgument(e.to_string()))?,
+        domains
+            .as_slice()
+            .map_err(|e| routecore_core::Error::InvalidArgument(e.to_string()))?,
+        max_gap,
+    )?;
     Ok(c.map(|c| (c.first, c.second, c.gap)))
 }
 

@@ -7,9 +7,12 @@ use std::sync::Arc;
 use lru::LruCache;
 use parking_lot::Mutex;
 
+/// Key: (text kind, text).
+type Key = (u8, String);
+
 /// Thread-safe LRU cache from (kind, text) to an embedding. Capacity 0 disables it.
 pub struct EmbeddingCache {
-    inner: Option<Mutex<LruCache<(u8, String), Arc<[f32]>>>>,
+    inner: Option<Mutex<LruCache<Key, Arc<[f32]>>>>,
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -17,9 +20,13 @@ pub struct EmbeddingCache {
 /// Counters of an [`EmbeddingCache`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheStats {
+    /// Lookups answered from the cache.
     pub hits: u64,
+    /// Lookups that missed.
     pub misses: u64,
+    /// Entries held now.
     pub size: usize,
+    /// Maximum entries (0: disabled).
     pub capacity: usize,
 }
 
@@ -37,7 +44,11 @@ impl EmbeddingCache {
     pub fn get(&self, kind: u8, text: &str) -> Option<Arc<[f32]>> {
         let c = self.inner.as_ref()?;
         let v = c.lock().get(&(kind, text.to_owned())).cloned();
-        let counter = if v.is_some() { &self.hits } else { &self.misses };
+        let counter = if v.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
         counter.fetch_add(1, Ordering::Relaxed);
         v
     }
@@ -64,7 +75,12 @@ impl EmbeddingCache {
             let g = c.lock();
             (g.len(), g.cap().get())
         });
-        CacheStats { hits: self.hits.load(Ordering::Relaxed), misses: self.misses.load(Ordering::Relaxed), size, capacity }
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            size,
+            capacity,
+        }
     }
 }
 

@@ -22,8 +22,10 @@ pub enum Pooling {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum PaddingSide {
+    /// Pad after the tokens (BERT, XLM-R).
     #[default]
     Right,
+    /// Pad before the tokens.
     Left,
 }
 
@@ -74,11 +76,15 @@ impl ModelConfig {
     /// Read and check `dir/config.json`.
     pub fn load(dir: &Path) -> Result<Self> {
         let path = dir.join("config.json");
-        let text = std::fs::read_to_string(&path).map_err(|e| Error::Model(format!("cannot read {}: {e}", path.display())))?;
-        let cfg: ModelConfig =
-            serde_json::from_str(&text).map_err(|e| Error::Model(format!("invalid {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Error::Model(format!("cannot read {}: {e}", path.display())))?;
+        let cfg: ModelConfig = serde_json::from_str(&text)
+            .map_err(|e| Error::Model(format!("invalid {}: {e}", path.display())))?;
         if cfg.dim == 0 || cfg.max_length < 2 {
-            return Err(Error::Model(format!("{}: dim must be >= 1 and max_length >= 2", path.display())));
+            return Err(Error::Model(format!(
+                "{}: dim must be >= 1 and max_length >= 2",
+                path.display()
+            )));
         }
         Ok(cfg)
     }
@@ -89,7 +95,9 @@ impl ModelConfig {
         if let Some(v) = variant {
             let f = self.models.get(v).ok_or_else(|| {
                 let known: Vec<&String> = self.models.keys().collect();
-                Error::Model(format!("model variant {v:?} not in config (known: {known:?})"))
+                Error::Model(format!(
+                    "model variant {v:?} not in config (known: {known:?})"
+                ))
             })?;
             return Ok(dir.join(f));
         }
@@ -110,7 +118,10 @@ impl ModelConfig {
         match found.len() {
             1 => Ok(found.pop().unwrap()),
             0 => Err(Error::Model(format!("no .onnx file in {}", dir.display()))),
-            _ => Err(Error::Model(format!("several .onnx files in {}; name one with \"onnx\" in config.json", dir.display()))),
+            _ => Err(Error::Model(format!(
+                "several .onnx files in {}; name one with \"onnx\" in config.json",
+                dir.display()
+            ))),
         }
     }
 }
@@ -126,11 +137,20 @@ mod tests {
                 "models":{"int8":"model-int8.onnx"},"output":"last_hidden_state","pad_token_id":1,"padding_side":"right","license":"MIT"}"#,
         )
         .unwrap();
-        assert_eq!((c.pooling, c.dim, c.pad_token_id), (Pooling::Mean, 384, Some(1)));
-        assert_eq!(c.onnx_path(Path::new("/m"), None).unwrap(), PathBuf::from("/m/model-int8.onnx"));
+        assert_eq!(
+            (c.pooling, c.dim, c.pad_token_id),
+            (Pooling::Mean, 384, Some(1))
+        );
+        assert_eq!(
+            c.onnx_path(Path::new("/m"), None).unwrap(),
+            PathBuf::from("/m/model-int8.onnx")
+        );
         assert!(c.onnx_path(Path::new("/m"), Some("fp16")).is_err());
         let n: ModelConfig = serde_json::from_str(r#"{"pooling":"none","dim":1024}"#).unwrap();
-        assert_eq!((n.pooling, n.max_length, n.normalize), (Pooling::None, 512, true));
+        assert_eq!(
+            (n.pooling, n.max_length, n.normalize),
+            (Pooling::None, 512, true)
+        );
         assert!(serde_json::from_str::<ModelConfig>(r#"{"pooling":"avg","dim":3}"#).is_err());
     }
 }

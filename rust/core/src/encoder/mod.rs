@@ -26,7 +26,9 @@ use crate::simd::l2_normalize;
 /// Whether a text is a query or a passage (selects the prefix).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TextKind {
+    /// A user query (`query_prefix`).
     Query = 0,
+    /// A document or exemplar stored for retrieval (`passage_prefix`).
     Passage = 1,
 }
 
@@ -36,7 +38,9 @@ impl TextKind {
         match s {
             "query" => Ok(TextKind::Query),
             "passage" => Ok(TextKind::Passage),
-            o => Err(Error::InvalidArgument(format!("kind must be 'query' or 'passage', got {o:?}"))),
+            o => Err(Error::InvalidArgument(format!(
+                "kind must be 'query' or 'passage', got {o:?}"
+            ))),
         }
     }
 }
@@ -59,13 +63,17 @@ pub struct EncoderOptions {
 pub struct Encoded {
     /// `n × dim`, row-major.
     pub data: Vec<f32>,
+    /// Number of texts.
     pub n: usize,
+    /// Embedding width.
     pub dim: usize,
     /// Positions (in the batch) of texts cut at `max_length`.
     pub truncated: Vec<usize>,
     /// Texts answered from the cache.
     pub cache_hits: usize,
+    /// Time spent tokenizing (ns).
     pub tokenize_ns: u64,
+    /// Time spent in ONNX Runtime and pooling (ns).
     pub infer_ns: u64,
 }
 
@@ -94,23 +102,38 @@ impl Encoder {
         let config = ModelConfig::load(dir)?;
         let onnx_path = config.onnx_path(dir, opts.variant.as_deref())?;
         if !onnx_path.is_file() {
-            return Err(Error::Model(format!("ONNX file not found: {}", onnx_path.display())));
+            return Err(Error::Model(format!(
+                "ONNX file not found: {}",
+                onnx_path.display()
+            )));
         }
         let tok_path = dir.join("tokenizer.json");
-        let mut tokenizer = Tokenizer::from_file(&tok_path).map_err(|e| model_err(&format!("cannot load {}", tok_path.display()), e))?;
+        let mut tokenizer = Tokenizer::from_file(&tok_path)
+            .map_err(|e| model_err(&format!("cannot load {}", tok_path.display()), e))?;
         tokenizer
-            .with_truncation(Some(TruncationParams { max_length: config.max_length, ..Default::default() }))
+            .with_truncation(Some(TruncationParams {
+                max_length: config.max_length,
+                ..Default::default()
+            }))
             .map_err(|e| model_err("tokenizer truncation", e))?;
         tokenizer.with_padding(None);
 
         let env = runtime::environment(&opts.runtime_path)?;
-        let threads = opts.intra_threads.unwrap_or_else(num_cpus::get_physical).max(1);
+        let threads = opts
+            .intra_threads
+            .unwrap_or_else(num_cpus::get_physical)
+            .max(1);
         let session = Session::builder(&env)
             .and_then(|b| Ok(b.with_optimization_level(GraphOptimizationLevel::All)?))
             .and_then(|b| Ok(b.with_intra_threads(threads)?))
             .and_then(|b| Ok(b.with_inter_threads(1)?))
             .and_then(|mut b| b.commit_from_file(&onnx_path))
-            .map_err(|e| model_err(&format!("cannot load ONNX model {}", onnx_path.display()), e))?;
+            .map_err(|e| {
+                model_err(
+                    &format!("cannot load ONNX model {}", onnx_path.display()),
+                    e,
+                )
+            })?;
         let (output, has_token_type) = Self::check_graph(&session, &config, &onnx_path)?;
         Ok(Encoder {
             dir: dir.to_path_buf(),
@@ -131,21 +154,38 @@ impl Encoder {
         let names: Vec<&str> = s.inputs().iter().map(|i| i.name()).collect();
         for i in s.inputs() {
             if !matches!(i.name(), "input_ids" | "attention_mask" | "token_type_ids") {
-                return Err(Error::Model(format!("{}: unsupported graph input {:?} (inputs: {names:?})", path.display(), i.name())));
+                return Err(Error::Model(format!(
+                    "{}: unsupported graph input {:?} (inputs: {names:?})",
+                    path.display(),
+                    i.name()
+                )));
             }
             if i.dtype().tensor_type() != Some(TensorElementType::Int64) {
-                return Err(Error::Model(format!("{}: input {:?} must be int64", path.display(), i.name())));
+                return Err(Error::Model(format!(
+                    "{}: input {:?} must be int64",
+                    path.display(),
+                    i.name()
+                )));
             }
         }
         if !names.contains(&"input_ids") {
-            return Err(Error::Model(format!("{}: graph has no input_ids input (inputs: {names:?})", path.display())));
+            return Err(Error::Model(format!(
+                "{}: graph has no input_ids input (inputs: {names:?})",
+                path.display()
+            )));
         }
         let outs: Vec<&str> = s.outputs().iter().map(|o| o.name()).collect();
         let out = match &cfg.output {
             Some(o) => s.outputs().iter().find(|x| x.name() == o).ok_or_else(|| {
-                Error::Model(format!("{}: config output {o:?} is not a graph output (outputs: {outs:?})", path.display()))
+                Error::Model(format!(
+                    "{}: config output {o:?} is not a graph output (outputs: {outs:?})",
+                    path.display()
+                ))
             })?,
-            None => s.outputs().first().ok_or_else(|| Error::Model("graph has no output".into()))?,
+            None => s
+                .outputs()
+                .first()
+                .ok_or_else(|| Error::Model("graph has no output".into()))?,
         };
         if let Some(shape) = out.dtype().tensor_shape() {
             let want = if cfg.pooling == Pooling::None { 2 } else { 3 };
@@ -160,7 +200,11 @@ impl Encoder {
             }
             let last = *shape.last().unwrap();
             if last > 0 && last as usize != cfg.dim {
-                return Err(Error::Model(format!("{}: output width {last} but config dim {}", path.display(), cfg.dim)));
+                return Err(Error::Model(format!(
+                    "{}: output width {last} but config dim {}",
+                    path.display(),
+                    cfg.dim
+                )));
             }
         }
         Ok((out.name().to_string(), names.contains(&"token_type_ids")))
@@ -213,15 +257,29 @@ impl Encoder {
 
     /// Token ids (special tokens included, truncated) and whether each text was cut.
     pub fn tokenize(&self, texts: &[&str], kind: TextKind) -> Result<(Vec<Vec<u32>>, Vec<bool>)> {
-        let inputs: Vec<String> = texts.iter().map(|t| self.prefixed(t, kind).into_owned()).collect();
-        let enc = self.tokenizer.encode_batch(inputs, true).map_err(|e| model_err("tokenization failed", e))?;
-        Ok(enc.iter().map(|e| (e.get_ids().to_vec(), !e.get_overflowing().is_empty())).unzip())
+        let inputs: Vec<String> = texts
+            .iter()
+            .map(|t| self.prefixed(t, kind).into_owned())
+            .collect();
+        let enc = self
+            .tokenizer
+            .encode_batch(inputs, true)
+            .map_err(|e| model_err("tokenization failed", e))?;
+        Ok(enc
+            .iter()
+            .map(|e| (e.get_ids().to_vec(), !e.get_overflowing().is_empty()))
+            .unzip())
     }
 
     /// Embed `texts`; returns `n × dim` floats. Cached texts skip the model.
     pub fn encode(&self, texts: &[&str], kind: TextKind) -> Result<Encoded> {
         let dim = self.config.dim;
-        let mut out = Encoded { data: vec![0f32; texts.len() * dim], n: texts.len(), dim, ..Default::default() };
+        let mut out = Encoded {
+            data: vec![0f32; texts.len() * dim],
+            n: texts.len(),
+            dim,
+            ..Default::default()
+        };
         let mut todo: Vec<usize> = Vec::new();
         for (i, t) in texts.iter().enumerate() {
             match self.cache.get(kind as u8, t) {
@@ -244,7 +302,8 @@ impl Encoder {
                 out.truncated.push(todo[j]);
             }
         }
-        self.truncations.fetch_add(out.truncated.len() as u64, Ordering::Relaxed);
+        self.truncations
+            .fetch_add(out.truncated.len() as u64, Ordering::Relaxed);
         let t1 = Instant::now();
         let vecs = self.run(&ids)?;
         out.infer_ns = t1.elapsed().as_nanos() as u64;
@@ -273,11 +332,19 @@ impl Encoder {
         }
         let shape = [b as i64, s as i64];
         let t = |v: Vec<i64>| -> Result<SessionInputValue<'static>> {
-            Ok(Tensor::from_array((shape, v)).map_err(|e| model_err("input tensor", e))?.into())
+            Ok(Tensor::from_array((shape, v))
+                .map_err(|e| model_err("input tensor", e))?
+                .into())
         };
-        let mut inputs: Vec<(Cow<'static, str>, SessionInputValue<'static>)> = Vec::with_capacity(3);
+        let mut inputs: Vec<(Cow<'static, str>, SessionInputValue<'static>)> =
+            Vec::with_capacity(3);
         let mut sess = self.session.lock();
-        for name in sess.inputs().iter().map(|i| i.name().to_string()).collect::<Vec<_>>() {
+        for name in sess
+            .inputs()
+            .iter()
+            .map(|i| i.name().to_string())
+            .collect::<Vec<_>>()
+        {
             let v = match name.as_str() {
                 "input_ids" => t(id_buf.clone())?,
                 "attention_mask" => t(mask.clone())?,
@@ -286,17 +353,29 @@ impl Encoder {
             inputs.push((Cow::Owned(name), v));
         }
         debug_assert!(self.has_token_type == inputs.iter().any(|(n, _)| n == "token_type_ids"));
-        let outputs = sess.run(inputs).map_err(|e| model_err("inference failed", e))?;
+        let outputs = sess
+            .run(inputs)
+            .map_err(|e| model_err("inference failed", e))?;
         let value = outputs
             .get(&self.output)
             .ok_or_else(|| Error::Model(format!("graph produced no output {:?}", self.output)))?;
-        let (oshape, data) = value.try_extract_tensor::<f32>().map_err(|e| model_err("output is not float32", e))?;
+        let (oshape, data) = value
+            .try_extract_tensor::<f32>()
+            .map_err(|e| model_err("output is not float32", e))?;
         self.pool(oshape, data, &mask, b, s)
     }
 
-    fn pool(&self, shape: &[i64], data: &[f32], mask: &[i64], b: usize, s: usize) -> Result<Vec<f32>> {
+    fn pool(
+        &self,
+        shape: &[i64],
+        data: &[f32],
+        mask: &[i64],
+        b: usize,
+        s: usize,
+    ) -> Result<Vec<f32>> {
         let d = self.config.dim;
-        let bad = |why: String| Error::Model(format!("output {:?} shape {shape:?}: {why}", self.output));
+        let bad =
+            |why: String| Error::Model(format!("output {:?} shape {shape:?}: {why}", self.output));
         let mut out = vec![0f32; b * d];
         match (self.config.pooling, shape.len()) {
             (Pooling::None, 2) => {
@@ -324,7 +403,9 @@ impl Encoder {
                         acc.iter_mut().zip(h).for_each(|(a, &x)| *a += x as f64);
                         cnt += 1.0;
                     }
-                    o.iter_mut().zip(&acc).for_each(|(x, a)| *x = (a / cnt.max(1.0)) as f32);
+                    o.iter_mut()
+                        .zip(&acc)
+                        .for_each(|(x, a)| *x = (a / cnt.max(1.0)) as f32);
                 }
             }
             (p, r) => return Err(bad(format!("rank {r} does not fit pooling {p:?}"))),
