@@ -33,7 +33,7 @@ def test_high_tier_routes_directly():
     assert d.raw_scores["INCIDENT"] == pytest.approx(0.9, abs=1e-5)
     assert sum(d.probabilities.values()) == pytest.approx(1, abs=1e-5)
     assert d.top_exemplars[0].text == "e-incident"
-    assert d.fallback_chain == ("INCIDENT", "RAG", "GENERAL")
+    assert d.fallback_chain == ("INCIDENT", "RAG", "GENERAL") and d.error_message.startswith("Sorry")
 
 
 def test_medium_tier_gives_hint():

@@ -59,6 +59,7 @@ class Decision:
     bias_rule: str | None = None
     previous_route: str | None = None
     fallback_chain: tuple[str, ...] = ()
+    error_message: str = ""  # the end of the fallback chain, after its last route
     timings: Timings = field(default_factory=Timings)
     query: str = ""
 

@@ -76,6 +76,8 @@ class Policy:
     more_tools_batch: int = 5
     more_tools_limit: int = 3
     per_route: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: What the caller says when every route of the fallback chain has failed.
+    error_message: str = "Sorry, I could not handle this request. Please try again later."
 
     def __post_init__(self) -> None:
         for k in ("high", "margin", "previous_high", "previous_margin", "medium", "min_score", "tool_threshold",

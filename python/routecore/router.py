@@ -164,7 +164,7 @@ class Router:
         alerts = list(d.pop("alerts"))
         if enc.truncated:
             alerts.append(Alert("truncated", "the query was truncated at the model's max_length"))
-        dec = Decision(**d, alerts=tuple(alerts), timings=timings, query=text, previous_route=previous)
+        dec = Decision(**d, alerts=tuple(alerts), timings=timings, query=text, previous_route=previous, error_message=self.policy.error_message)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("route decision %s", dec.to_json())
         return dec
@@ -273,10 +273,11 @@ class Router:
                 choice = self.llm.choose(req)
                 return Decision(action="clarify" if choice.route == CLARIFY else "route", route=choice.route, used_llm=True,
                                 fallback="encoder failed; routed by the LLM", alerts=tuple(alerts), query=text, previous_route=previous,
-                                fallback_chain=self.fallback_chain(choice.route), timings=Timings(total=(time.perf_counter() - t0) * 1e3), **base)
+                                fallback_chain=self.fallback_chain(choice.route), error_message=self.policy.error_message, timings=Timings(total=(time.perf_counter() - t0) * 1e3), **base)
             except Exception as e2:  # noqa: BLE001
                 alerts.append(Alert("llm_error", f"LLM failed too: {type(e2).__name__}: {e2}"))
         return Decision(action="error", route=None, fallback="encoder failed and no LLM router could answer", alerts=tuple(alerts),
+                        error_message=self.policy.error_message,
                         query=text, previous_route=previous, timings=Timings(total=(time.perf_counter() - t0) * 1e3), **base)
 
     @staticmethod
