@@ -2,7 +2,7 @@
 exemplars (100 per label, seeded), same datasets, in one run.
 
     pip install 'routecore[peer]'    # semantic-router==1.1.1 (dev only)
-    python benches/peer_semantic_router.py [MODEL] > peer.json
+    python benches/peer_semantic_router.py [MODEL] [--routecore-only] > peer.json
 
 semantic-router: `IndexedRouter(encoder, routes, top_k=5, aggregation=...)`,
 its own `fit()` (Platt calibration) on the validation split, its documented
@@ -66,7 +66,25 @@ def sr_predict(router, texts, enc):
     return preds, (total - enc._seconds) / len(texts) * 1e3
 
 
+RC_CONFIGS = [
+    ("routecore (max, fitted per-route thresholds)", False, "macro_f1"),
+    ("routecore (linear head, max oos recall at in-scope >= 0.92 on val)", True, "oos_recall"),
+]
+
+
+def _same_exemplars(train, routes, oos):
+    """The training samples that are exemplars of `routes`, plus the out-of-scope rows."""
+    from routecore.evaluation.datasets import Dataset
+
+    keep = {(r.name, u) for r in routes for u in r.utterances}
+    return Dataset(train.name, [x for x in train.samples if (x.label, x.text) in keep or x.label == oos])
+
+
 def rc_predict(router, X):
+    if router.head is not None:
+        t = time.perf_counter()
+        preds = [router.head.predict(x[None, :])[0][0] for x in X]
+        return preds, (time.perf_counter() - t) / len(X) * 1e3
     t = time.perf_counter()
     names = [r.name for r in router.route_specs]
     preds = []
@@ -86,7 +104,7 @@ def run(enc, wrapped, name, train, val, test, oos="oos", shots=100):
     gold = [s.label for s in test.samples]
     yv = [None if s.label == oos else s.label for s in val.samples]
     out = {}
-    for agg in ("mean", "max"):
+    for agg in () if ROUTECORE_ONLY else ("mean", "max"):
         sr = IndexedRouter(wrapped, [Route(name=r.name, utterances=list(r.utterances)) for r in routes], top_k=5, aggregation=agg, confidence_threshold=0.5)
         t = time.perf_counter()
         sr.fit([s.text for s in val.samples], yv)
@@ -94,16 +112,21 @@ def run(enc, wrapped, name, train, val, test, oos="oos", shots=100):
         pred, ms = sr_predict(sr, [s.text for s in test.samples], wrapped)
         out[f"semantic-router (top-5 {agg}, fit + 0.5)"] = summary(gold, pred, oos, ms, fit_s)
         print(name, agg, out[f"semantic-router (top-5 {agg}, fit + 0.5)"], file=sys.stderr, flush=True)
-    rc = R.build_router(train, enc, shots=shots, seed=0, oos_label=oos)
-    t = time.perf_counter()
-    if any(s.label == oos for s in val.samples):
-        R.fit_router(rc, val, objective="macro_f1", oos_label=oos)
-    else:
-        rc.policy = rc.policy.with_overrides(min_score=0.0)
-    fit_s = time.perf_counter() - t
-    pred, ms = rc_predict(rc, R.embed(enc, [s.text for s in test.samples]))
-    out["routecore (max, fitted per-route thresholds)"] = summary(gold, pred, oos, ms, fit_s)
-    print(name, "routecore", out["routecore (max, fitted per-route thresholds)"], file=sys.stderr, flush=True)
+    has_oos = any(s.label == oos for s in val.samples)
+    for label, head, objective in RC_CONFIGS:
+        # the head trains on the same 100 exemplars per label (+ the train split's oos rows)
+        sub = train if not head else _same_exemplars(train, routes, oos)
+        rc = R.build_router(sub, enc, shots=shots, seed=0, oos_label=oos, head=head)
+        t = time.perf_counter()
+        if has_oos:
+            R.fit_router(rc, val, objective=objective, coverage=0.92, oos_label=oos)
+        else:
+            rc.policy = rc.policy.with_overrides(min_score=0.0)
+        fit_s = time.perf_counter() - t
+        Xte = R.embed(enc, [s.text for s in test.samples])
+        pred, ms = rc_predict(rc, Xte)
+        out[label] = summary(gold, pred, oos, ms, fit_s)
+        print(name, label, out[label], file=sys.stderr, flush=True)
     return out
 
 
@@ -121,6 +144,9 @@ def holdout(ds, frac=0.1, seed=0):
     return Dataset(ds.name + "[90%]", [x for x, v in zip(ds.samples, m) if not v]), Dataset(ds.name + "[10%]", [x for x, v in zip(ds.samples, m) if v])
 
 
+ROUTECORE_ONLY = "--routecore-only" in sys.argv
+
+
 def main(model=None):
     enc = Encoder.load(model, cache_size=0)
     wrapped = CachedRoutecoreEncoder(enc)
@@ -134,4 +160,5 @@ def main(model=None):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else None)
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    main(args[0] if args else None)

@@ -87,6 +87,7 @@ class ToolBelt:
     alerts: tuple[Alert, ...] = ()
     collision: bool = False
     system_prompt_alert: str | None = None
+    #: Adjusted and raw scores of the best ``policy.report_scores`` tools, best first.
     scores: dict[str, float] = field(default_factory=dict)
     raw_scores: dict[str, float] = field(default_factory=dict)
     timings: Timings = field(default_factory=Timings)

@@ -93,6 +93,9 @@ class Router:
         self.head = head  # optional evaluation.head.LinearHead: route probabilities and out of scope
         self._route_by_name = {r.name: r for r in self.route_specs}
         self._tool_by_name = {t.name: t for t in self.tool_specs}
+        self._tool_pos = {t.name: i for i, t in enumerate(self.tool_specs)}
+        self._core_tools = [i for i, t in enumerate(self.tool_specs) if t.core]
+        self._discovery: dict[tuple[str, ...], dict[str, list[str]]] = {}
         unknown = set(self.policy.per_route) - set(self._route_by_name)
         if unknown:
             raise ConfigError(f"policy.per_route names unknown routes {sorted(unknown)}")
@@ -293,6 +296,16 @@ class Router:
         from routecore.toolbelt import select_tools
 
         return select_tools(self, query, context_domain, top_k, threshold)
+
+    def discovery_tools(self, prefixes: tuple[str, ...]) -> dict[str, list[str]]:
+        """Plugin -> its tools whose names start with one of ``prefixes`` (cached)."""
+        if prefixes not in self._discovery:
+            by: dict[str, list[str]] = {}
+            for t in self.tool_specs:
+                if t.domain and t.name.startswith(prefixes):
+                    by.setdefault(t.domain, []).append(t.name)
+            self._discovery[prefixes] = by
+        return self._discovery[prefixes]
 
     def tool_session(self, query: str, *, context_domain: str | None = None) -> "Any":
         """A per-turn :class:`routecore.toolbelt.ToolSession` (request_more_tools, breaker)."""

@@ -35,7 +35,7 @@ def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None) 
             for i in np.flatnonzero(sims >= p.lesson_similarity):
                 if contexts[i] and contexts[i] != (context_domain or ""):
                     continue
-                j = router._tools.names.index(tools[i]) if tools[i] in router._tool_by_name else None
+                j = router._tool_pos.get(tools[i])
                 if j is None:
                     continue
                 adjusted[j] = adjusted[j] + p.lesson_boost if use[i] else -np.inf
@@ -61,37 +61,42 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
     collision = _native.detect_collision(finite, router._tools.domain_ids, p.collision_gap) if len(finite) > 1 else None
     t2 = time.perf_counter()
     names, tools = router._tools.names, router.tool_specs
-    chosen: dict[str, str] = {t.name: "core" for t in tools if t.core}
-    order = np.argsort(-adjusted, kind="stable")
+    pos, core = router._tool_pos, router._core_tools
+    chosen: dict[str, str] = {names[i]: "core" for i in core}
+    finite_n = int(np.isfinite(adjusted).sum())
+    by_threshold = p.tool_selection == "threshold" or threshold is not None
+    if by_threshold:
+        cand = np.flatnonzero(np.isfinite(adjusted) & (adjusted >= th))
+        m = len(cand)
+    else:
+        m = min(finite_n, k + len(core) + len(exclude or ()))
+    # Exact top-m in native code (ties to the lower index): O(tools), no full sort.
+    order = _native.topk(finite, m)[1] if m else ()
     picked = 0
     for i in order:
         n = names[i]
-        if n in chosen or (exclude and n in exclude) or not np.isfinite(adjusted[i]) or tools[i].core:
+        if n in chosen or (exclude and n in exclude) or tools[i].core:
             continue
-        if p.tool_selection == "threshold" or threshold is not None:
-            if adjusted[i] < th:
-                break
-            chosen[n] = "threshold"
-        else:
-            if picked >= k:
-                break
-            chosen[n] = "top_k"
+        if not by_threshold and picked >= k:
+            break
+        chosen[n] = "threshold" if by_threshold else "top_k"
         picked += 1
-    plugins = {tools[names.index(n)].domain for n, why in chosen.items() if why != "core"} - {""}
-    for t in tools:
-        if t.domain in plugins and t.name not in chosen and t.name.startswith(p.discovery_prefixes):
-            chosen[t.name] = "discovery"
+    plugins = {tools[pos[n]].domain for n, why in chosen.items() if why != "core"} - {""}
+    discovery = router.discovery_tools(p.discovery_prefixes)
+    for plugin in plugins:
+        for n in discovery.get(plugin, ()):
+            chosen.setdefault(n, "discovery")
     alerts: list[Alert] = []
     prompt = None
     if collision is not None:
         a = router._collision_alert(names[collision[0]], names[collision[1]], collision[2], router._tools, "tool")
         alerts.append(a)
         prompt = a.message
-    idx = {n: i for i, n in enumerate(names)}
-    choices = tuple(ToolChoice(n, tools[idx[n]].domain, float(adjusted[idx[n]]), float(raw[idx[n]]), why) for n, why in chosen.items())
+    choices = tuple(ToolChoice(n, tools[pos[n]].domain, float(adjusted[pos[n]]), float(raw[pos[n]]), why) for n, why in chosen.items())
+    shown = _native.topk(finite, min(p.report_scores, len(finite)))[1] if len(finite) else ()
     t3 = time.perf_counter()
     return ToolBelt(choices, tuple(alerts), collision is not None, prompt,
-                    {n: float(v) for n, v in zip(names, adjusted)}, {n: float(v) for n, v in zip(names, raw)},
+                    {names[i]: float(adjusted[i]) for i in shown}, {names[i]: float(raw[i]) for i in shown},
                     Timings(enc.tokenize_ms, enc.infer_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3), query)
 
 

@@ -23,6 +23,9 @@ pub use config::{ModelConfig, PaddingSide, Pooling};
 use crate::error::{Error, Result};
 use crate::simd::l2_normalize;
 
+/// Batches up to this size are tokenized on the calling thread.
+const SEQUENTIAL_TOKENIZE: usize = 8;
+
 /// Whether a text is a query or a passage (selects the prefix).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TextKind {
@@ -257,14 +260,21 @@ impl Encoder {
 
     /// Token ids (special tokens included, truncated) and whether each text was cut.
     pub fn tokenize(&self, texts: &[&str], kind: TextKind) -> Result<(Vec<Vec<u32>>, Vec<bool>)> {
-        let inputs: Vec<String> = texts
-            .iter()
-            .map(|t| self.prefixed(t, kind).into_owned())
-            .collect();
-        let enc = self
-            .tokenizer
-            .encode_batch(inputs, true)
-            .map_err(|e| model_err("tokenization failed", e))?;
+        let enc = if texts.len() <= SEQUENTIAL_TOKENIZE {
+            // A few texts: tokenize on this thread. encode_batch would wake the rayon
+            // pool, whose spinning workers then compete with ONNX Runtime's threads.
+            texts
+                .iter()
+                .map(|t| self.tokenizer.encode(self.prefixed(t, kind), true))
+                .collect::<std::result::Result<Vec<_>, _>>()
+        } else {
+            let inputs: Vec<String> = texts
+                .iter()
+                .map(|t| self.prefixed(t, kind).into_owned())
+                .collect();
+            self.tokenizer.encode_batch(inputs, true)
+        }
+        .map_err(|e| model_err("tokenization failed", e))?;
         Ok(enc
             .iter()
             .map(|e| (e.get_ids().to_vec(), !e.get_overflowing().is_empty()))
