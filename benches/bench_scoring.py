@@ -21,11 +21,13 @@ def test_scoring_step(benchmark, d, threads):
     ix.add(np.arange(n), db, labels=[f"route{i // per}" for i in range(n)], domains=[f"dom{i // per % 7}" for i in range(n)])
     q = clustered(1, d, seed=9, centers=routes)[0]
     impl = ix._impl
-    _native.set_parallel_cutoff(1 << 20 if threads > 1 else 1 << 62)
+    # The routing step has its own cutoff (sequential by default at this size, see
+    # ROUTE_PARALLEL_CUTOFF); here it is forced so both kernels are measured.
+    _native.set_route_parallel_cutoff(1 << 20 if threads > 1 else 1 << 62)
     bw = _native.read_bandwidth(256, threads, 5)
     stream_us = n * d * 4 / (bw * 1e9) * 1e6
     benchmark.group = f"scoring step 150x100 threads={threads}"
     benchmark.extra_info.update({"d": d, "threads": threads, "bandwidth_gbps": bw, "stream_us": stream_us})
     fn = lambda: impl.score_routes(q, "max", 3, 0.05, ["dom1"], 1.15, 0.7, 0.08, 5)  # noqa: E731
     benchmark.pedantic(fn, rounds=300, warmup_rounds=5)
-    _native.set_parallel_cutoff(1 << 20)
+    _native.set_route_parallel_cutoff(1 << 24)

@@ -57,6 +57,7 @@ class Encoder:
         threads: int | None = None,
         cache_size: int = 1024,
         runtime_path: str | os.PathLike[str] | None = None,
+        spinning: bool = True,
     ) -> "Encoder":
         """Open a model folder, a pulled model by name, or the bundled default.
 
@@ -66,6 +67,9 @@ class Encoder:
             cache_size: LRU query-cache capacity (0 disables it).
             runtime_path: ``libonnxruntime`` to load (default: ``$ROUTECORE_ORT_LIB``,
                 then the ``onnxruntime`` wheel).
+            spinning: let ONNX Runtime's threads busy-wait after a run (its default).
+                Turning it off frees the cores sooner but made a MiniLM encode
+                ~0.6 ms slower on 2 cores (BENCHMARKS.md).
         """
         if threads is not None and threads < 1:
             raise InvalidArgumentError(f"threads must be >= 1, got {threads}")
@@ -73,7 +77,7 @@ class Encoder:
             raise InvalidArgumentError(f"cache_size must be >= 0, got {cache_size}")
         folder = models.resolve(path_or_name)
         lib = onnxruntime_library(runtime_path)
-        native = _native.Encoder.load(str(folder), str(lib), variant, threads, cache_size)
+        native = _native.Encoder.load(str(folder), str(lib), variant, threads, cache_size, spinning)
         return cls(native, folder)
 
     @property

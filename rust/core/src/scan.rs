@@ -26,6 +26,25 @@ pub fn set_parallel_cutoff(elements: usize) {
     PARALLEL_CUTOFF.store(elements, Ordering::Relaxed);
 }
 
+/// Elements from which the routing step ([`score_all`]) goes parallel. Higher than
+/// [`DEFAULT_PARALLEL_CUTOFF`] because routing scores right after ONNX Runtime
+/// ran the encoder, whose intra-op threads still spin and compete with the rayon
+/// pool on small machines (measured: p95 4.3 ms parallel vs 1.05 ms sequential for
+/// 15,000 × 384 on 2 cores; see BENCHMARKS.md).
+pub const ROUTE_PARALLEL_CUTOFF: usize = 1 << 24;
+
+static ROUTE_CUTOFF: AtomicUsize = AtomicUsize::new(ROUTE_PARALLEL_CUTOFF);
+
+/// Current cutoff (elements) of the routing step.
+pub fn route_parallel_cutoff() -> usize {
+    ROUTE_CUTOFF.load(Ordering::Relaxed)
+}
+
+/// Set the routing step's cutoff (elements); `usize::MAX` keeps it sequential.
+pub fn set_route_parallel_cutoff(elements: usize) {
+    ROUTE_CUTOFF.store(elements, Ordering::Relaxed);
+}
+
 /// Rows per parallel task: large enough to amortise scheduling, small enough to balance.
 fn chunk_rows(n: usize, dim: usize) -> usize {
     let threads = rayon::current_num_threads().max(1);
@@ -229,14 +248,21 @@ pub fn search_batch(s: &Storage, qs: &[f32], nq: usize, k: usize) -> Vec<Vec<Hit
     merged.into_iter().map(TopK::into_sorted).collect()
 }
 
-/// Exact f32 scores of every row for one query (used by route scoring).
+/// Exact f32 scores of every row for one query (used by route scoring); parallel
+/// only above [`route_parallel_cutoff`] (default [`ROUTE_PARALLEL_CUTOFF`]).
 pub fn score_all(s: &Storage, q: &[f32], out: &mut [f32]) {
     let d = s.dim();
     let n = s.len();
     let m = s.matrix();
-    if n * d < parallel_cutoff() {
-        for (i, o) in out.iter_mut().enumerate().take(n) {
-            *o = dot(&m[i * d..(i + 1) * d], q);
+    if n * d < route_parallel_cutoff() {
+        let mut i = 0;
+        while i + 4 <= n {
+            let r = dot4(q, [s.row(i), s.row(i + 1), s.row(i + 2), s.row(i + 3)]);
+            out[i..i + 4].copy_from_slice(&r);
+            i += 4;
+        }
+        for (j, o) in out.iter_mut().enumerate().take(n).skip(i) {
+            *o = dot(&m[j * d..(j + 1) * d], q);
         }
         return;
     }
@@ -316,10 +342,12 @@ mod tests {
 
     #[test]
     fn score_all_matches_dot() {
-        let s = storage(500, 40, StorageKind::F32);
+        let s = storage(501, 40, StorageKind::F32);
         let q = s.row(3).to_vec();
-        let mut out = vec![0.0; 500];
+        let mut out = vec![0.0; 501];
         score_all(&s, &q, &mut out);
-        assert!((out[3] - dot(&q, &q)).abs() < 1e-6);
+        for (i, o) in out.iter().enumerate() {
+            assert!((o - crate::simd::dot_portable(s.row(i), &q)).abs() < 1e-5);
+        }
     }
 }

@@ -19,7 +19,7 @@ pub struct PyEncoder {
 impl PyEncoder {
     /// Open a model folder; `runtime_path` is the `libonnxruntime.so.*` to load.
     #[staticmethod]
-    #[pyo3(signature = (path, runtime_path, variant = None, threads = None, cache_size = 1024))]
+    #[pyo3(signature = (path, runtime_path, variant = None, threads = None, cache_size = 1024, spinning = true))]
     fn load(
         py: Python<'_>,
         path: PathBuf,
@@ -27,12 +27,14 @@ impl PyEncoder {
         variant: Option<String>,
         threads: Option<usize>,
         cache_size: usize,
+        spinning: bool,
     ) -> PyResult<Self> {
         let opts = EncoderOptions {
             runtime_path,
             variant,
             intra_threads: threads,
             cache_size,
+            spinning,
         };
         let inner = py.detach(|| Encoder::load(&path, &opts)).map_err(PyRcErr)?;
         Ok(PyEncoder { inner })

@@ -127,3 +127,15 @@ pub fn set_parallel_cutoff(elements: usize) {
 pub fn read_bandwidth(py: Python<'_>, megabytes: usize, threads: usize, reps: usize) -> f64 {
     py.detach(|| routecore_core::bandwidth::read_bandwidth(megabytes << 20, threads, reps))
 }
+
+/// Elements from which the routing step (`score_routes`) runs on several threads.
+#[pyfunction]
+pub fn route_parallel_cutoff() -> usize {
+    scan::route_parallel_cutoff()
+}
+
+/// Change the routing step's cutoff (elements).
+#[pyfunction]
+pub fn set_route_parallel_cutoff(elements: usize) {
+    scan::set_route_parallel_cutoff(elements)
+}

@@ -23,5 +23,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::parallel_cutoff, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::set_parallel_cutoff, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::read_bandwidth, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::route_parallel_cutoff, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::set_route_parallel_cutoff, m)?)?;
     Ok(())
 }

@@ -59,6 +59,9 @@ pub struct EncoderOptions {
     pub intra_threads: Option<usize>,
     /// Query-cache capacity (0 disables the cache).
     pub cache_size: usize,
+    /// Let ONNX Runtime's intra-op threads spin after a run (lower latency for
+    /// back-to-back runs, but they then compete with other work on small machines).
+    pub spinning: bool,
 }
 
 /// Embeddings of a batch plus what it cost.
@@ -130,6 +133,7 @@ impl Encoder {
             .and_then(|b| Ok(b.with_optimization_level(GraphOptimizationLevel::All)?))
             .and_then(|b| Ok(b.with_intra_threads(threads)?))
             .and_then(|b| Ok(b.with_inter_threads(1)?))
+            .and_then(|b| Ok(b.with_intra_op_spinning(opts.spinning)?))
             .and_then(|mut b| b.commit_from_file(&onnx_path))
             .map_err(|e| {
                 model_err(
