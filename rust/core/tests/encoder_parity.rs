@@ -63,6 +63,7 @@ fn opts(lib: &Path, variant: &str) -> EncoderOptions {
         variant: Some(variant.into()),
         intra_threads: Some(1),
         cache_size: 16,
+        spinning: true,
     }
 }
 
