@@ -91,6 +91,7 @@ class Router:
         self.route_specs, self.tool_specs = list(routes), list(tools)
         self.encoder, self.policy, self.llm, self.memory = encoder, policy or Policy(), llm, memory
         self.head = head  # optional evaluation.head.LinearHead: route probabilities and out of scope
+        self.fitted: dict[str, Any] = {}  # calibration results (routecore fit), saved in bundles
         self._route_by_name = {r.name: r for r in self.route_specs}
         self._tool_by_name = {t.name: t for t in self.tool_specs}
         self._tool_pos = {t.name: i for i, t in enumerate(self.tool_specs)}
@@ -373,4 +374,3 @@ class Router:
         r.fitted = meta.get("fitted", {})
         return r
 
-    fitted: dict[str, Any] = {}
