@@ -5,51 +5,11 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
+pub use crate::interner::Interner;
 use crate::scan;
 use crate::simd::l2_normalize;
 use crate::storage::{Storage, StorageKind};
 use crate::topk::Hit;
-
-/// Interned strings: code `0` is always the empty string ("none").
-#[derive(Clone, Debug)]
-pub struct Interner {
-    names: Vec<String>,
-    codes: HashMap<String, u32>,
-}
-
-impl Default for Interner {
-    fn default() -> Self {
-        let mut i = Interner {
-            names: Vec::new(),
-            codes: HashMap::new(),
-        };
-        i.intern("");
-        i
-    }
-}
-
-impl Interner {
-    /// Code of `name`, adding it when new.
-    pub fn intern(&mut self, name: &str) -> u32 {
-        if let Some(&c) = self.codes.get(name) {
-            return c;
-        }
-        let c = self.names.len() as u32;
-        self.names.push(name.to_owned());
-        self.codes.insert(name.to_owned(), c);
-        c
-    }
-
-    /// Code of `name` if known.
-    pub fn get(&self, name: &str) -> Option<u32> {
-        self.codes.get(name).copied()
-    }
-
-    /// All names by code.
-    pub fn names(&self) -> &[String] {
-        &self.names
-    }
-}
 
 /// Results of a search: `nq × k` row-major arrays.
 #[derive(Clone, Debug, Default)]

@@ -12,6 +12,7 @@ pub mod bandwidth;
 pub mod encoder;
 pub mod error;
 pub mod index;
+pub mod interner;
 pub mod persist;
 pub mod scan;
 pub mod scoring;
