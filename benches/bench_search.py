@@ -40,11 +40,7 @@ def set_threads(t):
     import faiss
 
     faiss.omp_set_num_threads(t)
-    _native.set_parallel_cutoff(_native_default() if t > 1 else 1 << 62)
-
-
-def _native_default():
-    return 1 << 20
+    _native.set_parallel_cutoff(1 << 20 if t > 1 else 1 << 62)  # 1 << 20: the default cutoff
 
 
 @pytest.mark.parametrize("impl", ["routecore", "numpy", "faiss"])

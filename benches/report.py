@@ -56,7 +56,6 @@ def main(path: str) -> None:
             print(f"| {d} | {n:,} | {b} | {t} | {us(rc)} | {us(npy)} | {us(fx)} | {npy / rc:.2f}× | {fx / rc:.2f}× | {gbs:.1f} |")
         print()
     if compact:
-        base = {(e["threads"], st_d): None for e, _ in compact for st_d in [0]}
         print("| d | storage | threads | p50 ms (1 query, N=1e6) | throughput vs f32 | top-5 = exact f32 |")
         print("|---|---|---|---|---|---|")
         f32 = {}
@@ -68,7 +67,6 @@ def main(path: str) -> None:
             ratio = f"{ref / st['median']:.2f}×" if ref else "?"
             print(f"| {e.get('d', '?')} | {e['storage']} | {e['threads']} | {st['median'] * 1e3:.2f} | {ratio} | {e['top5_equal_exact'] * 100:.1f}% |")
         print()
-        del base
     if steps:
         print("| d | threads | scoring step p50 µs | p95 µs | stream time µs | ratio |")
         print("|---|---|---|---|---|---|")
