@@ -43,7 +43,18 @@ class FlatIndex:
         penalty: float = 0.7,
         collision_gap: float = 0.08,
         top_exemplars: int = 5,
-    ) -> dict[str, Any]: ...
+        exact_top: int = 10,
+        exact_band: float = 0.0,
+        exact_floor: float = ...,
+        probabilities: bool = True,
+    ) -> dict[str, Any]:
+        """One routing step. Keys: raw, bound, adjusted, probs, route_domains,
+        top_scores, top_ids, top_labels, collision. With int8 storage, routes
+        outside the exact set (``exact_top``/``exact_band``/``exact_floor``) keep
+        an int8 estimate of ``raw`` with ``|error| <= bound``; ``bound`` is 0
+        for exact routes and always 0 for f32/f16 storage. ``probs`` is empty
+        when ``probabilities`` is false."""
+        ...
     def label_names(self) -> list[str]: ...
     def domain_names(self) -> list[str]: ...
     def ids(self) -> npt.NDArray[np.uint64]: ...

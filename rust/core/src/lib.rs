@@ -1,6 +1,7 @@
 //! routecore-core: the pure-Rust engine behind routecore.
 //!
 //! - [`simd`]: dot/cosine kernels (AVX2+FMA at run time, portable fallback);
+//! - [`simd_int8`]: int8 quantization with error bounds, AVX-512 VNNI block kernel;
 //! - [`topk`], [`scan`]: exact top-k over contiguous storage, single or batched;
 //! - [`index`], [`storage`], [`persist`]: the flat index, compact storage, files;
 //! - [`scoring`], [`step`]: route aggregation, softmax, domain affinity, collisions;
@@ -17,7 +18,9 @@ pub mod persist;
 pub mod scan;
 pub mod scoring;
 pub mod simd;
+pub mod simd_int8;
 pub mod step;
+pub mod step_compact;
 pub mod storage;
 pub mod topk;
 

@@ -3,9 +3,9 @@
 
 use crate::error::{Error, Result};
 use crate::index::FlatIndex;
-use crate::scoring::{
-    aggregate, apply_affinity, detect_collision, softmax, Aggregation, Collision,
-};
+use crate::scoring::{aggregate, detect_collision, softmax, Aggregation, Collision};
+use crate::step_compact;
+use crate::storage::StorageKind;
 use crate::topk::{top_k, Hit};
 
 /// Parameters of [`score_routes`].
@@ -25,6 +25,34 @@ pub struct StepParams {
     pub collision_gap: f32,
     /// How many best exemplars to report.
     pub top_exemplars: usize,
+    /// Compute `probs` (softmax); tool belts do not need them.
+    pub probabilities: bool,
+    /// int8 storage only: the best `exact_top` routes are always scored exactly.
+    pub exact_top: usize,
+    /// int8 storage only: so is every route within `exact_band` of the best.
+    pub exact_band: f32,
+    /// int8 storage only: and every route that may score `>= exact_floor`
+    /// (`+inf`: no floor).
+    pub exact_floor: f32,
+}
+
+impl StepParams {
+    /// Defaults for everything but the aggregation and temperature.
+    pub fn new(aggregation: Aggregation, temperature: f32) -> Self {
+        StepParams {
+            aggregation,
+            temperature,
+            active_domains: Vec::new(),
+            boost: crate::scoring::DEFAULT_BOOST,
+            penalty: crate::scoring::DEFAULT_PENALTY,
+            collision_gap: crate::scoring::DEFAULT_COLLISION_GAP,
+            top_exemplars: 5,
+            probabilities: true,
+            exact_top: 10,
+            exact_band: 0.0,
+            exact_floor: f32::INFINITY,
+        }
+    }
 }
 
 /// Output of [`score_routes`]; per-route vectors are indexed by label code.
@@ -32,9 +60,12 @@ pub struct StepParams {
 pub struct StepResult {
     /// Aggregated cosine per route (-inf for codes without exemplars).
     pub raw: Vec<f32>,
+    /// Bound on `|raw − exact|` per route: 0 when exact (always, for f32 and
+    /// f16 storage; for int8, see [`crate::step_compact`]).
+    pub bound: Vec<f32>,
     /// `raw` after domain affinity.
     pub adjusted: Vec<f32>,
-    /// Softmax of `adjusted / temperature`.
+    /// Softmax of `adjusted / temperature` (empty unless `probabilities`).
     pub probs: Vec<f32>,
     /// Domain code of each route (that of its exemplars).
     pub route_domains: Vec<u32>,
@@ -45,48 +76,83 @@ pub struct StepResult {
 }
 
 /// Score every route of `index` (labels are routes) for one query.
+///
+/// f32 and f16 storage score every exemplar exactly; int8 storage scans the
+/// int8 copy and re-scores the contenders exactly ([`crate::step_compact`]).
 pub fn score_routes(index: &FlatIndex, query: &[f32], p: &StepParams) -> Result<StepResult> {
-    let scores = index.score_all(query)?;
+    if index.is_empty() {
+        return Err(Error::EmptyIndex);
+    }
     let n_routes = index.label_names().len();
-    let raw = aggregate(&scores, index.label_codes(), n_routes, p.aggregation)?;
-    let mut route_domains = vec![0u32; n_routes];
-    for (&l, &d) in index.label_codes().iter().zip(index.domain_codes()) {
-        route_domains[l as usize] = d;
-    }
-    let mut adjusted = raw.clone();
-    if !p.active_domains.is_empty() {
-        let mut active = vec![false; index.domain_names().len()];
-        for name in &p.active_domains {
-            if let Some(c) = index.domain_code(name) {
-                active[c as usize] = true;
-            }
+    let route_domains = index.route_domains().to_vec();
+    let mult = affinity_multipliers(index, &route_domains, p);
+    let (raw, bound, top) = if index.kind() == StorageKind::Int8 {
+        let (_, q) = index.prepare_queries(query)?;
+        if q.len() != index.dim() {
+            return Err(Error::InvalidArgument(
+                "score_routes takes one query".into(),
+            ));
         }
-        if !active.iter().any(|&a| a) {
-            // No route lives in the active domains: every route is cross-domain.
-            adjusted.iter_mut().for_each(|s| *s *= p.penalty);
-        } else {
-            apply_affinity(&mut adjusted, &route_domains, &active, p.boost, p.penalty)?;
-        }
-    }
-    let probs = softmax(&adjusted, p.temperature)?;
-    let collision = detect_collision(&adjusted, &route_domains, p.collision_gap)?;
-    let k = p.top_exemplars.min(scores.len());
-    let top = if k == 0 {
-        Vec::new()
+        let e = step_compact::estimate(index, &q, p, &mult)?;
+        (e.raw, e.bound, e.top)
     } else {
-        top_k(&scores, k)
+        let scores = index.score_all(query)?;
+        let raw = aggregate(&scores, index.label_codes(), n_routes, p.aggregation)?;
+        let k = p.top_exemplars.min(scores.len());
+        let top = if k == 0 {
+            Vec::new()
+        } else {
+            top_k(&scores, k)
+        };
+        (raw, vec![0.0; n_routes], top)
     };
+    let adjusted: Vec<f32> = raw.iter().zip(&mult).map(|(s, m)| s * m).collect();
     if adjusted.iter().all(|s| *s == f32::NEG_INFINITY) {
         return Err(Error::EmptyIndex);
     }
+    let probs = if p.probabilities {
+        softmax(&adjusted, p.temperature)?
+    } else {
+        Vec::new()
+    };
+    let collision = detect_collision(&adjusted, &route_domains, p.collision_gap)?;
     Ok(StepResult {
         raw,
+        bound,
         adjusted,
         probs,
         route_domains,
         top,
         collision,
     })
+}
+
+/// Per-route affinity multiplier: `boost` in an active domain, `penalty`
+/// elsewhere; all `penalty` when no route lives in an active domain; all 1
+/// without active domains.
+fn affinity_multipliers(index: &FlatIndex, route_domains: &[u32], p: &StepParams) -> Vec<f32> {
+    if p.active_domains.is_empty() {
+        return vec![1.0; route_domains.len()];
+    }
+    let mut active = vec![false; index.domain_names().len()];
+    for name in &p.active_domains {
+        if let Some(c) = index.domain_code(name) {
+            active[c as usize] = true;
+        }
+    }
+    if !active.iter().any(|&a| a) {
+        return vec![p.penalty; route_domains.len()];
+    }
+    route_domains
+        .iter()
+        .map(|&d| {
+            if active[d as usize] {
+                p.boost
+            } else {
+                p.penalty
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -105,13 +171,8 @@ mod tests {
         )
         .unwrap();
         let p = StepParams {
-            aggregation: Aggregation::Max,
-            temperature: 0.1,
-            active_domains: vec![],
-            boost: 1.15,
-            penalty: 0.7,
-            collision_gap: 0.08,
             top_exemplars: 2,
+            ..StepParams::new(Aggregation::Max, 0.1)
         };
         let r = score_routes(&idx, &[1.0, 0.0], &p).unwrap();
         let a = idx.label_names().iter().position(|n| n == "A").unwrap();

@@ -140,7 +140,7 @@ impl PyFlatIndex {
     }
 
     /// One native routing step; see `routecore_core::step`. Returns a dict of arrays.
-    #[pyo3(signature = (query, aggregation = "max", top_n = 3, temperature = 0.05, active_domains = Vec::new(), boost = 1.15, penalty = 0.7, collision_gap = 0.08, top_exemplars = 5))]
+    #[pyo3(signature = (query, aggregation = "max", top_n = 3, temperature = 0.05, active_domains = Vec::new(), boost = 1.15, penalty = 0.7, collision_gap = 0.08, top_exemplars = 5, exact_top = 10, exact_band = 0.0, exact_floor = f32::INFINITY, probabilities = true))]
     #[allow(clippy::too_many_arguments)]
     fn score_routes<'py>(
         &self,
@@ -154,6 +154,10 @@ impl PyFlatIndex {
         penalty: f32,
         collision_gap: f32,
         top_exemplars: usize,
+        exact_top: usize,
+        exact_band: f32,
+        exact_floor: f32,
+        probabilities: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let q = F32Rows::extract(query, "query")?;
         let data = q.slice();
@@ -165,6 +169,10 @@ impl PyFlatIndex {
             penalty,
             collision_gap,
             top_exemplars,
+            exact_top,
+            exact_band,
+            exact_floor,
+            probabilities,
         };
         let (r, top_ids, top_labels) = py
             .detach(|| {
@@ -177,6 +185,7 @@ impl PyFlatIndex {
             .map_err(PyRcErr)?;
         let d = PyDict::new(py);
         d.set_item("raw", PyArray1::from_vec(py, r.raw))?;
+        d.set_item("bound", PyArray1::from_vec(py, r.bound))?;
         d.set_item("adjusted", PyArray1::from_vec(py, r.adjusted))?;
         d.set_item("probs", PyArray1::from_vec(py, r.probs))?;
         d.set_item("route_domains", PyArray1::from_vec(py, r.route_domains))?;

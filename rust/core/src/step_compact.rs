@@ -1,0 +1,364 @@
+//! The routing step over int8 storage: one int8 scan gives every exemplar an
+//! estimate with a rigorous error bound ([`crate::simd_int8`]); the routes that
+//! can still matter are then re-scored exactly in f32.
+//!
+//! A route is a *contender* when its upper bound (after affinity) reaches
+//! `τ = min(k-th best lower bound, best lower bound − band, floor)`. Every route
+//! of the true top `exact_top`, every route within `exact_band` of the best and
+//! every route that may score ≥ `exact_floor` is a contender, so its raw score is
+//! exact. The others keep an estimate with its bound (typically < 1e-3).
+
+use crate::error::Result;
+use crate::index::FlatIndex;
+use rayon::prelude::*;
+
+use crate::scan::route_parallel_cutoff;
+use crate::scoring::{aggregate, Aggregation};
+use crate::simd::{dot, prefetch};
+use crate::simd_int8::{dot_i8_rows, QueryI8};
+
+use crate::step::StepParams;
+use crate::topk::{Hit, TopK};
+
+/// Raw route scores (exact for contenders), their error bounds (0 when exact)
+/// and the exact best exemplars.
+pub(crate) struct Estimate {
+    pub raw: Vec<f32>,
+    pub bound: Vec<f32>,
+    pub top: Vec<Hit>,
+}
+
+/// Rows per call of the int8 block kernel.
+const BLOCK: usize = 256;
+
+/// Estimate every route of an int8 `index` for the prepared query `q`;
+/// `mult[r]` is route `r`'s affinity multiplier.
+pub(crate) fn estimate(
+    index: &FlatIndex,
+    q: &[f32],
+    p: &StepParams,
+    mult: &[f32],
+) -> Result<Estimate> {
+    let s = index.storage();
+    let n = s.len();
+    let labels = index.label_codes();
+    let n_routes = mult.len();
+    let max_agg = p.aggregation == Aggregation::Max;
+    let k_ex = p.top_exemplars.min(n);
+
+    // 1. int8 scan: estimate and bound of every exemplar, route intervals for max.
+    let scan = scan_int8(index, q, n_routes, k_ex);
+    let (est, bnd) = (&scan.est, &scan.bnd);
+    let (lb, ub) = if max_agg {
+        (scan.lb.clone(), scan.ub.clone())
+    } else {
+        // Mean and top-n mean are monotone, so bounds aggregate to bounds.
+        let lo: Vec<f32> = est.iter().zip(bnd).map(|(e, b)| e - b).collect();
+        let hi: Vec<f32> = est.iter().zip(bnd).map(|(e, b)| e + b).collect();
+        (
+            aggregate(&lo, labels, n_routes, p.aggregation)?,
+            aggregate(&hi, labels, n_routes, p.aggregation)?,
+        )
+    };
+    let contender = contenders(&lb, &ub, mult, p);
+
+    // 2. Exact f32 re-scoring. A row is needed when its upper bound reaches its
+    //    route's threshold (max: the route's lower bound, so it may be the max;
+    //    mean/top-n: every row of a contender) or the k-th best lower bound (it
+    //    may be a best exemplar). Groups of rows below every threshold are skipped.
+    let route_thr: Vec<f32> = (0..n_routes)
+        .map(|c| match (contender[c], max_agg) {
+            (false, _) => f32::INFINITY,
+            (true, true) => lb[c],
+            (true, false) => f32::NEG_INFINITY,
+        })
+        .collect();
+    let top_floor = if k_ex > 0 {
+        scan.top_floor
+    } else {
+        f32::INFINITY
+    };
+    let t_min = route_thr.iter().copied().fold(top_floor, f32::min);
+    let mut wanted: Vec<(usize, bool, bool)> = Vec::new();
+    for (g, &g_hi) in scan.group_hi.iter().enumerate() {
+        if g_hi < t_min {
+            continue; // no row of these GROUP rows can matter
+        }
+        for r in g * GROUP..((g + 1) * GROUP).min(n) {
+            let hi = est[r] + bnd[r];
+            let (for_route, for_top) = (hi >= route_thr[labels[r] as usize], hi >= top_floor);
+            if for_route || for_top {
+                prefetch(s.row(r)); // the rows are scattered: overlap their DRAM latency
+                wanted.push((r, for_route, for_top));
+            }
+        }
+    }
+    let mut mixed = if max_agg { Vec::new() } else { est.clone() };
+    let mut exact_max = vec![f32::NEG_INFINITY; n_routes];
+    let mut top = TopK::new(k_ex.max(1));
+    for (r, for_route, for_top) in wanted {
+        let c = labels[r] as usize;
+        let v = dot(s.row(r), q);
+        if for_route {
+            if max_agg {
+                exact_max[c] = exact_max[c].max(v);
+            } else {
+                mixed[r] = v;
+            }
+        }
+        if for_top {
+            top.push(v, r);
+        }
+    }
+    let raw = if max_agg {
+        (0..n_routes)
+            .map(|c| {
+                if contender[c] {
+                    exact_max[c]
+                } else {
+                    scan.est_max[c]
+                }
+            })
+            .collect()
+    } else {
+        aggregate(&mixed, labels, n_routes, p.aggregation)?
+    };
+    let bound = (0..n_routes)
+        .map(|r| {
+            if contender[r] || raw[r] == f32::NEG_INFINITY {
+                0.0
+            } else {
+                (ub[r] - raw[r]).max(raw[r] - lb[r]).max(0.0)
+            }
+        })
+        .collect();
+    let top = if k_ex == 0 {
+        Vec::new()
+    } else {
+        top.into_sorted()
+    };
+    Ok(Estimate { raw, bound, top })
+}
+
+/// Routes whose interval (after affinity) reaches `τ` (see the module docs).
+fn contenders(lb: &[f32], ub: &[f32], mult: &[f32], p: &StepParams) -> Vec<bool> {
+    let n_routes = mult.len();
+    let (alo, ahi): (Vec<f32>, Vec<f32>) = (0..n_routes)
+        .map(|r| {
+            let (a, b) = (lb[r] * mult[r], ub[r] * mult[r]);
+            if mult[r] >= 0.0 {
+                (a, b)
+            } else {
+                (b, a)
+            }
+        })
+        .unzip();
+    let best = alo.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut kth = TopK::new(p.exact_top.clamp(1, n_routes.max(1)));
+    alo.iter().enumerate().for_each(|(r, &v)| kth.push(v, r));
+    let kth_lo = kth
+        .into_sorted()
+        .last()
+        .map_or(f32::NEG_INFINITY, |h| h.score);
+    let tau = kth_lo.min(best - p.exact_band).min(p.exact_floor);
+    ahi.iter().map(|&h| h >= tau || h.is_nan()).collect()
+}
+
+/// Output of the int8 scan.
+struct Scan {
+    /// Estimate and bound per row.
+    est: Vec<f32>,
+    bnd: Vec<f32>,
+    /// Per route: max estimate, max lower bound, max upper bound.
+    est_max: Vec<f32>,
+    lb: Vec<f32>,
+    ub: Vec<f32>,
+    /// Largest upper bound of each group of [`GROUP`] rows.
+    group_hi: Vec<f32>,
+    /// The `k`-th best lower bound over rows (-inf when `k == 0`).
+    top_floor: f32,
+}
+
+/// Rows per entry of [`Scan::group_hi`].
+const GROUP: usize = 64;
+
+/// Runs of equal labels at least this long take the vectorised path.
+const LONG_RUN: usize = 16;
+
+/// Route maxima and best lower bounds of one range of rows.
+struct Partial {
+    est_max: Vec<f32>,
+    lb: Vec<f32>,
+    ub: Vec<f32>,
+    top: TopK,
+}
+
+impl Partial {
+    fn new(n_routes: usize, k: usize) -> Self {
+        Partial {
+            est_max: vec![f32::NEG_INFINITY; n_routes],
+            lb: vec![f32::NEG_INFINITY; n_routes],
+            ub: vec![f32::NEG_INFINITY; n_routes],
+            top: TopK::new(k.max(1)),
+        }
+    }
+
+    fn merge(mut self, o: Partial) -> Self {
+        for (a, b) in [
+            (&mut self.est_max, o.est_max),
+            (&mut self.lb, o.lb),
+            (&mut self.ub, o.ub),
+        ] {
+            a.iter_mut().zip(b).for_each(|(x, y)| *x = x.max(y));
+        }
+        self.top.merge(o.top);
+        self
+    }
+}
+
+/// One pass over the int8 codes, on the rayon pool above the routing cutoff
+/// ([`crate::scan::route_parallel_cutoff`], counted in int8 bytes here).
+fn scan_int8(index: &FlatIndex, q: &[f32], n_routes: usize, k: usize) -> Scan {
+    let s = index.storage();
+    let (n, d) = (s.len(), s.dim());
+    let q8 = QueryI8::new(q, s.centre());
+    let mut est = vec![0f32; n];
+    let mut bnd = vec![0f32; n];
+    let threads = rayon::current_num_threads().max(1);
+    let part = if n * d < route_parallel_cutoff() || threads == 1 {
+        scan_range(index, &q8, 0, &mut est, &mut bnd, n_routes, k)
+    } else {
+        let step = n.div_ceil(threads).div_ceil(BLOCK) * BLOCK;
+        est.par_chunks_mut(step)
+            .zip(bnd.par_chunks_mut(step))
+            .enumerate()
+            .map(|(c, (e, b))| scan_range(index, &q8, c * step, e, b, n_routes, k))
+            .reduce(|| Partial::new(n_routes, k), Partial::merge)
+    };
+    let group_hi = est
+        .chunks(GROUP)
+        .zip(bnd.chunks(GROUP))
+        .map(|(e, b)| max3(e, b).2)
+        .collect();
+    let top_floor = if k > 0 {
+        part.top.threshold()
+    } else {
+        f32::NEG_INFINITY
+    };
+    Scan {
+        est,
+        bnd,
+        est_max: part.est_max,
+        lb: part.lb,
+        ub: part.ub,
+        group_hi,
+        top_floor,
+    }
+}
+
+/// Scan rows `start..start + est.len()`: blocks through the kernel, then
+/// vectorisable loops over runs of equal labels (a route's exemplars are
+/// usually contiguous; tool catalogs have one row per tool).
+fn scan_range(
+    index: &FlatIndex,
+    q8: &QueryI8,
+    start: usize,
+    est: &mut [f32],
+    bnd: &mut [f32],
+    n_routes: usize,
+    k: usize,
+) -> Partial {
+    let s = index.storage();
+    let d = s.dim();
+    let labels = &index.label_codes()[start..start + est.len()];
+    let cols = s.quant();
+    let (a, c, k0) = q8.bound_coeffs();
+    let mut p = Partial::new(n_routes, k);
+    let (est_max, lb, ub, top) = (&mut p.est_max, &mut p.lb, &mut p.ub, &mut p.top);
+    let mut buf = [0f32; BLOCK];
+    let n = est.len();
+    let mut i = 0;
+    while i < n {
+        let m = (n - i).min(BLOCK);
+        let g = start + i; // global row
+        dot_i8_rows(
+            &s.codes()[g * d..(g + m) * d],
+            d,
+            q8,
+            &cols.sum[g..g + m],
+            &mut buf[..m],
+        );
+        let mu_q = q8.centre_dot;
+        for ((e, &v), &sc) in est[i..i + m]
+            .iter_mut()
+            .zip(&buf[..m])
+            .zip(&cols.scale[g..g + m])
+        {
+            *e = mu_q + sc * v;
+        }
+        for ((b, &er), &nh) in bnd[i..i + m]
+            .iter_mut()
+            .zip(&cols.err[g..g + m])
+            .zip(&cols.norm_hat[g..g + m])
+        {
+            *b = er * a + nh * c + k0;
+        }
+        let mut j = i;
+        while j < i + m {
+            let l = labels[j];
+            let r = l as usize;
+            let mut e = j + 1;
+            while e < i + m && labels[e] == l {
+                e += 1;
+            }
+            if e - j >= LONG_RUN {
+                let (me, ml, mu) = max3(&est[j..e], &bnd[j..e]);
+                est_max[r] = est_max[r].max(me);
+                lb[r] = lb[r].max(ml);
+                ub[r] = ub[r].max(mu);
+                if k > 0 && ml > top.threshold() {
+                    for row in j..e {
+                        top.push(est[row] - bnd[row], start + row);
+                    }
+                }
+            } else {
+                for row in j..e {
+                    let (x, b) = (est[row], bnd[row]);
+                    est_max[r] = if x > est_max[r] { x } else { est_max[r] };
+                    lb[r] = if x - b > lb[r] { x - b } else { lb[r] };
+                    ub[r] = if x + b > ub[r] { x + b } else { ub[r] };
+                    if k > 0 && x - b > top.threshold() {
+                        top.push(x - b, start + row);
+                    }
+                }
+            }
+            j = e;
+        }
+        i += m;
+    }
+    p
+}
+
+/// `(max e, max e − b, max e + b)` over a run, in 8 lanes so it vectorises.
+fn max3(est: &[f32], bnd: &[f32]) -> (f32, f32, f32) {
+    let mut me = [f32::NEG_INFINITY; 8];
+    let mut ml = [f32::NEG_INFINITY; 8];
+    let mut mu = [f32::NEG_INFINITY; 8];
+    let mut ce = est.chunks_exact(8);
+    let mut cb = bnd.chunks_exact(8);
+    for (e, b) in (&mut ce).zip(&mut cb) {
+        for l in 0..8 {
+            let (x, lo, hi) = (e[l], e[l] - b[l], e[l] + b[l]);
+            me[l] = if x > me[l] { x } else { me[l] };
+            ml[l] = if lo > ml[l] { lo } else { ml[l] };
+            mu[l] = if hi > mu[l] { hi } else { mu[l] };
+        }
+    }
+    for (&x, &b) in ce.remainder().iter().zip(cb.remainder()) {
+        me[0] = me[0].max(x);
+        ml[0] = ml[0].max(x - b);
+        mu[0] = mu[0].max(x + b);
+    }
+    let h = |v: [f32; 8]| v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    (h(me), h(ml), h(mu))
+}
