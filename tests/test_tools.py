@@ -114,3 +114,11 @@ def test_two_level_catalog():
     assert cat.summaries.count("\n") == len(TOOLS) - 1 and len(cat.schemas) == 1
     assert cat.schemas[0]["function"]["name"] == "ha_get_logs"
     assert cat.summary_tokens == estimate_tokens(cat.summaries) and cat.schema_tokens > 0
+
+
+def test_tool_without_exemplars_is_never_ranked():
+    tools = TOOLS + [ToolSpec("mystery")]  # no description, no examples: no vector
+    r = Router(tools=tools, encoder=StubEncoder({**VEC, "q": mix(a0=0.6, a3=0.5)}))
+    belt = r.tools("q", top_k=20)
+    assert "mystery" not in belt.names and "ha_get_logs" in belt.names
+    assert "mystery" not in r.tools("q", threshold=0.0).names

@@ -3,8 +3,62 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
+
+import numpy as np
+
+
+class ScoreMap(Mapping[str, float]):
+    """Read-only ``name -> score`` view over a per-route array.
+
+    Built in O(1) however many routes there are (no per-route Python loop on
+    the routing path). It compares equal to a dict with the same items, and
+    ``dict(m)`` / :meth:`to_dict` give a plain dict.
+    """
+
+    __slots__ = ("_names", "_values", "_pos")
+
+    def __init__(self, names: Sequence[str], values: np.ndarray | Sequence[float], pos: dict[str, int] | None = None):
+        self._names = names
+        self._values = np.asarray(values)
+        self._pos = pos
+        if len(self._names) != len(self._values):
+            raise ValueError(f"{len(self._names)} names for {len(self._values)} values")
+
+    def __getitem__(self, name: str) -> float:
+        if self._pos is None:
+            self._pos = {n: i for i, n in enumerate(self._names)}
+        return float(self._values[self._pos[name]])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def to_dict(self) -> dict[str, float]:
+        return dict(zip(self._names, self._values.tolist()))
+
+    def __repr__(self) -> str:
+        return f"ScoreMap({self.to_dict()!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ScoreMap, (list(self._names), self._values))
+
+
+def plain(v: Any) -> Any:
+    """Dataclasses and score maps as plain dicts/lists, ready for ``json.dumps``."""
+    if isinstance(v, ScoreMap):
+        return v.to_dict()
+    if is_dataclass(v) and not isinstance(v, type):
+        return {f.name: plain(getattr(v, f.name)) for f in fields(v)}
+    if isinstance(v, (list, tuple)):
+        return [plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    return v
 
 
 @dataclass(frozen=True)
@@ -46,9 +100,9 @@ class Decision:
     tier: str
     confidence: float
     margin: float
-    probabilities: dict[str, float]
-    raw_scores: dict[str, float]
-    adjusted_scores: dict[str, float]
+    probabilities: Mapping[str, float]
+    raw_scores: Mapping[str, float]
+    adjusted_scores: Mapping[str, float]
     top_exemplars: tuple[Exemplar, ...] = ()
     alerts: tuple[Alert, ...] = ()
     candidates: tuple[str, ...] = ()
@@ -62,9 +116,12 @@ class Decision:
     error_message: str = ""  # the end of the fallback chain, after its last route
     timings: Timings = field(default_factory=Timings)
     query: str = ""
+    #: Routes whose raw score is an int8 estimate (large tables only), with the
+    #: bound on its error; every route that can change the decision is exact.
+    score_bounds: Mapping[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return plain(self)
 
     def to_json(self, **kw: Any) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, **kw)
@@ -98,7 +155,7 @@ class ToolBelt:
         return [t.name for t in self.tools]
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return plain(self)
 
     def to_json(self, **kw: Any) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, **kw)

@@ -64,6 +64,13 @@ class Policy:
     affinity_boost: float = 1.15
     affinity_penalty: float = 0.70
     top_exemplars: int = 5
+    #: int8 tables (large ones, see ``Router(storage=...)``): the true best
+    #: ``exact_top`` routes or tools (and any within ``exact_band`` of the best)
+    #: are scored exactly, which covers every rule of the decision (tiers, bias
+    #: rules, three-way ties, collisions); the others keep an int8 estimate
+    #: within the bound reported in ``Decision.score_bounds`` (typically < 0.01).
+    exact_top: int = 10
+    exact_band: float = 0.0
     # tools
     tool_top_k: int = 5
     tool_threshold: float = 0.35
@@ -87,6 +94,8 @@ class Policy:
             v = getattr(self, k)
             if not 0.0 <= float(v) <= 1.0:
                 raise ConfigError(f"policy: {k}={v} is outside [0, 1]")
+        if self.exact_top < 1 or self.exact_band < 0:
+            raise ConfigError(f"policy: exact_top must be >= 1 and exact_band >= 0, got {self.exact_top}, {self.exact_band}")
         if self.temperature <= 0:
             raise ConfigError(f"policy: temperature must be > 0, got {self.temperature}")
         if self.previous_strategy not in ("thresholds", "boost"):

@@ -11,7 +11,7 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from routecore.decision import Alert, Decision, Exemplar, Timings, ToolBelt
+from routecore.decision import Alert, Decision, Exemplar, ScoreMap, Timings, ToolBelt
 from routecore.errors import ConfigError, InvalidArgumentError, RoutecoreError
 from routecore.index import VectorIndex
 from routecore.llm import LLMRequest, LLMRouter
@@ -32,24 +32,40 @@ class EncoderLike(Protocol):
     def encode_with_stats(self, texts: Sequence[str], kind: str = "query") -> Any: ...
 
 
+#: ``storage="auto"`` keeps tables of at least this many elements (rows x dim) as int8.
+AUTO_INT8_ELEMENTS = 1 << 18
+
+
 class _Table:
     """An index of exemplars whose labels are the names of `specs` (routes or tools)."""
 
     def __init__(self, names: list[str], domains: list[str], texts: list[str], owners: list[int], vectors: np.ndarray | None, dim: int, storage: str):
         self.names, self.domains, self.texts = names, domains, texts
+        if storage == "auto":
+            storage = "int8" if len(texts) * dim >= AUTO_INT8_ELEMENTS else "f32"
+        self.storage = storage
         self.index = VectorIndex(dim, backend="flat", storage=storage)
         if len(texts):
             self.index.add(np.arange(len(texts)), vectors, [names[o] for o in owners], [domains[o] for o in owners])
-        label_names = self.index.label_names()
+        label_names = self.labels = self.index.label_names()
+        self.pos = {n: i for i, n in enumerate(names)}
         code_of = {n: i for i, n in enumerate(label_names)}
-        self.codes = np.array([code_of.get(n, 0) for n in names], dtype=np.int64)
+        codes = np.array([code_of.get(n, 0) for n in names], dtype=np.int64)
+        # Names interned in spec order (code 0 is the empty label): a slice, not a gather.
+        self.codes: np.ndarray | slice = slice(1, len(names) + 1) if np.array_equal(codes, np.arange(1, len(names) + 1)) else codes
         dom = {d: i for i, d in enumerate(sorted(set(domains)))}
         self.domain_ids = np.array([dom[d] for d in domains], dtype=np.uint32)
 
-    def score(self, q: np.ndarray, policy: Policy, active: list[str], top: int, aggregation: str | None = None) -> dict[str, Any]:
+    def score(self, q: np.ndarray, policy: Policy, active: list[str], top: int, aggregation: str | None = None,
+              exact_top: int | None = None, exact_floor: float = float("inf"), probabilities: bool = True) -> dict[str, Any]:
+        """One native step; per-route arrays come back in spec order."""
         r = self.index._impl.score_routes(q, aggregation or policy.aggregation, policy.top_n, policy.temperature, active,
-                                          policy.affinity_boost, policy.affinity_penalty, policy.collision_gap, top)
-        r["raw"], r["adjusted"], r["probs"] = r["raw"][self.codes], r["adjusted"][self.codes], r["probs"][self.codes]
+                                          policy.affinity_boost, policy.affinity_penalty, policy.collision_gap, top,
+                                          exact_top or policy.exact_top, policy.exact_band, exact_floor, probabilities)
+        c = self.codes
+        r["raw"], r["adjusted"], r["bound"] = r["raw"][c], r["adjusted"][c], r["bound"][c]
+        if probabilities:
+            r["probs"] = r["probs"][c]
         return r
 
 
@@ -77,11 +93,16 @@ class Router:
         policy: every threshold and default (:class:`routecore.policy.Policy`).
         llm: optional fallback router (:class:`routecore.llm.LLMRouter`).
         memory: optional :class:`ExperienceMemory` whose lessons adjust tool scores.
+        storage: ``"auto"`` (default: int8 for tables of >= ``AUTO_INT8_ELEMENTS``
+            elements, f32 below), ``"f32"``, ``"f16"`` or ``"int8"``. An int8 table is
+            scanned in int8 and its contenders re-scored exactly (``Policy.exact_top``,
+            ``exact_band``); routes outside them keep an estimate whose error bound is
+            in ``Decision.score_bounds``.
     """
 
     def __init__(self, routes: Sequence[RouteSpec] = (), tools: Sequence[ToolSpec] = (), *, encoder: EncoderLike | None = None,
                  policy: Policy | None = None, llm: LLMRouter | None = None, memory: ExperienceMemory | None = None,
-                 head: Any = None, storage: str = "f32", _vectors: dict[str, np.ndarray] | None = None):
+                 head: Any = None, storage: str = "auto", _vectors: dict[str, np.ndarray] | None = None):
         if not routes and not tools:
             raise ConfigError("a router needs at least one route or tool")
         if encoder is None:
@@ -96,6 +117,7 @@ class Router:
         self._tool_by_name = {t.name: t for t in self.tool_specs}
         self._tool_pos = {t.name: i for i, t in enumerate(self.tool_specs)}
         self._core_tools = [i for i, t in enumerate(self.tool_specs) if t.core]
+        self._tools_without_exemplars = any(not t.exemplars() for t in self.tool_specs)
         self._discovery: dict[tuple[str, ...], dict[str, list[str]]] = {}
         unknown = set(self.policy.per_route) - set(self._route_by_name)
         if unknown:
@@ -157,7 +179,8 @@ class Router:
         except Exception as e:  # noqa: BLE001 - degrade to the LLM, never crash
             return self._degraded(text, previous, e, t0)
         t1 = time.perf_counter()
-        r = self._routes.score(enc.embeddings[0], self.policy, list(context_domains), self.policy.top_exemplars)
+        p = self.policy
+        r = self._routes.score(enc.embeddings[0], p, list(context_domains), p.top_exemplars)
         t2 = time.perf_counter()
         if self.head is not None:
             self._apply_head(r, enc.embeddings[0])
@@ -204,12 +227,11 @@ class Router:
         high = p.value("previous_high" if continuing else "high", bname)
         margin_th = p.value("previous_margin" if continuing else "margin", bname)
         tier = tier_of(p1, p1 - p2, high, margin_th, p.value("medium", bname))
-        labels = self._routes.index.label_names()
+        labels, pos = self._routes.labels, self._routes.pos
         out: dict[str, Any] = {
             "route": bname, "tier": tier, "confidence": p1, "margin": p1 - p2,
-            "probabilities": {n: float(v) for n, v in zip(names, probs)},
-            "raw_scores": {n: float(v) for n, v in zip(names, raw)},
-            "adjusted_scores": {n: float(v) for n, v in zip(names, adjusted)},
+            "probabilities": ScoreMap(names, probs, pos), "raw_scores": ScoreMap(names, raw, pos),
+            "adjusted_scores": ScoreMap(names, adjusted, pos), "score_bounds": ScoreMap(names, r["bound"], pos),
             "top_exemplars": tuple(Exemplar(labels[c], self._routes.texts[i], float(s)) for i, c, s in zip(r["top_ids"], r["top_labels"], r["top_scores"])),
             "alerts": [], "action": "route", "candidates": (), "_llm_ms": 0.0,
         }
@@ -286,7 +308,7 @@ class Router:
 
     @staticmethod
     def _collision_alert(a: str, b: str, gap: float, table: _Table, what: str) -> Alert:
-        da, db = table.domains[table.names.index(a)], table.domains[table.names.index(b)]
+        da, db = table.domains[table.pos[a]], table.domains[table.pos[b]]
         msg = (f"Ambiguity alert: the {what}s '{a}' (domain '{da}') and '{b}' (domain '{db}') are within {gap:.3f} of each other. "
                f"Check which domain the user means before using '{a}'; if the request is about '{db}', use '{b}'.")
         return Alert("collision", msg, {"first": a, "second": b, "gap": float(gap), "domains": [da, db]})

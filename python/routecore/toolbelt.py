@@ -19,13 +19,19 @@ if TYPE_CHECKING:
 MORE_TOOLS = "request_more_tools"
 
 
-def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None) -> tuple[np.ndarray, np.ndarray]:
+def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None, exact_top: int, floor: float) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Raw and final (affinity, anti-patterns, lessons) tool scores, and whether
+    a lesson banned a tool (-inf). With int8 tables, the best ``exact_top`` tools
+    and any tool that may reach ``floor`` are scored exactly."""
     p = router.policy
     active = [context_domain] if context_domain else []
-    r = router._tools.score(q, p, active, 0)
-    adjusted = r["adjusted"].astype(np.float32).copy()
+    if router.memory is not None:
+        floor -= p.lesson_boost  # a lesson can lift a tool over the floor
+    r = router._tools.score(q, p, active, 0, exact_top=exact_top, exact_floor=floor, probabilities=False)
+    adjusted = r["adjusted"]  # a fresh array (or a view of one): ours to modify
+    banned = router._tools_without_exemplars  # such tools score -inf
     if len(router._anti.texts):
-        anti = router._anti.score(q, p, [], 0, aggregation="max")["raw"]
+        anti = router._anti.score(q, p, [], 0, aggregation="max", exact_floor=p.anti_pattern_threshold, probabilities=False)["raw"]
         hit = anti >= p.anti_pattern_threshold
         adjusted[hit] *= p.anti_pattern_penalty
     if router.memory is not None:
@@ -39,7 +45,8 @@ def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None) 
                 if j is None:
                     continue
                 adjusted[j] = adjusted[j] + p.lesson_boost if use[i] else -np.inf
-    return r["raw"], adjusted
+                banned = banned or not use[i]
+    return r["raw"], adjusted, banned
 
 
 def select_tools(router: "Router", query: str, context_domain: str | None, top_k: int | None, threshold: float | None, *, exclude: set[str] | None = None) -> ToolBelt:
@@ -52,26 +59,30 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
     th = p.tool_threshold if threshold is None else threshold
     if k < 0 or not 0 <= th <= 1:
         raise InvalidArgumentError(f"top_k must be >= 0 and threshold in [0, 1]; got {k}, {th}")
+    by_threshold = p.tool_selection == "threshold" or threshold is not None
+    wanted = k + len(router._core_tools) + len(exclude or ())
     t0 = time.perf_counter()
     enc = router.encoder.encode_with_stats([query])
     t1 = time.perf_counter()
-    raw, adjusted = _ranked_scores(router, enc.embeddings[0], context_domain)
+    raw, adjusted, banned = _ranked_scores(router, enc.embeddings[0], context_domain, max(p.exact_top, p.report_scores, wanted),
+                                           th if by_threshold else float("inf"))
     # Collisions are judged on the final scores (after anti-patterns and lessons).
-    finite = np.where(np.isfinite(adjusted), adjusted, np.float32(-1e30)).astype(np.float32)
+    finite = np.where(np.isfinite(adjusted), adjusted, np.float32(-1e30)).astype(np.float32) if banned else adjusted
     collision = _native.detect_collision(finite, router._tools.domain_ids, p.collision_gap) if len(finite) > 1 else None
     t2 = time.perf_counter()
     names, tools = router._tools.names, router.tool_specs
     pos, core = router._tool_pos, router._core_tools
     chosen: dict[str, str] = {names[i]: "core" for i in core}
-    finite_n = int(np.isfinite(adjusted).sum())
-    by_threshold = p.tool_selection == "threshold" or threshold is not None
+    finite_n = int(np.isfinite(adjusted).sum()) if banned else len(adjusted)
     if by_threshold:
         cand = np.flatnonzero(np.isfinite(adjusted) & (adjusted >= th))
         m = len(cand)
     else:
-        m = min(finite_n, k + len(core) + len(exclude or ()))
-    # Exact top-m in native code (ties to the lower index): O(tools), no full sort.
-    order = _native.topk(finite, m)[1] if m else ()
+        m = min(finite_n, wanted)
+    # One exact native top-m (ties to the lower index): O(tools), no full sort.
+    shown_n = min(p.report_scores, len(finite))
+    ranked = _native.topk(finite, max(m, shown_n))[1] if max(m, shown_n) else np.zeros(0, np.int64)
+    order, shown = ranked[:m], ranked[:shown_n]
     picked = 0
     for i in order:
         n = names[i]
@@ -93,7 +104,6 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
         alerts.append(a)
         prompt = a.message
     choices = tuple(ToolChoice(n, tools[pos[n]].domain, float(adjusted[pos[n]]), float(raw[pos[n]]), why) for n, why in chosen.items())
-    shown = _native.topk(finite, min(p.report_scores, len(finite)))[1] if len(finite) else ()
     t3 = time.perf_counter()
     return ToolBelt(choices, tuple(alerts), collision is not None, prompt,
                     {names[i]: float(adjusted[i]) for i in shown}, {names[i]: float(raw[i]) for i in shown},

@@ -96,9 +96,9 @@ def build_router(train: Dataset, encoder: Any, *, shots: int | None = None, seed
 
 
 def raw_scores(router: Router, X: np.ndarray) -> np.ndarray:
-    """Aggregated raw route scores [n, routes] (native scoring step per row)."""
+    """Aggregated raw route scores [n, routes] (native scoring step per row), all exact."""
     p = router.policy
-    return np.stack([router._routes.score(x, p, [], 0)["raw"] for x in X]) if len(X) else np.zeros((0, len(router.route_specs)))
+    return np.stack([router._routes.score(x, p, [], 0, exact_floor=-np.inf)["raw"] for x in X]) if len(X) else np.zeros((0, len(router.route_specs)))
 
 
 def fit_router(router: Router, val: Dataset, *, objective: str = "accuracy", coverage: float = 0.9, oos_label: str = "oos",

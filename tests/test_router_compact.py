@@ -1,0 +1,83 @@
+"""Routers over int8 tables (``storage="auto"`` for large route sets and
+catalogs) decide exactly as over f32 tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from stubs import DIM, StubEncoder
+
+from routecore.policy import Policy
+from routecore.router import AUTO_INT8_ELEMENTS, Router
+from routecore.specs import RouteSpec, ToolSpec
+
+N_ROUTES, PER = 60, 12
+
+
+@pytest.fixture(scope="module")
+def setup():
+    rng = np.random.default_rng(5)
+    centres = rng.standard_normal((N_ROUTES, DIM)).astype(np.float32)
+    table, routes = {}, []
+    for r in range(N_ROUTES):
+        texts = [f"route{r}-ex{j}" for j in range(PER)]
+        for t in texts:
+            table[t] = centres[r] + 1.1 * rng.standard_normal(DIM).astype(np.float32)
+        routes.append(RouteSpec(f"R{r}", tuple(texts), domain=f"d{r % 4}"))
+    queries = []
+    for i in range(40):
+        q = f"query{i}"
+        # Some queries sit between two routes, some near one, some nowhere.
+        a, b = rng.integers(0, N_ROUTES, 2)
+        w = rng.uniform(0, 1)
+        table[q] = (w * centres[a] + (1 - w) * centres[b] + rng.uniform(0.5, 3) * rng.standard_normal(DIM)).astype(np.float32)
+        queries.append(q)
+    enc = StubEncoder(table)
+    policy = Policy(low_action="clarify", min_score=0.1)
+    return routes, enc, policy, queries
+
+
+def test_auto_storage_picks_int8_for_large_tables(setup):
+    routes, enc, policy, _ = setup
+    assert N_ROUTES * PER * DIM >= AUTO_INT8_ELEMENTS
+    assert Router(routes, encoder=enc, policy=policy)._routes.storage == "int8"
+    assert Router(routes[:3], encoder=enc, policy=policy)._routes.storage == "f32"
+
+
+def test_int8_router_decides_like_f32(setup):
+    routes, enc, policy, queries = setup
+    exact = Router(routes, encoder=enc, policy=policy, storage="f32")
+    compact = Router(routes, encoder=enc, policy=policy, storage="int8")
+    approximated = 0
+    for q in queries:
+        a, b = exact.route(q), compact.route(q)
+        assert (a.action, a.route, a.tier, a.candidates, a.bias_rule) == (b.action, b.route, b.tier, b.candidates, b.bias_rule)
+        assert [e.text for e in a.top_exemplars] == [e.text for e in b.top_exemplars]
+        for name, bound in b.score_bounds.items():
+            assert abs(a.raw_scores[name] - b.raw_scores[name]) <= bound + 1e-6
+        best = max(a.adjusted_scores, key=a.adjusted_scores.get)
+        assert b.score_bounds[best] == 0
+        assert b.probabilities == pytest.approx(a.probabilities, abs=2e-3)
+        approximated += sum(1 for v in b.score_bounds.values() if v > 0)
+        assert not any(a.score_bounds.values())
+    assert approximated > 0  # the int8 path really estimated some routes
+
+
+def test_int8_tool_belt_matches_f32():
+    rng = np.random.default_rng(9)
+    n = 400
+    table = {f"tool {i}": rng.standard_normal(DIM).astype(np.float32) for i in range(n)}
+    tools = [ToolSpec(f"t{i}", f"tool {i}", domain=f"p{i % 20}") for i in range(n)]
+    queries = [f"tool {i}" for i in range(0, n, 37)]
+    for q in list(queries):
+        table[q + " please"] = table[q] + 0.8 * rng.standard_normal(DIM).astype(np.float32)
+        queries.append(q + " please")
+    enc = StubEncoder(table)
+    exact = Router(tools=tools, encoder=enc, storage="f32")
+    compact = Router(tools=tools, encoder=enc, storage="int8")
+    for q in queries:
+        for kw in ({}, {"context_domain": "p3"}, {"threshold": 0.2}):
+            a, b = exact.tools(q, **kw), compact.tools(q, **kw)
+            assert a.names == b.names
+            assert list(a.scores) == list(b.scores)
+            assert [t.score for t in b.tools] == pytest.approx([t.score for t in a.tools], abs=1e-5)
