@@ -81,3 +81,20 @@ def test_int8_tool_belt_matches_f32():
             assert a.names == b.names
             assert list(a.scores) == list(b.scores)
             assert [t.score for t in b.tools] == pytest.approx([t.score for t in a.tools], abs=1e-5)
+
+
+def test_previous_route_and_clarify_candidates_are_exact(setup):
+    routes, enc, policy, queries = setup
+    boost = Policy(low_action="clarify", min_score=0.1, previous_strategy="boost", previous_boost=0.3)
+    exact = Router(routes, encoder=enc, policy=boost, storage="f32")
+    compact = Router(routes, encoder=enc, policy=boost, storage="int8")
+    for q in queries[:15]:
+        first = compact.route(q)
+        worst = min(first.raw_scores, key=first.raw_scores.get)
+        a, b = exact.route(q, previous=worst), compact.route(q, previous=worst)
+        assert b.score_bounds[worst] == 0
+        assert abs(a.raw_scores[worst] - b.raw_scores[worst]) <= 1e-5
+        assert (a.action, a.route, a.tier) == (b.action, b.route, b.tier)
+        if b.action == "clarify":
+            c = compact.route("the second one", clarify=b)
+            assert all(c.score_bounds[n] == 0 for n in b.candidates)

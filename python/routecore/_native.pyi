@@ -47,10 +47,11 @@ class FlatIndex:
         exact_band: float = 0.0,
         exact_floor: float = ...,
         probabilities: bool = True,
+        exact_routes: list[str] = ...,
     ) -> dict[str, Any]:
         """One routing step. Keys: raw, bound, adjusted, probs, route_domains,
         top_scores, top_ids, top_labels, collision. With int8 storage, routes
-        outside the exact set (``exact_top``/``exact_band``/``exact_floor``) keep
+        outside the exact set (``exact_top``/``exact_band``/``exact_floor``/``exact_routes``) keep
         an int8 estimate of ``raw`` with ``|error| <= bound``; ``bound`` is 0
         for exact routes and always 0 for f32/f16 storage. ``probs`` is empty
         when ``probabilities`` is false."""

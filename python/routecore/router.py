@@ -57,11 +57,12 @@ class _Table:
         self.domain_ids = np.array([dom[d] for d in domains], dtype=np.uint32)
 
     def score(self, q: np.ndarray, policy: Policy, active: list[str], top: int, aggregation: str | None = None,
-              exact_top: int | None = None, exact_floor: float = float("inf"), probabilities: bool = True) -> dict[str, Any]:
+              exact_top: int | None = None, exact_floor: float = float("inf"), probabilities: bool = True,
+              exact: Sequence[str] = ()) -> dict[str, Any]:
         """One native step; per-route arrays come back in spec order."""
         r = self.index._impl.score_routes(q, aggregation or policy.aggregation, policy.top_n, policy.temperature, active,
                                           policy.affinity_boost, policy.affinity_penalty, policy.collision_gap, top,
-                                          exact_top or policy.exact_top, policy.exact_band, exact_floor, probabilities)
+                                          exact_top or policy.exact_top, policy.exact_band, exact_floor, probabilities, list(exact))
         c = self.codes
         r["raw"], r["adjusted"], r["bound"] = r["raw"][c], r["adjusted"][c], r["bound"][c]
         if probabilities:
@@ -180,7 +181,9 @@ class Router:
             return self._degraded(text, previous, e, t0)
         t1 = time.perf_counter()
         p = self.policy
-        r = self._routes.score(enc.embeddings[0], p, list(context_domains), p.top_exemplars)
+        # The previous route and the clarified candidates may be lifted above the best routes: keep them exact.
+        exact = ([previous] if previous else []) + (list(clarify.candidates) if clarify is not None else [])
+        r = self._routes.score(enc.embeddings[0], p, list(context_domains), p.top_exemplars, exact=exact)
         t2 = time.perf_counter()
         if self.head is not None:
             self._apply_head(r, enc.embeddings[0])

@@ -132,6 +132,11 @@ impl FlatIndex {
         self.domain_names.get(name)
     }
 
+    /// Code of a label name, if any row has it.
+    pub fn label_code(&self, name: &str) -> Option<u32> {
+        self.label_names.get(name)
+    }
+
     /// A normalised copy of one row (the input itself is never copied whole).
     fn prepared_row(&self, row: &[f32], buf: &mut Vec<f32>) {
         buf.clear();

@@ -34,6 +34,9 @@ pub struct StepParams {
     /// int8 storage only: and every route that may score `>= exact_floor`
     /// (`+inf`: no floor).
     pub exact_floor: f32,
+    /// int8 storage only: these routes (label names) are always exact too,
+    /// e.g. the previous route, whose boost may lift it to the top.
+    pub exact_routes: Vec<String>,
 }
 
 impl StepParams {
@@ -51,6 +54,7 @@ impl StepParams {
             exact_top: 10,
             exact_band: 0.0,
             exact_floor: f32::INFINITY,
+            exact_routes: Vec::new(),
         }
     }
 }

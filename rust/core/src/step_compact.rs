@@ -5,8 +5,8 @@
 //! A route is a *contender* when its upper bound (after affinity) reaches
 //! `τ = min(k-th best lower bound, best lower bound − band, floor)`. Every route
 //! of the true top `exact_top`, every route within `exact_band` of the best and
-//! every route that may score ≥ `exact_floor` is a contender, so its raw score is
-//! exact. The others keep an estimate with its bound (typically < 1e-3).
+//! every route that may score ≥ `exact_floor` (and every route named in
+//! `exact_routes`) is a contender, so its raw score is exact. The others keep an estimate with its bound (typically < 1e-3).
 
 use crate::error::Result;
 use crate::index::FlatIndex;
@@ -60,7 +60,12 @@ pub(crate) fn estimate(
             aggregate(&hi, labels, n_routes, p.aggregation)?,
         )
     };
-    let contender = contenders(&lb, &ub, mult, p);
+    let mut contender = contenders(&lb, &ub, mult, p);
+    for name in &p.exact_routes {
+        if let Some(c) = index.label_code(name) {
+            contender[c as usize] = true;
+        }
+    }
 
     // 2. Exact f32 re-scoring. A row is needed when its upper bound reaches its
     //    route's threshold (max: the route's lower bound, so it may be the max;

@@ -140,7 +140,7 @@ impl PyFlatIndex {
     }
 
     /// One native routing step; see `routecore_core::step`. Returns a dict of arrays.
-    #[pyo3(signature = (query, aggregation = "max", top_n = 3, temperature = 0.05, active_domains = Vec::new(), boost = 1.15, penalty = 0.7, collision_gap = 0.08, top_exemplars = 5, exact_top = 10, exact_band = 0.0, exact_floor = f32::INFINITY, probabilities = true))]
+    #[pyo3(signature = (query, aggregation = "max", top_n = 3, temperature = 0.05, active_domains = Vec::new(), boost = 1.15, penalty = 0.7, collision_gap = 0.08, top_exemplars = 5, exact_top = 10, exact_band = 0.0, exact_floor = f32::INFINITY, probabilities = true, exact_routes = Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn score_routes<'py>(
         &self,
@@ -158,6 +158,7 @@ impl PyFlatIndex {
         exact_band: f32,
         exact_floor: f32,
         probabilities: bool,
+        exact_routes: Vec<String>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let q = F32Rows::extract(query, "query")?;
         let data = q.slice();
@@ -173,6 +174,7 @@ impl PyFlatIndex {
             exact_band,
             exact_floor,
             probabilities,
+            exact_routes,
         };
         let (r, top_ids, top_labels) = py
             .detach(|| {
