@@ -68,10 +68,11 @@ def main(path: str) -> None:
             print(f"| {e.get('d', '?')} | {e['storage']} | {e['threads']} | {st['median'] * 1e3:.2f} | {ratio} | {e['top5_equal_exact'] * 100:.1f}% |")
         print()
     if steps:
-        print("| d | threads | scoring step p50 µs | p95 µs | stream time µs | ratio |")
-        print("|---|---|---|---|---|---|")
-        for e, st in sorted(steps, key=lambda x: (x[0]["d"], x[0]["threads"])):
-            print(f"| {e['d']} | {e['threads']} | {us(st['median'])} | {us(_p95(st))} | {e['stream_us']:.1f} | {st['median'] * 1e6 / e['stream_us']:.2f}× |")
+        print("| d | storage | threads | scoring step p50 µs | p95 µs | stream time µs | ratio |")
+        print("|---|---|---|---|---|---|---|")
+        for e, st in sorted(steps, key=lambda x: (x[0]["d"], x[0].get("storage", "f32"), x[0]["threads"])):
+            print(f"| {e['d']} | {e.get('storage', 'f32')} | {e['threads']} | {us(st['median'])} | {us(_p95(st))} | {e['stream_us']:.1f} | "
+                  f"{st['median'] * 1e6 / e['stream_us']:.2f}× |")
 
 
     if encodes:
