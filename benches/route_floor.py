@@ -1,0 +1,52 @@
+"""The memory floor of the routing step: one int8 pass over the 150 x 100 CLINC150
+exemplar matrix (`VectorIndex(storage="int8").search(q, 1)`: the kernel plus a tiny
+re-rank), timed hot and right after an encode of the query, which evicts it from cache.
+
+    python benches/route_floor.py            # MiniLM and e5; prints a Markdown table
+"""
+
+from __future__ import annotations
+
+import datetime
+import platform
+import time
+
+import numpy as np
+from conftest import SHARED
+
+from routecore import Encoder, VectorIndex, _native
+from routecore.evaluation import datasets as D
+from routecore.evaluation import runner as R
+
+QUERIES = ["the production server is down", "comment configurer le VPN", "how do I rotate the database password",
+           "my card payment was declined", "set an alarm for 7 am", "what is the weather tomorrow", "query logs", "restart nginx"]
+
+
+def main() -> None:
+    print(f"{platform.processor() or platform.machine()}, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC\n")
+    print("| encoder | encode p50 ms | int8 pass hot p50 µs | int8 pass after encode p50 / p95 µs | after encode / encode |")
+    print("|---|---|---|---|---|")
+    train = D.clinc150("train")
+    _native.set_parallel_cutoff(1 << 62)  # one thread, as in the routing step
+    for name, path in (("minilm-int8", None), ("e5-small-int8", SHARED / "models" / "multilingual-e5-small")):
+        enc = Encoder.load(path, cache_size=0)
+        router = R.build_router(train, enc, shots=100)
+        ix = VectorIndex(enc.dim, backend="flat", storage="int8")
+        ix.add(np.arange(len(router._routes.texts)), router._routes.index.vectors()[1])
+        enc_t, cold, hot = [], [], []
+        for i in range(300):
+            t0 = time.perf_counter()
+            q = enc.encode_with_stats([QUERIES[i % 8]]).embeddings[0]
+            t1 = time.perf_counter()
+            ix.search(q, 1)
+            t2 = time.perf_counter()
+            ix.search(q, 1)
+            t3 = time.perf_counter()
+            enc_t.append(t1 - t0), cold.append(t2 - t1), hot.append(t3 - t2)
+        e, c, h = (np.array(x[20:]) for x in (enc_t, cold, hot))
+        print(f"| {name} | {np.median(e) * 1e3:.2f} | {np.median(h) * 1e6:.0f} | {np.median(c) * 1e6:.0f} / {np.percentile(c, 95) * 1e6:.0f} | "
+              f"{np.median(c) / np.median(e):.1%} |")
+
+
+if __name__ == "__main__":
+    main()
