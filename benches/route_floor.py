@@ -12,14 +12,12 @@ import platform
 import time
 
 import numpy as np
+from bench_router import QUERIES
 from conftest import SHARED
 
 from routecore import Encoder, VectorIndex, _native
 from routecore.evaluation import datasets as D
 from routecore.evaluation import runner as R
-
-QUERIES = ["the production server is down", "comment configurer le VPN", "how do I rotate the database password",
-           "my card payment was declined", "set an alarm for 7 am", "what is the weather tomorrow", "query logs", "restart nginx"]
 
 
 def main() -> None:

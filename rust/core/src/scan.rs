@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 
 use crate::simd::{dot, dot4, dot_f16, dot_tile};
-use crate::simd_int8::{dot_i8_rows, QueryI8};
+use crate::simd_int8::{dot_i8_rows, QueryI8, BLOCK_ROWS};
 use crate::storage::{Storage, StorageKind};
 use crate::topk::{Hit, TopK};
 
@@ -54,9 +54,6 @@ fn chunk_rows(n: usize, dim: usize) -> usize {
     by_balance.max(by_size).max(1)
 }
 
-/// Rows per call of the int8 block kernel.
-const INT8_BLOCK: usize = 256;
-
 /// Candidate pool re-ranked exactly after a compact scan.
 pub fn rerank_pool(k: usize, n: usize) -> usize {
     (4 * k).max(k + 32).min(n)
@@ -90,10 +87,10 @@ impl<'a> Scorer<'a> {
         if let Some(q8) = &self.q8 {
             // Blocks of rows through the int8 kernel, then the estimate per row.
             let d = self.s.dim();
-            let mut buf = [0f32; INT8_BLOCK];
+            let mut buf = [0f32; BLOCK_ROWS];
             let mut i = rows.start;
             while i < rows.end {
-                let m = (rows.end - i).min(INT8_BLOCK);
+                let m = (rows.end - i).min(BLOCK_ROWS);
                 let out = &mut buf[..m];
                 dot_i8_rows(
                     &self.s.i8s[i * d..(i + m) * d],

@@ -131,9 +131,31 @@ pub const DEFAULT_PENALTY: f32 = 0.70;
 /// Default top-1/top-2 gap under which a cross-domain pair is a collision.
 pub const DEFAULT_COLLISION_GAP: f32 = 0.08;
 
-/// Multiply each score by `boost` when its domain is active and by `penalty`
-/// otherwise. `active[d]` says whether domain code `d` is active. With no active
-/// domain at all the scores are returned unchanged.
+/// Affinity multiplier per candidate: `boost` when its domain is active,
+/// `penalty` otherwise. `active[d]` says whether domain code `d` is active; with
+/// no active domain at all every multiplier is 1.
+pub fn affinity_multipliers(
+    domains: &[u32],
+    active: &[bool],
+    boost: f32,
+    penalty: f32,
+) -> Vec<f32> {
+    if !active.iter().any(|&a| a) {
+        return vec![1.0; domains.len()];
+    }
+    domains
+        .iter()
+        .map(|&d| {
+            if active.get(d as usize).copied().unwrap_or(false) {
+                boost
+            } else {
+                penalty
+            }
+        })
+        .collect()
+}
+
+/// Multiply each score by its [`affinity_multipliers`] entry.
 pub fn apply_affinity(
     scores: &mut [f32],
     domains: &[u32],
@@ -147,13 +169,8 @@ pub fn apply_affinity(
             got: domains.len(),
         });
     }
-    if !active.iter().any(|&a| a) {
-        return Ok(());
-    }
-    for (s, &d) in scores.iter_mut().zip(domains) {
-        let on = active.get(d as usize).copied().unwrap_or(false);
-        *s *= if on { boost } else { penalty };
-    }
+    let mult = affinity_multipliers(domains, active, boost, penalty);
+    scores.iter_mut().zip(mult).for_each(|(s, m)| *s *= m);
     Ok(())
 }
 

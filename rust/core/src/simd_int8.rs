@@ -229,6 +229,9 @@ pub fn has_vnni512() -> bool {
     }
 }
 
+/// Rows per call of [`dot_i8_rows`] in the scans (a stack buffer of outputs).
+pub const BLOCK_ROWS: usize = 256;
+
 /// `q̂·r8` for consecutive int8 rows (`rows` is `out.len() × dim`); `sums[i]`
 /// is the code sum of row `i` (VNNI offset correction).
 pub fn dot_i8_rows(rows: &[i8], dim: usize, q: &QueryI8, sums: &[i32], out: &mut [f32]) {

@@ -3,7 +3,9 @@
 
 use crate::error::{Error, Result};
 use crate::index::FlatIndex;
-use crate::scoring::{aggregate, detect_collision, softmax, Aggregation, Collision};
+use crate::scoring::{
+    affinity_multipliers, aggregate, detect_collision, softmax, Aggregation, Collision,
+};
 use crate::step_compact;
 use crate::storage::StorageKind;
 use crate::topk::{top_k, Hit};
@@ -89,7 +91,7 @@ pub fn score_routes(index: &FlatIndex, query: &[f32], p: &StepParams) -> Result<
     }
     let n_routes = index.label_names().len();
     let route_domains = index.route_domains().to_vec();
-    let mult = affinity_multipliers(index, &route_domains, p);
+    let mult = route_multipliers(index, &route_domains, p);
     let (raw, bound, top) = if index.kind() == StorageKind::Int8 {
         let (_, q) = index.prepare_queries(query)?;
         if q.len() != index.dim() {
@@ -131,32 +133,20 @@ pub fn score_routes(index: &FlatIndex, query: &[f32], p: &StepParams) -> Result<
     })
 }
 
-/// Per-route affinity multiplier: `boost` in an active domain, `penalty`
-/// elsewhere; all `penalty` when no route lives in an active domain; all 1
-/// without active domains.
-fn affinity_multipliers(index: &FlatIndex, route_domains: &[u32], p: &StepParams) -> Vec<f32> {
-    if p.active_domains.is_empty() {
-        return vec![1.0; route_domains.len()];
-    }
+/// Per-route affinity multipliers ([`affinity_multipliers`]); when none of the
+/// active domain names is known to the index, every route is cross-domain and
+/// gets `penalty`.
+fn route_multipliers(index: &FlatIndex, route_domains: &[u32], p: &StepParams) -> Vec<f32> {
     let mut active = vec![false; index.domain_names().len()];
     for name in &p.active_domains {
         if let Some(c) = index.domain_code(name) {
             active[c as usize] = true;
         }
     }
-    if !active.iter().any(|&a| a) {
+    if !p.active_domains.is_empty() && !active.iter().any(|&a| a) {
         return vec![p.penalty; route_domains.len()];
     }
-    route_domains
-        .iter()
-        .map(|&d| {
-            if active[d as usize] {
-                p.boost
-            } else {
-                p.penalty
-            }
-        })
-        .collect()
+    affinity_multipliers(route_domains, &active, p.boost, p.penalty)
 }
 
 #[cfg(test)]

@@ -6,17 +6,17 @@
 //! `τ = min(k-th best lower bound, best lower bound − band, floor)`. Every route
 //! of the true top `exact_top`, every route within `exact_band` of the best and
 //! every route that may score ≥ `exact_floor` (and every route named in
-//! `exact_routes`) is a contender, so its raw score is exact. The others keep an estimate with its bound (typically < 1e-3).
+//! `exact_routes`) is a contender, so its raw score is exact. The others keep an
+//! estimate with its bound (typically < 0.01 for sentence embeddings).
+
+use rayon::prelude::*;
 
 use crate::error::Result;
 use crate::index::FlatIndex;
-use rayon::prelude::*;
-
 use crate::scan::route_parallel_cutoff;
 use crate::scoring::{aggregate, Aggregation};
 use crate::simd::{dot, prefetch};
-use crate::simd_int8::{dot_i8_rows, QueryI8};
-
+use crate::simd_int8::{dot_i8_rows, QueryI8, BLOCK_ROWS as BLOCK};
 use crate::step::StepParams;
 use crate::topk::{Hit, TopK};
 
@@ -27,9 +27,6 @@ pub(crate) struct Estimate {
     pub bound: Vec<f32>,
     pub top: Vec<Hit>,
 }
-
-/// Rows per call of the int8 block kernel.
-const BLOCK: usize = 256;
 
 /// Estimate every route of an int8 `index` for the prepared query `q`;
 /// `mult[r]` is route `r`'s affinity multiplier.
@@ -47,14 +44,21 @@ pub(crate) fn estimate(
     let k_ex = p.top_exemplars.min(n);
 
     // 1. int8 scan: estimate and bound of every exemplar, route intervals for max.
-    let scan = scan_int8(index, q, n_routes, k_ex);
-    let (est, bnd) = (&scan.est, &scan.bnd);
+    let Scan {
+        est,
+        bnd,
+        est_max,
+        lb,
+        ub,
+        group_hi,
+        top_floor,
+    } = scan_int8(index, q, n_routes, k_ex);
     let (lb, ub) = if max_agg {
-        (scan.lb.clone(), scan.ub.clone())
+        (lb, ub)
     } else {
         // Mean and top-n mean are monotone, so bounds aggregate to bounds.
-        let lo: Vec<f32> = est.iter().zip(bnd).map(|(e, b)| e - b).collect();
-        let hi: Vec<f32> = est.iter().zip(bnd).map(|(e, b)| e + b).collect();
+        let lo: Vec<f32> = est.iter().zip(&bnd).map(|(e, b)| e - b).collect();
+        let hi: Vec<f32> = est.iter().zip(&bnd).map(|(e, b)| e + b).collect();
         (
             aggregate(&lo, labels, n_routes, p.aggregation)?,
             aggregate(&hi, labels, n_routes, p.aggregation)?,
@@ -78,14 +82,10 @@ pub(crate) fn estimate(
             (true, false) => f32::NEG_INFINITY,
         })
         .collect();
-    let top_floor = if k_ex > 0 {
-        scan.top_floor
-    } else {
-        f32::INFINITY
-    };
+    let top_floor = if k_ex > 0 { top_floor } else { f32::INFINITY };
     let t_min = route_thr.iter().copied().fold(top_floor, f32::min);
     let mut wanted: Vec<(usize, bool, bool)> = Vec::new();
-    for (g, &g_hi) in scan.group_hi.iter().enumerate() {
+    for (g, &g_hi) in group_hi.iter().enumerate() {
         if g_hi < t_min {
             continue; // no row of these GROUP rows can matter
         }
@@ -121,7 +121,7 @@ pub(crate) fn estimate(
                 if contender[c] {
                     exact_max[c]
                 } else {
-                    scan.est_max[c]
+                    est_max[c]
                 }
             })
             .collect()
