@@ -15,20 +15,30 @@ fn rows(n: usize, d: usize, seed: u32) -> Vec<f32> {
 }
 
 #[test]
-fn block_kernel_matches_scalar_for_odd_widths() {
-    for d in [1, 7, 63, 64, 65, 130, 384] {
-        let v = rows(9, d, 7 + d as u32);
+fn block_kernel_matches_scalar_for_odd_widths_and_counts() {
+    // Row counts around the 16-row pass of the VNNI kernel and its tail.
+    for (d, n) in [
+        (1, 9),
+        (7, 16),
+        (63, 17),
+        (64, 33),
+        (65, 9),
+        (130, 47),
+        (384, 64),
+        (384, 37),
+    ] {
+        let v = rows(n, d, 7 + d as u32);
         let q = QueryI8::new(&rows(1, d, 99)[..d], &[]);
-        let mut codes = vec![0i8; 9 * d];
+        let mut codes = vec![0i8; n * d];
         let facts: Vec<RowQuant> = v
             .chunks(d)
             .zip(codes.chunks_mut(d))
             .map(|(r, c)| quantize_row(r, c))
             .collect();
         let sums: Vec<i32> = facts.iter().map(|f| f.sum).collect();
-        let mut out = vec![0f32; 9];
+        let mut out = vec![0f32; n];
         dot_i8_rows(&codes, d, &q, &sums, &mut out);
-        let mut slow = vec![0f32; 9];
+        let mut slow = vec![0f32; n];
         dot_i8_rows_fallback(&codes, d, &q, &mut slow);
         for (i, (&o, &w)) in out.iter().zip(&slow).enumerate() {
             let int = |c: &[i8]| -> i32 {
@@ -39,8 +49,8 @@ fn block_kernel_matches_scalar_for_odd_widths() {
                     .sum()
             };
             let want = q.scales.0 * int(&q.a) as f32 + q.scales.1 * int(&q.b) as f32;
-            assert_eq!(o, want, "d={d} row={i}");
-            assert_eq!(w, want, "d={d} row={i} (fallback)");
+            assert_eq!(o, want, "d={d} n={n} row={i}");
+            assert_eq!(w, want, "d={d} n={n} row={i} (fallback)");
         }
     }
 }
