@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use crate::error::{Error, Result};
 pub use crate::interner::Interner;
+use crate::label_rows::LabelRows;
 use crate::scan;
 use crate::simd::l2_normalize;
 use crate::storage::{Storage, StorageKind};
@@ -39,8 +40,8 @@ pub struct FlatIndex {
     pub(crate) label_names: Interner,
     pub(crate) domain_names: Interner,
     rows: HashMap<u64, usize>,
-    /// Domain code of each label (that of its last row), kept after every write.
-    route_domains: Vec<u32>,
+    /// Domain and rows of each label, rebuilt after every write.
+    by_label: LabelRows,
 }
 
 /// Check that `data` holds `n` finite rows of width `dim`.
@@ -75,7 +76,7 @@ impl FlatIndex {
             label_names: Interner::default(),
             domain_names: Interner::default(),
             rows: HashMap::new(),
-            route_domains: Vec::new(),
+            by_label: LabelRows::default(),
         })
     }
 
@@ -204,22 +205,28 @@ impl FlatIndex {
             self.domains
                 .push(domains.map_or(0, |d| self.domain_names.intern(d[j])));
         }
-        self.refresh_route_domains();
+        self.refresh_routes();
         Ok(())
     }
 
-    /// Recompute [`FlatIndex::route_domains`] (O(rows), after each write).
-    fn refresh_route_domains(&mut self) {
-        let mut rd = vec![0u32; self.label_names().len()];
-        for (&l, &d) in self.labels.iter().zip(&self.domains) {
-            rd[l as usize] = d;
-        }
-        self.route_domains = rd;
+    /// Rebuild the per-label facts (O(rows), after each write).
+    fn refresh_routes(&mut self) {
+        self.by_label = LabelRows::build(self.label_names().len(), &self.labels, &self.domains);
+    }
+
+    /// True when no label has more than one row (a tool catalog, say).
+    pub fn one_row_per_label(&self) -> bool {
+        self.by_label.one_row_per_label()
+    }
+
+    /// Rows of label code `code`, ascending (empty for an unknown code).
+    pub fn route_rows(&self, code: usize) -> &[u32] {
+        self.by_label.rows(code)
     }
 
     /// Domain code of each label code (that of its last row; 0 without rows).
     pub fn route_domains(&self) -> &[u32] {
-        &self.route_domains
+        self.by_label.domains()
     }
 
     /// Replace the vectors (and, when given, labels/domains) of existing ids.
@@ -246,7 +253,7 @@ impl FlatIndex {
                 self.domains[r] = self.domain_names.intern(d[j]);
             }
         }
-        self.refresh_route_domains();
+        self.refresh_routes();
         Ok(())
     }
 
@@ -272,7 +279,7 @@ impl FlatIndex {
                 self.rows.insert(self.ids[r], r);
             }
         }
-        self.refresh_route_domains();
+        self.refresh_routes();
         Ok(())
     }
 
@@ -369,9 +376,9 @@ impl FlatIndex {
             label_names,
             domain_names,
             rows,
-            route_domains: Vec::new(),
+            by_label: LabelRows::default(),
         };
-        ix.refresh_route_domains();
+        ix.refresh_routes();
         Ok(ix)
     }
 }

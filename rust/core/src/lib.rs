@@ -3,7 +3,8 @@
 //! - [`simd`]: dot/cosine kernels (AVX2+FMA at run time, portable fallback);
 //! - [`simd_int8`]: int8 quantization with error bounds, AVX-512 VNNI block kernel;
 //! - [`topk`], [`scan`]: exact top-k over contiguous storage, single or batched;
-//! - [`index`], [`storage`], [`persist`]: the flat index, compact storage, files;
+//! - [`index`], [`label_rows`], [`storage`], [`persist`]: the flat index, its
+//!   per-label rows, compact storage, files;
 //! - [`scoring`], [`step`]: route aggregation, softmax, domain affinity, collisions;
 //! - [`encoder`]: the ONNX Runtime text encoder with its tokenizer and cache.
 
@@ -14,6 +15,7 @@ pub mod encoder;
 pub mod error;
 pub mod index;
 pub mod interner;
+pub mod label_rows;
 pub mod persist;
 pub mod scan;
 pub mod scoring;

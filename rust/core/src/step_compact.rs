@@ -9,6 +9,8 @@
 //! `exact_routes`) is a contender, so its raw score is exact. The others keep an
 //! estimate with its bound (typically < 0.01 for sentence embeddings).
 
+use std::collections::HashMap;
+
 use rayon::prelude::*;
 
 use crate::error::Result;
@@ -71,69 +73,89 @@ pub(crate) fn estimate(
         }
     }
 
-    // 2. Exact f32 re-scoring. A row is needed when its upper bound reaches its
-    //    route's threshold (max: the route's lower bound, so it may be the max;
-    //    mean/top-n: every row of a contender) or the k-th best lower bound (it
-    //    may be a best exemplar). Groups of rows below every threshold are skipped.
-    let route_thr: Vec<f32> = (0..n_routes)
-        .map(|c| match (contender[c], max_agg) {
-            (false, _) => f32::INFINITY,
-            (true, true) => lb[c],
-            (true, false) => f32::NEG_INFINITY,
-        })
-        .collect();
-    let top_floor = if k_ex > 0 { top_floor } else { f32::INFINITY };
-    let t_min = route_thr.iter().copied().fold(top_floor, f32::min);
-    let mut wanted: Vec<(usize, bool, bool)> = Vec::new();
-    for (g, &g_hi) in group_hi.iter().enumerate() {
-        if g_hi < t_min {
-            continue; // no row of these GROUP rows can matter
-        }
-        for r in g * GROUP..((g + 1) * GROUP).min(n) {
-            let hi = est[r] + bnd[r];
-            let (for_route, for_top) = (hi >= route_thr[labels[r] as usize], hi >= top_floor);
-            if for_route || for_top {
-                prefetch(s.row(r)); // the rows are scattered: overlap their DRAM latency
-                wanted.push((r, for_route, for_top));
-            }
-        }
-    }
-    let mut mixed = if max_agg { Vec::new() } else { est.clone() };
+    // 2. Exact f32 re-scoring of the contenders. Max: a route's rows in order
+    //    of falling upper bound, until the next one cannot beat the exact
+    //    maximum so far (usually one or two rows). Mean and top-n mean: every
+    //    row of the route.
+    let mut exact: HashMap<u32, f32> = HashMap::new();
     let mut exact_max = vec![f32::NEG_INFINITY; n_routes];
-    let mut top = TopK::new(k_ex.max(1));
-    for (r, for_route, for_top) in wanted {
-        let c = labels[r] as usize;
-        let v = dot(s.row(r), q);
-        if for_route {
-            if max_agg {
-                exact_max[c] = exact_max[c].max(v);
-            } else {
-                mixed[r] = v;
+    let mut mixed = if max_agg { Vec::new() } else { est.clone() };
+    // Candidate rows of every contender first, so the first row of each can be
+    // prefetched at once: they are scattered, and their DRAM latencies overlap.
+    let mut cand: Vec<(f32, u32)> = Vec::new();
+    let mut spans: Vec<(usize, usize, usize)> = Vec::new(); // (route, start, end)
+    for c in (0..n_routes).filter(|&c| contender[c]) {
+        let (rows, start) = (index.route_rows(c), cand.len());
+        if max_agg {
+            cand.extend(rows.iter().filter_map(|&r| {
+                let hi = est[r as usize] + bnd[r as usize];
+                (hi >= lb[c]).then_some((hi, r))
+            }));
+            cand[start..].sort_unstable_by(|x, y| y.0.total_cmp(&x.0));
+        } else {
+            cand.extend(rows.iter().map(|&r| (f32::INFINITY, r)));
+        }
+        if let Some(&(_, r)) = cand.get(start) {
+            prefetch(s.row(r as usize));
+        }
+        spans.push((c, start, cand.len()));
+    }
+    for (c, start, end) in spans {
+        let mut m = f32::NEG_INFINITY;
+        for j in start..end {
+            let (hi, r) = cand[j];
+            if max_agg && hi <= m {
+                break;
+            }
+            if let Some(&(_, next)) = cand[..end].get(j + 1) {
+                prefetch(s.row(next as usize));
+            }
+            let v = dot(s.row(r as usize), q);
+            exact.insert(r, v);
+            m = m.max(v);
+            if !max_agg {
+                mixed[r as usize] = v;
             }
         }
-        if for_top {
-            top.push(v, r);
+        exact_max[c] = m;
+    }
+    // Best exemplars: only rows whose upper bound reaches the k-th best lower
+    // bound can be among them (groups of rows below it are skipped).
+    let mut top = TopK::new(k_ex.max(1));
+    if k_ex > 0 {
+        for (g, &g_hi) in group_hi.iter().enumerate() {
+            if g_hi < top_floor {
+                continue;
+            }
+            for r in g * GROUP..((g + 1) * GROUP).min(n) {
+                if est[r] + bnd[r] >= top_floor {
+                    let v = match exact.get(&(r as u32)) {
+                        Some(&v) => v,
+                        None => dot(s.row(r), q),
+                    };
+                    top.push(v, r);
+                }
+            }
         }
     }
-    let raw = if max_agg {
-        (0..n_routes)
-            .map(|c| {
-                if contender[c] {
-                    exact_max[c]
-                } else {
-                    est_max[c]
-                }
-            })
+    let raw: Vec<f32> = if max_agg {
+        contender
+            .iter()
+            .zip(exact_max.iter().zip(&est_max))
+            .map(|(&c, (&x, &e))| if c { x } else { e })
             .collect()
     } else {
         aggregate(&mixed, labels, n_routes, p.aggregation)?
     };
-    let bound = (0..n_routes)
-        .map(|r| {
-            if contender[r] || raw[r] == f32::NEG_INFINITY {
+    let bound = contender
+        .iter()
+        .zip(raw.iter().zip(lb.iter().zip(&ub)))
+        .map(|(&c, (&x, (&lo, &hi)))| {
+            let b = (hi - x).max(x - lo).max(0.0);
+            if c || x == f32::NEG_INFINITY {
                 0.0
             } else {
-                (ub[r] - raw[r]).max(raw[r] - lb[r]).max(0.0)
+                b
             }
         })
         .collect();
@@ -151,16 +173,14 @@ fn contenders(lb: &[f32], ub: &[f32], mult: &[f32], p: &StepParams) -> Vec<bool>
     let (alo, ahi): (Vec<f32>, Vec<f32>) = (0..n_routes)
         .map(|r| {
             let (a, b) = (lb[r] * mult[r], ub[r] * mult[r]);
-            if mult[r] >= 0.0 {
-                (a, b)
-            } else {
-                (b, a)
-            }
+            let (a, b) = if mult[r] >= 0.0 { (a, b) } else { (b, a) };
+            // -inf × 0 (no rows, zero multiplier) is NaN: never a lower bound.
+            (if a.is_nan() { f32::NEG_INFINITY } else { a }, b)
         })
         .unzip();
     let best = alo.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut kth = TopK::new(p.exact_top.clamp(1, n_routes.max(1)));
-    alo.iter().enumerate().for_each(|(r, &v)| kth.push(v, r));
+    kth.extend_from(&alo, 0);
     let kth_lo = kth
         .into_sorted()
         .last()
@@ -282,6 +302,7 @@ fn scan_range(
     let (est_max, lb, ub, top) = (&mut p.est_max, &mut p.lb, &mut p.ub, &mut p.top);
     let mut buf = [0f32; BLOCK];
     let n = est.len();
+    let singletons = index.one_row_per_label();
     let mut i = 0;
     while i < n {
         let m = (n - i).min(BLOCK);
@@ -307,6 +328,23 @@ fn scan_range(
             .zip(&cols.norm_hat[g..g + m])
         {
             *b = er * a + nh * c + k0;
+        }
+        if singletons {
+            // One row per route (tool catalogs): plain stores, no runs to find.
+            for row in i..i + m {
+                let (r, x, b) = (labels[row] as usize, est[row], bnd[row]);
+                (est_max[r], lb[r], ub[r]) = (x, x - b, x + b);
+            }
+            if k > 0 {
+                for row in i..i + m {
+                    let lo = est[row] - bnd[row];
+                    if lo > top.threshold() {
+                        top.push(lo, start + row);
+                    }
+                }
+            }
+            i += m;
+            continue;
         }
         let mut j = i;
         while j < i + m {

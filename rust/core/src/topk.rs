@@ -87,12 +87,42 @@ impl TopK {
 /// Exact top-k of a score slice, best first, ties to the lower index.
 pub fn top_k(scores: &[f32], k: usize) -> Vec<Hit> {
     let mut t = TopK::new(k.max(1));
-    for (i, &s) in scores.iter().enumerate() {
-        t.push(s, i);
-    }
+    t.extend_from(scores, 0);
     let mut v = t.into_sorted();
     v.truncate(k);
     v
+}
+
+impl TopK {
+    /// Push `scores[i]` as index `first + i` for every `i`, skipping blocks of
+    /// 16 whose maximum cannot enter (one vectorised max per block).
+    pub fn extend_from(&mut self, scores: &[f32], first: usize) {
+        const B: usize = 16;
+        for (c, block) in scores.chunks(B).enumerate() {
+            if self.hits.len() == self.k && block_max(block) <= self.threshold() {
+                continue;
+            }
+            for (j, &s) in block.iter().enumerate() {
+                self.push(s, first + c * B + j);
+            }
+        }
+    }
+}
+
+/// Maximum of a short block (NaN-free input), in lanes so it vectorises.
+#[inline]
+fn block_max(v: &[f32]) -> f32 {
+    let mut m = [f32::NEG_INFINITY; 8];
+    let mut it = v.chunks_exact(8);
+    for c in &mut it {
+        for l in 0..8 {
+            m[l] = if c[l] > m[l] { c[l] } else { m[l] };
+        }
+    }
+    for &x in it.remainder() {
+        m[0] = if x > m[0] { x } else { m[0] };
+    }
+    m.iter().copied().fold(f32::NEG_INFINITY, f32::max)
 }
 
 #[cfg(test)]

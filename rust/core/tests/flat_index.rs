@@ -68,3 +68,20 @@ fn remove_and_update_keep_mapping() {
     i.remove(&[20, 30]).unwrap();
     assert!(matches!(i.search(&[1.0, 0.0], 1), Err(Error::EmptyIndex)));
 }
+
+#[test]
+fn route_rows_follow_writes() {
+    let mut i = idx();
+    let a = i.label_code("a").unwrap() as usize;
+    let b = i.label_code("b").unwrap() as usize;
+    assert_eq!(i.route_rows(a), &[0, 2]);
+    assert_eq!(i.route_rows(b), &[1]);
+    assert_eq!(i.route_rows(99), &[] as &[u32]);
+    assert!(!i.one_row_per_label());
+    i.remove(&[10]).unwrap(); // the last row moves into row 0
+    assert_eq!(i.route_rows(a), &[0]);
+    assert!(i.one_row_per_label());
+    i.update(&[20], &[0.0, 1.0], Some(&["a"]), None).unwrap();
+    assert_eq!(i.route_rows(a), &[0, 1]);
+    assert_eq!(i.route_rows(b), &[] as &[u32]);
+}
