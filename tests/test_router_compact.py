@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from stubs import DIM, StubEncoder
 
+from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
 from routecore.router import AUTO_INT8_ELEMENTS, Router
 from routecore.specs import RouteSpec, ToolSpec
@@ -63,24 +64,53 @@ def test_int8_router_decides_like_f32(setup):
     assert approximated > 0  # the int8 path really estimated some routes
 
 
-def test_int8_tool_belt_matches_f32():
+def _same_belt(a, b, exact_top):
+    """Same tools with the same exact scores; reported scores equal for the best
+    ``exact_top``, the rest within their int8 bounds (``a`` reports every tool)."""
+    assert a.names == b.names
+    assert (a.collision, a.system_prompt_alert) == (b.collision, b.system_prompt_alert)
+    assert [t.score for t in b.tools] == pytest.approx([t.score for t in a.tools], abs=1e-5)
+    assert [t.raw_score for t in b.tools] == pytest.approx([t.raw_score for t in a.tools], abs=1e-5)
+    assert not any(b.score_bounds.get(t.name, 0) for t in b.tools)
+    assert list(a.scores)[:exact_top] == list(b.scores)[:exact_top]
+    assert not a.score_bounds
+    for name, raw in b.raw_scores.items():
+        assert abs(raw - a.raw_scores[name]) <= b.score_bounds.get(name, 0) + 1e-5
+    return sum(1 for v in b.score_bounds.values() if v > 0)
+
+
+def test_int8_tool_belt_matches_f32(tmp_path):
     rng = np.random.default_rng(9)
     n = 400
     table = {f"tool {i}": rng.standard_normal(DIM).astype(np.float32) for i in range(n)}
-    tools = [ToolSpec(f"t{i}", f"tool {i}", domain=f"p{i % 20}") for i in range(n)]
+    # Tools 0-39 refuse queries that look like their own description: an
+    # anti-pattern demotes the best tools, so lower-ranked ones enter the belt.
+    anti = {i: (f"not tool {i}",) for i in range(0, 40)}
+    for i in anti:
+        table[f"not tool {i}"] = table[f"tool {i}"]
+    tools = [ToolSpec(f"t{i}", f"tool {i}", domain=f"p{i % 20}", anti_patterns=anti.get(i, ())) for i in range(n)]
     queries = [f"tool {i}" for i in range(0, n, 37)]
     for q in list(queries):
         table[q + " please"] = table[q] + 0.8 * rng.standard_normal(DIM).astype(np.float32)
         queries.append(q + " please")
     enc = StubEncoder(table)
-    exact = Router(tools=tools, encoder=enc, storage="f32")
-    compact = Router(tools=tools, encoder=enc, storage="int8")
+    policy = Policy(report_scores=30)
+    # The f32 router reports every tool: the reference for the int8 estimates.
+    exact = Router(tools=tools, encoder=enc, storage="f32", policy=Policy(report_scores=n))
+    compact = Router(tools=tools, encoder=enc, storage="int8", policy=policy)
+    estimated = 0
     for q in queries:
-        for kw in ({}, {"context_domain": "p3"}, {"threshold": 0.2}):
-            a, b = exact.tools(q, **kw), compact.tools(q, **kw)
-            assert a.names == b.names
-            assert list(a.scores) == list(b.scores)
-            assert [t.score for t in b.tools] == pytest.approx([t.score for t in a.tools], abs=1e-5)
+        for kw in ({}, {"context_domain": "p3"}, {"threshold": 0.2}, {"top_k": 12}):
+            estimated += _same_belt(exact.tools(q, **kw), compact.tools(q, **kw), policy.exact_top)
+    assert estimated > 0  # the reported tail really held int8 estimates
+    # Lessons lift or ban tools: the lifted one is scored exactly.
+    for r in (exact, compact):
+        r.memory = ExperienceMemory(tmp_path / f"{r._tools.storage}.sqlite")
+        r.record_lesson("tool 74 please", "t300", use=True)
+        r.record_lesson("tool 74 please", "t74", use=False)
+    a, b = exact.tools("tool 74 please"), compact.tools("tool 74 please")
+    assert "t300" in b.names and "t74" not in b.names
+    _same_belt(a, b, policy.exact_top)
 
 
 def test_previous_route_and_clarify_candidates_are_exact(setup):

@@ -22,7 +22,7 @@ class ScoreMap(Mapping[str, float]):
 
     def __init__(self, names: Sequence[str], values: np.ndarray | Sequence[float], pos: dict[str, int] | None = None):
         self._names = names
-        self._values = np.asarray(values)
+        self._values = values if isinstance(values, np.ndarray) else np.asarray(values)
         self._pos = pos
         if len(self._names) != len(self._values):
             raise ValueError(f"{len(self._names)} names for {len(self._values)} values")
@@ -145,8 +145,12 @@ class ToolBelt:
     collision: bool = False
     system_prompt_alert: str | None = None
     #: Adjusted and raw scores of the best ``policy.report_scores`` tools, best first.
-    scores: dict[str, float] = field(default_factory=dict)
-    raw_scores: dict[str, float] = field(default_factory=dict)
+    scores: Mapping[str, float] = field(default_factory=dict)
+    raw_scores: Mapping[str, float] = field(default_factory=dict)
+    #: Reported tools whose raw score is an int8 estimate (large catalogs only),
+    #: with the bound on its error. Every selected tool is exact; so are the best
+    #: ``policy.exact_top``, which decide the collision alert.
+    score_bounds: dict[str, float] = field(default_factory=dict)
     timings: Timings = field(default_factory=Timings)
     query: str = ""
 

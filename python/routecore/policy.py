@@ -82,7 +82,8 @@ class Policy:
     lesson_boost: float = 0.20
     more_tools_batch: int = 5
     more_tools_limit: int = 3
-    #: How many of the best tools' scores a ToolBelt reports (large catalogs stay cheap).
+    #: How many of the best tools' scores a ToolBelt reports. With int8 tables, those
+    #: past the best ``exact_top`` may be estimates (bounds in ``ToolBelt.score_bounds``).
     report_scores: int = 50
     per_route: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     #: What the caller says when every route of the fallback chain has failed.

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from routecore import _native
-from routecore.decision import Alert, Timings, ToolBelt, ToolChoice
+from routecore.decision import Alert, ScoreMap, Timings, ToolBelt, ToolChoice
 from routecore.errors import ConfigError, InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -19,34 +19,44 @@ if TYPE_CHECKING:
 MORE_TOOLS = "request_more_tools"
 
 
-def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None, exact_top: int, floor: float) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Raw and final (affinity, anti-patterns, lessons) tool scores, and whether
-    a lesson banned a tool (-inf). With int8 tables, the best ``exact_top`` tools
-    and any tool that may reach ``floor`` are scored exactly."""
+def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None, exact_top: int, floor: float) -> tuple[dict, np.ndarray, bool, bool]:
+    """The native step's output (``raw``, ``bound``: 0 when exact, ``collision``),
+    the final scores (affinity, anti-patterns, lessons), whether a lesson banned
+    a tool (-inf) and whether anti-patterns or lessons changed any score.
+
+    With int8 tables, the best ``exact_top`` tools, every tool that may reach
+    ``floor`` and every tool an anti-pattern or a lesson touches are scored
+    exactly, and ``exact_top`` grows by the number of demoted tools: so the best
+    ``exact_top`` tools by final score are exact too.
+    """
     p = router.policy
     active = [context_domain] if context_domain else []
-    if router.memory is not None:
-        floor -= p.lesson_boost  # a lesson can lift a tool over the floor
-    r = router._tools.score(q, p, active, 0, exact_top=exact_top, exact_floor=floor, probabilities=False)
-    adjusted = r["adjusted"]  # a fresh array (or a view of one): ours to modify
-    banned = router._tools_without_exemplars  # such tools score -inf
+    names = router._tools.names
+    hit = None
     if len(router._anti.texts):
         anti = router._anti.score(q, p, [], 0, aggregation="max", exact_floor=p.anti_pattern_threshold, probabilities=False)["raw"]
         hit = anti >= p.anti_pattern_threshold
-        adjusted[hit] *= p.anti_pattern_penalty
+    lessons: list[tuple[int, bool]] = []
     if router.memory is not None:
+        floor -= p.lesson_boost  # a lesson can lift a tool over the floor
         emb, tools, use, contexts = router.memory.matrix(router.encoder.model_id)
         if len(tools) and emb.shape[1] == q.shape[0]:
             sims = emb @ q
             for i in np.flatnonzero(sims >= p.lesson_similarity):
-                if contexts[i] and contexts[i] != (context_domain or ""):
-                    continue
                 j = router._tool_pos.get(tools[i])
-                if j is None:
-                    continue
-                adjusted[j] = adjusted[j] + p.lesson_boost if use[i] else -np.inf
-                banned = banned or not use[i]
-    return r["raw"], adjusted, banned
+                if j is not None and (not contexts[i] or contexts[i] == (context_domain or "")):
+                    lessons.append((j, bool(use[i])))
+    demoted = np.flatnonzero(hit) if hit is not None else ()
+    exact = [names[j] for j in demoted] + [names[j] for j, _ in lessons]
+    r = router._tools.score(q, p, active, 0, exact_top=exact_top + len(demoted), exact_floor=floor, probabilities=False, exact=exact)
+    adjusted = r["adjusted"]  # a fresh array (or a view of one): ours to modify
+    banned = router._tools_without_exemplars  # such tools score -inf
+    if hit is not None:
+        adjusted[hit] *= p.anti_pattern_penalty
+    for j, use_it in lessons:
+        adjusted[j] = adjusted[j] + p.lesson_boost if use_it else -np.inf
+        banned = banned or not use_it
+    return r, adjusted, banned, bool(lessons) or (hit is not None and bool(hit.any()))
 
 
 def select_tools(router: "Router", query: str, context_domain: str | None, top_k: int | None, threshold: float | None, *, exclude: set[str] | None = None) -> ToolBelt:
@@ -64,11 +74,17 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
     t0 = time.perf_counter()
     enc = router.encoder.encode_with_stats([query])
     t1 = time.perf_counter()
-    raw, adjusted, banned = _ranked_scores(router, enc.embeddings[0], context_domain, max(p.exact_top, p.report_scores, wanted),
-                                           th if by_threshold else float("inf"))
+    r, adjusted, banned, changed = _ranked_scores(router, enc.embeddings[0], context_domain, max(p.exact_top, wanted),
+                                                  th if by_threshold else float("inf"))
+    raw, bound, table = r["raw"], r["bound"], router._tools
     # Collisions are judged on the final scores (after anti-patterns and lessons).
     finite = np.where(np.isfinite(adjusted), adjusted, np.float32(-1e30)).astype(np.float32) if banned else adjusted
-    collision = _native.detect_collision(finite, router._tools.domain_ids, p.collision_gap) if len(finite) > 1 else None
+    if not (banned or changed) and isinstance(table.codes, slice):
+        # Nothing changed the native step's scores, whose label codes are spec positions + 1.
+        c = r["collision"]
+        collision = None if c is None else (c[0] - 1, c[1] - 1, c[2])
+    else:
+        collision = _native.detect_collision(finite, table.domain_ids, p.collision_gap) if len(finite) > 1 else None
     t2 = time.perf_counter()
     names, tools = router._tools.names, router.tool_specs
     pos, core = router._tool_pos, router._core_tools
@@ -105,8 +121,11 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
         prompt = a.message
     choices = tuple(ToolChoice(n, tools[pos[n]].domain, float(adjusted[pos[n]]), float(raw[pos[n]]), why) for n, why in chosen.items())
     t3 = time.perf_counter()
+    shown_names = [names[i] for i in shown]
+    estimated = shown[bound[shown] > 0]
     return ToolBelt(choices, tuple(alerts), collision is not None, prompt,
-                    {names[i]: float(adjusted[i]) for i in shown}, {names[i]: float(raw[i]) for i in shown},
+                    ScoreMap(shown_names, adjusted[shown]), ScoreMap(shown_names, raw[shown]),
+                    ScoreMap([names[i] for i in estimated], bound[estimated]),
                     Timings(enc.tokenize_ms, enc.infer_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3), query)
 
 
