@@ -11,6 +11,7 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
+from routecore import _native
 from routecore.decision import Alert, Decision, Exemplar, ScoreMap, Timings, ToolBelt
 from routecore.errors import ConfigError, InvalidArgumentError, RoutecoreError
 from routecore.index import VectorIndex
@@ -215,14 +216,13 @@ class Router:
         if clarify is not None and clarify.candidates:
             keep = np.isin(np.array(names), list(clarify.candidates))
             adjusted = np.where(keep, adjusted, -np.inf).astype(np.float32)
-            from routecore import _native
-
             probs = _native.softmax(adjusted, p.temperature)
         prev_i = names.index(previous) if previous else None
         if p.previous_strategy == "boost":
             probs = apply_previous_boost(probs, prev_i, p.previous_boost)
-        order = np.argsort(-probs, kind="stable")
-        best = int(order[0])
+        # The decision reads the best three routes only (ties to the lower index).
+        order = _native.topk(probs, min(3, len(probs)))[1].tolist()
+        best = order[0]
         bname = names[best]
         p1 = float(probs[best])
         p2 = float(probs[order[1]]) if len(order) > 1 else 0.0
@@ -230,12 +230,12 @@ class Router:
         high = p.value("previous_high" if continuing else "high", bname)
         margin_th = p.value("previous_margin" if continuing else "margin", bname)
         tier = tier_of(p1, p1 - p2, high, margin_th, p.value("medium", bname))
-        labels, pos = self._routes.labels, self._routes.pos
+        labels, pos, texts = self._routes.labels, self._routes.pos, self._routes.texts
         out: dict[str, Any] = {
             "route": bname, "tier": tier, "confidence": p1, "margin": p1 - p2,
             "probabilities": ScoreMap(names, probs, pos), "raw_scores": ScoreMap(names, raw, pos),
             "adjusted_scores": ScoreMap(names, adjusted, pos), "score_bounds": ScoreMap(names, r["bound"], pos),
-            "top_exemplars": tuple(Exemplar(labels[c], self._routes.texts[i], float(s)) for i, c, s in zip(r["top_ids"], r["top_labels"], r["top_scores"])),
+            "top_exemplars": tuple(Exemplar(labels[c], texts[i], s) for i, c, s in zip(r["top_ids"].tolist(), r["top_labels"].tolist(), r["top_scores"].tolist())),
             "alerts": [], "action": "route", "candidates": (), "_llm_ms": 0.0,
         }
         if r.get("head_oos") or float(raw[best]) < p.value("min_score", bname):
@@ -244,7 +244,7 @@ class Router:
         if r["collision"] is not None and clarify is None:
             c = r["collision"]
             out["alerts"].append(self._collision_alert(labels[c[0]], labels[c[1]], c[2], self._routes, "route"))
-        rule = bias_winner(names, list(order), adjusted, p) if tier != "high" else None
+        rule = bias_winner(names, order, adjusted, p) if tier != "high" else None
         if rule:
             winner, text_rule = rule
             out["bias_rule"] = text_rule
