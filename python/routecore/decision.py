@@ -70,7 +70,13 @@ class Alert:
 
 @dataclass(frozen=True)
 class Timings:
-    """Milliseconds per stage."""
+    """Milliseconds per stage.
+
+    ``tokenize`` is the tokenizer's time; ``encode`` the rest of the encoder call
+    (ONNX Runtime, pooling, the encoder's cache and binding), so ``tokenize +
+    encode`` is the wall time of the encoder call. ``score`` is the native scoring
+    step, ``policy`` the decision rules (without ``llm``, the LLM router's time).
+    """
 
     tokenize: float = 0.0
     encode: float = 0.0

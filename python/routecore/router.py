@@ -191,7 +191,7 @@ class Router:
         d = self._decide(text, r, previous, clarify)
         t3 = time.perf_counter()
         llm_ms = d.pop("_llm_ms", 0.0)
-        timings = Timings(enc.tokenize_ms, enc.infer_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3 - llm_ms, llm_ms, (t3 - t0) * 1e3)
+        timings = Timings(enc.tokenize_ms, (t1 - t0) * 1e3 - enc.tokenize_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3 - llm_ms, llm_ms, (t3 - t0) * 1e3)
         alerts = list(d.pop("alerts"))
         if enc.truncated:
             alerts.append(Alert("truncated", "the query was truncated at the model's max_length"))

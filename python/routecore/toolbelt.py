@@ -126,7 +126,7 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
     return ToolBelt(choices, tuple(alerts), collision is not None, prompt,
                     ScoreMap(shown_names, adjusted[shown]), ScoreMap(shown_names, raw[shown]),
                     ScoreMap([names[i] for i in estimated], bound[estimated]),
-                    Timings(enc.tokenize_ms, enc.infer_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3), query)
+                    Timings(enc.tokenize_ms, (t1 - t0) * 1e3 - enc.tokenize_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3), query)
 
 
 class ToolSession:
