@@ -8,3 +8,9 @@ ROUTECORE_ORT_LIB="${ROUTECORE_ORT_LIB:-$(python -c 'from routecore.runtime impo
 export ROUTECORE_ORT_LIB
 cargo test --release -p routecore-core
 python -m pytest
+# Kernels, compact storage and int8 routing again on the paths of CPUs without
+# AVX-512 VNNI (avx2) and without AVX2 (portable).
+for level in avx2 portable; do
+  ROUTECORE_SIMD=$level cargo test --release -q -p routecore-core --test dot_kernels --test int8_kernels --test compact_step
+  ROUTECORE_SIMD=$level python -m pytest -q tests/test_kernels.py tests/test_index.py tests/test_scoring_step.py tests/test_router_compact.py
+done

@@ -2,15 +2,33 @@
 //!
 //! Every public function here dispatches on the CPU once per call through
 //! `is_x86_feature_detected!`, which reads a cached atomic.
+//!
+//! `ROUTECORE_SIMD=portable` (or `avx2`) caps the kernels used, whatever the CPU
+//! has, so one machine can test every path a user's CPU may take.
+
+use std::sync::OnceLock;
 
 use half::f16;
 
-/// True when the AVX2+FMA kernels can run on this CPU.
+/// The highest kernel family allowed by `ROUTECORE_SIMD` (read once):
+/// 0 = portable, 1 = AVX2 (+FMA, F16C), 2 = also AVX-512 VNNI (the default).
+pub fn simd_cap() -> u8 {
+    static CAP: OnceLock<u8> = OnceLock::new();
+    *CAP.get_or_init(|| match std::env::var("ROUTECORE_SIMD").as_deref() {
+        Ok("portable") => 0,
+        Ok("avx2") => 1,
+        _ => 2,
+    })
+}
+
+/// True when the AVX2+FMA kernels can run on this CPU (and are allowed).
 #[inline]
 pub fn has_avx2_fma() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        simd_cap() >= 1
+            && std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

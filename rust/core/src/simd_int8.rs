@@ -214,12 +214,13 @@ impl QueryI8 {
     }
 }
 
-/// True when the AVX-512 VNNI kernel runs on this CPU.
+/// True when the AVX-512 VNNI kernel runs on this CPU (and `ROUTECORE_SIMD` allows it).
 #[inline]
 pub fn has_vnni512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx512f")
+        crate::simd::simd_cap() >= 2
+            && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512vnni")
     }
