@@ -114,6 +114,14 @@ class Policy:
                 return float(o[key])
         return float(getattr(self, key))
 
+    def thresholds(self, route: str, continuing: bool) -> tuple[float, float, float, float]:
+        """(high, margin, medium, min_score) for ``route``, per-route overrides
+        applied; ``continuing``: the previous-route thresholds (strategy A)."""
+        keys = ("previous_high", "previous_margin") if continuing else ("high", "margin")
+        if not self.per_route:
+            return getattr(self, keys[0]), getattr(self, keys[1]), self.medium, self.min_score
+        return self.value(keys[0], route), self.value(keys[1], route), self.value("medium", route), self.value("min_score", route)
+
     def with_overrides(self, **changes: Any) -> "Policy":
         return replace(self, **changes)
 
@@ -160,16 +168,19 @@ def tier_of(p1: float, margin: float, high: float, high_margin: float, medium: f
     return "low"
 
 
-def bias_winner(names: Sequence[str], order: Sequence[int], adjusted: np.ndarray, policy: Policy) -> tuple[str, str] | None:
-    """(winner, rule text) when a bias rule fires for the best routes, else None."""
-    if len(order) >= 3:
+def bias_winner(names: Sequence[str], order: Sequence[int], top_adjusted: Sequence[float], policy: Policy) -> tuple[str, str] | None:
+    """(winner, rule text) when a bias rule fires for the best routes, else None.
+
+    ``order`` holds the best routes (at least the best three when there are
+    three), ``top_adjusted`` their adjusted scores in the same order.
+    """
+    if len(order) >= 3 and top_adjusted[0] - top_adjusted[2] <= policy.three_way_within:
         a, b, c = order[:3]
-        if adjusted[a] - adjusted[c] <= policy.three_way_within:
-            return CLARIFY, f"three-way tie {names[a]}/{names[b]}/{names[c]} within {policy.three_way_within}"
+        return CLARIFY, f"three-way tie {names[a]}/{names[b]}/{names[c]} within {policy.three_way_within}"
     if len(order) >= 2:
-        a, b = order[:2]
-        gap = float(adjusted[a] - adjusted[b])
+        x, y = names[order[0]], names[order[1]]
+        gap = top_adjusted[0] - top_adjusted[1]
         for r in policy.bias_rules:
-            if r.matches(names[a], names[b]) and gap <= r.within:
+            if gap <= r.within and r.matches(x, y):
                 return r.winner, f"{r.a} vs {r.b} within {r.within} -> {r.winner}"
     return None

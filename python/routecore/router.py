@@ -221,15 +221,15 @@ class Router:
         if p.previous_strategy == "boost":
             probs = apply_previous_boost(probs, prev_i, p.previous_boost)
         # The decision reads the best three routes only (ties to the lower index).
-        order = _native.topk(probs, min(3, len(probs)))[1].tolist()
+        top_p, order = _native.topk(probs, min(3, len(probs)))
+        top_p, order = top_p.tolist(), order.tolist()
+        top_adj = [adjusted.item(i) for i in order]  # no fancy indexing: it is slow on cold caches
         best = order[0]
         bname = names[best]
-        p1 = float(probs[best])
-        p2 = float(probs[order[1]]) if len(order) > 1 else 0.0
-        continuing = prev_i == best and p.previous_strategy == "thresholds"
-        high = p.value("previous_high" if continuing else "high", bname)
-        margin_th = p.value("previous_margin" if continuing else "margin", bname)
-        tier = tier_of(p1, p1 - p2, high, margin_th, p.value("medium", bname))
+        p1 = top_p[0]
+        p2 = top_p[1] if len(order) > 1 else 0.0
+        high, margin_th, medium, min_score = p.thresholds(bname, prev_i == best and p.previous_strategy == "thresholds")
+        tier = tier_of(p1, p1 - p2, high, margin_th, medium)
         labels, pos, texts = self._routes.labels, self._routes.pos, self._routes.texts
         out: dict[str, Any] = {
             "route": bname, "tier": tier, "confidence": p1, "margin": p1 - p2,
@@ -238,18 +238,18 @@ class Router:
             "top_exemplars": tuple(Exemplar(labels[c], texts[i], s) for i, c, s in zip(r["top_ids"].tolist(), r["top_labels"].tolist(), r["top_scores"].tolist())),
             "alerts": [], "action": "route", "candidates": (), "_llm_ms": 0.0,
         }
-        if r.get("head_oos") or float(raw[best]) < p.value("min_score", bname):
+        if r.get("head_oos") or float(raw[best]) < min_score:
             out.update(action="none", route=None, tier="low")
             return self._finish(out)
         if r["collision"] is not None and clarify is None:
             c = r["collision"]
             out["alerts"].append(self._collision_alert(labels[c[0]], labels[c[1]], c[2], self._routes, "route"))
-        rule = bias_winner(names, order, adjusted, p) if tier != "high" else None
+        rule = bias_winner(names, order, top_adj, p) if tier != "high" else None
         if rule:
             winner, text_rule = rule
             out["bias_rule"] = text_rule
             if winner == CLARIFY:
-                return self._finish(self._clarify(out, [names[i] for i in order[:3] if np.isfinite(adjusted[i])][:3 if "three-way" in text_rule else 2]))
+                return self._finish(self._clarify(out, [names[i] for i, v in zip(order, top_adj) if v > -np.inf][:3 if "three-way" in text_rule else 2]))
             out["route"] = winner
             return self._finish(out)
         if tier == "high":
