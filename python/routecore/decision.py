@@ -156,7 +156,7 @@ class ToolBelt:
     #: Reported tools whose raw score is an int8 estimate (large catalogs only),
     #: with the bound on its error. Every selected tool is exact; so are the best
     #: ``policy.exact_top``, which decide the collision alert.
-    score_bounds: dict[str, float] = field(default_factory=dict)
+    score_bounds: Mapping[str, float] = field(default_factory=dict)
     timings: Timings = field(default_factory=Timings)
     query: str = ""
 

@@ -19,6 +19,7 @@ from routecore.llm import LLMRequest, LLMRouter
 from routecore.memory import ExperienceMemory
 from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, tier_of
 from routecore.specs import RouteSpec, ToolSpec, parse_routes, parse_tools, read_config_file
+from routecore.toolbelt import ToolSession, select_tools
 
 log = logging.getLogger("routecore")
 BUNDLE_VERSION = 1
@@ -319,8 +320,6 @@ class Router:
     # -- tools ----------------------------------------------------------------------
     def tools(self, query: str, *, context_domain: str | None = None, top_k: int | None = None, threshold: float | None = None) -> ToolBelt:
         """The tool belt for ``query``: core tools, the best matches, discovery tools."""
-        from routecore.toolbelt import select_tools
-
         return select_tools(self, query, context_domain, top_k, threshold)
 
     def discovery_tools(self, prefixes: tuple[str, ...]) -> dict[str, list[str]]:
@@ -333,10 +332,8 @@ class Router:
             self._discovery[prefixes] = by
         return self._discovery[prefixes]
 
-    def tool_session(self, query: str, *, context_domain: str | None = None) -> "Any":
+    def tool_session(self, query: str, *, context_domain: str | None = None) -> ToolSession:
         """A per-turn :class:`routecore.toolbelt.ToolSession` (request_more_tools, breaker)."""
-        from routecore.toolbelt import ToolSession
-
         return ToolSession(self, query, context_domain)
 
     def record_lesson(self, query: str, tool: str, *, use: bool, context: str = "") -> int:

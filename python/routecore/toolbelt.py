@@ -97,7 +97,8 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
         m = min(finite_n, wanted)
     # One exact native top-m (ties to the lower index): O(tools), no full sort.
     shown_n = min(p.report_scores, len(finite))
-    ranked = _native.topk(finite, max(m, shown_n))[1] if max(m, shown_n) else np.zeros(0, np.int64)
+    best, ranked = _native.topk(finite, max(m, shown_n)) if max(m, shown_n) else (np.zeros(0, np.float32), np.zeros(0, np.uint64))
+    ranked = ranked.tolist()  # plain ints: numpy scalars are slow to index with
     order, shown = ranked[:m], ranked[:shown_n]
     picked = 0
     for i in order:
@@ -119,14 +120,18 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
         a = router._collision_alert(names[collision[0]], names[collision[1]], collision[2], router._tools, "tool")
         alerts.append(a)
         prompt = a.message
-    choices = tuple(ToolChoice(n, tools[pos[n]].domain, float(adjusted[pos[n]]), float(raw[pos[n]]), why) for n, why in chosen.items())
-    t3 = time.perf_counter()
+    choices = tuple(ToolChoice(n, tools[pos[n]].domain, adjusted.item(pos[n]), raw.item(pos[n]), why) for n, why in chosen.items())
+    # The reported scores: the top-k values are the final scores unless a lesson banned a tool.
     shown_names = [names[i] for i in shown]
-    estimated = shown[bound[shown] > 0]
-    return ToolBelt(choices, tuple(alerts), collision is not None, prompt,
-                    ScoreMap(shown_names, adjusted[shown]), ScoreMap(shown_names, raw[shown]),
-                    ScoreMap([names[i] for i in estimated], bound[estimated]),
-                    Timings(enc.tokenize_ms, (t1 - t0) * 1e3 - enc.tokenize_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3), query)
+    shown_adj = adjusted.take(shown) if banned else best[:shown_n]
+    bounds: ScoreMap | dict[str, float] = {}
+    if table.storage == "int8":
+        b = bound.take(shown)
+        estimated = np.flatnonzero(b).tolist()
+        bounds = ScoreMap([shown_names[j] for j in estimated], b.take(estimated))
+    t3 = time.perf_counter()
+    return ToolBelt(choices, tuple(alerts), collision is not None, prompt, ScoreMap(shown_names, shown_adj), ScoreMap(shown_names, raw.take(shown)),
+                    bounds, Timings(enc.tokenize_ms, (t1 - t0) * 1e3 - enc.tokenize_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3), query)
 
 
 class ToolSession:
