@@ -108,6 +108,14 @@ def test_per_route_threshold_overrides():
         router(Policy(per_route={"NOPE": {"high": 0.5}}))
 
 
+def test_thresholds_lookup():
+    p = Policy(per_route={"RAG": {"previous_high": 0.6, "medium": 0.4}})
+    assert p.thresholds("RAG", continuing=True) == (0.6, 0.10, 0.4, 0.30)
+    assert p.thresholds("RAG", continuing=False) == (0.85, 0.15, 0.4, 0.30)
+    assert p.thresholds("GENERAL", continuing=True) == (0.70, 0.10, 0.50, 0.30)
+    assert Policy().thresholds("GENERAL", continuing=False) == (0.85, 0.15, 0.50, 0.30)
+
+
 @pytest.mark.parametrize("bad", [{"high": 1.5}, {"margin": -0.1}, {"min_score": 2}, {"temperature": 0}, {"previous_strategy": "x"}])
 def test_thresholds_outside_unit_interval_are_rejected(bad):
     with pytest.raises(ConfigError):
