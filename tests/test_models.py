@@ -6,7 +6,6 @@ import hashlib
 import http.server
 import json
 import threading
-from pathlib import Path
 
 import pytest
 from conftest import MODELS, need_shared

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
 import pytest
 from stubs import StubEncoder, mix, unit
 

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-from pathlib import Path
-
 import pytest
 from conftest import MODELS, ROOT, need_shared
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from routecore import _native
 from routecore.decision import Alert, Decision, Exemplar, ScoreMap, Timings, ToolBelt
-from routecore.errors import ConfigError, InvalidArgumentError, RoutecoreError
+from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.index import VectorIndex
 from routecore.llm import LLMRequest, LLMRouter
 from routecore.memory import ExperienceMemory

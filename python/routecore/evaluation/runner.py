@@ -14,7 +14,7 @@ import numpy as np
 from routecore.errors import DatasetError
 from routecore.evaluation import metrics as M
 from routecore.evaluation.calibrate import FitResult, fit, objective_many
-from routecore.evaluation.datasets import Dataset, Sample
+from routecore.evaluation.datasets import Dataset
 from routecore.evaluation.head import LinearHead
 from routecore.policy import Policy
 from routecore.router import Router
