@@ -296,17 +296,17 @@ mod x86 {
         // Software prefetch ahead: hardware prefetchers stop at 4 KB pages, which
         // halves DRAM throughput when the rows are not cached (right after ONNX
         // Runtime ran, for instance).
+        // Offsets, not pointers, so that no pointer leaves the slice.
         let ahead = prefetch_distance() * dim;
-        let end = rows.as_ptr().add(n * dim);
         let (vs1, vs2) = (_mm512_set1_ps(s1), _mm512_set1_ps(s2));
         let mut i = 0;
         while i + 16 <= n {
             let base = rows.as_ptr().add(i * dim);
-            let mut p = base.add(ahead);
-            let stop = base.add(ahead + 16 * dim);
-            while p < stop && p < end {
-                _mm_prefetch::<_MM_HINT_T0>(p);
-                p = p.add(64);
+            let stop = (i * dim + ahead + 16 * dim).min(n * dim);
+            let mut off = i * dim + ahead;
+            while off < stop {
+                _mm_prefetch::<_MM_HINT_T0>(rows.as_ptr().add(off));
+                off += 64;
             }
             // Sub-pass g takes rows g, g+4, g+8, g+12, so that the transpose
             // below leaves row j in lane j.
