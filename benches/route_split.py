@@ -2,7 +2,9 @@
 the native scoring call, the Python policy (`Router._decide`) and the rest,
 on the 150 x 100 CLINC150 router (int8), hot caches or just after the encode.
 
-    python benches/route_split.py [ENCODER ...]     # minilm-int8, e5-small-int8
+    python benches/route_split.py [--parallel] [ENCODER ...]     # minilm-int8, e5-small-int8
+
+--parallel runs the routing step on both cores (the router's default is one).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import time
 
 import numpy as np
 from bench_router import QUERIES, router_for
+
+from routecore import _native
 
 
 class _Timed:
@@ -28,8 +32,10 @@ class _Timed:
         return out
 
 
-def main(names) -> None:
-    print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC\n")
+def main(names, parallel=False) -> None:
+    if parallel:
+        _native.set_route_parallel_cutoff(0)
+    print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, routing step on {'2 threads' if parallel else '1 thread'}\n")
     print("| encoder | caches | encode p50 ms | native call p50 µs | policy p50 µs | rest (wall − encode) p50 µs | rest / encode |")
     print("|---|---|---|---|---|---|---|")
     for name in names:
@@ -66,4 +72,6 @@ def main(names) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["minilm-int8", "e5-small-int8"])
+    args = sys.argv[1:]
+    par = "--parallel" in args
+    main([a for a in args if a != "--parallel"] or ["minilm-int8", "e5-small-int8"], par)
