@@ -257,8 +257,8 @@ pub fn dot_i8_rows_fallback(rows: &[i8], dim: usize, q: &QueryI8, out: &mut [f32
 }
 
 /// Rows prefetched ahead by the VNNI kernel (`ROUTECORE_PREFETCH_ROWS`, default
-/// 16, one 16-row pass: measured best on 15,000 × 384 rows evicted from cache,
-/// 8–16 within noise, 32 about 12 % slower; see BENCHMARKS.md).
+/// 16, one 16-row pass). On 15,000 × 384 rows evicted from cache, 8 and 16 read
+/// about 34 GB/s and 32 about 30 GB/s (`examples/int8_pass.rs`, BENCHMARKS.md §1).
 fn prefetch_distance() -> usize {
     static D: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *D.get_or_init(|| {
