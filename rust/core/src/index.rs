@@ -219,6 +219,12 @@ impl FlatIndex {
         self.by_label.one_row_per_label()
     }
 
+    /// Starts of the runs of equal label codes in row order, then the row
+    /// count (a route added in one call is one run).
+    pub fn label_runs(&self) -> &[u32] {
+        self.by_label.runs()
+    }
+
     /// Rows of label code `code`, ascending (empty for an unknown code).
     pub fn route_rows(&self, code: usize) -> &[u32] {
         self.by_label.rows(code)

@@ -8,6 +8,9 @@ pub struct LabelRows {
     /// `rows[start[c]..start[c + 1]]` are the rows of label `c`.
     start: Vec<u32>,
     rows: Vec<u32>,
+    /// Row order split into runs of equal labels: run `i` is rows
+    /// `runs[i]..runs[i + 1]` (ends with the row count).
+    runs: Vec<u32>,
     one_row: bool,
 }
 
@@ -17,6 +20,7 @@ impl Default for LabelRows {
             domains: Vec::new(),
             start: vec![0],
             rows: Vec::new(),
+            runs: vec![0],
             one_row: true,
         }
     }
@@ -40,8 +44,14 @@ impl LabelRows {
             rows[next[l as usize] as usize] = r as u32;
             next[l as usize] += 1;
         }
+        let mut runs: Vec<u32> = (0..labels.len())
+            .filter(|&r| r == 0 || labels[r] != labels[r - 1])
+            .map(|r| r as u32)
+            .collect();
+        runs.push(labels.len() as u32);
         LabelRows {
             domains: dom,
+            runs,
             one_row: start.windows(2).all(|w| w[1] - w[0] <= 1),
             start,
             rows,
@@ -59,6 +69,11 @@ impl LabelRows {
             (Some(&a), Some(&b)) => &self.rows[a as usize..b as usize],
             _ => &[],
         }
+    }
+
+    /// Starts of the runs of equal labels in row order, then the row count.
+    pub fn runs(&self) -> &[u32] {
+        &self.runs
     }
 
     /// True when no label has more than one row (a tool catalog, say).

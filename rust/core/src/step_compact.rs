@@ -249,22 +249,27 @@ fn scan_int8(index: &FlatIndex, q: &[f32], n_routes: usize, k: usize) -> Scan {
     let q8 = QueryI8::new(q, s.centre());
     let mut est = vec![0f32; n];
     let mut bnd = vec![0f32; n];
+    let mut group_hi = vec![f32::NEG_INFINITY; n.div_ceil(GROUP)];
     let threads = rayon::current_num_threads().max(1);
     let part = if n * d < route_parallel_cutoff() || threads == 1 {
-        scan_range(index, &q8, 0, &mut est, &mut bnd, n_routes, k)
+        let out = Out {
+            est: &mut est,
+            bnd: &mut bnd,
+            group_hi: &mut group_hi,
+        };
+        scan_range(index, &q8, 0, out, n_routes, k)
     } else {
         let step = n.div_ceil(threads).div_ceil(BLOCK) * BLOCK;
         est.par_chunks_mut(step)
             .zip(bnd.par_chunks_mut(step))
+            .zip(group_hi.par_chunks_mut(step / GROUP))
             .enumerate()
-            .map(|(c, (e, b))| scan_range(index, &q8, c * step, e, b, n_routes, k))
+            .map(|(c, ((est, bnd), group_hi))| {
+                let out = Out { est, bnd, group_hi };
+                scan_range(index, &q8, c * step, out, n_routes, k)
+            })
             .reduce(|| Partial::new(n_routes, k), Partial::merge)
     };
-    let group_hi = est
-        .chunks(GROUP)
-        .zip(bnd.chunks(GROUP))
-        .map(|(e, b)| max3(e, b).2)
-        .collect();
     let top_floor = if k > 0 {
         part.top.threshold()
     } else {
@@ -281,18 +286,59 @@ fn scan_int8(index: &FlatIndex, q: &[f32], n_routes: usize, k: usize) -> Scan {
     }
 }
 
-/// Scan rows `start..start + est.len()`: blocks through the kernel, then
-/// vectorisable loops over runs of equal labels (a route's exemplars are
-/// usually contiguous; tool catalogs have one row per tool).
+/// The per-row outputs of one range of rows (`group_hi` per [`GROUP`] rows).
+struct Out<'a> {
+    est: &'a mut [f32],
+    bnd: &'a mut [f32],
+    group_hi: &'a mut [f32],
+}
+
+/// Scan rows `start..start + out.est.len()` (`start` a multiple of [`BLOCK`]).
+/// The per-row bookkeeping is compiled twice, for AVX2 and for the baseline:
+/// the baseline (SSE2) build of these loops took as long as the kernel itself.
 fn scan_range(
     index: &FlatIndex,
     q8: &QueryI8,
     start: usize,
-    est: &mut [f32],
-    bnd: &mut [f32],
+    out: Out,
     n_routes: usize,
     k: usize,
 ) -> Partial {
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::has_avx2_fma() {
+        // SAFETY: the CPU has AVX2 and FMA (checked above).
+        return unsafe { scan_range_avx2(index, q8, start, out, n_routes, k) };
+    }
+    scan_range_body(index, q8, start, out, n_routes, k)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn scan_range_avx2(
+    index: &FlatIndex,
+    q8: &QueryI8,
+    start: usize,
+    out: Out,
+    n_routes: usize,
+    k: usize,
+) -> Partial {
+    scan_range_body(index, q8, start, out, n_routes, k)
+}
+
+/// Blocks through the kernel, then vectorisable loops over runs of equal
+/// labels (a route's exemplars are usually contiguous; tool catalogs have one
+/// row per tool). Plain `a * b + c` (Rust never fuses it), so both builds give
+/// the same bits.
+#[inline(always)]
+fn scan_range_body(
+    index: &FlatIndex,
+    q8: &QueryI8,
+    start: usize,
+    out: Out,
+    n_routes: usize,
+    k: usize,
+) -> Partial {
+    let Out { est, bnd, group_hi } = out;
     let s = index.storage();
     let d = s.dim();
     let labels = &index.label_codes()[start..start + est.len()];
@@ -329,60 +375,77 @@ fn scan_range(
         {
             *b = er * a + nh * c + k0;
         }
-        if singletons {
-            // One row per route (tool catalogs): plain stores, no runs to find.
-            for row in i..i + m {
-                let (r, x, b) = (labels[row] as usize, est[row], bnd[row]);
-                (est_max[r], lb[r], ub[r]) = (x, x - b, x + b);
-            }
-            if k > 0 {
-                for row in i..i + m {
-                    let lo = est[row] - bnd[row];
-                    if lo > top.threshold() {
-                        top.push(lo, start + row);
-                    }
-                }
-            }
-            i += m;
-            continue;
-        }
-        let mut j = i;
-        while j < i + m {
-            let l = labels[j];
-            let r = l as usize;
-            let mut e = j + 1;
-            while e < i + m && labels[e] == l {
-                e += 1;
-            }
-            if e - j >= LONG_RUN {
-                let (me, ml, mu) = max3(&est[j..e], &bnd[j..e]);
-                est_max[r] = est_max[r].max(me);
-                lb[r] = lb[r].max(ml);
-                ub[r] = ub[r].max(mu);
-                if k > 0 && ml > top.threshold() {
-                    for row in j..e {
-                        top.push(est[row] - bnd[row], start + row);
-                    }
-                }
-            } else {
-                for row in j..e {
-                    let (x, b) = (est[row], bnd[row]);
-                    est_max[r] = if x > est_max[r] { x } else { est_max[r] };
-                    lb[r] = if x - b > lb[r] { x - b } else { lb[r] };
-                    ub[r] = if x + b > ub[r] { x + b } else { ub[r] };
-                    if k > 0 && x - b > top.threshold() {
-                        top.push(x - b, start + row);
-                    }
-                }
-            }
-            j = e;
-        }
         i += m;
+    }
+    // Route intervals and candidate best exemplars, over the rows now in L1/L2.
+    if singletons {
+        // One row per route (tool catalogs): plain stores, no runs.
+        for (row, &l) in labels.iter().enumerate() {
+            let (r, x, b) = (l as usize, est[row], bnd[row]);
+            (est_max[r], lb[r], ub[r]) = (x, x - b, x + b);
+        }
+        if k > 0 {
+            for row in 0..n {
+                let lo = est[row] - bnd[row];
+                if lo > top.threshold() {
+                    top.push(lo, start + row);
+                }
+            }
+        }
+    } else {
+        let runs = index.label_runs();
+        let first = runs
+            .partition_point(|&r| r as usize <= start)
+            .saturating_sub(1);
+        for w in runs[first..].windows(2) {
+            let (j, e) = (
+                (w[0] as usize).max(start) - start,
+                (w[1] as usize).min(start + n) - start,
+            );
+            if j >= e {
+                break;
+            }
+            let r = labels[j] as usize;
+            let (me, ml, mu) = if e - j >= LONG_RUN {
+                max3(&est[j..e], &bnd[j..e])
+            } else {
+                max3_short(&est[j..e], &bnd[j..e])
+            };
+            est_max[r] = est_max[r].max(me);
+            lb[r] = lb[r].max(ml);
+            ub[r] = ub[r].max(mu);
+            if k > 0 && ml > top.threshold() {
+                for row in j..e {
+                    top.push(est[row] - bnd[row], start + row);
+                }
+            }
+        }
+    }
+    if k > 0 {
+        for (h, (e, b)) in group_hi
+            .iter_mut()
+            .zip(est.chunks(GROUP).zip(bnd.chunks(GROUP)))
+        {
+            *h = max3(e, b).2;
+        }
     }
     p
 }
 
+/// [`max3`] for short runs: one scalar loop.
+#[inline(always)]
+fn max3_short(est: &[f32], bnd: &[f32]) -> (f32, f32, f32) {
+    let (mut me, mut ml, mut mu) = (f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY);
+    for (&x, &b) in est.iter().zip(bnd) {
+        me = if x > me { x } else { me };
+        ml = if x - b > ml { x - b } else { ml };
+        mu = if x + b > mu { x + b } else { mu };
+    }
+    (me, ml, mu)
+}
+
 /// `(max e, max e − b, max e + b)` over a run, in 8 lanes so it vectorises.
+#[inline(always)]
 fn max3(est: &[f32], bnd: &[f32]) -> (f32, f32, f32) {
     let mut me = [f32::NEG_INFINITY; 8];
     let mut ml = [f32::NEG_INFINITY; 8];

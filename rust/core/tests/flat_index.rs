@@ -78,10 +78,13 @@ fn route_rows_follow_writes() {
     assert_eq!(i.route_rows(b), &[1]);
     assert_eq!(i.route_rows(99), &[] as &[u32]);
     assert!(!i.one_row_per_label());
+    assert_eq!(i.label_runs(), &[0, 1, 2, 3]); // a, b, a
     i.remove(&[10]).unwrap(); // the last row moves into row 0
     assert_eq!(i.route_rows(a), &[0]);
     assert!(i.one_row_per_label());
+    assert_eq!(i.label_runs(), &[0, 1, 2]); // a, b
     i.update(&[20], &[0.0, 1.0], Some(&["a"]), None).unwrap();
     assert_eq!(i.route_rows(a), &[0, 1]);
     assert_eq!(i.route_rows(b), &[] as &[u32]);
+    assert_eq!(i.label_runs(), &[0, 2]); // a, a: one run
 }
