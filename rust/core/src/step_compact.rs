@@ -346,36 +346,27 @@ fn scan_range_body(
     let (a, c, k0) = q8.bound_coeffs();
     let mut p = Partial::new(n_routes, k);
     let (est_max, lb, ub, top) = (&mut p.est_max, &mut p.lb, &mut p.ub, &mut p.top);
-    let mut buf = [0f32; BLOCK];
     let n = est.len();
     let singletons = index.one_row_per_label();
-    let mut i = 0;
-    while i < n {
-        let m = (n - i).min(BLOCK);
-        let g = start + i; // global row
-        dot_i8_rows(
-            &s.codes()[g * d..(g + m) * d],
-            d,
-            q8,
-            &cols.sum[g..g + m],
-            &mut buf[..m],
-        );
-        let mu_q = q8.centre_dot;
-        for ((e, &v), &sc) in est[i..i + m]
-            .iter_mut()
-            .zip(&buf[..m])
-            .zip(&cols.scale[g..g + m])
-        {
-            *e = mu_q + sc * v;
-        }
-        for ((b, &er), &nh) in bnd[i..i + m]
-            .iter_mut()
-            .zip(&cols.err[g..g + m])
-            .zip(&cols.norm_hat[g..g + m])
-        {
-            *b = er * a + nh * c + k0;
-        }
-        i += m;
+    // One kernel call over the whole range, so its prefetch never stops.
+    let rows = start..start + n;
+    dot_i8_rows(
+        &s.codes()[start * d..(start + n) * d],
+        d,
+        q8,
+        &cols.sum[rows.clone()],
+        est,
+    );
+    let mu_q = q8.centre_dot;
+    for (e, &sc) in est.iter_mut().zip(&cols.scale[rows.clone()]) {
+        *e = mu_q + sc * *e;
+    }
+    for ((b, &er), &nh) in bnd
+        .iter_mut()
+        .zip(&cols.err[rows.clone()])
+        .zip(&cols.norm_hat[rows])
+    {
+        *b = er * a + nh * c + k0;
     }
     // Route intervals and candidate best exemplars, over the rows now in L1/L2.
     if singletons {
