@@ -1,0 +1,282 @@
+//! The int8 pass of the routing step ([`crate::step_compact`]): every
+//! exemplar's estimate and error bound from one kernel call per range, then
+//! per-route intervals over the runs of equal labels, the candidates for the
+//! best exemplars, and the largest upper bound of each group of rows.
+
+use rayon::prelude::*;
+
+use crate::index::FlatIndex;
+use crate::scan::route_parallel_cutoff;
+use crate::simd_int8::{dot_i8_rows, QueryI8, BLOCK_ROWS as BLOCK};
+use crate::topk::TopK;
+
+/// Output of the int8 scan.
+pub(crate) struct Scan {
+    /// Estimate and bound per row.
+    pub est: Vec<f32>,
+    pub bnd: Vec<f32>,
+    /// Per route: max estimate, max lower bound, max upper bound.
+    pub est_max: Vec<f32>,
+    pub lb: Vec<f32>,
+    pub ub: Vec<f32>,
+    /// Largest upper bound of each group of [`GROUP`] rows.
+    pub group_hi: Vec<f32>,
+    /// The `k`-th best lower bound over rows (-inf when `k == 0`).
+    pub top_floor: f32,
+}
+
+/// Rows per entry of [`Scan::group_hi`].
+pub(crate) const GROUP: usize = 64;
+
+/// Runs of equal labels at least this long take the vectorised path.
+const LONG_RUN: usize = 16;
+
+/// Route maxima and best lower bounds of one range of rows.
+struct Partial {
+    est_max: Vec<f32>,
+    lb: Vec<f32>,
+    ub: Vec<f32>,
+    top: TopK,
+}
+
+impl Partial {
+    fn new(n_routes: usize, k: usize) -> Self {
+        Partial {
+            est_max: vec![f32::NEG_INFINITY; n_routes],
+            lb: vec![f32::NEG_INFINITY; n_routes],
+            ub: vec![f32::NEG_INFINITY; n_routes],
+            top: TopK::new(k.max(1)),
+        }
+    }
+
+    fn merge(mut self, o: Partial) -> Self {
+        for (a, b) in [
+            (&mut self.est_max, o.est_max),
+            (&mut self.lb, o.lb),
+            (&mut self.ub, o.ub),
+        ] {
+            a.iter_mut().zip(b).for_each(|(x, y)| *x = x.max(y));
+        }
+        self.top.merge(o.top);
+        self
+    }
+}
+
+/// One pass over the int8 codes, on the rayon pool above the routing cutoff
+/// ([`crate::scan::route_parallel_cutoff`], counted in int8 bytes here).
+pub(crate) fn scan_int8(index: &FlatIndex, q: &[f32], n_routes: usize, k: usize) -> Scan {
+    let s = index.storage();
+    let (n, d) = (s.len(), s.dim());
+    let q8 = QueryI8::new(q, s.centre());
+    let mut est = vec![0f32; n];
+    let mut bnd = vec![0f32; n];
+    let mut group_hi = vec![f32::NEG_INFINITY; n.div_ceil(GROUP)];
+    let threads = rayon::current_num_threads().max(1);
+    let part = if n * d < route_parallel_cutoff() || threads == 1 {
+        let out = Out {
+            est: &mut est,
+            bnd: &mut bnd,
+            group_hi: &mut group_hi,
+        };
+        scan_range(index, &q8, 0, out, n_routes, k)
+    } else {
+        let step = n.div_ceil(threads).div_ceil(BLOCK) * BLOCK;
+        est.par_chunks_mut(step)
+            .zip(bnd.par_chunks_mut(step))
+            .zip(group_hi.par_chunks_mut(step / GROUP))
+            .enumerate()
+            .map(|(c, ((est, bnd), group_hi))| {
+                let out = Out { est, bnd, group_hi };
+                scan_range(index, &q8, c * step, out, n_routes, k)
+            })
+            .reduce(|| Partial::new(n_routes, k), Partial::merge)
+    };
+    let top_floor = if k > 0 {
+        part.top.threshold()
+    } else {
+        f32::NEG_INFINITY
+    };
+    Scan {
+        est,
+        bnd,
+        est_max: part.est_max,
+        lb: part.lb,
+        ub: part.ub,
+        group_hi,
+        top_floor,
+    }
+}
+
+/// The per-row outputs of one range of rows (`group_hi` per [`GROUP`] rows).
+struct Out<'a> {
+    est: &'a mut [f32],
+    bnd: &'a mut [f32],
+    group_hi: &'a mut [f32],
+}
+
+/// Scan rows `start..start + out.est.len()` (`start` a multiple of [`BLOCK`]).
+/// The per-row bookkeeping is compiled twice, for AVX2 and for the baseline:
+/// the baseline (SSE2) build of these loops took as long as the kernel itself.
+fn scan_range(
+    index: &FlatIndex,
+    q8: &QueryI8,
+    start: usize,
+    out: Out,
+    n_routes: usize,
+    k: usize,
+) -> Partial {
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::has_avx2_fma() {
+        // SAFETY: the CPU has AVX2 and FMA (checked above).
+        return unsafe { scan_range_avx2(index, q8, start, out, n_routes, k) };
+    }
+    scan_range_body(index, q8, start, out, n_routes, k)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn scan_range_avx2(
+    index: &FlatIndex,
+    q8: &QueryI8,
+    start: usize,
+    out: Out,
+    n_routes: usize,
+    k: usize,
+) -> Partial {
+    scan_range_body(index, q8, start, out, n_routes, k)
+}
+
+/// Blocks through the kernel, then vectorisable loops over runs of equal
+/// labels (a route's exemplars are usually contiguous; tool catalogs have one
+/// row per tool). Plain `a * b + c` (Rust never fuses it), so both builds give
+/// the same bits.
+#[inline(always)]
+fn scan_range_body(
+    index: &FlatIndex,
+    q8: &QueryI8,
+    start: usize,
+    out: Out,
+    n_routes: usize,
+    k: usize,
+) -> Partial {
+    let Out { est, bnd, group_hi } = out;
+    let s = index.storage();
+    let d = s.dim();
+    let labels = &index.label_codes()[start..start + est.len()];
+    let cols = s.quant();
+    let (a, c, k0) = q8.bound_coeffs();
+    let mut p = Partial::new(n_routes, k);
+    let (est_max, lb, ub, top) = (&mut p.est_max, &mut p.lb, &mut p.ub, &mut p.top);
+    let n = est.len();
+    let singletons = index.one_row_per_label();
+    // One kernel call over the whole range, so its prefetch never stops.
+    let rows = start..start + n;
+    dot_i8_rows(
+        &s.codes()[start * d..(start + n) * d],
+        d,
+        q8,
+        &cols.sum[rows.clone()],
+        est,
+    );
+    let mu_q = q8.centre_dot;
+    for (e, &sc) in est.iter_mut().zip(&cols.scale[rows.clone()]) {
+        *e = mu_q + sc * *e;
+    }
+    for ((b, &er), &nh) in bnd
+        .iter_mut()
+        .zip(&cols.err[rows.clone()])
+        .zip(&cols.norm_hat[rows])
+    {
+        *b = er * a + nh * c + k0;
+    }
+    // Route intervals and candidate best exemplars, over the rows now in L1/L2.
+    if singletons {
+        // One row per route (tool catalogs): plain stores, no runs.
+        for (row, &l) in labels.iter().enumerate() {
+            let (r, x, b) = (l as usize, est[row], bnd[row]);
+            (est_max[r], lb[r], ub[r]) = (x, x - b, x + b);
+        }
+        if k > 0 {
+            for row in 0..n {
+                let lo = est[row] - bnd[row];
+                if lo > top.threshold() {
+                    top.push(lo, start + row);
+                }
+            }
+        }
+    } else {
+        let runs = index.label_runs();
+        let first = runs
+            .partition_point(|&r| r as usize <= start)
+            .saturating_sub(1);
+        for w in runs[first..].windows(2) {
+            let (j, e) = (
+                (w[0] as usize).max(start) - start,
+                (w[1] as usize).min(start + n) - start,
+            );
+            if j >= e {
+                break;
+            }
+            let r = labels[j] as usize;
+            let (me, ml, mu) = if e - j >= LONG_RUN {
+                max3(&est[j..e], &bnd[j..e])
+            } else {
+                max3_short(&est[j..e], &bnd[j..e])
+            };
+            est_max[r] = est_max[r].max(me);
+            lb[r] = lb[r].max(ml);
+            ub[r] = ub[r].max(mu);
+            if k > 0 && ml > top.threshold() {
+                for row in j..e {
+                    top.push(est[row] - bnd[row], start + row);
+                }
+            }
+        }
+    }
+    if k > 0 {
+        for (h, (e, b)) in group_hi
+            .iter_mut()
+            .zip(est.chunks(GROUP).zip(bnd.chunks(GROUP)))
+        {
+            *h = max3(e, b).2;
+        }
+    }
+    p
+}
+
+/// [`max3`] for short runs: one scalar loop.
+#[inline(always)]
+fn max3_short(est: &[f32], bnd: &[f32]) -> (f32, f32, f32) {
+    let (mut me, mut ml, mut mu) = (f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY);
+    for (&x, &b) in est.iter().zip(bnd) {
+        me = if x > me { x } else { me };
+        ml = if x - b > ml { x - b } else { ml };
+        mu = if x + b > mu { x + b } else { mu };
+    }
+    (me, ml, mu)
+}
+
+/// `(max e, max e − b, max e + b)` over a run, in 8 lanes so it vectorises.
+#[inline(always)]
+fn max3(est: &[f32], bnd: &[f32]) -> (f32, f32, f32) {
+    let mut me = [f32::NEG_INFINITY; 8];
+    let mut ml = [f32::NEG_INFINITY; 8];
+    let mut mu = [f32::NEG_INFINITY; 8];
+    let mut ce = est.chunks_exact(8);
+    let mut cb = bnd.chunks_exact(8);
+    for (e, b) in (&mut ce).zip(&mut cb) {
+        for l in 0..8 {
+            let (x, lo, hi) = (e[l], e[l] - b[l], e[l] + b[l]);
+            me[l] = if x > me[l] { x } else { me[l] };
+            ml[l] = if lo > ml[l] { lo } else { ml[l] };
+            mu[l] = if hi > mu[l] { hi } else { mu[l] };
+        }
+    }
+    for (&x, &b) in ce.remainder().iter().zip(cb.remainder()) {
+        me[0] = me[0].max(x);
+        ml[0] = ml[0].max(x - b);
+        mu[0] = mu[0].max(x + b);
+    }
+    let h = |v: [f32; 8]| v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    (h(me), h(ml), h(mu))
+}
