@@ -23,7 +23,7 @@ pub mod simd;
 pub mod simd_int8;
 pub mod step;
 pub mod step_compact;
-mod step_scan;
+pub mod step_scan;
 pub mod storage;
 pub mod topk;
 
