@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Pooling {
-    /// First token ([CLS] / `<s>`).
+    /// First token (`[CLS]` / `<s>`).
     Cls,
     /// Mean over positions where the attention mask is 1.
     Mean,
