@@ -77,8 +77,8 @@ pub(crate) fn estimate(
     let mut exact: HashMap<u32, f32> = HashMap::new();
     let mut exact_max = vec![f32::NEG_INFINITY; n_routes];
     let mut mixed = if max_agg { Vec::new() } else { est.clone() };
-    // Candidate rows of every contender first, so the first row of each can be
-    // prefetched at once: they are scattered, and their DRAM latencies overlap.
+    // Candidate rows of every contender first, so that they can be prefetched
+    // at once: they are scattered, and their DRAM latencies overlap.
     let mut cand: Vec<(f32, u32)> = Vec::new();
     let mut spans: Vec<(usize, usize, usize)> = Vec::new(); // (route, start, end)
     for c in (0..n_routes).filter(|&c| contender[c]) {
@@ -92,10 +92,10 @@ pub(crate) fn estimate(
         } else {
             cand.extend(rows.iter().map(|&r| (f32::INFINITY, r)));
         }
-        if let Some(&(_, r)) = cand.get(start) {
-            prefetch(s.row(r as usize));
-        }
         spans.push((c, start, cand.len()));
+    }
+    for &(_, r) in cand.iter().take(PREFETCH_CANDIDATES) {
+        prefetch(s.row(r as usize));
     }
     for (c, start, end) in spans {
         let mut m = f32::NEG_INFINITY;
@@ -104,7 +104,7 @@ pub(crate) fn estimate(
             if max_agg && hi <= m {
                 break;
             }
-            if let Some(&(_, next)) = cand[..end].get(j + 1) {
+            if let Some(&(_, next)) = cand.get(j + PREFETCH_CANDIDATES) {
                 prefetch(s.row(next as usize));
             }
             let v = dot(s.row(r as usize), q);
@@ -163,6 +163,11 @@ pub(crate) fn estimate(
     };
     Ok(Estimate { raw, bound, top })
 }
+
+/// Candidate rows prefetched at once before the exact re-scoring, then one
+/// more per row re-scored. A max step on CLINC150 150 × 100 has 20–32
+/// candidates with MiniLM and 42–88 with e5 (median to max).
+const PREFETCH_CANDIDATES: usize = 64;
 
 /// Routes whose interval (after affinity) reaches `τ` (see the module docs).
 fn contenders(lb: &[f32], ub: &[f32], mult: &[f32], p: &StepParams) -> Vec<bool> {
