@@ -28,6 +28,9 @@ pub(crate) struct Scan {
 /// Rows per entry of [`Scan::group_hi`].
 pub(crate) const GROUP: usize = 64;
 
+// Parallel ranges start at multiples of BLOCK, so their groups must not straddle them.
+const _: () = assert!(BLOCK % GROUP == 0);
+
 /// Runs of equal labels at least this long take the vectorised path.
 const LONG_RUN: usize = 16;
 
