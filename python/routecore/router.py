@@ -120,6 +120,7 @@ class Router:
         self._tool_by_name = {t.name: t for t in self.tool_specs}
         self._tool_pos = {t.name: i for i, t in enumerate(self.tool_specs)}
         self._core_tools = [i for i, t in enumerate(self.tool_specs) if t.core]
+        self._tool_domains = [t.domain for t in self.tool_specs]
         self._tools_without_exemplars = any(not t.exemplars() for t in self.tool_specs)
         self._discovery: dict[tuple[str, ...], dict[str, list[str]]] = {}
         unknown = set(self.policy.per_route) - set(self._route_by_name)

@@ -46,17 +46,17 @@ def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None, 
                 j = router._tool_pos.get(tools[i])
                 if j is not None and (not contexts[i] or contexts[i] == (context_domain or "")):
                     lessons.append((j, bool(use[i])))
-    demoted = np.flatnonzero(hit) if hit is not None else ()
+    demoted = hit.nonzero()[0].tolist() if hit is not None else []
     exact = [names[j] for j in demoted] + [names[j] for j, _ in lessons]
     r = router._tools.score(q, p, active, 0, exact_top=exact_top + len(demoted), exact_floor=floor, probabilities=False, exact=exact)
     adjusted = r["adjusted"]  # a fresh array (or a view of one): ours to modify
     banned = router._tools_without_exemplars  # such tools score -inf
-    if hit is not None:
-        adjusted[hit] *= p.anti_pattern_penalty
+    if demoted:
+        adjusted[demoted] *= p.anti_pattern_penalty
     for j, use_it in lessons:
         adjusted[j] = adjusted[j] + p.lesson_boost if use_it else -np.inf
         banned = banned or not use_it
-    return r, adjusted, banned, bool(lessons) or (hit is not None and bool(hit.any()))
+    return r, adjusted, banned, bool(lessons or demoted)
 
 
 def select_tools(router: "Router", query: str, context_domain: str | None, top_k: int | None, threshold: float | None, *, exclude: set[str] | None = None) -> ToolBelt:
@@ -86,7 +86,7 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
     else:
         collision = _native.detect_collision(finite, table.domain_ids, p.collision_gap) if len(finite) > 1 else None
     t2 = time.perf_counter()
-    names, tools = router._tools.names, router.tool_specs
+    names, tools, domains = router._tools.names, router.tool_specs, router._tool_domains
     pos, core = router._tool_pos, router._core_tools
     chosen: dict[str, str] = {names[i]: "core" for i in core}
     finite_n = int(np.isfinite(adjusted).sum()) if banned else len(adjusted)
@@ -109,7 +109,7 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
             break
         chosen[n] = "threshold" if by_threshold else "top_k"
         picked += 1
-    plugins = {tools[pos[n]].domain for n, why in chosen.items() if why != "core"} - {""}
+    plugins = {domains[pos[n]] for n, why in chosen.items() if why != "core"} - {""}
     discovery = router.discovery_tools(p.discovery_prefixes)
     for plugin in plugins:
         for n in discovery.get(plugin, ()):
@@ -120,7 +120,8 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
         a = router._collision_alert(names[collision[0]], names[collision[1]], collision[2], router._tools, "tool")
         alerts.append(a)
         prompt = a.message
-    choices = tuple(ToolChoice(n, tools[pos[n]].domain, adjusted.item(pos[n]), raw.item(pos[n]), why) for n, why in chosen.items())
+    idx = [pos[n] for n in chosen]
+    choices = tuple(map(ToolChoice, chosen, [domains[i] for i in idx], adjusted.take(idx).tolist(), raw.take(idx).tolist(), chosen.values()))
     # The reported scores: the top-k values are the final scores unless a lesson banned a tool.
     shown_names = [names[i] for i in shown]
     shown_adj = adjusted.take(shown) if banned else best[:shown_n]
