@@ -119,7 +119,8 @@ struct Out<'a> {
 
 /// Scan rows `start..start + out.est.len()` (`start` a multiple of [`BLOCK`]).
 /// The per-row bookkeeping is compiled twice, for AVX2 and for the baseline:
-/// the baseline (SSE2) build of these loops took as long as the kernel itself.
+/// in the baseline (SSE2) build it took 17 % of a hot step, a third of the
+/// kernel's time (`perf`, 150 × 100 × 384).
 fn scan_range(
     index: &FlatIndex,
     q8: &QueryI8,
@@ -149,10 +150,10 @@ unsafe fn scan_range_avx2(
     scan_range_body(index, q8, start, out, n_routes, k)
 }
 
-/// Blocks through the kernel, then vectorisable loops over runs of equal
-/// labels (a route's exemplars are usually contiguous; tool catalogs have one
-/// row per tool). Plain `a * b + c` (Rust never fuses it), so both builds give
-/// the same bits.
+/// The kernel over the whole range, then vectorisable loops over the runs of
+/// equal labels (a route's exemplars are usually contiguous; tool catalogs
+/// have one row per tool). Plain `a * b + c` (Rust never fuses it), so both
+/// builds give the same bits.
 #[inline(always)]
 fn scan_range_body(
     index: &FlatIndex,
