@@ -172,3 +172,11 @@ def test_encoder_failure_without_llm_is_error_decision():
     r.encoder.fail = True
     d = r.route("anything")
     assert d.action == "error" and d.route is None and d.alerts[0].kind == "encoder_error"
+
+
+def test_degraded_decision_is_logged(caplog):
+    r = router()
+    r.encoder.fail = True
+    with caplog.at_level(logging.DEBUG, logger="routecore"):
+        r.route("anything")
+    assert "route decision" in caplog.text and "encoder_error" in caplog.text

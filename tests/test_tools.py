@@ -3,6 +3,9 @@ anti-patterns, collisions, request_more_tools breaker, lessons."""
 
 from __future__ import annotations
 
+import json
+import logging
+
 import numpy as np
 import pytest
 from stubs import StubEncoder, mix, unit
@@ -52,6 +55,19 @@ def test_affinity_and_collision_alert():
     assert with_ctx.scores["ha_get_logs"] == pytest.approx(0.5 * 1.15, abs=1e-5)
     assert with_ctx.scores["get_system_logs"] == pytest.approx(0.52 * 0.7, abs=1e-5)
     assert not with_ctx.collision and with_ctx.tools[1].name == "ha_get_logs"
+
+
+def test_tool_belt_and_breaker_are_logged_at_debug(caplog):
+    with caplog.at_level(logging.DEBUG, logger="routecore"):
+        belt = router(q=mix(a0=0.5, a3=0.52)).tools("q")
+        s = router(q=mix(a0=0.6, a1=0.4)).tool_session("q")
+        for _ in range(3):
+            s.request_more_tools()
+    belts = [json.loads(r.getMessage().split(" ", 2)[2]) for r in caplog.records if r.getMessage().startswith("tool belt ")]
+    assert belts[0]["scores"] == pytest.approx(dict(belt.scores)) and belts[0]["raw_scores"] == pytest.approx(dict(belt.raw_scores))
+    assert belts[0]["alerts"][0]["kind"] == "collision" and belts[0]["collision"] is True
+    assert any("request_more_tools call 3" in r.getMessage() for r in caplog.records)
+    assert any("circuit_breaker" in r.getMessage() for r in caplog.records)
 
 
 def test_anti_pattern_lowers_score():

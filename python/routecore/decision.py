@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -46,6 +47,18 @@ class ScoreMap(Mapping[str, float]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (ScoreMap, (list(self._names), self._values))
+
+
+log = logging.getLogger("routecore")
+_R = TypeVar("_R")
+
+
+def trace(what: str, result: _R) -> _R:
+    """Log ``result`` (a decision, a tool belt, ...) as JSON at DEBUG on the
+    ``routecore`` logger: the same trace the caller gets back. Returns it."""
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("%s %s", what, json.dumps(plain(result), ensure_ascii=False))
+    return result
 
 
 def plain(v: Any) -> Any:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import time
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from routecore import _native
-from routecore.decision import Alert, Decision, Exemplar, ScoreMap, Timings, ToolBelt
+from routecore.decision import Alert, Decision, Exemplar, ScoreMap, Timings, ToolBelt, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.index import VectorIndex
 from routecore.llm import LLMRequest, LLMRouter
@@ -21,7 +20,6 @@ from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner,
 from routecore.specs import RouteSpec, ToolSpec, parse_routes, parse_tools, read_config_file
 from routecore.toolbelt import ToolSession, select_tools
 
-log = logging.getLogger("routecore")
 BUNDLE_VERSION = 1
 
 
@@ -181,7 +179,7 @@ class Router:
         try:
             enc = self.encoder.encode_with_stats([text])
         except Exception as e:  # noqa: BLE001 - degrade to the LLM, never crash
-            return self._degraded(text, previous, e, t0)
+            return trace("route decision", self._degraded(text, previous, e, t0))
         t1 = time.perf_counter()
         p = self.policy
         # The previous route and the clarified candidates may be lifted above the best routes: keep them exact.
@@ -198,9 +196,7 @@ class Router:
         if enc.truncated:
             alerts.append(Alert("truncated", "the query was truncated at the model's max_length"))
         dec = Decision(**d, alerts=tuple(alerts), timings=timings, query=text, previous_route=previous, error_message=self.policy.error_message)
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("route decision %s", dec.to_json())
-        return dec
+        return trace("route decision", dec)
 
     def _apply_head(self, r: dict[str, Any], q: np.ndarray) -> None:
         """Replace softmax probabilities by the linear head's (O(routes x dim))."""

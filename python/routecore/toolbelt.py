@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from routecore import _native
-from routecore.decision import Alert, ScoreMap, Timings, ToolBelt, ToolChoice
+from routecore.decision import Alert, ScoreMap, Timings, ToolBelt, ToolChoice, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -131,8 +131,9 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
         estimated = np.flatnonzero(b).tolist()
         bounds = ScoreMap([shown_names[j] for j in estimated], b.take(estimated))
     t3 = time.perf_counter()
-    return ToolBelt(choices, tuple(alerts), collision is not None, prompt, ScoreMap(shown_names, shown_adj), ScoreMap(shown_names, raw.take(shown)),
+    belt = ToolBelt(choices, tuple(alerts), collision is not None, prompt, ScoreMap(shown_names, shown_adj), ScoreMap(shown_names, raw.take(shown)),
                     bounds, Timings(enc.tokenize_ms, (t1 - t0) * 1e3 - enc.tokenize_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3), query)
+    return trace("tool belt", belt)
 
 
 class ToolSession:
@@ -165,5 +166,5 @@ class ToolSession:
         new = [ToolChoice(t.name, t.domain, t.score, t.raw_score, "more") for t in more.tools if t.name not in self.offered]
         self.offered.update(t.name for t in new)
         if self.calls >= limit:
-            self.alerts.append(Alert("circuit_breaker", f"{MORE_TOOLS} was called {limit} times this turn and is now disabled; answer with the tools you have."))
-        return new
+            self.alerts.append(trace("tool session", Alert("circuit_breaker", f"{MORE_TOOLS} was called {limit} times this turn and is now disabled; answer with the tools you have.")))
+        return trace(f"{MORE_TOOLS} call {self.calls}", new)
