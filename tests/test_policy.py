@@ -139,6 +139,9 @@ def test_collision_alert_names_both_routes():
     d = router(Policy(bias_rules=(), three_way_within=0.0), q=mix(a0=0.7, a2=0.66)).route("q")
     [a] = [a for a in d.alerts if a.kind == "collision"]
     assert "INCIDENT" in a.message and "GENERAL" in a.message and a.data["gap"] == pytest.approx(0.04, abs=1e-4)
+    assert d.collision and d.system_prompt_alert == a.message
+    clear = router(Policy(bias_rules=(), three_way_within=0.0), q=mix(a0=0.9, a2=0.3)).route("q")
+    assert not clear.collision and clear.system_prompt_alert is None
 
 
 def test_clarification_answer_is_routed_among_candidates():

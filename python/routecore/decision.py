@@ -139,6 +139,17 @@ class Decision:
     #: bound on its error; every route that can change the decision is exact.
     score_bounds: Mapping[str, float] = field(default_factory=dict)
 
+    @property
+    def collision(self) -> bool:
+        """True when the best two routes are from different domains within
+        ``policy.collision_gap`` (a ``collision`` alert is then in ``alerts``)."""
+        return any(a.kind == "collision" for a in self.alerts)
+
+    @property
+    def system_prompt_alert(self) -> str | None:
+        """The collision alert's text, ready to inject into a system prompt."""
+        return next((a.message for a in self.alerts if a.kind == "collision"), None)
+
     def to_dict(self) -> dict[str, Any]:
         return plain(self)
 
