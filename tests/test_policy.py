@@ -107,6 +107,30 @@ def test_per_route_threshold_overrides():
         router(Policy(per_route={"NOPE": {"high": 0.5}}))
 
 
+def test_route_spec_thresholds_apply_under_the_policy():
+    q = mix(a0=0.6, a1=0.53)  # p1 ~ 0.80: medium with the default high of 0.85
+
+    def with_spec(th, policy=None):
+        routes = [RouteSpec(ROUTES[0].name, ROUTES[0].utterances, domain="ops", thresholds=th)] + ROUTES[1:]
+        return Router(routes, encoder=StubEncoder({**AXES, "q": q}), policy=policy or Policy())
+
+    assert with_spec({}).route("q").tier == "medium"
+    assert with_spec({"high": 0.75, "margin": 0.1}).route("q").tier == "high"
+    assert with_spec({"medium": 0.9}).route("q").tier == "low"
+    assert with_spec({"min_score": 0.95}).route("q").action == "none"
+    # Policy.per_route (explicit or fitted) wins over the spec, key by key.
+    r = with_spec({"high": 0.75, "margin": 0.1}, Policy(per_route={"INCIDENT": {"high": 0.99}}))
+    assert r.route("q").tier == "medium" and r.policy.per_route["INCIDENT"] == {"high": 0.99, "margin": 0.1}
+    with pytest.raises(ConfigError, match="route 'INCIDENT'"):
+        with_spec({"high": 1.5})
+
+
+@pytest.mark.parametrize("per_route", [{"RAG": {"high": 1.5}}, {"RAG": {"temperature": 0.1}}, {"RAG": 0.5}])
+def test_bad_per_route_overrides_are_rejected(per_route):
+    with pytest.raises(ConfigError, match="per_route"):
+        Policy(per_route=per_route)
+
+
 def test_thresholds_lookup():
     p = Policy(per_route={"RAG": {"previous_high": 0.6, "medium": 0.4}})
     assert p.thresholds("RAG", continuing=True) == (0.6, 0.10, 0.4, 0.30)

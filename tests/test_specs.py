@@ -27,6 +27,14 @@ def test_yaml_and_json_load(tmp_path):
     assert r.policy.high == 0.9 and r.tool_specs[0].name == "t"
 
 
+def test_route_thresholds_from_yaml_reach_the_policy(tmp_path):
+    y = write(tmp_path, "r.yaml", "routes:\n  - name: A\n    utterances: [x]\n    thresholds: {high: 0.6, medium: 0.3}\n"
+              "  - name: B\n    description: about b\npolicy:\n  per_route: {A: {medium: 0.4}}\n")
+    r = Router.from_config(y, encoder=StubEncoder({"x": unit(0), "about b": unit(1)}))
+    assert r.policy.thresholds("A", continuing=False) == (0.6, 0.15, 0.4, 0.30)
+    assert r.policy.thresholds("B", continuing=False) == (0.85, 0.15, 0.5, 0.30)
+
+
 @pytest.mark.parametrize(
     "text,match",
     [
@@ -37,6 +45,8 @@ def test_yaml_and_json_load(tmp_path):
         ("routes:\n  - name: A\n", "neither utterances nor a description"),
         ("routes:\n  - name: A\n    utterances: [x]\n    thresholds: {high: 1.4}\n", r"outside \[0, 1\]"),
         ("routes:\n  - name: A\n    utterances: [x]\n    thresholds: {hgih: 0.4}\n", "unknown threshold"),
+        ("routes:\n  - name: A\n    utterances: [x]\n    thresholds: 0.4\n", "thresholds must be a mapping"),
+        ("routes:\n  - name: A\n    utterances: [x]\npolicy: {per_route: {A: {high: 7}}}\n", r"per_route.*outside \[0, 1\]"),
         ("routes:\n  - name: A\n    utterances: [x\n", "malformed YAML"),
         ("routes:\n  - name: A\n    utterances: [x]\npolicy: {margin: 3}\n", r"outside \[0, 1\]"),
         ("routes:\n  - name: A\n    utterances: [x]\n    fallback_on_error: Z\n", "not a route"),

@@ -11,6 +11,7 @@ from typing import Any, Literal, Mapping, Sequence
 import numpy as np
 
 from routecore.errors import ConfigError
+from routecore.specs import check_thresholds
 
 CLARIFY = "CLARIFY"
 
@@ -105,6 +106,10 @@ class Policy:
             raise ConfigError(f"policy: low_action must be 'llm', 'clarify' or 'none', got {self.low_action!r}")
         if self.aggregation not in ("max", "mean", "topn"):
             raise ConfigError(f"policy: aggregation must be 'max', 'mean' or 'topn', got {self.aggregation!r}")
+        if not isinstance(self.per_route, Mapping):
+            raise ConfigError(f"policy: per_route must be a mapping of route -> overrides, got {type(self.per_route).__name__}")
+        for route, th in self.per_route.items():
+            check_thresholds(f"policy.per_route[{route!r}]", th)
 
     def value(self, key: str, route: str | None) -> float:
         """Policy ``key`` with the per-route override of ``route`` applied."""

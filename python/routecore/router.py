@@ -17,7 +17,7 @@ from routecore.index import VectorIndex
 from routecore.llm import LLMRequest, LLMRouter
 from routecore.memory import ExperienceMemory
 from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, tier_of
-from routecore.specs import RouteSpec, ToolSpec, parse_routes, parse_tools, read_config_file
+from routecore.specs import RouteSpec, ToolSpec, check_thresholds, parse_routes, parse_tools, read_config_file
 from routecore.toolbelt import ToolSession, select_tools
 
 BUNDLE_VERSION = 1
@@ -124,6 +124,12 @@ class Router:
         unknown = set(self.policy.per_route) - set(self._route_by_name)
         if unknown:
             raise ConfigError(f"policy.per_route names unknown routes {sorted(unknown)}")
+        # The routes' own overrides, under those of the policy (explicit or fitted).
+        spec_th = {r.name: check_thresholds(f"route {r.name!r}", r.thresholds) for r in self.route_specs if r.thresholds}
+        if spec_th:
+            per = self.policy.per_route
+            merged = {n: {**spec_th.get(n, {}), **dict(per.get(n, {}))} for n in {**spec_th, **per}}
+            self.policy = self.policy.with_overrides(per_route=merged)
         vec = _vectors or {}
         dim = encoder.dim
         rt, ro = _exemplars(self.route_specs)

@@ -14,9 +14,10 @@ from routecore.errors import ConfigError
 class RouteSpec:
     """One route. ``utterances`` are its exemplars; ``description`` counts as one too.
 
-    ``thresholds`` overrides policy values for this route: ``min_score``, ``high``,
-    ``margin``, ``previous_high``, ``previous_margin``. ``fallback_on_error`` names
-    the route to try when this one's handler fails (INCIDENT → RAG → GENERAL).
+    ``thresholds`` overrides policy values for this route: any of
+    :data:`ROUTE_THRESHOLD_KEYS`. ``Policy.per_route`` (set in code, or by ``routecore
+    fit``) takes precedence over them. ``fallback_on_error`` names the route to try
+    when this one's handler fails (INCIDENT → RAG → GENERAL).
     """
 
     name: str
@@ -64,7 +65,8 @@ class ToolSpec:
         return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": dict(self.input_schema) or {"type": "object", "properties": {}}}}
 
 
-_THRESHOLD_KEYS = {"min_score", "high", "margin", "previous_high", "previous_margin"}
+#: Policy values a route can override (``RouteSpec.thresholds``, ``Policy.per_route``).
+ROUTE_THRESHOLD_KEYS = ("high", "margin", "previous_high", "previous_margin", "medium", "min_score")
 
 
 def _check_unit(where: str, key: str, value: Any) -> float:
@@ -75,6 +77,16 @@ def _check_unit(where: str, key: str, value: Any) -> float:
     if not 0.0 <= v <= 1.0:
         raise ConfigError(f"{where}: {key}={v} is outside [0, 1]")
     return v
+
+
+def check_thresholds(where: str, th: Any) -> dict[str, float]:
+    """Validated per-route overrides: known keys, numbers in [0, 1]."""
+    if not isinstance(th, Mapping):
+        raise ConfigError(f"{where}: thresholds must be a mapping, got {type(th).__name__}")
+    bad = set(th) - set(ROUTE_THRESHOLD_KEYS)
+    if bad:
+        raise ConfigError(f"{where}: unknown threshold keys {sorted(bad)} (known: {list(ROUTE_THRESHOLD_KEYS)})")
+    return {k: _check_unit(where, k, v) for k, v in th.items()}
 
 
 def _tuple_of_str(where: str, key: str, v: Any) -> tuple[str, ...]:
@@ -94,11 +106,7 @@ def route_from_dict(d: Mapping[str, Any], i: int) -> RouteSpec:
     extra = set(d) - known
     if extra:
         raise ConfigError(f"{where}: unknown keys {sorted(extra)}")
-    th = dict(d.get("thresholds") or {})
-    bad = set(th) - _THRESHOLD_KEYS
-    if bad:
-        raise ConfigError(f"{where}: unknown threshold keys {sorted(bad)} (known: {sorted(_THRESHOLD_KEYS)})")
-    th = {k: _check_unit(where, k, v) for k, v in th.items()}
+    th = check_thresholds(where, d.get("thresholds") or {})
     spec = RouteSpec(
         name=str(d["name"]),
         utterances=_tuple_of_str(where, "utterances", d.get("utterances")),
