@@ -12,6 +12,7 @@ from stubs import StubEncoder, mix, unit
 
 from routecore.catalog import build_catalog, estimate_tokens
 from routecore.conversation import routing_query
+from routecore.errors import InvalidArgumentError
 from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
 from routecore.router import Router
@@ -123,6 +124,10 @@ def test_routing_query_from_conversation():
     assert routing_query(msgs) == "second\nthird\nfourth"
     assert routing_query(msgs, last_n=1) == "fourth"
     assert routing_query([]) == ""
+    parts = [{"type": "text", "text": "look at"}, {"type": "image_url", "image_url": {"url": "x"}}, {"type": "text", "text": "this"}]
+    assert routing_query(msgs + [{"role": "user", "content": parts}], last_n=2) == "fourth\nlook at\nthis"
+    with pytest.raises(InvalidArgumentError):
+        routing_query(msgs, last_n=0)
 
 
 def test_two_level_catalog():
