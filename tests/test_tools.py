@@ -135,6 +135,19 @@ def test_two_level_catalog():
     assert cat.summaries.count("\n") == len(TOOLS) - 1 and len(cat.schemas) == 1
     assert cat.schemas[0]["function"]["name"] == "ha_get_logs"
     assert cat.summary_tokens == estimate_tokens(cat.summaries) and cat.schema_tokens > 0
+    with pytest.raises(InvalidArgumentError, match="nope"):
+        build_catalog(TOOLS, ["ha_get_logs", "nope"])
+
+
+def test_session_catalog_offers_the_meta_tool_until_the_breaker_trips():
+    s = router(q=mix(a0=0.6, a1=0.4)).tool_session("q")
+    names = [x["function"]["name"] for x in s.catalog().schemas]
+    assert names == s.tool_names and names[-1] == "request_more_tools"
+    assert s.catalog().schemas[-1]["function"]["parameters"]["properties"]["query"]["type"] == "string"
+    for _ in range(3):
+        s.request_more_tools()
+    names = [x["function"]["name"] for x in s.catalog().schemas]
+    assert "request_more_tools" not in names and set(names) == s.offered
 
 
 def test_tool_without_exemplars_is_never_ranked():

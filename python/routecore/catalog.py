@@ -7,7 +7,22 @@ import json
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from routecore.errors import InvalidArgumentError
 from routecore.specs import ToolSpec
+
+#: The meta tool of a :class:`routecore.toolbelt.ToolSession`.
+MORE_TOOLS = "request_more_tools"
+MORE_TOOLS_SCHEMA = {
+    "type": "function",
+    "function": {
+        "name": MORE_TOOLS,
+        "description": "Ask for more tools when none of the offered ones fits the request. Returns the next best tools.",
+        "parameters": {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "What the missing tool should do (default: the user's message)."}},
+        },
+    },
+}
 
 
 def estimate_tokens(text: str) -> int:
@@ -24,7 +39,13 @@ class Catalog:
 
 
 def build_catalog(all_tools: Sequence[ToolSpec], selected: Iterable[str]) -> Catalog:
+    """One-line summaries of ``all_tools`` and the full schemas of ``selected``
+    (which may include :data:`MORE_TOOLS`), with token estimates for both."""
     summaries = "\n".join(t.summary() for t in all_tools)
     by_name = {t.name: t for t in all_tools}
-    schemas = [by_name[n].schema() for n in selected if n in by_name]
+    selected = list(selected)
+    unknown = [n for n in selected if n not in by_name and n != MORE_TOOLS]
+    if unknown:
+        raise InvalidArgumentError(f"unknown tools {unknown}")
+    schemas = [MORE_TOOLS_SCHEMA if n == MORE_TOOLS and n not in by_name else by_name[n].schema() for n in selected]
     return Catalog(summaries, schemas, estimate_tokens(summaries), estimate_tokens(json.dumps(schemas)))

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from routecore import _native
+from routecore.catalog import MORE_TOOLS, Catalog, build_catalog
 from routecore.decision import Alert, ScoreMap, Timings, ToolBelt, ToolChoice, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 
 if TYPE_CHECKING:
     from routecore.router import Router
 
-MORE_TOOLS = "request_more_tools"
 
 
 def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None, exact_top: int, floor: float) -> tuple[dict, np.ndarray, bool, bool]:
@@ -156,6 +156,11 @@ class ToolSession:
         """Names in the belt, with the meta tool while the breaker is closed."""
         extra = [MORE_TOOLS] if self.calls < self.router.policy.more_tools_limit else []
         return sorted(self.offered) + extra
+
+    def catalog(self) -> Catalog:
+        """One-line summaries of every tool, and the full schemas of the belt's tools
+        plus the meta tool's while the breaker is closed, for the LLM's request."""
+        return build_catalog(self.router.tool_specs, self.tool_names)
 
     def request_more_tools(self, query: str | None = None) -> list[ToolChoice]:
         limit = self.router.policy.more_tools_limit
