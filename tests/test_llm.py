@@ -52,9 +52,15 @@ class ChatServer:
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(out)))
                     self.end_headers()
-                    self.wfile.write(out)
+                    if kind == "drip":  # a byte at a time: each read is quick, the whole answer is not
+                        for i in range(len(out)):
+                            self.wfile.write(out[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(0.05)
+                    else:
+                        self.wfile.write(out)
                 except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client timed out first (the slow case)
+                    pass  # the client timed out first (the slow cases)
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
@@ -110,6 +116,15 @@ def test_llm_failures_fall_back_to_best_semantic_route(server, mode):
     d = r.route("q")
     assert d.route == "INCIDENT" and d.action == "route" and d.fallback and "llm failed" in d.fallback
     assert any(a.kind == "fallback" for a in d.alerts)
+
+
+def test_timeout_bounds_the_whole_call(server):
+    server.mode = "drip:RAG"  # about 100 bytes at 20 per second
+    r, _ = make(server, timeout=0.5)
+    t = time.perf_counter()
+    d = r.route("q")
+    assert time.perf_counter() - t < 3.0  # the whole answer would take about 7 s
+    assert d.route == "INCIDENT" and "too slow" in d.fallback
 
 
 def test_unreachable_llm_falls_back():

@@ -4,10 +4,11 @@ chat-completions servers (Ollama, vLLM, llama.cpp server, OpenAI)."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 from routecore.errors import LLMError
 from routecore.policy import CLARIFY
@@ -75,19 +76,41 @@ class OpenAICompatibleRouter:
         }
 
     def choose(self, request: LLMRequest) -> LLMChoice:
+        """One request. Connecting and the response headers wait at most
+        ``timeout`` each; the body must arrive before ``timeout`` has passed since
+        the call began, so a server that trickles its answer cannot hold the
+        router (it fails with ``LLMError``)."""
         body = json.dumps(self.payload(request)).encode()
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         http = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        deadline = time.monotonic() + self.timeout
         try:
             with urllib.request.urlopen(http, timeout=self.timeout) as r:
-                raw = r.read().decode("utf-8", "replace")
+                raw = _read_until(r, deadline).decode("utf-8", "replace")
         except urllib.error.HTTPError as e:
             raise LLMError(f"LLM server answered HTTP {e.code} at {self.url}") from None
         except (urllib.error.URLError, TimeoutError, OSError) as e:
             raise LLMError(f"LLM server unreachable or too slow at {self.url}: {e}") from None
         return LLMChoice(parse_tool_call(raw, {n for n, _ in request.routes} | {CLARIFY}), raw)
+
+
+def _read_until(response: Any, deadline: float) -> bytes:
+    """The response body, read in chunks; each read may block only until
+    ``deadline`` (``TimeoutError`` after it)."""
+    sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
+    chunks = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the answer took longer than the timeout")
+        if sock is not None:
+            sock.settimeout(left)
+        chunk = response.read1(65536) if hasattr(response, "read1") else response.read(65536)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
 
 
 def parse_tool_call(raw: str, allowed: set[str]) -> str:
