@@ -12,7 +12,7 @@ from stubs import StubEncoder, mix, unit
 
 from routecore.catalog import build_catalog, estimate_tokens
 from routecore.conversation import routing_query
-from routecore.errors import InvalidArgumentError
+from routecore.errors import InvalidArgumentError, MemoryStoreError
 from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
 from routecore.router import Router
@@ -109,6 +109,19 @@ def test_lessons_adjust_later_similar_queries(tmp_path):
     r.record_lesson("q", "ha_get_logs", use=False, context="ha")
     assert "ha_get_logs" in r.tools("similar").names
     assert "ha_get_logs" not in r.tools("similar", context_domain="ha").names
+
+
+def test_unusable_memory_gives_a_belt_without_lessons(tmp_path):
+    mem = ExperienceMemory(tmp_path / "m.sqlite")
+    r = router(memory=mem, q=mix(a0=0.6, a3=0.55))
+    r.record_lesson("q", "ha_get_logs", use=False)
+    assert "ha_get_logs" not in r.tools("q").names
+    mem.close()  # the store fails from now on (as a corrupt or vanished file would)
+    belt = r.tools("q")
+    assert "ha_get_logs" in belt.names and belt.tools[1].name == "ha_get_logs"
+    assert [a.kind for a in belt.alerts] == ["memory_error", "collision"]
+    with pytest.raises(MemoryStoreError):
+        mem.list()
 
 
 def test_routing_query_from_conversation():

@@ -66,8 +66,8 @@ class ExperienceMemory:
                     return self._db.execute(sql, args).fetchall()
             except sqlite3.OperationalError as e:
                 raise MemoryStoreError(f"memory store {self.path}: {e}") from None
-            except sqlite3.DatabaseError as e:
-                raise MemoryStoreError(f"memory store {self.path} is corrupt: {e}") from None
+            except sqlite3.Error as e:
+                raise MemoryStoreError(f"memory store {self.path} is corrupt or closed: {e}") from None
 
     def record(self, query: str, tool: str, *, use: bool, embedding: np.ndarray, model_id: str, context: str = "") -> int:
         """Store a lesson; returns its id."""
@@ -90,8 +90,11 @@ class ExperienceMemory:
         """(embeddings [n, d], tools, use flags, contexts) of lessons for ``model_id``,
         re-read only when the database changed (also by other processes)."""
         with self._lock:
-            version = self._db.execute("PRAGMA data_version").fetchone()[0]
-            count = self._db.execute("SELECT count(*), coalesce(max(id), 0) FROM lessons").fetchone()
+            try:
+                version = self._db.execute("PRAGMA data_version").fetchone()[0]
+                count = self._db.execute("SELECT count(*), coalesce(max(id), 0) FROM lessons").fetchone()
+            except sqlite3.Error as e:
+                raise MemoryStoreError(f"memory store {self.path}: {e}") from None
         key = (version, count)
         if self._cache and self._cache[0] == key and self._cache[1] == model_id:
             return self._cache[2]

@@ -12,17 +12,20 @@ import numpy as np
 from routecore import _native
 from routecore.catalog import MORE_TOOLS, Catalog, build_catalog
 from routecore.decision import Alert, ScoreMap, Timings, ToolBelt, ToolChoice, trace
-from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.errors import ConfigError, InvalidArgumentError, RoutecoreError
 
 if TYPE_CHECKING:
     from routecore.router import Router
 
 
 
-def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None, exact_top: int, floor: float) -> tuple[dict, np.ndarray, bool, bool]:
+def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None, exact_top: int, floor: float,
+                   alerts: list[Alert]) -> tuple[dict, np.ndarray, bool, bool]:
     """The native step's output (``raw``, ``bound``: 0 when exact, ``collision``),
     the final scores (affinity, anti-patterns, lessons), whether a lesson banned
-    a tool (-inf) and whether anti-patterns or lessons changed any score.
+    a tool (-inf) and whether anti-patterns or lessons changed any score. An
+    unusable experience memory adds an alert to ``alerts``; the belt is then
+    built without lessons.
 
     With int8 tables, the best ``exact_top`` tools, every tool that may reach
     ``floor`` and every tool an anti-pattern or a lesson touches are scored
@@ -39,7 +42,11 @@ def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None, 
     lessons: list[tuple[int, bool]] = []
     if router.memory is not None:
         floor -= p.lesson_boost  # a lesson can lift a tool over the floor
-        emb, tools, use, contexts = router.memory.matrix(router.encoder.model_id)
+        try:
+            emb, tools, use, contexts = router.memory.matrix(router.encoder.model_id)
+        except RoutecoreError as e:
+            alerts.append(Alert("memory_error", f"lessons not applied: {e}"))
+            emb, tools, use, contexts = np.zeros((0, 0), np.float32), [], np.zeros(0, bool), []
         if len(tools) and emb.shape[1] == q.shape[0]:
             sims = emb @ q
             for i in np.flatnonzero(sims >= p.lesson_similarity):
@@ -74,8 +81,9 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
     t0 = time.perf_counter()
     enc = router.encoder.encode_with_stats([query])
     t1 = time.perf_counter()
+    alerts: list[Alert] = []
     r, adjusted, banned, changed = _ranked_scores(router, enc.embeddings[0], context_domain, max(p.exact_top, wanted),
-                                                  th if by_threshold else float("inf"))
+                                                  th if by_threshold else float("inf"), alerts)
     raw, bound, table = r["raw"], r["bound"], router._tools
     # Collisions are judged on the final scores (after anti-patterns and lessons).
     finite = np.where(np.isfinite(adjusted), adjusted, np.float32(-1e30)).astype(np.float32) if banned else adjusted
@@ -114,7 +122,6 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
     for plugin in plugins:
         for n in discovery.get(plugin, ()):
             chosen.setdefault(n, "discovery")
-    alerts: list[Alert] = []
     prompt = None
     if collision is not None:
         a = router._collision_alert(names[collision[0]], names[collision[1]], collision[2], router._tools, "tool")
