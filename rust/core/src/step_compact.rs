@@ -1,6 +1,7 @@
-//! The routing step over int8 storage: one int8 scan ([`crate::step_scan`]) gives every exemplar an
-//! estimate with a rigorous error bound ([`crate::simd_int8`]); the routes that
-//! can still matter are then re-scored exactly in f32.
+//! The routing step over int8 storage: one int8 scan ([`crate::step_scan`])
+//! gives every exemplar an estimate with a rigorous error bound
+//! ([`crate::simd_int8`]); the routes that can still matter are then re-scored
+//! exactly in f32.
 //!
 //! A route is a *contender* when its upper bound (after affinity) reaches
 //! `τ = min(k-th best lower bound, best lower bound − band, floor)`. Every route
