@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
 
@@ -80,6 +78,9 @@ class OpenAICompatibleRouter:
         ``timeout`` each; the body must arrive before ``timeout`` has passed since
         the call began, so a server that trickles its answer cannot hold the
         router (it fails with ``LLMError``)."""
+        import urllib.error  # loaded on the first LLM call, not at import time
+        import urllib.request
+
         body = json.dumps(self.payload(request)).encode()
         headers = {"Content-Type": "application/json"}
         if self.api_key:

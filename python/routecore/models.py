@@ -15,9 +15,6 @@ import json
 import os
 import shutil
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -103,6 +100,9 @@ def _endpoint() -> str:
 
 
 def _get_json(url: str, timeout: float) -> Any:
+    import urllib.error  # network modules load only when a model is pulled
+    import urllib.request
+
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r:
             return json.load(r)
@@ -132,6 +132,9 @@ def _progress(name: str, total: int | None) -> Callable[[int], None]:
 
 
 def _download(url: str, dest: Path, sha256: str | None, size: int | None, timeout: float, quiet: bool) -> None:
+    import urllib.error
+    import urllib.request
+
     tmp = dest.with_name(dest.name + ".part")
     h = hashlib.sha256()
     try:
@@ -159,6 +162,7 @@ def pull(name: str, *, dest: Path | None = None, force: bool = False, timeout: f
     Files are written under a temporary folder and moved into place only after
     every checksum matched, so an interrupted pull leaves no half model behind.
     """
+    from urllib.parse import quote
     if name not in REGISTRY:
         raise ModelError(f"unknown model {name!r}; known: {sorted(REGISTRY)}")
     src = REGISTRY[name]
@@ -178,7 +182,7 @@ def pull(name: str, *, dest: Path | None = None, force: bool = False, timeout: f
         e = entries[fname]
         lfs = e.get("lfs") or {}
         sha = lfs.get("oid") or lfs.get("sha256") or e.get("sha256")
-        path = urllib.parse.quote(e["path"])
+        path = quote(e["path"])
         _download(f"{base}/{src.repo}/resolve/{src.revision}/{path}", staging / fname, sha, lfs.get("size") or e.get("size"), timeout, quiet)
     (staging / "config.json").write_text(json.dumps(src.config, indent=2))
     if target.exists():
