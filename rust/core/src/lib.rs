@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+pub mod aligned;
 pub mod bandwidth;
 pub mod encoder;
 pub mod error;

@@ -29,7 +29,7 @@ pub(crate) struct Scan {
 pub(crate) const GROUP: usize = 64;
 
 // Parallel ranges start at multiples of BLOCK, so their groups must not straddle them.
-const _: () = assert!(BLOCK % GROUP == 0);
+const _: () = assert!(BLOCK.is_multiple_of(GROUP));
 
 /// Runs of equal labels at least this long take the vectorised path.
 const LONG_RUN: usize = 16;

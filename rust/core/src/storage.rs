@@ -3,6 +3,7 @@
 
 use half::f16;
 
+use crate::aligned::AlignedVec;
 use crate::simd_int8::{quantize_row, QuantCols};
 
 /// Which representation the scan reads.
@@ -50,13 +51,15 @@ impl StorageKind {
 }
 
 /// Row-major vectors of a fixed width; row `i` of every array describes entry `i`.
+/// Each array starts on a cache line ([`AlignedVec`]), and so does every row
+/// whose byte width is a multiple of 64 (d = 384 or 1024, say).
 #[derive(Clone, Debug)]
 pub struct Storage {
     dim: usize,
     kind: StorageKind,
-    pub(crate) f32s: Vec<f32>,
-    pub(crate) f16s: Vec<f16>,
-    pub(crate) i8s: Vec<i8>,
+    pub(crate) f32s: AlignedVec<f32>,
+    pub(crate) f16s: AlignedVec<f16>,
+    pub(crate) i8s: AlignedVec<i8>,
     /// Per-row scale, code sum and error bound of the int8 copy.
     pub(crate) quant: QuantCols,
     /// Centre `μ` of the int8 copy (rows are quantized as `x − μ`); empty until
@@ -73,9 +76,9 @@ impl Storage {
         Storage {
             dim,
             kind,
-            f32s: Vec::new(),
-            f16s: Vec::new(),
-            i8s: Vec::new(),
+            f32s: AlignedVec::new(),
+            f16s: AlignedVec::new(),
+            i8s: AlignedVec::new(),
             quant: QuantCols::default(),
             centre: Vec::new(),
             centred_at: 0,
@@ -186,7 +189,7 @@ impl Storage {
             StorageKind::F16 => self.f16s.extend(v.iter().map(|&x| f16::from_f32(x))),
             StorageKind::Int8 => {
                 let i = self.quant.len();
-                self.i8s.resize((i + 1) * self.dim, 0);
+                self.i8s.resize_zeroed((i + 1) * self.dim);
                 let f = self.quantize_into(i, v);
                 self.quant.push(f);
                 if self.len() >= 2 * self.centred_at {
