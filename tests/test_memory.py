@@ -31,6 +31,19 @@ def test_survives_restart(tmp_path):
     assert m2.matrix("other")[0].shape[0] == 0
 
 
+def test_lessons_persist_in_a_file_by_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROUTECORE_HOME", str(tmp_path / "home"))
+    m = ExperienceMemory()
+    m.record("q", "t", use=True, embedding=emb(0), model_id="m")
+    m.close()
+    assert m.path == str(tmp_path / "home" / "lessons.sqlite")
+    assert [l.tool for l in ExperienceMemory().list()] == ["t"]
+    monkeypatch.delenv("ROUTECORE_HOME")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert ExperienceMemory().path == str(tmp_path / "data" / "routecore" / "lessons.sqlite")
+    assert ExperienceMemory(":memory:").list() == []
+
+
 def test_concurrent_writers_in_threads_and_connections(tmp_path):
     p = tmp_path / "m.sqlite"
     stores = [ExperienceMemory(p) for _ in range(4)]

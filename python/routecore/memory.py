@@ -7,6 +7,7 @@ write), survives restarts and lets several processes write with a busy timeout.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -42,10 +43,26 @@ class Lesson:
     created: float
 
 
-class ExperienceMemory:
-    """Lessons in an SQLite file (``":memory:"`` for a throwaway store)."""
+def default_path() -> Path:
+    """Where lessons persist by default: ``$ROUTECORE_HOME/lessons.sqlite`` when
+    that is set, else ``$XDG_DATA_HOME/routecore/lessons.sqlite`` (``~/.local/share``)."""
+    if os.environ.get("ROUTECORE_HOME"):
+        return Path(os.environ["ROUTECORE_HOME"]) / "lessons.sqlite"
+    data = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data) / "routecore" / "lessons.sqlite"
 
-    def __init__(self, path: str | Path = ":memory:", *, timeout: float = 5.0):
+
+class ExperienceMemory:
+    """Lessons in an SQLite file: :func:`default_path` unless ``path`` is given
+    (``":memory:"`` for a throwaway store)."""
+
+    def __init__(self, path: str | Path | None = None, *, timeout: float = 5.0):
+        if path is None:
+            path = default_path()
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise MemoryStoreError(f"cannot create {path.parent} for the memory store: {e}") from None
         self.path = str(path)
         self._lock = threading.Lock()
         self._cache: tuple[int, str, tuple] | None = None
