@@ -3,6 +3,7 @@ rules, out of scope, affinity, collisions, clarification, fallback chain."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -164,6 +165,8 @@ def test_collision_alert_names_both_routes():
     [a] = [a for a in d.alerts if a.kind == "collision"]
     assert "INCIDENT" in a.message and "GENERAL" in a.message and a.data["gap"] == pytest.approx(0.04, abs=1e-4)
     assert d.collision and d.system_prompt_alert == a.message
+    as_json = json.loads(d.to_json())
+    assert as_json["collision"] is True and as_json["system_prompt_alert"] == a.message
     clear = router(Policy(bias_rules=(), three_way_within=0.0), q=mix(a0=0.9, a2=0.3)).route("q")
     assert not clear.collision and clear.system_prompt_alert is None
 

@@ -57,7 +57,8 @@ def trace(what: str, result: _R) -> _R:
     """Log ``result`` (a decision, a tool belt, ...) as JSON at DEBUG on the
     ``routecore`` logger: the same trace the caller gets back. Returns it."""
     if log.isEnabledFor(logging.DEBUG):
-        log.debug("%s %s", what, json.dumps(plain(result), ensure_ascii=False))
+        body = result.to_dict() if hasattr(result, "to_dict") else plain(result)
+        log.debug("%s %s", what, json.dumps(body, ensure_ascii=False))
     return result
 
 
@@ -151,7 +152,10 @@ class Decision:
         return next((a.message for a in self.alerts if a.kind == "collision"), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return plain(self)
+        """Every field, plus ``collision`` and ``system_prompt_alert``."""
+        d = plain(self)
+        d["collision"], d["system_prompt_alert"] = self.collision, self.system_prompt_alert
+        return d
 
     def to_json(self, **kw: Any) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, **kw)
