@@ -182,8 +182,6 @@ def test_clarification_answer_is_routed_among_candidates():
 
 def test_decision_is_json_and_logged(caplog):
     d = router(q=unit(0)).route("q")
-    import json
-
     back = json.loads(d.to_json())
     assert back["route"] == "INCIDENT" and set(back["timings"]) >= {"tokenize", "encode", "score", "policy"}
     with caplog.at_level(logging.DEBUG, logger="routecore"):
