@@ -75,23 +75,25 @@ pub(crate) fn scan_int8(index: &FlatIndex, q: &[f32], n_routes: usize, k: usize)
     let mut bnd = vec![0f32; n];
     let mut group_hi = vec![f32::NEG_INFINITY; n.div_ceil(GROUP)];
     let threads = rayon::current_num_threads().max(1);
+    let range = |start, est, bnd, group_hi| RangeScan {
+        index,
+        q8: &q8,
+        start,
+        est,
+        bnd,
+        group_hi,
+        n_routes,
+        k,
+    };
     let part = if n * d < route_parallel_cutoff() || threads == 1 {
-        let out = Out {
-            est: &mut est,
-            bnd: &mut bnd,
-            group_hi: &mut group_hi,
-        };
-        scan_range(index, &q8, 0, out, n_routes, k)
+        scan_range(range(0, &mut est, &mut bnd, &mut group_hi))
     } else {
         let step = n.div_ceil(threads).div_ceil(BLOCK) * BLOCK;
         est.par_chunks_mut(step)
             .zip(bnd.par_chunks_mut(step))
             .zip(group_hi.par_chunks_mut(step / GROUP))
             .enumerate()
-            .map(|(c, ((est, bnd), group_hi))| {
-                let out = Out { est, bnd, group_hi };
-                scan_range(index, &q8, c * step, out, n_routes, k)
-            })
+            .map(|(c, ((est, bnd), group_hi))| scan_range(range(c * step, est, bnd, group_hi)))
             .reduce(|| Partial::new(n_routes, k), Partial::merge)
     };
     let top_floor = if k > 0 {
@@ -110,44 +112,35 @@ pub(crate) fn scan_int8(index: &FlatIndex, q: &[f32], n_routes: usize, k: usize)
     }
 }
 
-/// The per-row outputs of one range of rows (`group_hi` per [`GROUP`] rows).
-struct Out<'a> {
+/// One range of rows to scan, `start..start + est.len()` (`start` a multiple
+/// of [`BLOCK`]), and its per-row outputs (`group_hi` per [`GROUP`] rows).
+struct RangeScan<'a> {
+    index: &'a FlatIndex,
+    q8: &'a QueryI8,
+    start: usize,
     est: &'a mut [f32],
     bnd: &'a mut [f32],
     group_hi: &'a mut [f32],
-}
-
-/// Scan rows `start..start + out.est.len()` (`start` a multiple of [`BLOCK`]).
-/// The per-row bookkeeping is compiled twice, for AVX2 and for the baseline:
-/// in the baseline (SSE2) build it took 17 % of a hot step, a third of the
-/// kernel's time (`perf`, 150 × 100 × 384).
-fn scan_range(
-    index: &FlatIndex,
-    q8: &QueryI8,
-    start: usize,
-    out: Out,
     n_routes: usize,
     k: usize,
-) -> Partial {
+}
+
+/// Scan one range. The per-row bookkeeping is compiled twice, for AVX2 and for
+/// the baseline: in the baseline (SSE2) build it took 17 % of a hot step, a
+/// third of the kernel's time (`perf`, 150 × 100 × 384).
+fn scan_range(r: RangeScan) -> Partial {
     #[cfg(target_arch = "x86_64")]
     if crate::simd::has_avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked above).
-        return unsafe { scan_range_avx2(index, q8, start, out, n_routes, k) };
+        return unsafe { scan_range_avx2(r) };
     }
-    scan_range_body(index, q8, start, out, n_routes, k)
+    scan_range_body(r)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn scan_range_avx2(
-    index: &FlatIndex,
-    q8: &QueryI8,
-    start: usize,
-    out: Out,
-    n_routes: usize,
-    k: usize,
-) -> Partial {
-    scan_range_body(index, q8, start, out, n_routes, k)
+unsafe fn scan_range_avx2(r: RangeScan) -> Partial {
+    scan_range_body(r)
 }
 
 /// The kernel over the whole range, then vectorisable loops over the runs of
@@ -155,15 +148,17 @@ unsafe fn scan_range_avx2(
 /// have one row per tool). Plain `a * b + c` (Rust never fuses it), so both
 /// builds give the same bits.
 #[inline(always)]
-fn scan_range_body(
-    index: &FlatIndex,
-    q8: &QueryI8,
-    start: usize,
-    out: Out,
-    n_routes: usize,
-    k: usize,
-) -> Partial {
-    let Out { est, bnd, group_hi } = out;
+fn scan_range_body(r: RangeScan) -> Partial {
+    let RangeScan {
+        index,
+        q8,
+        start,
+        est,
+        bnd,
+        group_hi,
+        n_routes,
+        k,
+    } = r;
     let s = index.storage();
     let d = s.dim();
     let labels = &index.label_codes()[start..start + est.len()];
