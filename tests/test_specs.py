@@ -52,6 +52,8 @@ def test_route_thresholds_from_yaml_reach_the_policy(tmp_path):
         ("routes:\n  - name: A\n    utterances: [x]\n    fallback_on_error: Z\n", "not a route"),
         ("routes:\n  - utterances: [x]\n", "needs a name"),
         ("rutes: []\n", "unknown top-level"),
+        ("tools:\n  - name: t\n    description: d\n    cost_estimate: cheap\n", "cost_estimate must be a number"),
+        ("tools:\n  - name: t\n    description: d\n    avg_latency: -1\n", "avg_latency must be a number"),
     ],
 )
 def test_bad_configs_name_the_problem(tmp_path, text, match):

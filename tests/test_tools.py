@@ -150,6 +150,10 @@ def test_two_level_catalog():
     assert cat.summary_tokens == estimate_tokens(cat.summaries) and cat.schema_tokens > 0
     with pytest.raises(InvalidArgumentError, match="nope"):
         build_catalog(TOOLS, ["ha_get_logs", "nope"])
+    rich = ToolSpec("restart_service", "Restart a service.\nMore text.", domain="system", cost_estimate=0.02, avg_latency=1.5,
+                    safety_tags=("destructive", "needs_confirmation"))
+    assert rich.summary() == "restart_service [system]: Restart a service. (cost 0.02; latency 1.5; safety: destructive, needs_confirmation)"
+    assert TOOLS[1].summary() == "ha_get_logs [ha]: t-ha-logs"
 
 
 def test_session_catalog_offers_the_meta_tool_until_the_breaker_trips():

@@ -56,9 +56,17 @@ class ToolSpec:
         return ex + list(self.success_examples)
 
     def summary(self) -> str:
-        """One line for an LLM router prompt."""
+        """One line for an LLM router prompt, with the tool's cost, latency and
+        safety tags when they are set."""
         first = self.description.strip().split("\n")[0]
-        return f"{self.name} [{self.domain or '-'}]: {first}"
+        notes = []
+        if self.cost_estimate is not None:
+            notes.append(f"cost {self.cost_estimate:g}")
+        if self.avg_latency is not None:
+            notes.append(f"latency {self.avg_latency:g}")
+        if self.safety_tags:
+            notes.append("safety: " + ", ".join(self.safety_tags))
+        return f"{self.name} [{self.domain or '-'}]: {first}" + (f" ({'; '.join(notes)})" if notes else "")
 
     def schema(self) -> dict[str, Any]:
         """OpenAI-style function schema."""
@@ -87,6 +95,14 @@ def check_thresholds(where: str, th: Any) -> dict[str, float]:
     if bad:
         raise ConfigError(f"{where}: unknown threshold keys {sorted(bad)} (known: {list(ROUTE_THRESHOLD_KEYS)})")
     return {k: _check_unit(where, k, v) for k, v in th.items()}
+
+
+def _non_negative(where: str, key: str, v: Any) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+        raise ConfigError(f"{where}: {key} must be a number >= 0, got {v!r}")
+    return float(v)
 
 
 def _tuple_of_str(where: str, key: str, v: Any) -> tuple[str, ...]:
@@ -136,8 +152,8 @@ def tool_from_dict(d: Mapping[str, Any], i: int) -> ToolSpec:
         domain=str(d.get("domain") or d.get("plugin") or ""),
         success_examples=_tuple_of_str(where, "success_examples", d.get("success_examples")),
         anti_patterns=_tuple_of_str(where, "anti_patterns", d.get("anti_patterns")),
-        cost_estimate=d.get("cost_estimate"),
-        avg_latency=d.get("avg_latency"),
+        cost_estimate=_non_negative(where, "cost_estimate", d.get("cost_estimate")),
+        avg_latency=_non_negative(where, "avg_latency", d.get("avg_latency")),
         safety_tags=_tuple_of_str(where, "safety_tags", d.get("safety_tags")),
         core=bool(d.get("core", False)),
     )
