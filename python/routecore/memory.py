@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from routecore.errors import MemoryStoreError
+from routecore.models import HOME_ENV
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS lessons (
@@ -46,8 +47,8 @@ class Lesson:
 def default_path() -> Path:
     """Where lessons persist by default: ``$ROUTECORE_HOME/lessons.sqlite`` when
     that is set, else ``$XDG_DATA_HOME/routecore/lessons.sqlite`` (``~/.local/share``)."""
-    if os.environ.get("ROUTECORE_HOME"):
-        return Path(os.environ["ROUTECORE_HOME"]) / "lessons.sqlite"
+    if os.environ.get(HOME_ENV):
+        return Path(os.environ[HOME_ENV]) / "lessons.sqlite"
     data = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(data) / "routecore" / "lessons.sqlite"
 

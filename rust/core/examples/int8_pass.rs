@@ -6,6 +6,7 @@
 //!     cargo run --release -p routecore-core --example int8_pass
 //!     ROUTECORE_PREFETCH_ROWS=32 cargo run --release -p routecore-core --example int8_pass
 
+use routecore_core::testing::uniform;
 use std::time::Instant;
 
 use routecore_core::aligned::AlignedVec;
@@ -13,13 +14,7 @@ use routecore_core::simd_int8::{dot_i8_rows, quantize_row, QueryI8, BLOCK_ROWS};
 
 fn main() {
     let d = 384;
-    let mut x = 12345u32;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        x as f32 / u32::MAX as f32 - 0.5
-    };
+    let mut next = uniform(12345);
     let mut junk = vec![0u8; 96 << 20];
     println!("| rows | caches | best ns/row | median ns/row | median GB/s |");
     println!("|---|---|---|---|---|");

@@ -7,6 +7,7 @@
 //!
 //! (defaults 10 and 5, as in `StepParams::new`).
 
+use routecore_core::testing::uniform;
 use std::time::Instant;
 
 use routecore_core::scoring::Aggregation;
@@ -15,13 +16,7 @@ use routecore_core::{FlatIndex, StorageKind};
 
 fn main() {
     let (routes, per, d) = (150usize, 100usize, 384usize);
-    let mut x = 2024u32;
-    let mut rnd = move || {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        x as f32 / u32::MAX as f32 - 0.5
-    };
+    let mut rnd = uniform(2024);
     let centres: Vec<Vec<f32>> = (0..routes)
         .map(|_| (0..d).map(|_| rnd()).collect())
         .collect();

@@ -26,6 +26,7 @@ pub mod step;
 pub mod step_compact;
 pub mod step_scan;
 pub mod storage;
+pub mod testing;
 pub mod topk;
 
 pub use error::{Error, Result};

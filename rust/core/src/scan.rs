@@ -297,16 +297,9 @@ mod tests {
 
     fn storage(n: usize, d: usize, kind: StorageKind) -> Storage {
         let mut s = Storage::new(d, kind);
-        let mut x = 12345u32;
+        let mut rnd = crate::testing::uniform(12345);
         for _ in 0..n {
-            let v: Vec<f32> = (0..d)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 17;
-                    x ^= x << 5;
-                    x as f32 / u32::MAX as f32 - 0.5
-                })
-                .collect();
+            let v: Vec<f32> = (0..d).map(|_| rnd()).collect();
             s.push(&v);
         }
         s

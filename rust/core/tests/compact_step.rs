@@ -2,18 +2,13 @@
 
 use routecore_core::scoring::Aggregation;
 use routecore_core::step::{score_routes, StepParams};
+use routecore_core::testing::uniform;
 use routecore_core::FlatIndex;
 use routecore_core::StorageKind;
 
 /// 60 routes × 25 exemplars around route centres, in 3 domains.
 fn indexes(d: usize) -> (FlatIndex, FlatIndex, Vec<f32>) {
-    let mut x = 99u32;
-    let mut rnd = move || {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        x as f32 / u32::MAX as f32 - 0.5
-    };
+    let mut rnd = uniform(99);
     let centres: Vec<Vec<f32>> = (0..60).map(|_| (0..d).map(|_| rnd()).collect()).collect();
     let (mut data, mut labels, mut domains) = (Vec::new(), Vec::new(), Vec::new());
     for (r, c) in centres.iter().enumerate() {

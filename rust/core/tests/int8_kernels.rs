@@ -1,17 +1,11 @@
 //! int8 kernels: VNNI and fallback agree with integer arithmetic; the error bound holds.
 
 use routecore_core::simd_int8::*;
+use routecore_core::testing::uniform;
 
 fn rows(n: usize, d: usize, seed: u32) -> Vec<f32> {
-    let mut x = seed;
-    (0..n * d)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as f32 / u32::MAX as f32 - 0.5
-        })
-        .collect()
+    let mut rnd = uniform(seed);
+    (0..n * d).map(|_| rnd()).collect()
 }
 
 #[test]
