@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use routecore_core::encoder::{Encoder, EncoderOptions, TextKind};
 use routecore_core::simd::cosine;
+use routecore_core::testing::uniform;
 use routecore_core::Error;
 
 fn prerequisites() -> Option<(PathBuf, PathBuf)> {
@@ -81,6 +82,71 @@ fn minilm_fp32_matches_reference_embeddings_and_ids() {
         let e = enc.encode(&[r.text.as_str()], TextKind::Query).unwrap();
         let c = cosine(&e.data, &r.emb);
         assert!(c >= 0.9999, "cosine {c} for {:?}", r.text);
+    }
+}
+
+/// Lowest cosine per text between its single-text embedding and the same text
+/// inside batches: all texts in one call, then shuffled batches of 8 and 32.
+fn worst_batch_cosines(enc: &Encoder, texts: &[&str], kind: TextKind) -> Vec<f32> {
+    let dim = enc.dim();
+    let single: Vec<Vec<f32>> = texts
+        .iter()
+        .map(|t| enc.encode(&[t], kind).unwrap().data)
+        .collect();
+    let mut worst = vec![f32::INFINITY; texts.len()];
+    let mut check = |idx: &[usize]| {
+        let batch: Vec<&str> = idx.iter().map(|&i| texts[i]).collect();
+        let e = enc.encode(&batch, kind).unwrap();
+        for (j, &i) in idx.iter().enumerate() {
+            let c = cosine(&e.data[j * dim..(j + 1) * dim], &single[i]);
+            worst[i] = worst[i].min(c);
+        }
+    };
+    check(&(0..texts.len()).collect::<Vec<_>>());
+    let mut rand = uniform(12);
+    for size in [8, 32] {
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        for i in (1..order.len()).rev() {
+            let j = ((rand() + 0.5) * (i + 1) as f32) as usize;
+            order.swap(i, j.min(i));
+        }
+        order.chunks(size).for_each(&mut check);
+    }
+    worst
+}
+
+/// Issue 12 §5: dynamic int8 computes one activation scale per input tensor, so
+/// a text's embedding must not come from a run shared with other texts.
+#[test]
+fn int8_embeddings_do_not_depend_on_the_batch() {
+    let Some((lib, shared)) = prerequisites() else {
+        return;
+    };
+    for name in ["all-minilm-l6-v2", "multilingual-e5-small"] {
+        let dir = shared.join(name);
+        let enc = Encoder::load(
+            &dir,
+            &EncoderOptions {
+                cache_size: 0,
+                ..opts(&lib, "int8")
+            },
+        )
+        .unwrap();
+        let refs = references(&dir);
+        let texts: Vec<&str> = refs.iter().map(|r| r.text.as_str()).collect();
+        for kind in [TextKind::Query, TextKind::Passage] {
+            let worst = worst_batch_cosines(&enc, &texts, kind);
+            let (i, min) =
+                worst.iter().enumerate().fold(
+                    (0, f32::INFINITY),
+                    |a, (i, &c)| if c < a.1 { (i, c) } else { a },
+                );
+            assert!(
+                min >= 0.9995,
+                "{name} {kind:?}: cosine single vs batched {min} for {:?}",
+                texts[i]
+            );
+        }
     }
 }
 
