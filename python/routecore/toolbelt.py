@@ -1,11 +1,11 @@
 """Tool-belt assembly: core tools, top-k or threshold, domain affinity,
 anti-patterns, experience lessons, discovery tools, collisions, and the
-per-turn `request_more_tools` with its circuit breaker."""
+per-turn `request_more_tools` with its circuit breaker, all over a
+:class:`routecore.tool_catalog.ToolCatalog`."""
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,13 +13,11 @@ from routecore import _native
 from routecore.catalog import MORE_TOOLS, Catalog, build_catalog
 from routecore.decision import Alert, ScoreMap, Timings, ToolBelt, ToolChoice, trace
 from routecore.errors import ConfigError, InvalidArgumentError, RoutecoreError
-
-if TYPE_CHECKING:
-    from routecore.router import Router
-
+from routecore.tables import collision_alert
+from routecore.tool_catalog import ToolCatalog
 
 
-def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None, exact_top: int, floor: float,
+def _ranked_scores(catalog: ToolCatalog, q: np.ndarray, context_domain: str | None, exact_top: int, floor: float,
                    alerts: list[Alert]) -> tuple[dict, np.ndarray, bool, bool]:
     """The native step's output (``raw``, ``bound``: 0 when exact, ``collision``),
     the final scores (affinity, anti-patterns, lessons), whether a lesson banned
@@ -32,32 +30,32 @@ def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None, 
     exactly, and ``exact_top`` grows by the number of demoted tools: so the best
     ``exact_top`` tools by final score are exact too.
     """
-    p = router.policy
+    p = catalog.policy
     active = [context_domain] if context_domain else []
-    names = router._tools.names
+    names = catalog.tools.names
     hit = None
-    if len(router._anti.texts):
-        anti = router._anti.score(q, p, [], 0, aggregation="max", exact_floor=p.anti_pattern_threshold, probabilities=False)["raw"]
+    if len(catalog.anti.texts):
+        anti = catalog.anti.score(q, p, [], 0, aggregation="max", exact_floor=p.anti_pattern_threshold, probabilities=False)["raw"]
         hit = anti >= p.anti_pattern_threshold
     lessons: list[tuple[int, bool]] = []
-    if router.memory is not None:
+    if catalog.memory is not None:
         floor -= p.lesson_boost  # a lesson can lift a tool over the floor
         try:
-            emb, tools, use, contexts = router.memory.matrix(router.encoder.model_id)
+            emb, tools, use, contexts = catalog.memory.matrix(catalog.encoder.model_id)
         except RoutecoreError as e:
             alerts.append(Alert("memory_error", f"lessons not applied: {e}"))
             emb, tools, use, contexts = np.zeros((0, 0), np.float32), [], np.zeros(0, bool), []
         if len(tools) and emb.shape[1] == q.shape[0]:
             sims = emb @ q
             for i in np.flatnonzero(sims >= p.lesson_similarity):
-                j = router._tool_pos.get(tools[i])
+                j = catalog.tools.pos.get(tools[i])
                 if j is not None and (not contexts[i] or contexts[i] == (context_domain or "")):
                     lessons.append((j, bool(use[i])))
     demoted = hit.nonzero()[0].tolist() if hit is not None else []
     exact = [names[j] for j in demoted] + [names[j] for j, _ in lessons]
-    r = router._tools.score(q, p, active, 0, exact_top=exact_top + len(demoted), exact_floor=floor, probabilities=False, exact=exact)
+    r = catalog.tools.score(q, p, active, 0, exact_top=exact_top + len(demoted), exact_floor=floor, probabilities=False, exact=exact)
     adjusted = r["adjusted"]  # a fresh array (or a view of one): ours to modify
-    banned = router._tools_without_exemplars  # such tools score -inf
+    banned = catalog.without_exemplars  # such tools score -inf
     if demoted:
         adjusted[demoted] *= p.anti_pattern_penalty
     for j, use_it in lessons:
@@ -66,25 +64,26 @@ def _ranked_scores(router: "Router", q: np.ndarray, context_domain: str | None, 
     return r, adjusted, banned, bool(lessons or demoted)
 
 
-def select_tools(router: "Router", query: str, context_domain: str | None, top_k: int | None, threshold: float | None, *, exclude: set[str] | None = None) -> ToolBelt:
-    if not router.tool_specs:
+def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, top_k: int | None, threshold: float | None, *, exclude: set[str] | None = None) -> ToolBelt:
+    """The tool belt of ``query`` from ``catalog`` (see :meth:`routecore.router.Router.tools`); ``exclude``: tools not to pick."""
+    if not catalog.specs:
         raise ConfigError("this router has no tools")
     if not isinstance(query, str):
         raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
-    p = router.policy
+    p = catalog.policy
     k = p.tool_top_k if top_k is None else top_k
     th = p.tool_threshold if threshold is None else threshold
     if k < 0 or not 0 <= th <= 1:
         raise InvalidArgumentError(f"top_k must be >= 0 and threshold in [0, 1]; got {k}, {th}")
     by_threshold = p.tool_selection == "threshold" or threshold is not None
-    wanted = k + len(router._core_tools) + len(exclude or ())
+    wanted = k + len(catalog.core) + len(exclude or ())
     t0 = time.perf_counter()
-    enc = router.encoder.encode_with_stats([query])
+    enc = catalog.encoder.encode_with_stats([query])
     t1 = time.perf_counter()
     alerts: list[Alert] = []
-    r, adjusted, banned, changed = _ranked_scores(router, enc.embeddings[0], context_domain, max(p.exact_top, wanted),
+    r, adjusted, banned, changed = _ranked_scores(catalog, enc.embeddings[0], context_domain, max(p.exact_top, wanted),
                                                   th if by_threshold else float("inf"), alerts)
-    raw, bound, table = r["raw"], r["bound"], router._tools
+    raw, bound, table = r["raw"], r["bound"], catalog.tools
     # Collisions are judged on the final scores (after anti-patterns and lessons).
     finite = np.where(np.isfinite(adjusted), adjusted, np.float32(-1e30)).astype(np.float32) if banned else adjusted
     if not (banned or changed) and isinstance(table.codes, slice):
@@ -94,8 +93,8 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
     else:
         collision = _native.detect_collision(finite, table.domain_ids, p.collision_gap) if len(finite) > 1 else None
     t2 = time.perf_counter()
-    names, tools, domains = router._tools.names, router.tool_specs, router._tool_domains
-    pos, core = router._tool_pos, router._core_tools
+    names, tools, domains = table.names, catalog.specs, table.domains
+    pos, core = table.pos, catalog.core
     chosen: dict[str, str] = {names[i]: "core" for i in core}
     finite_n = int(np.isfinite(adjusted).sum()) if banned else len(adjusted)
     if by_threshold:
@@ -118,13 +117,13 @@ def select_tools(router: "Router", query: str, context_domain: str | None, top_k
         chosen[n] = "threshold" if by_threshold else "top_k"
         picked += 1
     plugins = {domains[pos[n]] for n, why in chosen.items() if why != "core"} - {""}
-    discovery = router.discovery_tools(p.discovery_prefixes)
+    discovery = catalog.discovery_tools(p.discovery_prefixes)
     for plugin in plugins:
         for n in discovery.get(plugin, ()):
             chosen.setdefault(n, "discovery")
     prompt = None
     if collision is not None:
-        a = router._collision_alert(names[collision[0]], names[collision[1]], collision[2], router._tools, "tool")
+        a = collision_alert(names[collision[0]], names[collision[1]], collision[2], table, "tool")
         alerts.append(a)
         prompt = a.message
     idx = [pos[n] for n in chosen]
@@ -151,9 +150,9 @@ class ToolSession:
     meta tool from the belt and adds an alert.
     """
 
-    def __init__(self, router: "Router", query: str, context_domain: str | None = None):
-        self.router, self.query, self.context_domain = router, query, context_domain
-        self.belt = select_tools(router, query, context_domain, None, None)
+    def __init__(self, catalog: ToolCatalog, query: str, context_domain: str | None = None):
+        self.tool_catalog, self.query, self.context_domain = catalog, query, context_domain
+        self.belt = select_tools(catalog, query, context_domain, None, None)
         self.calls = 0
         self.alerts: list[Alert] = list(self.belt.alerts)
         self.offered = set(self.belt.names)
@@ -161,20 +160,21 @@ class ToolSession:
     @property
     def tool_names(self) -> list[str]:
         """Names in the belt, with the meta tool while the breaker is closed."""
-        extra = [MORE_TOOLS] if self.calls < self.router.policy.more_tools_limit else []
+        extra = [MORE_TOOLS] if self.calls < self.tool_catalog.policy.more_tools_limit else []
         return sorted(self.offered) + extra
 
     def catalog(self) -> Catalog:
         """One-line summaries of every tool, and the full schemas of the belt's tools
         plus the meta tool's while the breaker is closed, for the LLM's request."""
-        return build_catalog(self.router.tool_specs, self.tool_names)
+        return build_catalog(self.tool_catalog.specs, self.tool_names)
 
     def request_more_tools(self, query: str | None = None) -> list[ToolChoice]:
-        limit = self.router.policy.more_tools_limit
+        """The next best tools not yet offered (for ``query``, default the turn's); [] once the breaker is open."""
+        limit = self.tool_catalog.policy.more_tools_limit
         if self.calls >= limit:
             return []
         self.calls += 1
-        more = select_tools(self.router, query or self.query, self.context_domain, self.router.policy.more_tools_batch, None, exclude=self.offered)
+        more = select_tools(self.tool_catalog, query or self.query, self.context_domain, self.tool_catalog.policy.more_tools_batch, None, exclude=self.offered)
         new = [ToolChoice(t.name, t.domain, t.score, t.raw_score, "more") for t in more.tools if t.name not in self.offered]
         self.offered.update(t.name for t in new)
         if self.calls >= limit:

@@ -1,0 +1,209 @@
+"""`RouteTable`: the routes of a router and the whole route decision.
+
+Holds the route specs, their :class:`~routecore.tables.ScoreTable`, the
+optional linear head and LLM fallback, and turns one query into a
+:class:`~routecore.decision.Decision`: scoring, the confidence tiers, bias
+rules, clarification, the LLM fallback and the degraded (encoder failed) path.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from routecore import _native
+from routecore.decision import Alert, Decision, Exemplar, ScoreMap, Timings, trace
+from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.llm import LLMRequest, LLMRouter
+from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, tier_of
+from routecore.specs import RouteSpec, check_thresholds
+from routecore.tables import EncoderLike, build_table, collision_alert
+
+
+def with_route_thresholds(policy: Policy, routes: Sequence[RouteSpec]) -> Policy:
+    """``policy`` with the routes' own thresholds merged under its ``per_route`` overrides.
+
+    Raises :class:`ConfigError` when ``policy.per_route`` names an unknown route.
+    """
+    unknown = set(policy.per_route) - {r.name for r in routes}
+    if unknown:
+        raise ConfigError(f"policy.per_route names unknown routes {sorted(unknown)}")
+    # The routes' own overrides, under those of the policy (explicit or fitted).
+    spec_th = {r.name: check_thresholds(f"route {r.name!r}", r.thresholds) for r in routes if r.thresholds}
+    if not spec_th:
+        return policy
+    per = policy.per_route
+    merged = {n: {**spec_th.get(n, {}), **dict(per.get(n, {}))} for n in {**spec_th, **per}}
+    return policy.with_overrides(per_route=merged)
+
+
+class RouteTable:
+    """The routes of a router and the decision of which one handles a query.
+
+    Args:
+        routes: the route specifications.
+        encoder: embeds the exemplars (unless ``vectors`` are given) and the queries.
+        policy: thresholds and defaults, used as given (see :func:`with_route_thresholds`).
+        llm: optional fallback router, asked on medium (and, per policy, low) confidence.
+        head: optional ``evaluation.head.LinearHead`` (route probabilities and out of scope).
+        storage: the table's storage (see :class:`~routecore.tables.ScoreTable`).
+        vectors: precomputed exemplar embeddings (from a bundle).
+    """
+
+    def __init__(self, routes: Sequence[RouteSpec], *, encoder: EncoderLike, policy: Policy, llm: LLMRouter | None = None,
+                 head: Any = None, storage: str = "auto", vectors: np.ndarray | None = None):
+        self.specs = list(routes)
+        self.by_name = {r.name: r for r in self.specs}
+        self.encoder, self.policy, self.llm, self.head = encoder, policy, llm, head
+        self.table = build_table(self.specs, encoder, storage, vectors)
+
+    def fallback_chain(self, route: str) -> tuple[str, ...]:
+        """``route`` and the routes reached by following ``fallback_on_error``."""
+        chain, cur = [], route
+        while cur and cur in self.by_name and cur not in chain:
+            chain.append(cur)
+            cur = self.by_name[cur].fallback_on_error
+        return tuple(chain)
+
+    def route(self, query: str, *, previous: str | None = None, context_domains: Sequence[str] = (), clarify: Decision | None = None) -> Decision:
+        """The decision for ``query``: :meth:`routecore.router.Router.route` (which documents the arguments)."""
+        if not self.specs:
+            raise ConfigError("this router has no routes")
+        if previous is not None and previous not in self.by_name:
+            raise InvalidArgumentError(f"unknown previous route {previous!r}; known: {sorted(self.by_name)}")
+        if not isinstance(query, str):
+            raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
+        text = f"{clarify.query}\n{query}" if clarify is not None else query
+        t0 = time.perf_counter()
+        try:
+            enc = self.encoder.encode_with_stats([text])
+        except Exception as e:  # noqa: BLE001 - degrade to the LLM, never crash
+            return trace("route decision", self._degraded(text, previous, e, t0))
+        t1 = time.perf_counter()
+        p = self.policy
+        # The previous route and the clarified candidates may be lifted above the best routes: keep them exact.
+        exact = ([previous] if previous else []) + (list(clarify.candidates) if clarify is not None else [])
+        r = self.table.score(enc.embeddings[0], p, list(context_domains), p.top_exemplars, exact=exact)
+        t2 = time.perf_counter()
+        if self.head is not None:
+            self._apply_head(r, enc.embeddings[0])
+        d = self._decide(text, r, previous, clarify)
+        t3 = time.perf_counter()
+        llm_ms = d.pop("_llm_ms", 0.0)
+        timings = Timings(enc.tokenize_ms, (t1 - t0) * 1e3 - enc.tokenize_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3 - llm_ms, llm_ms, (t3 - t0) * 1e3)
+        alerts = list(d.pop("alerts"))
+        if enc.truncated:
+            alerts.append(Alert("truncated", "the query was truncated at the model's max_length"))
+        dec = Decision(**d, alerts=tuple(alerts), timings=timings, query=text, previous_route=previous, error_message=self.policy.error_message)
+        return trace("route decision", dec)
+
+    def _apply_head(self, r: dict[str, Any], q: np.ndarray) -> None:
+        """Replace softmax probabilities by the linear head's (O(routes x dim))."""
+        p = self.head.proba(q)[0]
+        cls = {c: i for i, c in enumerate(self.head.classes)}
+        probs = np.array([p[cls[n]] if n in cls else 0.0 for n in self.table.names], dtype=np.float64)
+        oos = float(p[cls[self.head.oos_class]]) if self.head.oos_class in cls else 0.0
+        total = probs.sum()
+        r["probs"] = (probs / total if total > 0 else np.full(len(probs), 1 / len(probs))).astype(np.float32)
+        r["head_oos"] = oos >= probs.max() or probs.max() < self.head.threshold
+
+    def _decide(self, text: str, r: dict[str, Any], previous: str | None, clarify: Decision | None) -> dict[str, Any]:
+        p, names = self.policy, self.table.names
+        raw, adjusted, probs = r["raw"], r["adjusted"], r["probs"]
+        if clarify is not None and clarify.candidates:
+            keep = np.isin(np.array(names), list(clarify.candidates))
+            adjusted = np.where(keep, adjusted, -np.inf).astype(np.float32)
+            probs = _native.softmax(adjusted, p.temperature)
+        prev_i = names.index(previous) if previous else None
+        if p.previous_strategy == "boost":
+            probs = apply_previous_boost(probs, prev_i, p.previous_boost)
+        # The decision reads the best three routes only (ties to the lower index).
+        top_p, order = _native.topk(probs, min(3, len(probs)))
+        top_p, order = top_p.tolist(), order.tolist()
+        top_adj = [adjusted.item(i) for i in order]  # no fancy indexing: it is slow on cold caches
+        best = order[0]
+        bname = names[best]
+        p1 = top_p[0]
+        p2 = top_p[1] if len(order) > 1 else 0.0
+        high, margin_th, medium, min_score = p.thresholds(bname, prev_i == best and p.previous_strategy == "thresholds")
+        tier = tier_of(p1, p1 - p2, high, margin_th, medium)
+        labels, pos, texts = self.table.labels, self.table.pos, self.table.texts
+        out: dict[str, Any] = {
+            "route": bname, "tier": tier, "confidence": p1, "margin": p1 - p2,
+            "probabilities": ScoreMap(names, probs, pos), "raw_scores": ScoreMap(names, raw, pos),
+            "adjusted_scores": ScoreMap(names, adjusted, pos), "score_bounds": ScoreMap(names, r["bound"], pos),
+            "top_exemplars": tuple(Exemplar(labels[c], texts[i], s) for i, c, s in zip(r["top_ids"].tolist(), r["top_labels"].tolist(), r["top_scores"].tolist())),
+            "alerts": [], "action": "route", "candidates": (), "_llm_ms": 0.0,
+        }
+        if r.get("head_oos") or float(raw[best]) < min_score:
+            out.update(action="none", route=None, tier="low")
+            return self._finish(out)
+        if r["collision"] is not None and clarify is None:
+            c = r["collision"]
+            out["alerts"].append(collision_alert(labels[c[0]], labels[c[1]], c[2], self.table, "route"))
+        rule = bias_winner(names, order, top_adj, p) if tier != "high" else None
+        if rule:
+            winner, text_rule = rule
+            out["bias_rule"] = text_rule
+            if winner == CLARIFY:
+                return self._finish(self._clarify(out, [names[i] for i, v in zip(order, top_adj) if v > -np.inf][:3 if "three-way" in text_rule else 2]))
+            out["route"] = winner
+            return self._finish(out)
+        if tier == "high":
+            return self._finish(out)
+        if tier == "medium":
+            out["hint"] = bname
+            return self._finish(self._ask_llm(text, out, previous) if self.llm else out)
+        if p.low_action == "llm" and self.llm:
+            return self._finish(self._ask_llm(text, out, previous))
+        if p.low_action == "none":
+            out.update(action="none", route=None)
+            return self._finish(out)
+        return self._finish(self._clarify(out, [names[i] for i in order[:2]]))
+
+    def _finish(self, out: dict[str, Any]) -> dict[str, Any]:
+        out["fallback_chain"] = self.fallback_chain(out["route"]) if out.get("route") else ()
+        return out
+
+    def _clarify(self, out: dict[str, Any], candidates: list[str]) -> dict[str, Any]:
+        desc = [self.by_name[c].description or c for c in candidates]
+        q = "Do you mean: " + " or ".join(f"{d} ({c})" for c, d in zip(candidates, desc)) + "?"
+        out.update(action="clarify", route=CLARIFY, candidates=tuple(candidates), question=q)
+        return out
+
+    def _ask_llm(self, text: str, out: dict[str, Any], previous: str | None) -> dict[str, Any]:
+        req = LLMRequest(text, [(r.name, r.description) for r in self.specs], out["adjusted_scores"], previous,
+                         [f"{b.a} vs {b.b} within {b.within}: {b.winner}" for b in self.policy.bias_rules], out.get("hint"))
+        t = time.perf_counter()
+        try:
+            choice = self.llm.choose(req)  # type: ignore[union-attr]
+            out["used_llm"] = True
+            if choice.route == CLARIFY:
+                order = sorted(out["probabilities"], key=lambda n: -out["probabilities"][n])
+                self._clarify(out, order[:2])
+            else:
+                out.update(route=choice.route, action="route")
+        except Exception as e:  # noqa: BLE001 - any LLM failure falls back to semantics
+            out["fallback"] = f"llm failed ({type(e).__name__}: {e}); used the best semantic route"
+            out["alerts"].append(Alert("fallback", out["fallback"]))
+            out.update(action="route")
+        out["_llm_ms"] = (time.perf_counter() - t) * 1e3
+        return out
+
+    def _degraded(self, text: str, previous: str | None, err: Exception, t0: float) -> Decision:
+        base: dict[str, Any] = {"probabilities": {}, "raw_scores": {}, "adjusted_scores": {}, "confidence": 0.0, "margin": 0.0, "tier": "low"}
+        alerts = [Alert("encoder_error", f"encoder failed: {type(err).__name__}: {err}")]
+        if self.llm is not None:
+            try:
+                req = LLMRequest(text, [(r.name, r.description) for r in self.specs], {}, previous)
+                choice = self.llm.choose(req)
+                return Decision(action="clarify" if choice.route == CLARIFY else "route", route=choice.route, used_llm=True,
+                                fallback="encoder failed; routed by the LLM", alerts=tuple(alerts), query=text, previous_route=previous,
+                                fallback_chain=self.fallback_chain(choice.route), error_message=self.policy.error_message, timings=Timings(total=(time.perf_counter() - t0) * 1e3), **base)
+            except Exception as e2:  # noqa: BLE001
+                alerts.append(Alert("llm_error", f"LLM failed too: {type(e2).__name__}: {e2}"))
+        return Decision(action="error", route=None, fallback="encoder failed and no LLM router could answer", alerts=tuple(alerts),
+                        error_message=self.policy.error_message,
+                        query=text, previous_route=previous, timings=Timings(total=(time.perf_counter() - t0) * 1e3), **base)

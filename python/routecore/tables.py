@@ -1,0 +1,106 @@
+"""Score tables: the exemplar indexes a router scores queries against.
+
+Holds :class:`ScoreTable` (one native index whose labels are route or tool
+names), the helpers that collect and embed the specs' exemplar texts
+(:func:`exemplar_texts`, :func:`embed_texts`), the :class:`EncoderLike`
+protocol, the ``AUTO_INT8_ELEMENTS`` storage cut-off, and
+:func:`collision_alert`, the ambiguity alert for two close routes or tools.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+from routecore.decision import Alert
+from routecore.index import VectorIndex
+from routecore.policy import Policy
+
+
+class EncoderLike(Protocol):
+    """What the router needs of an encoder (``routecore.Encoder`` fits)."""
+
+    dim: int
+    model_id: str
+
+    def encode_with_stats(self, texts: Sequence[str], kind: str = "query") -> Any: ...
+
+
+#: ``storage="auto"`` keeps tables of at least this many elements (rows x dim) as int8.
+AUTO_INT8_ELEMENTS = 1 << 18
+
+
+class ScoreTable:
+    """An index of exemplars whose labels are the names of specs (routes or tools).
+
+    Args:
+        names, domains: one per spec, in spec order.
+        texts, owners: the exemplar texts and the position of the spec each belongs to.
+        vectors: the exemplars' embeddings (one row per text).
+        dim: the embedding dimension.
+        storage: ``"auto"`` (int8 from ``AUTO_INT8_ELEMENTS`` elements), ``"f32"``, ``"f16"`` or ``"int8"``.
+    """
+
+    def __init__(self, names: list[str], domains: list[str], texts: list[str], owners: list[int], vectors: np.ndarray | None, dim: int, storage: str):
+        self.names, self.domains, self.texts = names, domains, texts
+        if storage == "auto":
+            storage = "int8" if len(texts) * dim >= AUTO_INT8_ELEMENTS else "f32"
+        self.storage = storage
+        self.index = VectorIndex(dim, backend="flat", storage=storage)
+        if len(texts):
+            self.index.add(np.arange(len(texts)), vectors, [names[o] for o in owners], [domains[o] for o in owners])
+        label_names = self.labels = self.index.label_names()
+        self.pos = {n: i for i, n in enumerate(names)}
+        code_of = {n: i for i, n in enumerate(label_names)}
+        codes = np.array([code_of.get(n, 0) for n in names], dtype=np.int64)
+        # Names interned in spec order (code 0 is the empty label): a slice, not a gather.
+        self.codes: np.ndarray | slice = slice(1, len(names) + 1) if np.array_equal(codes, np.arange(1, len(names) + 1)) else codes
+        dom = {d: i for i, d in enumerate(sorted(set(domains)))}
+        self.domain_ids = np.array([dom[d] for d in domains], dtype=np.uint32)
+
+    def score(self, q: np.ndarray, policy: Policy, active: list[str], top: int, aggregation: str | None = None,
+              exact_top: int | None = None, exact_floor: float = float("inf"), probabilities: bool = True,
+              exact: Sequence[str] = ()) -> dict[str, Any]:
+        """One native step; per-route arrays come back in spec order."""
+        r = self.index._impl.score_routes(q, aggregation or policy.aggregation, policy.top_n, policy.temperature, active,
+                                          policy.affinity_boost, policy.affinity_penalty, policy.collision_gap, top,
+                                          exact_top or policy.exact_top, policy.exact_band, exact_floor, probabilities, list(exact))
+        c = self.codes
+        r["raw"], r["adjusted"], r["bound"] = r["raw"][c], r["adjusted"][c], r["bound"][c]
+        if probabilities:
+            r["probs"] = r["probs"][c]
+        return r
+
+
+def embed_texts(encoder: EncoderLike, texts: list[str], batch: int = 64) -> np.ndarray:
+    """The embeddings of ``texts`` (one row each), encoded ``batch`` at a time."""
+    if not texts:
+        return np.zeros((0, encoder.dim), dtype=np.float32)
+    return np.concatenate([encoder.encode_with_stats(texts[i:i + batch]).embeddings for i in range(0, len(texts), batch)])
+
+
+def exemplar_texts(specs: Sequence[Any], attr: str = "exemplars") -> tuple[list[str], list[int]]:
+    """The texts of ``attr`` (an attribute or a method) of every spec, and the position of the spec of each."""
+    texts, owners = [], []
+    for i, s in enumerate(specs):
+        for t in getattr(s, attr)() if callable(getattr(s, attr)) else getattr(s, attr):
+            texts.append(t)
+            owners.append(i)
+    return texts, owners
+
+
+def build_table(specs: Sequence[Any], encoder: EncoderLike, storage: str, vectors: np.ndarray | None = None, attr: str = "exemplars") -> ScoreTable:
+    """The :class:`ScoreTable` of the ``attr`` texts of ``specs``; embeds them unless ``vectors`` are given."""
+    texts, owners = exemplar_texts(specs, attr)
+    if vectors is None:
+        vectors = embed_texts(encoder, texts)
+    return ScoreTable([s.name for s in specs], [s.domain for s in specs], texts, owners, vectors, encoder.dim, storage)
+
+
+def collision_alert(a: str, b: str, gap: float, table: ScoreTable, what: str) -> Alert:
+    """The ambiguity alert for ``a`` and ``b`` (names in ``table``, ``what``: "route" or "tool") within ``gap``."""
+    da, db = table.domains[table.pos[a]], table.domains[table.pos[b]]
+    msg = (f"Ambiguity alert: the {what}s '{a}' (domain '{da}') and '{b}' (domain '{db}') are within {gap:.3f} of each other. "
+           f"Check which domain the user means before using '{a}'; if the request is about '{db}', use '{b}'.")
+    return Alert("collision", msg, {"first": a, "second": b, "gap": float(gap), "domains": [da, db]})

@@ -1,0 +1,65 @@
+"""`ToolCatalog`: the tools of a router, their score tables and lessons.
+
+Holds the tool specs, the tools' :class:`~routecore.tables.ScoreTable` (their
+exemplars) and the anti-pattern one, the core tools, the discovery-tool cache
+and the optional experience memory. :mod:`routecore.toolbelt` builds the
+per-query tool belts from it.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.memory import ExperienceMemory
+from routecore.policy import Policy
+from routecore.specs import ToolSpec
+from routecore.tables import EncoderLike, build_table
+
+
+class ToolCatalog:
+    """The tools a router can offer, with what the tool belt needs to rank them.
+
+    Args:
+        tools: the tool specifications.
+        encoder: embeds the exemplars (unless given), the queries and the lessons.
+        policy: thresholds and defaults of the tool belt.
+        memory: optional :class:`ExperienceMemory` whose lessons adjust tool scores.
+        storage: the tables' storage (see :class:`~routecore.tables.ScoreTable`).
+        vectors, anti_vectors: precomputed embeddings of the exemplars and the anti-patterns.
+
+    ``tools.names``, ``tools.pos`` and ``tools.domains`` are the tool names, their
+    positions and their domains, in spec order.
+    """
+
+    def __init__(self, tools: Sequence[ToolSpec], *, encoder: EncoderLike, policy: Policy, memory: ExperienceMemory | None = None,
+                 storage: str = "auto", vectors: np.ndarray | None = None, anti_vectors: np.ndarray | None = None):
+        self.specs = list(tools)
+        self.encoder, self.policy, self.memory = encoder, policy, memory
+        self.by_name = {t.name: t for t in self.specs}
+        self.core = [i for i, t in enumerate(self.specs) if t.core]
+        self.without_exemplars = any(not t.exemplars() for t in self.specs)  # such tools score -inf
+        self._discovery: dict[tuple[str, ...], dict[str, list[str]]] = {}
+        self.tools = build_table(self.specs, encoder, storage, vectors)
+        self.anti = build_table(self.specs, encoder, storage, anti_vectors, "anti_patterns")
+
+    def discovery_tools(self, prefixes: tuple[str, ...]) -> dict[str, list[str]]:
+        """Plugin -> its tools whose names start with one of ``prefixes`` (cached)."""
+        if prefixes not in self._discovery:
+            by: dict[str, list[str]] = {}
+            for t in self.specs:
+                if t.domain and t.name.startswith(prefixes):
+                    by.setdefault(t.domain, []).append(t.name)
+            self._discovery[prefixes] = by
+        return self._discovery[prefixes]
+
+    def record_lesson(self, query: str, tool: str, *, use: bool, context: str = "") -> int:
+        """Remember a correction: for queries like ``query`` (in ``context``), (do not) use ``tool``."""
+        if self.memory is None:
+            raise ConfigError("this router has no experience memory")
+        if tool not in self.by_name:
+            raise InvalidArgumentError(f"unknown tool {tool!r}")
+        emb = self.encoder.encode_with_stats([query]).embeddings[0]
+        return self.memory.record(query, tool, use=use, embedding=emb, model_id=self.encoder.model_id, context=context)
