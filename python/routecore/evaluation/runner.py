@@ -45,10 +45,14 @@ class Progress:
 
 
 def embed(encoder: Any, texts: Sequence[str], *, batch: int = 64, progress: bool = False, what: str = "embedding") -> np.ndarray:
-    """Embeddings of ``texts``, cached on disk per model (``$ROUTECORE_HOME/embeddings``)."""
+    """Embeddings of ``texts``, cached on disk per model (``$ROUTECORE_HOME/embeddings``).
+
+    The key holds an embedding version: "2" since int8 embeddings no longer depend
+    on their batch (issue 12 §5), so files written before that are not reused.
+    """
     from routecore.models import home
 
-    key = hashlib.sha256("\x1f".join(texts).encode()).hexdigest()[:32]
+    key = hashlib.sha256(("v2\x1e" + "\x1f".join(texts)).encode()).hexdigest()[:32]
     path = home() / "embeddings" / encoder.model_id.replace(":", "_") / f"{key}.npy"
     if path.is_file():
         return np.load(path)

@@ -75,6 +75,10 @@ fn minilm_fp32_matches_reference_embeddings_and_ids() {
     };
     let dir = shared.join("all-minilm-l6-v2");
     let enc = Encoder::load(&dir, &opts(&lib, "fp32")).unwrap();
+    assert!(
+        !enc.per_text_runs(),
+        "fp32 MiniLM is not dynamically quantized"
+    );
     let refs = references(&dir);
     for r in &refs {
         let (ids, _) = enc.tokenize(&[r.text.as_str()], TextKind::Query).unwrap();
@@ -128,10 +132,13 @@ fn int8_embeddings_do_not_depend_on_the_batch() {
             &dir,
             &EncoderOptions {
                 cache_size: 0,
+                // 2 threads: batches go through the pool of 1-thread sessions.
+                intra_threads: Some(2),
                 ..opts(&lib, "int8")
             },
         )
         .unwrap();
+        assert!(enc.per_text_runs(), "{name}: dynamic int8 not detected");
         let refs = references(&dir);
         let texts: Vec<&str> = refs.iter().map(|r| r.text.as_str()).collect();
         for kind in [TextKind::Query, TextKind::Passage] {

@@ -5,6 +5,7 @@ pub mod cache;
 pub mod config;
 mod pooling;
 pub mod runtime;
+mod session;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -13,13 +14,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ort::session::builder::GraphOptimizationLevel;
-use ort::session::{Session, SessionInputValue};
-use ort::value::{Tensor, TensorElementType};
-use parking_lot::Mutex;
+use ort::session::Session;
+use ort::value::TensorElementType;
 use tokenizers::{Tokenizer, TruncationParams};
 
 pub use cache::{CacheStats, EmbeddingCache};
 pub use config::{ModelConfig, PaddingSide, Pooling};
+use session::Runner;
 
 use crate::error::{Error, Result};
 
@@ -85,14 +86,16 @@ pub struct Encoded {
 
 /// A loaded model. `encode` may be called from many threads; runs of the ONNX
 /// session are serialised by a mutex and each uses the intra-op thread pool.
+///
+/// Dynamically quantized models (see [`ModelConfig::batch_invariant`]) run each
+/// text on its own, unpadded, so an embedding does not depend on the other texts
+/// of the call; other models run one padded batch per call.
 pub struct Encoder {
     dir: PathBuf,
     onnx_path: PathBuf,
     config: ModelConfig,
     tokenizer: Tokenizer,
-    session: Mutex<Session>,
-    output: String,
-    has_token_type: bool,
+    runner: Runner,
     threads: usize,
     cache: EmbeddingCache,
     truncations: AtomicU64,
@@ -129,35 +132,36 @@ impl Encoder {
             .intra_threads
             .unwrap_or_else(num_cpus::get_physical)
             .max(1);
-        let session = Session::builder(&env)
-            .and_then(|b| Ok(b.with_optimization_level(GraphOptimizationLevel::All)?))
-            .and_then(|b| Ok(b.with_intra_threads(threads)?))
-            .and_then(|b| Ok(b.with_inter_threads(1)?))
-            .and_then(|b| Ok(b.with_intra_op_spinning(opts.spinning)?))
-            .and_then(|mut b| b.commit_from_file(&onnx_path))
-            .map_err(|e| {
-                model_err(
-                    &format!("cannot load ONNX model {}", onnx_path.display()),
-                    e,
-                )
-            })?;
-        let (output, has_token_type) = Self::check_graph(&session, &config, &onnx_path)?;
+        let (path, spinning) = (onnx_path.clone(), opts.spinning);
+        let factory: session::SessionFactory = Box::new(move |threads| {
+            Session::builder(&env)
+                .and_then(|b| Ok(b.with_optimization_level(GraphOptimizationLevel::All)?))
+                .and_then(|b| Ok(b.with_intra_threads(threads)?))
+                .and_then(|b| Ok(b.with_inter_threads(1)?))
+                .and_then(|b| Ok(b.with_intra_op_spinning(spinning)?))
+                .and_then(|mut b| b.commit_from_file(&path))
+                .map_err(|e| model_err(&format!("cannot load ONNX model {}", path.display()), e))
+        });
+        let session = factory(threads)?;
+        let output = Self::check_graph(&session, &config, &onnx_path)?;
+        let per_text = match config.batch_invariant {
+            Some(forced) => forced,
+            None => session::dynamically_quantized(&onnx_path)?,
+        };
         Ok(Encoder {
             dir: dir.to_path_buf(),
             onnx_path,
             config,
             tokenizer,
-            session: Mutex::new(session),
-            output,
-            has_token_type,
+            runner: Runner::new(session, output, per_text, threads, factory),
             threads,
             cache: EmbeddingCache::new(opts.cache_size),
             truncations: AtomicU64::new(0),
         })
     }
 
-    /// Check inputs and the output against the config; returns (output name, has token_type_ids).
-    fn check_graph(s: &Session, cfg: &ModelConfig, path: &Path) -> Result<(String, bool)> {
+    /// Check inputs and the output against the config; returns the output name.
+    fn check_graph(s: &Session, cfg: &ModelConfig, path: &Path) -> Result<String> {
         let names: Vec<&str> = s.inputs().iter().map(|i| i.name()).collect();
         for i in s.inputs() {
             if !matches!(i.name(), "input_ids" | "attention_mask" | "token_type_ids") {
@@ -214,7 +218,7 @@ impl Encoder {
                 )));
             }
         }
-        Ok((out.name().to_string(), names.contains(&"token_type_ids")))
+        Ok(out.name().to_string())
     }
 
     /// The parsed `config.json`.
@@ -232,6 +236,11 @@ impl Encoder {
     /// The ONNX file in use.
     pub fn onnx_path(&self) -> &Path {
         &self.onnx_path
+    }
+    /// Whether each text runs on its own (batch-independent embeddings): from
+    /// `batch_invariant` in `config.json`, else detected dynamic quantization.
+    pub fn per_text_runs(&self) -> bool {
+        self.runner.per_text()
     }
     /// Intra-op threads of the session.
     pub fn threads(&self) -> usize {
@@ -319,7 +328,7 @@ impl Encoder {
         self.truncations
             .fetch_add(out.truncated.len() as u64, Ordering::Relaxed);
         let t1 = Instant::now();
-        let vecs = self.run(&ids)?;
+        let vecs = self.runner.run(&self.config, &ids)?;
         out.infer_ns = t1.elapsed().as_nanos() as u64;
         for (j, &i) in todo.iter().enumerate() {
             let v = &vecs[j * dim..(j + 1) * dim];
@@ -327,55 +336,5 @@ impl Encoder {
             self.cache.put(kind as u8, texts[i], Arc::from(v));
         }
         Ok(out)
-    }
-
-    /// Run the graph on padded ids and pool; returns `len(ids) × dim` floats.
-    fn run(&self, ids: &[Vec<u32>]) -> Result<Vec<f32>> {
-        let b = ids.len();
-        let s = ids.iter().map(Vec::len).max().unwrap_or(0).max(1);
-        let pad = self.config.pad_token_id.unwrap_or(0);
-        let left = self.config.padding_side == PaddingSide::Left;
-        let mut id_buf = vec![pad; b * s];
-        let mut mask = vec![0i64; b * s];
-        for (r, row) in ids.iter().enumerate() {
-            let off = if left { s - row.len() } else { 0 };
-            for (c, &t) in row.iter().enumerate() {
-                id_buf[r * s + off + c] = t as i64;
-                mask[r * s + off + c] = 1;
-            }
-        }
-        let shape = [b as i64, s as i64];
-        let t = |v: Vec<i64>| -> Result<SessionInputValue<'static>> {
-            Ok(Tensor::from_array((shape, v))
-                .map_err(|e| model_err("input tensor", e))?
-                .into())
-        };
-        let mut inputs: Vec<(Cow<'static, str>, SessionInputValue<'static>)> =
-            Vec::with_capacity(3);
-        let mut sess = self.session.lock();
-        for name in sess
-            .inputs()
-            .iter()
-            .map(|i| i.name().to_string())
-            .collect::<Vec<_>>()
-        {
-            let v = match name.as_str() {
-                "input_ids" => t(id_buf.clone())?,
-                "attention_mask" => t(mask.clone())?,
-                _ => t(vec![0i64; b * s])?,
-            };
-            inputs.push((Cow::Owned(name), v));
-        }
-        debug_assert!(self.has_token_type == inputs.iter().any(|(n, _)| n == "token_type_ids"));
-        let outputs = sess
-            .run(inputs)
-            .map_err(|e| model_err("inference failed", e))?;
-        let value = outputs
-            .get(&self.output)
-            .ok_or_else(|| Error::Model(format!("graph produced no output {:?}", self.output)))?;
-        let (oshape, data) = value
-            .try_extract_tensor::<f32>()
-            .map_err(|e| model_err("output is not float32", e))?;
-        pooling::pool(&self.config, &self.output, oshape, data, &mask, b, s)
     }
 }
