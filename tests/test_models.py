@@ -7,6 +7,7 @@ import http.server
 import json
 import threading
 
+import numpy as np
 import pytest
 from conftest import MODELS, need_shared
 
@@ -15,10 +16,16 @@ from routecore.errors import DownloadError, ModelError
 
 
 class Hub:
-    """Serves /api/models/{repo}/tree/{rev}/{sub} and /{repo}/resolve/{rev}/{path}."""
+    """Serves /api/models/{repo}/tree/{rev}/{dir} and /{repo}/resolve/{rev}/{path}.
+
+    ``files`` maps names to bytes; a name without ``/`` lives in ``subdir``, a
+    name with one is a path from the repository root.
+    """
 
     def __init__(self, files: dict[str, bytes], repo: str, subdir: str, corrupt: str | None = None):
-        self.files, self.repo, self.subdir, self.corrupt = files, repo, subdir, corrupt
+        self.repo, self.corrupt = repo, corrupt
+        self.files = {(n if "/" in n else f"{subdir}/{n}".lstrip("/")): b for n, b in files.items()}
+        self.listed: list[str] = []
         hub = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -26,21 +33,22 @@ class Hub:
                 pass
 
             def do_GET(self):
-                tree = f"/api/models/{hub.repo}/tree/main/{hub.subdir}"
-                if self.path == tree:
+                tree = f"/api/models/{hub.repo}/tree/main"
+                if self.path == tree or self.path.startswith(tree + "/"):
+                    folder = self.path[len(tree) + 1:]
+                    hub.listed.append(folder)
                     body = json.dumps([
-                        {"type": "file", "path": f"{hub.subdir}/{n}", "size": len(b),
-                         "lfs": {"oid": hashlib.sha256(b).hexdigest(), "size": len(b)}}
-                        for n, b in hub.files.items()
+                        {"type": "file", "path": p, "size": len(b), "lfs": {"oid": hashlib.sha256(b).hexdigest(), "size": len(b)}}
+                        for p, b in hub.files.items() if p.rpartition("/")[0] == folder
                     ]).encode()
                 else:
-                    prefix = f"/{hub.repo}/resolve/main/{hub.subdir}/"
-                    name = self.path[len(prefix):] if self.path.startswith(prefix) else None
-                    if name not in hub.files:
+                    prefix = f"/{hub.repo}/resolve/main/"
+                    path = self.path[len(prefix):] if self.path.startswith(prefix) else None
+                    if path not in hub.files:
                         self.send_error(404)
                         return
-                    body = hub.files[name]
-                    if name == hub.corrupt:
+                    body = hub.files[path]
+                    if path.rpartition("/")[2] == hub.corrupt:
                         body = body[:-1] + bytes([body[-1] ^ 1])
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
@@ -96,6 +104,28 @@ def test_pulled_model_loads_by_name(env, monkeypatch):
         hub.close()
     enc = Encoder.load("tiny")
     assert enc.encode("hello").shape == (1, 384)
+
+
+def test_pull_minilm_from_upstream_onnx_folder_and_root(env, monkeypatch):
+    """MiniLM left the wheel; `models pull all-minilm-l6-v2` fetches the upstream
+    int8 file from onnx/ and tokenizer.json from the repository root."""
+    d = need_shared(MODELS / "all-minilm-l6-v2")
+    files = {"onnx/model_quint8_avx2.onnx": (d / "model-int8.onnx").read_bytes(), "tokenizer.json": (d / "tokenizer.json").read_bytes(),
+             "onnx/model.onnx": b"not wanted"}
+    hub = Hub(files, "sentence-transformers/all-MiniLM-L6-v2", "")
+    monkeypatch.setenv(models.HUB_ENV, hub.url)
+    try:
+        path = models.pull("all-minilm-l6-v2", quiet=True)
+    finally:
+        hub.close()
+    assert sorted(hub.listed) == ["", "onnx"]
+    assert sorted(p.name for p in path.iterdir()) == ["config.json", "model_quint8_avx2.onnx", "tokenizer.json"]
+    enc = Encoder.load("all-minilm-l6-v2", cache_size=0)
+    ref = [json.loads(line) for line in (d / "reference.jsonl").read_text().splitlines()[:5]]
+    for r in ref:
+        got = enc.encode(r["text"])[0]
+        assert float(got @ np.asarray(r["embedding"], dtype=np.float32)) > 0.95
+    assert not any(m["name"] == "all-minilm-l6-v2" and m["status"] == "bundled" for m in models.list_models())
 
 
 def test_checksum_mismatch_leaves_nothing(env, monkeypatch):

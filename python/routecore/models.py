@@ -21,20 +21,29 @@ from typing import Any, Callable
 
 from routecore.errors import DownloadError, ModelError
 
-DEFAULT_MODEL = "all-minilm-l6-v2"
+DEFAULT_MODEL = "multilingual-e5-small"
 HUB_ENV = "ROUTECORE_HUB_ENDPOINT"
 HOME_ENV = "ROUTECORE_HOME"
 
 
 @dataclass(frozen=True)
 class ModelSource:
-    """Where a named model comes from and the config written next to it."""
+    """Where a named model comes from and the config written next to it.
+
+    ``files`` are paths inside ``subdir`` of the repository, or from the
+    repository's root when they start with ``/``; each lands in the model
+    folder under its base name.
+    """
 
     repo: str
     subdir: str
     files: tuple[str, ...]
     config: dict[str, Any] = field(default_factory=dict)
     revision: str = "main"
+
+    def repo_path(self, file: str) -> str:
+        """``file``'s path from the repository root."""
+        return file[1:] if file.startswith("/") else f"{self.subdir}/{file}".lstrip("/")
 
 
 #: Models that `routecore models pull NAME` knows. bge-m3: the official ONNX export
@@ -56,6 +65,27 @@ REGISTRY: dict[str, ModelSource] = {
             "pad_token_id": 1,
             "padding_side": "right",
             "source": "BAAI/bge-m3 ONNX export (MIT)",
+        },
+    ),
+    # The English model that was bundled before multilingual-e5-small: the upstream
+    # repository's own dynamic-int8 ONNX file (uint8 activations, runs on any x86-64).
+    "all-minilm-l6-v2": ModelSource(
+        repo="sentence-transformers/all-MiniLM-L6-v2",
+        subdir="onnx",
+        files=("model_quint8_avx2.onnx", "/tokenizer.json"),
+        config={
+            "pooling": "mean",
+            "normalize": True,
+            "dim": 384,
+            "max_length": 256,
+            "query_prefix": "",
+            "passage_prefix": "",
+            "onnx": "model_quint8_avx2.onnx",
+            "output": "last_hidden_state",
+            "pad_token_id": 0,
+            "padding_side": "right",
+            "source": "sentence-transformers/all-MiniLM-L6-v2, onnx/model_quint8_avx2.onnx (Apache-2.0)",
+            "license": "Apache-2.0",
         },
     ),
 }
@@ -170,20 +200,22 @@ def pull(name: str, *, dest: Path | None = None, force: bool = False, timeout: f
     if (target / "config.json").is_file() and not force:
         return target
     base = _endpoint()
-    listing = _get_json(f"{base}/api/models/{src.repo}/tree/{src.revision}/{src.subdir}", timeout)
-    entries = {Path(e["path"]).name: e for e in listing if e.get("type", "file") == "file"}
-    missing = [f for f in src.files if f not in entries]
+    entries: dict[str, dict[str, Any]] = {}
+    for folder in dict.fromkeys(src.repo_path(f).rpartition("/")[0] for f in src.files):
+        listing = _get_json(f"{base}/api/models/{src.repo}/tree/{src.revision}/{folder}".rstrip("/"), timeout)
+        entries.update({e["path"]: e for e in listing if e.get("type", "file") == "file"})
+    missing = [src.repo_path(f) for f in src.files if src.repo_path(f) not in entries]
     if missing:
-        raise DownloadError(f"{src.repo}/{src.subdir} has no {missing} (found {sorted(entries)})")
+        raise DownloadError(f"{src.repo} has no {missing} (found {sorted(entries)})")
     staging = target.with_name(target.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     for fname in src.files:
-        e = entries[fname]
+        e = entries[src.repo_path(fname)]
         lfs = e.get("lfs") or {}
         sha = lfs.get("oid") or lfs.get("sha256") or e.get("sha256")
         path = quote(e["path"])
-        _download(f"{base}/{src.repo}/resolve/{src.revision}/{path}", staging / fname, sha, lfs.get("size") or e.get("size"), timeout, quiet)
+        _download(f"{base}/{src.repo}/resolve/{src.revision}/{path}", staging / Path(fname).name, sha, lfs.get("size") or e.get("size"), timeout, quiet)
     (staging / "config.json").write_text(json.dumps(src.config, indent=2))
     if target.exists():
         shutil.rmtree(target)
