@@ -59,3 +59,25 @@ class StubEncoder:
                 h = int(hashlib.sha256(t.encode()).hexdigest()[:8], 16)
                 rows.append(np.random.default_rng(h).standard_normal(DIM).astype(np.float32))
         return EncodeOutput(np.stack(rows).astype(np.float32), (), 0.0, 0.0, 0)
+
+
+# The numbers the rule tests below were written against (MiniLM's former
+# defaults), pinned so that no calibration runs on crafted vectors: these tests
+# check the rules' mechanics; tests/test_calibration.py checks the calibration.
+MANUAL = dict(temperature=0.05, high=0.85, margin=0.15, previous_high=0.70, previous_margin=0.10, medium=0.50,
+              min_score=0.30, three_way_within=0.05, collision_gap=0.08, tool_threshold=0.0, anti_pattern_threshold=0.60,
+              lesson_similarity=0.80, affinity_boost=1.15, affinity_penalty=0.70, lesson_boost=0.20)
+
+
+def it_ops_rules():
+    from routecore.policy import CLARIFY, BiasRule
+
+    return (BiasRule("RAG", "GENERAL", "RAG", 0.05), BiasRule("RAG", "INCIDENT", CLARIFY, 0.05),
+            BiasRule("INCIDENT", "GENERAL", "INCIDENT", 0.05))
+
+
+def manual(**kw):
+    """A Policy with every calibrated key pinned (MANUAL) and the IT-ops bias rules, then ``kw``."""
+    from routecore.policy import Policy
+
+    return Policy(**{**MANUAL, "bias_rules": it_ops_rules(), **kw})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from stubs import StubEncoder, mix, unit
+from stubs import StubEncoder, mix, unit, manual
 
 from routecore.errors import ConfigError
 from routecore.policy import Policy
@@ -13,7 +13,7 @@ from routecore.specs import RouteSpec, ToolSpec
 
 def test_bundle_round_trip_without_reembedding(tmp_path):
     enc = StubEncoder({"a": unit(0), "b": unit(1), "t": unit(2), "anti": unit(3), "q": mix(a0=0.9, a1=0.2)})
-    r = Router([RouteSpec("A", ("a",)), RouteSpec("B", ("b",))], [ToolSpec("T", "t", anti_patterns=("anti",))], encoder=enc, policy=Policy(high=0.8))
+    r = Router([RouteSpec("A", ("a",)), RouteSpec("B", ("b",))], [ToolSpec("T", "t", anti_patterns=("anti",))], encoder=enc, policy=manual(high=0.8))
     r.save(tmp_path / "bundle", fitted={"temperature": 0.05})
     calls = enc.calls
     back = Router.load(tmp_path / "bundle", encoder=enc)

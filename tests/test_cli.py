@@ -28,7 +28,7 @@ def test_route_with_previous_and_text_output():
 
 
 def test_tools_json_shows_collision():
-    out = json.loads(run("tools", "--config", "examples/tools.yaml", "--json", "query logs").stdout)
+    out = json.loads(run("tools", "--config", "examples/tools.yaml", "--json", "device logs").stdout)
     assert out["collision"] and "ha_get_logs" in out["system_prompt_alert"]
 
 

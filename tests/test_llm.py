@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from stubs import StubEncoder, mix, unit
+from stubs import StubEncoder, mix, unit, manual
 
 from routecore.errors import LLMError
 from routecore.llm import LLMRequest, OpenAICompatibleRouter, parse_tool_call
@@ -79,7 +79,7 @@ def make(server, timeout=2.0):
     # medium-tier query (no bias rule fires between INCIDENT and RAG at this gap? use distinct gap)
     enc = StubEncoder({"e0": unit(0), "e1": unit(1), "e2": unit(2), "q": mix(a0=0.6, a1=0.52), "sure": unit(0)})
     llm = OpenAICompatibleRouter(server.url, "test-model", timeout=timeout)
-    return Router(ROUTES, encoder=enc, llm=llm, policy=Policy(bias_rules=(), three_way_within=0.0)), enc
+    return Router(ROUTES, encoder=enc, llm=llm, policy=manual(bias_rules=(), three_way_within=0.0)), enc
 
 
 def test_llm_picks_route_with_one_prompt(server):
@@ -129,7 +129,7 @@ def test_timeout_bounds_the_whole_call(server):
 
 def test_unreachable_llm_falls_back():
     r = Router(ROUTES, encoder=StubEncoder({"e0": unit(0), "e1": unit(1), "e2": unit(2), "q": mix(a0=0.6, a1=0.52)}),
-               llm=OpenAICompatibleRouter("http://127.0.0.1:9/v1", "m", timeout=0.5), policy=Policy(bias_rules=(), three_way_within=0.0))
+               llm=OpenAICompatibleRouter("http://127.0.0.1:9/v1", "m", timeout=0.5), policy=manual(bias_rules=(), three_way_within=0.0))
     d = r.route("q")
     assert d.route == "INCIDENT" and "unreachable" in d.fallback
 

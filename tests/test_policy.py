@@ -7,7 +7,7 @@ import json
 import logging
 
 import pytest
-from stubs import StubEncoder, mix, unit
+from stubs import StubEncoder, mix, unit, manual
 
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.policy import BiasRule, Policy
@@ -24,7 +24,7 @@ AXES = {"e-incident": unit(0), "e-rag": unit(1), "e-general": unit(2)}
 
 def router(policy=None, **queries):
     enc = StubEncoder({**AXES, **queries})
-    return Router(ROUTES, encoder=enc, policy=policy or Policy())
+    return Router(ROUTES, encoder=enc, policy=policy or manual())
 
 
 def test_high_tier_routes_directly():
@@ -43,13 +43,13 @@ def test_medium_tier_gives_hint():
 
 
 def test_low_tier_clarifies_without_llm():
-    d = router(Policy(three_way_within=0.0, bias_rules=()), q=mix(a0=0.5, a1=0.49, a2=0.48)).route("q")
+    d = router(manual(three_way_within=0.0, bias_rules=()), q=mix(a0=0.5, a1=0.49, a2=0.48)).route("q")
     assert d.tier == "low" and d.action == "clarify" and d.route == "CLARIFY"
     assert set(d.candidates) == {"INCIDENT", "RAG"} and "Do you mean" in d.question
 
 
 def test_low_action_none():
-    d = router(Policy(low_action="none", three_way_within=0.0, bias_rules=()), q=mix(a0=0.5, a1=0.49, a2=0.48)).route("q")
+    d = router(manual(low_action="none", three_way_within=0.0, bias_rules=()), q=mix(a0=0.5, a1=0.49, a2=0.48)).route("q")
     assert (d.action, d.route) == ("none", None)
 
 
@@ -70,11 +70,11 @@ def test_strategy_a_lowers_thresholds_for_previous_route():
 
 def test_strategy_b_boosts_previous_route_and_renormalises():
     q = mix(a0=0.6, a1=0.57)  # INCIDENT slightly ahead
-    p = Policy(previous_strategy="boost", previous_boost=0.5, bias_rules=(), three_way_within=0.0)
+    p = manual(previous_strategy="boost", previous_boost=0.5, bias_rules=(), three_way_within=0.0)
     d = router(p, q=q).route("q", previous="RAG")
     assert d.route == "RAG"
     assert sum(d.probabilities.values()) == pytest.approx(1, abs=1e-5)
-    base = router(Policy(bias_rules=(), three_way_within=0.0), q=q).route("q")
+    base = router(manual(bias_rules=(), three_way_within=0.0), q=q).route("q")
     assert base.route == "INCIDENT"
 
 
@@ -95,17 +95,17 @@ def test_default_bias_rules(cos, expected, rule):
 
 
 def test_custom_bias_rule_and_window():
-    p = Policy(bias_rules=(BiasRule("GENERAL", "RAG", "GENERAL", within=0.1),))
+    p = manual(bias_rules=(BiasRule("GENERAL", "RAG", "GENERAL", within=0.1),))
     d = router(p, q=mix(a1=0.65, a2=0.58)).route("q")
     assert d.route == "GENERAL"
 
 
 def test_per_route_threshold_overrides():
     q = mix(a0=0.6, a1=0.53)
-    assert router(Policy(per_route={"INCIDENT": {"high": 0.75, "margin": 0.1}}), q=q).route("q").tier == "high"
-    assert router(Policy(per_route={"INCIDENT": {"min_score": 0.95}}), q=q).route("q").action == "none"
+    assert router(manual(per_route={"INCIDENT": {"high": 0.75, "margin": 0.1}}), q=q).route("q").tier == "high"
+    assert router(manual(per_route={"INCIDENT": {"min_score": 0.95}}), q=q).route("q").action == "none"
     with pytest.raises(ConfigError):
-        router(Policy(per_route={"NOPE": {"high": 0.5}}))
+        router(manual(per_route={"NOPE": {"high": 0.5}}))
 
 
 def test_route_spec_thresholds_apply_under_the_policy():
@@ -113,14 +113,14 @@ def test_route_spec_thresholds_apply_under_the_policy():
 
     def with_spec(th, policy=None):
         routes = [RouteSpec(ROUTES[0].name, ROUTES[0].utterances, domain="ops", thresholds=th)] + ROUTES[1:]
-        return Router(routes, encoder=StubEncoder({**AXES, "q": q}), policy=policy or Policy())
+        return Router(routes, encoder=StubEncoder({**AXES, "q": q}), policy=policy or manual())
 
     assert with_spec({}).route("q").tier == "medium"
     assert with_spec({"high": 0.75, "margin": 0.1}).route("q").tier == "high"
     assert with_spec({"medium": 0.9}).route("q").tier == "low"
     assert with_spec({"min_score": 0.95}).route("q").action == "none"
     # Policy.per_route (explicit or fitted) wins over the spec, key by key.
-    r = with_spec({"high": 0.75, "margin": 0.1}, Policy(per_route={"INCIDENT": {"high": 0.99}}))
+    r = with_spec({"high": 0.75, "margin": 0.1}, manual(per_route={"INCIDENT": {"high": 0.99}}))
     assert r.route("q").tier == "medium" and r.policy.per_route["INCIDENT"] == {"high": 0.99, "margin": 0.1}
     with pytest.raises(ConfigError, match="route 'INCIDENT'"):
         with_spec({"high": 1.5})
@@ -129,21 +129,21 @@ def test_route_spec_thresholds_apply_under_the_policy():
 @pytest.mark.parametrize("per_route", [{"RAG": {"high": 1.5}}, {"RAG": {"temperature": 0.1}}, {"RAG": 0.5}])
 def test_bad_per_route_overrides_are_rejected(per_route):
     with pytest.raises(ConfigError, match="per_route"):
-        Policy(per_route=per_route)
+        manual(per_route=per_route)
 
 
 def test_thresholds_lookup():
-    p = Policy(per_route={"RAG": {"previous_high": 0.6, "medium": 0.4}})
+    p = manual(per_route={"RAG": {"previous_high": 0.6, "medium": 0.4}})
     assert p.thresholds("RAG", continuing=True) == (0.6, 0.10, 0.4, 0.30)
     assert p.thresholds("RAG", continuing=False) == (0.85, 0.15, 0.4, 0.30)
     assert p.thresholds("GENERAL", continuing=True) == (0.70, 0.10, 0.50, 0.30)
-    assert Policy().thresholds("GENERAL", continuing=False) == (0.85, 0.15, 0.50, 0.30)
+    assert manual().thresholds("GENERAL", continuing=False) == (0.85, 0.15, 0.50, 0.30)
 
 
 @pytest.mark.parametrize("bad", [{"high": 1.5}, {"margin": -0.1}, {"min_score": 2}, {"temperature": 0}, {"previous_strategy": "x"}])
 def test_thresholds_outside_unit_interval_are_rejected(bad):
     with pytest.raises(ConfigError):
-        Policy(**bad)
+        manual(**bad)
 
 
 def test_unknown_previous_route():
@@ -161,13 +161,13 @@ def test_affinity_changes_adjusted_not_raw():
 
 
 def test_collision_alert_names_both_routes():
-    d = router(Policy(bias_rules=(), three_way_within=0.0), q=mix(a0=0.7, a2=0.66)).route("q")
+    d = router(manual(bias_rules=(), three_way_within=0.0), q=mix(a0=0.7, a2=0.66)).route("q")
     [a] = [a for a in d.alerts if a.kind == "collision"]
     assert "INCIDENT" in a.message and "GENERAL" in a.message and a.data["gap"] == pytest.approx(0.04, abs=1e-4)
     assert d.collision and d.system_prompt_alert == a.message
     as_json = json.loads(d.to_json())
     assert as_json["collision"] is True and as_json["system_prompt_alert"] == a.message
-    clear = router(Policy(bias_rules=(), three_way_within=0.0), q=mix(a0=0.9, a2=0.3)).route("q")
+    clear = router(manual(bias_rules=(), three_way_within=0.0), q=mix(a0=0.9, a2=0.3)).route("q")
     assert not clear.collision and clear.system_prompt_alert is None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from stubs import DIM, StubEncoder
+from stubs import DIM, StubEncoder, manual
 
 from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
@@ -34,7 +34,7 @@ def setup():
         table[q] = (w * centres[a] + (1 - w) * centres[b] + rng.uniform(0.5, 3) * rng.standard_normal(DIM)).astype(np.float32)
         queries.append(q)
     enc = StubEncoder(table)
-    policy = Policy(low_action="clarify", min_score=0.1)
+    policy = manual(low_action="clarify", min_score=0.1)
     return routes, enc, policy, queries
 
 
@@ -94,9 +94,9 @@ def test_int8_tool_belt_matches_f32(tmp_path):
         table[q + " please"] = table[q] + 0.8 * rng.standard_normal(DIM).astype(np.float32)
         queries.append(q + " please")
     enc = StubEncoder(table)
-    policy = Policy(report_scores=30)
+    policy = manual(report_scores=30)
     # The f32 router reports every tool: the reference for the int8 estimates.
-    exact = Router(tools=tools, encoder=enc, storage="f32", policy=Policy(report_scores=n))
+    exact = Router(tools=tools, encoder=enc, storage="f32", policy=manual(report_scores=n))
     compact = Router(tools=tools, encoder=enc, storage="int8", policy=policy)
     estimated = 0
     for q in queries:
@@ -115,7 +115,7 @@ def test_int8_tool_belt_matches_f32(tmp_path):
 
 def test_previous_route_and_clarify_candidates_are_exact(setup):
     routes, enc, policy, queries = setup
-    boost = Policy(low_action="clarify", min_score=0.1, previous_strategy="boost", previous_boost=0.3)
+    boost = manual(low_action="clarify", min_score=0.1, previous_strategy="boost", previous_boost=0.3)
     exact = Router(routes, encoder=enc, policy=boost, storage="f32")
     compact = Router(routes, encoder=enc, policy=boost, storage="int8")
     for q in queries[:15]:

@@ -48,8 +48,8 @@ def test_mixed_query_clarifies_and_the_answer_is_routed(routes):
     assert routes.route("I want the documentation", clarify=d).route == "RAG"
 
 
-def test_query_logs_collision_alert(tools):
-    belt = tools.tools("query logs")
+def test_device_logs_collision_alert(tools):
+    belt = tools.tools("device logs")
     assert belt.collision
     assert {"ha_get_logs", "get_system_logs"} <= set(belt.names)
     assert "ha_get_logs" in belt.system_prompt_alert and "get_system_logs" in belt.system_prompt_alert
@@ -57,7 +57,7 @@ def test_query_logs_collision_alert(tools):
 
 
 def test_context_domain_resolves_the_collision(tools):
-    belt = tools.tools("query logs", context_domain="home_automation")
+    belt = tools.tools("device logs", context_domain="home_automation")
     assert not belt.collision
     ranked = sorted((t for t in belt.tools if t.reason != "core"), key=lambda t: -t.score)
     assert ranked[0].name == "ha_get_logs"
@@ -81,6 +81,7 @@ def test_bundle_with_real_model(tmp_path, routes, encoder):
     back = Router.load(tmp_path / "b")
     q = "le VPN ne marche plus"
     assert back.route(q).probabilities == pytest.approx(routes.route(q).probabilities, abs=1e-6)
-    e5 = need_shared(MODELS / "multilingual-e5-small")
+    assert back.calibrated == routes.calibrated == "zero-label" and back.calibration == routes.calibration
+    minilm = need_shared(MODELS / "all-minilm-l6-v2")
     with pytest.raises(ConfigError, match="rebuild the bundle"):
-        Router.load(tmp_path / "b", encoder=Encoder.load(e5))
+        Router.load(tmp_path / "b", encoder=Encoder.load(minilm))

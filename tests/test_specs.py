@@ -31,8 +31,9 @@ def test_route_thresholds_from_yaml_reach_the_policy(tmp_path):
     y = write(tmp_path, "r.yaml", "routes:\n  - name: A\n    utterances: [x]\n    thresholds: {high: 0.6, medium: 0.3}\n"
               "  - name: B\n    description: about b\npolicy:\n  per_route: {A: {medium: 0.4}}\n")
     r = Router.from_config(y, encoder=StubEncoder({"x": unit(0), "about b": unit(1)}))
-    assert r.policy.thresholds("A", continuing=False) == (0.6, 0.15, 0.4, 0.30)
-    assert r.policy.thresholds("B", continuing=False) == (0.85, 0.15, 0.5, 0.30)
+    p = r.policy  # calibrated where neither the route nor the policy says
+    assert p.thresholds("A", continuing=False) == (0.6, p.margin, 0.4, p.min_score)
+    assert p.thresholds("B", continuing=False) == (p.high, p.margin, p.medium, p.min_score)
 
 
 @pytest.mark.parametrize(

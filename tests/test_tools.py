@@ -8,7 +8,7 @@ import logging
 
 import numpy as np
 import pytest
-from stubs import StubEncoder, mix, unit
+from stubs import StubEncoder, mix, unit, manual
 
 from routecore.catalog import build_catalog, estimate_tokens
 from routecore.conversation import routing_query
@@ -31,7 +31,7 @@ VEC = {"ask": unit(6), "t-ha-logs": unit(0), "t-ha-on": unit(1), "t-ha-list": un
 
 
 def router(policy=None, memory=None, **q):
-    return Router(tools=TOOLS, encoder=StubEncoder({**VEC, **q}), policy=policy or Policy(), memory=memory)
+    return Router(tools=TOOLS, encoder=StubEncoder({**VEC, **q}), policy=policy or manual(), memory=memory)
 
 
 def test_core_plus_top_k_and_discovery():
@@ -169,7 +169,7 @@ def test_session_catalog_offers_the_meta_tool_until_the_breaker_trips():
 
 def test_tool_without_exemplars_is_never_ranked():
     tools = TOOLS + [ToolSpec("mystery")]  # no description, no examples: no vector
-    r = Router(tools=tools, encoder=StubEncoder({**VEC, "q": mix(a0=0.6, a3=0.5)}))
+    r = Router(tools=tools, encoder=StubEncoder({**VEC, "q": mix(a0=0.6, a3=0.5)}), policy=manual())
     belt = r.tools("q", top_k=20)
     assert "mystery" not in belt.names and "ha_get_logs" in belt.names
     assert "mystery" not in r.tools("q", threshold=0.0).names

@@ -16,13 +16,16 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from routecore.calibration import Calibration
 from routecore.errors import ConfigError
 from routecore.index import VectorIndex
 from routecore.policy import Policy
 from routecore.specs import parse_routes, parse_tools
 from routecore.tables import EncoderLike
 
-BUNDLE_VERSION = 1
+BUNDLE_VERSION = 2
+#: Version 1 bundles (no calibration; every policy number written out) still load.
+READABLE_VERSIONS = (1, 2)
 
 #: The tables of a bundle, as ``<name>.rci`` files and keys of ``Router(_vectors=...)``.
 TABLES = ("routes", "tools", "anti")
@@ -37,7 +40,9 @@ def save(router: Any, path: str | os.PathLike[str], *, fitted: dict[str, Any] | 
     for name, table in zip(TABLES, (router._routes, router._tools, router._anti)):
         table.index.save(d / f"{name}.rci")
     meta = {"version": BUNDLE_VERSION, "model_id": router.encoder.model_id, "model_path": str(getattr(router.encoder, "path", "")),
-            "policy": router.policy.to_dict(), "routes": [asdict(r) for r in router.route_specs], "tools": [asdict(t) for t in router.tool_specs],
+            # The policy as given (unset thresholds null) and the calibration that fills them.
+            "policy": router.spec_policy.to_dict(), "calibration": router.calibration.to_dict() if router.calibration else None,
+            "routes": [asdict(r) for r in router.route_specs], "tools": [asdict(t) for t in router.tool_specs],
             "fitted": fitted or {}}
     if router.head is not None:
         router.head.save(d / "head.npz")
@@ -54,8 +59,8 @@ def load(cls: type[_R], path: str | os.PathLike[str], *, encoder: EncoderLike | 
         meta = json.loads((d / "bundle.json").read_text())
     except (OSError, ValueError) as e:
         raise ConfigError(f"{d} is not a router bundle: {e}") from None
-    if meta.get("version") != BUNDLE_VERSION:
-        raise ConfigError(f"bundle version {meta.get('version')} is not supported (expected {BUNDLE_VERSION})")
+    if meta.get("version") not in READABLE_VERSIONS:
+        raise ConfigError(f"bundle version {meta.get('version')} is not supported (expected one of {READABLE_VERSIONS})")
     if encoder is None:
         from routecore.encoder import Encoder
 
@@ -70,6 +75,8 @@ def load(cls: type[_R], path: str | os.PathLike[str], *, encoder: EncoderLike | 
     routes = parse_routes({"routes": meta["routes"]})
     tools = parse_tools({"tools": meta["tools"]})
     policy = kw.pop("policy", None) or Policy.from_dict(meta["policy"])
+    if meta.get("calibration") and "calibration" not in kw:
+        kw["calibration"] = Calibration.from_dict(meta["calibration"])
     if meta.get("head") and "head" not in kw:
         from routecore.evaluation.head import LinearHead
 

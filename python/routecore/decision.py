@@ -139,6 +139,10 @@ class Decision:
     #: Routes whose raw score is an int8 estimate (large tables only), with the
     #: bound on its error; every route that can change the decision is exact.
     score_bounds: Mapping[str, float] = field(default_factory=dict)
+    #: Where the policy's thresholds come from: ``zero-label`` (fitted from the
+    #: exemplars when the router was built), ``fitted`` (``routecore fit``) or
+    #: ``manual`` (every threshold set in code or config).
+    calibrated: str = "manual"
 
     @property
     def collision(self) -> bool:
@@ -187,6 +191,11 @@ class ToolBelt:
     score_bounds: Mapping[str, float] = field(default_factory=dict)
     timings: Timings = field(default_factory=Timings)
     query: str = ""
+
+    @property
+    def no_tool(self) -> bool:
+        """True when no candidate tool passed the floor (only core tools, if any, are in the belt)."""
+        return any(a.kind == "no_tool" for a in self.alerts)
 
     @property
     def names(self) -> list[str]:

@@ -1,6 +1,9 @@
 """Confidence policy: thresholds, tiers, previous-route weighting and bias rules.
 
-All of it works on per-route vectors (O(routes)), never per exemplar.
+All of it works on per-route vectors (O(routes)), never per exemplar. Every
+threshold that depends on the encoder's score scale is ``None`` by default and
+filled from the router's :class:`~routecore.calibration.Calibration`
+(:meth:`Policy.resolve`); a value given in code or config wins over it.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
 
+from routecore.calibration import Calibration
 from routecore.errors import ConfigError
 from routecore.specs import check_thresholds
 
@@ -19,51 +23,73 @@ CLARIFY = "CLARIFY"
 @dataclass(frozen=True)
 class BiasRule:
     """When the two best routes are ``a`` and ``b`` (either order) and their
-    adjusted scores are within ``within``, decide ``winner`` (a route or CLARIFY)."""
+    adjusted scores are within ``within``, decide ``winner`` (a route or CLARIFY).
+
+    ``within`` is a cosine gap; unset, it is one calibrated ``scale`` (a factor
+    *e* between the two routes' probabilities, whatever the encoder)."""
 
     a: str
     b: str
     winner: str
-    within: float = 0.05
+    within: float | None = None
 
     def matches(self, x: str, y: str) -> bool:
         return {x, y} == {self.a, self.b}
 
 
-DEFAULT_BIAS_RULES: tuple[BiasRule, ...] = (
-    BiasRule("RAG", "GENERAL", "RAG"),
-    BiasRule("RAG", "INCIDENT", CLARIFY),
-    BiasRule("INCIDENT", "GENERAL", "INCIDENT"),
-)
+#: The library applies no bias rule by default: rules name a user's routes
+#: (the IT-operations ones live in examples/it_ops_routes.yaml).
+DEFAULT_BIAS_RULES: tuple[BiasRule, ...] = ()
+
+#: Keys filled from the calibration when unset, and the gap rules' width in
+#: calibrated ``scale`` units (a gap of one scale is a factor e in probability).
+CALIBRATED_KEYS = ("temperature", "high", "margin", "previous_high", "previous_margin", "medium", "min_score",
+                   "three_way_within", "collision_gap", "tool_threshold", "anti_pattern_threshold", "lesson_similarity",
+                   "affinity_boost", "affinity_penalty", "lesson_boost")
+SCALE_UNITS = {"three_way_within": 1.0, "collision_gap": 1.6, "bias_within": 1.0, "lesson_boost": 5.0,
+               "affinity_boost": 2.0, "affinity_penalty": -4.0}
+#: Where the anti-pattern and lesson similarities sit between an unrelated best
+#: match (0) and a paraphrase (1) (Calibration.similarity).
+SIMILARITY_LEVELS = {"anti_pattern_threshold": 1.0, "lesson_similarity": 1.0}
 
 
 @dataclass(frozen=True)
 class Policy:
-    """Every number of the decision layer, with production defaults.
+    """Every number of the decision layer.
 
     Tiers use the softmax probability ``p1`` of the best route and the margin
     ``p1 - p2``: high when ``p1 >= high`` and margin ``>= margin``; medium when
     ``p1 >= medium``; low otherwise. A best raw cosine below ``min_score`` is out
     of scope (no route).
+
+    Fields left ``None`` (:data:`CALIBRATED_KEYS`) are calibrated for the encoder
+    in use when a router is built (:meth:`resolve`): the tiers aim at
+    ``high_precision`` / ``route_precision`` / ``previous_precision`` of right
+    decisions on held-out exemplars. Set a field to pin it.
     """
 
-    high: float = 0.85
-    margin: float = 0.15
-    previous_high: float = 0.70
-    previous_margin: float = 0.10
-    medium: float = 0.50
-    min_score: float = 0.30
-    temperature: float = 0.05
+    high: float | None = None
+    margin: float | None = None
+    previous_high: float | None = None
+    previous_margin: float | None = None
+    medium: float | None = None
+    min_score: float | None = None
+    temperature: float | None = None
+    high_precision: float = 0.95
+    route_precision: float = 0.90
+    previous_precision: float = 0.90
     aggregation: Literal["max", "mean", "topn"] = "max"
     top_n: int = 3
     previous_strategy: Literal["thresholds", "boost"] = "thresholds"
     previous_boost: float = 0.10
     bias_rules: tuple[BiasRule, ...] = DEFAULT_BIAS_RULES
-    three_way_within: float = 0.05
+    three_way_within: float | None = None
     low_action: Literal["llm", "clarify", "none"] = "llm"
-    collision_gap: float = 0.08
-    affinity_boost: float = 1.15
-    affinity_penalty: float = 0.70
+    collision_gap: float | None = None
+    #: Score multipliers for routes/tools in (out of) the active context domain;
+    #: unset, they move a typical match by +2 / -4 calibrated scales.
+    affinity_boost: float | None = None
+    affinity_penalty: float | None = None
     top_exemplars: int = 5
     #: int8 tables (large ones, see ``Router(storage=...)``): the true best
     #: ``exact_top`` routes or tools (and any within ``exact_band`` of the best)
@@ -74,13 +100,17 @@ class Policy:
     exact_band: float = 0.0
     # tools
     tool_top_k: int = 5
-    tool_threshold: float = 0.35
+    #: The floor under which no tool enters a belt (a cosine; calibrated when
+    #: unset, None after calibration when the router has no tools). Both
+    #: selection modes apply it, and both stop at ``tool_top_k`` tools.
+    tool_threshold: float | None = None
     tool_selection: Literal["top_k", "threshold"] = "top_k"
     discovery_prefixes: tuple[str, ...] = ("get_", "list_", "search_")
-    anti_pattern_threshold: float = 0.60
+    anti_pattern_threshold: float | None = None
     anti_pattern_penalty: float = 0.50
-    lesson_similarity: float = 0.80
-    lesson_boost: float = 0.20
+    lesson_similarity: float | None = None
+    #: Added to a tool's score by a "use it" lesson (a cosine; unset, 5 calibrated scales).
+    lesson_boost: float | None = None
     more_tools_batch: int = 5
     more_tools_limit: int = 3
     #: How many of the best tools' scores a ToolBelt reports. With int8 tables, those
@@ -92,13 +122,14 @@ class Policy:
 
     def __post_init__(self) -> None:
         for k in ("high", "margin", "previous_high", "previous_margin", "medium", "min_score", "tool_threshold",
-                  "three_way_within", "collision_gap", "anti_pattern_threshold", "lesson_similarity"):
+                  "three_way_within", "collision_gap", "anti_pattern_threshold", "lesson_similarity",
+                  "high_precision", "route_precision", "previous_precision"):
             v = getattr(self, k)
-            if not 0.0 <= float(v) <= 1.0:
+            if v is not None and not 0.0 <= float(v) <= 1.0:
                 raise ConfigError(f"policy: {k}={v} is outside [0, 1]")
         if self.exact_top < 1 or self.exact_band < 0:
             raise ConfigError(f"policy: exact_top must be >= 1 and exact_band >= 0, got {self.exact_top}, {self.exact_band}")
-        if self.temperature <= 0:
+        if self.temperature is not None and self.temperature <= 0:
             raise ConfigError(f"policy: temperature must be > 0, got {self.temperature}")
         if self.previous_strategy not in ("thresholds", "boost"):
             raise ConfigError(f"policy: previous_strategy must be 'thresholds' or 'boost', got {self.previous_strategy!r}")
@@ -110,6 +141,39 @@ class Policy:
             raise ConfigError(f"policy: per_route must be a mapping of route -> overrides, got {type(self.per_route).__name__}")
         for route, th in self.per_route.items():
             check_thresholds(f"policy.per_route[{route!r}]", th)
+
+    def is_manual(self) -> bool:
+        """Whether every calibrated key was given (nothing left to calibrate)."""
+        return all(getattr(self, k) is not None for k in CALIBRATED_KEYS) and all(r.within is not None for r in self.bias_rules)
+
+    def resolve(self, cal: Calibration | None) -> "Policy":
+        """This policy with every unset key filled from ``cal``.
+
+        Explicit values win over a zero-label calibration; a fitted one
+        (``routecore fit``) wins over everything it fitted.
+        """
+        if cal is None:
+            if not self.is_manual():
+                raise ConfigError("policy: unset thresholds need a calibration")
+            return self
+        fitted = cal.source == "fitted"
+        scaled = {k: SCALE_UNITS[k] * cal.scale for k in ("three_way_within", "collision_gap", "lesson_boost")}
+        # Affinity multiplies scores: +2 / -4 scales at a typical match.
+        scaled.update({k: max(1.0 + SCALE_UNITS[k] * cal.scale / max(cal.match, 0.05), 0.05) for k in ("affinity_boost", "affinity_penalty")})
+        similar = {k: cal.similarity(z) for k, z in SIMILARITY_LEVELS.items()}
+        values = {"temperature": cal.temperature, "high": cal.high, "margin": cal.margin, "medium": cal.medium,
+                  "previous_high": cal.previous_high, "previous_margin": cal.previous_margin, "min_score": cal.min_score,
+                  "tool_threshold": cal.tool_floor, **scaled, **similar}
+        fit_keys = {"temperature", "high", "margin", "medium", "min_score"} if fitted else set()
+        changes: dict[str, Any] = {k: v for k, v in values.items() if getattr(self, k) is None or k in fit_keys}
+        changes["bias_rules"] = tuple(r if r.within is not None else replace(r, within=SCALE_UNITS["bias_within"] * cal.scale)
+                                      for r in self.bias_rules)
+        if fitted and cal.per_route:
+            per = {n: dict(v) for n, v in self.per_route.items()}
+            for n, o in cal.per_route.items():
+                per.setdefault(n, {}).update(o)
+            changes["per_route"] = per
+        return replace(self, **changes)
 
     def value(self, key: str, route: str | None) -> float:
         """Policy ``key`` with the per-route override of ``route`` applied."""

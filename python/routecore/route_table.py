@@ -57,6 +57,7 @@ class RouteTable:
         self.specs = list(routes)
         self.by_name = {r.name: r for r in self.specs}
         self.encoder, self.policy, self.llm, self.head = encoder, policy, llm, head
+        self.calibrated = "manual"  # where the policy's numbers come from (Router sets it)
         self.table = build_table(self.specs, encoder, storage, vectors)
 
     def fallback_chain(self, route: str) -> tuple[str, ...]:
@@ -96,7 +97,7 @@ class RouteTable:
         alerts = list(d.pop("alerts"))
         if enc.truncated:
             alerts.append(Alert("truncated", "the query was truncated at the model's max_length"))
-        dec = Decision(**d, alerts=tuple(alerts), timings=timings, query=text, previous_route=previous, error_message=self.policy.error_message)
+        dec = Decision(**d, alerts=tuple(alerts), timings=timings, query=text, previous_route=previous, error_message=self.policy.error_message, calibrated=self.calibrated)
         return trace("route decision", dec)
 
     def _apply_head(self, r: dict[str, Any], q: np.ndarray) -> None:
@@ -199,11 +200,11 @@ class RouteTable:
             try:
                 req = LLMRequest(text, [(r.name, r.description) for r in self.specs], {}, previous)
                 choice = self.llm.choose(req)
-                return Decision(action="clarify" if choice.route == CLARIFY else "route", route=choice.route, used_llm=True,
+                return Decision(action="clarify" if choice.route == CLARIFY else "route", route=choice.route, used_llm=True, calibrated=self.calibrated,
                                 fallback="encoder failed; routed by the LLM", alerts=tuple(alerts), query=text, previous_route=previous,
                                 fallback_chain=self.fallback_chain(choice.route), error_message=self.policy.error_message, timings=Timings(total=(time.perf_counter() - t0) * 1e3), **base)
             except Exception as e2:  # noqa: BLE001
                 alerts.append(Alert("llm_error", f"LLM failed too: {type(e2).__name__}: {e2}"))
-        return Decision(action="error", route=None, fallback="encoder failed and no LLM router could answer", alerts=tuple(alerts),
+        return Decision(action="error", route=None, fallback="encoder failed and no LLM router could answer", alerts=tuple(alerts), calibrated=self.calibrated,
                         error_message=self.policy.error_message,
                         query=text, previous_route=previous, timings=Timings(total=(time.perf_counter() - t0) * 1e3), **base)

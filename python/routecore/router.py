@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from routecore import bundle
+from routecore.calibration import Calibration, for_router
 from routecore.decision import Decision, ToolBelt
 from routecore.errors import ConfigError
 from routecore.llm import LLMRouter
@@ -22,7 +23,7 @@ from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
 from routecore.route_table import RouteTable, with_route_thresholds
 from routecore.specs import RouteSpec, ToolSpec, parse_routes, parse_tools, read_config_file
-from routecore.tables import AUTO_INT8_ELEMENTS, EncoderLike
+from routecore.tables import AUTO_INT8_ELEMENTS, EncoderLike, embed_texts, exemplar_texts
 from routecore.tool_catalog import ToolCatalog
 from routecore.toolbelt import ToolSession, select_tools
 
@@ -56,9 +57,15 @@ class Router:
             scanned in int8 and its contenders re-scored exactly (``Policy.exact_top``,
             ``exact_band``); routes outside them keep an estimate whose error bound is
             in ``Decision.score_bounds``.
+        calibration: a :class:`~routecore.calibration.Calibration` to use (from a
+            bundle, or ``routecore fit``). Without one, the policy's unset
+            thresholds are calibrated zero-label from the exemplars and the bundled
+            background set (:func:`routecore.calibration.zero_label`).
 
     ``route_table`` and ``tool_catalog`` are the two parts; ``policy`` and
-    ``encoder`` are shared by both (setting them updates both).
+    ``encoder`` are shared by both (setting them updates both). ``spec_policy``
+    is the policy as given (unset thresholds ``None``), ``policy`` the one in
+    force, and ``calibrated`` says where its numbers come from.
     """
 
     policy = _kept_on("route_table", "tool_catalog", name="policy", doc="The policy of routes and tools (routes' thresholds merged in).")
@@ -78,20 +85,45 @@ class Router:
 
     def __init__(self, routes: Sequence[RouteSpec] = (), tools: Sequence[ToolSpec] = (), *, encoder: EncoderLike | None = None,
                  policy: Policy | None = None, llm: LLMRouter | None = None, memory: ExperienceMemory | None = None,
-                 head: Any = None, storage: str = "auto", _vectors: dict[str, np.ndarray] | None = None):
+                 head: Any = None, storage: str = "auto", calibration: Calibration | None = None,
+                 _vectors: dict[str, np.ndarray] | None = None):
         if not routes and not tools:
             raise ConfigError("a router needs at least one route or tool")
         if encoder is None:
             from routecore.encoder import Encoder
 
             encoder = Encoder.load()
-        routes = list(routes)
-        policy = with_route_thresholds(policy or Policy(), routes)
-        vec = _vectors or {}
-        self.route_table = RouteTable(routes, encoder=encoder, policy=policy, llm=llm, head=head, storage=storage, vectors=vec.get("routes"))
+        routes, tools = list(routes), list(tools)
+        self.spec_policy = with_route_thresholds(policy or Policy(), routes)
+        vec = dict(_vectors or {})
+        owners: dict[str, list[int]] = {}
+        for key, specs, attr in (("routes", routes, "exemplars"), ("tools", tools, "exemplars"), ("anti", tools, "anti_patterns")):
+            texts, owners[key] = exemplar_texts(specs, attr)
+            if vec.get(key) is None:
+                vec[key] = embed_texts(encoder, texts)
+        if calibration is None and not self.spec_policy.is_manual():
+            calibration = for_router(encoder, self.spec_policy, vec["routes"], owners["routes"], len(routes),
+                                     vec["tools"], owners["tools"], len(tools))
+        self.calibration = calibration
+        policy = self.spec_policy.resolve(calibration)
+        self.route_table = RouteTable(routes, encoder=encoder, policy=policy, llm=llm, head=head, storage=storage, vectors=vec["routes"])
         self.tool_catalog = ToolCatalog(tools, encoder=encoder, policy=policy, memory=memory, storage=storage,
-                                        vectors=vec.get("tools"), anti_vectors=vec.get("anti"))
+                                        vectors=vec["tools"], anti_vectors=vec["anti"])
+        self.route_table.calibrated = self.calibrated
         self.fitted: dict[str, Any] = {}  # calibration results (routecore fit), saved in bundles
+
+    @property
+    def calibrated(self) -> str:
+        """``zero-label``, ``fitted`` or ``manual``: where the policy's numbers come from."""
+        if self.calibration is not None and (self.calibration.source == "fitted" or not self.spec_policy.is_manual()):
+            return self.calibration.source
+        return "manual"
+
+    def calibrate(self, calibration: Calibration) -> None:
+        """Put ``calibration`` in force (``routecore fit``): the policy is resolved anew from it."""
+        self.calibration = calibration
+        self.policy = self.spec_policy.resolve(calibration)
+        self.route_table.calibrated = self.calibrated
 
     @classmethod
     def from_config(cls, path: str | os.PathLike[str], **kw: Any) -> Router:

@@ -73,16 +73,17 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
     p = catalog.policy
     k = p.tool_top_k if top_k is None else top_k
     th = p.tool_threshold if threshold is None else threshold
-    if k < 0 or not 0 <= th <= 1:
+    if k < 0 or (th is not None and not 0 <= th <= 1):
         raise InvalidArgumentError(f"top_k must be >= 0 and threshold in [0, 1]; got {k}, {th}")
+    floor = -1.0 if th is None else th  # the calibrated floor unless the call gives one
     by_threshold = p.tool_selection == "threshold" or threshold is not None
     wanted = k + len(catalog.core) + len(exclude or ())
     t0 = time.perf_counter()
     enc = catalog.encoder.encode_with_stats([query])
     t1 = time.perf_counter()
     alerts: list[Alert] = []
-    r, adjusted, banned, changed = _ranked_scores(catalog, enc.embeddings[0], context_domain, max(p.exact_top, wanted),
-                                                  th if by_threshold else float("inf"), alerts)
+    # The best ``wanted`` tools are exact, which is all the floor and the cap look at.
+    r, adjusted, banned, changed = _ranked_scores(catalog, enc.embeddings[0], context_domain, max(p.exact_top, wanted), float("inf"), alerts)
     raw, bound, table = r["raw"], r["bound"], catalog.tools
     # Collisions are judged on the final scores (after anti-patterns and lessons).
     finite = np.where(np.isfinite(adjusted), adjusted, np.float32(-1e30)).astype(np.float32) if banned else adjusted
@@ -97,25 +98,23 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
     pos, core = table.pos, catalog.core
     chosen: dict[str, str] = {names[i]: "core" for i in core}
     finite_n = int(np.isfinite(adjusted).sum()) if banned else len(adjusted)
-    if by_threshold:
-        cand = np.flatnonzero(np.isfinite(adjusted) & (adjusted >= th))
-        m = len(cand)
-    else:
-        m = min(finite_n, wanted)
+    m = min(finite_n, wanted)
     # One exact native top-m (ties to the lower index): O(tools), no full sort.
     shown_n = min(p.report_scores, len(finite))
     best, ranked = _native.topk(finite, max(m, shown_n)) if max(m, shown_n) else (np.zeros(0, np.float32), np.zeros(0, np.uint64))
     ranked = ranked.tolist()  # plain ints: numpy scalars are slow to index with
     order, shown = ranked[:m], ranked[:shown_n]
     picked = 0
-    for i in order:
+    for j, i in enumerate(order):
+        if picked >= k or best.item(j) < floor:  # best first: the rest are lower
+            break
         n = names[i]
         if n in chosen or (exclude and n in exclude) or tools[i].core:
             continue
-        if not by_threshold and picked >= k:
-            break
         chosen[n] = "threshold" if by_threshold else "top_k"
         picked += 1
+    if not picked and k:
+        alerts.append(Alert("no_tool", f"no tool scored above the floor {floor:.3f}: the belt holds only its core tools"))
     plugins = {domains[pos[n]] for n, why in chosen.items() if why != "core"} - {""}
     discovery = catalog.discovery_tools(p.discovery_prefixes)
     for plugin in plugins:

@@ -46,7 +46,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(res, ensure_ascii=False))
     else:
-        keys = ["n", "accuracy", "in_scope_accuracy", "macro_f1", "oos", "recall@5", "mrr", "latency_ms"]
+        keys = ["n", "accuracy", "in_scope_accuracy", "macro_f1", "oos", "decisions", "calibrated", "recall@5", "mrr", "latency_ms"]
         for k in keys:
             if k in res:
                 print(f"{k}: {res[k]}")

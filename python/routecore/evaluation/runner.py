@@ -7,6 +7,7 @@ import hashlib
 import sys
 import time
 from collections import OrderedDict
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -95,7 +96,8 @@ def build_router(train: Dataset, encoder: Any, *, shots: int | None = None, seed
     if head:
         X = embed(encoder, [s.text for s in train.samples], progress=progress, what="embedding train")
         lin = LinearHead.fit(X, [s.label for s in train.samples], oos_label=oos_label)
-    return Router(routes, encoder=encoder, policy=policy or Policy(low_action="none"), head=lin,
+    # The policy a user gets from a config (low tier -> LLM, or clarify without one), calibrated zero-label.
+    return Router(routes, encoder=encoder, policy=policy or Policy(), head=lin,
                   _vectors={"routes": vecs, "tools": np.zeros((0, encoder.dim), np.float32), "anti": np.zeros((0, encoder.dim), np.float32)})
 
 
@@ -114,11 +116,17 @@ def fit_router(router: Router, val: Dataset, *, objective: str = "accuracy", cov
     S = raw_scores(router, X)
     res = fit(S, gold, names, oos_label, objective=objective, coverage=coverage)  # type: ignore[arg-type]
     per_route = {k: {"min_score": v} for k, v in res.per_route_min.items()}
-    router.policy = router.policy.with_overrides(min_score=res.min_score, temperature=res.temperature, high=res.high,
-                                                 margin=res.margin, per_route=per_route)
+    min_score = res.min_score
     if router.head is not None:
         router.head.threshold = _fit_head_threshold(router.head, X, gold, names, oos_label, objective, coverage)
-        router.policy = router.policy.with_overrides(min_score=0.0, per_route={})
+        min_score, per_route = 0.0, {}
+    base = router.calibration
+    if base is None:  # a manual policy: the fit still overrides what it fits
+        from routecore.calibration import background_vectors, zero_label
+        base = zero_label(np.zeros((0, router.encoder.dim), np.float32), [], 0, background_vectors(router.encoder))
+    router.calibrate(replace(base, source="fitted", temperature=res.temperature, high=res.high, margin=res.margin,
+                             min_score=float(np.clip(min_score, 0.0, 1.0)), per_route=per_route,
+                             stats={**base.stats, "fit_objective": res.objective, "fit_value": res.value}))
     router.fitted = res.to_dict() | {"head_threshold": getattr(router.head, "threshold", None)}
     return res
 
@@ -148,6 +156,7 @@ def evaluate_routes(router: Router, data: Dataset, *, oos_label: str = "oos", pr
     bar = Progress(len(data), f"eval {data.name}", progress)
     gold, pred, conf, lat, langs, rows = [], [], [], [], [], []
     clar = llm = cont_ok = cont_n = 0
+    routed = routed_ok = confident_wrong = raw_ok = 0
     for i, s in enumerate(data.samples):
         t = time.perf_counter()
         d = router.route(s.text, previous=s.previous_route if s.previous_route in router._route_by_name else None)
@@ -155,6 +164,11 @@ def evaluate_routes(router: Router, data: Dataset, *, oos_label: str = "oos", pr
         p = d.route if d.action == "route" else (None if d.action == "none" else "CLARIFY")
         clar += d.action == "clarify"
         llm += d.used_llm
+        routed += d.action == "route"
+        routed_ok += d.action == "route" and p == s.label
+        confident_wrong += d.action == "route" and d.tier == "high" and p != s.label
+        raw = d.raw_scores
+        raw_ok += bool(raw) and max(raw, key=raw.__getitem__) == s.label
         if s.previous_route:
             cont_n += 1
             cont_ok += p == s.label
@@ -164,9 +178,15 @@ def evaluate_routes(router: Router, data: Dataset, *, oos_label: str = "oos", pr
         langs.append(s.language)
         rows.append({"text": s.text, "label": s.label, "pred": p, "action": d.action, "tier": d.tier, "confidence": d.confidence})
         bar.update(i + 1)
+    n_in = sum(g != oos_label for g in gold)
     return summarize(gold, pred, conf, lat, langs, oos_label, extra={
         "clarification_rate": clar / len(data), "llm_fallback_rate": llm / len(data),
-        "continuation_accuracy": cont_ok / cont_n if cont_n else None}, rows=rows)
+        "continuation_accuracy": cont_ok / cont_n if cont_n else None,
+        # The cost of the decision layer, beside the accuracy of the raw top-1 route.
+        "decisions": {"routed_share": routed / len(data), "routed_accuracy": routed_ok / routed if routed else None,
+                      "confident_wrong_rate": confident_wrong / len(data), "clarify_rate": clar / len(data),
+                      "raw_top1_accuracy": raw_ok / n_in if n_in else None},
+        "calibrated": getattr(router, "calibrated", None)}, rows=rows)
 
 
 def summarize(gold, pred, conf, lat, langs, oos_label, extra=None, rows=None) -> dict[str, Any]:

@@ -1,0 +1,91 @@
+"""Zero-label calibration against the intent sets: how the calibrated tiers and
+out-of-scope cut hold on the test splits, with routes from the train split only.
+
+    python benches/zero_label.py [--model PATH] [--sets clinc150,banking77,massive-en,...] [--no-clinc-background]
+
+Vectorised over precomputed scores (the same aggregation and rules as the router's
+tiers and out-of-scope cut; bias rules and ties are not simulated here, see
+`routecore eval` for the full decision). Embeddings are cached under
+$ROUTECORE_HOME/embeddings (set ROUTECORE_HOME to a scratch folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from routecore import Encoder
+from routecore.calibration import background_texts, route_scores, softmax, top2, zero_label
+from routecore.evaluation import datasets as D
+from routecore.evaluation.runner import embed
+
+SETS = {
+    "clinc150": lambda: (D.clinc150("train"), D.clinc150("test")),
+    "banking77": lambda: (D.banking77("train"), D.banking77("test")),
+    "massive-en": lambda: (D.massive("en-US", "train"), D.massive("en-US", "test")),
+    "massive-fr": lambda: (D.massive("fr-FR", "train"), D.massive("fr-FR", "test")),
+    "massive-zh": lambda: (D.massive("zh-CN", "train"), D.massive("zh-CN", "test")),
+    "xling-fr": lambda: (D.massive("en-US", "train"), D.massive("fr-FR", "test")),
+    "xling-zh": lambda: (D.massive("en-US", "train"), D.massive("zh-CN", "test")),
+}
+
+
+def run(name: str, enc: Encoder, bg: np.ndarray) -> dict:
+    train, test = SETS[name]()
+    labels = sorted({s.label for s in train.samples if s.label != "oos"})
+    pos = {n: i for i, n in enumerate(labels)}
+    tr = [s for s in train.samples if s.label != "oos"]
+    V = embed(enc, [s.text for s in tr], what=f"{name} train")
+    owners = np.array([pos[s.label] for s in tr])
+    t0 = time.perf_counter()
+    cal = zero_label(V, owners, len(labels), bg)
+    fit_s = time.perf_counter() - t0
+    Q = embed(enc, [s.text for s in test.samples], what=f"{name} test")
+    gold = np.array([pos.get(s.label, -1) for s in test.samples])
+    S = route_scores(Q, V, owners, len(labels))
+    P = softmax(S, cal.temperature)
+    p1, mg, arg = top2(P)
+    best = S.max(axis=1)
+    inscope = gold >= 0
+    oos_pred = best < cal.min_score
+    high = (p1 >= cal.high) & (mg >= cal.margin) & ~oos_pred
+    routed = (p1 >= cal.medium) & ~oos_pred
+    right = arg == gold
+    out = {
+        "set": name, "n": int(len(gold)), "fit_s": round(fit_s, 2),
+        "temperature": round(cal.temperature, 4), "high": round(cal.high, 3), "margin": round(cal.margin, 3),
+        "medium": round(cal.medium, 3), "min_score": round(cal.min_score, 4),
+        "raw_top1": float(right[inscope].mean()),
+        "high_share": float(high.mean()), "high_precision": float(right[high].mean()) if high.any() else None,
+        "routed_share": float(routed.mean()), "routed_precision": float(right[routed].mean()) if routed.any() else None,
+        "confident_wrong": float((high & ~right).mean()),
+    }
+    if (~inscope).any():
+        tp = int((oos_pred & ~inscope).sum())
+        prec = tp / max(int(oos_pred.sum()), 1)
+        rec = tp / int((~inscope).sum())
+        out["oos_f1"] = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+        out["inscope_acc"] = float((right & ~oos_pred)[inscope].mean())
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--sets", default=",".join(SETS))
+    ap.add_argument("--no-clinc-background", action="store_true", help="drop every CLINC150-derived background sentence")
+    a = ap.parse_args()
+    enc = Encoder.load(a.model, cache_size=0)
+    texts, sources = background_texts()
+    keep = [t for t, s in zip(texts, sources) if not (a.no_clinc_background and s.startswith("clinc150"))]
+    bg = embed(enc, keep, what="background")
+    print(json.dumps({"model": enc.model_id, "background": len(keep)}))
+    for name in a.sets.split(","):
+        print(json.dumps(run(name, enc, bg)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,363 @@
+"""Calibration: the decision layer's numbers fitted to the encoder in use.
+
+Cosine scores live on a different scale for every encoder (MiniLM spreads them
+over 0.1–0.9, multilingual-e5 packs them into 0.75–0.9), so no threshold of the
+policy is a constant. A :class:`Calibration` holds, for one router and one
+encoder:
+
+- ``temperature`` of the route softmax, fitted by likelihood;
+- the tiers ``high``/``margin`` (right on ``high_precision`` of held-out
+  exemplars) and ``medium`` (routed decisions right on ``route_precision``),
+  plus their previous-route variants (``previous_precision``);
+- ``min_score``, the out-of-scope cut, between in-scope scores and a bundled
+  background set of generic queries in several languages;
+- ``tool_floor``, under which no tool enters a belt;
+- ``scale``, the unit of every gap rule (three-way tie, bias rules, collision
+  gap): the fitted temperature, so a gap of one ``scale`` is a factor *e*
+  between two routes' probabilities on any encoder;
+- ``match``/``unrelated``: the typical best score of a paraphrase and of an
+  unrelated query; anti-pattern and lesson similarities are placed between them.
+
+Zero-label calibration (:func:`zero_label`) needs no labelled data: each
+sampled exemplar is held out and scored against every route's *other*
+exemplars (leave-one-out), which gives labelled in-scope scores for free.
+``routecore fit`` replaces it with figures from a validation split
+(``source="fitted"``); explicit policy values always win over zero-label ones.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from routecore.errors import ConfigError
+
+#: Where the background set lives (see scripts/make_background.py for how it was made).
+BACKGROUND_FILE = Path(__file__).resolve().parent / "data" / "background.jsonl"
+#: Fewer held-out rows than this and the fits fall back to probability-space defaults.
+MIN_ROWS = 20
+SOURCES = ("zero-label", "fitted", "manual")
+#: Same-route pairs at least this similar (as a quantile of all same-route pairs) count as near-duplicates.
+NEAR_DUPLICATE_QUANTILE = 0.95
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The fitted numbers of one router (see the module docstring)."""
+
+    source: str
+    temperature: float
+    high: float
+    margin: float
+    medium: float
+    previous_high: float
+    previous_margin: float
+    min_score: float
+    scale: float
+    match: float
+    unrelated: float
+    tool_floor: float | None = None
+    #: Per-route overrides (``routecore fit``: per-route ``min_score``).
+    per_route: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    stats: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ConfigError(f"calibration: source must be one of {SOURCES}, got {self.source!r}")
+        for k in ("temperature", "scale"):
+            v = getattr(self, k)
+            if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
+                raise ConfigError(f"calibration: {k} must be a finite number > 0, got {v!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["stats"] = dict(self.stats)
+        d["per_route"] = {k: dict(v) for k, v in self.per_route.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Calibration":
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"calibration must be a mapping, got {type(d).__name__}")
+        known = set(cls.__dataclass_fields__)
+        extra = set(d) - known
+        if extra:
+            raise ConfigError(f"calibration: unknown keys {sorted(extra)}")
+        try:
+            return cls(**d)
+        except TypeError as e:
+            raise ConfigError(f"calibration: {e}") from None
+
+    def similarity(self, z: float) -> float:
+        """A cosine ``z`` of the way from an unrelated best match (0) to a paraphrase (1)."""
+        return float(np.clip(self.unrelated + z * (self.match - self.unrelated), 0.0, 1.0))
+
+
+@lru_cache(maxsize=1)
+def background_texts() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The bundled background set: (texts, sources)."""
+    rows = [json.loads(line) for line in BACKGROUND_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return tuple(r["text"] for r in rows), tuple(r["source"] for r in rows)
+
+
+# -- scores ----------------------------------------------------------------------
+def _group_starts(owners: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Column order that groups ``owners``, each present group's start, and which groups are present."""
+    perm = np.argsort(owners, kind="stable")
+    counts = np.bincount(owners, minlength=n_groups)
+    present = np.flatnonzero(counts)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])[present]
+    return perm, starts, present
+
+
+def route_scores(Q: np.ndarray, V: np.ndarray, owners: np.ndarray, n_groups: int, aggregation: str = "max",
+                 top_n: int = 3, exclude: np.ndarray | None = None, near_duplicate: float | None = None,
+                 chunk: int = 256) -> np.ndarray:
+    """Aggregated scores [len(Q), n_groups] of queries ``Q`` against exemplars ``V``
+    owned by ``owners``. Groups without exemplars score -inf.
+
+    ``exclude[i]`` is an exemplar left out of row ``i`` (leave-one-out), or -1;
+    with ``near_duplicate``, the exemplars of the same group at least that
+    similar to row ``i`` are left out too (max aggregation only)."""
+    owners = np.asarray(owners, dtype=np.int64)
+    perm, starts, present = _group_starts(owners, n_groups)
+    counts = np.bincount(owners, minlength=n_groups).astype(np.float64)
+    out = np.full((len(Q), n_groups), -np.inf, dtype=np.float32)
+    for a in range(0, len(Q), chunk):
+        C = (Q[a:a + chunk] @ V.T).astype(np.float32)
+        rows = np.arange(len(C))
+        ex = exclude[a:a + chunk] if exclude is not None else None
+        if aggregation == "max":
+            if ex is not None and near_duplicate is not None:
+                own = ex >= 0
+                same = owners[None, :] == np.where(own, owners[ex], -1)[:, None]
+                C[same & (C >= near_duplicate)] = -np.inf
+            if ex is not None:
+                C[rows[ex >= 0], ex[ex >= 0]] = -np.inf
+            out[a:a + chunk, present] = np.maximum.reduceat(C[:, perm], starts, axis=1)
+        elif aggregation == "mean":
+            n = np.broadcast_to(counts, (len(C), n_groups)).copy()
+            if ex is not None:
+                C[rows[ex >= 0], ex[ex >= 0]] = 0.0
+                n[rows[ex >= 0], owners[ex[ex >= 0]]] -= 1
+            s = np.zeros((len(C), n_groups))
+            s[:, present] = np.add.reduceat(C[:, perm], starts, axis=1)
+            out[a:a + chunk] = np.where(n > 0, s / np.maximum(n, 1), -np.inf)
+        elif aggregation == "topn":
+            if ex is not None:
+                C[rows[ex >= 0], ex[ex >= 0]] = np.nan
+            for g in present:
+                cols = np.sort(np.where(np.isnan(C[:, owners == g]), -np.inf, C[:, owners == g]), axis=1)[:, ::-1][:, :top_n]
+                finite = np.isfinite(cols)
+                k = finite.sum(axis=1)
+                out[a:a + chunk, g] = np.where(k > 0, np.where(finite, cols, 0).sum(axis=1) / np.maximum(k, 1), -np.inf)
+        else:
+            raise ConfigError(f"aggregation must be 'max', 'mean' or 'topn', got {aggregation!r}")
+    return out
+
+
+def held_out_rows(owners: np.ndarray, n_groups: int, sample: int, seed: int = 0) -> np.ndarray:
+    """Exemplars to hold out: those whose group has another exemplar, at most ``sample``,
+    spread evenly over groups."""
+    owners = np.asarray(owners, dtype=np.int64)
+    counts = np.bincount(owners, minlength=n_groups)
+    eligible = np.flatnonzero(counts[owners] >= 2)
+    if len(eligible) <= sample:
+        return eligible
+    rng = np.random.default_rng(seed)
+    # Round-robin over groups, so a large route cannot crowd out the small ones.
+    keys = rng.permutation(len(eligible))
+    rank = np.empty(len(eligible), dtype=np.int64)
+    order = np.lexsort((keys, owners[eligible]))
+    g = owners[eligible][order]
+    first = np.searchsorted(g, g)
+    rank[order] = np.arange(len(order)) - first
+    return np.sort(eligible[np.lexsort((keys, rank))[:sample]])
+
+
+# -- fits ------------------------------------------------------------------------
+def softmax(S: np.ndarray, temperature: float) -> np.ndarray:
+    z = S.astype(np.float64) / temperature
+    z = np.where(np.isfinite(z), z, -np.inf)
+    z -= z.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def fit_temperature(S: np.ndarray, gold: np.ndarray) -> float:
+    """Temperature minimising the softmax NLL of the gold columns (``gold`` >= 0)."""
+    keep = gold >= 0
+    s, y = S[keep].astype(np.float64), gold[keep]
+    s = np.where(np.isfinite(s), s, s[np.isfinite(s)].min() - 1.0 if np.isfinite(s).any() else 0.0)
+    grid = np.geomspace(0.002, 0.5, 80)
+    nll = np.empty(len(grid))
+    for i, t in enumerate(grid):
+        z = s / t
+        z -= z.max(axis=1, keepdims=True)
+        nll[i] = -(z[np.arange(len(y)), y] - np.log(np.exp(z).sum(axis=1))).mean()
+    return float(grid[int(np.argmin(nll))])
+
+
+def top2(P: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Best probability, its margin over the second, and the best column."""
+    arg = P.argmax(axis=1)
+    p1 = P[np.arange(len(P)), arg]
+    p2 = np.partition(P, -2, axis=1)[:, -2] if P.shape[1] > 1 else np.zeros(len(P))
+    return p1, p1 - p2, arg
+
+
+def wilson_lower(right: np.ndarray | float, n: np.ndarray | float, z: float = 1.645) -> np.ndarray:
+    """One-sided 95 % Wilson lower bound of a precision ``right / n``."""
+    n = np.maximum(np.asarray(n, dtype=np.float64), 1.0)
+    p = np.asarray(right, dtype=np.float64) / n
+    d = 1 + z * z / n
+    return (p + z * z / (2 * n) - z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / d
+
+
+def fit_tiers(p1: np.ndarray, margin: np.ndarray, correct: np.ndarray, target: float, min_selected: int = 10) -> tuple[float, float] | None:
+    """(high, margin) with the largest coverage whose precision is at least ``target``
+    (its Wilson lower bound, so that a small selection is not trusted on luck);
+    None when no pair selects ``min_selected`` rows at that precision."""
+    best: tuple[float, float, float] | None = None
+    for h in np.linspace(0.3, 0.99, 70):
+        above = p1 >= h
+        for m in np.linspace(0.0, 0.9, 46):
+            sel = above & (margin >= m)
+            n = int(sel.sum())
+            if n < min_selected:
+                break  # larger margins select fewer rows
+            if wilson_lower(correct[sel].sum(), n) >= target and (best is None or n > best[2]):
+                best = (float(h), float(m), float(n))
+    return None if best is None else (best[0], best[1])
+
+
+def fit_medium(p1: np.ndarray, correct: np.ndarray, target: float) -> float | None:
+    """The lowest ``p1`` cut whose routed rows (``p1 >= cut``) are right on at least ``target``."""
+    if not len(p1):
+        return None
+    order = np.argsort(-p1, kind="stable")
+    ok = np.flatnonzero(wilson_lower(np.cumsum(correct[order]), np.arange(1, len(order) + 1)) >= target)
+    return float(p1[order][ok[-1]]) if len(ok) else None
+
+
+def fit_min_score(inscope: np.ndarray, background: np.ndarray) -> float:
+    """The out-of-scope cut that best separates in-scope from background best scores
+    (largest in-scope kept plus background rejected, Youden's J). Background queries
+    scoring above the in-scope median look in scope for this route set and are not
+    counted against it."""
+    if not len(inscope):
+        return float(np.quantile(background, 0.95)) if len(background) else -1.0
+    bg = background[background < np.median(inscope)]
+    if not len(bg):
+        return float(inscope.min()) - 1e-6
+    cands = np.unique(np.concatenate([inscope, bg + 1e-6]))
+    kept = 1.0 - np.searchsorted(np.sort(inscope), cands, side="left") / len(inscope)
+    rejected = np.searchsorted(np.sort(bg), cands, side="left") / len(bg)
+    return float(cands[int(np.argmax(kept + rejected))])
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What the tiers aim for on held-out exemplars (probabilities of being right)."""
+
+    high_precision: float = 0.95
+    route_precision: float = 0.90
+    previous_precision: float = 0.90
+    #: Share of background queries whose best tool stays under the tool floor.
+    tool_background_rejected: float = 0.90
+
+
+def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: int, background: np.ndarray, *,
+               aggregation: str = "max", top_n: int = 3, tool_vecs: np.ndarray | None = None,
+               tool_owners: Sequence[int] = (), n_tools: int = 0, targets: Targets = Targets(),
+               sample: int = 1500, seed: int = 0) -> Calibration:
+    """Fit a :class:`Calibration` from the exemplars alone (leave-one-out) and the
+    background vectors. Routes come first; a router with tools only calibrates
+    on the tools' exemplars (descriptions and success examples)."""
+    stats: dict[str, Any] = {"background": int(len(background))}
+    if n_routes and len(route_vecs):
+        V, owners, R = route_vecs, np.asarray(route_owners, dtype=np.int64), n_routes
+    else:
+        V, owners, R = (tool_vecs if tool_vecs is not None else np.zeros((0, background.shape[1]), np.float32),
+                        np.asarray(tool_owners, dtype=np.int64), n_tools)
+        aggregation = "max"
+    rows = held_out_rows(owners, R, sample, seed) if len(V) else np.zeros(0, np.int64)
+    # A real query rarely has a near-copy among the exemplars, but exemplar sets often
+    # do: the held-out row's closest 5 % of same-route pairs are left out with it.
+    dup = None
+    if len(rows) and aggregation == "max":
+        G = V[rows] @ V.T
+        same = owners[None, :] == owners[rows][:, None]
+        same[np.arange(len(rows)), rows] = False
+        dup = float(np.quantile(G[same], NEAR_DUPLICATE_QUANTILE)) if same.any() else None
+    S = route_scores(V[rows], V, owners, R, aggregation, top_n, exclude=rows) if len(rows) else np.zeros((0, R), np.float32)
+    if dup is not None:
+        # ...unless that leaves the row's route without any exemplar.
+        S_dup = route_scores(V[rows], V, owners, R, aggregation, top_n, exclude=rows, near_duplicate=dup)
+        S = np.where(np.isfinite(S_dup), S_dup, S)
+    gold = owners[rows]
+    B = route_scores(background, V, owners, R, aggregation, top_n).max(axis=1) if len(V) and len(background) else np.zeros(0)
+    stats.update(held_out=int(len(rows)), routes=int(R))
+    best = S.max(axis=1) if len(rows) else np.zeros(0)
+    own = S[np.arange(len(rows)), gold] if len(rows) else np.zeros(0)
+    own, B = own[np.isfinite(own)], B[np.isfinite(B)]
+    unrelated = float(np.median(B)) if len(B) else float(np.median(best)) - 0.1 if len(best) else 0.0
+    match = float(np.median(own)) if len(own) else unrelated + 0.1
+    if R >= 2 and len(rows) >= MIN_ROWS:
+        temperature = fit_temperature(S, gold)
+    else:
+        # Too few held-out rows for a likelihood fit: a tenth of the spread
+        # between a paraphrase and an unrelated best match.
+        temperature = float(max(abs(match - unrelated) / 10.0, 1e-3))
+        stats["temperature_fallback"] = True
+    P = softmax(S, temperature) if len(rows) and R >= 2 else np.ones((len(rows), 1))
+    p1, mg, arg = top2(P) if len(rows) else (np.zeros(0), np.zeros(0), np.zeros(0, np.int64))
+    correct = arg == gold if R >= 2 else np.ones(len(rows), dtype=bool)
+    tiers = fit_tiers(p1, mg, correct, targets.high_precision) if R >= 2 and len(rows) >= MIN_ROWS else None
+    prev = fit_tiers(p1, mg, correct, targets.previous_precision) if tiers else None
+    medium = fit_medium(p1, correct, targets.route_precision) if R >= 2 and len(rows) >= MIN_ROWS else None
+    if tiers is None:
+        stats["tiers_fallback"] = True
+    high, margin = tiers or (0.85, 0.15)
+    previous_high, previous_margin = prev or (min(high, 0.70), min(margin, 0.10))
+    medium = min(medium if medium is not None else 0.50, high)
+    min_score = fit_min_score(best[correct] if len(best) else best, B)
+    stats.update(top1_accuracy=float(correct.mean()) if len(rows) else None,
+                 high_coverage=float(((p1 >= high) & (mg >= margin)).mean()) if len(rows) else None,
+                 routed_coverage=float((p1 >= medium).mean()) if len(rows) else None,
+                 background_rejected=float((B < min_score).mean()) if len(B) else None,
+                 inscope_kept=float((best >= min_score).mean()) if len(best) else None)
+    tool_floor = None
+    if tool_vecs is not None and len(tool_vecs) and len(background):
+        bt = route_scores(background, tool_vecs, np.asarray(tool_owners, dtype=np.int64), n_tools).max(axis=1)
+        tool_floor = float(np.quantile(bt, targets.tool_background_rejected))
+        stats["tool_background_median"] = float(np.median(bt))
+    clip = lambda v, lo=0.0: float(np.clip(v, lo, 1.0))  # noqa: E731 - unnormalised vectors must not leave the cosine range
+    return Calibration("zero-label", temperature, high, margin, medium, previous_high, previous_margin, clip(min_score),
+                       temperature, clip(match, -1.0), clip(unrelated, -1.0), None if tool_floor is None else clip(tool_floor), stats=stats)
+
+
+_BACKGROUND: dict[str, np.ndarray] = {}
+
+
+def background_vectors(encoder: Any) -> np.ndarray:
+    """The background set embedded by ``encoder`` (kept per model for the process)."""
+    key = encoder.model_id
+    if key not in _BACKGROUND:
+        texts = list(background_texts()[0])
+        _BACKGROUND[key] = np.concatenate([encoder.encode_with_stats(texts[i:i + 64]).embeddings for i in range(0, len(texts), 64)])
+    return _BACKGROUND[key]
+
+
+def for_router(encoder: Any, policy: Any, route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: int,
+               tool_vecs: np.ndarray, tool_owners: Sequence[int], n_tools: int) -> Calibration:
+    """The zero-label calibration of a router's tables under ``policy``'s aggregation and targets."""
+    targets = Targets(policy.high_precision, policy.route_precision, policy.previous_precision)
+    return zero_label(route_vecs, route_owners, n_routes, background_vectors(encoder), aggregation=policy.aggregation,
+                      top_n=policy.top_n, tool_vecs=tool_vecs if n_tools else None, tool_owners=tool_owners,
+                      n_tools=n_tools, targets=targets)

@@ -1,0 +1,138 @@
+"""Zero-label calibration: a router fits its own policy to the encoder in use."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import MODELS, ROOT, need_shared
+
+from routecore import Encoder, Router
+from routecore.calibration import Calibration, background_texts, fit_min_score, held_out_rows, route_scores, zero_label
+from routecore.errors import ConfigError
+from routecore.policy import CALIBRATED_KEYS, BiasRule, Policy
+from routecore.specs import RouteSpec, ToolSpec
+
+EX = ROOT / "examples"
+
+
+def sane(p: Policy) -> None:
+    assert all(getattr(p, k) is not None for k in CALIBRATED_KEYS if k != "tool_threshold")
+    assert 0 < p.temperature < 0.5 and 0 <= p.min_score <= 1
+    assert 0 < p.medium <= p.high <= 1 and 0 <= p.margin <= 1
+    assert 0 < p.three_way_within < 0.2 and 0 < p.collision_gap < 0.3
+    assert p.affinity_penalty < 1 < p.affinity_boost
+
+
+@pytest.fixture(scope="module")
+def it_ops(encoder):
+    return Router.from_config(EX / "it_ops_routes.yaml", encoder=encoder)
+
+
+def test_config_calibrates_for_the_encoder(it_ops, encoder):
+    assert it_ops.calibrated == "zero-label" and it_ops.calibration.source == "zero-label"
+    sane(it_ops.policy)
+    # The held-out exemplars and the background set were used.
+    st = it_ops.calibration.stats
+    assert st["held_out"] > 20 and st["background"] == len(background_texts()[0])
+    # Bias rules of the example config get a width of one calibrated scale.
+    assert all(r.within == pytest.approx(it_ops.calibration.scale) for r in it_ops.policy.bias_rules)
+    d = it_ops.route("le serveur de production est en panne")
+    assert d.calibrated == "zero-label" and '"calibrated": "zero-label"' in d.to_json()
+
+
+def test_another_encoder_gets_other_numbers(it_ops):
+    minilm = Router.from_config(EX / "it_ops_routes.yaml", encoder=Encoder.load(need_shared(MODELS / "all-minilm-l6-v2")))
+    sane(minilm.policy)
+    # MiniLM spreads its cosines far wider than e5: the scale and the out-of-scope cut follow.
+    assert minilm.policy.temperature > 1.5 * it_ops.policy.temperature
+    assert minilm.policy.min_score < it_ops.policy.min_score - 0.1
+
+
+def test_bundle_round_trips_its_calibration(tmp_path, it_ops, encoder):
+    it_ops.save(tmp_path / "b")
+    back = Router.load(tmp_path / "b", encoder=encoder)
+    assert back.calibration == it_ops.calibration and back.policy == it_ops.policy
+    assert back.spec_policy == it_ops.spec_policy and back.spec_policy.temperature is None
+
+
+def test_manual_values_win(encoder):
+    pinned = Policy(high=0.97, min_score=0.5, temperature=0.02, bias_rules=(BiasRule("A", "B", "A", within=0.01),))
+    r = Router([RouteSpec("A", ("reset my password", "I forgot my password")), RouteSpec("B", ("the VPN is down", "VPN broken"))],
+               encoder=encoder, policy=pinned)
+    assert (r.policy.high, r.policy.min_score, r.policy.temperature) == (0.97, 0.5, 0.02)
+    assert r.policy.bias_rules[0].within == 0.01
+    assert r.policy.margin == r.calibration.margin  # what was not pinned is calibrated
+    everything = Policy(**{k: 0.5 for k in CALIBRATED_KEYS if k not in ("affinity_boost",)}, affinity_boost=1.1)
+    m = Router([RouteSpec("A", ("x", "y"))], encoder=encoder, policy=everything)
+    assert m.calibration is None and m.calibrated == "manual" and m.route("x").calibrated == "manual"
+
+
+def test_fitted_calibration_overrides_explicit_values(encoder):
+    r = Router([RouteSpec("A", ("a1", "a2")), RouteSpec("B", ("b1", "b2"))], encoder=encoder, policy=Policy(high=0.9))
+    fitted = Calibration(**{**r.calibration.to_dict(), "source": "fitted", "high": 0.6, "per_route": {"A": {"min_score": 0.1}}})
+    r.calibrate(fitted)
+    assert r.policy.high == 0.6 and r.policy.per_route["A"]["min_score"] == 0.1 and r.calibrated == "fitted"
+
+
+def test_tiny_config_still_yields_a_sane_policy(encoder):
+    r = Router([RouteSpec("BILLING", ("where is my invoice", "I was charged twice")),
+                RouteSpec("SUPPORT", ("the app crashes on start", "I cannot log in"))], encoder=encoder)
+    sane(r.policy)
+    assert r.calibration.stats.get("tiers_fallback")  # 4 held-out rows: no tier fit
+    assert r.route("my card was charged two times").route == "BILLING"
+    assert r.route("quelle est la recette de la tarte tatin").action == "none"
+
+
+def test_one_route_config(encoder):
+    r = Router([RouteSpec("ORDERS", ("where is my order", "track my parcel", "my package has not arrived"))], encoder=encoder)
+    sane(r.policy)
+    assert r.route("has my parcel shipped yet").route == "ORDERS"
+    assert r.route("who painted the mona lisa").action == "none"
+
+
+def test_tools_only_router_gets_a_floor(encoder):
+    r = Router(tools=[ToolSpec("get_weather", "Current weather and forecast for a city"),
+                      ToolSpec("send_email", "Send an email to a contact")], encoder=encoder)
+    assert r.policy.tool_threshold is not None and 0 < r.policy.tool_threshold < 1
+    assert r.tools("will it rain in Lyon tomorrow").names == ["get_weather"]
+    none = r.tools("who won the 1998 world cup")
+    assert none.names == [] and none.no_tool
+
+
+def test_leave_one_out_excludes_the_row_itself():
+    V = np.eye(4, dtype=np.float32)
+    owners = np.array([0, 0, 1, 1])
+    S = route_scores(V, V, owners, 2, exclude=np.arange(4))
+    assert (S == 0).all()  # each row's only twin is itself
+    assert route_scores(V, V, owners, 2)[0, 0] == 1
+    with pytest.raises(ConfigError):
+        route_scores(V, V, owners, 2, aggregation="median")
+
+
+def test_held_out_rows_spread_over_routes():
+    owners = np.array([0] * 100 + [1] * 3 + [2])  # route 2 has one exemplar: not held out
+    rows = held_out_rows(owners, 3, sample=6)
+    assert len(rows) == 6 and set(owners[rows]) == {0, 1} and (owners[rows] == 1).sum() == 3
+
+
+def test_min_score_separates_in_scope_from_background():
+    rng = np.random.default_rng(0)
+    t = fit_min_score(rng.normal(0.8, 0.03, 500), rng.normal(0.6, 0.03, 300))
+    assert 0.65 < t < 0.75
+    assert fit_min_score(np.array([]), np.array([0.1, 0.2])) == pytest.approx(0.2, abs=0.01)
+
+
+def test_zero_label_without_background_or_routes():
+    cal = zero_label(np.zeros((0, 8), np.float32), [], 0, np.zeros((0, 8), np.float32))
+    assert cal.source == "zero-label" and cal.temperature > 0
+
+
+def test_calibration_from_dict_rejects_bad_input():
+    good = zero_label(np.eye(4, dtype=np.float32), [0, 0, 1, 1], 2, np.eye(4, dtype=np.float32)).to_dict()
+    assert Calibration.from_dict(good).to_dict() == good
+    with pytest.raises(ConfigError, match="unknown keys"):
+        Calibration.from_dict({**good, "nope": 1})
+    with pytest.raises(ConfigError, match="temperature"):
+        Calibration.from_dict({**good, "temperature": 0})
+    with pytest.raises(ConfigError, match="source"):
+        Calibration.from_dict({**good, "source": "guessed"})
