@@ -221,9 +221,13 @@ def wilson_lower(right: np.ndarray | float, n: np.ndarray | float, z: float = 1.
 
 def fit_tiers(p1: np.ndarray, margin: np.ndarray, correct: np.ndarray, target: float, min_selected: int = 10) -> tuple[float, float] | None:
     """(high, margin) with the largest coverage whose precision is at least ``target``
-    (its Wilson lower bound, so that a small selection is not trusted on luck);
-    None when no pair selects ``min_selected`` rows at that precision."""
+    (its Wilson lower bound, so that a small selection is not trusted on luck).
+
+    When no pair reaches ``target`` (few held-out rows), the pair whose Wilson
+    bound is highest, i.e. the safest the data can vouch for; None when no pair
+    selects ``min_selected`` rows."""
     best: tuple[float, float, float] | None = None
+    safest: tuple[float, float, float, float] | None = None
     for h in np.linspace(0.3, 0.99, 70):
         above = p1 >= h
         for m in np.linspace(0.0, 0.9, 46):
@@ -231,9 +235,14 @@ def fit_tiers(p1: np.ndarray, margin: np.ndarray, correct: np.ndarray, target: f
             n = int(sel.sum())
             if n < min_selected:
                 break  # larger margins select fewer rows
-            if wilson_lower(correct[sel].sum(), n) >= target and (best is None or n > best[2]):
+            lb = float(wilson_lower(correct[sel].sum(), n))
+            if lb >= target and (best is None or n > best[2]):
                 best = (float(h), float(m), float(n))
-    return None if best is None else (best[0], best[1])
+            if safest is None or (lb, n) > (safest[2], safest[3]):
+                safest = (float(h), float(m), lb, float(n))
+    if best is not None:
+        return best[0], best[1]
+    return None if safest is None else (safest[0], safest[1])
 
 
 def fit_medium(p1: np.ndarray, correct: np.ndarray, target: float) -> float | None:
