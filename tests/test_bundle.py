@@ -6,7 +6,6 @@ import pytest
 from stubs import StubEncoder, mix, unit, manual
 
 from routecore.errors import ConfigError
-from routecore.policy import Policy
 from routecore.router import Router
 from routecore.specs import RouteSpec, ToolSpec
 

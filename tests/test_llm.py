@@ -12,7 +12,6 @@ from stubs import StubEncoder, mix, unit, manual
 
 from routecore.errors import LLMError
 from routecore.llm import LLMRequest, OpenAICompatibleRouter, parse_tool_call
-from routecore.policy import Policy
 from routecore.router import Router
 from routecore.specs import RouteSpec
 

@@ -87,11 +87,18 @@ def test_strategy_b_boosts_previous_route_and_renormalises():
         ({"a0": 0.57, "a1": 0.56, "a2": 0.55}, "CLARIFY", "three-way"),
     ],
 )
-def test_default_bias_rules(cos, expected, rule):
+def test_it_ops_bias_rules(cos, expected, rule):
     d = router(q=mix(**cos)).route("q")
     assert d.route == expected and rule in d.bias_rule
     if expected == "CLARIFY":
         assert d.action == "clarify" and len(d.candidates) >= 2
+
+
+def test_library_defaults_carry_no_domain_rules():
+    """A stranger's routes named RAG/GENERAL/INCIDENT get no rule they did not write."""
+    assert Policy().bias_rules == ()
+    r = Router(ROUTES, encoder=StubEncoder({**AXES, "q": mix(a0=0.60, a1=0.58)}), policy=manual(bias_rules=()))
+    assert r.route("q").bias_rule is None
 
 
 def test_custom_bias_rule_and_window():

@@ -8,7 +8,6 @@ import pytest
 from stubs import DIM, StubEncoder, manual
 
 from routecore.memory import ExperienceMemory
-from routecore.policy import Policy
 from routecore.router import AUTO_INT8_ELEMENTS, Router
 from routecore.specs import RouteSpec, ToolSpec
 

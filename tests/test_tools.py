@@ -14,7 +14,6 @@ from routecore.catalog import build_catalog, estimate_tokens
 from routecore.conversation import routing_query
 from routecore.errors import InvalidArgumentError, MemoryStoreError
 from routecore.memory import ExperienceMemory
-from routecore.policy import Policy
 from routecore.router import Router
 from routecore.specs import ToolSpec
 

@@ -31,7 +31,7 @@ def cmd_route(args: argparse.Namespace) -> int:
     if args.json:
         print(d.to_json(indent=2))
         return 0
-    print(f"action: {d.action}  route: {d.route}  tier: {d.tier}  confidence: {d.confidence:.3f}  margin: {d.margin:.3f}")
+    print(f"action: {d.action}  route: {d.route}  tier: {d.tier}  confidence: {d.confidence:.3f}  margin: {d.margin:.3f}  calibrated: {d.calibrated}")
     for name, p in sorted(d.probabilities.items(), key=lambda kv: -kv[1]):
         print(f"  {name:<12} p={p:.3f}  raw={d.raw_scores[name]:.3f}  adjusted={d.adjusted_scores[name]:.3f}")
     if d.question:
@@ -49,8 +49,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
         return 0
     for t in belt.tools:
         print(f"  {t.name:<22} {t.domain:<16} score={t.score:.3f} ({t.reason})")
-    if belt.system_prompt_alert:
-        print(f"alert: {belt.system_prompt_alert}")
+    for a in belt.alerts:
+        print(f"alert [{a.kind}]: {a.message}")
     return 0
 
 
@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("query")
     r.add_argument("--config", help=f"routes YAML/JSON (default: {DEFAULT_ROUTES.name}, an IT-operations example)")
     r.add_argument("--bundle", help="a saved router bundle folder instead of --config")
-    r.add_argument("--model", help="model folder or name (default: the bundled MiniLM)")
+    r.add_argument("--model", help="model folder or name (default: the bundled multilingual-e5-small)")
     r.add_argument("--previous", help="route of the previous turn")
     r.add_argument("--context-domain", action="append", help="active domain (repeatable)")
     r.add_argument("--json", action="store_true", help="print the decision as JSON")

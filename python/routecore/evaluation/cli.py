@@ -69,7 +69,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 def add_eval_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--model", help="model folder or name (default: bundled MiniLM)")
+    common.add_argument("--model", help="model folder or name (default: the bundled multilingual-e5-small)")
     common.add_argument("--oos-label", default="oos", help="label of out-of-scope samples (default: oos)")
     common.add_argument("--shots", type=int, help="use a seeded sample of N exemplars per label")
     common.add_argument("--seed", type=int, default=0)
