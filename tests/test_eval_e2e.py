@@ -57,11 +57,35 @@ def test_fit_then_eval_writes_consistent_report(tmp_path, clinc_slice):
     acc = sum((p["pred"] or "oos") == p["label"] for p in preds) / n
     assert acc == pytest.approx(res["accuracy"])
     assert res["fit"]["objective"] == "macro_f1"
+    # fit reports the decisions the router makes on validation, at its routed-precision target.
+    v = fitted["decisions"]
+    assert v["target_precision"] == 0.9 and 0 < v["routed_share"] <= 1 and 0 <= v["medium"] <= 1
+    # Every eval shows the cost of the decision layer beside the raw top-1 accuracy.
+    d = res["decisions"]
+    assert set(d) == {"routed_share", "routed_accuracy", "confident_wrong_rate", "clarify_rate", "raw_top1_accuracy"}
+    routed = [p for p in preds if p["action"] == "route"]
+    assert d["routed_share"] == pytest.approx(len(routed) / n)
+    assert d["routed_accuracy"] == pytest.approx(sum(p["pred"] == p["label"] for p in routed) / len(routed))
+    assert d["clarify_rate"] == pytest.approx(sum(p["action"] == "clarify" for p in preds) / n)
+    assert 0.5 < d["raw_top1_accuracy"] <= 1 and res["calibrated"] == "fitted"
+
+
+def test_eval_builds_the_router_a_config_gets(tmp_path, clinc_slice):
+    """No fit: the zero-label calibration, and low tier -> clarify (no LLM), as Router.from_config."""
+    res = json.loads(run("eval", "--train", clinc_slice / "train.jsonl", "--data", clinc_slice / "test.jsonl", "--json").stdout)
+    assert res["calibrated"] == "zero-label"
+    assert res["decisions"]["routed_accuracy"] > 0.8
 
 
 def test_eval_with_head_and_from_train(tmp_path, clinc_slice):
     res = json.loads(run("eval", "--train", clinc_slice / "train.jsonl", "--head", "--data", clinc_slice / "test.jsonl", "--json").stdout)
     assert res["in_scope_accuracy"] > 0.5
+
+
+def test_fit_with_head_reports_the_heads_decisions(tmp_path, clinc_slice):
+    out = json.loads(run("fit", "--train", clinc_slice / "train.jsonl", "--val", clinc_slice / "val.jsonl", "--head",
+                         "--out", tmp_path / "b", "--json").stdout)
+    assert out["head_threshold"] is not None and out["decisions"]["routed_share"] > 0
 
 
 def test_tool_selection_eval(tmp_path):

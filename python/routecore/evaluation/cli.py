@@ -63,7 +63,14 @@ def cmd_fit(args: argparse.Namespace) -> int:
     res = R.fit_router(router, D.load_routes(args.val), objective=args.objective, coverage=args.coverage, oos_label=args.oos_label, progress=progress)
     router.save(args.out, fitted=router.fitted)
     out = {"bundle": str(Path(args.out)), **router.fitted}
-    print(json.dumps(out) if args.json else f"fitted ({res.objective} = {res.value:.4f} on validation), bundle written to {args.out}")
+    if args.json:
+        print(json.dumps(out))
+    else:
+        d = router.fitted["decisions"]
+        acc = "n/a" if d["routed_accuracy"] is None else f"{d['routed_accuracy']:.4f}"
+        print(f"fitted ({res.objective} = {res.value:.4f} on validation); the router's decisions on validation: "
+              f"routed {d['routed_share']:.4f}, right among routed {acc} (target {d['target_precision']}), "
+              f"confidently wrong {d['confident_wrong_rate']:.4f}, clarify {d['clarify_rate']:.4f}; bundle written to {args.out}")
     return 0
 
 

@@ -16,6 +16,7 @@ from routecore.errors import DatasetError
 from routecore.evaluation import metrics as M
 from routecore.evaluation.calibrate import FitResult, fit, objective_many
 from routecore.evaluation.datasets import Dataset
+from routecore.evaluation.decisions import fit_routed_cut
 from routecore.evaluation.head import LinearHead
 from routecore.policy import Policy
 from routecore.router import Router
@@ -127,7 +128,11 @@ def fit_router(router: Router, val: Dataset, *, objective: str = "accuracy", cov
     router.calibrate(replace(base, source="fitted", temperature=res.temperature, high=res.high, margin=res.margin,
                              min_score=float(np.clip(min_score, 0.0, 1.0)), per_route=per_route,
                              stats={**base.stats, "fit_objective": res.objective, "fit_value": res.value}))
-    router.fitted = res.to_dict() | {"head_threshold": getattr(router.head, "threshold", None)}
+    # End to end: the routed cut that the router's own decisions (head included) need on
+    # this split, and the figures of those decisions, which is what fit reports.
+    decisions = fit_routed_cut(router, X, gold, oos_label)
+    router.calibrate(replace(router.calibration, stats={**router.calibration.stats, "validation_decisions": decisions}))
+    router.fitted = res.to_dict() | {"head_threshold": getattr(router.head, "threshold", None), "decisions": decisions}
     return res
 
 

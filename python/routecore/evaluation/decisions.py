@@ -1,0 +1,67 @@
+"""The router's own decisions on precomputed embeddings, and `fit`'s end-to-end
+objective on them.
+
+:func:`decide_vectors` runs the router's decision step (tiers, out of scope, ties,
+bias rules, clarification; the linear head when there is one) on query vectors,
+without encoding anything again, so `fit` scores exactly the decision the router
+makes. :func:`fit_routed_cut` then picks the ``medium`` cut that routes the most
+validation queries while the routed ones stay right on ``Policy.route_precision``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Sequence
+
+import numpy as np
+
+from routecore.calibration import wilson_lower
+
+
+def decide_vectors(router: Any, X: np.ndarray) -> list[tuple[str, str | None, str]]:
+    """(action, route, tier) of ``router``'s decision for each query vector (no previous route, no context)."""
+    p, table, rt = router.policy, router._routes, router.route_table
+    out = []
+    for x in X:
+        r = table.score(x, p, [], p.top_exemplars)
+        if rt.head is not None:
+            rt._apply_head(r, x)
+        d = rt._decide("", r, None, None)
+        out.append((d["action"], d.get("route"), d["tier"]))
+    return out
+
+
+def decision_figures(decisions: Sequence[tuple[str, str | None, str]], gold: Sequence[str], oos_label: str = "oos") -> dict[str, Any]:
+    """Routed share, accuracy among routed, confidently-wrong rate (high tier and wrong),
+    clarify rate, and the share declined as out of scope."""
+    n = max(len(gold), 1)
+    routed = [(r, g, t) for (a, r, t), g in zip(decisions, gold) if a == "route"]
+    right = sum(r == g for r, g, _ in routed)
+    return {
+        "routed_share": len(routed) / n,
+        "routed_accuracy": right / len(routed) if routed else None,
+        "confident_wrong_rate": sum(t == "high" and r != g for r, g, t in routed) / n,
+        "clarify_rate": sum(a == "clarify" for a, _, _ in decisions) / n,
+        "none_rate": sum(a == "none" for a, _, _ in decisions) / n,
+        "right_of_routed": right,
+    }
+
+
+def fit_routed_cut(router: Any, X: np.ndarray, gold: Sequence[str], oos_label: str = "oos", steps: int = 24) -> dict[str, Any]:
+    """Install the ``medium`` cut whose decisions route the most of ``X`` with the routed
+    ones right on at least ``policy.route_precision`` (Wilson lower bound); when no cut
+    gets there, the one with the best bound. Returns the decision figures at that cut."""
+    cal = router.calibration
+    target = router.policy.route_precision
+    best: tuple[tuple[bool, float], float, dict[str, Any]] | None = None
+    for m in np.linspace(0.05, router.policy.high, steps):
+        router.calibrate(replace(cal, medium=float(m)))
+        f = decision_figures(decide_vectors(router, X), gold, oos_label)
+        n_routed = round(f["routed_share"] * len(gold))
+        lb = float(wilson_lower(f["right_of_routed"], n_routed)) if n_routed else 0.0
+        key = (lb >= target, f["routed_share"] if lb >= target else lb)
+        if best is None or key > best[0]:
+            best = (key, float(m), f)
+    assert best is not None
+    router.calibrate(replace(cal, medium=best[1]))
+    return {"medium": best[1], "target_precision": target, **best[2]}
