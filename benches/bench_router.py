@@ -18,7 +18,8 @@ from routecore.specs import RouteSpec, ToolSpec
 QUERIES = ["the production server is down", "comment configurer le VPN", "how do I rotate the database password",
            "my card payment was declined", "set an alarm for 7 am", "what is the weather tomorrow", "query logs", "restart nginx"]
 BGE = "bge-m3-shaped-int8 (random weights)"
-ENCODERS = {"minilm-int8": lambda: None, "e5-small-int8": lambda: SHARED / "models" / "multilingual-e5-small", BGE: bge_m3_shaped}
+# e5 is the bundled default (None); MiniLM is read from ../shared.
+ENCODERS = {"minilm-int8": lambda: SHARED / "models" / "all-minilm-l6-v2", "e5-small-int8": lambda: None, BGE: bge_m3_shaped}
 _cache: dict = {}
 
 

@@ -31,7 +31,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     train = D.clinc150("train")
     _native.set_parallel_cutoff(1 << 62)  # one thread, as in the routing step
-    for name, path in (("minilm-int8", None), ("e5-small-int8", SHARED / "models" / "multilingual-e5-small")):
+    for name, path in (("minilm-int8", SHARED / "models" / "all-minilm-l6-v2"), ("e5-small-int8", None)):
         enc = Encoder.load(path, cache_size=0)
         router = R.build_router(train, enc, shots=100)
         ix = VectorIndex(enc.dim, backend="flat", storage="int8")

@@ -18,7 +18,7 @@ EX = ROOT / "examples"
 def sane(p: Policy) -> None:
     assert all(getattr(p, k) is not None for k in CALIBRATED_KEYS if k != "tool_threshold")
     assert 0 < p.temperature < 0.5 and 0 <= p.min_score <= 1
-    assert 0 < p.medium <= p.high <= 1 and 0 <= p.margin <= 1
+    assert 0 < p.medium <= 1 and 0 < p.high <= 1 and 0 <= p.margin <= 1
     assert 0 < p.three_way_within < 0.2 and 0 < p.collision_gap < 0.3
     assert p.affinity_penalty < 1 < p.affinity_boost
 

@@ -334,7 +334,7 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         stats["tiers_fallback"] = True
     high, margin = tiers or (0.85, 0.15)
     previous_high, previous_margin = prev or (min(high, 0.70), min(margin, 0.10))
-    medium = min(medium if medium is not None else 0.50, high)
+    medium = medium if medium is not None else 0.50  # a cut on p1 alone, independent of the (p1, margin) pair
     min_score = fit_min_score(best[correct] if len(best) else best, B)
     stats.update(top1_accuracy=float(correct.mean()) if len(rows) else None,
                  high_coverage=float(((p1 >= high) & (mg >= margin)).mean()) if len(rows) else None,
