@@ -75,14 +75,18 @@ def minilm_files() -> dict[str, bytes]:
     return {"model.onnx": (d / "model-int8.onnx").read_bytes(), "model.onnx_data": b"\0" * 1000, "tokenizer.json": (d / "tokenizer.json").read_bytes()}
 
 
-def test_pull_bge_m3_layout_and_checksums(env, monkeypatch):
-    files = minilm_files()
-    hub = Hub(files, "BAAI/bge-m3", "onnx")
+def pull_from(hub: Hub, name: str, monkeypatch):
+    """``models.pull(name)`` against ``hub``, which is closed afterwards."""
     monkeypatch.setenv(models.HUB_ENV, hub.url)
     try:
-        path = models.pull("bge-m3", quiet=True)
+        return models.pull(name, quiet=True)
     finally:
         hub.close()
+
+
+def test_pull_bge_m3_layout_and_checksums(env, monkeypatch):
+    files = minilm_files()
+    path = pull_from(Hub(files, "BAAI/bge-m3", "onnx"), "bge-m3", monkeypatch)
     assert path == env / "home" / "models" / "bge-m3"
     for n, b in files.items():
         assert (path / n).read_bytes() == b
@@ -96,12 +100,7 @@ def test_pulled_model_loads_by_name(env, monkeypatch):
     cfg.update(onnx="model.onnx")
     cfg.pop("models")
     monkeypatch.setitem(models.REGISTRY, "tiny", models.ModelSource("me/tiny", "onnx", ("model.onnx", "tokenizer.json"), cfg))
-    hub = Hub(minilm_files(), "me/tiny", "onnx")
-    monkeypatch.setenv(models.HUB_ENV, hub.url)
-    try:
-        models.pull("tiny", quiet=True)
-    finally:
-        hub.close()
+    pull_from(Hub(minilm_files(), "me/tiny", "onnx"), "tiny", monkeypatch)
     enc = Encoder.load("tiny")
     assert enc.encode("hello").shape == (1, 384)
 
@@ -113,11 +112,7 @@ def test_pull_minilm_from_upstream_onnx_folder_and_root(env, monkeypatch):
     files = {"onnx/model_quint8_avx2.onnx": (d / "model-int8.onnx").read_bytes(), "tokenizer.json": (d / "tokenizer.json").read_bytes(),
              "onnx/model.onnx": b"not wanted"}
     hub = Hub(files, "sentence-transformers/all-MiniLM-L6-v2", "")
-    monkeypatch.setenv(models.HUB_ENV, hub.url)
-    try:
-        path = models.pull("all-minilm-l6-v2", quiet=True)
-    finally:
-        hub.close()
+    path = pull_from(hub, "all-minilm-l6-v2", monkeypatch)
     assert sorted(hub.listed) == ["", "onnx"]
     assert sorted(p.name for p in path.iterdir()) == ["config.json", "model_quint8_avx2.onnx", "tokenizer.json"]
     enc = Encoder.load("all-minilm-l6-v2", cache_size=0)
@@ -129,13 +124,8 @@ def test_pull_minilm_from_upstream_onnx_folder_and_root(env, monkeypatch):
 
 
 def test_checksum_mismatch_leaves_nothing(env, monkeypatch):
-    hub = Hub(minilm_files(), "BAAI/bge-m3", "onnx", corrupt="tokenizer.json")
-    monkeypatch.setenv(models.HUB_ENV, hub.url)
-    try:
-        with pytest.raises(DownloadError, match="checksum"):
-            models.pull("bge-m3", quiet=True)
-    finally:
-        hub.close()
+    with pytest.raises(DownloadError, match="checksum"):
+        pull_from(Hub(minilm_files(), "BAAI/bge-m3", "onnx", corrupt="tokenizer.json"), "bge-m3", monkeypatch)
     assert not (env / "home" / "models" / "bge-m3").exists()
 
 
