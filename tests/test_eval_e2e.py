@@ -10,6 +10,7 @@ import sys
 import pytest
 from conftest import DATASETS, ROOT, need_shared
 
+from routecore import Encoder
 from routecore.errors import DatasetError
 from routecore.evaluation import datasets as D
 
@@ -132,3 +133,16 @@ def test_shared_loaders():
     assert D.massive("fr-FR", "dev").samples[0].language == "fr-FR"
     q, tools = D.metatool()
     assert len(tools) == 199 and len(q) == 20614
+
+
+def test_fit_without_oos_rows_keeps_the_zero_label_cut(tmp_path, clinc_slice):
+    """A validation split with no out-of-scope rows cannot place min_score (it would sit at
+    its lowest in-scope score): the zero-label cut, fitted against the background, stays."""
+    from routecore.evaluation import runner as R
+
+    val = tmp_path / "val.jsonl"
+    val.write_text("".join(l + "\n" for l in (clinc_slice / "val.jsonl").read_text().splitlines() if '"oos"' not in l))
+    router = R.build_router(D.load_routes(clinc_slice / "train.jsonl"), Encoder.load())
+    zero = router.calibration.min_score
+    R.fit_router(router, D.load_routes(val))
+    assert router.calibrated == "fitted" and router.policy.min_score == zero and not router.policy.per_route

@@ -125,6 +125,10 @@ def fit_router(router: Router, val: Dataset, *, objective: str = "accuracy", cov
     if base is None:  # a manual policy: the fit still overrides what it fits
         from routecore.calibration import background_vectors, zero_label
         base = zero_label(np.zeros((0, router.encoder.dim), np.float32), [], 0, background_vectors(router.encoder))
+    if router.head is None and oos_label not in gold:
+        # Without out-of-scope rows, a fitted cut would sit at the lowest in-scope score (one
+        # outlier): keep the zero-label cut, fitted against the background set.
+        min_score, per_route = base.min_score, {}
     router.calibrate(replace(base, source="fitted", temperature=res.temperature, high=res.high, margin=res.margin,
                              min_score=float(np.clip(min_score, 0.0, 1.0)), per_route=per_route,
                              stats={**base.stats, "fit_objective": res.objective, "fit_value": res.value}))
