@@ -47,6 +47,21 @@ def test_threshold_mode():
     assert {"ha_get_logs", "ha_turn_on"} <= set(belt.names) and "restart_service" not in belt.names
 
 
+def test_floor_applies_in_both_modes_and_top_k_caps_both():
+    q = mix(a0=0.6, a1=0.5, a3=0.45, a4=0.3)
+    top = router(manual(tool_threshold=0.4), q=q).tools("q", top_k=5)
+    assert [t.name for t in top.tools if t.reason == "top_k"] == ["ha_get_logs", "ha_turn_on", "get_system_logs"]
+    capped = router(manual(tool_threshold=0.4, tool_selection="threshold"), q=q).tools("q", top_k=2)
+    assert [t.name for t in capped.tools if t.reason == "threshold"] == ["ha_get_logs", "ha_turn_on"]
+    assert not top.no_tool and not capped.no_tool
+
+
+def test_no_candidate_above_the_floor_leaves_core_tools_and_says_so():
+    belt = router(manual(tool_threshold=0.7), q=mix(a0=0.6, a1=0.5)).tools("q")
+    assert belt.names == ["ask_user"] and belt.no_tool
+    assert [a.kind for a in belt.alerts] == ["no_tool"] and '"no_tool": true' in belt.to_json()
+
+
 def test_affinity_and_collision_alert():
     q = mix(a0=0.5, a3=0.52)
     belt = router(q=q).tools("q")

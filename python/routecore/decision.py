@@ -191,11 +191,9 @@ class ToolBelt:
     score_bounds: Mapping[str, float] = field(default_factory=dict)
     timings: Timings = field(default_factory=Timings)
     query: str = ""
-
-    @property
-    def no_tool(self) -> bool:
-        """True when no candidate tool passed the floor (only core tools, if any, are in the belt)."""
-        return any(a.kind == "no_tool" for a in self.alerts)
+    #: No candidate tool passed the floor (``Policy.tool_threshold``): only the core
+    #: tools, if any, are in the belt, and a ``no_tool`` alert says so.
+    no_tool: bool = False
 
     @property
     def names(self) -> list[str]:
