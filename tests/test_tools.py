@@ -187,3 +187,15 @@ def test_tool_without_exemplars_is_never_ranked():
     belt = r.tools("q", top_k=20)
     assert "mystery" not in belt.names and "ha_get_logs" in belt.names
     assert "mystery" not in r.tools("q", threshold=0.0).names
+
+
+def test_lone_surrogate_in_a_query_is_replaced_not_fatal(encoder):
+    """An emoji cut in half ("\\ud83d") no longer breaks tools() or route()."""
+    from routecore.specs import RouteSpec
+
+    tools = Router(tools=[ToolSpec("get_weather", "weather forecast for a city")], encoder=encoder, policy=manual())
+    assert tools.tools("weather in Paris \ud83d").names == ["get_weather"]
+    routes = Router([RouteSpec("WEATHER", ("what's the weather",)), RouteSpec("MUSIC", ("play a song",))], encoder=encoder, policy=manual())
+    d = routes.route("weather tomorrow \ud83d\ude00 \udc00")
+    assert d.action == "route" and d.route == "WEATHER"
+    assert encoder.encode("a \ud83d b").shape == (1, encoder.dim)

@@ -138,9 +138,22 @@ class Encoder:
 
 def _texts(texts: str | Sequence[str]) -> list[str]:
     if isinstance(texts, str):
-        return [texts]
+        return [_valid(texts)]
     out = list(texts)
     for i, t in enumerate(out):
         if not isinstance(t, str):
             raise InvalidArgumentError(f"texts[{i}] is {type(t).__name__}, expected str")
+        out[i] = _valid(t)
     return out
+
+
+def _valid(text: str) -> str:
+    """``text`` with lone surrogates (an emoji cut in half by a JSON API) replaced by U+FFFD,
+    so the rest of it is still embedded; valid text is returned as it is."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
