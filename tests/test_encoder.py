@@ -194,6 +194,9 @@ def test_bad_arguments(encoder):
         encoder.encode("a", kind="document")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError):
         Encoder.load(threads=0)
+    for huge in (30_000, 10**6):  # ONNX Runtime hung / crashed on these
+        with pytest.raises(InvalidArgumentError, match="at most 1024|between 1 and 1024"):
+            Encoder.load(threads=huge)
 
 
 def test_threads_share_one_encoder(encoder):

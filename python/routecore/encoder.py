@@ -15,6 +15,8 @@ from routecore.errors import InvalidArgumentError
 from routecore.runtime import onnxruntime_library
 
 Kind = Literal["query", "passage"]
+#: The most intra-op threads an encoder accepts (the core refuses more too).
+MAX_THREADS = 1024
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,8 @@ class Encoder:
                 Turning it off frees the cores sooner but made a MiniLM encode
                 ~0.6 ms slower on 2 cores (BENCHMARKS.md).
         """
-        if threads is not None and threads < 1:
-            raise InvalidArgumentError(f"threads must be >= 1, got {threads}")
+        if threads is not None and not 1 <= threads <= MAX_THREADS:
+            raise InvalidArgumentError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
         if cache_size < 0:
             raise InvalidArgumentError(f"cache_size must be >= 0, got {cache_size}")
         folder = models.resolve(path_or_name)

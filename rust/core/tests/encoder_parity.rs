@@ -170,3 +170,21 @@ fn missing_library_and_model_are_errors() {
         .unwrap();
     assert!(matches!(err, Error::Model(_)), "{err}");
 }
+
+#[test]
+fn absurd_thread_counts_are_refused() {
+    let Some((lib, shared)) = prerequisites() else {
+        return;
+    };
+    for threads in [routecore_core::encoder::MAX_THREADS + 1, 1_000_000] {
+        let o = EncoderOptions {
+            intra_threads: Some(threads),
+            ..opts(&lib, "int8")
+        };
+        let err = Encoder::load(&shared.join("all-minilm-l6-v2"), &o).err();
+        assert!(
+            matches!(err, Some(Error::InvalidArgument(_))),
+            "{threads}: {err:?}"
+        );
+    }
+}

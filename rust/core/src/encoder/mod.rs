@@ -84,6 +84,9 @@ pub struct Encoded {
     pub infer_ns: u64,
 }
 
+/// The most intra-op threads an encoder accepts.
+pub const MAX_THREADS: usize = 1024;
+
 /// A loaded model. `encode` may be called from many threads; runs of the ONNX
 /// session are serialised by a mutex and each uses the intra-op thread pool.
 ///
@@ -132,6 +135,12 @@ impl Encoder {
             .intra_threads
             .unwrap_or_else(num_cpus::get_physical)
             .max(1);
+        if threads > MAX_THREADS {
+            // ONNX Runtime crashed at 10^6 threads and hung at 30,000.
+            return Err(Error::InvalidArgument(format!(
+                "threads must be at most {MAX_THREADS}, got {threads}"
+            )));
+        }
         let (path, spinning) = (onnx_path.clone(), opts.spinning);
         let factory: session::SessionFactory = Box::new(move |threads| {
             Session::builder(&env)

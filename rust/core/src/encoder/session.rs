@@ -134,7 +134,8 @@ impl Runner {
         if let Some(w) = self.workers.get() {
             return Ok(w);
         }
-        let made = (0..self.threads)
+        // One 1-thread session per core at most: more only add memory (~100 MB each for e5).
+        let made = (0..self.threads.min(num_cpus::get()).max(1))
             .map(|_| Ok(Mutex::new(Slot::new((self.factory)(1)?))))
             .collect::<Result<Vec<_>>>()?;
         // Another thread may have won the race; its sessions are kept, ours dropped.
