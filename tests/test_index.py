@@ -168,3 +168,15 @@ def test_auto_backend_moves_to_hnsw_above_threshold(data):
     exact.add(np.arange(500), db)
     recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ix.search(q, 10).ids, exact.search(q, 10).ids)])
     assert recall >= 0.9
+
+
+def test_vectors_of_the_wrong_width_are_refused_with_their_width():
+    """A 768-wide query in a 384-wide index was read as two made-up 384-wide queries."""
+    ix = VectorIndex(384)
+    ix.add([1, 2], np.eye(2, 384, dtype=np.float32), labels=["a", "b"])
+    for bad in (np.ones(768, np.float32), np.ones((2, 768), np.float32), np.ones(100, np.float32)):
+        with pytest.raises(DimensionMismatchError, match=f"{bad.shape[-1]} wide"):
+            ix.search(bad, k=1)
+    with pytest.raises(DimensionMismatchError, match="768 wide"):
+        ix.add([3], np.ones((1, 768), np.float32), labels=["c"])
+    assert len(ix) == 2

@@ -5,7 +5,7 @@ use numpy::{
 };
 use pyo3::prelude::*;
 
-use crate::errors::InvalidArgumentError;
+use crate::errors::{DimensionMismatchError, InvalidArgumentError};
 
 /// A read-only, C-contiguous float32 array of rank 1 or 2, borrowed from Python.
 pub struct F32Rows<'py> {
@@ -16,8 +16,9 @@ pub struct F32Rows<'py> {
 
 impl<'py> F32Rows<'py> {
     /// Borrow `obj` without copying; reject anything but a C-contiguous float32
-    /// array of rank 1 or 2 with a message that says what was expected.
-    pub fn extract(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Self> {
+    /// array of rank 1 or 2 whose last axis is `dim` wide, with a message that
+    /// says what was expected (a 768-wide query must not pass as two 384-wide ones).
+    pub fn extract(obj: &Bound<'py, PyAny>, what: &str, dim: usize) -> PyResult<Self> {
         let arr = obj.cast::<PyArrayDyn<f32>>().map_err(|_| {
             let got = obj
                 .getattr("dtype")
@@ -38,15 +39,20 @@ impl<'py> F32Rows<'py> {
                 "{what}: array is not C-contiguous; pass numpy.ascontiguousarray(x, dtype=numpy.float32)"
             )));
         }
-        let single = match ro.shape() {
-            [_] => true,
-            [_, _] => false,
+        let (single, width) = match ro.shape() {
+            [w] => (true, *w),
+            [_, w] => (false, *w),
             s => {
                 return Err(InvalidArgumentError::new_err(format!(
                     "{what}: expected 1 or 2 dimensions, got shape {s:?}"
                 )))
             }
         };
+        if width != dim {
+            return Err(DimensionMismatchError::new_err(format!(
+                "{what}: vectors are {width} wide, this index holds {dim}-dimensional vectors"
+            )));
+        }
         Ok(F32Rows { arr: ro, single })
     }
 

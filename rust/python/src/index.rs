@@ -50,7 +50,7 @@ impl PyFlatIndex {
         domains: Option<Vec<String>>,
         op: BatchOp,
     ) -> PyResult<()> {
-        let v = F32Rows::extract(vectors, "vectors")?;
+        let v = F32Rows::extract(vectors, "vectors", self.inner.read().dim())?;
         let (ids, data) = (ids.as_slice()?, v.slice());
         let (l, d) = (strs(&labels), strs(&domains));
         py.detach(|| {
@@ -113,7 +113,7 @@ impl PyFlatIndex {
         queries: &Bound<'py, PyAny>,
         k: usize,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-        let q = F32Rows::extract(queries, "queries")?;
+        let q = F32Rows::extract(queries, "queries", self.inner.read().dim())?;
         let data = q.slice();
         let r = py
             .detach(|| self.inner.read().search(data, k))
@@ -131,7 +131,7 @@ impl PyFlatIndex {
         py: Python<'py>,
         query: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray1<f32>>> {
-        let q = F32Rows::extract(query, "query")?;
+        let q = F32Rows::extract(query, "query", self.inner.read().dim())?;
         let data = q.slice();
         let v = py
             .detach(|| self.inner.read().score_all(data))
@@ -160,7 +160,7 @@ impl PyFlatIndex {
         probabilities: bool,
         exact_routes: Vec<String>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let q = F32Rows::extract(query, "query")?;
+        let q = F32Rows::extract(query, "query", self.inner.read().dim())?;
         let data = q.slice();
         let p = StepParams {
             aggregation: Aggregation::parse(aggregation, top_n).map_err(PyRcErr)?,
