@@ -29,3 +29,71 @@ def test_bundle_from_another_model_is_refused(tmp_path):
         Router.load(tmp_path / "b", encoder=StubEncoder({}, model_id="other:2"))
     with pytest.raises(ConfigError, match="not a router bundle"):
         Router.load(tmp_path / "nothing", encoder=enc)
+
+
+def _two_route_router(enc, **kw):
+    return Router([RouteSpec("A", ("a",)), RouteSpec("B", ("b",))], [ToolSpec("T", "t")], encoder=enc, policy=manual(), **kw)
+
+
+def test_a_save_that_fails_half_way_keeps_the_previous_bundle(tmp_path, monkeypatch):
+    """Tables used to be replaced one by one: a failure between two left a folder of two
+    generations that loaded and routed wrongly. Now bundle.json, replaced last, names one generation."""
+    from routecore.index import VectorIndex
+
+    enc = StubEncoder({"a": unit(0), "b": unit(1), "t": unit(2), "a2": unit(3), "q": mix(a0=0.9)})
+    old = _two_route_router(enc)
+    old.save(tmp_path / "b")
+    new = Router([RouteSpec("B", ("a",)), RouteSpec("A", ("b",))], encoder=enc, policy=manual())  # names swapped
+    calls = []
+    real = VectorIndex.save
+
+    def failing(self, path):
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError("disk full")
+        real(self, path)
+
+    monkeypatch.setattr(VectorIndex, "save", failing)
+    with pytest.raises(OSError):
+        new.save(tmp_path / "b")
+    monkeypatch.setattr(VectorIndex, "save", real)
+    back = Router.load(tmp_path / "b", encoder=enc)
+    assert back.route("q").route == "A" == old.route("q").route
+    new.save(tmp_path / "b")  # a complete save replaces it, and removes the older files
+    assert Router.load(tmp_path / "b", encoder=enc).route("q").route == "B"
+    assert sorted(p.suffix for p in (tmp_path / "b").iterdir()) == [".json", ".rci", ".rci", ".rci"]
+
+
+def test_a_table_from_another_bundle_is_refused(tmp_path):
+    enc = StubEncoder({"a": unit(0), "b": unit(1), "t": unit(2)})
+    _two_route_router(enc).save(tmp_path / "one")
+    Router([RouteSpec("B", ("a",)), RouteSpec("A", ("b",))], [ToolSpec("T", "t")], encoder=enc, policy=manual()).save(tmp_path / "two")
+    one, two = tmp_path / "one", tmp_path / "two"
+    routes_one = next(one.glob("routes.*.rci"))
+    routes_one.write_bytes(next(two.glob("routes.*.rci")).read_bytes())  # same row count, other labels
+    with pytest.raises(ConfigError, match="does not match bundle.json"):
+        Router.load(one, encoder=enc)
+    # A version 1 bundle (fixed names, no hashes) is checked by its labels.
+    import json
+
+    meta = json.loads((one / "bundle.json").read_text())
+    for name in ("routes", "tools", "anti"):
+        (one / meta["files"][name]["file"]).rename(one / f"{name}.rci")
+    del meta["files"]
+    meta["version"] = 1
+    (one / "bundle.json").write_text(json.dumps(meta))
+    with pytest.raises(ConfigError, match="not the 2 exemplars"):
+        Router.load(one, encoder=enc)
+
+
+@pytest.mark.parametrize("bad", ["../../x.npz", "/etc/passwd", "sub/head.npz", ".."])
+def test_bundle_paths_stay_inside_the_bundle(tmp_path, bad):
+    import json
+
+    enc = StubEncoder({"a": unit(0), "b": unit(1), "t": unit(2)})
+    _two_route_router(enc).save(tmp_path / "b")
+    meta = json.loads((tmp_path / "b" / "bundle.json").read_text())
+    meta["head"] = bad
+    (tmp_path / "b" / "bundle.json").write_text(json.dumps(meta))
+    with pytest.raises(ConfigError, match="plain file name"):
+        Router.load(tmp_path / "b", encoder=enc)

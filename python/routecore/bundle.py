@@ -8,8 +8,11 @@ and refuses a bundle made with another model. ``Router.save`` and
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import tempfile
+import uuid
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,7 +24,7 @@ from routecore.errors import ConfigError
 from routecore.index import VectorIndex
 from routecore.policy import Policy
 from routecore.specs import parse_routes, parse_tools
-from routecore.tables import EncoderLike
+from routecore.tables import EncoderLike, exemplar_texts
 
 BUNDLE_VERSION = 2
 #: Version 1 bundles (no calibration; every policy number written out) still load.
@@ -34,53 +37,110 @@ _R = TypeVar("_R")
 
 
 def save(router: Any, path: str | os.PathLike[str], *, fitted: dict[str, Any] | None = None) -> None:
-    """Write ``router`` (a :class:`routecore.router.Router`) as a bundle folder at ``path``."""
+    """Write ``router`` (a :class:`routecore.router.Router`) as a bundle folder at ``path``.
+
+    A save is one generation: its tables (and head) are written under names of their
+    own, with a SHA-256 each in ``bundle.json``, which is replaced last and in one
+    step. A save that fails or is killed half-way leaves the previous generation in
+    force; the files of older generations are removed once the new one is in place.
+    """
     d = Path(path)
     d.mkdir(parents=True, exist_ok=True)
+    gen = uuid.uuid4().hex[:12]
+    files: dict[str, dict[str, Any]] = {}
     for name, table in zip(TABLES, (router._routes, router._tools, router._anti)):
-        table.index.save(d / f"{name}.rci")
+        fn = f"{name}.{gen}.rci"
+        table.index.save(d / fn)
+        files[name] = {"file": fn, "sha256": _sha256(d / fn), "rows": len(table.index)}
     meta = {"version": BUNDLE_VERSION, "model_id": router.encoder.model_id, "model_path": str(getattr(router.encoder, "path", "")),
             # The policy as given (unset thresholds null) and the calibration that fills them.
             "policy": router.spec_policy.to_dict(), "calibration": router.calibration.to_dict() if router.calibration else None,
             "routes": [asdict(r) for r in router.route_specs], "tools": [asdict(t) for t in router.tool_specs],
-            "fitted": fitted or {}}
+            "fitted": fitted or {}, "generation": gen, "files": files}
     if router.head is not None:
-        router.head.save(d / "head.npz")
-        meta["head"] = "head.npz"
-    tmp = d / "bundle.json.tmp"
-    tmp.write_text(json.dumps(meta, indent=1, ensure_ascii=False))
-    os.replace(tmp, d / "bundle.json")
+        fn = f"head.{gen}.npz"
+        router.head.save(d / fn)
+        meta["head"] = fn
+        files["head"] = {"file": fn, "sha256": _sha256(d / fn)}
+    fd, tmp = tempfile.mkstemp(prefix=".bundle.", suffix=".json", dir=d)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(meta, indent=1, ensure_ascii=False))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, d / "bundle.json")
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    keep = {f["file"] for f in files.values()} | {"bundle.json"}
+    for old in d.iterdir():  # earlier generations (and version 1 names)
+        if old.is_file() and old.name not in keep and (old.suffix in (".rci", ".npz") or old.name.startswith(".bundle.")):
+            old.unlink(missing_ok=True)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _member(d: Path, meta: dict[str, Any], name: str, default: str) -> Path:
+    """The file of table ``name`` in bundle ``d``: inside ``d``, and with the hash ``bundle.json`` gives."""
+    entry = (meta.get("files") or {}).get(name)
+    fn = entry.get("file") if isinstance(entry, dict) else default
+    if not isinstance(fn, str) or Path(fn).name != fn or fn in ("", ".", ".."):
+        raise ConfigError(f"{d}: bundle file {fn!r} for {name} is not a plain file name inside the bundle")
+    p = d / fn
+    if isinstance(entry, dict) and p.is_file() and _sha256(p) != entry.get("sha256"):
+        raise ConfigError(f"{d}: {fn} does not match bundle.json (another generation or a changed file); save the bundle again")
+    return p
 
 
 def load(cls: type[_R], path: str | os.PathLike[str], *, encoder: EncoderLike | None = None, **kw: Any) -> _R:
-    """A ``cls`` (a :class:`routecore.router.Router` class) from the bundle at ``path``; ``kw`` go to ``cls``."""
+    """A ``cls`` (a :class:`routecore.router.Router` class) from the bundle at ``path``; ``kw`` go to ``cls``.
+
+    Every table must be the one ``bundle.json`` names (hash), and its rows must
+    be the exemplars of the routes and tools ``bundle.json`` lists."""
     d = Path(path)
     try:
-        meta = json.loads((d / "bundle.json").read_text())
+        meta = json.loads((d / "bundle.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise ConfigError(f"{d} is not a router bundle: {e}") from None
-    if meta.get("version") not in READABLE_VERSIONS:
-        raise ConfigError(f"bundle version {meta.get('version')} is not supported (expected one of {READABLE_VERSIONS})")
+    if not isinstance(meta, dict) or meta.get("version") not in READABLE_VERSIONS:
+        raise ConfigError(f"bundle version {meta.get('version') if isinstance(meta, dict) else None} is not supported (expected one of {READABLE_VERSIONS})")
     if encoder is None:
         from routecore.encoder import Encoder
 
         mp = meta.get("model_path")
         encoder = Encoder.load(mp if mp and Path(mp).is_dir() else None)
-    if encoder.model_id != meta["model_id"]:
-        raise ConfigError(f"bundle was made with model {meta['model_id']}, but the encoder is {encoder.model_id}; rebuild the bundle")
+    if encoder.model_id != meta.get("model_id"):
+        raise ConfigError(f"bundle was made with model {meta.get('model_id')}, but the encoder is {encoder.model_id}; rebuild the bundle")
+    try:
+        routes = parse_routes({"routes": meta["routes"]})
+        tools = parse_tools({"tools": meta["tools"]})
+    except (KeyError, TypeError) as e:
+        raise ConfigError(f"{d}: bundle.json lacks or mangles {e}") from None
+    specs = {"routes": (routes, "exemplars"), "tools": (tools, "exemplars"), "anti": (tools, "anti_patterns")}
     vecs = {}
     for name in TABLES:
-        ix = VectorIndex.load(d / f"{name}.rci")
-        vecs[name] = ix.vectors()[1] if len(ix) else np.zeros((0, encoder.dim), np.float32)
-    routes = parse_routes({"routes": meta["routes"]})
-    tools = parse_tools({"tools": meta["tools"]})
+        ix = VectorIndex.load(_member(d, meta, name, f"{name}.rci"))
+        texts, owners = exemplar_texts(*specs[name])
+        ids, v, labels, _ = ix.vectors() if len(ix) else (np.zeros(0, np.uint64), np.zeros((0, encoder.dim), np.float32), [], [])
+        order = np.argsort(ids, kind="stable")  # rows were added with ids 0..n-1 in exemplar order
+        if (len(ix) != len(texts) or not np.array_equal(ids[order], np.arange(len(texts)))
+                or [labels[i] for i in order] != [specs[name][0][o].name for o in owners]):
+            raise ConfigError(f"{d}: the {name} table holds {len(ix)} rows that are not the {len(texts)} exemplars bundle.json lists; "
+                              "save the bundle again")
+        vecs[name] = v[order]
     policy = kw.pop("policy", None) or Policy.from_dict(meta["policy"])
     if meta.get("calibration") and "calibration" not in kw:
         kw["calibration"] = Calibration.from_dict(meta["calibration"])
     if meta.get("head") and "head" not in kw:
         from routecore.evaluation.head import LinearHead
 
-        kw["head"] = LinearHead.load(d / meta["head"])
+        kw["head"] = LinearHead.load(_member(d, meta, "head", meta["head"]))
     r = cls(routes, tools, encoder=encoder, policy=policy, _vectors=vecs, **kw)  # type: ignore[call-arg]
     r.fitted = meta.get("fitted", {})  # type: ignore[attr-defined]
     return r
