@@ -77,7 +77,7 @@ def it_ops_rules():
 
 
 def manual(**kw):
-    """A Policy with every calibrated key pinned (MANUAL) and the IT-ops bias rules, then ``kw``."""
+    """A Policy with every calibrated key pinned (MANUAL), then ``kw``."""
     from routecore.policy import Policy
 
-    return Policy(**{**MANUAL, "bias_rules": it_ops_rules(), **kw})
+    return Policy(**{**MANUAL, **kw})

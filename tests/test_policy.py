@@ -7,12 +7,19 @@ import json
 import logging
 
 import pytest
-from stubs import StubEncoder, mix, unit, manual
+from stubs import StubEncoder, it_ops_rules, mix, unit
+from stubs import manual as _manual
 
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.policy import BiasRule, Policy
 from routecore.router import Router
 from routecore.specs import RouteSpec
+
+
+def manual(**kw):
+    """The pinned policy with the IT-ops bias rules these routes were written for."""
+    return _manual(**{"bias_rules": it_ops_rules(), **kw})
+
 
 ROUTES = [
     RouteSpec("INCIDENT", ("e-incident",), domain="ops", fallback_on_error="RAG"),

@@ -8,7 +8,8 @@ filled from the router's :class:`~routecore.calibration.Calibration`
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
@@ -33,6 +34,14 @@ class BiasRule:
     winner: str
     within: float | None = None
 
+    def __post_init__(self) -> None:
+        for k in ("a", "b", "winner"):
+            if not isinstance(getattr(self, k), str) or not getattr(self, k):
+                raise ConfigError(f"bias rule: {k} must be a route name, got {getattr(self, k)!r}")
+        w = self.within
+        if w is not None and (isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w <= 1):
+            raise ConfigError(f"bias rule {self.a}/{self.b}: within must be a number in [0, 1], got {w!r}")
+
     def matches(self, x: str, y: str) -> bool:
         return {x, y} == {self.a, self.b}
 
@@ -51,6 +60,14 @@ SCALE_UNITS = {"three_way_within": 1.0, "collision_gap": 1.6, "bias_within": 1.0
 #: Where the anti-pattern and lesson similarities sit between an unrelated best
 #: match (0) and a paraphrase (1) (Calibration.similarity).
 SIMILARITY_LEVELS = {"anti_pattern_threshold": 1.0, "lesson_similarity": 1.0}
+
+
+#: Numeric fields and, for whole numbers, their least value (checked in Policy.__post_init__).
+_FLOATS = frozenset({"high", "margin", "previous_high", "previous_margin", "medium", "min_score", "temperature",
+                     "high_precision", "route_precision", "previous_precision", "previous_boost", "three_way_within",
+                     "collision_gap", "affinity_boost", "affinity_penalty", "exact_band", "tool_threshold",
+                     "anti_pattern_threshold", "anti_pattern_penalty", "lesson_similarity", "lesson_boost"})
+_INTS = {"top_n": 1, "top_exemplars": 0, "exact_top": 1, "tool_top_k": 0, "more_tools_batch": 1, "more_tools_limit": 0, "report_scores": 0}
 
 
 @dataclass(frozen=True)
@@ -121,6 +138,22 @@ class Policy:
     error_message: str = "Sorry, I could not handle this request. Please try again later."
 
     def __post_init__(self) -> None:
+        # Types first: a string where a number belongs ("0.9") used to pass and break every route().
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name in _FLOATS and not (v is None and f.name in CALIBRATED_KEYS):
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                    raise ConfigError(f"policy: {f.name} must be a finite number, got {v!r}")
+            elif f.name in _INTS and (isinstance(v, bool) or not isinstance(v, int) or not _INTS[f.name] <= v <= 1 << 31):
+                raise ConfigError(f"policy: {f.name} must be a whole number >= {_INTS[f.name]}, got {v!r}")
+        if not isinstance(self.discovery_prefixes, tuple) or not all(isinstance(x, str) and x for x in self.discovery_prefixes):
+            raise ConfigError(f"policy: discovery_prefixes must be a list of non-empty strings, got {self.discovery_prefixes!r}")
+        if not isinstance(self.bias_rules, tuple) or not all(isinstance(r, BiasRule) for r in self.bias_rules):
+            raise ConfigError("policy: bias_rules must be BiasRule objects")
+        for k in ("previous_boost", "anti_pattern_penalty", "lesson_boost"):
+            v = getattr(self, k)
+            if v is not None and v < 0:
+                raise ConfigError(f"policy: {k} must be >= 0, got {v}")
         for k in ("high", "margin", "previous_high", "previous_margin", "medium", "min_score", "tool_threshold",
                   "three_way_within", "collision_gap", "anti_pattern_threshold", "lesson_similarity",
                   "high_precision", "route_precision", "previous_precision"):
@@ -211,11 +244,14 @@ class Policy:
         if extra:
             raise ConfigError(f"policy: unknown keys {sorted(extra)}")
         if "bias_rules" in d:
+            rules = d["bias_rules"]
+            if rules is not None and not isinstance(rules, (list, tuple)):
+                raise ConfigError("policy: bias_rules must be a list of {a, b, winner, within} mappings")
             try:
-                d["bias_rules"] = tuple(BiasRule(**r) for r in d["bias_rules"] or [])
+                d["bias_rules"] = tuple(BiasRule(**r) for r in rules or [])
             except TypeError as e:
                 raise ConfigError(f"policy: bad bias rule: {e}") from None
-        if "discovery_prefixes" in d:
+        if isinstance(d.get("discovery_prefixes"), (list, tuple)):
             d["discovery_prefixes"] = tuple(d["discovery_prefixes"])
         return cls(**d)
 

@@ -25,11 +25,16 @@ from routecore.tables import EncoderLike, build_table, collision_alert
 def with_route_thresholds(policy: Policy, routes: Sequence[RouteSpec]) -> Policy:
     """``policy`` with the routes' own thresholds merged under its ``per_route`` overrides.
 
-    Raises :class:`ConfigError` when ``policy.per_route`` names an unknown route.
+    Raises :class:`ConfigError` when ``policy.per_route`` or a bias rule names an unknown route.
     """
-    unknown = set(policy.per_route) - {r.name for r in routes}
+    names = {r.name for r in routes}
+    unknown = set(policy.per_route) - names
     if unknown:
         raise ConfigError(f"policy.per_route names unknown routes {sorted(unknown)}")
+    for i, b in enumerate(policy.bias_rules if routes else ()):  # a tools-only router has no route to decide
+        bad = [n for n in (b.a, b.b) if n not in names] + ([b.winner] if b.winner not in names | {CLARIFY} else [])
+        if bad:
+            raise ConfigError(f"policy.bias_rules[{i}] ({b.a} vs {b.b} -> {b.winner}) names unknown routes {bad}")
     # The routes' own overrides, under those of the policy (explicit or fitted).
     spec_th = {r.name: check_thresholds(f"route {r.name!r}", r.thresholds) for r in routes if r.thresholds}
     if not spec_th:

@@ -110,7 +110,10 @@ def _tuple_of_str(where: str, key: str, v: Any) -> tuple[str, ...]:
         return ()
     if isinstance(v, str) or not isinstance(v, (list, tuple)):
         raise ConfigError(f"{where}: {key} must be a list of strings")
-    return tuple(str(x) for x in v)
+    for i, x in enumerate(v):
+        if not isinstance(x, str):
+            raise ConfigError(f"{where}: {key}[{i}] must be a string, got {x!r}")
+    return tuple(v)
 
 
 def route_from_dict(d: Mapping[str, Any], i: int) -> RouteSpec:
@@ -155,11 +158,17 @@ def tool_from_dict(d: Mapping[str, Any], i: int) -> ToolSpec:
         cost_estimate=_non_negative(where, "cost_estimate", d.get("cost_estimate")),
         avg_latency=_non_negative(where, "avg_latency", d.get("avg_latency")),
         safety_tags=_tuple_of_str(where, "safety_tags", d.get("safety_tags")),
-        core=bool(d.get("core", False)),
+        core=_bool(where, "core", d.get("core", False)),
     )
     if not spec.exemplars() and not spec.core:
         raise ConfigError(f"{where}: has neither a description nor success_examples")
     return spec
+
+
+def _bool(where: str, key: str, v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ConfigError(f"{where}: {key} must be true or false, got {v!r}")
+    return v
 
 
 def unique(names: list[str], what: str) -> None:

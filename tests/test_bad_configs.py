@@ -1,0 +1,53 @@
+"""Bad configs fail at load with a ConfigError that names the key, not later inside route()
+(issue 13 §2/§3: the cases a probe of the library reproduced)."""
+
+from __future__ import annotations
+
+import pytest
+from stubs import StubEncoder, manual, unit
+
+from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.policy import BiasRule, Policy
+from routecore.router import Router
+from routecore.specs import RouteSpec, ToolSpec, parse_routes, parse_tools
+
+ENC = {"a": unit(0), "b": unit(1), "t": unit(2)}
+
+
+@pytest.mark.parametrize("bad", [
+    {"high": "0.9"}, {"min_score": "0.3"}, {"temperature": "0.05"}, {"tool_top_k": "5"}, {"previous_boost": float("nan")},
+    {"previous_boost": -5}, {"top_exemplars": -1}, {"tool_top_k": 2**64}, {"high": True}, {"discovery_prefixes": "get_"},
+    {"bias_rules": [{"a": "A", "b": "B", "winner": "A", "within": "0.5"}]}, {"bias_rules": "RAG"}, {"per_route": [1, 2]},
+])
+def test_wrong_types_and_ranges_in_a_policy(bad):
+    with pytest.raises(ConfigError, match=next(iter(bad)).split("_")[0]):
+        Policy.from_dict(bad)
+
+
+def test_bias_rules_must_name_routes():
+    routes = [RouteSpec("A", ("a",)), RouteSpec("B", ("b",))]
+    for rule in (BiasRule("A", "B", "NOPE"), BiasRule("A", "C", "A")):
+        with pytest.raises(ConfigError, match="unknown routes"):
+            Router(routes, encoder=StubEncoder(ENC), policy=manual(bias_rules=(rule,)))
+    Router(routes, encoder=StubEncoder(ENC), policy=manual(bias_rules=(BiasRule("A", "B", "CLARIFY"),)))
+
+
+@pytest.mark.parametrize("tool,match", [
+    ({"name": "t", "description": "d", "core": "false"}, "core must be true or false"),
+    ({"name": "t", "description": "d", "success_examples": ["x", 3]}, r"success_examples\[1\]"),
+])
+def test_wrong_types_in_a_tool(tool, match):
+    with pytest.raises(ConfigError, match=match):
+        parse_tools({"tools": [tool]})
+
+
+def test_utterances_must_be_strings():
+    with pytest.raises(ConfigError, match=r"utterances\[0\] must be a string, got 1"):
+        parse_routes({"routes": [{"name": "A", "utterances": [1, None]}]})
+
+
+def test_huge_or_negative_top_k_is_a_typed_error():
+    r = Router(tools=[ToolSpec("T", "t")], encoder=StubEncoder(ENC), policy=manual())
+    for k in (-1, 2**64, 1.5):
+        with pytest.raises(InvalidArgumentError, match="top_k"):
+            r.tools("t", top_k=k)
