@@ -51,3 +51,45 @@ def test_huge_or_negative_top_k_is_a_typed_error():
     for k in (-1, 2**64, 1.5):
         with pytest.raises(InvalidArgumentError, match="top_k"):
             r.tools("t", top_k=k)
+
+
+def test_yaml_alias_bomb_is_refused_quickly(tmp_path):
+    import time
+
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]
+    p = tmp_path / "bomb.yaml"
+    p.write_text("\n".join(lines) + "\nroutes: *a9\n")
+    t = time.perf_counter()
+    with pytest.raises(ConfigError, match="expands to more than"):
+        Router.from_config(p, encoder=StubEncoder(ENC))
+    assert time.perf_counter() - t < 5
+
+
+@pytest.mark.parametrize("text,match", [
+    ("routes:\n" + "  " * 0 + "x: " + "[" * 200 + "]" * 200 + "\n", "nests"),
+    ("routes: [unclosed\n", "malformed YAML"),
+])
+def test_deep_or_malformed_yaml(tmp_path, text, match):
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    with pytest.raises(ConfigError, match=match):
+        Router.from_config(p, encoder=StubEncoder(ENC))
+
+
+def test_invalid_utf8_and_deep_json(tmp_path):
+    bad = tmp_path / "c.yaml"
+    bad.write_bytes(b"routes:\n  - name: \xff\xfe\n")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        Router.from_config(bad, encoder=StubEncoder(ENC))
+    deep = tmp_path / "c.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ConfigError, match="nests too deep"):
+        Router.from_config(deep, encoder=StubEncoder(ENC))
+
+
+def test_anchors_and_aliases_of_a_normal_config_still_load(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text("routes:\n  - {name: A, utterances: &ex [hello, hi]}\n  - {name: B, utterances: *ex, description: b}\n")
+    r = Router.from_config(p, encoder=StubEncoder({**ENC, "hello": unit(3), "hi": unit(4)}), policy=manual())
+    assert [s.name for s in r.route_specs] == ["A", "B"]
