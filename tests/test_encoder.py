@@ -274,3 +274,14 @@ def test_missing_runtime_library_is_a_typed_error(tmp_path):
     code2 = code.replace("/nonexistent/libonnxruntime.so.1", str(bad))
     out = subprocess.run([sys.executable, "-c", code2], capture_output=True, text=True, timeout=120)
     assert "typed:" in out.stdout, out.stderr
+
+
+def test_a_huge_query_is_cut_before_tokenizing(encoder):
+    """A 10 MB query used to take seconds of tokenizing for 512 tokens the model keeps."""
+    from routecore.encoder import CHARS_PER_TOKEN
+
+    head = "the printer on floor three is jammed again " * 40
+    out = encoder.encode_with_stats(head + "x" * 10_000_000)
+    assert out.truncated == (0,)
+    cut = encoder.max_length * CHARS_PER_TOKEN
+    assert float(out.embeddings[0] @ encoder.encode(head + "x" * (cut - len(head)))[0]) > 0.9999

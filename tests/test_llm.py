@@ -42,6 +42,8 @@ class ChatServer:
                     return
                 if kind == "garbage":
                     out = b"this is not json"
+                elif kind == "huge":  # an endless body: 64 MB of spaces, sent until the client hangs up
+                    out = b" " * (64 << 20)
                 elif kind == "two":
                     out = json.dumps({"choices": [{"message": {"tool_calls": [{"function": {"name": "RAG"}}, {"function": {"name": "GENERAL"}}]}}]}).encode()
                 else:
@@ -124,6 +126,13 @@ def test_timeout_bounds_the_whole_call(server):
     d = r.route("q")
     assert time.perf_counter() - t < 3.0  # the whole answer would take about 7 s
     assert d.route == "INCIDENT" and "too slow" in d.fallback
+
+
+def test_an_endless_answer_is_cut_and_falls_back(server):
+    server.mode = "huge"
+    r, _ = make(server, timeout=5.0)
+    d = r.route("q")
+    assert d.route == "INCIDENT" and "larger than" in d.fallback
 
 
 def test_unreachable_llm_falls_back():

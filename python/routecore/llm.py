@@ -97,11 +97,17 @@ class OpenAICompatibleRouter:
         return LLMChoice(parse_tool_call(raw, {n for n, _ in request.routes} | {CLARIFY}), raw)
 
 
-def _read_until(response: Any, deadline: float) -> bytes:
+#: The most bytes of an LLM answer read (a route choice is a few hundred): an endless
+#: body used to be read until the deadline, up to 2.3 GB of memory.
+MAX_ANSWER_BYTES = 1 << 20
+
+
+def _read_until(response: Any, deadline: float, limit: int = MAX_ANSWER_BYTES) -> bytes:
     """The response body, read in chunks; each read may block only until
-    ``deadline`` (``TimeoutError`` after it)."""
+    ``deadline`` (``TimeoutError`` after it), and the body may not exceed ``limit``."""
     sock = getattr(getattr(getattr(response, "fp", None), "raw", None), "_sock", None)
-    chunks = []
+    chunks: list[bytes] = []
+    size = 0
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -111,6 +117,9 @@ def _read_until(response: Any, deadline: float) -> bytes:
         chunk = response.read1(65536) if hasattr(response, "read1") else response.read(65536)
         if not chunk:
             return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            raise LLMError(f"the LLM answer is larger than {limit} bytes")
         chunks.append(chunk)
 
 
