@@ -101,3 +101,20 @@ def test_crash_mid_write_keeps_committed_lessons(tmp_path):
     )
     subprocess.run([sys.executable, "-c", code], check=False)
     assert [l.query for l in ExperienceMemory(p).list()] == ["kept"]
+
+
+def test_wrong_width_lessons_are_refused_or_skipped(tmp_path):
+    """A lesson with a wrong-width embedding made every later tools() fail in every process."""
+    m = ExperienceMemory(tmp_path / "l.sqlite")
+    m.record("a", "t", use=True, embedding=emb(0), model_id="m1")
+    with pytest.raises(MemoryStoreError, match="wide"):
+        m.record("b", "t", use=True, embedding=np.ones(7, np.float32), model_id="m1")
+    with pytest.raises(MemoryStoreError, match="finite"):
+        m.record("b", "t", use=True, embedding=np.full(8, np.nan, np.float32), model_id="m1")
+    # A row written by another writer with another width is skipped on read, and counted.
+    db = sqlite3.connect(tmp_path / "l.sqlite")
+    db.execute("INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES ('x', '', 't', 1, 'm1', ?, 0)",
+               (np.ones(3, np.float32).tobytes(),))
+    db.commit()
+    e, tools, use, ctx = m.matrix("m1", len(emb(0)))
+    assert e.shape == (1, len(emb(0))) and tools == ["t"] and m.skipped == 1

@@ -138,6 +138,21 @@ def test_unusable_memory_gives_a_belt_without_lessons(tmp_path):
         mem.list()
 
 
+def test_a_lesson_of_the_wrong_width_is_skipped_with_an_alert(tmp_path):
+    import sqlite3
+
+    mem = ExperienceMemory(tmp_path / "m.sqlite")
+    r = router(memory=mem, q=mix(a0=0.6, a3=0.55))
+    r.record_lesson("q", "ha_get_logs", use=False)
+    db = sqlite3.connect(tmp_path / "m.sqlite")  # another process wrote a 3-wide embedding
+    db.execute("INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES ('x', '', 'disk', 1, ?, ?, 0)",
+               (r.encoder.model_id, np.ones(3, np.float32).tobytes()))
+    db.commit()
+    belt = r.tools("q")
+    assert "ha_get_logs" not in belt.names  # the good lesson still applies
+    assert any(a.kind == "memory_error" and "1 lessons skipped" in a.message for a in belt.alerts)
+
+
 def test_routing_query_from_conversation():
     msgs = [
         {"role": "user", "content": "first"},

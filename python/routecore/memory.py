@@ -66,7 +66,9 @@ class ExperienceMemory:
                 raise MemoryStoreError(f"cannot create {path.parent} for the memory store: {e}") from None
         self.path = str(path)
         self._lock = threading.Lock()
-        self._cache: tuple[int, str, tuple] | None = None
+        self._cache: tuple[tuple, str, tuple] | None = None
+        #: Lessons the last matrix() left out because of their embedding's width.
+        self.skipped = 0
         try:
             self._db = sqlite3.connect(self.path, timeout=timeout, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -90,6 +92,11 @@ class ExperienceMemory:
     def record(self, query: str, tool: str, *, use: bool, embedding: np.ndarray, model_id: str, context: str = "") -> int:
         """Store a lesson; returns its id."""
         v = np.ascontiguousarray(embedding, dtype=np.float32).ravel()
+        if not v.size or not np.isfinite(v).all():
+            raise MemoryStoreError("a lesson needs a non-empty, finite embedding")
+        width = self._run("SELECT length(embedding) / 4 FROM lessons WHERE model_id = ? LIMIT 1", (model_id,))
+        if width and width[0][0] != v.size:
+            raise MemoryStoreError(f"a lesson embedding for {model_id} is {v.size} wide, but that model's lessons are {width[0][0]} wide")
         rows = self._run(
             "INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES (?,?,?,?,?,?,?) RETURNING id",
             (query, context, tool, int(use), model_id, v.tobytes(), time.time()),
@@ -104,24 +111,27 @@ class ExperienceMemory:
         """Delete one lesson; False when it did not exist."""
         return bool(self._run("DELETE FROM lessons WHERE id = ? RETURNING id", (lesson_id,)))
 
-    def matrix(self, model_id: str) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
+    def matrix(self, model_id: str, dim: int | None = None) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
         """(embeddings [n, d], tools, use flags, contexts) of lessons for ``model_id``,
-        re-read only when the database changed (also by other processes)."""
+        re-read only when the database changed (also by other processes).
+
+        Rows whose embedding is not ``dim`` wide (any width agreeing with the first
+        row when ``dim`` is None) are skipped; ``skipped`` counts them."""
         with self._lock:
             try:
                 version = self._db.execute("PRAGMA data_version").fetchone()[0]
                 count = self._db.execute("SELECT count(*), coalesce(max(id), 0) FROM lessons").fetchone()
             except sqlite3.Error as e:
                 raise MemoryStoreError(f"memory store {self.path}: {e}") from None
-        key = (version, count)
+        key = (version, count, dim)
         if self._cache and self._cache[0] == key and self._cache[1] == model_id:
             return self._cache[2]
         rows = self._run("SELECT embedding, tool, use, context FROM lessons WHERE model_id = ? ORDER BY id", (model_id,))
-        if rows:
-            emb = np.stack([np.frombuffer(r[0], dtype=np.float32) for r in rows])
-        else:
-            emb = np.zeros((0, 0), dtype=np.float32)
-        out = (emb, [r[1] for r in rows], np.array([r[2] for r in rows], dtype=bool), [r[3] for r in rows])
+        width = dim if dim is not None else (len(rows[0][0]) // 4 if rows else 0)
+        good = [r for r in rows if isinstance(r[0], bytes) and len(r[0]) == 4 * width]
+        self.skipped = len(rows) - len(good)
+        emb = np.stack([np.frombuffer(r[0], dtype=np.float32) for r in good]) if good else np.zeros((0, width), dtype=np.float32)
+        out = (emb, [r[1] for r in good], np.array([r[2] for r in good], dtype=bool), [r[3] for r in good])
         self._cache = (key, model_id, out)
         return out
 

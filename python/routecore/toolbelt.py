@@ -41,7 +41,9 @@ def _ranked_scores(catalog: ToolCatalog, q: np.ndarray, context_domain: str | No
     if catalog.memory is not None:
         floor -= p.lesson_boost  # a lesson can lift a tool over the floor
         try:
-            emb, tools, use, contexts = catalog.memory.matrix(catalog.encoder.model_id)
+            emb, tools, use, contexts = catalog.memory.matrix(catalog.encoder.model_id, q.shape[0])
+            if catalog.memory.skipped:
+                alerts.append(Alert("memory_error", f"{catalog.memory.skipped} lessons skipped: their embedding is not {q.shape[0]} wide"))
         except RoutecoreError as e:
             alerts.append(Alert("memory_error", f"lessons not applied: {e}"))
             emb, tools, use, contexts = np.zeros((0, 0), np.float32), [], np.zeros(0, bool), []
