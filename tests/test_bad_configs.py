@@ -89,3 +89,29 @@ def test_anchors_and_aliases_of_a_normal_config_still_load(tmp_path):
     p.write_text("routes:\n  - {name: A, utterances: &ex [hello, hi]}\n  - {name: B, utterances: *ex, description: b}\n")
     r = Router.from_config(p, encoder=StubEncoder({**ENC, "hello": unit(3), "hi": unit(4)}), policy=manual())
     assert [s.name for s in r.route_specs] == ["A", "B"]
+
+
+@pytest.mark.parametrize("text,match", [
+    ("routes: 5\n", "routes must be a list"),
+    ("tools: {a: 1}\n", "tools must be a list"),
+    ("routes: [{name: A, utterances: [a]}]\npolicy: [1, 2]\n", "policy must be a mapping"),
+    ("routes: [{name: A, utterances: [a], metadata: [1, 2]}]\n", "metadata must be a mapping"),
+    ("tools: [{name: T, description: t, input_schema: 3}]\n", "input_schema must be a mapping"),
+])
+def test_wrong_containers(tmp_path, text, match):
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    with pytest.raises(ConfigError, match=match):
+        Router.from_config(p, encoder=StubEncoder(ENC))
+
+
+def test_negative_or_huge_integers_never_reach_the_native_layer():
+    from routecore import VectorIndex
+
+    for bad in (-1, 0, 2**40, 2.0):
+        with pytest.raises(InvalidArgumentError, match="dim"):
+            VectorIndex(bad)
+    ix = VectorIndex(4)
+    for k in (-1, 2**64):
+        with pytest.raises(InvalidArgumentError, match="k must"):
+            ix.search([1, 0, 0, 0], k)

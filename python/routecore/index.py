@@ -17,6 +17,12 @@ Backend = Literal["auto", "flat", "faiss", "hnsw"]
 HNSW_THRESHOLD = 2_000_000
 
 
+def _count(name: str, v: Any, least: int) -> None:
+    """``v`` must be a whole number in [least, 2**31] (the native layer takes no more)."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not least <= v <= 1 << 31:
+        raise InvalidArgumentError(f"{name} must be a whole number between {least} and 2**31, got {v!r}")
+
+
 class SearchResult:
     """Top-k results: ``scores`` (float32), ``ids`` (uint64) and ``labels`` (str).
 
@@ -74,6 +80,7 @@ class VectorIndex:
     ):
         if backend not in ("auto", "flat", "faiss", "hnsw"):
             raise InvalidArgumentError(f"backend must be 'auto', 'flat', 'faiss' or 'hnsw', got {backend!r}")
+        _count("dim", dim, 1)
         self._auto = backend == "auto"
         self._hnsw_threshold = hnsw_threshold
         self._hnsw_opts = {"m": hnsw_m, "ef_search": ef_search}
@@ -129,6 +136,7 @@ class VectorIndex:
     # -- reads ---------------------------------------------------------------------
     def search(self, queries: Any, k: int) -> SearchResult:
         """Top-k for one query (shape ``(dim,)``) or a batch (``(n, dim)``)."""
+        _count("k", k, 0)
         impl = self._impl
         scores, ids, codes = impl.search(as_f32(queries, "queries"), k)
         return SearchResult(scores, ids, codes, impl)

@@ -238,6 +238,8 @@ class Policy:
     def from_dict(cls, d: Mapping[str, Any] | None) -> "Policy":
         if not d:
             return cls()
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"policy must be a mapping, got {type(d).__name__}")
         d = dict(d)
         known = set(cls.__dataclass_fields__)
         extra = set(d) - known

@@ -133,7 +133,7 @@ def route_from_dict(d: Mapping[str, Any], i: int) -> RouteSpec:
         domain=str(d.get("domain") or ""),
         thresholds=th,
         fallback_on_error=d.get("fallback_on_error"),
-        metadata=dict(d.get("metadata") or {}),
+        metadata=_mapping(where, "metadata", d.get("metadata")),
     )
     if not spec.exemplars():
         raise ConfigError(f"{where}: has neither utterances nor a description")
@@ -151,7 +151,7 @@ def tool_from_dict(d: Mapping[str, Any], i: int) -> ToolSpec:
     spec = ToolSpec(
         name=str(d["name"]),
         description=str(d.get("description") or ""),
-        input_schema=dict(d.get("input_schema") or {}),
+        input_schema=_mapping(where, "input_schema", d.get("input_schema")),
         domain=str(d.get("domain") or d.get("plugin") or ""),
         success_examples=_tuple_of_str(where, "success_examples", d.get("success_examples")),
         anti_patterns=_tuple_of_str(where, "anti_patterns", d.get("anti_patterns")),
@@ -163,6 +163,14 @@ def tool_from_dict(d: Mapping[str, Any], i: int) -> ToolSpec:
     if not spec.exemplars() and not spec.core:
         raise ConfigError(f"{where}: has neither a description nor success_examples")
     return spec
+
+
+def _mapping(where: str, key: str, v: Any) -> dict[str, Any]:
+    if v is None:
+        return {}
+    if not isinstance(v, Mapping):
+        raise ConfigError(f"{where}: {key} must be a mapping, got {type(v).__name__}")
+    return dict(v)
 
 
 def _bool(where: str, key: str, v: Any) -> bool:
@@ -250,8 +258,17 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
+def _list(data: Mapping[str, Any], key: str) -> list[Any]:
+    v = data.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise ConfigError(f"{key} must be a list, got {type(v).__name__}")
+    return v
+
+
 def parse_routes(data: Mapping[str, Any]) -> list[RouteSpec]:
-    routes = [route_from_dict(r, i) for i, r in enumerate(data.get("routes") or [])]
+    routes = [route_from_dict(r, i) for i, r in enumerate(_list(data, "routes"))]
     unique([r.name for r in routes], "route")
     names = {r.name for r in routes}
     for r in routes:
@@ -261,6 +278,6 @@ def parse_routes(data: Mapping[str, Any]) -> list[RouteSpec]:
 
 
 def parse_tools(data: Mapping[str, Any]) -> list[ToolSpec]:
-    tools = [tool_from_dict(t, i) for i, t in enumerate(data.get("tools") or [])]
+    tools = [tool_from_dict(t, i) for i, t in enumerate(_list(data, "tools"))]
     unique([t.name for t in tools], "tool")
     return tools
