@@ -49,3 +49,18 @@ def test_errors_are_reported_not_raised(tmp_path):
     assert p.returncode == 2 and "malformed YAML" in p.stderr
     p = run("route", "--previous", "NOPE", "x", check=False)
     assert p.returncode == 2 and "unknown previous route" in p.stderr
+
+
+def test_errors_are_one_line_or_a_json_object(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("routes: [\n")
+    p = run("route", "--config", str(bad), "--json", "x", check=False)
+    err = json.loads(p.stdout)["error"]
+    assert p.returncode == 2 and err["type"] == "ConfigError" and "malformed YAML" in err["message"]
+    p = run("route", "--config", str(bad), "x", check=False)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+    blocker = tmp_path / "a-file"  # an output folder that cannot be made (read-only paths alike; tests run as root)
+    blocker.write_text("")
+    data = ROOT / "tests" / "data" / "it_ops_heldout.jsonl"
+    p = run("eval", "--config", "examples/it_ops_routes.yaml", "--data", str(data), "--out", str(blocker / "report"), "--no-progress", check=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr and p.stderr.startswith("routecore: error:")

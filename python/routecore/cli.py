@@ -111,6 +111,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except RoutecoreError as e:
-        print(f"routecore: error: {e}", file=sys.stderr)
+    except (RoutecoreError, OSError) as e:
+        # One line (an unwritable output folder is an OSError), or a JSON object on stdout under --json.
+        msg = " ".join(str(e).split())
+        if getattr(args, "json", False):
+            print(json.dumps({"error": {"type": type(e).__name__, "message": msg}}, ensure_ascii=False))
+        else:
+            print(f"routecore: error: {msg}", file=sys.stderr)
         return 2
