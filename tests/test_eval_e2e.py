@@ -123,7 +123,9 @@ def test_dataset_bad_input_names_the_line(tmp_path, clinc_slice):
     unknown.write_text('{"text": "hello", "label": "no_such_route"}\n')
     p = subprocess.run([sys.executable, "-m", "routecore", "eval", "--train", str(clinc_slice / "train.jsonl"), "--data", str(unknown), "--json"],
                        capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert p.returncode == 2 and "unknown.jsonl:1: label 'no_such_route'" in p.stderr
+    # Under --json the error is a JSON object on stdout.
+    err = json.loads(p.stdout)["error"]
+    assert p.returncode == 2 and err["type"] == "DatasetError" and "unknown.jsonl:1: label 'no_such_route'" in err["message"]
 
 
 def test_shared_loaders():
