@@ -9,6 +9,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
+from routecore import calibration as C
 from routecore.errors import InvalidArgumentError
 
 Objective = Literal["accuracy", "macro_f1", "precision_at_coverage", "oos_f1", "oos_recall"]
@@ -119,46 +120,24 @@ def fit_thresholds(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str
     return t_global, per, float(vals.max())
 
 
-def fit_temperature(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str]) -> float:
-    """Temperature minimising the softmax NLL on in-scope validation samples."""
+def _gold_columns(gold: Sequence[str], routes: Sequence[str]) -> np.ndarray:
     idx = {n: i for i, n in enumerate(routes)}
-    keep = np.array([x in idx for x in gold])
-    if not keep.any():
-        return 0.05
-    s = scores[keep].astype(np.float64)
-    y = np.array([idx[x] for x, k in zip(gold, keep) if k])
-    best_t, best_nll = 0.05, np.inf
-    for t in np.geomspace(0.005, 0.5, 60):
-        z = s / t
-        z -= z.max(axis=1, keepdims=True)
-        nll = -(z[np.arange(len(y)), y] - np.log(np.exp(z).sum(axis=1))).mean()
-        if nll < best_nll:
-            best_t, best_nll = float(t), nll
-    return best_t
+    return np.array([idx.get(x, -1) for x in gold], dtype=np.int64)
+
+
+def fit_temperature(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str]) -> float:
+    """Temperature minimising the softmax NLL on in-scope validation samples
+    (:func:`routecore.calibration.fit_temperature` on labelled rows)."""
+    g = _gold_columns(gold, routes)
+    return C.fit_temperature(scores, g) if (g >= 0).any() else 0.05
 
 
 def fit_tiers(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str], temperature: float, target_precision: float = 0.95) -> tuple[float, float]:
     """(high, margin) giving the largest high-tier coverage whose precision on
-    validation is at least ``target_precision``."""
-    idx = {n: i for i, n in enumerate(routes)}
-    g = np.array([idx.get(x, -1) for x in gold])
-    z = scores.astype(np.float64) / temperature
-    z -= z.max(axis=1, keepdims=True)
-    p = np.exp(z)
-    p /= p.sum(axis=1, keepdims=True)
-    top = np.sort(p, axis=1)[:, ::-1]
-    p1, mg = top[:, 0], top[:, 0] - (top[:, 1] if p.shape[1] > 1 else 0)
-    correct = p.argmax(axis=1) == g
-    best = (0.85, 0.15, -1.0)
-    for h in np.linspace(0.3, 0.99, 70):
-        for m in np.linspace(0.0, 0.9, 46):
-            sel = (p1 >= h) & (mg >= m)
-            if sel.sum() < 10:
-                continue
-            prec = correct[sel].mean()
-            if prec >= target_precision and sel.mean() > best[2]:
-                best = (float(h), float(m), float(sel.mean()))
-    return best[0], best[1]
+    validation is at least ``target_precision`` (the zero-label fit's rule,
+    :func:`routecore.calibration.fit_tiers`, on validation rows)."""
+    p1, mg, arg = C.top2(C.softmax(scores, temperature))
+    return C.fit_tiers(p1, mg, arg == _gold_columns(gold, routes), target_precision) or (0.85, 0.15)
 
 
 def fit(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str], oos_label: str = "oos", *, objective: Objective = "accuracy",
