@@ -33,8 +33,8 @@ def test_bias_rules_must_name_routes():
 
 
 @pytest.mark.parametrize("tool,match", [
-    ({"name": "t", "description": "d", "core": "false"}, "core must be true or false"),
-    ({"name": "t", "description": "d", "success_examples": ["x", 3]}, r"success_examples\[1\]"),
+    ({"name": "t", "description": "d", "core": "false"}, r"tools\[0\]\.core: expected `bool`, got `str` \(found \'false\'\)"),
+    ({"name": "t", "description": "d", "success_examples": ["x", 3]}, r"tools\[0\]\.success_examples\[1\]: expected `str`, got `int` \(found 3\)"),
 ])
 def test_wrong_types_in_a_tool(tool, match):
     with pytest.raises(ConfigError, match=match):
@@ -42,7 +42,7 @@ def test_wrong_types_in_a_tool(tool, match):
 
 
 def test_utterances_must_be_strings():
-    with pytest.raises(ConfigError, match=r"utterances\[0\] must be a string, got 1"):
+    with pytest.raises(ConfigError, match=r"routes\[0\]\.utterances\[0\]: expected `str`, got `int` \(found 1\)"):
         parse_routes({"routes": [{"name": "A", "utterances": [1, None]}]})
 
 
@@ -92,11 +92,11 @@ def test_anchors_and_aliases_of_a_normal_config_still_load(tmp_path):
 
 
 @pytest.mark.parametrize("text,match", [
-    ("routes: 5\n", "routes must be a list"),
-    ("tools: {a: 1}\n", "tools must be a list"),
-    ("routes: [{name: A, utterances: [a]}]\npolicy: [1, 2]\n", "policy must be a mapping"),
-    ("routes: [{name: A, utterances: [a], metadata: [1, 2]}]\n", "metadata must be a mapping"),
-    ("tools: [{name: T, description: t, input_schema: 3}]\n", "input_schema must be a mapping"),
+    ("routes: 5\n", r"routes: expected `array`, got `int` \(found 5\)"),
+    ("tools: {a: 1}\n", r"tools: expected `array`, got `object`"),
+    ("routes: [{name: A, utterances: [a]}]\npolicy: [1, 2]\n", r"policy: expected `object`, got `array`"),
+    ("routes: [{name: A, utterances: [a], metadata: [1, 2]}]\n", r"routes\[0\]\.metadata: expected `object`, got `array`"),
+    ("tools: [{name: T, description: t, input_schema: 3}]\n", r"tools\[0\]\.input_schema: expected `object`, got `int`"),
 ])
 def test_wrong_containers(tmp_path, text, match):
     p = tmp_path / "c.yaml"

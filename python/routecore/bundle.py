@@ -23,7 +23,7 @@ from routecore.calibration import Calibration
 from routecore.errors import ConfigError
 from routecore.index import VectorIndex
 from routecore.policy import Policy
-from routecore.specs import parse_routes, parse_tools
+from routecore.specs import parse_config
 from routecore.tables import EncoderLike, exemplar_texts
 
 BUNDLE_VERSION = 2
@@ -118,8 +118,7 @@ def load(cls: type[_R], path: str | os.PathLike[str], *, encoder: EncoderLike | 
     if encoder.model_id != meta.get("model_id"):
         raise ConfigError(f"bundle was made with model {meta.get('model_id')}, but the encoder is {encoder.model_id}; rebuild the bundle")
     try:
-        routes = parse_routes({"routes": meta["routes"]})
-        tools = parse_tools({"tools": meta["tools"]})
+        routes, tools = parse_config({"routes": meta["routes"], "tools": meta["tools"]}, f"{d / 'bundle.json'}")
     except (KeyError, TypeError) as e:
         raise ConfigError(f"{d}: bundle.json lacks or mangles {e}") from None
     specs = {"routes": (routes, "exemplars"), "tools": (tools, "exemplars"), "anti": (tools, "anti_patterns")}
@@ -134,7 +133,7 @@ def load(cls: type[_R], path: str | os.PathLike[str], *, encoder: EncoderLike | 
             raise ConfigError(f"{d}: the {name} table holds {len(ix)} rows that are not the {len(texts)} exemplars bundle.json lists; "
                               "save the bundle again")
         vecs[name] = v[order]
-    policy = kw.pop("policy", None) or Policy.from_dict(meta["policy"])
+    policy = kw.pop("policy", None) or Policy.from_dict(meta["policy"], f"{d / 'bundle.json'}: policy")
     if meta.get("calibration") and "calibration" not in kw:
         kw["calibration"] = Calibration.from_dict(meta["calibration"])
     if meta.get("head") and "head" not in kw:

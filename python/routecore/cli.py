@@ -1,4 +1,4 @@
-"""Command line: ``routecore route|tools|eval|fit|models``; every command has ``--json``."""
+"""Command line: ``routecore route|tools|eval|fit|models|schema``; every command has ``--json``."""
 
 from __future__ import annotations
 
@@ -68,6 +68,13 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_schema(args: argparse.Namespace) -> int:
+    from routecore.config_schema import json_schema
+
+    print(json.dumps(json_schema(), indent=None if args.json else 2, ensure_ascii=False))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="routecore", description="Semantic routing of LLM agent turns: routes, tool belts, confidence.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -98,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--force", action="store_true", help="download again even if present")
     m.add_argument("--json", action="store_true", help="JSON output")
     m.set_defaults(func=cmd_models)
+
+    s = sub.add_parser("schema", help="print the config file's JSON Schema",
+                       description="Print the JSON Schema of a routes/tools/policy config file (for editors and CI checks).")
+    s.add_argument("--json", action="store_true", help="compact JSON on one line (the default output is indented JSON)")
+    s.set_defaults(func=cmd_schema)
 
     from routecore.evaluation.cli import add_eval_commands
 

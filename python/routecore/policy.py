@@ -8,7 +8,6 @@ filled from the router's :class:`~routecore.calibration.Calibration`
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, Mapping, Sequence
 
@@ -16,7 +15,6 @@ import numpy as np
 
 from routecore.calibration import Calibration
 from routecore.errors import ConfigError
-from routecore.specs import check_thresholds
 
 CLARIFY = "CLARIFY"
 
@@ -35,12 +33,9 @@ class BiasRule:
     within: float | None = None
 
     def __post_init__(self) -> None:
-        for k in ("a", "b", "winner"):
-            if not isinstance(getattr(self, k), str) or not getattr(self, k):
-                raise ConfigError(f"bias rule: {k} must be a route name, got {getattr(self, k)!r}")
-        w = self.within
-        if w is not None and (isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w <= 1):
-            raise ConfigError(f"bias rule {self.a}/{self.b}: within must be a number in [0, 1], got {w!r}")
+        from routecore import config_schema
+
+        config_schema.convert(self, config_schema.BiasRule, f"bias rule {self.a}/{self.b}")
 
     def matches(self, x: str, y: str) -> bool:
         return {x, y} == {self.a, self.b}
@@ -60,14 +55,6 @@ SCALE_UNITS = {"three_way_within": 1.0, "collision_gap": 1.6, "bias_within": 1.0
 #: Where the anti-pattern and lesson similarities sit between an unrelated best
 #: match (0) and a paraphrase (1) (Calibration.similarity).
 SIMILARITY_LEVELS = {"anti_pattern_threshold": 1.0, "lesson_similarity": 1.0}
-
-
-#: Numeric fields and, for whole numbers, their least value (checked in Policy.__post_init__).
-_FLOATS = frozenset({"high", "margin", "previous_high", "previous_margin", "medium", "min_score", "temperature",
-                     "high_precision", "route_precision", "previous_precision", "previous_boost", "three_way_within",
-                     "collision_gap", "affinity_boost", "affinity_penalty", "exact_band", "tool_threshold",
-                     "anti_pattern_threshold", "anti_pattern_penalty", "lesson_similarity", "lesson_boost"})
-_INTS = {"top_n": 1, "top_exemplars": 0, "exact_top": 1, "tool_top_k": 0, "more_tools_batch": 1, "more_tools_limit": 0, "report_scores": 0}
 
 
 @dataclass(frozen=True)
@@ -138,42 +125,15 @@ class Policy:
     error_message: str = "Sorry, I could not handle this request. Please try again later."
 
     def __post_init__(self) -> None:
-        # Types first: a string where a number belongs ("0.9") used to pass and break every route().
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if f.name in _FLOATS and not (v is None and f.name in CALIBRATED_KEYS):
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                    raise ConfigError(f"policy: {f.name} must be a finite number, got {v!r}")
-            elif f.name in _INTS and (isinstance(v, bool) or not isinstance(v, int) or not _INTS[f.name] <= v <= 1 << 31):
-                raise ConfigError(f"policy: {f.name} must be a whole number >= {_INTS[f.name]}, got {v!r}")
-        if not isinstance(self.discovery_prefixes, tuple) or not all(isinstance(x, str) and x for x in self.discovery_prefixes):
-            raise ConfigError(f"policy: discovery_prefixes must be a list of non-empty strings, got {self.discovery_prefixes!r}")
+        # The config schema holds every type and range: a string where a number belongs
+        # ("0.9") used to pass here and break every route().
+        from routecore import config_schema
+
+        config_schema.convert(self, config_schema.Policy, "policy")
         if not isinstance(self.bias_rules, tuple) or not all(isinstance(r, BiasRule) for r in self.bias_rules):
-            raise ConfigError("policy: bias_rules must be BiasRule objects")
-        for k in ("previous_boost", "anti_pattern_penalty", "lesson_boost"):
-            v = getattr(self, k)
-            if v is not None and v < 0:
-                raise ConfigError(f"policy: {k} must be >= 0, got {v}")
-        for k in ("high", "margin", "previous_high", "previous_margin", "medium", "min_score", "tool_threshold",
-                  "three_way_within", "collision_gap", "anti_pattern_threshold", "lesson_similarity",
-                  "high_precision", "route_precision", "previous_precision"):
-            v = getattr(self, k)
-            if v is not None and not 0.0 <= float(v) <= 1.0:
-                raise ConfigError(f"policy: {k}={v} is outside [0, 1]")
-        if self.exact_top < 1 or self.exact_band < 0:
-            raise ConfigError(f"policy: exact_top must be >= 1 and exact_band >= 0, got {self.exact_top}, {self.exact_band}")
-        if self.temperature is not None and self.temperature <= 0:
-            raise ConfigError(f"policy: temperature must be > 0, got {self.temperature}")
-        if self.previous_strategy not in ("thresholds", "boost"):
-            raise ConfigError(f"policy: previous_strategy must be 'thresholds' or 'boost', got {self.previous_strategy!r}")
-        if self.low_action not in ("llm", "clarify", "none"):
-            raise ConfigError(f"policy: low_action must be 'llm', 'clarify' or 'none', got {self.low_action!r}")
-        if self.aggregation not in ("max", "mean", "topn"):
-            raise ConfigError(f"policy: aggregation must be 'max', 'mean' or 'topn', got {self.aggregation!r}")
-        if not isinstance(self.per_route, Mapping):
-            raise ConfigError(f"policy: per_route must be a mapping of route -> overrides, got {type(self.per_route).__name__}")
-        for route, th in self.per_route.items():
-            check_thresholds(f"policy.per_route[{route!r}]", th)
+            raise ConfigError("policy: bias_rules must be a tuple of BiasRule objects")
+        if not isinstance(self.discovery_prefixes, tuple):
+            object.__setattr__(self, "discovery_prefixes", tuple(self.discovery_prefixes))
 
     def is_manual(self) -> bool:
         """Whether every calibrated key was given (nothing left to calibrate)."""
@@ -235,27 +195,18 @@ class Policy:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any] | None) -> "Policy":
-        if not d:
+    def from_dict(cls, d: Mapping[str, Any] | None, where: str = "policy") -> "Policy":
+        """A policy from a config mapping, checked against the schema; errors name ``where`` and the key."""
+        if d is None:
             return cls()
-        if not isinstance(d, Mapping):
-            raise ConfigError(f"policy must be a mapping, got {type(d).__name__}")
-        d = dict(d)
-        known = set(cls.__dataclass_fields__)
-        extra = set(d) - known
-        if extra:
-            raise ConfigError(f"policy: unknown keys {sorted(extra)}")
-        if "bias_rules" in d:
-            rules = d["bias_rules"]
-            if rules is not None and not isinstance(rules, (list, tuple)):
-                raise ConfigError("policy: bias_rules must be a list of {a, b, winner, within} mappings")
-            try:
-                d["bias_rules"] = tuple(BiasRule(**r) for r in rules or [])
-            except TypeError as e:
-                raise ConfigError(f"policy: bad bias rule: {e}") from None
-        if isinstance(d.get("discovery_prefixes"), (list, tuple)):
-            d["discovery_prefixes"] = tuple(d["discovery_prefixes"])
-        return cls(**d)
+        from routecore import config_schema
+
+        p = config_schema.convert(d, config_schema.Policy, where)
+        values: dict[str, Any] = {f.name: getattr(p, f.name) for f in fields(cls)}
+        values["bias_rules"] = tuple(BiasRule(r.a, r.b, r.winner, r.within) for r in p.bias_rules)
+        values["per_route"] = {n: {k: getattr(t, k) for k in t.__struct_fields__ if getattr(t, k) is not None}
+                               for n, t in p.per_route.items()}
+        return cls(**values)
 
 
 def apply_previous_boost(probs: np.ndarray, prev: int | None, boost: float) -> np.ndarray:

@@ -22,7 +22,7 @@ from routecore.llm import LLMRouter
 from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
 from routecore.route_table import RouteTable, with_route_thresholds
-from routecore.specs import RouteSpec, ToolSpec, parse_routes, parse_tools, read_config_file
+from routecore.specs import RouteSpec, ToolSpec, parse_config, read_config_file
 from routecore.tables import AUTO_INT8_ELEMENTS, EncoderLike, embed_texts, exemplar_texts
 from routecore.tool_catalog import ToolCatalog
 from routecore.toolbelt import ToolSession, select_tools
@@ -129,13 +129,10 @@ class Router:
     def from_config(cls, path: str | os.PathLike[str], **kw: Any) -> Router:
         """Load routes, tools and an optional ``policy`` mapping from YAML or JSON."""
         data = read_config_file(path)
-        unknown = set(data) - {"routes", "tools", "policy"}
-        if unknown:
-            raise ConfigError(f"{path}: unknown top-level keys {sorted(unknown)}")
-        routes, tools = parse_routes(data), parse_tools(data)
+        routes, tools = parse_config(data, str(path))
         if not routes and not tools:
             raise ConfigError(f"{path}: no routes and no tools")
-        policy = kw.pop("policy", None) or Policy.from_dict(data.get("policy"))
+        policy = kw.pop("policy", None) or Policy.from_dict(data.get("policy"), f"{path}: policy")
         return cls(routes, tools, policy=policy, **kw)
 
     # -- routes -------------------------------------------------------------------

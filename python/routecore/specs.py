@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -28,6 +28,9 @@ class RouteSpec:
     fallback_on_error: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        _check_spec(self, "route")
+
     def exemplars(self) -> list[str]:
         ex = list(self.utterances)
         if self.description:
@@ -50,6 +53,9 @@ class ToolSpec:
     avg_latency: float | None = None
     safety_tags: tuple[str, ...] = ()
     core: bool = False
+
+    def __post_init__(self) -> None:
+        _check_spec(self, "tool")
 
     def exemplars(self) -> list[str]:
         ex = [self.description] if self.description else []
@@ -77,114 +83,52 @@ class ToolSpec:
 ROUTE_THRESHOLD_KEYS = ("high", "margin", "previous_high", "previous_margin", "medium", "min_score")
 
 
-def _check_unit(where: str, key: str, value: Any) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: {key} must be a number, got {value!r}") from None
-    if not 0.0 <= v <= 1.0:
-        raise ConfigError(f"{where}: {key}={v} is outside [0, 1]")
-    return v
+def _schema() -> Any:
+    from routecore import config_schema  # msgspec loads on first use, not at import
+
+    return config_schema
 
 
 def check_thresholds(where: str, th: Any) -> dict[str, float]:
     """Validated per-route overrides: known keys, numbers in [0, 1]."""
-    if not isinstance(th, Mapping):
-        raise ConfigError(f"{where}: thresholds must be a mapping, got {type(th).__name__}")
-    bad = set(th) - set(ROUTE_THRESHOLD_KEYS)
-    if bad:
-        raise ConfigError(f"{where}: unknown threshold keys {sorted(bad)} (known: {list(ROUTE_THRESHOLD_KEYS)})")
-    return {k: _check_unit(where, k, v) for k, v in th.items()}
+    s = _schema()
+    t = s.convert(dict(th) if isinstance(th, Mapping) else th, s.Thresholds, where)
+    return {k: getattr(t, k) for k in ROUTE_THRESHOLD_KEYS if getattr(t, k) is not None}
 
 
-def _non_negative(where: str, key: str, v: Any) -> float | None:
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
-        raise ConfigError(f"{where}: {key} must be a number >= 0, got {v!r}")
-    return float(v)
+def _check_spec(spec: RouteSpec | ToolSpec, kind: str) -> None:
+    """Types and ranges of a spec built in code (configs are checked as a whole by :func:`parse_config`)."""
+    s = _schema()
+    s.convert(spec, s.Route if kind == "route" else s.Tool, f"{kind} {spec.name!r}")
+    for k in ("utterances", "success_examples", "anti_patterns", "safety_tags"):
+        if isinstance(getattr(spec, k, ()), list):
+            object.__setattr__(spec, k, tuple(getattr(spec, k)))
 
 
-def _tuple_of_str(where: str, key: str, v: Any) -> tuple[str, ...]:
-    if v is None:
-        return ()
-    if isinstance(v, str) or not isinstance(v, (list, tuple)):
-        raise ConfigError(f"{where}: {key} must be a list of strings")
-    for i, x in enumerate(v):
-        if not isinstance(x, str):
-            raise ConfigError(f"{where}: {key}[{i}] must be a string, got {x!r}")
-    return tuple(v)
-
-
-def route_from_dict(d: Mapping[str, Any], i: int) -> RouteSpec:
-    where = f"routes[{i}]"
-    if not isinstance(d, Mapping) or not d.get("name"):
-        raise ConfigError(f"{where}: a route needs a name")
-    where = f"route {d['name']!r}"
-    known = {f.name for f in fields(RouteSpec)}
-    extra = set(d) - known
-    if extra:
-        raise ConfigError(f"{where}: unknown keys {sorted(extra)}")
-    th = check_thresholds(where, d.get("thresholds") or {})
-    spec = RouteSpec(
-        name=str(d["name"]),
-        utterances=_tuple_of_str(where, "utterances", d.get("utterances")),
-        description=str(d.get("description") or ""),
-        domain=str(d.get("domain") or ""),
-        thresholds=th,
-        fallback_on_error=d.get("fallback_on_error"),
-        metadata=_mapping(where, "metadata", d.get("metadata")),
-    )
+def _route(r: Any, i: int, where: str) -> RouteSpec:
+    spec = RouteSpec(name=r.name, utterances=tuple(r.utterances), description=r.description, domain=r.domain,
+                     thresholds=check_thresholds(where, r.thresholds), fallback_on_error=r.fallback_on_error,
+                     metadata=r.metadata)
     if not spec.exemplars():
-        raise ConfigError(f"{where}: has neither utterances nor a description")
+        raise ConfigError(f"{where}: routes[{i}] ({r.name!r}) has neither utterances nor a description")
     return spec
 
 
-def tool_from_dict(d: Mapping[str, Any], i: int) -> ToolSpec:
-    if not isinstance(d, Mapping) or not d.get("name"):
-        raise ConfigError(f"tools[{i}]: a tool needs a name")
-    where = f"tool {d['name']!r}"
-    known = {f.name for f in fields(ToolSpec)} | {"plugin"}
-    extra = set(d) - known
-    if extra:
-        raise ConfigError(f"{where}: unknown keys {sorted(extra)}")
-    spec = ToolSpec(
-        name=str(d["name"]),
-        description=str(d.get("description") or ""),
-        input_schema=_mapping(where, "input_schema", d.get("input_schema")),
-        domain=str(d.get("domain") or d.get("plugin") or ""),
-        success_examples=_tuple_of_str(where, "success_examples", d.get("success_examples")),
-        anti_patterns=_tuple_of_str(where, "anti_patterns", d.get("anti_patterns")),
-        cost_estimate=_non_negative(where, "cost_estimate", d.get("cost_estimate")),
-        avg_latency=_non_negative(where, "avg_latency", d.get("avg_latency")),
-        safety_tags=_tuple_of_str(where, "safety_tags", d.get("safety_tags")),
-        core=_bool(where, "core", d.get("core", False)),
-    )
+def _tool(t: Any, i: int, where: str) -> ToolSpec:
+    spec = ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema, domain=t.domain or t.plugin,
+                    success_examples=tuple(t.success_examples), anti_patterns=tuple(t.anti_patterns),
+                    cost_estimate=t.cost_estimate, avg_latency=t.avg_latency, safety_tags=tuple(t.safety_tags), core=t.core)
     if not spec.exemplars() and not spec.core:
-        raise ConfigError(f"{where}: has neither a description nor success_examples")
+        raise ConfigError(f"{where}: tools[{i}] ({t.name!r}) has neither a description nor success_examples")
     return spec
 
 
-def _mapping(where: str, key: str, v: Any) -> dict[str, Any]:
-    if v is None:
-        return {}
-    if not isinstance(v, Mapping):
-        raise ConfigError(f"{where}: {key} must be a mapping, got {type(v).__name__}")
-    return dict(v)
-
-
-def _bool(where: str, key: str, v: Any) -> bool:
-    if not isinstance(v, bool):
-        raise ConfigError(f"{where}: {key} must be true or false, got {v!r}")
-    return v
-
-
-def unique(names: list[str], what: str) -> None:
-    seen: set[str] = set()
-    for n in names:
+def unique(names: list[str], what: str, where: str = "config") -> None:
+    seen: dict[str, int] = {}
+    for i, n in enumerate(names):
         if n in seen:
-            raise ConfigError(f"duplicate {what} name {n!r}")
-        seen.add(n)
+            raise ConfigError(f"{where}: {what}s[{i}]: duplicate {what} name {n!r} (first at {what}s[{seen[n]}])")
+        seen[n] = i
 
 
 #: A YAML document may expand to at most this many nodes (aliases counted at every use)
@@ -258,26 +202,25 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def _list(data: Mapping[str, Any], key: str) -> list[Any]:
-    v = data.get(key)
-    if v is None:
-        return []
-    if not isinstance(v, list):
-        raise ConfigError(f"{key} must be a list, got {type(v).__name__}")
-    return v
-
-
-def parse_routes(data: Mapping[str, Any]) -> list[RouteSpec]:
-    routes = [route_from_dict(r, i) for i, r in enumerate(_list(data, "routes"))]
-    unique([r.name for r in routes], "route")
+def parse_config(data: Any, where: str = "config") -> tuple[list[RouteSpec], list[ToolSpec]]:
+    """Routes and tools of a parsed config document, checked against the schema
+    (:mod:`routecore.config_schema`) and cross-checked: unique names, fallbacks
+    that name routes. Errors name ``where`` and the path inside the document."""
+    cfg = _schema().validate(data, where)
+    routes = [_route(r, i, where) for i, r in enumerate(cfg.routes)]
+    tools = [_tool(t, i, where) for i, t in enumerate(cfg.tools)]
+    unique([r.name for r in routes], "route", where)
+    unique([t.name for t in tools], "tool", where)
     names = {r.name for r in routes}
-    for r in routes:
+    for i, r in enumerate(routes):
         if r.fallback_on_error and r.fallback_on_error not in names:
-            raise ConfigError(f"route {r.name!r}: fallback_on_error {r.fallback_on_error!r} is not a route")
-    return routes
+            raise ConfigError(f"{where}: routes[{i}].fallback_on_error: {r.fallback_on_error!r} is not a route")
+    return routes, tools
 
 
-def parse_tools(data: Mapping[str, Any]) -> list[ToolSpec]:
-    tools = [tool_from_dict(t, i) for i, t in enumerate(_list(data, "tools"))]
-    unique([t.name for t in tools], "tool")
-    return tools
+def parse_routes(data: Mapping[str, Any], where: str = "config") -> list[RouteSpec]:
+    return parse_config({"routes": data.get("routes") or []} if isinstance(data, Mapping) else data, where)[0]
+
+
+def parse_tools(data: Mapping[str, Any], where: str = "config") -> list[ToolSpec]:
+    return parse_config({"tools": data.get("tools") or []} if isinstance(data, Mapping) else data, where)[1]
