@@ -9,8 +9,8 @@
 use routecore_core::testing::uniform;
 use std::time::Instant;
 
-use routecore_core::aligned::AlignedVec;
-use routecore_core::simd_int8::{dot_i8_rows, quantize_row, QueryI8, BLOCK_ROWS};
+use routecore_core::kernels::aligned::AlignedVec;
+use routecore_core::kernels::simd_int8::{dot_i8_rows, quantize_row, QueryI8, BLOCK_ROWS};
 
 fn main() {
     let d = 384;

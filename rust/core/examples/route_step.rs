@@ -10,8 +10,8 @@
 use routecore_core::testing::uniform;
 use std::time::Instant;
 
+use routecore_core::scoring::step::{score_routes, StepParams};
 use routecore_core::scoring::Aggregation;
-use routecore_core::step::{score_routes, StepParams};
 use routecore_core::{FlatIndex, StorageKind};
 
 fn main() {
@@ -31,7 +31,7 @@ fn main() {
     let l: Vec<&str> = labels.iter().map(String::as_str).collect();
     let mut ix = FlatIndex::new(d, StorageKind::Int8, true).unwrap();
     ix.add(&ids, &data, Some(&l), None).unwrap();
-    routecore_core::scan::set_route_parallel_cutoff(usize::MAX);
+    routecore_core::index::scan::set_route_parallel_cutoff(usize::MAX);
     let mut p = StepParams::new(Aggregation::Max, 0.05);
     let args: Vec<usize> = std::env::args()
         .skip(1)

@@ -1,34 +1,25 @@
-//! routecore-core: the pure-Rust engine behind routecore.
+//! routecore-core: the pure-Rust engine behind routecore, one folder a concern.
 //!
-//! - [`simd`]: dot/cosine kernels (AVX2+FMA at run time, portable fallback);
-//! - [`simd_int8`]: int8 quantization with error bounds, AVX-512 VNNI block kernel;
-//! - [`topk`], [`scan`]: exact top-k over contiguous storage, single or batched;
-//! - [`index`], [`label_rows`], [`storage`], [`persist`]: the flat index, its
-//!   per-label rows, compact storage, files;
-//! - [`scoring`], [`step`]: route aggregation, softmax, domain affinity, collisions;
+//! - [`kernels`]: dot/cosine kernels (AVX2+FMA at run time, portable fallback),
+//!   int8 quantization with error bounds and the AVX-512 VNNI block kernel,
+//!   exact top-k, the cache-line-aligned buffer and a bandwidth probe;
+//! - [`index`]: the flat exact index, its per-label rows, interned labels,
+//!   compact storage and the top-k scans over it;
+//! - [`scoring`]: route aggregation, softmax, domain affinity, collisions, and
+//!   the native routing step (f32/f16, or int8 with an exact re-score);
+//! - [`persist`]: index files, written atomically;
 //! - [`encoder`]: the ONNX Runtime text encoder with its tokenizer and cache.
 
 #![warn(missing_docs)]
 
-pub mod aligned;
-pub mod bandwidth;
 pub mod encoder;
 pub mod error;
 pub mod index;
-pub mod interner;
-pub mod label_rows;
+pub mod kernels;
 pub mod persist;
-pub mod scan;
 pub mod scoring;
-pub mod simd;
-pub mod simd_int8;
-pub mod step;
-pub mod step_compact;
-pub mod step_scan;
-pub mod storage;
 pub mod testing;
-pub mod topk;
 
 pub use error::{Error, Result};
+pub use index::storage::StorageKind;
 pub use index::{FlatIndex, SearchResult};
-pub use storage::StorageKind;

@@ -1,7 +1,7 @@
 //! The int8 routing step against the f32 one: contenders exact, the rest bounded.
 
+use routecore_core::scoring::step::{score_routes, StepParams};
 use routecore_core::scoring::Aggregation;
-use routecore_core::step::{score_routes, StepParams};
 use routecore_core::testing::uniform;
 use routecore_core::FlatIndex;
 use routecore_core::StorageKind;
@@ -71,7 +71,7 @@ fn contenders_exact_others_within_bound() {
                 }
             }
             // The true top 4 (on adjusted scores) are exact.
-            let best = routecore_core::topk::top_k(&a.adjusted, 4);
+            let best = routecore_core::kernels::topk::top_k(&a.adjusted, 4);
             assert!(best.iter().all(|h| b.bound[h.index] == 0.0));
             assert!(
                 n_exact < a.raw.len(),
@@ -94,9 +94,11 @@ fn parallel_scan_matches_sequential() {
     let (_, compact, q) = indexes(72);
     let p = StepParams::new(Aggregation::Max, 0.05);
     let seq = score_routes(&compact, &q, &p).unwrap();
-    routecore_core::scan::set_route_parallel_cutoff(1);
+    routecore_core::index::scan::set_route_parallel_cutoff(1);
     let par = score_routes(&compact, &q, &p);
-    routecore_core::scan::set_route_parallel_cutoff(routecore_core::scan::ROUTE_PARALLEL_CUTOFF);
+    routecore_core::index::scan::set_route_parallel_cutoff(
+        routecore_core::index::scan::ROUTE_PARALLEL_CUTOFF,
+    );
     let par = par.unwrap();
     assert_eq!(seq.raw, par.raw);
     assert_eq!(seq.bound, par.bound);

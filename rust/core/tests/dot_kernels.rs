@@ -1,7 +1,7 @@
 //! Dot-product kernels (f32, f16, i8) against the portable reference.
 
 use half::f16;
-use routecore_core::simd::*;
+use routecore_core::kernels::simd::*;
 
 fn vecs(n: usize, seed: u32) -> Vec<f32> {
     let mut s = seed.wrapping_mul(2654435761).wrapping_add(1);

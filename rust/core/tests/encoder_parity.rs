@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use routecore_core::encoder::{Encoder, EncoderOptions, TextKind};
-use routecore_core::simd::cosine;
+use routecore_core::kernels::simd::cosine;
 use routecore_core::testing::uniform;
 use routecore_core::Error;
 

@@ -1,6 +1,6 @@
 //! int8 kernels: VNNI and fallback agree with integer arithmetic; the error bound holds.
 
-use routecore_core::simd_int8::*;
+use routecore_core::kernels::simd_int8::*;
 use routecore_core::testing::uniform;
 
 fn rows(n: usize, d: usize, seed: u32) -> Vec<f32> {

@@ -6,8 +6,8 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use routecore_core::scoring::step::{score_routes, StepParams};
 use routecore_core::scoring::Aggregation;
-use routecore_core::step::{score_routes, StepParams};
 use routecore_core::{persist, Error, FlatIndex, StorageKind};
 
 use crate::arrays::{shaped, F32Rows};
@@ -139,7 +139,7 @@ impl PyFlatIndex {
         Ok(PyArray1::from_vec(py, v))
     }
 
-    /// One native routing step; see `routecore_core::step`. Returns a dict of arrays.
+    /// One native routing step; see `routecore_core::scoring::step`. Returns a dict of arrays.
     #[pyo3(signature = (query, aggregation = "max", top_n = 3, temperature = 0.05, active_domains = Vec::new(), boost = 1.15, penalty = 0.7, collision_gap = 0.08, top_exemplars = 5, exact_top = 10, exact_band = 0.0, exact_floor = f32::INFINITY, probabilities = true, exact_routes = Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn score_routes<'py>(

@@ -2,7 +2,9 @@
 
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
-use routecore_core::{scan, scoring, simd, topk as core_topk};
+use routecore_core::index::scan;
+use routecore_core::kernels::{simd, topk as core_topk};
+use routecore_core::scoring;
 
 use crate::errors::{PyRcErr, PyRcResult};
 
@@ -104,7 +106,7 @@ pub fn detect_collision(
 pub fn simd_level() -> &'static str {
     match (
         simd::has_avx2_fma(),
-        routecore_core::simd_int8::has_vnni512(),
+        routecore_core::kernels::simd_int8::has_vnni512(),
     ) {
         (true, true) => "avx2+fma+avx512vnni",
         (true, false) => "avx2+fma",
@@ -129,7 +131,7 @@ pub fn set_parallel_cutoff(elements: usize) {
 #[pyfunction]
 #[pyo3(signature = (megabytes = 1024, threads = 1, reps = 5))]
 pub fn read_bandwidth(py: Python<'_>, megabytes: usize, threads: usize, reps: usize) -> f64 {
-    py.detach(|| routecore_core::bandwidth::read_bandwidth(megabytes << 20, threads, reps))
+    py.detach(|| routecore_core::kernels::bandwidth::read_bandwidth(megabytes << 20, threads, reps))
 }
 
 /// Elements from which the routing step (`score_routes`) runs on several threads.

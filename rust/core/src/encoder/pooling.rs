@@ -2,7 +2,7 @@
 
 use super::config::{ModelConfig, Pooling};
 use crate::error::{Error, Result};
-use crate::simd::l2_normalize;
+use crate::kernels::simd::l2_normalize;
 
 /// Pool the graph output `data` (shape `shape`) into `b` vectors and normalise
 /// them when the config says so; `mask` is the `b × s` attention mask.

@@ -1,6 +1,6 @@
-//! The routing step over int8 storage: one int8 scan ([`crate::step_scan`])
+//! The routing step over int8 storage: one int8 scan ([`crate::scoring::step_scan`])
 //! gives every exemplar an estimate with a rigorous error bound
-//! ([`crate::simd_int8`]); the routes that can still matter are then re-scored
+//! ([`crate::kernels::simd_int8`]); the routes that can still matter are then re-scored
 //! exactly in f32.
 //!
 //! A route is a *contender* when its upper bound (after affinity) reaches
@@ -14,11 +14,11 @@ use std::collections::HashMap;
 
 use crate::error::Result;
 use crate::index::FlatIndex;
+use crate::kernels::simd::{dot, prefetch};
+use crate::kernels::topk::{Hit, TopK};
+use crate::scoring::step::StepParams;
+use crate::scoring::step_scan::{scan_int8, Scan, GROUP};
 use crate::scoring::{aggregate, Aggregation};
-use crate::simd::{dot, prefetch};
-use crate::step::StepParams;
-use crate::step_scan::{scan_int8, Scan, GROUP};
-use crate::topk::{Hit, TopK};
 
 /// Raw route scores (exact for contenders), their error bounds (0 when exact)
 /// and the exact best exemplars.

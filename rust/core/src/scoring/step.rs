@@ -2,13 +2,13 @@
 //! aggregation → domain affinity → softmax → top-1/top-2 collision.
 
 use crate::error::{Error, Result};
+use crate::index::storage::StorageKind;
 use crate::index::FlatIndex;
+use crate::kernels::topk::{top_k, Hit};
+use crate::scoring::step_compact;
 use crate::scoring::{
     affinity_multipliers, aggregate, detect_collision, softmax, Aggregation, Collision,
 };
-use crate::step_compact;
-use crate::storage::StorageKind;
-use crate::topk::{top_k, Hit};
 
 /// Parameters of [`score_routes`].
 #[derive(Clone, Debug)]
@@ -67,7 +67,7 @@ pub struct StepResult {
     /// Aggregated cosine per route (-inf for codes without exemplars).
     pub raw: Vec<f32>,
     /// Bound on `|raw − exact|` per route: 0 when exact (always, for f32 and
-    /// f16 storage; for int8, see [`crate::step_compact`]).
+    /// f16 storage; for int8, see [`crate::scoring::step_compact`]).
     pub bound: Vec<f32>,
     /// `raw` after domain affinity.
     pub adjusted: Vec<f32>,
@@ -84,7 +84,7 @@ pub struct StepResult {
 /// Score every route of `index` (labels are routes) for one query.
 ///
 /// f32 and f16 storage score every exemplar exactly; int8 storage scans the
-/// int8 copy and re-scores the contenders exactly ([`crate::step_compact`]).
+/// int8 copy and re-scores the contenders exactly ([`crate::scoring::step_compact`]).
 pub fn score_routes(index: &FlatIndex, query: &[f32], p: &StepParams) -> Result<StepResult> {
     if index.is_empty() {
         return Err(Error::EmptyIndex);
@@ -152,7 +152,7 @@ fn route_multipliers(index: &FlatIndex, route_domains: &[u32], p: &StepParams) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::StorageKind;
+    use crate::index::storage::StorageKind;
 
     #[test]
     fn full_step() {

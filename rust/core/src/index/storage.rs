@@ -3,8 +3,8 @@
 
 use half::f16;
 
-use crate::aligned::AlignedVec;
-use crate::simd_int8::{quantize_row, QuantCols};
+use crate::kernels::aligned::AlignedVec;
+use crate::kernels::simd_int8::{quantize_row, QuantCols};
 
 /// Which representation the scan reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,7 +132,7 @@ impl Storage {
     }
 
     /// Quantize `v − centre` into the int8 row `i` (which must exist).
-    fn quantize_into(&mut self, i: usize, v: &[f32]) -> crate::simd_int8::RowQuant {
+    fn quantize_into(&mut self, i: usize, v: &[f32]) -> crate::kernels::simd_int8::RowQuant {
         let d = self.dim;
         let resid: Vec<f32> = if self.centre.is_empty() {
             v.to_vec()

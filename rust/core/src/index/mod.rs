@@ -1,16 +1,25 @@
 //! The flat exact vector index: contiguous rows, each with an id, a label
 //! (route or tool name) and a domain.
+//!
+//! - [`storage`]: the row-major rows and their compact (f16/int8) copies;
+//! - [`scan`]: exact top-k scans over the storage, one query or a batch;
+//! - [`label_rows`]: per-label rows and domains, rebuilt after each write;
+//! - [`interner`]: interned label and domain strings.
+
+pub mod interner;
+pub mod label_rows;
+pub mod scan;
+pub mod storage;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-pub use crate::interner::Interner;
-use crate::label_rows::LabelRows;
-use crate::scan;
-use crate::simd::l2_normalize;
-use crate::storage::{Storage, StorageKind};
-use crate::topk::Hit;
+use crate::kernels::simd::l2_normalize;
+use crate::kernels::topk::Hit;
+pub use interner::Interner;
+use label_rows::LabelRows;
+use storage::{Storage, StorageKind};
 
 /// Results of a search: `nq × k` row-major arrays.
 #[derive(Clone, Debug, Default)]

@@ -1,6 +1,6 @@
 //! int8 kernels for compact storage: row quantization with its error, a
 //! quantized query, and a block kernel scoring many rows at once
-//! (AVX-512 VNNI at run time, the AVX2 kernel of [`crate::simd::dot_i8`] otherwise).
+//! (AVX-512 VNNI at run time, the AVX2 kernel of [`crate::kernels::simd::dot_i8`] otherwise).
 //!
 //! Rows are stored as `x = μ + r` with `μ` the storage's centre (the mean row)
 //! and `r ≈ r̂ = s·r8`; centring shrinks `r` when embeddings share a common
@@ -12,7 +12,7 @@
 //! terms), so an exact re-rank only needs the rows whose interval can still
 //! reach the answer.
 
-use crate::simd::{dot_i8, quantize_i8};
+use crate::kernels::simd::{dot_i8, quantize_i8};
 
 /// Per-row facts kept next to an int8 row.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -169,7 +169,7 @@ impl QueryI8 {
         let centre_dot = if centre.is_empty() {
             0.0
         } else {
-            crate::simd::dot(centre, q)
+            crate::kernels::simd::dot(centre, q)
         };
         QueryI8 {
             a_u: unsigned(&a),
@@ -219,7 +219,7 @@ impl QueryI8 {
 pub fn has_vnni512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        crate::simd::simd_cap() >= 2
+        crate::kernels::simd::simd_cap() >= 2
             && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512vnni")

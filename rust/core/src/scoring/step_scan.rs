@@ -1,14 +1,14 @@
-//! The int8 pass of the routing step ([`crate::step_compact`]): every
+//! The int8 pass of the routing step ([`crate::scoring::step_compact`]): every
 //! exemplar's estimate and error bound from one kernel call per range, then
 //! per-route intervals over the runs of equal labels, the candidates for the
 //! best exemplars, and the largest upper bound of each group of rows.
 
 use rayon::prelude::*;
 
+use crate::index::scan::route_parallel_cutoff;
 use crate::index::FlatIndex;
-use crate::scan::route_parallel_cutoff;
-use crate::simd_int8::{dot_i8_rows, QueryI8, BLOCK_ROWS as BLOCK};
-use crate::topk::TopK;
+use crate::kernels::simd_int8::{dot_i8_rows, QueryI8, BLOCK_ROWS as BLOCK};
+use crate::kernels::topk::TopK;
 
 /// Output of the int8 scan.
 pub(crate) struct Scan {
@@ -66,7 +66,7 @@ impl Partial {
 }
 
 /// One pass over the int8 codes, on the rayon pool above the routing cutoff
-/// ([`crate::scan::route_parallel_cutoff`], counted in int8 bytes here).
+/// ([`crate::index::scan::route_parallel_cutoff`], counted in int8 bytes here).
 pub(crate) fn scan_int8(index: &FlatIndex, q: &[f32], n_routes: usize, k: usize) -> Scan {
     let s = index.storage();
     let (n, d) = (s.len(), s.dim());
@@ -130,7 +130,7 @@ struct RangeScan<'a> {
 /// third of the kernel's time (`perf`, 150 × 100 × 384).
 fn scan_range(r: RangeScan) -> Partial {
     #[cfg(target_arch = "x86_64")]
-    if crate::simd::has_avx2_fma() {
+    if crate::kernels::simd::has_avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked above).
         return unsafe { scan_range_avx2(r) };
     }

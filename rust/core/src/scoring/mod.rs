@@ -1,8 +1,17 @@
 //! Route-level scoring: aggregation of exemplar scores, softmax, domain affinity
 //! and top-1/top-2 collision detection.
+//!
+//! - [`step`]: one full native routing step over a [`crate::FlatIndex`];
+//! - [`step_compact`]: that step over int8 storage, with an exact re-score of
+//!   the routes that can still matter;
+//! - [`step_scan`]: the int8 pass of the compact step.
+
+pub mod step;
+pub mod step_compact;
+pub mod step_scan;
 
 use crate::error::{Error, Result};
-use crate::topk::top_k;
+use crate::kernels::topk::top_k;
 
 /// How exemplar scores become one score per route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,8 +7,8 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::index::storage::{Storage, StorageKind};
 use crate::index::{FlatIndex, Interner};
-use crate::storage::{Storage, StorageKind};
 
 /// File magic.
 pub const MAGIC: &[u8; 8] = b"RCINDEX\0";

@@ -5,10 +5,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-use crate::simd::{dot, dot4, dot_f16, dot_tile};
-use crate::simd_int8::{dot_i8_rows, QueryI8, BLOCK_ROWS};
-use crate::storage::{Storage, StorageKind};
-use crate::topk::{Hit, TopK};
+use crate::index::storage::{Storage, StorageKind};
+use crate::kernels::simd::{dot, dot4, dot_f16, dot_tile};
+use crate::kernels::simd_int8::{dot_i8_rows, QueryI8, BLOCK_ROWS};
+use crate::kernels::topk::{Hit, TopK};
 
 /// Default number of scanned f32 elements (rows × dim) from which a search runs
 /// on several threads. Measured in `benches/` (see BENCHMARKS.md): below this the
@@ -293,7 +293,7 @@ pub fn score_all(s: &Storage, q: &[f32], out: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topk::top_k;
+    use crate::kernels::topk::top_k;
 
     fn storage(n: usize, d: usize, kind: StorageKind) -> Storage {
         let mut s = Storage::new(d, kind);
@@ -307,7 +307,7 @@ mod tests {
 
     fn reference(s: &Storage, q: &[f32], k: usize) -> Vec<usize> {
         let sc: Vec<f32> = (0..s.len())
-            .map(|i| crate::simd::dot_portable(s.row(i), q))
+            .map(|i| crate::kernels::simd::dot_portable(s.row(i), q))
             .collect();
         top_k(&sc, k).iter().map(|h| h.index).collect()
     }
@@ -352,7 +352,7 @@ mod tests {
         let mut out = vec![0.0; 501];
         score_all(&s, &q, &mut out);
         for (i, o) in out.iter().enumerate() {
-            assert!((o - crate::simd::dot_portable(s.row(i), &q)).abs() < 1e-5);
+            assert!((o - crate::kernels::simd::dot_portable(s.row(i), &q)).abs() < 1e-5);
         }
     }
 }
