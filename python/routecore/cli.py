@@ -23,7 +23,9 @@ def _router(args: argparse.Namespace, default: Path) -> Any:
         from routecore.encoder import Encoder
 
         enc = Encoder.load(args.model)
-    return Router.from_config(args.config or default, encoder=enc)
+    # A large config takes minutes to embed: say so on a terminal, never in JSON or pipes.
+    progress = not args.json and sys.stderr.isatty()
+    return Router.from_config(args.config or default, encoder=enc, progress=progress)
 
 
 def cmd_route(args: argparse.Namespace) -> int:

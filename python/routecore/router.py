@@ -23,6 +23,7 @@ from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
 from routecore.route_table import RouteTable, with_route_thresholds
 from routecore.specs import RouteSpec, ToolSpec, parse_config, read_config_file
+from routecore.progress import Progress, ProgressArg
 from routecore.tables import AUTO_INT8_ELEMENTS, EncoderLike, embed_texts, exemplar_texts
 from routecore.tool_catalog import ToolCatalog
 from routecore.toolbelt import ToolSession, select_tools
@@ -61,6 +62,8 @@ class Router:
             bundle, or ``routecore fit``). Without one, the policy's unset
             thresholds are calibrated zero-label from the exemplars and the bundled
             background set (:func:`routecore.calibration.zero_label`).
+        progress: report the embedding of the exemplars: ``True`` for a line on
+            stderr, or a callable ``(done, total)``. Silent by default.
 
     ``route_table`` and ``tool_catalog`` are the two parts; ``policy`` and
     ``encoder`` are shared by both (setting them updates both). ``spec_policy``
@@ -86,7 +89,7 @@ class Router:
     def __init__(self, routes: Sequence[RouteSpec] = (), tools: Sequence[ToolSpec] = (), *, encoder: EncoderLike | None = None,
                  policy: Policy | None = None, llm: LLMRouter | None = None, memory: ExperienceMemory | None = None,
                  head: Any = None, storage: str = "auto", calibration: Calibration | None = None,
-                 _vectors: dict[str, np.ndarray] | None = None):
+                 progress: ProgressArg = None, _vectors: dict[str, np.ndarray] | None = None):
         if not routes and not tools:
             raise ConfigError("a router needs at least one route or tool")
         if encoder is None:
@@ -97,10 +100,14 @@ class Router:
         self.spec_policy = with_route_thresholds(policy or Policy(), routes)
         vec = dict(_vectors or {})
         owners: dict[str, list[int]] = {}
+        todo: dict[str, list[str]] = {}
         for key, specs, attr in (("routes", routes, "exemplars"), ("tools", tools, "exemplars"), ("anti", tools, "anti_patterns")):
             texts, owners[key] = exemplar_texts(specs, attr)
             if vec.get(key) is None:
-                vec[key] = embed_texts(encoder, texts)
+                todo[key] = texts
+        bar = Progress(sum(map(len, todo.values())), "embedding exemplars", progress) if progress else None
+        for key, texts in todo.items():
+            vec[key] = embed_texts(encoder, texts, progress=bar)
         if calibration is None and not self.spec_policy.is_manual():
             calibration = for_router(encoder, self.spec_policy, vec["routes"], owners["routes"], len(routes),
                                      vec["tools"], owners["tools"], len(tools))

@@ -16,6 +16,7 @@ import numpy as np
 from routecore.decision import Alert
 from routecore.index import VectorIndex
 from routecore.policy import Policy
+from routecore.progress import Progress
 
 
 class EncoderLike(Protocol):
@@ -73,11 +74,16 @@ class ScoreTable:
         return r
 
 
-def embed_texts(encoder: EncoderLike, texts: list[str], batch: int = 64) -> np.ndarray:
+def embed_texts(encoder: EncoderLike, texts: list[str], batch: int = 64, progress: Progress | None = None) -> np.ndarray:
     """The embeddings of ``texts`` (one row each), encoded ``batch`` at a time."""
     if not texts:
         return np.zeros((0, encoder.dim), dtype=np.float32)
-    return np.concatenate([encoder.encode_with_stats(texts[i:i + batch]).embeddings for i in range(0, len(texts), batch)])
+    out = []
+    for i in range(0, len(texts), batch):
+        out.append(encoder.encode_with_stats(texts[i:i + batch]).embeddings)
+        if progress is not None:
+            progress.advance(len(out[-1]))
+    return np.concatenate(out)
 
 
 def exemplar_texts(specs: Sequence[Any], attr: str = "exemplars") -> tuple[list[str], list[int]]:

@@ -4,10 +4,12 @@ evaluating decisions (routes) or rankings (tools)."""
 from __future__ import annotations
 
 import hashlib
-import sys
+import os
+import tempfile
 import time
 from collections import OrderedDict
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -20,30 +22,9 @@ from routecore.evaluation.decisions import fit_routed_cut
 from routecore.evaluation.head import LinearHead
 from routecore.policy import Policy
 from routecore.router import Router
+from routecore.progress import Progress
 from routecore.specs import RouteSpec, ToolSpec
-
-
-class Progress:
-    """A one-line progress bar with ETA on stderr."""
-
-    def __init__(self, total: int, what: str, enabled: bool = True):
-        self.total, self.what, self.enabled = total, what, enabled and total > 0
-        self.t0 = time.perf_counter()
-        self.last = 0.0
-
-    def update(self, done: int) -> None:
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        if now - self.last < 0.5 and done < self.total:
-            return
-        self.last = now
-        el = now - self.t0
-        eta = el / done * (self.total - done) if done else 0.0
-        sys.stderr.write(f"\r{self.what}: {done}/{self.total} [{el:5.1f}s elapsed, ETA {eta:5.1f}s]")
-        if done >= self.total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+from routecore.tables import embed_texts
 
 
 def embed(encoder: Any, texts: Sequence[str], *, batch: int = 64, progress: bool = False, what: str = "embedding") -> np.ndarray:
@@ -58,14 +39,17 @@ def embed(encoder: Any, texts: Sequence[str], *, batch: int = 64, progress: bool
     path = home() / "embeddings" / encoder.model_id.replace(":", "_") / f"{key}.npy"
     if path.is_file():
         return np.load(path)
-    bar = Progress(len(texts), what, progress)
-    out = []
-    for i in range(0, len(texts), batch):
-        out.append(encoder.encode_with_stats(list(texts[i:i + batch])).embeddings)
-        bar.update(min(i + batch, len(texts)))
-    X = np.concatenate(out) if out else np.zeros((0, encoder.dim), np.float32)
+    X = embed_texts(encoder, list(texts), batch, Progress(len(texts), what, progress))
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path, X)
+    # A unique temporary name, then a rename: concurrent runs never read half a file.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".npy.tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, X)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return X
 
 

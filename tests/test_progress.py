@@ -1,0 +1,36 @@
+"""Progress of long builds (issue 13 §3: a 100k-exemplar config built with no output)."""
+
+from __future__ import annotations
+
+from stubs import StubEncoder, manual, unit
+
+from routecore.progress import Progress
+from routecore.router import Router
+from routecore.specs import RouteSpec, ToolSpec
+
+ROUTES = [RouteSpec(f"R{i}", tuple(f"r{i} {j}" for j in range(50))) for i in range(3)]
+TOOLS = [ToolSpec("T", "t", anti_patterns=("not t",))]
+
+
+def test_a_callback_sees_every_batch_up_to_the_total():
+    seen: list[tuple[int, int]] = []
+    Router(ROUTES, TOOLS, encoder=StubEncoder({"t": unit(0)}), policy=manual(), progress=lambda d, t: seen.append((d, t)))
+    total = 150 + 1 + 1
+    assert seen[-1] == (total, total)
+    assert all(b[0] > a[0] for a, b in zip(seen, seen[1:])) and {t for _, t in seen} == {total}
+
+
+def test_true_writes_one_line_on_stderr_and_the_default_is_silent(capsys):
+    Router(ROUTES, encoder=StubEncoder({}), policy=manual())
+    assert capsys.readouterr() == ("", "")
+    Router(ROUTES, encoder=StubEncoder({}), policy=manual(), progress=True)
+    out, err = capsys.readouterr()
+    assert out == "" and err.endswith("embedding exemplars: 150/150 [" + err.split("[")[-1]) and err.endswith("]\n")
+
+
+def test_progress_is_throttled_but_always_ends_at_the_total(capsys):
+    p = Progress(10_000, "x")
+    for i in range(1, 10_001):
+        p.update(i)
+    err = capsys.readouterr().err
+    assert err.count("\r") < 10 and "x: 10,000/10,000" in err
