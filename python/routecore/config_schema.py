@@ -32,15 +32,27 @@ AtLeastOne = Annotated[int, Meta(ge=1, le=1 << 31)]
 
 
 class _Strict(Struct, forbid_unknown_fields=True, omit_defaults=True):
+    pass
+
+
+class _Finite(_Strict):
+    """msgspec's bounds reject NaN but let infinities through: these structs check their floats."""
+
     def __post_init__(self) -> None:
-        # msgspec bounds reject NaN but let infinities through.
-        for name in self.__struct_fields__:
+        names = _FLOAT_FIELDS.get(type(self))
+        if names is None:
+            hints = typing.get_type_hints(type(self))
+            names = _FLOAT_FIELDS[type(self)] = tuple(n for n in self.__struct_fields__ if "float" in str(hints[n]))
+        for name in names:
             v = getattr(self, name)
-            if isinstance(v, float) and not math.isfinite(v):
+            if v is not None and not math.isfinite(v):
                 raise ValueError(f"`{name}` must be finite, got {v}")
 
 
-class Thresholds(_Strict):
+_FLOAT_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+class Thresholds(_Finite):
     """Policy values one route overrides (cosines and probabilities in [0, 1])."""
 
     high: Optional[Unit] = None
@@ -63,7 +75,7 @@ class Route(_Strict):
     metadata: Dict[str, Any] = {}
 
 
-class Tool(_Strict):
+class Tool(_Finite):
     """One tool: ``description`` and ``success_examples`` are its exemplars; ``core`` tools are always on."""
 
     name: Name
@@ -79,7 +91,7 @@ class Tool(_Strict):
     core: bool = False
 
 
-class BiasRule(_Strict):
+class BiasRule(_Finite):
     """When the two best routes are ``a`` and ``b`` and within ``within``, decide ``winner`` (a route or CLARIFY)."""
 
     a: Name
@@ -88,7 +100,7 @@ class BiasRule(_Strict):
     within: Optional[Unit] = None
 
 
-class Policy(_Strict):
+class Policy(_Finite):
     """The decision layer's numbers. Unset (null) values are calibrated for the encoder in use."""
 
     high: Optional[Unit] = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -29,7 +30,8 @@ class RouteSpec:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _check_spec(self, "route")
+        if not _TRUSTED.on:
+            _check_spec(self, "route")
 
     def exemplars(self) -> list[str]:
         ex = list(self.utterances)
@@ -55,7 +57,8 @@ class ToolSpec:
     core: bool = False
 
     def __post_init__(self) -> None:
-        _check_spec(self, "tool")
+        if not _TRUSTED.on:
+            _check_spec(self, "tool")
 
     def exemplars(self) -> list[str]:
         ex = [self.description] if self.description else []
@@ -81,6 +84,14 @@ class ToolSpec:
 
 #: Policy values a route can override (``RouteSpec.thresholds``, ``Policy.per_route``).
 ROUTE_THRESHOLD_KEYS = ("high", "margin", "previous_high", "previous_margin", "medium", "min_score")
+
+
+class _Trusted(threading.local):
+    on = False
+
+
+#: Set while specs are built from a document the schema has just checked (they skip a second check).
+_TRUSTED = _Trusted()
 
 
 def _schema() -> Any:
@@ -207,8 +218,12 @@ def parse_config(data: Any, where: str = "config") -> tuple[list[RouteSpec], lis
     (:mod:`routecore.config_schema`) and cross-checked: unique names, fallbacks
     that name routes. Errors name ``where`` and the path inside the document."""
     cfg = _schema().validate(data, where)
-    routes = [_route(r, i, where) for i, r in enumerate(cfg.routes)]
-    tools = [_tool(t, i, where) for i, t in enumerate(cfg.tools)]
+    _TRUSTED.on = True  # the document was just checked as a whole
+    try:
+        routes = [_route(r, i, where) for i, r in enumerate(cfg.routes)]
+        tools = [_tool(t, i, where) for i, t in enumerate(cfg.tools)]
+    finally:
+        _TRUSTED.on = False
     unique([r.name for r in routes], "route", where)
     unique([t.name for t in tools], "tool", where)
     names = {r.name for r in routes}
