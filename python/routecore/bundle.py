@@ -8,6 +8,7 @@ and refuses a bundle made with another model. ``Router.save`` and
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -15,12 +16,12 @@ import tempfile
 import uuid
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Iterator, TypeVar
 
 import numpy as np
 
 from routecore.calibration import Calibration
-from routecore.errors import ConfigError
+from routecore.errors import ConfigError, RoutecoreError
 from routecore.index import VectorIndex
 from routecore.policy import Policy
 from routecore.specs import parse_config
@@ -46,6 +47,29 @@ def save(router: Any, path: str | os.PathLike[str], *, fitted: dict[str, Any] | 
     """
     d = Path(path)
     d.mkdir(parents=True, exist_ok=True)
+    with _writer_lock(d):
+        _save_locked(router, d, fitted)
+
+
+@contextlib.contextmanager
+def _writer_lock(d: Path) -> Iterator[None]:
+    """One save at a time per bundle folder, across threads and processes (POSIX
+    ``flock`` on ``d/.routecore.lock``): a save's clean-up must not remove the files
+    of another save in flight. Loads take no lock (they retry instead)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: saves are still atomic, but racing saves may fail
+        yield
+        return
+    fd = os.open(d / ".routecore.lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _save_locked(router: Any, d: Path, fitted: dict[str, Any] | None) -> None:
     gen = uuid.uuid4().hex[:12]
     files: dict[str, dict[str, Any]] = {}
     for name, table in zip(TABLES, (router._routes, router._tools, router._anti)):
@@ -98,23 +122,45 @@ def _member(d: Path, meta: dict[str, Any], name: str, default: str) -> Path:
     return p
 
 
-def load(cls: type[_R], path: str | os.PathLike[str], *, encoder: EncoderLike | None = None, **kw: Any) -> _R:
-    """A ``cls`` (a :class:`routecore.router.Router` class) from the bundle at ``path``; ``kw`` go to ``cls``.
-
-    Every table must be the one ``bundle.json`` names (hash), and its rows must
-    be the exemplars of the routes and tools ``bundle.json`` lists."""
-    d = Path(path)
+def _read_meta(d: Path) -> dict[str, Any]:
     try:
         meta = json.loads((d / "bundle.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise ConfigError(f"{d} is not a router bundle: {e}") from None
     if not isinstance(meta, dict) or meta.get("version") not in READABLE_VERSIONS:
         raise ConfigError(f"bundle version {meta.get('version') if isinstance(meta, dict) else None} is not supported (expected one of {READABLE_VERSIONS})")
+    return meta
+
+
+def load(cls: type[_R], path: str | os.PathLike[str], *, encoder: EncoderLike | None = None, **kw: Any) -> _R:
+    """A ``cls`` (a :class:`routecore.router.Router` class) from the bundle at ``path``; ``kw`` go to ``cls``.
+
+    Every table must be the one ``bundle.json`` names (hash), and its rows must
+    be the exemplars of the routes and tools ``bundle.json`` lists. A save that
+    replaces the bundle while it loads makes the load start over on the new one."""
+    d = Path(path)
+    meta = _read_meta(d)
     if encoder is None:
         from routecore.encoder import Encoder
 
         mp = meta.get("model_path")
         encoder = Encoder.load(mp if mp and Path(mp).is_dir() else None)
+    for _ in range(_LOAD_ATTEMPTS):
+        try:
+            return _load_generation(cls, d, meta, encoder, dict(kw))
+        except (OSError, RoutecoreError):
+            newer = _read_meta(d)
+            if newer.get("generation") == meta.get("generation"):
+                raise
+            meta = newer  # superseded while we read it: its files may be gone
+    raise ConfigError(f"{d}: the bundle was replaced {_LOAD_ATTEMPTS} times while it loaded")
+
+
+#: How many generations a load follows when saves keep replacing the bundle under it.
+_LOAD_ATTEMPTS = 5
+
+
+def _load_generation(cls: type[_R], d: Path, meta: dict[str, Any], encoder: EncoderLike, kw: dict[str, Any]) -> _R:
     if encoder.model_id != meta.get("model_id"):
         raise ConfigError(f"bundle was made with model {meta.get('model_id')}, but the encoder is {encoder.model_id}; rebuild the bundle")
     try:
