@@ -16,7 +16,7 @@ ENC = {"a": unit(0), "b": unit(1), "t": unit(2)}
 
 @pytest.mark.parametrize("bad", [
     {"high": "0.9"}, {"min_score": "0.3"}, {"temperature": "0.05"}, {"tool_top_k": "5"}, {"previous_boost": float("nan")},
-    {"previous_boost": -5}, {"top_exemplars": -1}, {"tool_top_k": 2**64}, {"high": True}, {"discovery_prefixes": "get_"},
+    {"previous_boost": -5}, {"top_exemplars": -1}, {"tool_top_k": 0}, {"tool_top_k": 2**64}, {"high": True}, {"discovery_prefixes": "get_"},
     {"bias_rules": [{"a": "A", "b": "B", "winner": "A", "within": "0.5"}]}, {"bias_rules": "RAG"}, {"per_route": [1, 2]},
 ])
 def test_wrong_types_and_ranges_in_a_policy(bad):
@@ -48,7 +48,7 @@ def test_utterances_must_be_strings():
 
 def test_huge_or_negative_top_k_is_a_typed_error():
     r = Router(tools=[ToolSpec("T", "t")], encoder=StubEncoder(ENC), policy=manual())
-    for k in (-1, 2**64, 1.5):
+    for k in (-1, 0, 2**64, 1.5):
         with pytest.raises(InvalidArgumentError, match="top_k"):
             r.tools("t", top_k=k)
 

@@ -126,7 +126,7 @@ class Policy(_Finite):
     top_exemplars: Count = 5
     exact_top: AtLeastOne = 10
     exact_band: NonNegative = 0.0
-    tool_top_k: Count = 5
+    tool_top_k: AtLeastOne = 5
     tool_threshold: Optional[Unit] = None
     tool_selection: Literal["top_k", "threshold"] = "top_k"
     discovery_prefixes: Tuple[Name, ...] = ("get_", "list_", "search_")

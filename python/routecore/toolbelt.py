@@ -75,8 +75,8 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
     p = catalog.policy
     k = p.tool_top_k if top_k is None else top_k
     th = p.tool_threshold if threshold is None else threshold
-    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= 1 << 31 or (th is not None and not 0 <= th <= 1):
-        raise InvalidArgumentError(f"top_k must be >= 0 and threshold in [0, 1]; got {k}, {th}")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1 << 31 or (th is not None and not 0 <= th <= 1):
+        raise InvalidArgumentError(f"top_k must be a whole number >= 1 and threshold in [0, 1]; got {k}, {th}")
     floor = -1.0 if th is None else th  # the calibrated floor unless the call gives one
     by_threshold = p.tool_selection == "threshold" or threshold is not None
     wanted = k + len(catalog.core) + len(exclude or ())
