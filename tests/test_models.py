@@ -2,71 +2,20 @@
 
 from __future__ import annotations
 
-import hashlib
-import http.server
 import json
-import threading
 
 import numpy as np
 import pytest
 from conftest import MODELS, need_shared
+from fake_hub import Hub, isolate
 
 from routecore import Encoder, models
 from routecore.errors import DownloadError, ModelError
 
 
-class Hub:
-    """Serves /api/models/{repo}/tree/{rev}/{dir} and /{repo}/resolve/{rev}/{path}.
-
-    ``files`` maps names to bytes; a name without ``/`` lives in ``subdir``, a
-    name with one is a path from the repository root.
-    """
-
-    def __init__(self, files: dict[str, bytes], repo: str, subdir: str, corrupt: str | None = None):
-        self.repo, self.corrupt = repo, corrupt
-        self.files = {(n if "/" in n else f"{subdir}/{n}".lstrip("/")): b for n, b in files.items()}
-        self.listed: list[str] = []
-        hub = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_GET(self):
-                tree = f"/api/models/{hub.repo}/tree/main"
-                if self.path == tree or self.path.startswith(tree + "/"):
-                    folder = self.path[len(tree) + 1:]
-                    hub.listed.append(folder)
-                    body = json.dumps([
-                        {"type": "file", "path": p, "size": len(b), "lfs": {"oid": hashlib.sha256(b).hexdigest(), "size": len(b)}}
-                        for p, b in hub.files.items() if p.rpartition("/")[0] == folder
-                    ]).encode()
-                else:
-                    prefix = f"/{hub.repo}/resolve/main/"
-                    path = self.path[len(prefix):] if self.path.startswith(prefix) else None
-                    if path not in hub.files:
-                        self.send_error(404)
-                        return
-                    body = hub.files[path]
-                    if path.rpartition("/")[2] == hub.corrupt:
-                        body = body[:-1] + bytes([body[-1] ^ 1])
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def env(tmp_path, monkeypatch):
-    monkeypatch.setenv(models.HOME_ENV, str(tmp_path / "home"))
+    isolate(tmp_path, monkeypatch)
     return tmp_path
 
 
@@ -125,7 +74,7 @@ def test_pull_minilm_from_upstream_onnx_folder_and_root(env, monkeypatch):
 
 def test_checksum_mismatch_leaves_nothing(env, monkeypatch):
     with pytest.raises(DownloadError, match="checksum"):
-        pull_from(Hub(minilm_files(), "BAAI/bge-m3", "onnx", corrupt="tokenizer.json"), "bge-m3", monkeypatch)
+        pull_from(Hub(minilm_files(), "BAAI/bge-m3", "onnx", faults={"tokenizer.json": ["flip"]}), "bge-m3", monkeypatch)
     assert not (env / "home" / "models" / "bge-m3").exists()
 
 

@@ -1,25 +1,20 @@
 """Model folders: the bundled default, the local cache and `models pull`.
 
-``pull`` downloads from a Hugging Face-compatible hub: it lists the files of a
-repository (``/api/models/{repo}/tree/{revision}/{subdir}``), whose LFS entries carry
-a SHA-256, downloads each file (``/{repo}/resolve/{revision}/{path}``) with a
-progress bar, verifies the checksum and writes ``config.json``. The endpoint is
-``$ROUTECORE_HUB_ENDPOINT`` (default ``https://huggingface.co``), so tests point it at
-a server on 127.0.0.1.
+``pull`` downloads a model named in :data:`REGISTRY` from a Hugging Face-compatible
+hub into ``$ROUTECORE_HOME/models/NAME``; :mod:`routecore.models_pull` does the
+network part (listing checks, size and checksum verification, retries, resume,
+the per-model lock and the atomic install).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import shutil
-import sys
+import re
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable
+from pathlib import Path, PurePosixPath
+from typing import Any, Mapping
 
-from routecore.errors import DownloadError, ModelError
+from routecore.errors import ModelError
 
 DEFAULT_MODEL = "multilingual-e5-small"
 HUB_ENV = "ROUTECORE_HUB_ENDPOINT"
@@ -32,7 +27,9 @@ class ModelSource:
 
     ``files`` are paths inside ``subdir`` of the repository, or from the
     repository's root when they start with ``/``; each lands in the model
-    folder under its base name.
+    folder under its base name. ``revision`` is a branch, tag or (best) a commit
+    SHA. ``sha256`` pins files (keys as in ``files``) to their SHA-256: a pull
+    refuses a file whose listing or content disagrees with its pin.
     """
 
     repo: str
@@ -40,14 +37,37 @@ class ModelSource:
     files: tuple[str, ...]
     config: dict[str, Any] = field(default_factory=dict)
     revision: str = "main"
+    sha256: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        names = [PurePosixPath(f).name for f in self.files]
+        bad = [f for f in self.files if not _safe_rel_path(self.repo_path(f))]
+        if not self.files or bad or len(set(names)) != len(names) or "config.json" in names:
+            raise ModelError(f"{self.repo}: bad file list {list(self.files)} (relative paths without '..', distinct base names, no config.json)")
+        for f, digest in self.sha256.items():
+            if f not in self.files or not _SHA256.fullmatch(str(digest)):
+                raise ModelError(f"{self.repo}: bad pin {f!r}: {digest!r} (a file of the model and 64 lowercase hex digits)")
 
     def repo_path(self, file: str) -> str:
         """``file``'s path from the repository root."""
         return file[1:] if file.startswith("/") else f"{self.subdir}/{file}".lstrip("/")
 
 
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _safe_rel_path(path: str) -> bool:
+    """True if ``path`` is a plain relative POSIX path (no ``..``, ``.``, empty or absolute parts)."""
+    parts = path.split("/")
+    return bool(path) and "\\" not in path and "\0" not in path and all(p not in ("", ".", "..") for p in parts)
+
+
 #: Models that `routecore models pull NAME` knows. bge-m3: the official ONNX export
 #: (dense output = CLS of last_hidden_state, 1024 dims, XLM-R tokenizer).
+#: Neither entry pins ``revision`` or ``sha256`` yet: the upstream commit SHAs and
+#: file hashes could not be checked from here (shared/models holds re-exports, not
+#: the upstream files), and a guessed pin would refuse every pull. Until they are
+#: set, a pull verifies against the hub's own listing (LFS SHA-256, git blob id, size).
 REGISTRY: dict[str, ModelSource] = {
     "bge-m3": ModelSource(
         repo="BAAI/bge-m3",
@@ -116,108 +136,34 @@ def resolve(name_or_path: str | os.PathLike[str] | None) -> Path:
 
 
 def list_models() -> list[dict[str, Any]]:
-    """Bundled, pulled and pullable models."""
-    out = [{"name": DEFAULT_MODEL, "path": str(bundled_model_dir()), "status": "bundled"}]
+    """Bundled, pulled and pullable models (a pull's hidden temporary folders are not models)."""
+    out: list[dict[str, Any]] = [{"name": DEFAULT_MODEL, "path": str(bundled_model_dir()), "status": "bundled"}]
     root = home() / "models"
-    pulled = sorted(p.name for p in root.iterdir() if (p / "config.json").is_file()) if root.is_dir() else []
+    pulled = sorted(p.name for p in root.iterdir() if not p.name.startswith(".") and (p / "config.json").is_file()) if root.is_dir() else []
     out += [{"name": n, "path": str(root / n), "status": "pulled"} for n in pulled]
     out += [{"name": n, "path": None, "status": "available"} for n in REGISTRY if n not in pulled]
     return out
 
 
-def _endpoint() -> str:
-    return os.environ.get(HUB_ENV, "https://huggingface.co").rstrip("/")
-
-
-def _get_json(url: str, timeout: float) -> Any:
-    import urllib.error  # network modules load only when a model is pulled
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return json.load(r)
-    except (urllib.error.URLError, OSError, ValueError) as e:
-        raise DownloadError(f"cannot list files at {url}: {e}") from None
-
-
-def _progress(name: str, total: int | None) -> Callable[[int], None]:
-    tty = sys.stderr.isatty()
-    last = [-1]
-
-    def show(done: int) -> None:
-        pct = int(done * 100 / total) if total else -1
-        if pct == last[0] and done != total:
-            return
-        last[0] = pct
-        size = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB" if total else f"{done / 1e6:.1f} MB"
-        bar = "#" * (pct // 4) if pct >= 0 else ""
-        line = f"{name:<24} [{bar:<25}] {max(pct, 0):3d}% {size}"
-        if tty:
-            sys.stderr.write("\r" + line + ("\n" if done == total else ""))
-        elif pct % 25 == 0 or done == total:
-            sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-
-    return show
-
-
-def _download(url: str, dest: Path, sha256: str | None, size: int | None, timeout: float, quiet: bool) -> None:
-    import urllib.error
-    import urllib.request
-
-    tmp = dest.with_name(dest.name + ".part")
-    h = hashlib.sha256()
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r, open(tmp, "wb") as f:
-            total = size or int(r.headers.get("Content-Length") or 0) or None
-            show = (lambda _: None) if quiet else _progress(dest.name, total)
-            done = 0
-            while chunk := r.read(1 << 20):
-                f.write(chunk)
-                h.update(chunk)
-                done += len(chunk)
-                show(done)
-    except (urllib.error.URLError, OSError) as e:
-        tmp.unlink(missing_ok=True)
-        raise DownloadError(f"download of {url} failed: {e}") from None
-    if sha256 and h.hexdigest() != sha256:
-        tmp.unlink(missing_ok=True)
-        raise DownloadError(f"checksum mismatch for {dest.name}: expected {sha256}, got {h.hexdigest()}")
-    os.replace(tmp, dest)
-
-
-def pull(name: str, *, dest: Path | None = None, force: bool = False, timeout: float = 60.0, quiet: bool = False) -> Path:
+def pull(
+    name: str, *, dest: Path | None = None, force: bool = False, timeout: float = 60.0, quiet: bool = False, retries: int = 4
+) -> Path:
     """Download model ``name`` from the registry into the cache; returns its folder.
 
-    Files are written under a temporary folder and moved into place only after
-    every checksum matched, so an interrupted pull leaves no half model behind.
+    The model becomes visible only once every file matched the hub's listing
+    (size, LFS SHA-256, git blob id), the ``Content-Length`` and any pin; a failed
+    pull leaves the folder as it was, also with ``force``. Concurrent pulls of one
+    model wait for each other. ``timeout`` bounds each network read; transient
+    failures are retried ``retries`` times with backoff. The endpoint is
+    ``$ROUTECORE_HUB_ENDPOINT``, else ``$HF_ENDPOINT``, else the Hugging Face hub;
+    ``$HF_TOKEN`` is sent as a bearer token; ``$HF_HUB_OFFLINE=1`` forbids the
+    network. Progress goes to stderr unless ``quiet``. Errors are
+    :class:`~routecore.errors.ModelError` (unknown name) or
+    :class:`~routecore.errors.DownloadError`.
     """
-    from urllib.parse import quote
     if name not in REGISTRY:
         raise ModelError(f"unknown model {name!r}; known: {sorted(REGISTRY)}")
-    src = REGISTRY[name]
-    target = dest or home() / "models" / name
-    if (target / "config.json").is_file() and not force:
-        return target
-    base = _endpoint()
-    entries: dict[str, dict[str, Any]] = {}
-    for folder in dict.fromkeys(src.repo_path(f).rpartition("/")[0] for f in src.files):
-        listing = _get_json(f"{base}/api/models/{src.repo}/tree/{src.revision}/{folder}".rstrip("/"), timeout)
-        entries.update({e["path"]: e for e in listing if e.get("type", "file") == "file"})
-    missing = [src.repo_path(f) for f in src.files if src.repo_path(f) not in entries]
-    if missing:
-        raise DownloadError(f"{src.repo} has no {missing} (found {sorted(entries)})")
-    staging = target.with_name(target.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    for fname in src.files:
-        e = entries[src.repo_path(fname)]
-        lfs = e.get("lfs") or {}
-        sha = lfs.get("oid") or lfs.get("sha256") or e.get("sha256")
-        path = quote(e["path"])
-        _download(f"{base}/{src.repo}/resolve/{src.revision}/{path}", staging / Path(fname).name, sha, lfs.get("size") or e.get("size"), timeout, quiet)
-    (staging / "config.json").write_text(json.dumps(src.config, indent=2))
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(staging, target)
-    return target
+    from routecore import models_pull  # network modules load only when a model is pulled
+
+    target = Path(dest) if dest is not None else home() / "models" / name
+    return models_pull.pull_source(REGISTRY[name], target, force=force, timeout=timeout, quiet=quiet, retries=retries)
