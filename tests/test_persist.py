@@ -61,3 +61,45 @@ def test_damaged_files_are_rejected(tmp_path, index, damage):
 def test_missing_file_is_io_error(tmp_path):
     with pytest.raises(StorageIOError):
         VectorIndex.load(tmp_path / "nope.rci")
+
+
+def _saved_files_load(paths, n):
+    for p in paths:
+        back = VectorIndex.load(p)
+        assert len(back) == n and back.dim == 16
+
+
+def test_concurrent_saves_from_threads_all_succeed(tmp_path, index):
+    """400 saves from 16 threads, half to one shared file, half to a file per thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def save(i):
+        index.save(tmp_path / ("shared.rci" if i % 2 else f"own{i % 16}.rci"))
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(save, range(400)))  # re-raises the first failure
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == sorted(["shared.rci"] + [f"own{i}.rci" for i in range(0, 16, 2)]), names  # no temp left
+    _saved_files_load(tmp_path.iterdir(), len(index))
+
+
+def test_save_does_not_write_through_planted_symlinks(tmp_path, index):
+    """Links planted at the target and at every name a predictable temp file could take."""
+    import os
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep")
+    d = tmp_path / "d"
+    d.mkdir()
+    target = d / "ix.rci"
+    pid = os.getpid()
+    for name in [f"ix.tmp{pid}", f"ix.rci.tmp{pid}", "ix.tmp", "ix.rci.tmp", f".ix.rci.{pid}.tmp", "ix.rci~"]:
+        (d / name).symlink_to(victim)
+    target.symlink_to(victim)
+    index.save(target)
+    assert victim.read_bytes() == b"keep"
+    assert not target.is_symlink()  # the link at the target is replaced, not written through
+    _saved_files_load([target], len(index))
+    index.save(target)  # and again, over the regular file
+    assert victim.read_bytes() == b"keep"
+    assert all((d / n).is_symlink() for n in os.listdir(d) if n != "ix.rci")

@@ -1,9 +1,11 @@
 //! Index files: a fixed header (magic, format version, dim, count, storage,
 //! payload length, CRC-32) followed by the payload. Writes go to a temporary
-//! file that is renamed into place, so a crash never leaves a half-written index.
+//! file that is renamed into place (see `atomic.rs`), so a crash never leaves a
+//! half-written index.
+
+mod atomic;
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -65,20 +67,10 @@ pub fn to_bytes(index: &FlatIndex) -> Vec<u8> {
     out
 }
 
-/// Write `index` to `path` atomically (temporary file + rename).
+/// Write `index` to `path` atomically (a new randomly named temporary file in
+/// the same folder, synced, then renamed over `path`).
 pub fn save(index: &FlatIndex, path: &Path) -> Result<()> {
-    let bytes = to_bytes(index);
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        Error::io(path, e)
-    })
+    atomic::write_atomic(path, &to_bytes(index)).map_err(|e| Error::io(path, e))
 }
 
 /// Bounds-checked little-endian reader over the payload.
