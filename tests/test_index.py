@@ -1,5 +1,8 @@
 """VectorIndex: correctness against numpy, bad input, compact storage, FAISS parity."""
 
+import sys
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -180,3 +183,39 @@ def test_vectors_of_the_wrong_width_are_refused_with_their_width():
     with pytest.raises(DimensionMismatchError, match="768 wide"):
         ix.add([3], np.ones((1, 768), np.float32), labels=["c"])
     assert len(ix) == 2
+
+
+@pytest.mark.parametrize("backend", ["flat", "faiss"])
+def test_vectors_is_one_snapshot_under_concurrent_writes(backend):
+    """vectors() pairs ids, rows, labels and domains of one state of the index, while
+    another thread adds entries (each with a new label and domain) and removes them."""
+    d = 8
+    ix = VectorIndex(d, backend=backend, normalize=False)
+    stop = threading.Event()
+
+    def row(i):
+        return np.full((1, d), float(i), np.float32)
+
+    ix.add([1], row(1), labels=["l1"], domains=["d1"])
+
+    def writer():
+        for i in range(2, 3000):
+            ix.add([i], row(i), labels=[f"l{i}"], domains=[f"d{i}"])
+            if i % 3 == 0:
+                ix.remove([i])
+        stop.set()
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        while not stop.is_set():
+            ids, vecs, labels, domains = ix.vectors()
+            assert len(ids) == len(vecs) == len(labels) == len(domains)
+            for i, v, lab, dom in zip(ids.tolist(), vecs, labels, domains):
+                assert lab == f"l{i}" and dom == f"d{i}" and v[0] == i
+    finally:
+        stop.set()
+        t.join()
+        sys.setswitchinterval(old)

@@ -142,11 +142,16 @@ class VectorIndex:
         return SearchResult(scores, ids, codes, impl)
 
     def vectors(self) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
-        """(ids, vectors, labels, domains) of every entry, in storage order."""
-        names, dnames = self._impl.label_names(), self._impl.domain_names()
-        labels = [names[c] for c in self._impl.label_codes()]
-        domains = [dnames[c] for c in self._impl.domain_codes()]
-        return self._impl.ids(), self._impl.vectors(), labels, domains
+        """(ids, vectors, labels, domains) of every entry, in storage order: one
+        snapshot, even while other threads write."""
+        impl = self._impl  # read once: an "auto" index may move to HNSW meanwhile
+        if isinstance(impl, _native.FlatIndex):
+            return impl.entries()  # one native call under one lock
+        with impl._lock:  # FAISS: its writers hold the same lock
+            names, dnames = impl.label_names(), impl.domain_names()
+            labels = [names[c] for c in impl.label_codes()]
+            domains = [dnames[c] for c in impl.domain_codes()]
+            return impl.ids(), impl.vectors(), labels, domains
 
     # -- persistence ---------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use numpy::{PyArray1, PyReadonlyArray1};
 use parking_lot::RwLock;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList, PyString};
 use routecore_core::scoring::step::{score_routes, StepParams};
 use routecore_core::scoring::Aggregation;
 use routecore_core::{persist, Error, FlatIndex, StorageKind};
@@ -38,6 +38,23 @@ type BatchOp = fn(
     Option<&[&str]>,
     Option<&[&str]>,
 ) -> routecore_core::Result<()>;
+
+/// What [`PyFlatIndex::entries`] returns.
+type Entries<'py> = (
+    Bound<'py, PyArray1<u64>>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyList>,
+    Bound<'py, PyList>,
+);
+
+/// The name of each code, as a list sharing one Python string per name.
+fn name_list<'py>(
+    py: Python<'py>,
+    (codes, names): (Vec<u32>, Vec<String>),
+) -> PyResult<Bound<'py, PyList>> {
+    let names: Vec<Bound<'py, PyString>> = names.iter().map(|s| PyString::new(py, s)).collect();
+    PyList::new(py, codes.iter().map(|&c| &names[c as usize]))
+}
 
 impl PyFlatIndex {
     /// Convert one add/update batch and run `op` under the write lock, GIL released.
@@ -207,22 +224,27 @@ impl PyFlatIndex {
     fn domain_names(&self) -> Vec<String> {
         self.inner.read().domain_names().to_vec()
     }
-    /// Ids in row order (a copy).
-    fn ids<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u64>> {
-        PyArray1::from_vec(py, self.inner.read().ids().to_vec())
-    }
-    /// Label codes in row order (a copy).
-    fn label_codes<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
-        PyArray1::from_vec(py, self.inner.read().label_codes().to_vec())
-    }
-    /// Domain codes in row order (a copy).
-    fn domain_codes<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
-        PyArray1::from_vec(py, self.inner.read().domain_codes().to_vec())
-    }
-    /// The stored (normalised) f32 vectors, rows in row order (a copy).
-    fn vectors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let g = self.inner.read();
-        shaped(py, g.storage().matrix().to_vec(), g.len(), g.dim(), false)
+    /// `(ids, vectors, labels, domains)` of every row, in row order (copies), read
+    /// under one lock: a concurrent write cannot pair one state's rows with
+    /// another state's labels.
+    fn entries<'py>(&self, py: Python<'py>) -> PyResult<Entries<'py>> {
+        let (ids, rows, n, dim, labels, domains) = py.detach(|| {
+            let g = self.inner.read();
+            (
+                g.ids().to_vec(),
+                g.storage().matrix().to_vec(),
+                g.len(),
+                g.dim(),
+                (g.label_codes().to_vec(), g.label_names().to_vec()),
+                (g.domain_codes().to_vec(), g.domain_names().to_vec()),
+            )
+        });
+        Ok((
+            PyArray1::from_vec(py, ids),
+            shaped(py, rows, n, dim, false)?,
+            name_list(py, labels)?,
+            name_list(py, domains)?,
+        ))
     }
     #[getter]
     fn dim(&self) -> usize {
