@@ -100,15 +100,9 @@ class BiasRule(_Finite):
     within: Optional[Unit] = None
 
 
-class Policy(_Finite):
+class Policy(Thresholds):  # its first fields are the thresholds a route can override
     """The decision layer's numbers. Unset (null) values are calibrated for the encoder in use."""
 
-    high: Optional[Unit] = None
-    margin: Optional[Unit] = None
-    previous_high: Optional[Unit] = None
-    previous_margin: Optional[Unit] = None
-    medium: Optional[Unit] = None
-    min_score: Optional[Unit] = None
     temperature: Optional[Positive] = None
     high_precision: Unit = 0.95
     route_precision: Unit = 0.90
