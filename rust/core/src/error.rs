@@ -53,6 +53,21 @@ pub enum Error {
     /// A model folder, config, ONNX graph or tokenizer that cannot be used.
     #[error("model error: {0}")]
     Model(String),
+    /// A model's `max_length` beyond the positions its embedding table holds.
+    #[error(
+        "model error: {path}: max_length {max_length} exceeds the {usable} token positions \
+         of the model (max_position_embeddings {max_position_embeddings})"
+    )]
+    MaxLengthTooLong {
+        /// The `config.json`.
+        path: PathBuf,
+        /// The configured truncation length.
+        max_length: usize,
+        /// Rows of the position-embedding table.
+        max_position_embeddings: usize,
+        /// Positions usable by tokens (fewer than the rows for RoBERTa-style models).
+        usable: usize,
+    },
     /// The ONNX Runtime library could not be loaded or initialised.
     #[error("onnxruntime unavailable: {0}")]
     Runtime(String),

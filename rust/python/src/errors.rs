@@ -99,7 +99,7 @@ impl From<PyRcErr> for PyErr {
             Error::NonFinite { .. } => NonFiniteError::new_err(msg),
             Error::InvalidArgument(_) => InvalidArgumentError::new_err(msg),
             Error::CorruptIndex { .. } => CorruptIndexError::new_err(msg),
-            Error::Model(_) => ModelError::new_err(msg),
+            Error::Model(_) | Error::MaxLengthTooLong { .. } => ModelError::new_err(msg),
             Error::Runtime(_) => RuntimeUnavailableError::new_err(msg),
             Error::Io { .. } => StorageIOError::new_err(msg),
         }

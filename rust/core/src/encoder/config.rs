@@ -67,6 +67,15 @@ pub struct ModelConfig {
     /// Padding token id (0 when absent).
     #[serde(default)]
     pub pad_token_id: Option<i64>,
+    /// Rows of the position-embedding table (Hugging Face's
+    /// `max_position_embeddings`); when given, `max_length` may not exceed the
+    /// positions it leaves ([`ModelConfig::usable_positions`]).
+    #[serde(default)]
+    pub max_position_embeddings: Option<usize>,
+    /// Hugging Face `model_type` (`"bert"`, `"xlm-roberta"`, ...): it says where
+    /// position ids start.
+    #[serde(default)]
+    pub model_type: Option<String>,
     /// Padding side.
     #[serde(default)]
     pub padding_side: PaddingSide,
@@ -83,13 +92,23 @@ pub struct ModelConfig {
     pub batch_invariant: Option<bool>,
 }
 
+/// `model_type`s whose position ids start at `padding_idx + 1` (fairseq's
+/// numbering, kept by RoBERTa and XLM-R: e5, bge-m3), not at 0 as in BERT.
+const POSITIONS_AFTER_PADDING: [&str; 4] =
+    ["roberta", "xlm-roberta", "xlm-roberta-xl", "camembert"];
+
 impl ModelConfig {
     /// Read and check `dir/config.json`.
     pub fn load(dir: &Path) -> Result<Self> {
         let path = dir.join("config.json");
         let text = std::fs::read_to_string(&path)
             .map_err(|e| Error::Model(format!("cannot read {}: {e}", path.display())))?;
-        let cfg: ModelConfig = serde_json::from_str(&text)
+        Self::parse(&text, &path)
+    }
+
+    /// Parse and check the text of a `config.json`; `path` is for messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Self> {
+        let cfg: ModelConfig = serde_json::from_str(text)
             .map_err(|e| Error::Model(format!("invalid {}: {e}", path.display())))?;
         if cfg.dim == 0 || cfg.max_length < 2 {
             return Err(Error::Model(format!(
@@ -97,7 +116,35 @@ impl ModelConfig {
                 path.display()
             )));
         }
+        if let (Some(table), Some(usable)) = (cfg.max_position_embeddings, cfg.usable_positions()) {
+            if cfg.max_length > usable {
+                return Err(Error::MaxLengthTooLong {
+                    path: path.to_path_buf(),
+                    max_length: cfg.max_length,
+                    max_position_embeddings: table,
+                    usable,
+                });
+            }
+        }
         Ok(cfg)
+    }
+
+    /// Token positions the model can embed, when `max_position_embeddings` is
+    /// known: the whole table for BERT-style models, less the first
+    /// `padding_idx + 1` rows for RoBERTa-style ones (`padding_idx` is
+    /// `pad_token_id`, 1 when absent), e.g. 514 − 2 = 512 for XLM-R.
+    pub fn usable_positions(&self) -> Option<usize> {
+        let table = self.max_position_embeddings?;
+        let after_padding = self
+            .model_type
+            .as_deref()
+            .is_some_and(|t| POSITIONS_AFTER_PADDING.contains(&t));
+        let skipped = if after_padding {
+            self.pad_token_id.unwrap_or(1).max(0) as usize + 1
+        } else {
+            0
+        };
+        Some(table.saturating_sub(skipped))
     }
 
     /// The ONNX file to open: `variant` from `models` when given, else `onnx`, else
@@ -166,5 +213,54 @@ mod tests {
             (Pooling::None, 512, true, Some(false))
         );
         assert!(serde_json::from_str::<ModelConfig>(r#"{"pooling":"avg","dim":3}"#).is_err());
+    }
+
+    fn parse(json: &str) -> Result<ModelConfig> {
+        ModelConfig::parse(json, Path::new("/m/config.json"))
+    }
+
+    #[test]
+    fn max_length_must_fit_the_position_table() {
+        let cfg = |max_length: usize, table: usize, model_type: &str| {
+            format!(
+                r#"{{"pooling":"mean","dim":384,"max_length":{max_length},"pad_token_id":1,
+                    "max_position_embeddings":{table},"model_type":"{model_type}"}}"#
+            )
+        };
+        // XLM-R (e5, bge-m3): 514 rows, ids from padding_idx + 1 = 2, so 512 usable.
+        assert_eq!(
+            parse(&cfg(512, 514, "xlm-roberta"))
+                .unwrap()
+                .usable_positions(),
+            Some(512)
+        );
+        assert_eq!(
+            parse(&cfg(8192, 8194, "xlm-roberta")).unwrap().max_length,
+            8192
+        );
+        match parse(&cfg(513, 514, "xlm-roberta")) {
+            Err(e @ Error::MaxLengthTooLong { .. }) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("513") && msg.contains("514") && msg.contains("512"),
+                    "{msg}"
+                );
+            }
+            other => panic!("expected MaxLengthTooLong, got {other:?}"),
+        }
+        // BERT (MiniLM): the whole table.
+        assert!(parse(&cfg(512, 512, "bert")).is_ok());
+        assert!(matches!(
+            parse(&cfg(1024, 512, "bert")),
+            Err(Error::MaxLengthTooLong {
+                max_length: 1024,
+                max_position_embeddings: 512,
+                usable: 512,
+                ..
+            })
+        ));
+        // No table given: nothing to check against.
+        let free = parse(r#"{"pooling":"mean","dim":8,"max_length":100000}"#).unwrap();
+        assert_eq!(free.usable_positions(), None);
     }
 }
