@@ -38,3 +38,13 @@ def test_max_length_within_the_position_table_loads(tmp_path):
     enc = Encoder.load(_folder(tmp_path, max_length=512, **XLMR), cache_size=0)
     assert enc.max_length == 512
     assert enc.encode(["a long text " * 400]).shape == (1, enc.dim)
+
+
+def test_the_bundled_and_known_models_declare_their_position_tables(tmp_path):
+    from routecore.models import REGISTRY
+
+    assert {k: json.loads((bundled_model_dir() / "config.json").read_text())[k] for k in XLMR} == XLMR
+    for src in REGISTRY.values():
+        assert src.config["max_length"] <= src.config["max_position_embeddings"] - (2 if src.config["model_type"] == "xlm-roberta" else 0)
+    with pytest.raises(ModelError, match="max_length 513"):
+        Encoder.load(_folder(tmp_path, max_length=513))  # no override of the table: the bundled config's own
