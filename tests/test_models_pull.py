@@ -455,3 +455,14 @@ def test_an_unwritable_cache_is_a_download_error(serve, hub_env, target):
     hub_env.write_text("a file where the cache folder should be")
     with pytest.raises(DownloadError, match="cannot write the model folder"):
         pull()
+
+
+def test_a_link_planted_at_the_resume_file_is_not_written_through(serve, target, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep me")
+    d = target.parent / f".{target.name}.downloads"
+    d.mkdir(parents=True)
+    (d / f"{SHA['onnx/model.onnx']}.incomplete").symlink_to(victim)
+    serve()
+    assert content(pull()) == GOOD
+    assert victim.read_bytes() == b"keep me"

@@ -261,6 +261,8 @@ class _Client:
         With a known ``sha256`` the bytes already in ``part`` are kept and the rest
         requested with ``Range``; without one the download starts over.
         """
+        if part.is_symlink():  # planted: drop the link, never read or write through it
+            part.unlink()
         have = part.stat().st_size if sha256 and part.is_file() else 0
         if have > entry.size:
             part.unlink()
@@ -291,7 +293,9 @@ class _Client:
             if length is not None and length != entry.size - have:
                 raise DownloadError(f"{url}: Content-Length {length} but the listing gives {entry.size} bytes" + (f" ({entry.size - have} from byte {have})" if have else ""))
             done = have
-            with open(part, "ab" if have else "wb") as f:
+            # The part file's name is predictable: never follow a link planted there.
+            flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if have else os.O_TRUNC) | getattr(os, "O_NOFOLLOW", 0)
+            with os.fdopen(os.open(part, flags, 0o644), "ab" if have else "wb") as f:
                 for chunk in _chunks(r, url):
                     done += len(chunk)
                     if done > entry.size:
