@@ -84,6 +84,7 @@ def _save_locked(router: Any, d: Path, fitted: dict[str, Any] | None) -> None:
     if router.head is not None:
         fn = f"head.{gen}.npz"
         router.head.save(d / fn)
+        _fsync(d / fn)
         meta["head"] = fn
         files["head"] = {"file": fn, "sha256": _sha256(d / fn)}
     fd, tmp = tempfile.mkstemp(prefix=".bundle.", suffix=".json", dir=d)
@@ -93,13 +94,30 @@ def _save_locked(router: Any, d: Path, fitted: dict[str, Any] | None) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, d / "bundle.json")
+        _fsync(d)  # the rename itself survives a power cut
     except BaseException:
-        os.unlink(tmp)
+        Path(tmp).unlink(missing_ok=True)
         raise
     keep = {f["file"] for f in files.values()} | {"bundle.json"}
     for old in d.iterdir():  # earlier generations (and version 1 names)
-        if old.is_file() and old.name not in keep and (old.suffix in (".rci", ".npz") or old.name.startswith(".bundle.")):
+        # (and the temp files of saves that were killed: ".bundle.*", the index's ".routecore-*.tmp")
+        stale = old.suffix in (".rci", ".npz") or old.name.startswith(".bundle.") or (old.name.startswith(".routecore-") and old.suffix == ".tmp")
+        if old.is_file() and old.name not in keep and stale:
             old.unlink(missing_ok=True)
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file, or a folder's entries, to disk (folders: POSIX only)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return  # Windows cannot open a folder; its renames are flushed by the OS
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems refuse fsync on a folder
+    finally:
+        os.close(fd)
 
 
 def _sha256(path: Path) -> str:
