@@ -214,3 +214,39 @@ def test_lone_surrogate_in_a_query_is_replaced_not_fatal(encoder):
     d = routes.route("weather tomorrow \ud83d\ude00 \udc00")
     assert d.action == "route" and d.route == "WEATHER"
     assert encoder.encode("a \ud83d b").shape == (1, encoder.dim)
+
+
+def test_candidates_limit_one_call_to_a_subset_without_re_embedding():
+    r = router(q=mix(a0=0.5, a3=0.48, a1=0.3, a4=0.2))
+    calls = r.encoder.calls
+    belt = r.tools("q", top_k=2, candidates=["get_system_logs", "ha_turn_on", "restart_service"])
+    assert r.encoder.calls == calls + 1  # the query only
+    assert [t.name for t in belt.tools] == ["get_system_logs", "ha_turn_on"]  # no core, no discovery outside them
+    assert set(belt.scores) == {"ha_turn_on", "get_system_logs", "restart_service"}
+    assert not belt.collision  # ha_get_logs (0.5) and get_system_logs (0.48) would collide; one is not a candidate
+    full = r.tools("q", top_k=2)
+    assert full.collision and "ask_user" in full.names
+
+
+def test_candidates_keep_core_and_discovery_tools_they_name():
+    belt = router(q=mix(a0=0.6, a1=0.4)).tools("q", top_k=1, candidates=["ask_user", "ha_get_logs", "list_ha_devices"])
+    assert {t.name: t.reason for t in belt.tools} == {"ask_user": "core", "ha_get_logs": "top_k", "list_ha_devices": "discovery"}
+
+
+def test_bad_or_empty_candidates():
+    r = router(q=mix(a0=0.6))
+    with pytest.raises(InvalidArgumentError, match=r"unknown tools \['nope'\]"):
+        r.tools("q", candidates=["ha_get_logs", "nope"])
+    with pytest.raises(InvalidArgumentError, match="list of tool names"):
+        r.tools("q", candidates="ha_get_logs")
+    empty = r.tools("q", candidates=[])
+    assert empty.tools == () and empty.no_tool and empty.alerts[0].kind == "no_tool"
+
+
+def test_a_router_without_tools_answers_with_an_empty_belt():
+    from routecore.specs import RouteSpec
+
+    r = Router([RouteSpec("A", ("a",))], encoder=StubEncoder({"a": unit(0)}), policy=manual())
+    belt = r.tools("anything")
+    assert belt.tools == () and belt.no_tool and "no tools" in belt.alerts[0].message
+    assert r.tool_session("anything").tool_names == ["request_more_tools"]

@@ -159,9 +159,13 @@ class Router:
         return self.route_table.fallback_chain(route)
 
     # -- tools ----------------------------------------------------------------------
-    def tools(self, query: str, *, context_domain: str | None = None, top_k: int | None = None, threshold: float | None = None) -> ToolBelt:
-        """The tool belt for ``query``: core tools, the best matches, discovery tools."""
-        return select_tools(self.tool_catalog, query, context_domain, top_k, threshold)
+    def tools(self, query: str, *, context_domain: str | None = None, top_k: int | None = None, threshold: float | None = None,
+              candidates: Sequence[str] | None = None) -> ToolBelt:
+        """The tool belt for ``query``: core tools, the best matches, discovery tools.
+
+        ``candidates`` limits this call to those tools (names from the catalog; nothing
+        is re-embedded). A router without tools answers with an empty belt."""
+        return select_tools(self.tool_catalog, query, context_domain, top_k, threshold, candidates=candidates)
 
     def discovery_tools(self, prefixes: tuple[str, ...]) -> dict[str, list[str]]:
         """Plugin -> its tools whose names start with one of ``prefixes`` (cached)."""

@@ -6,13 +6,14 @@ per-turn `request_more_tools` with its circuit breaker, all over a
 from __future__ import annotations
 
 import time
+from typing import Sequence
 
 import numpy as np
 
 from routecore import _native
 from routecore.catalog import MORE_TOOLS, Catalog, build_catalog
 from routecore.decision import Alert, ScoreMap, Timings, ToolBelt, ToolChoice, trace
-from routecore.errors import ConfigError, InvalidArgumentError, RoutecoreError
+from routecore.errors import InvalidArgumentError, RoutecoreError
 from routecore.tables import collision_alert
 from routecore.tool_catalog import ToolCatalog
 
@@ -66,10 +67,29 @@ def _ranked_scores(catalog: ToolCatalog, q: np.ndarray, context_domain: str | No
     return r, adjusted, banned, bool(lessons or demoted)
 
 
-def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, top_k: int | None, threshold: float | None, *, exclude: set[str] | None = None) -> ToolBelt:
-    """The tool belt of ``query`` from ``catalog`` (see :meth:`routecore.router.Router.tools`); ``exclude``: tools not to pick."""
-    if not catalog.specs:
-        raise ConfigError("this router has no tools")
+def _allowed(catalog: ToolCatalog, candidates: Sequence[str] | None) -> np.ndarray | None:
+    """A mask of the tools ``candidates`` names (``None``: every tool)."""
+    if candidates is None:
+        return None
+    if isinstance(candidates, str) or not all(isinstance(c, str) for c in candidates):
+        raise InvalidArgumentError("candidates must be a list of tool names")
+    pos = catalog.tools.pos
+    unknown = [c for c in candidates if c not in pos]
+    if unknown:
+        raise InvalidArgumentError(f"candidates name unknown tools {unknown[:5]}{' ...' if len(unknown) > 5 else ''}")
+    mask = np.zeros(len(catalog.specs), bool)
+    mask[[pos[c] for c in candidates]] = True
+    return mask
+
+
+def _empty_belt(query: str, why: str) -> ToolBelt:
+    return trace("tool belt", ToolBelt((), (Alert("no_tool", why),), query=query, no_tool=True))
+
+
+def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, top_k: int | None, threshold: float | None, *,
+                 exclude: set[str] | None = None, candidates: Sequence[str] | None = None) -> ToolBelt:
+    """The tool belt of ``query`` from ``catalog`` (see :meth:`routecore.router.Router.tools`); ``exclude``: tools
+    not to pick; ``candidates``: the only tools this call may offer (core and discovery tools included)."""
     if not isinstance(query, str):
         raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
     p = catalog.policy
@@ -77,6 +97,11 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
     th = p.tool_threshold if threshold is None else threshold
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1 << 31 or (th is not None and not 0 <= th <= 1):
         raise InvalidArgumentError(f"top_k must be a whole number >= 1 and threshold in [0, 1]; got {k}, {th}")
+    if not catalog.specs:
+        return _empty_belt(query, "this router has no tools")
+    allowed = _allowed(catalog, candidates)
+    if allowed is not None and not allowed.any():
+        return _empty_belt(query, "no candidate tools were given")
     floor = -1.0 if th is None else th  # the calibrated floor unless the call gives one
     by_threshold = p.tool_selection == "threshold" or threshold is not None
     wanted = k + len(catalog.core) + len(exclude or ())
@@ -87,22 +112,29 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
     # The best ``wanted`` tools are exact, which is all the floor and the cap look at.
     r, adjusted, banned, changed = _ranked_scores(catalog, enc.embeddings[0], context_domain, max(p.exact_top, wanted), float("inf"), alerts)
     raw, bound, table = r["raw"], r["bound"], catalog.tools
-    # Collisions are judged on the final scores (after anti-patterns and lessons).
+    if allowed is not None:  # the tools outside the candidates never enter the belt
+        adjusted = np.where(allowed, adjusted, np.float32(-np.inf)).astype(np.float32)
+        banned = True
+    # Collisions are judged on the final scores (after anti-patterns and lessons), among tools that can be offered.
     finite = np.where(np.isfinite(adjusted), adjusted, np.float32(-1e30)).astype(np.float32) if banned else adjusted
     if not (banned or changed) and isinstance(table.codes, slice):
         # Nothing changed the native step's scores, whose label codes are spec positions + 1.
         c = r["collision"]
         collision = None if c is None else (c[0] - 1, c[1] - 1, c[2])
+    elif banned:
+        live = np.flatnonzero(np.isfinite(adjusted))
+        c = _native.detect_collision(finite[live], table.domain_ids[live], p.collision_gap) if len(live) > 1 else None
+        collision = None if c is None else (int(live[c[0]]), int(live[c[1]]), c[2])
     else:
         collision = _native.detect_collision(finite, table.domain_ids, p.collision_gap) if len(finite) > 1 else None
     t2 = time.perf_counter()
     names, tools, domains = table.names, catalog.specs, table.domains
     pos, core = table.pos, catalog.core
-    chosen: dict[str, str] = {names[i]: "core" for i in core}
+    chosen: dict[str, str] = {names[i]: "core" for i in core if allowed is None or allowed[i]}
     finite_n = int(np.isfinite(adjusted).sum()) if banned else len(adjusted)
     m = min(finite_n, wanted)
     # One exact native top-m (ties to the lower index): O(tools), no full sort.
-    shown_n = min(p.report_scores, len(finite))
+    shown_n = min(p.report_scores, finite_n)
     best, ranked = _native.topk(finite, max(m, shown_n)) if max(m, shown_n) else (np.zeros(0, np.float32), np.zeros(0, np.uint64))
     ranked = ranked.tolist()  # plain ints: numpy scalars are slow to index with
     order, shown = ranked[:m], ranked[:shown_n]
@@ -121,7 +153,8 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
     discovery = catalog.discovery_tools(p.discovery_prefixes)
     for plugin in plugins:
         for n in discovery.get(plugin, ()):
-            chosen.setdefault(n, "discovery")
+            if allowed is None or allowed[pos[n]]:
+                chosen.setdefault(n, "discovery")
     prompt = None
     if collision is not None:
         a = collision_alert(names[collision[0]], names[collision[1]], collision[2], table, "tool")
