@@ -21,6 +21,7 @@ from routecore import Encoder
 from routecore.evaluation import datasets as D
 from routecore.evaluation import metrics as M
 from routecore.evaluation import runner as R
+from routecore.evaluation.tool_eval import tools_router
 
 
 def decide(router, X):
@@ -68,7 +69,7 @@ def main(model=None):
     for loc in ("en-US", "fr-FR", "zh-CN"):
         res[f"massive_{loc}"] = run_intents(enc, D.massive(loc, "train"), D.massive(loc, "dev"), D.massive(loc, "test"), "oos", plain)
     q, cat = D.metatool("single_tool")
-    router = R.tools_router(cat, enc, progress=True)
+    router = tools_router(cat, enc, progress=True)
     Xq = R.embed(enc, [s.query for s in q.samples], progress=True, what="embed metatool")
     hits = router._tools.index.search(Xq, 5)
     ranked = [list(row) for row in hits.labels]

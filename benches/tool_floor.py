@@ -4,7 +4,7 @@ no candidate tool, and how many MetaTool queries lose their gold tool to the flo
     python benches/tool_floor.py [--model PATH] [--check 50]
 
 The router is built as `routecore eval --tools tools.jsonl` builds it
-(`runner.tools_router`: one ToolSpec(name, description) per MetaTool tool, the
+(`tool_eval.tools_router`: one ToolSpec(name, description) per MetaTool tool, the
 zero-label calibration picks `policy.tool_threshold`). Each query's tool scores
 are computed vectorised (`calibration.route_scores`, max over each tool's
 exemplars, as the tool table scores them); `--check N` compares the best score
@@ -26,7 +26,8 @@ import numpy as np
 from routecore import Encoder
 from routecore.calibration import background_texts, route_scores
 from routecore.evaluation import datasets as D
-from routecore.evaluation.runner import embed, tools_router
+from routecore.evaluation.runner import embed
+from routecore.evaluation.tool_eval import tools_router
 
 
 def at(floor: float, oos_best: np.ndarray, gold_score: np.ndarray, mt_best: np.ndarray) -> dict:

@@ -21,13 +21,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from routecore.router import Router
 
     progress = not args.json and not args.no_progress
-    if args.tools:
+    if args.tools or args.tools_in_rows:
+        from routecore.evaluation import tool_eval as T
+
         enc = _encoder(args)
-        if str(args.tools).endswith(".jsonl"):
-            router = R.tools_router(D.load_tool_catalog(args.tools), enc, progress)
-        else:
+        data = D.load_tool_queries(args.data)
+        if args.tools and not str(args.tools).endswith(".jsonl"):
             router = Router.from_config(args.tools, encoder=enc)
-        res = R.evaluate_tools(router, D.load_tool_queries(args.data), progress=progress)
+            rows = None
+        else:
+            catalog, rows = T.rows_catalog(data, D.load_tool_catalog(args.tools) if args.tools else None)
+            router = T.tools_router(catalog, enc, progress)
+        res = T.evaluate_tools(router, data, progress=progress, rows=rows)
     else:
         if args.bundle:
             router = Router.load(args.bundle)
@@ -85,12 +90,15 @@ def add_eval_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]"
     common.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     e = sub.add_parser("eval", parents=[common], help="evaluate a router on a labelled dataset",
-                       description="Evaluate routes ({text,label} JSONL) or tool selection ({query,tools} JSONL with --tools).")
+                       description="Evaluate routes ({text,label} JSONL) or tool selection ({query,tools,candidates?} JSONL with --tools "
+                                   "or --tools-in-rows; empty tools = no tool fits).")
     e.add_argument("--data", required=True, help="labelled JSONL to evaluate on")
     e.add_argument("--bundle", help="router bundle (from `routecore fit` or Router.save)")
     e.add_argument("--config", help="routes YAML/JSON")
     e.add_argument("--train", help="build the routes from this {text,label} JSONL")
     e.add_argument("--tools", help="tool catalog (JSONL with name/description, or YAML/JSON config): tool-selection mode")
+    e.add_argument("--tools-in-rows", action="store_true",
+                   help="tool-selection mode with no catalog file: every row lists its own candidates ({name, description})")
     e.add_argument("--out", help="folder for results.json, report.md and PNG plots")
     e.set_defaults(func=cmd_eval)
 

@@ -27,9 +27,13 @@ class Sample:
 
 @dataclass(frozen=True)
 class ToolSample:
+    """A tool-selection query: its gold ``tools`` (empty: no tool fits) and, optionally,
+    its own ``candidates``: tool names, or ``(name, description)`` pairs defined by the row."""
+
     query: str
     tools: tuple[str, ...]
     line: int = 0
+    candidates: tuple[str | tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -70,14 +74,39 @@ def load_routes(path: str | os.PathLike[str], *, language: str | None = None) ->
     return Dataset(str(path), out)
 
 
+def _candidates(path: Any, n: int, o: dict[str, Any]) -> tuple[str | tuple[str, str], ...] | None:
+    cands = o.get("candidates")
+    if cands is None:
+        return None
+    if not isinstance(cands, list):
+        raise DatasetError(f"{path}:{n}: 'candidates' must be a list of tool names or {{name, description}} objects")
+    out: list[str | tuple[str, str]] = []
+    for c in cands:
+        if isinstance(c, str) and c:
+            out.append(c)
+        elif isinstance(c, dict) and isinstance(c.get("name"), str) and c["name"] and isinstance(c.get("description", ""), str):
+            out.append((c["name"], c.get("description") or c["name"]))
+        else:
+            raise DatasetError(f"{path}:{n}: a candidate must be a tool name or a {{name, description}} object, got {c!r:.80}")
+    names = [c if isinstance(c, str) else c[0] for c in out]
+    if len(set(names)) != len(names):
+        raise DatasetError(f"{path}:{n}: duplicate candidate names")
+    missing = [t for t in o["tools"] if t not in names]
+    if missing:
+        raise DatasetError(f"{path}:{n}: gold tools {missing} are not among the row's candidates")
+    return tuple(out)
+
+
 def load_tool_queries(path: str | os.PathLike[str]) -> Dataset:
-    """``{"query", "tools": [...]}`` lines."""
+    """``{"query", "tools": [...], "candidates": [...]?}`` lines. ``tools`` may be empty
+    (no tool fits) or hold several; ``candidates`` (names, or ``{name, description}``
+    objects) limits the row to its own tools."""
     out = []
     for n, o in read_jsonl(path):
         tools = o.get("tools")
-        if not isinstance(o.get("query"), str) or not isinstance(tools, list) or not tools:
-            raise DatasetError(f"{path}:{n}: needs 'query' (string) and 'tools' (non-empty list)")
-        out.append(ToolSample(o["query"], tuple(str(t) for t in tools), n))
+        if not isinstance(o.get("query"), str) or not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
+            raise DatasetError(f"{path}:{n}: needs 'query' (string) and 'tools' (a list of tool names, empty when no tool fits)")
+        out.append(ToolSample(o["query"], tuple(tools), n, _candidates(path, n, o)))
     if not out:
         raise DatasetError(f"{path}: empty dataset")
     return Dataset(str(path), out)

@@ -1,5 +1,5 @@
 """Metrics: accuracy, macro-F1, per-label precision/recall, confusion matrix,
-out-of-scope P/R/F1, tool recall/precision@k and MRR, calibration, latency."""
+out-of-scope P/R/F1, tool recall/precision@k, MRR, no-tool P/R and AUROC, calibration, latency."""
 
 from __future__ import annotations
 
@@ -80,6 +80,43 @@ def tool_metrics(gold: Sequence[Sequence[str]], ranked: Sequence[Sequence[str]],
         ranks = [i for i, t in enumerate(r) if t in set(g)]
         rr.append(1.0 / (ranks[0] + 1) if ranks else 0.0)
     out["mrr"] = float(np.mean(rr))
+    return out
+
+
+def auroc(positive: Sequence[float], negative: Sequence[float]) -> float | None:
+    """P(a positive scores above a negative), ties counting half; None without both kinds."""
+    pos, neg = np.asarray(positive, np.float64), np.asarray(negative, np.float64)
+    if not len(pos) or not len(neg):
+        return None
+    _, which, counts = np.unique(np.concatenate([pos, neg]), return_inverse=True, return_counts=True)
+    ranks = (np.cumsum(counts) - (counts - 1) / 2)[which]  # ties share their average rank
+    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+
+
+def tool_shape_metrics(gold: Sequence[Sequence[str]], ranked: Sequence[Sequence[str]], selected: Sequence[Sequence[str]],
+                       no_tool: Sequence[bool], top: Sequence[float], ks: Sequence[int] = (1, 3, 5)) -> dict[str, object]:
+    """Tool selection over rows with one, several or no gold tools.
+
+    ``ranked``: the best tools by score (the belt's reported scores); ``selected``:
+    the tools the belt offered (floor and cap applied); ``no_tool``: the belt said
+    no tool fits; ``top``: the best tool's score.
+    """
+    rel = [i for i, g in enumerate(gold) if g]
+    irr = [i for i, g in enumerate(gold) if not g]
+    multi = [i for i in rel if len(set(gold[i])) > 1]
+    out: dict[str, object] = {"n_relevant": len(rel), "n_no_tool": len(irr), "n_multi": len(multi)}
+    if rel:
+        out.update(tool_metrics([gold[i] for i in rel], [ranked[i] for i in rel], ks))
+        out["no_tool_on_relevant"] = float(np.mean([no_tool[i] for i in rel]))
+    if multi:
+        for k in ks:
+            out[f"all_gold@{k}"] = float(np.mean([set(gold[i]) <= set(ranked[i][:k]) for i in multi]))
+        out["all_gold_in_belt"] = float(np.mean([set(gold[i]) <= set(selected[i]) for i in multi]))
+    if irr:
+        said = [i for i in range(len(gold)) if no_tool[i]]
+        out["no_tool_precision"] = float(np.mean([not gold[i] for i in said])) if said else 0.0
+        out["no_tool_recall"] = float(np.mean([no_tool[i] for i in irr]))
+    out["auroc_top_score"] = auroc([top[i] for i in rel], [top[i] for i in irr])
     return out
 
 

@@ -23,7 +23,7 @@ from routecore.evaluation.head import LinearHead
 from routecore.policy import Policy
 from routecore.router import Router
 from routecore.progress import Progress
-from routecore.specs import RouteSpec, ToolSpec
+from routecore.specs import RouteSpec
 from routecore.tables import embed_texts
 
 
@@ -211,28 +211,3 @@ def summarize(gold, pred, conf, lat, langs, oos_label, extra=None, rows=None) ->
     if rows is not None:
         out["_rows"] = rows
     return out
-
-
-def tools_router(catalog: Sequence[dict[str, Any]], encoder: Any, progress: bool = False) -> Router:
-    tools = [ToolSpec(t["name"], t["description"], domain=t.get("domain", "")) for t in catalog]
-    vecs = embed(encoder, [t.description for t in tools], progress=progress, what="embedding tools")
-    z = np.zeros((0, encoder.dim), np.float32)
-    return Router(tools=tools, encoder=encoder, _vectors={"routes": z, "tools": vecs, "anti": z})
-
-
-def evaluate_tools(router: Router, data: Dataset, *, ks: Sequence[int] = (1, 3, 5), progress: bool = False) -> dict[str, Any]:
-    known = set(router._tool_by_name)
-    for s in data.samples:
-        missing = [t for t in s.tools if t not in known]
-        if missing:
-            raise DatasetError(f"{data.name}:{s.line}: tools {missing} are not in the tools file")
-    bar = Progress(len(data), f"eval {data.name}", progress)
-    gold, ranked, lat = [], [], []
-    for i, s in enumerate(data.samples):
-        t = time.perf_counter()
-        belt = router.tools(s.query, top_k=max(ks))
-        lat.append((time.perf_counter() - t) * 1e3)
-        ranked.append(list(belt.scores)[: max(ks)])  # best first
-        gold.append(s.tools)
-        bar.update(i + 1)
-    return {"n": len(data), **M.tool_metrics(gold, ranked, ks), "latency_ms": M.latency(lat)}

@@ -1,0 +1,106 @@
+"""Tool-selection evaluation on the shapes public benchmarks have.
+
+A row may carry its own candidate list (names from the catalog, or tools it
+defines itself, whose names may repeat across rows with other descriptions),
+may have no right tool at all (the right answer is "no tool fits"), or may need
+several tools. :func:`rows_catalog` turns rows into one catalog (each distinct
+name + description embedded once) and per-row candidates; :func:`evaluate_tools`
+scores the router's belts on them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from routecore.errors import DatasetError
+from routecore.evaluation import metrics as M
+from routecore.evaluation.datasets import Dataset
+from routecore.progress import Progress
+from routecore.router import Router
+from routecore.specs import ToolSpec
+
+
+def tools_router(catalog: Sequence[dict[str, Any]], encoder: Any, progress: bool = False) -> Router:
+    """A tools-only router over ``catalog`` (``{"name", "description"}`` rows), embeddings cached."""
+    from routecore.evaluation.runner import embed
+
+    tools = [ToolSpec(t["name"], t["description"], domain=t.get("domain", "")) for t in catalog]
+    vecs = embed(encoder, [t.description for t in tools], progress=progress, what="embedding tools")
+    z = np.zeros((0, encoder.dim), np.float32)
+    return Router(tools=tools, encoder=encoder, _vectors={"routes": z, "tools": vecs, "anti": z})
+
+
+@dataclass(frozen=True)
+class RowTools:
+    """Per row: the catalog names of its candidates (``None``: the whole catalog) and of its gold tools."""
+
+    candidates: list[list[str] | None]
+    gold: list[list[str]]
+
+
+def rows_catalog(data: Dataset, catalog: Sequence[dict[str, Any]] | None) -> tuple[list[dict[str, Any]], RowTools]:
+    """The catalog to build (``catalog`` plus the tools rows define) and each row's tools in it.
+
+    A tool a row defines gets its own catalog entry per distinct description;
+    its name in the catalog is ``name`` the first time and ``name#2``, ``name#3``
+    ... for other descriptions under the same name.
+    """
+    out = [dict(t) for t in catalog or ()]
+    by_key: dict[tuple[str, str], str] = {(t["name"], t["description"]): t["name"] for t in out}
+    taken = {t["name"] for t in out}
+    cands: list[list[str] | None] = []
+    gold: list[list[str]] = []
+    for s in data.samples:
+        if s.candidates is None:
+            missing = [t for t in s.tools if t not in taken]
+            if missing:
+                raise DatasetError(f"{data.name}:{s.line}: tools {missing} are not in the tools file")
+            cands.append(None)
+            gold.append(list(s.tools))
+            continue
+        row: dict[str, str] = {}
+        for c in s.candidates:
+            if isinstance(c, str):
+                if c not in taken:
+                    raise DatasetError(f"{data.name}:{s.line}: candidate {c!r} is not in the tools file")
+                row[c] = c
+                continue
+            key = c
+            if key not in by_key:
+                uid, k = c[0], 2
+                while uid in taken:
+                    uid, k = f"{c[0]}#{k}", k + 1
+                by_key[key] = uid
+                taken.add(uid)
+                out.append({"name": uid, "description": c[1]})
+            row[c[0]] = by_key[key]
+        cands.append(list(row.values()))
+        gold.append([row[t] for t in s.tools])
+    if not out:
+        raise DatasetError(f"{data.name}: no tools: give a tools file or candidates in the rows")
+    return out, RowTools(cands, gold)
+
+
+def evaluate_tools(router: Router, data: Dataset, *, ks: Sequence[int] = (1, 3, 5), progress: bool = False,
+                   rows: RowTools | None = None) -> dict[str, Any]:
+    """Recall@k, precision@k and MRR on rows with gold tools; all-gold-in-belt on rows
+    with several; no-tool precision/recall on rows without; AUROC of the best tool's
+    score between rows with and without a right tool; latency."""
+    rows = rows or rows_catalog(data, [{"name": n, "description": ""} for n in router._tool_by_name])[1]
+    k = max(ks)
+    bar = Progress(len(data), f"eval {data.name}", progress)
+    ranked, selected, no_tool, top, lat = [], [], [], [], []
+    for i, s in enumerate(data.samples):
+        t = time.perf_counter()
+        belt = router.tools(s.query, top_k=k, candidates=rows.candidates[i])
+        lat.append((time.perf_counter() - t) * 1e3)
+        ranked.append(list(belt.scores)[:k])  # best first
+        selected.append([c.name for c in belt.tools if c.reason in ("top_k", "threshold")])
+        no_tool.append(belt.no_tool)
+        top.append(next(iter(belt.scores.values()), float("-inf")))
+        bar.update(i + 1)
+    return {"n": len(data), **M.tool_shape_metrics(rows.gold, ranked, selected, no_tool, top, ks), "latency_ms": M.latency(lat)}
