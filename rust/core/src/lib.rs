@@ -7,7 +7,9 @@
 //!   compact storage and the top-k scans over it;
 //! - [`scoring`]: route aggregation, softmax, domain affinity, collisions, and
 //!   the native routing step (f32/f16, or int8 with an exact re-score);
-//! - [`persist`]: index files, written atomically;
+//! - [`lexical`]: the BM25 index over exemplar and tool texts, with its word
+//!   tokenizer (accent folding, tool-name parts, CJK bigrams);
+//! - [`persist`]: vector and lexical index files, written atomically;
 //! - [`encoder`]: the ONNX Runtime text encoder with its tokenizer and cache.
 
 #![warn(missing_docs)]
@@ -16,6 +18,7 @@ pub mod encoder;
 pub mod error;
 pub mod index;
 pub mod kernels;
+pub mod lexical;
 pub mod persist;
 pub mod scoring;
 pub mod testing;
@@ -23,3 +26,4 @@ pub mod testing;
 pub use error::{Error, Result};
 pub use index::storage::StorageKind;
 pub use index::{FlatIndex, SearchResult};
+pub use lexical::LexicalIndex;

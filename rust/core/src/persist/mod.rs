@@ -1,9 +1,10 @@
 //! Index files: a fixed header (magic, format version, dim, count, storage,
 //! payload length, CRC-32) followed by the payload. Writes go to a temporary
 //! file that is renamed into place (see `atomic.rs`), so a crash never leaves a
-//! half-written index.
+//! half-written index. Lexical (BM25) index files use the same frame: [`lexical`].
 
 mod atomic;
+pub mod lexical;
 
 use std::fs;
 use std::path::Path;

@@ -1,0 +1,179 @@
+//! BM25 scoring of queries against a [`LexicalIndex`].
+//!
+//! A query's distinct tokens are looked up (unknown and stop words find no
+//! postings); document `d` scores
+//! `Σ idf(t) · tf · (k1 + 1) / (tf + k1 · (1 − b + b · len(d) / avgdl))` over
+//! them, with `idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5))` (always > 0), so
+//! a document that shares no token with the query scores 0. A label scores
+//! the best of its documents.
+//!
+//! Only the postings of the query's terms are read. The per-document
+//! accumulator is a buffer kept per thread and reset entry by entry, so a
+//! query costs no allocation proportional to the index.
+
+use std::cell::RefCell;
+
+use rayon::prelude::*;
+
+use super::{for_each_token, LexicalIndex, NO_DOC};
+use crate::error::{Error, Result};
+
+/// Batches of at least this many queries are spread over the rayon pool.
+const PARALLEL_QUERIES: usize = 32;
+
+/// Per-thread buffers of a query.
+#[derive(Default)]
+struct Scratch {
+    /// Score per document: all zero between queries.
+    acc: Vec<f32>,
+    /// Documents whose `acc` entry is non-zero.
+    touched: Vec<u32>,
+    /// The query's term ids.
+    terms: Vec<u32>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Run `f` with this thread's scratch, whose `acc` holds at least `n` zeros.
+fn with_scratch<R>(n: usize, f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut s) => {
+            if s.acc.len() < n {
+                s.acc.resize(n, 0.0);
+            }
+            // A query cut short (a panic) may have left entries behind.
+            if !s.touched.is_empty() {
+                s.acc.iter_mut().for_each(|a| *a = 0.0);
+                s.touched.clear();
+            }
+            f(&mut s)
+        }
+        Err(_) => f(&mut Scratch {
+            acc: vec![0.0; n],
+            ..Scratch::default()
+        }),
+    })
+}
+
+impl LexicalIndex {
+    /// The sorted, distinct ids of the indexed terms of `query`, in `out`.
+    fn query_terms(&self, query: &str, out: &mut Vec<u32>) {
+        out.clear();
+        for_each_token(query, |t| {
+            if let Some(&id) = self.terms.get(t) {
+                out.push(id);
+            }
+        });
+        out.sort_unstable();
+        out.dedup();
+    }
+
+    /// Add the BM25 contribution of `terms` to `acc`, listing first touches in `touched`.
+    fn accumulate(&self, terms: &[u32], acc: &mut [f32], touched: &mut Vec<u32>) {
+        let k1p1 = self.k1 + 1.0;
+        for &t in terms {
+            let (s, e) = (
+                self.offsets[t as usize] as usize,
+                self.offsets[t as usize + 1] as usize,
+            );
+            let idf = self.idf[t as usize];
+            for (&d, &tf) in self.post_doc[s..e].iter().zip(&self.post_tf[s..e]) {
+                let tf = tf as f32;
+                let w = idf * (tf * k1p1) / (tf + self.norm[d as usize]);
+                let a = &mut acc[d as usize];
+                if *a == 0.0 {
+                    touched.push(d);
+                }
+                *a += w;
+            }
+        }
+    }
+
+    /// BM25 of `query` against every document, in document order.
+    pub fn score_docs(&self, query: &str) -> Vec<f32> {
+        let mut acc = vec![0.0; self.len()];
+        let mut terms = Vec::new();
+        self.query_terms(query, &mut terms);
+        self.accumulate(&terms, &mut acc, &mut Vec::new());
+        acc
+    }
+
+    /// Per label `0..n_labels`: the best BM25 of `query` over that label's
+    /// documents, 0 where none shares a token with it. `n_labels` must exceed
+    /// every document's label.
+    pub fn score_labels(&self, query: &str, n_labels: usize) -> Result<Vec<f32>> {
+        self.check_labels(n_labels)?;
+        let mut out = vec![0.0; n_labels];
+        with_scratch(self.len(), |s| self.labels_into(query, NO_DOC, &mut out, s));
+        Ok(out)
+    }
+
+    /// [`LexicalIndex::score_labels`] for each query: a row-major
+    /// `[queries.len(), n_labels]` array. `exclude_doc[i]`, when given, is a
+    /// document left out of query `i`'s label maxima ([`NO_DOC`]: none), for
+    /// leave-one-out calibration; the corpus statistics (idf, average length)
+    /// still count it. Large batches run on the rayon pool.
+    pub fn score_labels_batch<S: AsRef<str> + Sync>(
+        &self,
+        queries: &[S],
+        n_labels: usize,
+        exclude_doc: Option<&[u32]>,
+    ) -> Result<Vec<f32>> {
+        self.check_labels(n_labels)?;
+        if let Some(ex) = exclude_doc {
+            if ex.len() != queries.len() {
+                return Err(Error::InvalidArgument(format!(
+                    "exclude_doc has {} entries for {} queries",
+                    ex.len(),
+                    queries.len()
+                )));
+            }
+            if let Some(&d) = ex
+                .iter()
+                .find(|&&d| d != NO_DOC && d as usize >= self.len())
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "exclude_doc names document {d}; the index holds {}",
+                    self.len()
+                )));
+            }
+        }
+        let mut out = vec![0.0; queries.len() * n_labels];
+        if n_labels == 0 {
+            return Ok(out);
+        }
+        let excluded = |i: usize| exclude_doc.map_or(NO_DOC, |ex| ex[i]);
+        let one = |(i, row): (usize, &mut [f32])| {
+            with_scratch(self.len(), |s| {
+                self.labels_into(queries[i].as_ref(), excluded(i), row, s)
+            })
+        };
+        if queries.len() >= PARALLEL_QUERIES && rayon::current_num_threads() > 1 {
+            out.par_chunks_mut(n_labels).enumerate().for_each(one);
+        } else {
+            out.chunks_mut(n_labels).enumerate().for_each(one);
+        }
+        Ok(out)
+    }
+
+    /// Label maxima of `query` into `out` (zeros), leaving `exclude` out.
+    fn labels_into(&self, query: &str, exclude: u32, out: &mut [f32], s: &mut Scratch) {
+        let Scratch {
+            acc,
+            touched,
+            terms,
+        } = s;
+        self.query_terms(query, terms);
+        self.accumulate(terms, acc, touched);
+        for &d in touched.iter() {
+            let v = std::mem::take(&mut acc[d as usize]);
+            let o = &mut out[self.doc_label[d as usize] as usize];
+            if d != exclude && v > *o {
+                *o = v;
+            }
+        }
+        touched.clear();
+    }
+}
