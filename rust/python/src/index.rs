@@ -6,7 +6,7 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
-use routecore_core::scoring::step::{score_routes, StepParams};
+use routecore_core::scoring::step::{score_routes_biased, StepParams};
 use routecore_core::scoring::Aggregation;
 use routecore_core::{persist, Error, FlatIndex, StorageKind};
 
@@ -156,8 +156,9 @@ impl PyFlatIndex {
         Ok(PyArray1::from_vec(py, v))
     }
 
-    /// One native routing step; see `routecore_core::scoring::step`. Returns a dict of arrays.
-    #[pyo3(signature = (query, aggregation = "max", top_n = 3, temperature = 0.05, active_domains = Vec::new(), boost = 1.15, penalty = 0.7, collision_gap = 0.08, top_exemplars = 5, exact_top = 10, exact_band = 0.0, exact_floor = f32::INFINITY, probabilities = true, exact_routes = Vec::new()))]
+    /// One native routing step; see `routecore_core::scoring::step`. Returns a dict
+    /// of arrays; with a `bias` (float32, one per label code), also `dense` and `top_dense`.
+    #[pyo3(signature = (query, aggregation = "max", top_n = 3, temperature = 0.05, active_domains = Vec::new(), boost = 1.15, penalty = 0.7, collision_gap = 0.08, top_exemplars = 5, exact_top = 10, exact_band = 0.0, exact_floor = f32::INFINITY, probabilities = true, exact_routes = Vec::new(), bias = None))]
     #[allow(clippy::too_many_arguments)]
     fn score_routes<'py>(
         &self,
@@ -176,9 +177,11 @@ impl PyFlatIndex {
         exact_floor: f32,
         probabilities: bool,
         exact_routes: Vec<String>,
+        bias: Option<PyReadonlyArray1<'py, f32>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let q = F32Rows::extract(query, "query", self.inner.read().dim())?;
         let data = q.slice();
+        let bias = bias.as_ref().map(|b| b.as_slice()).transpose()?;
         let p = StepParams {
             aggregation: Aggregation::parse(aggregation, top_n).map_err(PyRcErr)?,
             temperature,
@@ -196,7 +199,7 @@ impl PyFlatIndex {
         let (r, top_ids, top_labels) = py
             .detach(|| {
                 let g = self.inner.read();
-                let r = score_routes(&g, data, &p)?;
+                let r = score_routes_biased(&g, data, &p, bias)?;
                 let ids: Vec<u64> = r.top.iter().map(|h| g.ids()[h.index]).collect();
                 let labels: Vec<u32> = r.top.iter().map(|h| g.label_codes()[h.index]).collect();
                 Ok::<_, Error>((r, ids, labels))
@@ -215,6 +218,12 @@ impl PyFlatIndex {
         d.set_item("top_ids", PyArray1::from_vec(py, top_ids))?;
         d.set_item("top_labels", PyArray1::from_vec(py, top_labels))?;
         d.set_item("collision", r.collision.map(|c| (c.first, c.second, c.gap)))?;
+        if let Some(v) = r.dense {
+            d.set_item("dense", PyArray1::from_vec(py, v))?;
+        }
+        if let Some(v) = r.top_dense {
+            d.set_item("top_dense", PyArray1::from_vec(py, v))?;
+        }
         Ok(d)
     }
 

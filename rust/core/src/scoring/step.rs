@@ -1,5 +1,11 @@
 //! One full native scoring step for routing: exemplar scores → per-route
-//! aggregation → domain affinity → softmax → top-1/top-2 collision.
+//! aggregation → optional per-route bias → domain affinity → softmax →
+//! top-1/top-2 collision.
+//!
+//! The bias ([`score_routes_biased`]) is how another signal (the lexical
+//! pass) enters the step: it is added to each route's aggregated score, so
+//! affinity, softmax, the collision, the int8 contenders and the best
+//! exemplars all see the sum. A `-inf` entry removes the route.
 
 use crate::error::{Error, Result};
 use crate::index::storage::StorageKind;
@@ -64,8 +70,11 @@ impl StepParams {
 /// Output of [`score_routes`]; per-route vectors are indexed by label code.
 #[derive(Clone, Debug)]
 pub struct StepResult {
-    /// Aggregated cosine per route (-inf for codes without exemplars).
+    /// Aggregated cosine per route (-inf for codes without exemplars), plus
+    /// the route's bias when one is given.
     pub raw: Vec<f32>,
+    /// With a bias: the aggregated cosine alone (`raw` without the bias).
+    pub dense: Option<Vec<f32>>,
     /// Bound on `|raw − exact|` per route: 0 when exact (always, for f32 and
     /// f16 storage; for int8, see [`crate::scoring::step_compact`]).
     pub bound: Vec<f32>,
@@ -75,8 +84,11 @@ pub struct StepResult {
     pub probs: Vec<f32>,
     /// Domain code of each route (that of its exemplars).
     pub route_domains: Vec<u32>,
-    /// Best exemplars overall (row positions and scores).
+    /// Best exemplars overall (row positions and scores; with a bias, each
+    /// exemplar's cosine plus its route's bias, and routes at `-inf` left out).
     pub top: Vec<Hit>,
+    /// With a bias: the cosine of each of `top`.
+    pub top_dense: Option<Vec<f32>>,
     /// Cross-domain top-1/top-2 pair closer than the gap, if any.
     pub collision: Option<Collision>,
 }
@@ -86,35 +98,80 @@ pub struct StepResult {
 /// f32 and f16 storage score every exemplar exactly; int8 storage scans the
 /// int8 copy and re-scores the contenders exactly ([`crate::scoring::step_compact`]).
 pub fn score_routes(index: &FlatIndex, query: &[f32], p: &StepParams) -> Result<StepResult> {
+    score_routes_biased(index, query, p, None)
+}
+
+/// [`score_routes`] with `bias[c]` (one per label code, finite or `-inf`)
+/// added to route `c`'s aggregated score before affinity, softmax, the
+/// collision, the int8 contenders and the choice of best exemplars. A `-inf`
+/// entry removes the route: probability 0, never in the collision nor among
+/// the best exemplars. `None` is exactly [`score_routes`].
+pub fn score_routes_biased(
+    index: &FlatIndex,
+    query: &[f32],
+    p: &StepParams,
+    bias: Option<&[f32]>,
+) -> Result<StepResult> {
     if index.is_empty() {
         return Err(Error::EmptyIndex);
     }
     let n_routes = index.label_names().len();
+    if let Some(b) = bias {
+        check_bias(b, n_routes)?;
+    }
     let route_domains = index.route_domains().to_vec();
     let mult = route_multipliers(index, &route_domains, p);
-    let (raw, bound, top) = if index.kind() == StorageKind::Int8 {
+    let (dense, bound, top, top_dense) = if index.kind() == StorageKind::Int8 {
         let (_, q) = index.prepare_queries(query)?;
         if q.len() != index.dim() {
             return Err(Error::InvalidArgument(
                 "score_routes takes one query".into(),
             ));
         }
-        let e = step_compact::estimate(index, &q, p, &mult)?;
-        (e.raw, e.bound, e.top)
+        let e = step_compact::estimate(index, &q, p, &mult, bias)?;
+        (e.raw, e.bound, e.top, e.top_dense)
     } else {
         let scores = index.score_all(query)?;
         let raw = aggregate(&scores, index.label_codes(), n_routes, p.aggregation)?;
         let k = p.top_exemplars.min(scores.len());
-        let top = if k == 0 {
-            Vec::new()
-        } else {
-            top_k(&scores, k)
+        let (top, top_dense) = match bias {
+            _ if k == 0 => (Vec::new(), bias.map(|_| Vec::new())),
+            None => (top_k(&scores, k), None),
+            Some(b) => {
+                let biased: Vec<f32> = scores
+                    .iter()
+                    .zip(index.label_codes())
+                    .map(|(s, &c)| s + b[c as usize])
+                    .collect();
+                let mut top = top_k(&biased, k);
+                top.retain(|h| h.score != f32::NEG_INFINITY);
+                let dense = top.iter().map(|h| scores[h.index]).collect();
+                (top, Some(dense))
+            }
         };
-        (raw, vec![0.0; n_routes], top)
+        (raw, vec![0.0; n_routes], top, top_dense)
     };
-    let adjusted: Vec<f32> = raw.iter().zip(&mult).map(|(s, m)| s * m).collect();
+    let (raw, adjusted, dense) = match bias {
+        None => {
+            let adjusted = dense.iter().zip(&mult).map(|(s, m)| s * m).collect();
+            (dense, adjusted, None)
+        }
+        Some(b) => {
+            let raw: Vec<f32> = dense.iter().zip(b).map(|(s, b)| s + b).collect();
+            let adjusted: Vec<f32> = raw
+                .iter()
+                .zip(&mult)
+                .zip(b)
+                .map(|((s, m), b)| if *b == f32::NEG_INFINITY { *b } else { s * m })
+                .collect();
+            (raw, adjusted, Some(dense))
+        }
+    };
     if adjusted.iter().all(|s| *s == f32::NEG_INFINITY) {
-        return Err(Error::EmptyIndex);
+        return Err(match bias {
+            Some(_) => Error::InvalidArgument("the bias removes every route".into()),
+            None => Error::EmptyIndex,
+        });
     }
     let probs = if p.probabilities {
         softmax(&adjusted, p.temperature)?
@@ -124,13 +181,32 @@ pub fn score_routes(index: &FlatIndex, query: &[f32], p: &StepParams) -> Result<
     let collision = detect_collision(&adjusted, &route_domains, p.collision_gap)?;
     Ok(StepResult {
         raw,
+        dense,
         bound,
         adjusted,
         probs,
         route_domains,
         top,
+        top_dense,
         collision,
     })
+}
+
+/// A bias has one entry per label code, each finite or `-inf`.
+fn check_bias(bias: &[f32], n_routes: usize) -> Result<()> {
+    if bias.len() != n_routes {
+        return Err(Error::InvalidArgument(format!(
+            "bias has {} entries; the index has {n_routes} label codes",
+            bias.len()
+        )));
+    }
+    match bias.iter().position(|b| b.is_nan() || *b == f32::INFINITY) {
+        Some(i) => Err(Error::InvalidArgument(format!(
+            "bias[{i}] is {}: entries must be finite or -inf",
+            bias[i]
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Per-route affinity multipliers ([`affinity_multipliers`]); when none of the

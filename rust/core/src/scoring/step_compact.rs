@@ -9,6 +9,9 @@
 //! every route that may score ≥ `exact_floor` (and every route named in
 //! `exact_routes`) is a contender, so its raw score is exact. The others keep an
 //! estimate with its bound (typically < 0.01 for sentence embeddings).
+//!
+//! With a per-route bias, intervals, contenders and the best exemplars are
+//! judged on the biased scores; routes at `-inf` are never contenders.
 
 use std::collections::HashMap;
 
@@ -20,21 +23,24 @@ use crate::scoring::step::StepParams;
 use crate::scoring::step_scan::{scan_int8, Scan, GROUP};
 use crate::scoring::{aggregate, Aggregation};
 
-/// Raw route scores (exact for contenders), their error bounds (0 when exact)
-/// and the exact best exemplars.
+/// Raw route scores (exact for contenders, without the bias), their error
+/// bounds (0 when exact) and the exact best exemplars (biased scores, and
+/// their cosines when there is a bias).
 pub(crate) struct Estimate {
     pub raw: Vec<f32>,
     pub bound: Vec<f32>,
     pub top: Vec<Hit>,
+    pub top_dense: Option<Vec<f32>>,
 }
 
 /// Estimate every route of an int8 `index` for the prepared query `q`;
-/// `mult[r]` is route `r`'s affinity multiplier.
+/// `mult[r]` is route `r`'s affinity multiplier, `bias[r]` its additive bias.
 pub(crate) fn estimate(
     index: &FlatIndex,
     q: &[f32],
     p: &StepParams,
     mult: &[f32],
+    bias: Option<&[f32]>,
 ) -> Result<Estimate> {
     let s = index.storage();
     let n = s.len();
@@ -52,7 +58,7 @@ pub(crate) fn estimate(
         ub,
         group_hi,
         top_floor,
-    } = scan_int8(index, q, n_routes, k_ex);
+    } = scan_int8(index, q, n_routes, k_ex, bias);
     let (lb, ub) = if max_agg {
         (lb, ub)
     } else {
@@ -64,7 +70,17 @@ pub(crate) fn estimate(
             aggregate(&hi, labels, n_routes, p.aggregation)?,
         )
     };
-    let mut contender = contenders(&lb, &ub, mult, p);
+    let mut contender = match bias {
+        None => contenders(&lb, &ub, mult, p),
+        Some(b) => {
+            let add = |v: &[f32]| v.iter().zip(b).map(|(x, b)| x + b).collect::<Vec<f32>>();
+            let mut c = contenders(&add(&lb), &add(&ub), mult, p);
+            c.iter_mut()
+                .zip(b)
+                .for_each(|(c, b)| *c &= *b != f32::NEG_INFINITY);
+            c
+        }
+    };
     for name in &p.exact_routes {
         if let Some(c) = index.label_code(name) {
             contender[c as usize] = true;
@@ -118,20 +134,26 @@ pub(crate) fn estimate(
         exact_max[c] = m;
     }
     // Best exemplars: only rows whose upper bound reaches the k-th best lower
-    // bound can be among them (groups of rows below it are skipped).
+    // bound can be among them (groups of rows below it are skipped; with a
+    // bias, a group's bound is raised by the largest bias).
     let mut top = TopK::new(k_ex.max(1));
+    let row_bias = |r: usize| bias.map_or(0.0, |b| b[labels[r] as usize]);
+    let lift = bias.map_or(0.0, |b| b.iter().copied().fold(f32::NEG_INFINITY, f32::max));
     if k_ex > 0 {
         for (g, &g_hi) in group_hi.iter().enumerate() {
-            if g_hi < top_floor {
+            if g_hi + lift < top_floor {
                 continue;
             }
             for r in g * GROUP..((g + 1) * GROUP).min(n) {
-                if est[r] + bnd[r] >= top_floor {
+                if est[r] + bnd[r] + row_bias(r) >= top_floor {
                     let v = match exact.get(&(r as u32)) {
                         Some(&v) => v,
                         None => dot(s.row(r), q),
                     };
-                    top.push(v, r);
+                    match bias {
+                        None => top.push(v, r),
+                        Some(_) => top.push(v + row_bias(r), r),
+                    }
                 }
             }
         }
@@ -157,12 +179,26 @@ pub(crate) fn estimate(
             }
         })
         .collect();
-    let top = if k_ex == 0 {
+    let mut top = if k_ex == 0 {
         Vec::new()
     } else {
         top.into_sorted()
     };
-    Ok(Estimate { raw, bound, top })
+    let top_dense = bias.map(|_| {
+        top.retain(|h| h.score != f32::NEG_INFINITY);
+        top.iter()
+            .map(|h| match exact.get(&(h.index as u32)) {
+                Some(&v) => v,
+                None => dot(s.row(h.index), q),
+            })
+            .collect()
+    });
+    Ok(Estimate {
+        raw,
+        bound,
+        top,
+        top_dense,
+    })
 }
 
 /// Candidate rows prefetched at once before the exact re-scoring, then one

@@ -1,7 +1,9 @@
 //! The int8 pass of the routing step ([`crate::scoring::step_compact`]): every
 //! exemplar's estimate and error bound from one kernel call per range, then
 //! per-route intervals over the runs of equal labels, the candidates for the
-//! best exemplars, and the largest upper bound of each group of rows.
+//! best exemplars, and the largest upper bound of each group of rows. With a
+//! per-route bias, the candidates for the best exemplars are judged on the
+//! biased lower bounds (the route intervals and group bounds stay unbiased).
 
 use rayon::prelude::*;
 
@@ -21,7 +23,8 @@ pub(crate) struct Scan {
     pub ub: Vec<f32>,
     /// Largest upper bound of each group of [`GROUP`] rows.
     pub group_hi: Vec<f32>,
-    /// The `k`-th best lower bound over rows (-inf when `k == 0`).
+    /// The `k`-th best lower bound over rows, plus their route's bias (-inf
+    /// when `k == 0`).
     pub top_floor: f32,
 }
 
@@ -67,7 +70,13 @@ impl Partial {
 
 /// One pass over the int8 codes, on the rayon pool above the routing cutoff
 /// ([`crate::index::scan::route_parallel_cutoff`], counted in int8 bytes here).
-pub(crate) fn scan_int8(index: &FlatIndex, q: &[f32], n_routes: usize, k: usize) -> Scan {
+pub(crate) fn scan_int8(
+    index: &FlatIndex,
+    q: &[f32],
+    n_routes: usize,
+    k: usize,
+    bias: Option<&[f32]>,
+) -> Scan {
     let s = index.storage();
     let (n, d) = (s.len(), s.dim());
     let q8 = QueryI8::new(q, s.centre());
@@ -84,6 +93,7 @@ pub(crate) fn scan_int8(index: &FlatIndex, q: &[f32], n_routes: usize, k: usize)
         group_hi,
         n_routes,
         k,
+        bias,
     };
     let part = if n * d < route_parallel_cutoff() || threads == 1 {
         scan_range(range(0, &mut est, &mut bnd, &mut group_hi))
@@ -123,6 +133,7 @@ struct RangeScan<'a> {
     group_hi: &'a mut [f32],
     n_routes: usize,
     k: usize,
+    bias: Option<&'a [f32]>,
 }
 
 /// Scan one range. The per-row bookkeeping is compiled twice, for AVX2 and for
@@ -158,6 +169,7 @@ fn scan_range_body(r: RangeScan) -> Partial {
         group_hi,
         n_routes,
         k,
+        bias,
     } = r;
     let s = index.storage();
     let d = s.dim();
@@ -197,7 +209,7 @@ fn scan_range_body(r: RangeScan) -> Partial {
         }
         if k > 0 {
             for row in 0..n {
-                let lo = est[row] - bnd[row];
+                let lo = est[row] - bnd[row] + bias.map_or(0.0, |b| b[labels[row] as usize]);
                 if lo > top.threshold() {
                     top.push(lo, start + row);
                 }
@@ -225,9 +237,10 @@ fn scan_range_body(r: RangeScan) -> Partial {
             est_max[r] = est_max[r].max(me);
             lb[r] = lb[r].max(ml);
             ub[r] = ub[r].max(mu);
-            if k > 0 && ml > top.threshold() {
+            let br = bias.map_or(0.0, |b| b[r]);
+            if k > 0 && ml + br > top.threshold() {
                 for row in j..e {
-                    top.push(est[row] - bnd[row], start + row);
+                    top.push(est[row] - bnd[row] + br, start + row);
                 }
             }
         }
