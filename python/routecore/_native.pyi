@@ -48,13 +48,24 @@ class FlatIndex:
         exact_floor: float = ...,
         probabilities: bool = True,
         exact_routes: list[str] = ...,
+        bias: F32 | None = None,
     ) -> dict[str, Any]:
         """One routing step. Keys: raw, bound, adjusted, probs, route_domains,
         top_scores, top_ids, top_labels, collision. With int8 storage, routes
         outside the exact set (``exact_top``/``exact_band``/``exact_floor``/``exact_routes``) keep
         an int8 estimate of ``raw`` with ``|error| <= bound``; ``bound`` is 0
         for exact routes and always 0 for f32/f16 storage. ``probs`` is empty
-        when ``probabilities`` is false."""
+        when ``probabilities`` is false.
+
+        ``bias``: float32, one entry per label code (``label_names()`` order),
+        finite or -inf, added to each route's aggregated cosine before affinity,
+        softmax, the collision, the int8 contenders and the best exemplars; -inf
+        removes the route (probability 0, never in the collision or the top).
+        With a bias, ``raw`` is cosine + bias, ``adjusted`` is ``raw`` after
+        affinity (-inf for removed routes), ``top_scores`` are exemplar cosine +
+        its route's bias, and two keys are added: ``dense`` (the aggregated
+        cosine alone) and ``top_dense`` (each best exemplar's cosine). Without
+        one, the result is that of the plain step, without those keys."""
         ...
     def label_names(self) -> list[str]: ...
     def domain_names(self) -> list[str]: ...
@@ -73,6 +84,51 @@ class FlatIndex:
     def save(self, path: str | PathLike[str]) -> None: ...
     @staticmethod
     def load(path: str | PathLike[str]) -> FlatIndex: ...
+
+class LexicalIndex:
+    """BM25 index over short texts, each with a label code (see ``routecore_core::lexical``).
+
+    Tokens: ``tokens(text)``. Stop words are folded like tokens and never indexed.
+    Queries take a shared lock and release the GIL."""
+
+    NO_DOC: int
+    """``exclude_doc`` entry meaning "no document" (2**32 - 1)."""
+
+    def __init__(self, stop_words: list[str] = ..., k1: float = 1.2, b: float = 0.75) -> None: ...
+    def add(self, texts: list[str], labels: npt.NDArray[np.uint32] | list[int]) -> None:
+        """Documents get ids ``len(self) ..``, in order; idf and lengths are updated for all."""
+    def score_labels(self, query: str, n_labels: int) -> F32:
+        """Per label code ``0..n_labels``: the best BM25 over its documents (0: no shared token)."""
+    def score_labels_batch(self, queries: list[str], n_labels: int, exclude_doc: npt.NDArray[np.uint32] | list[int] | None = None) -> F32:
+        """(len(queries), n_labels) float32; ``exclude_doc[i]`` (``NO_DOC``: none) is left out of query i's
+        label maxima (leave-one-out; idf and average length still count it)."""
+    def score_docs(self, query: str) -> F32:
+        """BM25 against every document, in document order."""
+    @staticmethod
+    def tokens(text: str) -> list[str]: ...
+    def labels(self) -> npt.NDArray[np.uint32]:
+        """The label code of each document (a copy)."""
+    def stop_words(self) -> list[str]:
+        """The folded stop words, sorted."""
+    def to_bytes(self) -> bytes: ...
+    @staticmethod
+    def from_bytes(data: bytes) -> LexicalIndex: ...
+    def save(self, path: str | PathLike[str]) -> None: ...
+    @staticmethod
+    def load(path: str | PathLike[str]) -> LexicalIndex: ...
+    def __len__(self) -> int: ...
+    @property
+    def n_terms(self) -> int: ...
+    @property
+    def memory_bytes(self) -> int:
+        """Heap bytes of the index (tables by bucket, arrays by capacity; not the per-thread query buffer)."""
+    @property
+    def k1(self) -> float: ...
+    @property
+    def b(self) -> float: ...
+
+def lexical_tokens(text: str) -> list[str]:
+    """The tokens of ``text`` as ``LexicalIndex`` sees them."""
 
 class Encoder:
     @staticmethod

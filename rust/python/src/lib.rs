@@ -5,6 +5,7 @@ mod encoder;
 mod errors;
 mod index;
 mod kernels;
+mod lexical;
 
 use pyo3::prelude::*;
 
@@ -14,6 +15,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<index::PyFlatIndex>()?;
     m.add_class::<encoder::PyEncoder>()?;
+    m.add_class::<lexical::PyLexicalIndex>()?;
+    m.add_function(wrap_pyfunction!(lexical::lexical_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::topk, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::softmax, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::aggregate, m)?)?;
