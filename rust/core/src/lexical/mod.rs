@@ -11,9 +11,11 @@
 //! # Layout
 //! Terms map to dense ids (an `FxHashMap`); the postings of all terms are two
 //! contiguous arrays (document id `u32`, term frequency `u16`, saturating) cut
-//! by one offset per term; each document has its length and its label. The idf
-//! of each term and the length norm of each document are derived after every
-//! [`LexicalIndex::add`] and on load, never stored. Stop words are dropped when
+//! by one offset per term; each document has its length and its label. The
+//! BM25 weight of each posting (its term's idf and its document's length norm
+//! folded in) is derived after every [`LexicalIndex::add`] and on load, never
+//! stored: a query only adds weights (4 more bytes a posting; a query's
+//! accumulation took about half the time of one dividing per posting). Stop words are dropped when
 //! documents are added, so a query term that is one finds no postings.
 //!
 //! # Why no crate
@@ -76,9 +78,9 @@ pub struct LexicalIndex {
     pub(crate) post_tf: Vec<u16>,
     pub(crate) doc_len: Vec<u32>,
     pub(crate) doc_label: Vec<u32>,
-    /// Derived: idf per term, `k1 · (1 − b + b · len / avgdl)` per document.
-    idf: Vec<f32>,
-    norm: Vec<f32>,
+    /// Derived: the BM25 weight of each posting,
+    /// `idf · tf · (k1 + 1) / (tf + k1 · (1 − b + b · len / avgdl))`.
+    weight: Vec<f32>,
     /// Derived: the largest label, if any document.
     max_label: Option<u32>,
 }
@@ -110,8 +112,7 @@ impl LexicalIndex {
             post_tf: Vec::new(),
             doc_len: Vec::new(),
             doc_label: Vec::new(),
-            idf: Vec::new(),
-            norm: Vec::new(),
+            weight: Vec::new(),
             max_label: None,
         })
     }
@@ -250,25 +251,28 @@ impl LexicalIndex {
         (self.offsets, self.post_doc, self.post_tf) = (offsets, docs, tfs);
     }
 
-    /// Recompute the derived idf, length norms and largest label.
+    /// Recompute the derived posting weights and largest label.
     pub(crate) fn refresh(&mut self) {
         let n = self.len() as f64;
-        self.idf = self
-            .offsets
-            .windows(2)
-            .map(|w| {
-                let df = (w[1] - w[0]) as f64;
-                (1.0 + (n - df + 0.5) / (df + 0.5)).ln() as f32
-            })
-            .collect();
         let total: f64 = self.doc_len.iter().map(|&l| l as f64).sum();
         let avg = if total > 0.0 { total / n } else { 1.0 };
         let (k1, b) = (self.k1 as f64, self.b as f64);
-        self.norm = self
+        let norm: Vec<f64> = self
             .doc_len
             .iter()
-            .map(|&l| (k1 * (1.0 - b + b * l as f64 / avg)) as f32)
+            .map(|&l| k1 * (1.0 - b + b * l as f64 / avg))
             .collect();
+        let mut weight = Vec::with_capacity(self.post_doc.len());
+        for w in self.offsets.windows(2) {
+            let (s, e) = (w[0] as usize, w[1] as usize);
+            let df = (e - s) as f64;
+            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            for (&d, &tf) in self.post_doc[s..e].iter().zip(&self.post_tf[s..e]) {
+                let tf = tf as f64;
+                weight.push((idf * tf * (k1 + 1.0) / (tf + norm[d as usize])) as f32);
+            }
+        }
+        self.weight = weight;
         self.max_label = self.doc_label.iter().copied().max();
     }
 
@@ -301,8 +305,7 @@ impl LexicalIndex {
             + vec_bytes(&self.post_tf)
             + vec_bytes(&self.doc_len)
             + vec_bytes(&self.doc_label)
-            + vec_bytes(&self.idf)
-            + vec_bytes(&self.norm)
+            + vec_bytes(&self.weight)
     }
 
     /// `n_labels` must exceed every document's label.
