@@ -135,13 +135,16 @@ pub(crate) fn estimate(
     }
     // Best exemplars: only rows whose upper bound reaches the k-th best lower
     // bound can be among them (groups of rows below it are skipped; with a
-    // bias, a group's bound is raised by the largest bias).
+    // bias, a group's bound is raised by the largest bias of its routes).
     let mut top = TopK::new(k_ex.max(1));
     let row_bias = |r: usize| bias.map_or(0.0, |b| b[labels[r] as usize]);
-    let lift = bias.map_or(0.0, |b| b.iter().copied().fold(f32::NEG_INFINITY, f32::max));
+    let lift = match bias {
+        Some(b) if k_ex > 0 => group_lift(index, b, group_hi.len()),
+        _ => Vec::new(),
+    };
     if k_ex > 0 {
         for (g, &g_hi) in group_hi.iter().enumerate() {
-            if g_hi + lift < top_floor {
+            if g_hi + lift.get(g).copied().unwrap_or(0.0) < top_floor {
                 continue;
             }
             for r in g * GROUP..((g + 1) * GROUP).min(n) {
@@ -199,6 +202,21 @@ pub(crate) fn estimate(
         top,
         top_dense,
     })
+}
+
+/// The largest bias of the routes of each group of [`GROUP`] rows, from the
+/// runs of equal labels (O(runs + groups)).
+fn group_lift(index: &FlatIndex, bias: &[f32], n_groups: usize) -> Vec<f32> {
+    let mut lift = vec![f32::NEG_INFINITY; n_groups];
+    let labels = index.label_codes();
+    for w in index.label_runs().windows(2) {
+        let (s, e) = (w[0] as usize, w[1] as usize);
+        let b = bias[labels[s] as usize];
+        for l in &mut lift[s / GROUP..=(e - 1) / GROUP] {
+            *l = l.max(b);
+        }
+    }
+    lift
 }
 
 /// Candidate rows prefetched at once before the exact re-scoring, then one
