@@ -66,7 +66,8 @@ class StubEncoder:
 # check the rules' mechanics; tests/test_calibration.py checks the calibration.
 MANUAL = dict(temperature=0.05, high=0.85, margin=0.15, previous_high=0.70, previous_margin=0.10, medium=0.50,
               min_score=0.30, three_way_within=0.05, collision_gap=0.08, tool_threshold=0.0, anti_pattern_threshold=0.60,
-              lesson_similarity=0.80, affinity_boost=1.15, affinity_penalty=0.70, lesson_boost=0.20)
+              lesson_similarity=0.80, affinity_boost=1.15, affinity_penalty=0.70, lesson_boost=0.20, lexical_weight=0.0,
+              tool_lexical_weight=0.0)
 
 
 def it_ops_rules():

@@ -27,18 +27,14 @@ exemplars (leave-one-out), which gives labelled in-scope scores for free.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from routecore.background import BACKGROUND_FILE, background_texts, background_vectors  # noqa: F401 - re-exported
 from routecore.errors import ConfigError
 
-#: Where the background set lives (see scripts/make_background.py for how it was made).
-BACKGROUND_FILE = Path(__file__).resolve().parent / "data" / "background.jsonl"
 #: Fewer held-out rows than this and the fits fall back to probability-space defaults.
 MIN_ROWS = 20
 SOURCES = ("zero-label", "fitted", "manual")
@@ -62,6 +58,9 @@ class Calibration:
     match: float
     unrelated: float
     tool_floor: float | None = None
+    #: Weights of the lexical (BM25) score added to routes' and tools' cosines (0: off; see routecore.lexical).
+    lexical_weight: float = 0.0
+    tool_lexical_weight: float = 0.0
     #: Per-route overrides (``routecore fit``: per-route ``min_score``).
     per_route: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     stats: Mapping[str, Any] = field(default_factory=dict)
@@ -96,13 +95,6 @@ class Calibration:
     def similarity(self, z: float) -> float:
         """A cosine ``z`` of the way from an unrelated best match (0) to a paraphrase (1)."""
         return float(np.clip(self.unrelated + z * (self.match - self.unrelated), 0.0, 1.0))
-
-
-@lru_cache(maxsize=1)
-def background_texts() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The bundled background set: (texts, sources)."""
-    rows = [json.loads(line) for line in BACKGROUND_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return tuple(r["text"] for r in rows), tuple(r["source"] for r in rows)
 
 
 # -- scores ----------------------------------------------------------------------
@@ -284,10 +276,14 @@ class Targets:
 def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: int, background: np.ndarray, *,
                aggregation: str = "max", top_n: int = 3, tool_vecs: np.ndarray | None = None,
                tool_owners: Sequence[int] = (), n_tools: int = 0, targets: Targets = Targets(),
-               sample: int = 1500, seed: int = 0) -> Calibration:
+               sample: int = 1500, seed: int = 0, lexical: Any = None, tool_lexical: Any = None) -> Calibration:
     """Fit a :class:`Calibration` from the exemplars alone (leave-one-out) and the
     background vectors. Routes come first; a router with tools only calibrates
-    on the tools' exemplars (descriptions and success examples)."""
+    on the tools' exemplars (descriptions and success examples).
+
+    ``lexical`` / ``tool_lexical``: ``(LexicalTable, texts)`` of the routes' / tools'
+    exemplars; their weight is fitted on the held-out rows (:mod:`routecore.lexical`)
+    and every later fit sees the fused scores."""
     stats: dict[str, Any] = {"background": int(len(background))}
     if n_routes and len(route_vecs):
         V, owners, R = route_vecs, np.asarray(route_owners, dtype=np.int64), n_routes
@@ -311,7 +307,18 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         S_dup = route_scores(V[rows], V, owners, R, aggregation, top_n, exclude=rows, near_duplicate=dup)
         S = np.where(np.isfinite(S_dup), S_dup, S)
     gold = owners[rows]
-    B = route_scores(background, V, owners, R, aggregation, top_n).max(axis=1) if len(V) and len(background) else np.zeros(0)
+    B = route_scores(background, V, owners, R, aggregation, top_n) if len(V) and len(background) else np.zeros((0, R), np.float32)
+    weights = {"lexical_weight": 0.0, "tool_lexical_weight": 0.0}
+    lex = lexical if n_routes and len(route_vecs) else tool_lexical
+    fit_lexical = lex is not None and R >= 2 and len(rows) >= MIN_ROWS
+    if fit_lexical:
+        from routecore.lexical import calibrate_table
+
+        w, L, LB, lstats = calibrate_table(lex[0], lex[1], V, owners, rows, dup, S, fit_temperature(S, gold), background_texts()[0])
+        S, B = S + w * L, B + w * LB
+        weights["lexical_weight" if lex is lexical else "tool_lexical_weight"] = w
+        stats.update(lstats)
+    Bm, B = B, (B.max(axis=1) if B.size else np.zeros(0))
     stats.update(held_out=int(len(rows)), routes=int(R))
     best = S.max(axis=1) if len(rows) else np.zeros(0)
     own = S[np.arange(len(rows)), gold] if len(rows) else np.zeros(0)
@@ -325,6 +332,19 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         # between a paraphrase and an unrelated best match.
         temperature = float(max(abs(match - unrelated) / 10.0, 1e-3))
         stats["temperature_fallback"] = True
+    if lex is not None and not fit_lexical:
+        # Nothing to hold out (one exemplar per tool, a tiny config): the lexical pass
+        # may move a label by LEXICAL_PRIOR_SCALES scales, until `fit` says otherwise.
+        from routecore.lexical import LEXICAL_PRIOR_SCALES
+
+        w = LEXICAL_PRIOR_SCALES * temperature
+        weights["lexical_weight" if lex is lexical else "tool_lexical_weight"] = w
+        if Bm.size:
+            B = (Bm + w * lex[0].scores_batch(list(background_texts()[0]))).max(axis=1)
+            B = B[np.isfinite(B)]
+        stats["lexical_weight_prior"] = True
+    if lex is lexical and tool_lexical is not None:
+        weights["tool_lexical_weight"] = weights["lexical_weight"]  # from the routes' held-out rows, used for the tools too
     P = softmax(S, temperature) if len(rows) and R >= 2 else np.ones((len(rows), 1))
     p1, mg, arg = top2(P) if len(rows) else (np.zeros(0), np.zeros(0), np.zeros(0, np.int64))
     correct = arg == gold if R >= 2 else np.ones(len(rows), dtype=bool)
@@ -344,30 +364,22 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
                  inscope_kept=float((best >= min_score).mean()) if len(best) else None)
     tool_floor = None
     if tool_vecs is not None and len(tool_vecs) and len(background):
-        bt = route_scores(background, tool_vecs, np.asarray(tool_owners, dtype=np.int64), n_tools).max(axis=1)
+        bt = route_scores(background, tool_vecs, np.asarray(tool_owners, dtype=np.int64), n_tools)
+        if weights["tool_lexical_weight"]:
+            bt = bt + weights["tool_lexical_weight"] * tool_lexical[0].scores_batch(list(background_texts()[0]))
+        bt = bt.max(axis=1)
         tool_floor = float(np.quantile(bt, targets.tool_background_rejected))
         stats["tool_background_median"] = float(np.median(bt))
     clip = lambda v, lo=0.0: float(np.clip(v, lo, 1.0))  # noqa: E731 - unnormalised vectors must not leave the cosine range
     return Calibration("zero-label", temperature, high, margin, medium, previous_high, previous_margin, clip(min_score),
-                       temperature, clip(match, -1.0), clip(unrelated, -1.0), None if tool_floor is None else clip(tool_floor), stats=stats)
-
-
-_BACKGROUND: dict[str, np.ndarray] = {}
-
-
-def background_vectors(encoder: Any) -> np.ndarray:
-    """The background set embedded by ``encoder`` (kept per model for the process)."""
-    key = encoder.model_id
-    if key not in _BACKGROUND:
-        texts = list(background_texts()[0])
-        _BACKGROUND[key] = np.concatenate([encoder.encode_with_stats(texts[i:i + 64]).embeddings for i in range(0, len(texts), 64)])
-    return _BACKGROUND[key]
+                       temperature, clip(match, -1.0), clip(unrelated, -1.0), None if tool_floor is None else clip(tool_floor),
+                       **weights, stats=stats)
 
 
 def for_router(encoder: Any, policy: Any, route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: int,
-               tool_vecs: np.ndarray, tool_owners: Sequence[int], n_tools: int) -> Calibration:
+               tool_vecs: np.ndarray, tool_owners: Sequence[int], n_tools: int, lexical: Any = None, tool_lexical: Any = None) -> Calibration:
     """The zero-label calibration of a router's tables under ``policy``'s aggregation and targets."""
     targets = Targets(policy.high_precision, policy.route_precision, policy.previous_precision)
     return zero_label(route_vecs, route_owners, n_routes, background_vectors(encoder), aggregation=policy.aggregation,
                       top_n=policy.top_n, tool_vecs=tool_vecs if n_tools else None, tool_owners=tool_owners,
-                      n_tools=n_tools, targets=targets)
+                      n_tools=n_tools, targets=targets, lexical=lexical, tool_lexical=tool_lexical)

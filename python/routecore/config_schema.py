@@ -132,6 +132,9 @@ class Policy(Thresholds):  # its first fields are the thresholds a route can ove
     more_tools_limit: Count = 3
     report_scores: Count = 50
     per_route: Dict[str, Thresholds] = {}
+    lexical: bool = True
+    lexical_weight: Optional[NonNegative] = None
+    tool_lexical_weight: Optional[NonNegative] = None
     error_message: str = "Sorry, I could not handle this request. Please try again later."
 
 

@@ -143,6 +143,9 @@ class Decision:
     #: exemplars when the router was built), ``fitted`` (``routecore fit``) or
     #: ``manual`` (every threshold set in code or config).
     calibrated: str = "manual"
+    #: Hybrid scoring: what each route's cosine gained from its lexical (BM25) score
+    #: before anything was decided; ``raw_scores`` are the cosines alone.
+    lexical_scores: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def collision(self) -> bool:
@@ -172,6 +175,8 @@ class ToolChoice:
     score: float
     raw_score: float
     reason: str  # "core", "top_k", "threshold", "discovery", "more", "lesson"
+    #: What the tool's cosine (``raw_score``) gained from its lexical (BM25) score.
+    lexical_score: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -194,6 +199,8 @@ class ToolBelt:
     #: No candidate tool passed the floor (``Policy.tool_threshold``): only the core
     #: tools, if any, are in the belt, and a ``no_tool`` alert says so.
     no_tool: bool = False
+    #: What the reported tools' cosines gained from their lexical (BM25) scores.
+    lexical_scores: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:

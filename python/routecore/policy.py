@@ -49,7 +49,7 @@ DEFAULT_BIAS_RULES: tuple[BiasRule, ...] = ()
 #: calibrated ``scale`` units (a gap of one scale is a factor e in probability).
 CALIBRATED_KEYS = ("temperature", "high", "margin", "previous_high", "previous_margin", "medium", "min_score",
                    "three_way_within", "collision_gap", "tool_threshold", "anti_pattern_threshold", "lesson_similarity",
-                   "affinity_boost", "affinity_penalty", "lesson_boost")
+                   "affinity_boost", "affinity_penalty", "lesson_boost", "lexical_weight", "tool_lexical_weight")
 SCALE_UNITS = {"three_way_within": 1.0, "collision_gap": 1.6, "bias_within": 1.0, "lesson_boost": 5.0,
                "affinity_boost": 2.0, "affinity_penalty": -4.0}
 #: Where the anti-pattern and lesson similarities sit between an unrelated best
@@ -121,6 +121,12 @@ class Policy:
     #: past the best ``exact_top`` may be estimates (bounds in ``ToolBelt.score_bounds``).
     report_scores: int = 50
     per_route: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: Hybrid scoring: a route's (tool's) BM25 score, over the query's best, times this
+    #: weight is added to its cosine (routecore.lexical). Calibrated when unset (0 when
+    #: nothing could be fitted); ``lexical: false`` turns the lexical pass off.
+    lexical: bool = True
+    lexical_weight: float | None = None
+    tool_lexical_weight: float | None = None
     #: What the caller says when every route of the fallback chain has failed.
     error_message: str = "Sorry, I could not handle this request. Please try again later."
 
@@ -156,8 +162,9 @@ class Policy:
         similar = {k: cal.similarity(z) for k, z in SIMILARITY_LEVELS.items()}
         values = {"temperature": cal.temperature, "high": cal.high, "margin": cal.margin, "medium": cal.medium,
                   "previous_high": cal.previous_high, "previous_margin": cal.previous_margin, "min_score": cal.min_score,
-                  "tool_threshold": cal.tool_floor, **scaled, **similar}
-        fit_keys = {"temperature", "high", "margin", "medium", "min_score"} if fitted else set()
+                  "tool_threshold": cal.tool_floor, "lexical_weight": cal.lexical_weight,
+                  "tool_lexical_weight": cal.tool_lexical_weight, **scaled, **similar}
+        fit_keys = {"temperature", "high", "margin", "medium", "min_score", "lexical_weight", "tool_lexical_weight"} if fitted else set()
         changes: dict[str, Any] = {k: v for k, v in values.items() if getattr(self, k) is None or k in fit_keys}
         changes["bias_rules"] = tuple(r if r.within is not None else replace(r, within=SCALE_UNITS["bias_within"] * cal.scale)
                                       for r in self.bias_rules)

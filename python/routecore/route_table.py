@@ -16,6 +16,7 @@ import numpy as np
 from routecore import _native
 from routecore.decision import Alert, Decision, Exemplar, ScoreMap, Timings, trace
 from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.lexical import LexicalTable, fused_bias
 from routecore.llm import LLMRequest, LLMRouter
 from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, tier_of
 from routecore.specs import RouteSpec, check_thresholds
@@ -55,13 +56,14 @@ class RouteTable:
         head: optional ``evaluation.head.LinearHead`` (route probabilities and out of scope).
         storage: the table's storage (see :class:`~routecore.tables.ScoreTable`).
         vectors: precomputed exemplar embeddings (from a bundle).
+        lexical: the BM25 table of the same exemplars (hybrid scoring, ``policy.lexical_weight``).
     """
 
     def __init__(self, routes: Sequence[RouteSpec], *, encoder: EncoderLike, policy: Policy, llm: LLMRouter | None = None,
-                 head: Any = None, storage: str = "auto", vectors: np.ndarray | None = None):
+                 head: Any = None, storage: str = "auto", vectors: np.ndarray | None = None, lexical: LexicalTable | None = None):
         self.specs = list(routes)
         self.by_name = {r.name: r for r in self.specs}
-        self.encoder, self.policy, self.llm, self.head = encoder, policy, llm, head
+        self.encoder, self.policy, self.llm, self.head, self.lexical = encoder, policy, llm, head, lexical
         self.calibrated = "manual"  # where the policy's numbers come from (Router sets it)
         self.table = build_table(self.specs, encoder, storage, vectors)
 
@@ -91,7 +93,9 @@ class RouteTable:
         p = self.policy
         # The previous route and the clarified candidates may be lifted above the best routes: keep them exact.
         exact = ([previous] if previous else []) + (list(clarify.candidates) if clarify is not None else [])
-        r = self.table.score(enc.embeddings[0], p, list(context_domains), p.top_exemplars, exact=exact)
+        w = p.lexical_weight if p.lexical and self.lexical is not None else 0.0
+        bias = fused_bias(self.lexical.scores(text), w) if w else None  # type: ignore[union-attr]
+        r = self.table.score(enc.embeddings[0], p, list(context_domains), p.top_exemplars, exact=exact, bias=bias)
         t2 = time.perf_counter()
         if self.head is not None:
             self._apply_head(r, enc.embeddings[0])
@@ -138,9 +142,10 @@ class RouteTable:
         labels, pos, texts = self.table.labels, self.table.pos, self.table.texts
         out: dict[str, Any] = {
             "route": bname, "tier": tier, "confidence": p1, "margin": p1 - p2,
-            "probabilities": ScoreMap(names, probs, pos), "raw_scores": ScoreMap(names, raw, pos),
+            "probabilities": ScoreMap(names, probs, pos), "raw_scores": ScoreMap(names, r["dense"], pos),
+            "lexical_scores": ScoreMap(names, raw - r["dense"], pos) if r["dense"] is not raw else {},
             "adjusted_scores": ScoreMap(names, adjusted, pos), "score_bounds": ScoreMap(names, r["bound"], pos),
-            "top_exemplars": tuple(Exemplar(labels[c], texts[i], s) for i, c, s in zip(r["top_ids"].tolist(), r["top_labels"].tolist(), r["top_scores"].tolist())),
+            "top_exemplars": tuple(Exemplar(labels[c], texts[i], s) for i, c, s in zip(r["top_ids"].tolist(), r["top_labels"].tolist(), r.get("top_dense", r["top_scores"]).tolist())),
             "alerts": [], "action": "route", "candidates": (), "_llm_ms": 0.0,
         }
         if r.get("head_oos") or float(raw[best]) < min_score:

@@ -18,6 +18,7 @@ from routecore import bundle
 from routecore.calibration import Calibration, for_router
 from routecore.decision import Decision, ToolBelt
 from routecore.errors import ConfigError
+from routecore.lexical import LexicalTable
 from routecore.llm import LLMRouter
 from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
@@ -100,22 +101,32 @@ class Router:
         self.spec_policy = with_route_thresholds(policy or Policy(), routes)
         vec = dict(_vectors or {})
         owners: dict[str, list[int]] = {}
+        texts: dict[str, list[str]] = {}
         todo: dict[str, list[str]] = {}
         for key, specs, attr in (("routes", routes, "exemplars"), ("tools", tools, "exemplars"), ("anti", tools, "anti_patterns")):
-            texts, owners[key] = exemplar_texts(specs, attr)
+            texts[key], owners[key] = exemplar_texts(specs, attr)
             if vec.get(key) is None:
-                todo[key] = texts
+                todo[key] = texts[key]
         bar = Progress(sum(map(len, todo.values())), "embedding exemplars", progress) if progress else None
-        for key, texts in todo.items():
-            vec[key] = embed_texts(encoder, texts, progress=bar)
+        for key, todo_texts in todo.items():
+            vec[key] = embed_texts(encoder, todo_texts, progress=bar)
+        lex = {"routes": None, "tools": None}
+        if self.spec_policy.lexical:  # BM25 tables of the same texts (tools: their names too)
+            if routes:
+                lex["routes"] = LexicalTable(texts["routes"], owners["routes"], len(routes))
+            if tools:
+                lex["tools"] = LexicalTable(texts["tools"], owners["tools"], len(tools), [t.name for t in tools])
         if calibration is None and not self.spec_policy.is_manual():
             calibration = for_router(encoder, self.spec_policy, vec["routes"], owners["routes"], len(routes),
-                                     vec["tools"], owners["tools"], len(tools))
+                                     vec["tools"], owners["tools"], len(tools),
+                                     lexical=lex["routes"] and (lex["routes"], texts["routes"]),
+                                     tool_lexical=lex["tools"] and (lex["tools"], texts["tools"]))
         self.calibration = calibration
         policy = self.spec_policy.resolve(calibration)
-        self.route_table = RouteTable(routes, encoder=encoder, policy=policy, llm=llm, head=head, storage=storage, vectors=vec["routes"])
+        self.route_table = RouteTable(routes, encoder=encoder, policy=policy, llm=llm, head=head, storage=storage, vectors=vec["routes"],
+                                      lexical=lex["routes"])
         self.tool_catalog = ToolCatalog(tools, encoder=encoder, policy=policy, memory=memory, storage=storage,
-                                        vectors=vec["tools"], anti_vectors=vec["anti"])
+                                        vectors=vec["tools"], anti_vectors=vec["anti"], lexical=lex["tools"])
         self.route_table.calibrated = self.calibrated
         self.fitted: dict[str, Any] = {}  # calibration results (routecore fit), saved in bundles
 

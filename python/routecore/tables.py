@@ -62,13 +62,22 @@ class ScoreTable:
 
     def score(self, q: np.ndarray, policy: Policy, active: list[str], top: int, aggregation: str | None = None,
               exact_top: int | None = None, exact_floor: float = float("inf"), probabilities: bool = True,
-              exact: Sequence[str] = ()) -> dict[str, Any]:
-        """One native step; per-route arrays come back in spec order."""
-        r = self.index._impl.score_routes(q, aggregation or policy.aggregation, policy.top_n, policy.temperature, active,
-                                          policy.affinity_boost, policy.affinity_penalty, policy.collision_gap, top,
-                                          exact_top or policy.exact_top, policy.exact_band, exact_floor, probabilities, list(exact))
+              exact: Sequence[str] = (), bias: np.ndarray | None = None) -> dict[str, Any]:
+        """One native step; per-route arrays come back in spec order.
+
+        ``bias`` (spec order) is added to each route's cosine before anything else
+        (hybrid scoring); ``raw`` then holds the sums and ``dense`` the cosines."""
+        coded = None
+        if bias is not None:
+            coded = np.zeros(len(self.labels), np.float32)
+            coded[self.codes] = bias
+        args = [q, aggregation or policy.aggregation, policy.top_n, policy.temperature, active, policy.affinity_boost,
+                policy.affinity_penalty, policy.collision_gap, top, exact_top or policy.exact_top, policy.exact_band,
+                exact_floor, probabilities, list(exact)]
+        r = self.index._impl.score_routes(*args, coded) if coded is not None else self.index._impl.score_routes(*args)
         c = self.codes
         r["raw"], r["adjusted"], r["bound"] = r["raw"][c], r["adjusted"][c], r["bound"][c]
+        r["dense"] = r["dense"][c] if r.get("dense") is not None else r["raw"]
         if probabilities:
             r["probs"] = r["probs"][c]
         return r

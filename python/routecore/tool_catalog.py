@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.lexical import LexicalTable
 from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
 from routecore.specs import ToolSpec
@@ -29,15 +30,17 @@ class ToolCatalog:
         memory: optional :class:`ExperienceMemory` whose lessons adjust tool scores.
         storage: the tables' storage (see :class:`~routecore.tables.ScoreTable`).
         vectors, anti_vectors: precomputed embeddings of the exemplars and the anti-patterns.
+        lexical: the BM25 table of the tools (names and exemplars; ``policy.tool_lexical_weight``).
 
     ``tools.names``, ``tools.pos`` and ``tools.domains`` are the tool names, their
     positions and their domains, in spec order.
     """
 
     def __init__(self, tools: Sequence[ToolSpec], *, encoder: EncoderLike, policy: Policy, memory: ExperienceMemory | None = None,
-                 storage: str = "auto", vectors: np.ndarray | None = None, anti_vectors: np.ndarray | None = None):
+                 storage: str = "auto", vectors: np.ndarray | None = None, anti_vectors: np.ndarray | None = None,
+                 lexical: LexicalTable | None = None):
         self.specs = list(tools)
-        self.encoder, self.policy, self.memory = encoder, policy, memory
+        self.encoder, self.policy, self.memory, self.lexical = encoder, policy, memory, lexical
         self.by_name = {t.name: t for t in self.specs}
         self.core = [i for i, t in enumerate(self.specs) if t.core]
         self.without_exemplars = any(not t.exemplars() for t in self.specs)  # such tools score -inf

@@ -1,0 +1,136 @@
+"""Lexical (BM25) scores beside the dense ones (issue 14).
+
+A :class:`LexicalTable` holds one native BM25 index (``routecore._native.LexicalIndex``)
+over the same texts as a :class:`~routecore.tables.ScoreTable`: one document per
+exemplar, labelled with its route or tool; a tool's name (split on ``_ - .`` and
+camelCase by the tokenizer) goes into each of its documents. A query's lexical
+score for a label is the best BM25 of its documents, divided by the query's best
+over all labels, so it lies in [0, 1]. The router adds ``weight`` times it to the
+label's cosine before anything else is decided (:func:`fused_bias`); the weight is
+fitted by the calibration (:func:`fit_weight`), or set in the policy.
+
+Stop words are not a language list: they are the words found in at least
+:data:`STOP_SHARE` of the bundled background queries (generic requests in nine
+languages), so "what", "comment" or "什么" carry no weight in any language the
+background covers.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+
+from routecore import _native
+
+#: A word in at least this share of the background queries is a stop word.
+STOP_SHARE = 0.02
+#: Candidate weights (cosine units, multiplied by the calibrated scale) tried by :func:`fit_weight`.
+WEIGHT_GRID_SCALES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
+#: The weight, in calibrated scale units, when there is nothing to fit it on (no held-out
+#: exemplars): a full lexical match lifts a label by a factor e**2 in probability.
+LEXICAL_PRIOR_SCALES = 2.0
+#: A weight is kept only if it makes this many more held-out rows right than no weight (and at least one).
+MIN_GAIN_SHARE = 0.005
+
+
+@lru_cache(maxsize=1)
+def stop_words() -> tuple[str, ...]:
+    """The words of at least :data:`STOP_SHARE` of the background queries (tokenized as the index does)."""
+    from routecore.calibration import background_texts
+
+    texts = background_texts()[0]
+    seen: dict[str, int] = {}
+    for t in texts:
+        for w in set(_native.LexicalIndex.tokens(t)):
+            seen[w] = seen.get(w, 0) + 1
+    return tuple(sorted(w for w, n in seen.items() if n >= STOP_SHARE * len(texts)))
+
+
+class LexicalTable:
+    """BM25 over the exemplar ``texts`` of ``n_labels`` labels (``owners[i]``: the label of text ``i``).
+
+    ``prefixes[label]`` is prepended to each of that label's documents (tool names)."""
+
+    def __init__(self, texts: Sequence[str], owners: Sequence[int], n_labels: int, prefixes: Sequence[str] | None = None):
+        self.n_labels = n_labels
+        self.owners = np.asarray(owners, dtype=np.uint32)
+        docs = [f"{prefixes[o]} {t}" if prefixes else t for t, o in zip(texts, owners)]
+        self.index = _native.LexicalIndex(list(stop_words()))
+        if docs:
+            self.index.add(docs, self.owners)
+
+    def scores(self, query: str) -> np.ndarray:
+        """Per label, the best BM25 of its documents over the query's best: float32 in [0, 1]."""
+        s = self.index.score_labels(query, self.n_labels)
+        top = float(s.max()) if len(s) else 0.0
+        return s / top if top > 0 else s
+
+    def scores_batch(self, queries: Sequence[str], exclude_doc: np.ndarray | None = None) -> np.ndarray:
+        """:meth:`scores` of each query (``exclude_doc[i]``: a document left out for query ``i``)."""
+        S = self.index.score_labels_batch(list(queries), self.n_labels, exclude_doc)
+        top = S.max(axis=1, keepdims=True) if S.size else np.zeros((len(queries), 1), np.float32)
+        return np.divide(S, top, out=np.zeros_like(S), where=top > 0)
+
+    def held_out(self, queries: Sequence[str], excluded: Sequence[np.ndarray]) -> np.ndarray:
+        """:meth:`scores` of each query with the documents ``excluded[i]`` left out (leave-one-out
+        with near-duplicates, as the dense calibration leaves them out)."""
+        out = np.zeros((len(queries), self.n_labels), np.float32)
+        for i, (q, ex) in enumerate(zip(queries, excluded)):
+            d = self.index.score_docs(q)
+            d[ex] = 0.0
+            np.maximum.at(out[i], self.owners, d)
+            top = out[i].max()
+            if top > 0:
+                out[i] /= top
+        return out
+
+
+def fused_bias(lex: np.ndarray, weight: float) -> np.ndarray:
+    """What a label's cosine gains from its lexical score ``lex`` (in [0, 1])."""
+    return (np.float32(weight) * lex).astype(np.float32)
+
+
+def fit_weight(dense: np.ndarray, lex: np.ndarray, gold: np.ndarray, scale: float) -> tuple[float, dict[str, float]]:
+    """The weight (cosine units) that makes most held-out rows right, on a grid of
+    calibrated ``scale`` units; 0 unless it beats no weight by :data:`MIN_GAIN_SHARE`.
+
+    ``dense``, ``lex``: held-out scores [rows, labels]; ``gold``: each row's label.
+    Returns the weight and the accuracy without and with it.
+    """
+    base = float((np.argmax(dense, axis=1) == gold).mean()) if len(gold) else 0.0
+    best_w, best = 0.0, base
+    for u in WEIGHT_GRID_SCALES[1:]:
+        w = u * scale
+        acc = float((np.argmax(dense + w * lex, axis=1) == gold).mean())
+        if acc > best:
+            best_w, best = w, acc
+    if len(gold) == 0 or (best - base) * len(gold) < max(1.0, MIN_GAIN_SHARE * len(gold)):
+        best_w, best = 0.0, base
+    return best_w, {"lexical_heldout_accuracy_dense": base, "lexical_heldout_accuracy_fused": best}
+
+
+def held_out_docs(V: np.ndarray, owners: np.ndarray, rows: np.ndarray, near_duplicate: float | None) -> list[np.ndarray]:
+    """Per held-out row, the documents its dense leave-one-out score left out: itself and
+    its label's near-duplicates (cosine >= ``near_duplicate``), unless that leaves the label empty."""
+    out = []
+    for r in rows.tolist():
+        same = np.flatnonzero(owners == owners[r])
+        if near_duplicate is not None:
+            dup = same[(V[same] @ V[r]) >= near_duplicate]
+            if len(dup) < len(same):
+                out.append(np.union1d(dup, [r]))
+                continue
+        out.append(np.array([r]))
+    return out
+
+
+def calibrate_table(table: LexicalTable, texts: Sequence[str], V: np.ndarray, owners: np.ndarray, rows: np.ndarray,
+                    near_duplicate: float | None, dense: np.ndarray, scale: float, background: Sequence[str]) -> tuple[float, np.ndarray, np.ndarray, dict]:
+    """The fitted weight of ``table``, its held-out lexical scores (rows x labels) and the
+    background's (background x labels): what the calibration adds to the dense scores."""
+    L = table.held_out([texts[r] for r in rows.tolist()], held_out_docs(V, owners, rows, near_duplicate))
+    w, stats = fit_weight(dense, L, owners[rows], scale)
+    B = table.scores_batch(list(background)) if w else np.zeros((len(background), table.n_labels), np.float32)
+    return w, L, B, stats
