@@ -106,3 +106,18 @@ def test_cli_evaluates_every_shape_with_the_real_encoder(tmp_path):
     res = _eval(tmp_path, "--tools", cat, "--data", SHAPES)
     assert (res["n"], res["n_relevant"], res["n_no_tool"], res["n_multi"]) == (7, 5, 2, 1)
     assert res["recall@5"] == 1.0 and 0 <= res["auroc_top_score"] <= 1
+
+
+def test_fit_tools_writes_a_fitted_bundle(tmp_path):
+    cat = tmp_path / "cat.jsonl"
+    cat.write_text("\n".join(map(json.dumps, CATALOG)))
+    env = {**os.environ, "ROUTECORE_HOME": str(tmp_path / "home")}
+    p = subprocess.run([sys.executable, "-m", "routecore", "fit", "--tools", str(cat), "--val", str(SHAPES), "--out", str(tmp_path / "b"), "--json"],
+                       capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["val_rows"] == 2 and out["tool_lexical_weight"] >= 0  # the rows with gold tools from the whole catalog
+    from routecore import Encoder
+
+    r = Router.load(tmp_path / "b", encoder=Encoder.load())
+    assert r.calibrated == "fitted" and r.policy.tool_lexical_weight == out["tool_lexical_weight"]

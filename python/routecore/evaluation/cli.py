@@ -63,6 +63,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from routecore.evaluation import runner as R
 
     progress = not args.json and not args.no_progress
+    if args.tools:
+        return _fit_tools(args, progress)
+    if not args.train:
+        raise SystemExit("routecore fit: give --train (routes) or --tools (a tool catalog)")
     router = R.build_router(D.load_routes(args.train), _encoder(args), shots=args.shots, seed=args.seed, oos_label=args.oos_label,
                             head=args.head, progress=progress)
     res = R.fit_router(router, D.load_routes(args.val), objective=args.objective, coverage=args.coverage, oos_label=args.oos_label, progress=progress)
@@ -76,6 +80,25 @@ def cmd_fit(args: argparse.Namespace) -> int:
         print(f"fitted ({res.objective} = {res.value:.4f} on validation); the router's decisions on validation: "
               f"routed {d['routed_share']:.4f}, right among routed {acc} (target {d['target_precision']}), "
               f"confidently wrong {d['confident_wrong_rate']:.4f}, clarify {d['clarify_rate']:.4f}; bundle written to {args.out}")
+    return 0
+
+
+def _fit_tools(args: argparse.Namespace, progress: bool) -> int:
+    from routecore.evaluation import datasets as D
+    from routecore.evaluation import tool_eval as T
+    from routecore.router import Router
+
+    enc = _encoder(args)
+    val = D.load_tool_queries(args.val)
+    if str(args.tools).endswith(".jsonl"):
+        catalog, rows = T.rows_catalog(val, D.load_tool_catalog(args.tools))
+        router = T.tools_router(catalog, enc, progress)
+    else:
+        router, rows = Router.from_config(args.tools, encoder=enc), None
+    fitted = T.fit_tools(router, val, rows=rows, progress=progress)
+    router.save(args.out, fitted=fitted)
+    print(json.dumps({"bundle": str(Path(args.out)), **fitted}) if args.json else
+          f"fitted the tools' lexical weight {fitted['tool_lexical_weight']:.4f} on {fitted['val_rows']} rows; bundle written to {args.out}")
     return 0
 
 
@@ -104,7 +127,8 @@ def add_eval_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
     f = sub.add_parser("fit", parents=[common], help="calibrate thresholds on a validation split",
                        description="Build routes from --train, fit thresholds/temperature/tiers on --val, save a bundle.")
-    f.add_argument("--train", required=True)
+    f.add_argument("--train", help="build the routes from this {text,label} JSONL")
+    f.add_argument("--tools", help="fit a tool catalog (JSONL or YAML/JSON config) instead: its lexical weight, on --val {query,tools} rows")
     f.add_argument("--val", required=True)
     f.add_argument("--objective", choices=["accuracy", "macro_f1", "precision_at_coverage", "oos_f1", "oos_recall"], default="accuracy",
                    help="oos_f1 / oos_recall: best out-of-scope F1 / recall keeping in-scope accuracy >= --coverage")

@@ -20,6 +20,7 @@ from routecore.evaluation.calibrate import FitResult, fit, objective_many
 from routecore.evaluation.datasets import Dataset
 from routecore.evaluation.decisions import fit_routed_cut
 from routecore.evaluation.head import LinearHead
+from routecore.lexical import fit_weight
 from routecore.policy import Policy
 from routecore.router import Router
 from routecore.progress import Progress
@@ -99,13 +100,20 @@ def fit_router(router: Router, val: Dataset, *, objective: str = "accuracy", cov
     gold = [s.label for s in val.samples]
     names = [r.name for r in router.route_specs]
     S = raw_scores(router, X)
+    base = router.calibration
+    lex_w, lex = (base.lexical_weight if base else 0.0), router.route_table.lexical
+    if lex is not None and router.spec_policy.lexical and router.spec_policy.lexical_weight is None and base is not None:
+        # The lexical weight is refitted on the in-scope validation rows, and every later fit sees the fused scores.
+        L = lex.scores_batch([s.text for s in val.samples])
+        ins = [i for i, g in enumerate(gold) if g in names]
+        lex_w, _ = fit_weight(S[ins], L[ins], np.array([names.index(gold[i]) for i in ins]), base.scale)
+        S = S + lex_w * L
     res = fit(S, gold, names, oos_label, objective=objective, coverage=coverage)  # type: ignore[arg-type]
     per_route = {k: {"min_score": v} for k, v in res.per_route_min.items()}
     min_score = res.min_score
     if router.head is not None:
         router.head.threshold = _fit_head_threshold(router.head, X, gold, names, oos_label, objective, coverage)
         min_score, per_route = 0.0, {}
-    base = router.calibration
     if base is None:  # a manual policy: the fit still overrides what it fits
         from routecore.calibration import background_vectors, zero_label
         base = zero_label(np.zeros((0, router.encoder.dim), np.float32), [], 0, background_vectors(router.encoder))
@@ -113,7 +121,7 @@ def fit_router(router: Router, val: Dataset, *, objective: str = "accuracy", cov
         # Without out-of-scope rows, a fitted cut would sit at the lowest in-scope score (one
         # outlier): keep the zero-label cut, fitted against the background set.
         min_score, per_route = base.min_score, {}
-    router.calibrate(replace(base, source="fitted", temperature=res.temperature, high=res.high, margin=res.margin,
+    router.calibrate(replace(base, source="fitted", temperature=res.temperature, high=res.high, margin=res.margin, lexical_weight=lex_w,
                              min_score=float(np.clip(min_score, 0.0, 1.0)), per_route=per_route,
                              stats={**base.stats, "fit_objective": res.objective, "fit_value": res.value}))
     # End to end: the routed cut that the router's own decisions (head included) need on

@@ -104,3 +104,31 @@ def evaluate_tools(router: Router, data: Dataset, *, ks: Sequence[int] = (1, 3, 
         top.append(next(iter(belt.scores.values()), float("-inf")))
         bar.update(i + 1)
     return {"n": len(data), **M.tool_shape_metrics(rows.gold, ranked, selected, no_tool, top, ks), "latency_ms": M.latency(lat)}
+
+
+def fit_tools(router: Router, val: Dataset, *, rows: RowTools | None = None, progress: bool = False) -> dict[str, Any]:
+    """Fit the tools' lexical weight on ``val`` (rows with gold tools: the first gold
+    tool's rank) and install it as a fitted calibration; returns what was fitted."""
+    from dataclasses import replace
+
+    from routecore.calibration import route_scores
+    from routecore.evaluation.runner import embed
+    from routecore.lexical import fit_weight
+
+    cat, cal = router.tool_catalog, router.calibration
+    if cal is None or cat.lexical is None or not router.spec_policy.lexical:
+        raise DatasetError("fit --tools needs a calibrated router with the lexical pass on")
+    rows = rows or rows_catalog(val, [{"name": n, "description": ""} for n in router._tool_by_name])[1]
+    keep = [i for i, g in enumerate(rows.gold) if g and rows.candidates[i] is None]
+    if not keep:
+        raise DatasetError(f"{val.name}: no row with a gold tool from the whole catalog to fit on")
+    ids, V, labels, _ = cat.tools.index.vectors()
+    owners = np.array([cat.tools.pos[n] for n in labels])
+    Q = embed(router.encoder, [val.samples[i].query for i in keep], progress=progress, what="embedding val")
+    S = route_scores(Q, V, owners, len(cat.specs))
+    L = cat.lexical.scores_batch([val.samples[i].query for i in keep])
+    gold = np.array([cat.tools.pos[rows.gold[i][0]] for i in keep])
+    w, stats = fit_weight(S, L, gold, cal.scale)
+    router.calibrate(replace(cal, source="fitted", tool_lexical_weight=w, stats={**cal.stats, **{f"tools_{k}": v for k, v in stats.items()}}))
+    router.fitted = {"tool_lexical_weight": w, "val_rows": len(keep), **stats}
+    return router.fitted
