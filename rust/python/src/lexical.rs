@@ -29,6 +29,14 @@ fn u32s(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
 /// Name used in the messages of `from_bytes`.
 const BYTES: &str = "<bytes>";
 
+impl From<LexicalIndex> for PyLexicalIndex {
+    fn from(index: LexicalIndex) -> Self {
+        PyLexicalIndex {
+            inner: RwLock::new(index),
+        }
+    }
+}
+
 #[pymethods]
 impl PyLexicalIndex {
     /// "No document" in `exclude_doc` (2**32 - 1).
@@ -38,9 +46,7 @@ impl PyLexicalIndex {
     #[new]
     #[pyo3(signature = (stop_words = Vec::new(), k1 = lexical::DEFAULT_K1, b = lexical::DEFAULT_B))]
     fn new(stop_words: Vec<String>, k1: f32, b: f32) -> PyRcResult<Self> {
-        Ok(PyLexicalIndex {
-            inner: RwLock::new(LexicalIndex::new(&stop_words, k1, b)?),
-        })
+        Ok(LexicalIndex::new(&stop_words, k1, b)?.into())
     }
 
     /// Add documents with their label codes (uint32 array or list of ints).
@@ -110,13 +116,10 @@ impl PyLexicalIndex {
     }
 
     #[staticmethod]
-    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
-        let idx = py
-            .detach(|| LexicalIndex::from_bytes(data, Path::new(BYTES)))
-            .map_err(PyRcErr)?;
-        Ok(PyLexicalIndex {
-            inner: RwLock::new(idx),
-        })
+    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyRcResult<Self> {
+        Ok(py
+            .detach(|| LexicalIndex::from_bytes(data, Path::new(BYTES)))?
+            .into())
     }
 
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
@@ -125,11 +128,8 @@ impl PyLexicalIndex {
     }
 
     #[staticmethod]
-    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let idx = py.detach(|| LexicalIndex::load(&path)).map_err(PyRcErr)?;
-        Ok(PyLexicalIndex {
-            inner: RwLock::new(idx),
-        })
+    fn load(py: Python<'_>, path: PathBuf) -> PyRcResult<Self> {
+        Ok(py.detach(|| LexicalIndex::load(&path))?.into())
     }
 
     fn __len__(&self) -> usize {

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::{atomic, Reader};
+use super::{atomic, frame, Reader};
 use crate::error::{Error, Result};
 use crate::lexical::LexicalIndex;
 
@@ -60,17 +60,11 @@ pub fn to_bytes(index: &LexicalIndex) -> Vec<u8> {
         .iter()
         .for_each(|&v| p.extend_from_slice(&v.to_le_bytes()));
 
-    let mut out = Vec::with_capacity(HEADER_LEN + p.len());
-    out.extend_from_slice(MAGIC);
-    put_u32(&mut out, FORMAT_VERSION);
-    put_u32(&mut out, 0);
-    out.extend_from_slice(&(p.len() as u64).to_le_bytes());
-    let mut h = crc32fast::Hasher::new();
-    h.update(&out);
-    h.update(&p);
-    put_u32(&mut out, h.finalize());
-    out.extend_from_slice(&p);
-    out
+    let mut header = Vec::with_capacity(HEADER_LEN + p.len());
+    header.extend_from_slice(MAGIC);
+    put_u32(&mut header, FORMAT_VERSION);
+    put_u32(&mut header, 0);
+    frame::seal(header, &p)
 }
 
 /// Write `index` to `path` atomically (see [`crate::persist::save`]).
@@ -102,8 +96,7 @@ impl Reader<'_> {
         let n = self.count(4)?;
         let mut v = Vec::with_capacity(n);
         for _ in 0..n {
-            let len = self.u32()? as usize;
-            let s = std::str::from_utf8(self.take(len)?).map_err(|_| "string is not UTF-8")?;
+            let s = self.str()?;
             if s.is_empty() {
                 return Err("empty term or stop word".into());
             }
@@ -119,38 +112,8 @@ pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<LexicalIndex> {
         path: path.to_path_buf(),
         reason,
     };
-    if bytes.len() < HEADER_LEN {
-        return Err(corrupt(format!(
-            "file is {} bytes, shorter than the {HEADER_LEN}-byte header",
-            bytes.len()
-        )));
-    }
-    if &bytes[..8] != MAGIC {
-        return Err(corrupt("not a routecore lexical index (bad magic)".into()));
-    }
-    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
-    if version != FORMAT_VERSION {
-        return Err(corrupt(format!(
-            "format version {version}, this build reads {FORMAT_VERSION}"
-        )));
-    }
-    let payload_len = u64::from_le_bytes(bytes[16..24].try_into().unwrap());
-    let crc = u32::from_le_bytes(bytes[24..28].try_into().unwrap());
-    let payload = &bytes[HEADER_LEN..];
-    if payload.len() as u64 != payload_len {
-        return Err(corrupt(format!(
-            "payload is {} bytes, header says {payload_len} (truncated?)",
-            payload.len()
-        )));
-    }
-    let mut h = crc32fast::Hasher::new();
-    h.update(&bytes[..24]);
-    h.update(payload);
-    if h.finalize() != crc {
-        return Err(corrupt(
-            "checksum mismatch (file modified or damaged)".into(),
-        ));
-    }
+    let (_, payload) =
+        frame::open(bytes, MAGIC, FORMAT_VERSION, HEADER_LEN, "lexical index").map_err(corrupt)?;
     let mut r = Reader {
         buf: payload,
         pos: 0,

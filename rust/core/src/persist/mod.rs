@@ -4,6 +4,7 @@
 //! half-written index. Lexical (BM25) index files use the same frame: [`lexical`].
 
 mod atomic;
+mod frame;
 pub mod lexical;
 
 use std::fs;
@@ -59,13 +60,7 @@ pub fn to_bytes(index: &FlatIndex) -> Vec<u8> {
     out.push(index.kind().code());
     out.push(index.normalize() as u8);
     out.extend_from_slice(&[0u8; 6]);
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    let mut h = crc32fast::Hasher::new();
-    h.update(&out);
-    h.update(&payload);
-    out.extend_from_slice(&h.finalize().to_le_bytes());
-    out.extend_from_slice(&payload);
-    out
+    frame::seal(out, &payload)
 }
 
 /// Write `index` to `path` atomically (a new randomly named temporary file in
@@ -105,13 +100,16 @@ impl<'a> Reader<'a> {
             .map(|c| f(c.try_into().unwrap()))
             .collect())
     }
+    /// A `u32` length, then that many bytes of UTF-8.
+    fn str(&mut self) -> std::result::Result<&'a str, String> {
+        let len = self.u32()? as usize;
+        std::str::from_utf8(self.take(len)?).map_err(|_| "string is not UTF-8".into())
+    }
     fn names(&mut self) -> std::result::Result<Interner, String> {
         let count = self.u32()? as usize;
         let mut it = Interner::default();
         for i in 0..count {
-            let len = self.u32()? as usize;
-            let s = std::str::from_utf8(self.take(len)?).map_err(|_| "name is not UTF-8")?;
-            if it.intern(s) as usize != i {
+            if it.intern(self.str()?) as usize != i {
                 return Err("name table out of order".into());
             }
         }
@@ -125,45 +123,14 @@ pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<FlatIndex> {
         path: path.to_path_buf(),
         reason,
     };
-    if bytes.len() < HEADER_LEN {
-        return Err(corrupt(format!(
-            "file is {} bytes, shorter than the {HEADER_LEN}-byte header",
-            bytes.len()
-        )));
-    }
-    if &bytes[..8] != MAGIC {
-        return Err(corrupt("not a routecore index (bad magic)".into()));
-    }
-    let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
-    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
-    let version = u32_at(8);
-    if version != FORMAT_VERSION {
-        return Err(corrupt(format!(
-            "format version {version}, this build reads {FORMAT_VERSION}"
-        )));
-    }
+    let (header, payload) =
+        frame::open(bytes, MAGIC, FORMAT_VERSION, HEADER_LEN, "index").map_err(corrupt)?;
+    let u32_at = |o: usize| u32::from_le_bytes(header[o..o + 4].try_into().unwrap());
     let dim = u32_at(12) as usize;
-    let count = u64_at(16) as usize;
-    let kind = StorageKind::from_code(bytes[24])
-        .ok_or_else(|| corrupt(format!("unknown storage code {}", bytes[24])))?;
-    let normalize = bytes[25] != 0;
-    let payload_len = u64_at(32) as usize;
-    let crc = u32_at(40);
-    let payload = &bytes[HEADER_LEN..];
-    if payload.len() != payload_len {
-        return Err(corrupt(format!(
-            "payload is {} bytes, header says {payload_len} (truncated?)",
-            payload.len()
-        )));
-    }
-    let mut h = crc32fast::Hasher::new();
-    h.update(&bytes[..40]);
-    h.update(payload);
-    if h.finalize() != crc {
-        return Err(corrupt(
-            "checksum mismatch (file modified or damaged)".into(),
-        ));
-    }
+    let count = u64::from_le_bytes(header[16..24].try_into().unwrap()) as usize;
+    let kind = StorageKind::from_code(header[24])
+        .ok_or_else(|| corrupt(format!("unknown storage code {}", header[24])))?;
+    let normalize = header[25] != 0;
     if dim == 0 {
         return Err(corrupt("dimension 0".into()));
     }
