@@ -106,7 +106,7 @@ def fit_router(router: Router, val: Dataset, *, objective: str = "accuracy", cov
         # The lexical weight is refitted on the in-scope validation rows, and every later fit sees the fused scores.
         L = lex.scores_batch([s.text for s in val.samples])
         ins = [i for i, g in enumerate(gold) if g in names]
-        lex_w, _ = fit_weight(S[ins], L[ins], np.array([names.index(gold[i]) for i in ins]), base.scale)
+        lex_w, _ = fit_weight(S[ins], L[ins], np.array([names.index(gold[i]) for i in ins]), base.scale, gain_share=1.0)
         S = S + lex_w * L
     res = fit(S, gold, names, oos_label, objective=objective, coverage=coverage)  # type: ignore[arg-type]
     per_route = {k: {"min_score": v} for k, v in res.per_route_min.items()}

@@ -128,7 +128,7 @@ def fit_tools(router: Router, val: Dataset, *, rows: RowTools | None = None, pro
     S = route_scores(Q, V, owners, len(cat.specs))
     L = cat.lexical.scores_batch([val.samples[i].query for i in keep])
     gold = np.array([cat.tools.pos[rows.gold[i][0]] for i in keep])
-    w, stats = fit_weight(S, L, gold, cal.scale)
+    w, stats = fit_weight(S, L, gold, cal.scale, gain_share=1.0)
     router.calibrate(replace(cal, source="fitted", tool_lexical_weight=w, stats={**cal.stats, **{f"tools_{k}": v for k, v in stats.items()}}))
     router.fitted = {"tool_lexical_weight": w, "val_rows": len(keep), **stats}
     return router.fitted
