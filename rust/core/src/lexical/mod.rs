@@ -63,6 +63,8 @@ pub const NO_DOC: u32 = u32::MAX;
 
 /// Documents tokenized on the rayon pool from this many per [`LexicalIndex::add`].
 const PARALLEL_ADD: usize = 256;
+/// Documents tokenized at once by [`LexicalIndex::add`].
+const ADD_CHUNK: usize = 8192;
 
 /// A BM25 index over short documents (exemplars, tool names and descriptions),
 /// each with a label (a route or tool code).
@@ -168,31 +170,40 @@ impl LexicalIndex {
                 "a lexical index holds fewer than {NO_DOC} documents"
             )));
         }
-        let docs: Vec<DocTerms> = if texts.len() >= PARALLEL_ADD {
-            texts
-                .par_iter()
-                .map(|t| self.doc_terms(t.as_ref()))
-                .collect()
-        } else {
-            texts.iter().map(|t| self.doc_terms(t.as_ref())).collect()
-        };
-        let n_new: usize = docs.iter().map(|d| d.0.len()).sum();
-        if self.n_postings() + n_new > u32::MAX as usize {
-            return Err(Error::InvalidArgument(format!(
-                "a lexical index holds at most {} postings",
-                u32::MAX
-            )));
-        }
+        // Chunks bound the tokenized text held at once (one String a distinct
+        // token of each document: 134 MB of RSS at 100k tools in one piece).
+        let terms_before = self.terms.len();
         // (term, document, tf) in document order, so postings stay sorted by document.
-        let mut new = Vec::with_capacity(n_new);
-        for (i, (terms, len)) in docs.into_iter().enumerate() {
-            let doc = (first + i) as u32;
-            for (term, tf) in terms {
-                let next = self.terms.len() as u32;
-                let id = *self.terms.entry(term.into_boxed_str()).or_insert(next);
-                new.push((id, doc, tf.min(u16::MAX as u32) as u16));
+        let mut new = Vec::new();
+        for (c, chunk) in texts.chunks(ADD_CHUNK).enumerate() {
+            let docs: Vec<DocTerms> = if chunk.len() >= PARALLEL_ADD {
+                chunk
+                    .par_iter()
+                    .map(|t| self.doc_terms(t.as_ref()))
+                    .collect()
+            } else {
+                chunk.iter().map(|t| self.doc_terms(t.as_ref())).collect()
+            };
+            let n_new: usize = docs.iter().map(|d| d.0.len()).sum();
+            if self.n_postings() + new.len() + n_new > u32::MAX as usize {
+                // Leave the index as it was.
+                self.terms.retain(|_, id| (*id as usize) < terms_before);
+                self.doc_len.truncate(first);
+                return Err(Error::InvalidArgument(format!(
+                    "a lexical index holds at most {} postings",
+                    u32::MAX
+                )));
             }
-            self.doc_len.push(len);
+            new.reserve(n_new);
+            for (i, (terms, len)) in docs.into_iter().enumerate() {
+                let doc = (first + c * ADD_CHUNK + i) as u32;
+                for (term, tf) in terms {
+                    let next = self.terms.len() as u32;
+                    let id = *self.terms.entry(term.into_boxed_str()).or_insert(next);
+                    new.push((id, doc, tf.min(u16::MAX as u32) as u16));
+                }
+                self.doc_len.push(len);
+            }
         }
         self.doc_label.extend_from_slice(labels);
         self.merge_postings(&new);
