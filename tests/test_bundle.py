@@ -61,7 +61,7 @@ def test_a_save_that_fails_half_way_keeps_the_previous_bundle(tmp_path, monkeypa
     assert back.route("q").route == "A" == old.route("q").route
     new.save(tmp_path / "b")  # a complete save replaces it, and removes the older files
     assert Router.load(tmp_path / "b", encoder=enc).route("q").route == "B"
-    assert sorted(p.suffix for p in (tmp_path / "b").iterdir() if p.name != ".routecore.lock") == [".json", ".rci", ".rci", ".rci"]
+    assert sorted(p.suffix for p in (tmp_path / "b").iterdir() if p.name != ".routecore.lock") == [".json", ".rci", ".rci", ".rci", ".rlx"]
 
 
 def test_a_table_from_another_bundle_is_refused(tmp_path):

@@ -117,3 +117,35 @@ def test_queries_with_ids_and_names_gain_and_none_loses(encoder, kind, config):
     without = [best(router, q) == e for q, e in rows]
     assert not any(b and not a for a, b in zip(with_lex, without)), [q for (q, _), a, b in zip(rows, with_lex, without) if b and not a]
     assert sum(with_lex) >= sum(without) and (w == 0 or sum(with_lex) > sum(without))
+
+
+def test_bundles_keep_the_lexical_tables_and_check_them(tmp_path):
+    r = _routes(lexical_weight=0.05)
+    r.encoder.table["kafka ne répond plus"] = mix(a0=0.70, a1=0.71)
+    r.save(tmp_path / "b")
+    saved = sorted(p.name.split(".")[0] for p in (tmp_path / "b").glob("*.rlx"))
+    assert saved == ["lexical_routes"]  # a routes-only router: no tools table
+    back = Router.load(tmp_path / "b", encoder=r.encoder)
+    assert back.route("kafka ne répond plus").route == "KAFKA"
+    # A lexical file from another bundle (same generation name, other documents) is refused by its hash.
+    other = _routes(lexical_weight=0.05)
+    other.route_table.lexical = LexicalTable(["x", "y", "z"], [0, 1, 1], 2)
+    other.save(tmp_path / "o")
+    mine = next((tmp_path / "b").glob("*.rlx"))
+    mine.write_bytes(next((tmp_path / "o").glob("*.rlx")).read_bytes())
+    from routecore.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="does not match bundle.json"):
+        Router.load(tmp_path / "b", encoder=r.encoder)
+    meta = json.loads((tmp_path / "b" / "bundle.json").read_text())
+    meta["files"]["lexical_routes"]["sha256"] = __import__("hashlib").sha256(mine.read_bytes()).hexdigest()
+    (tmp_path / "b" / "bundle.json").write_text(json.dumps(meta))
+    with pytest.raises(ConfigError, match="not the 2 exemplars"):
+        Router.load(tmp_path / "b", encoder=r.encoder)
+    mine.write_bytes(mine.read_bytes()[:-7])  # truncated, hash fixed: the native checks refuse it
+    meta["files"]["lexical_routes"]["sha256"] = __import__("hashlib").sha256(mine.read_bytes()).hexdigest()
+    (tmp_path / "b" / "bundle.json").write_text(json.dumps(meta))
+    from routecore.errors import RoutecoreError
+
+    with pytest.raises(RoutecoreError):
+        Router.load(tmp_path / "b", encoder=r.encoder)

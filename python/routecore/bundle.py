@@ -20,6 +20,7 @@ from typing import Any, Iterator, TypeVar
 
 import numpy as np
 
+from routecore._native import LexicalIndex
 from routecore.calibration import Calibration
 from routecore.errors import ConfigError, RoutecoreError
 from routecore.index import VectorIndex
@@ -76,6 +77,11 @@ def _save_locked(router: Any, d: Path, fitted: dict[str, Any] | None) -> None:
         fn = f"{name}.{gen}.rci"
         table.index.save(d / fn)
         files[name] = {"file": fn, "sha256": _sha256(d / fn), "rows": len(table.index)}
+    for name, lex in (("routes", router.route_table.lexical), ("tools", router.tool_catalog.lexical)):
+        if lex is not None:  # the BM25 tables, saved beside the dense ones (same generation, same checks)
+            fn = f"lexical_{name}.{gen}.rlx"
+            lex.index.save(d / fn)
+            files[f"lexical_{name}"] = {"file": fn, "sha256": _sha256(d / fn), "rows": len(lex.index)}
     meta = {"version": BUNDLE_VERSION, "model_id": router.encoder.model_id, "model_path": str(getattr(router.encoder, "path", "")),
             # The policy as given (unset thresholds null) and the calibration that fills them.
             "policy": router.spec_policy.to_dict(), "calibration": router.calibration.to_dict() if router.calibration else None,
@@ -101,7 +107,7 @@ def _save_locked(router: Any, d: Path, fitted: dict[str, Any] | None) -> None:
     keep = {f["file"] for f in files.values()} | {"bundle.json"}
     for old in d.iterdir():  # earlier generations (and version 1 names)
         # (and the temp files of saves that were killed: ".bundle.*", the index's ".routecore-*.tmp")
-        stale = old.suffix in (".rci", ".npz") or old.name.startswith(".bundle.") or (old.name.startswith(".routecore-") and old.suffix == ".tmp")
+        stale = old.suffix in (".rci", ".npz", ".rlx") or old.name.startswith(".bundle.") or (old.name.startswith(".routecore-") and old.suffix == ".tmp")
         if old.is_file() and old.name not in keep and stale:
             old.unlink(missing_ok=True)
 
@@ -198,12 +204,21 @@ def _load_generation(cls: type[_R], d: Path, meta: dict[str, Any], encoder: Enco
                               "save the bundle again")
         vecs[name] = v[order]
     policy = kw.pop("policy", None) or Policy.from_dict(meta["policy"], f"{d / 'bundle.json'}: policy")
+    lexical = {}
+    for name in ("routes", "tools"):
+        if f"lexical_{name}" in (meta.get("files") or {}):
+            ix = LexicalIndex.load(_member(d, meta, f"lexical_{name}", ""))
+            owners = exemplar_texts(specs[name][0])[1]
+            if len(ix) != len(owners) or ix.labels().tolist() != owners:
+                raise ConfigError(f"{d}: the lexical {name} table holds {len(ix)} documents that are not the {len(owners)} exemplars "
+                                  "bundle.json lists; save the bundle again")
+            lexical[name] = ix
     if meta.get("calibration") and "calibration" not in kw:
         kw["calibration"] = Calibration.from_dict(meta["calibration"])
     if meta.get("head") and "head" not in kw:
         from routecore.evaluation.head import LinearHead
 
         kw["head"] = LinearHead.load(_member(d, meta, "head", meta["head"]))
-    r = cls(routes, tools, encoder=encoder, policy=policy, _vectors=vecs, **kw)  # type: ignore[call-arg]
+    r = cls(routes, tools, encoder=encoder, policy=policy, _vectors=vecs, _lexical=lexical, **kw)  # type: ignore[call-arg]
     r.fitted = meta.get("fitted", {})  # type: ignore[attr-defined]
     return r

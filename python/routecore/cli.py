@@ -35,7 +35,8 @@ def cmd_route(args: argparse.Namespace) -> int:
         return 0
     print(f"action: {d.action}  route: {d.route}  tier: {d.tier}  confidence: {d.confidence:.3f}  margin: {d.margin:.3f}  calibrated: {d.calibrated}")
     for name, p in sorted(d.probabilities.items(), key=lambda kv: -kv[1]):
-        print(f"  {name:<12} p={p:.3f}  raw={d.raw_scores[name]:.3f}  adjusted={d.adjusted_scores[name]:.3f}")
+        lex = d.lexical_scores.get(name, 0.0)
+        print(f"  {name:<12} p={p:.3f}  raw={d.raw_scores[name]:.3f}" + (f"  lexical=+{lex:.3f}" if lex else "") + f"  adjusted={d.adjusted_scores[name]:.3f}")
     if d.question:
         print(f"question: {d.question}")
     for a in d.alerts:
@@ -50,7 +51,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
         print(belt.to_json(indent=2))
         return 0
     for t in belt.tools:
-        print(f"  {t.name:<22} {t.domain:<16} score={t.score:.3f} ({t.reason})")
+        print(f"  {t.name:<22} {t.domain:<16} score={t.score:.3f}" + (f" (lexical +{t.lexical_score:.3f})" if t.lexical_score else "") + f" ({t.reason})")
     for a in belt.alerts:
         print(f"alert [{a.kind}]: {a.message}")
     return 0

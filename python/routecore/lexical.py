@@ -63,6 +63,17 @@ class LexicalTable:
         if docs:
             self.index.add(docs, self.owners)
 
+    @classmethod
+    def from_index(cls, index: "_native.LexicalIndex", owners: Sequence[int], n_labels: int) -> "LexicalTable":
+        """A table around a saved ``index`` (a bundle's), whose documents must be labelled ``owners``."""
+        from routecore.errors import ConfigError
+
+        self = cls.__new__(cls)
+        self.n_labels, self.owners, self.index = n_labels, np.asarray(owners, dtype=np.uint32), index
+        if len(index) != len(self.owners) or not np.array_equal(index.labels(), self.owners):
+            raise ConfigError(f"the lexical index holds {len(index)} documents that are not the {len(self.owners)} exemplars of its table")
+        return self
+
     def scores(self, query: str) -> np.ndarray:
         """Per label, the best BM25 of its documents over the query's best: float32 in [0, 1]."""
         s = self.index.score_labels(query, self.n_labels)

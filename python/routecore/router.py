@@ -90,7 +90,7 @@ class Router:
     def __init__(self, routes: Sequence[RouteSpec] = (), tools: Sequence[ToolSpec] = (), *, encoder: EncoderLike | None = None,
                  policy: Policy | None = None, llm: LLMRouter | None = None, memory: ExperienceMemory | None = None,
                  head: Any = None, storage: str = "auto", calibration: Calibration | None = None,
-                 progress: ProgressArg = None, _vectors: dict[str, np.ndarray] | None = None):
+                 progress: ProgressArg = None, _vectors: dict[str, np.ndarray] | None = None, _lexical: dict[str, Any] | None = None):
         if not routes and not tools:
             raise ConfigError("a router needs at least one route or tool")
         if encoder is None:
@@ -110,12 +110,15 @@ class Router:
         bar = Progress(sum(map(len, todo.values())), "embedding exemplars", progress) if progress else None
         for key, todo_texts in todo.items():
             vec[key] = embed_texts(encoder, todo_texts, progress=bar)
-        lex = {"routes": None, "tools": None}
-        if self.spec_policy.lexical:  # BM25 tables of the same texts (tools: their names too)
+        lex: dict[str, Any] = {"routes": None, "tools": None}
+        if self.spec_policy.lexical:  # BM25 tables of the same texts (tools: their names too); a bundle's are loaded
+            saved = _lexical or {}
             if routes:
-                lex["routes"] = LexicalTable(texts["routes"], owners["routes"], len(routes))
+                lex["routes"] = (LexicalTable.from_index(saved["routes"], owners["routes"], len(routes)) if saved.get("routes")
+                                 else LexicalTable(texts["routes"], owners["routes"], len(routes)))
             if tools:
-                lex["tools"] = LexicalTable(texts["tools"], owners["tools"], len(tools), [t.name for t in tools])
+                lex["tools"] = (LexicalTable.from_index(saved["tools"], owners["tools"], len(tools)) if saved.get("tools")
+                                else LexicalTable(texts["tools"], owners["tools"], len(tools), [t.name for t in tools]))
         if calibration is None and not self.spec_policy.is_manual():
             calibration = for_router(encoder, self.spec_policy, vec["routes"], owners["routes"], len(routes),
                                      vec["tools"], owners["tools"], len(tools),

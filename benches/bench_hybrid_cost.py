@@ -1,0 +1,77 @@
+"""What the lexical pass adds to the router's non-encoder time (issue 14 budget: <= 10 %).
+
+`Router.route()` at 150 routes x 100 exemplars (CLINC150 train utterances, up to 100 per
+label) and `Router.tools()` at 10,000 tools (MetaTool's 199 descriptions, replicated with
+numbered names), with an encoder that returns precomputed e5 vectors instantly: the time
+measured is everything but the encoder. Same router, lexical weight 0 (pass off) vs the
+weight it would use; queries cycle over 64 real test queries.
+
+    pytest benches/bench_hybrid_cost.py --benchmark-only
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from routecore import Encoder
+from routecore.encoder import EncodeOutput
+from routecore.evaluation import datasets as D
+from routecore.evaluation.runner import embed
+from routecore.router import Router
+from routecore.specs import RouteSpec, ToolSpec
+from stubs import manual
+
+_E5: list = []
+
+
+def e5() -> Encoder:
+    if not _E5:
+        _E5.append(Encoder.load(cache_size=0))
+    return _E5[0]
+
+
+class Instant:
+    """Precomputed vectors for known texts (the encoder's cost left out)."""
+
+    def __init__(self, enc: Encoder, texts: list[str]):
+        self.dim, self.model_id, self.path = enc.dim, enc.model_id, None
+        self.table = dict(zip(texts, embed(enc, texts)))
+
+    def encode_with_stats(self, texts, kind="query"):
+        return EncodeOutput(np.stack([self.table[t] for t in texts]), (), 0.0, 0.0, 0)
+
+
+def routes_case():
+    train, test = D.clinc150("train"), D.clinc150("test")
+    by: dict[str, list[str]] = {}
+    for s in train.samples:
+        if s.label != "oos":
+            by.setdefault(s.label, []).append(s.text)
+    specs = [RouteSpec(n, tuple(t[:100])) for n, t in sorted(by.items())]
+    queries = [s.text for s in test.samples[:64]]
+    enc = Instant(e5(), [t for r in specs for t in r.utterances] + queries)
+    return specs, [], queries, enc
+
+
+def tools_case():
+    q, cat = D.metatool("single_tool")
+    specs = [ToolSpec(f"{t['name']}_{k}", t["description"]) for k in range(51) for t in cat][:10_000]
+    queries = [s.query for s in q.samples[:64]]
+    enc = Instant(e5(), list({t.description for t in specs}) + queries)
+    return [], specs, queries, enc
+
+
+@pytest.mark.parametrize("case", ["route 150x100", "tools 10k"])
+@pytest.mark.parametrize("lexical", [False, True])
+def test_non_encoder_time(benchmark, case, lexical):
+    routes, tools, queries, enc = (routes_case if case.startswith("route") else tools_case)()
+    w = 0.04 if lexical else 0.0
+    r = Router(routes, tools, encoder=enc, policy=manual(lexical=lexical, lexical_weight=w, tool_lexical_weight=w))
+    it = itertools.cycle(queries)
+    fn = (lambda: r.route(next(it))) if routes else (lambda: r.tools(next(it)))
+    benchmark.group = f"non-encoder {case}"
+    benchmark.extra_info["lexical_memory_bytes"] = (r.route_table.lexical or r.tool_catalog.lexical).index.memory_bytes if lexical else 0
+    benchmark.pedantic(fn, rounds=400, warmup_rounds=20)
