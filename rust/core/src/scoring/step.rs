@@ -153,16 +153,17 @@ pub fn score_routes_biased(
     };
     let (raw, adjusted, dense) = match bias {
         None => {
-            let adjusted = dense.iter().zip(&mult).map(|(s, m)| s * m).collect();
+            let adjusted: Vec<f32> = dense.iter().zip(&mult).map(|(s, m)| s * m).collect();
             (dense, adjusted, None)
         }
         Some(b) => {
+            // Two plain passes (they vectorise; an unzip does not).
             let raw: Vec<f32> = dense.iter().zip(b).map(|(s, b)| s + b).collect();
             let adjusted: Vec<f32> = raw
                 .iter()
                 .zip(&mult)
                 .zip(b)
-                .map(|((s, m), b)| if *b == f32::NEG_INFINITY { *b } else { s * m })
+                .map(|((r, m), b)| if *b == f32::NEG_INFINITY { *b } else { r * m })
                 .collect();
             (raw, adjusted, Some(dense))
         }
@@ -200,13 +201,16 @@ fn check_bias(bias: &[f32], n_routes: usize) -> Result<()> {
             bias.len()
         )));
     }
-    match bias.iter().position(|b| b.is_nan() || *b == f32::INFINITY) {
-        Some(i) => Err(Error::InvalidArgument(format!(
-            "bias[{i}] is {}: entries must be finite or -inf",
-            bias[i]
-        ))),
-        None => Ok(()),
+    // NaN or +inf, in one branch-free pass.
+    let bad = |b: f32| b.is_nan() | (b == f32::INFINITY);
+    if !bias.iter().fold(false, |any, &b| any | bad(b)) {
+        return Ok(());
     }
+    let i = bias.iter().position(|&b| bad(b)).unwrap();
+    Err(Error::InvalidArgument(format!(
+        "bias[{i}] is {}: entries must be finite or -inf",
+        bias[i]
+    )))
 }
 
 /// Per-route affinity multipliers ([`affinity_multipliers`]); when none of the

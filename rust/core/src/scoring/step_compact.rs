@@ -70,17 +70,7 @@ pub(crate) fn estimate(
             aggregate(&hi, labels, n_routes, p.aggregation)?,
         )
     };
-    let mut contender = match bias {
-        None => contenders(&lb, &ub, mult, p),
-        Some(b) => {
-            let add = |v: &[f32]| v.iter().zip(b).map(|(x, b)| x + b).collect::<Vec<f32>>();
-            let mut c = contenders(&add(&lb), &add(&ub), mult, p);
-            c.iter_mut()
-                .zip(b)
-                .for_each(|(c, b)| *c &= *b != f32::NEG_INFINITY);
-            c
-        }
-    };
+    let mut contender = contenders(&lb, &ub, mult, p, bias);
     for name in &p.exact_routes {
         if let Some(c) = index.label_code(name) {
             contender[c as usize] = true;
@@ -224,17 +214,30 @@ fn group_lift(index: &FlatIndex, bias: &[f32], n_groups: usize) -> Vec<f32> {
 /// candidates with MiniLM and 42–88 with e5 (median to max).
 const PREFETCH_CANDIDATES: usize = 64;
 
-/// Routes whose interval (after affinity) reaches `τ` (see the module docs).
-fn contenders(lb: &[f32], ub: &[f32], mult: &[f32], p: &StepParams) -> Vec<bool> {
+/// Routes whose interval (plus the bias, after affinity) reaches `τ` (see
+/// the module docs); never a route whose bias is `-inf`.
+fn contenders(
+    lb: &[f32],
+    ub: &[f32],
+    mult: &[f32],
+    p: &StepParams,
+    bias: Option<&[f32]>,
+) -> Vec<bool> {
     let n_routes = mult.len();
-    let (alo, ahi): (Vec<f32>, Vec<f32>) = (0..n_routes)
-        .map(|r| {
-            let (a, b) = (lb[r] * mult[r], ub[r] * mult[r]);
-            let (a, b) = if mult[r] >= 0.0 { (a, b) } else { (b, a) };
-            // -inf × 0 (no rows, zero multiplier) is NaN: never a lower bound.
-            (if a.is_nan() { f32::NEG_INFINITY } else { a }, b)
-        })
-        .unzip();
+    let interval = |lo: f32, hi: f32, m: f32| {
+        let (a, b) = (lo * m, hi * m);
+        let (a, b) = if m >= 0.0 { (a, b) } else { (b, a) };
+        // -inf × 0 (no rows, zero multiplier) is NaN: never a lower bound.
+        (if a.is_nan() { f32::NEG_INFINITY } else { a }, b)
+    };
+    let (alo, ahi): (Vec<f32>, Vec<f32>) = match bias {
+        None => (0..n_routes)
+            .map(|r| interval(lb[r], ub[r], mult[r]))
+            .unzip(),
+        Some(o) => (0..n_routes)
+            .map(|r| interval(lb[r] + o[r], ub[r] + o[r], mult[r]))
+            .unzip(),
+    };
     let best = alo.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut kth = TopK::new(p.exact_top.clamp(1, n_routes.max(1)));
     kth.extend_from(&alo, 0);
@@ -243,5 +246,11 @@ fn contenders(lb: &[f32], ub: &[f32], mult: &[f32], p: &StepParams) -> Vec<bool>
         .last()
         .map_or(f32::NEG_INFINITY, |h| h.score);
     let tau = kth_lo.min(best - p.exact_band).min(p.exact_floor);
-    ahi.iter().map(|&h| h >= tau || h.is_nan()).collect()
+    let mut c: Vec<bool> = ahi.iter().map(|&h| h >= tau || h.is_nan()).collect();
+    if let Some(o) = bias {
+        c.iter_mut()
+            .zip(o)
+            .for_each(|(c, o)| *c &= *o != f32::NEG_INFINITY);
+    }
+    c
 }
