@@ -83,6 +83,8 @@ pub struct LexicalIndex {
     /// Derived: the BM25 weight of each posting,
     /// `idf · tf · (k1 + 1) / (tf + k1 · (1 − b + b · len / avgdl))`.
     weight: Vec<f32>,
+    /// Derived: starts of the runs of documents with equal labels, then `len()`.
+    runs: Vec<u32>,
     /// Derived: the largest label, if any document.
     max_label: Option<u32>,
 }
@@ -115,6 +117,7 @@ impl LexicalIndex {
             doc_len: Vec::new(),
             doc_label: Vec::new(),
             weight: Vec::new(),
+            runs: vec![0],
             max_label: None,
         })
     }
@@ -284,6 +287,11 @@ impl LexicalIndex {
             }
         }
         self.weight = weight;
+        self.runs = (0..self.len())
+            .filter(|&d| d == 0 || self.doc_label[d] != self.doc_label[d - 1])
+            .map(|d| d as u32)
+            .chain([self.len() as u32])
+            .collect();
         self.max_label = self.doc_label.iter().copied().max();
     }
 
@@ -317,6 +325,7 @@ impl LexicalIndex {
             + vec_bytes(&self.doc_len)
             + vec_bytes(&self.doc_label)
             + vec_bytes(&self.weight)
+            + vec_bytes(&self.runs)
     }
 
     /// `n_labels` must exceed every document's label.
