@@ -22,6 +22,7 @@ from routecore.evaluation import datasets as D
 from routecore.evaluation.runner import embed
 from routecore.router import Router
 from routecore.specs import RouteSpec, ToolSpec
+from conftest import SHARED  # noqa: F401 - puts tests/ on the path
 from stubs import manual
 
 _E5: list = []
@@ -75,3 +76,36 @@ def test_non_encoder_time(benchmark, case, lexical):
     benchmark.group = f"non-encoder {case}"
     benchmark.extra_info["lexical_memory_bytes"] = (r.route_table.lexical or r.tool_catalog.lexical).index.memory_bytes if lexical else 0
     benchmark.pedantic(fn, rounds=400, warmup_rounds=20)
+
+
+def interleaved(case: str, blocks: int = 15, per_block: int = 200) -> dict:
+    """One router, the lexical pass toggled between alternating blocks of calls: the
+    median over blocks of each block's median call time (ms), off and on."""
+    import time
+
+    routes, tools, queries, enc = (routes_case if case.startswith("route") else tools_case)()
+    r = Router(routes, tools, encoder=enc, policy=manual(lexical=True, lexical_weight=0.04, tool_lexical_weight=0.04))
+    on, off = r.policy, r.policy.with_overrides(lexical=False)
+    call = r.route if routes else r.tools
+    it = itertools.cycle(queries)
+    res: dict[str, list[float]] = {"off": [], "on": []}
+    for b in range(2 * blocks):
+        key = "on" if b % 2 else "off"
+        r.policy = on if key == "on" else off
+        ts = []
+        for _ in range(per_block):
+            t0 = time.perf_counter()
+            call(next(it))
+            ts.append(time.perf_counter() - t0)
+        res[key].append(float(np.median(ts)) * 1e3)
+    off_ms, on_ms = float(np.median(res["off"])), float(np.median(res["on"]))
+    return {"case": case, "off_ms": round(off_ms, 4), "on_ms": round(on_ms, 4), "ratio": round(on_ms / off_ms, 3)}
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "tests"))
+    for case in ("route 150x100", "tools 10k"):
+        print(json.dumps(interleaved(case)), flush=True)

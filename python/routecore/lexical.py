@@ -6,7 +6,7 @@ exemplar, labelled with its route or tool; a tool's name (split on ``_ - .`` and
 camelCase by the tokenizer) goes into each of its documents. A query's lexical
 score for a label is the best BM25 of its documents, divided by the query's best
 over all labels, so it lies in [0, 1]. The router adds ``weight`` times it to the
-label's cosine before anything else is decided (:func:`fused_bias`); the weight is
+label's cosine before anything else is decided (:meth:`LexicalTable.bias`); the weight is
 fitted by the calibration (:func:`fit_weight`), or set in the policy.
 
 Stop words are not a language list: they are the words found in at least
@@ -76,9 +76,17 @@ class LexicalTable:
 
     def scores(self, query: str) -> np.ndarray:
         """Per label, the best BM25 of its documents over the query's best: float32 in [0, 1]."""
+        return self.bias(query, 1.0) if self.n_labels else np.zeros(0, np.float32)
+
+    def bias(self, query: str, weight: float) -> np.ndarray | None:
+        """``weight`` times :meth:`scores` (what each label's cosine gains), computed in
+        place; ``None`` when no token of the query is in the index (nothing to add)."""
         s = self.index.score_labels(query, self.n_labels)
         top = float(s.max()) if len(s) else 0.0
-        return s / top if top > 0 else s
+        if top <= 0:
+            return None if weight != 1.0 else s
+        s *= np.float32(weight / top)
+        return s
 
     def scores_batch(self, queries: Sequence[str], exclude_doc: np.ndarray | None = None) -> np.ndarray:
         """:meth:`scores` of each query (``exclude_doc[i]``: a document left out for query ``i``)."""
@@ -98,11 +106,6 @@ class LexicalTable:
             if top > 0:
                 out[i] /= top
         return out
-
-
-def fused_bias(lex: np.ndarray, weight: float) -> np.ndarray:
-    """What a label's cosine gains from its lexical score ``lex`` (in [0, 1])."""
-    return (np.float32(weight) * lex).astype(np.float32)
 
 
 def fit_weight(dense: np.ndarray, lex: np.ndarray, gold: np.ndarray, scale: float,

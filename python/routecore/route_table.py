@@ -16,7 +16,7 @@ import numpy as np
 from routecore import _native
 from routecore.decision import Alert, Decision, Exemplar, ScoreMap, Timings, trace
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.lexical import LexicalTable, fused_bias
+from routecore.lexical import LexicalTable
 from routecore.llm import LLMRequest, LLMRouter
 from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, tier_of
 from routecore.specs import RouteSpec, check_thresholds
@@ -94,7 +94,7 @@ class RouteTable:
         # The previous route and the clarified candidates may be lifted above the best routes: keep them exact.
         exact = ([previous] if previous else []) + (list(clarify.candidates) if clarify is not None else [])
         w = p.lexical_weight if p.lexical and self.lexical is not None else 0.0
-        bias = fused_bias(self.lexical.scores(text), w) if w else None  # type: ignore[union-attr]
+        bias = self.lexical.bias(text, w) if w else None  # type: ignore[union-attr]
         r = self.table.score(enc.embeddings[0], p, list(context_domains), p.top_exemplars, exact=exact, bias=bias)
         t2 = time.perf_counter()
         if self.head is not None:

@@ -14,7 +14,6 @@ from routecore import _native
 from routecore.catalog import MORE_TOOLS, Catalog, build_catalog
 from routecore.decision import Alert, ScoreMap, Timings, ToolBelt, ToolChoice, trace
 from routecore.errors import InvalidArgumentError, RoutecoreError
-from routecore.lexical import fused_bias
 from routecore.tables import collision_alert
 from routecore.tool_catalog import ToolCatalog
 
@@ -58,7 +57,7 @@ def _ranked_scores(catalog: ToolCatalog, q: np.ndarray, context_domain: str | No
     demoted = hit.nonzero()[0].tolist() if hit is not None else []
     exact = [names[j] for j in demoted] + [names[j] for j, _ in lessons]
     w = p.tool_lexical_weight if p.lexical and catalog.lexical is not None and text else 0.0
-    bias = fused_bias(catalog.lexical.scores(text), w) if w else None  # type: ignore[union-attr]
+    bias = catalog.lexical.bias(text, w) if w else None  # type: ignore[union-attr]
     r = catalog.tools.score(q, p, active, 0, exact_top=exact_top + len(demoted), exact_floor=floor, probabilities=False, exact=exact,
                             bias=bias)
     adjusted = r["adjusted"]  # a fresh array (or a view of one): ours to modify
@@ -116,7 +115,7 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
     # The best ``wanted`` tools are exact, which is all the floor and the cap look at.
     r, adjusted, banned, changed = _ranked_scores(catalog, enc.embeddings[0], context_domain, max(p.exact_top, wanted), float("inf"), alerts, query)
     raw, bound, table = r["dense"], r["bound"], catalog.tools
-    lexical = r["raw"] - raw if r["dense"] is not r["raw"] else None
+    fused = r["raw"] if r["dense"] is not r["raw"] else None  # cosine + lexical, when a bias was given
     if allowed is not None:  # the tools outside the candidates never enter the belt
         adjusted = np.where(allowed, adjusted, np.float32(-np.inf)).astype(np.float32)
         banned = True
@@ -167,7 +166,7 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
         prompt = a.message
     idx = [pos[n] for n in chosen]
     choices = tuple(map(ToolChoice, chosen, [domains[i] for i in idx], adjusted.take(idx).tolist(), raw.take(idx).tolist(), chosen.values(),
-                        lexical.take(idx).tolist() if lexical is not None else [0.0] * len(idx)))
+                        (fused.take(idx) - raw.take(idx)).tolist() if fused is not None else [0.0] * len(idx)))
     # The reported scores: the top-k values are the final scores unless a lesson banned a tool.
     shown_names = [names[i] for i in shown]
     shown_adj = adjusted.take(shown) if banned else best[:shown_n]
@@ -180,7 +179,7 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
     belt = ToolBelt(choices, tuple(alerts), collision is not None, prompt, ScoreMap(shown_names, shown_adj), ScoreMap(shown_names, raw.take(shown)),
                     bounds, Timings(enc.tokenize_ms, (t1 - t0) * 1e3 - enc.tokenize_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3), query,
                     no_tool=bool(k) and not picked,
-                    lexical_scores=ScoreMap(shown_names, lexical.take(shown)) if lexical is not None else {})
+                    lexical_scores=ScoreMap(shown_names, fused.take(shown) - raw.take(shown)) if fused is not None else {})
     return trace("tool belt", belt)
 
 
