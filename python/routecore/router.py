@@ -22,9 +22,9 @@ from routecore.lexical import LexicalTable
 from routecore.llm import LLMRouter
 from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
+from routecore.progress import Progress, ProgressArg
 from routecore.route_table import RouteTable, with_route_thresholds
 from routecore.specs import RouteSpec, ToolSpec, parse_config, read_config_file
-from routecore.progress import Progress, ProgressArg
 from routecore.tables import AUTO_INT8_ELEMENTS, EncoderLike, embed_texts, exemplar_texts
 from routecore.tool_catalog import ToolCatalog
 from routecore.toolbelt import ToolSession, select_tools

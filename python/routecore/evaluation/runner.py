@@ -22,8 +22,8 @@ from routecore.evaluation.decisions import fit_routed_cut
 from routecore.evaluation.head import LinearHead
 from routecore.lexical import fit_weight
 from routecore.policy import Policy
-from routecore.router import Router
 from routecore.progress import Progress
+from routecore.router import Router
 from routecore.specs import RouteSpec
 from routecore.tables import embed_texts
 
