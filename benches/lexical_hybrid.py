@@ -19,7 +19,7 @@ import json
 import time
 
 import numpy as np
-from zero_label import SETS
+from zero_label import train_routes
 
 from routecore import Encoder
 from routecore.calibration import background_vectors, route_scores, zero_label
@@ -29,12 +29,8 @@ from routecore.lexical import LexicalTable, fit_weight
 
 
 def intents(name: str, enc: Encoder, bg: np.ndarray) -> dict:
-    train, test = SETS[name]()
-    labels = sorted({s.label for s in train.samples if s.label != "oos"})
-    pos = {n: i for i, n in enumerate(labels)}
-    tr = [s for s in train.samples if s.label != "oos"]
-    texts, owners = [s.text for s in tr], np.array([pos[s.label] for s in tr])
-    V = embed(enc, texts, what=f"{name} train")
+    test, pos, texts, owners, V = train_routes(name, enc)
+    labels = list(pos)
     t0 = time.perf_counter()
     table = LexicalTable(texts, owners, len(labels))
     build_s = time.perf_counter() - t0

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from zero_label import SETS
+from zero_label import train_routes
 
 from routecore import Encoder
 from routecore.calibration import background_vectors, route_scores, softmax, top2, zero_label
@@ -38,15 +38,10 @@ def main() -> None:
     bg = background_vectors(enc)
     print("| set | raw top-1 | signal | share @ 90 % | share @ 95 % |\n|---|---|---|---|---|")
     for name in args.sets.split(","):
-        train, test = SETS[name]()
-        labels = sorted({s.label for s in train.samples if s.label != "oos"})
-        pos = {n: i for i, n in enumerate(labels)}
-        tr = [s for s in train.samples if s.label != "oos"]
-        V = embed(enc, [s.text for s in tr], what=f"{name} train")
-        owners = np.array([pos[s.label] for s in tr])
-        cal = zero_label(V, owners, len(labels), bg)
+        test, pos, _, owners, V = train_routes(name, enc)
+        cal = zero_label(V, owners, len(pos), bg)
         q = [s for s in test.samples if s.label in pos]
-        S = route_scores(embed(enc, [s.text for s in test.samples], what=f"{name} test"), V, owners, len(labels))
+        S = route_scores(embed(enc, [s.text for s in test.samples], what=f"{name} test"), V, owners, len(pos))
         S = S[[s.label in pos for s in test.samples]]
         right = (S.argmax(1) == np.array([pos[s.label] for s in q])).astype(float)
         top = np.sort(S, 1)

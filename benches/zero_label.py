@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,13 +34,28 @@ SETS = {
 }
 
 
-def run(name: str, enc: Encoder, bg: np.ndarray) -> dict:
+class TrainRoutes(NamedTuple):
+    """A set's train split as routes: label positions, in-scope texts, their owners and embeddings."""
+
+    test: D.Dataset
+    pos: dict[str, int]
+    texts: list[str]
+    owners: np.ndarray
+    V: np.ndarray
+
+
+def train_routes(name: str, enc: Encoder) -> TrainRoutes:
+    """Set ``name``'s routes from its train split (out-of-scope rows left out), embedded (cached)."""
     train, test = SETS[name]()
-    labels = sorted({s.label for s in train.samples if s.label != "oos"})
-    pos = {n: i for i, n in enumerate(labels)}
+    pos = {n: i for i, n in enumerate(sorted({s.label for s in train.samples if s.label != "oos"}))}
     tr = [s for s in train.samples if s.label != "oos"]
-    V = embed(enc, [s.text for s in tr], what=f"{name} train")
-    owners = np.array([pos[s.label] for s in tr])
+    texts = [s.text for s in tr]
+    return TrainRoutes(test, pos, texts, np.array([pos[s.label] for s in tr]), embed(enc, texts, what=f"{name} train"))
+
+
+def run(name: str, enc: Encoder, bg: np.ndarray) -> dict:
+    test, pos, _, owners, V = train_routes(name, enc)
+    labels = list(pos)
     t0 = time.perf_counter()
     cal = zero_label(V, owners, len(labels), bg)
     fit_s = time.perf_counter() - t0

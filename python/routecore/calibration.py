@@ -307,18 +307,18 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         S_dup = route_scores(V[rows], V, owners, R, aggregation, top_n, exclude=rows, near_duplicate=dup)
         S = np.where(np.isfinite(S_dup), S_dup, S)
     gold = owners[rows]
-    B = route_scores(background, V, owners, R, aggregation, top_n) if len(V) and len(background) else np.zeros((0, R), np.float32)
-    weights = {"lexical_weight": 0.0, "tool_lexical_weight": 0.0}
+    Bm = route_scores(background, V, owners, R, aggregation, top_n) if len(V) and len(background) else np.zeros((0, R), np.float32)
     lex = lexical if n_routes and len(route_vecs) else tool_lexical
+    lex_bg = lex[0].scores_batch(background_texts()[0]) if lex is not None and len(Bm) else None
+    w = 0.0  # the lexical weight of the calibrated table (routes, or tools for a tools-only router)
     fit_lexical = lex is not None and R >= 2 and len(rows) >= MIN_ROWS
     if fit_lexical:
         from routecore.lexical import calibrate_table
 
-        w, L, LB, lstats = calibrate_table(lex[0], lex[1], V, owners, rows, dup, S, fit_temperature(S, gold), background_texts()[0])
-        S, B = S + w * L, B + w * LB
-        weights["lexical_weight" if lex is lexical else "tool_lexical_weight"] = w
+        w, L, lstats = calibrate_table(lex[0], lex[1], V, owners, rows, dup, S, fit_temperature(S, gold))
+        S = S + w * L
         stats.update(lstats)
-    Bm, B = B, (B.max(axis=1) if B.size else np.zeros(0))
+    B = _best_background(Bm, lex_bg, w)
     stats.update(held_out=int(len(rows)), routes=int(R))
     best = S.max(axis=1) if len(rows) else np.zeros(0)
     own = S[np.arange(len(rows)), gold] if len(rows) else np.zeros(0)
@@ -338,13 +338,10 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         from routecore.lexical import LEXICAL_PRIOR_SCALES
 
         w = LEXICAL_PRIOR_SCALES * temperature
-        weights["lexical_weight" if lex is lexical else "tool_lexical_weight"] = w
-        if Bm.size:
-            B = (Bm + w * lex[0].scores_batch(list(background_texts()[0]))).max(axis=1)
-            B = B[np.isfinite(B)]
+        B = _best_background(Bm, lex_bg, w)
         stats["lexical_weight_prior"] = True
-    if lex is lexical and tool_lexical is not None:
-        weights["tool_lexical_weight"] = weights["lexical_weight"]  # from the routes' held-out rows, used for the tools too
+    # The routes' weight serves the tools too (their rows are the routes' held-out ones).
+    weights = {"lexical_weight": w if lex is lexical else 0.0, "tool_lexical_weight": w if tool_lexical is not None else 0.0}
     P = softmax(S, temperature) if len(rows) and R >= 2 else np.ones((len(rows), 1))
     p1, mg, arg = top2(P) if len(rows) else (np.zeros(0), np.zeros(0), np.zeros(0, np.int64))
     correct = arg == gold if R >= 2 else np.ones(len(rows), dtype=bool)
@@ -364,16 +361,25 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
                  inscope_kept=float((best >= min_score).mean()) if len(best) else None)
     tool_floor = None
     if tool_vecs is not None and len(tool_vecs) and len(background):
-        bt = route_scores(background, tool_vecs, np.asarray(tool_owners, dtype=np.int64), n_tools)
-        if weights["tool_lexical_weight"]:
-            bt = bt + weights["tool_lexical_weight"] * tool_lexical[0].scores_batch(list(background_texts()[0]))
-        bt = bt.max(axis=1)
+        if lex is tool_lexical and V is tool_vecs:  # a tools-only router: the background was scored above
+            bt = _best_background(Bm, lex_bg, w)
+        else:
+            tool_bg = tool_lexical[0].scores_batch(background_texts()[0]) if tool_lexical is not None and w else None
+            bt = _best_background(route_scores(background, tool_vecs, np.asarray(tool_owners, dtype=np.int64), n_tools), tool_bg, w)
         tool_floor = float(np.quantile(bt, targets.tool_background_rejected))
         stats["tool_background_median"] = float(np.median(bt))
     clip = lambda v, lo=0.0: float(np.clip(v, lo, 1.0))  # noqa: E731 - unnormalised vectors must not leave the cosine range
     return Calibration("zero-label", temperature, high, margin, medium, previous_high, previous_margin, clip(min_score),
                        temperature, clip(match, -1.0), clip(unrelated, -1.0), None if tool_floor is None else clip(tool_floor),
                        **weights, stats=stats)
+
+
+def _best_background(dense: np.ndarray, lexical: np.ndarray | None, weight: float) -> np.ndarray:
+    """Each background query's best (fused) label score, non-finite ones dropped."""
+    if not dense.size:
+        return np.zeros(0)
+    best = (dense + weight * lexical if weight and lexical is not None else dense).max(axis=1)
+    return best[np.isfinite(best)]
 
 
 def for_router(encoder: Any, policy: Any, route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: int,

@@ -40,7 +40,7 @@ MIN_GAIN_SHARE = 0.005
 @lru_cache(maxsize=1)
 def stop_words() -> tuple[str, ...]:
     """The words of at least :data:`STOP_SHARE` of the background queries (tokenized as the index does)."""
-    from routecore.calibration import background_texts
+    from routecore.background import background_texts
 
     texts = background_texts()[0]
     seen: dict[str, int] = {}
@@ -74,23 +74,24 @@ class LexicalTable:
             raise ConfigError(f"the lexical index holds {len(index)} documents that are not the {len(self.owners)} exemplars of its table")
         return self
 
-    def scores(self, query: str) -> np.ndarray:
-        """Per label, the best BM25 of its documents over the query's best: float32 in [0, 1]."""
-        return self.bias(query, 1.0) if self.n_labels else np.zeros(0, np.float32)
-
     def bias(self, query: str, weight: float) -> np.ndarray | None:
-        """``weight`` times :meth:`scores` (what each label's cosine gains), computed in
-        place; ``None`` when no token of the query is in the index (nothing to add)."""
+        """What each label's cosine gains: ``weight`` times its best BM25 over the query's
+        best, in [0, ``weight``]; ``None`` when no token of the query is indexed."""
         s = self.index.score_labels(query, self.n_labels)
         top = float(s.max()) if len(s) else 0.0
         if top <= 0:
-            return None if weight != 1.0 else s
+            return None
         s *= np.float32(weight / top)
         return s
 
-    def scores_batch(self, queries: Sequence[str], exclude_doc: np.ndarray | None = None) -> np.ndarray:
-        """:meth:`scores` of each query (``exclude_doc[i]``: a document left out for query ``i``)."""
-        S = self.index.score_labels_batch(list(queries), self.n_labels, exclude_doc)
+    def scores(self, query: str) -> np.ndarray:
+        """Per label, the best BM25 of its documents over the query's best: float32 in [0, 1]."""
+        s = self.bias(query, 1.0)
+        return np.zeros(self.n_labels, np.float32) if s is None else s
+
+    def scores_batch(self, queries: Sequence[str]) -> np.ndarray:
+        """:meth:`scores` of each query: float32 [queries, labels]."""
+        S = self.index.score_labels_batch(list(queries), self.n_labels)
         top = S.max(axis=1, keepdims=True) if S.size else np.zeros((len(queries), 1), np.float32)
         return np.divide(S, top, out=np.zeros_like(S), where=top > 0)
 
@@ -144,10 +145,9 @@ def held_out_docs(V: np.ndarray, owners: np.ndarray, rows: np.ndarray, near_dupl
 
 
 def calibrate_table(table: LexicalTable, texts: Sequence[str], V: np.ndarray, owners: np.ndarray, rows: np.ndarray,
-                    near_duplicate: float | None, dense: np.ndarray, scale: float, background: Sequence[str]) -> tuple[float, np.ndarray, np.ndarray, dict]:
-    """The fitted weight of ``table``, its held-out lexical scores (rows x labels) and the
-    background's (background x labels): what the calibration adds to the dense scores."""
+                    near_duplicate: float | None, dense: np.ndarray, scale: float) -> tuple[float, np.ndarray, dict]:
+    """The fitted weight of ``table`` and its held-out lexical scores (rows x labels), left out
+    as the dense ones ``dense`` were; ``scale``: the unit of the weight grid."""
     L = table.held_out([texts[r] for r in rows.tolist()], held_out_docs(V, owners, rows, near_duplicate))
     w, stats = fit_weight(dense, L, owners[rows], scale)
-    B = table.scores_batch(list(background)) if w else np.zeros((len(background), table.n_labels), np.float32)
-    return w, L, B, stats
+    return w, L, stats
