@@ -74,25 +74,18 @@ def _save_locked(router: Any, d: Path, fitted: dict[str, Any] | None) -> None:
     gen = uuid.uuid4().hex[:12]
     files: dict[str, dict[str, Any]] = {}
     for name, table in zip(TABLES, (router._routes, router._tools, router._anti)):
-        fn = f"{name}.{gen}.rci"
-        table.index.save(d / fn)
-        files[name] = {"file": fn, "sha256": _sha256(d / fn), "rows": len(table.index)}
+        files[name] = _write(d, f"{name}.{gen}.rci", table.index.save, rows=len(table.index))
     for name, lex in (("routes", router.route_table.lexical), ("tools", router.tool_catalog.lexical)):
         if lex is not None:  # the BM25 tables, saved beside the dense ones (same generation, same checks)
-            fn = f"lexical_{name}.{gen}.rlx"
-            lex.index.save(d / fn)
-            files[f"lexical_{name}"] = {"file": fn, "sha256": _sha256(d / fn), "rows": len(lex.index)}
+            files[f"lexical_{name}"] = _write(d, f"lexical_{name}.{gen}.rlx", lex.index.save, rows=len(lex.index))
     meta = {"version": BUNDLE_VERSION, "model_id": router.encoder.model_id, "model_path": str(getattr(router.encoder, "path", "")),
             # The policy as given (unset thresholds null) and the calibration that fills them.
             "policy": router.spec_policy.to_dict(), "calibration": router.calibration.to_dict() if router.calibration else None,
             "routes": [asdict(r) for r in router.route_specs], "tools": [asdict(t) for t in router.tool_specs],
             "fitted": fitted or {}, "generation": gen, "files": files}
     if router.head is not None:
-        fn = f"head.{gen}.npz"
-        router.head.save(d / fn)
-        _fsync(d / fn)
-        meta["head"] = fn
-        files["head"] = {"file": fn, "sha256": _sha256(d / fn)}
+        files["head"] = _write(d, f"head.{gen}.npz", router.head.save, flush=True)
+        meta["head"] = files["head"]["file"]
     fd, tmp = tempfile.mkstemp(prefix=".bundle.", suffix=".json", dir=d)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -110,6 +103,14 @@ def _save_locked(router: Any, d: Path, fitted: dict[str, Any] | None) -> None:
         stale = old.suffix in (".rci", ".npz", ".rlx") or old.name.startswith(".bundle.") or (old.name.startswith(".routecore-") and old.suffix == ".tmp")
         if old.is_file() and old.name not in keep and stale:
             old.unlink(missing_ok=True)
+
+
+def _write(d: Path, fn: str, save: Any, flush: bool = False, **extra: Any) -> dict[str, Any]:
+    """``save(d / fn)`` (``flush``: fsync it; the native writers do), and its ``bundle.json`` entry."""
+    save(d / fn)
+    if flush:
+        _fsync(d / fn)
+    return {"file": fn, "sha256": _sha256(d / fn), **extra}
 
 
 def _fsync(path: Path) -> None:

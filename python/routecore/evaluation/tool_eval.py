@@ -85,12 +85,17 @@ def rows_catalog(data: Dataset, catalog: Sequence[dict[str, Any]] | None) -> tup
     return out, RowTools(cands, gold)
 
 
+def _catalog_rows(router: Router, data: Dataset) -> RowTools:
+    """``data``'s rows over ``router``'s own catalog (rows may only name its tools)."""
+    return rows_catalog(data, [{"name": n, "description": ""} for n in router._tool_by_name])[1]
+
+
 def evaluate_tools(router: Router, data: Dataset, *, ks: Sequence[int] = (1, 3, 5), progress: bool = False,
                    rows: RowTools | None = None) -> dict[str, Any]:
     """Recall@k, precision@k and MRR on rows with gold tools; all-gold-in-belt on rows
     with several; no-tool precision/recall on rows without; AUROC of the best tool's
     score between rows with and without a right tool; latency."""
-    rows = rows or rows_catalog(data, [{"name": n, "description": ""} for n in router._tool_by_name])[1]
+    rows = rows or _catalog_rows(router, data)
     k = max(ks)
     bar = Progress(len(data), f"eval {data.name}", progress)
     ranked, selected, no_tool, top, lat = [], [], [], [], []
@@ -118,7 +123,7 @@ def fit_tools(router: Router, val: Dataset, *, rows: RowTools | None = None, pro
     cat, cal = router.tool_catalog, router.calibration
     if cal is None or cat.lexical is None or not router.spec_policy.lexical:
         raise DatasetError("fit --tools needs a calibrated router with the lexical pass on")
-    rows = rows or rows_catalog(val, [{"name": n, "description": ""} for n in router._tool_by_name])[1]
+    rows = rows or _catalog_rows(router, val)
     keep = [i for i, g in enumerate(rows.gold) if g and rows.candidates[i] is None]
     if not keep:
         raise DatasetError(f"{val.name}: no row with a gold tool from the whole catalog to fit on")
