@@ -214,6 +214,11 @@ def _error(e: msgspec.ValidationError, data: Any, where: str) -> ConfigError:
     return ConfigError(f"{where}: {place}{msg[0].lower() + msg[1:]}{found}")
 
 
+def given(struct: Struct) -> Dict[str, Any]:
+    """The fields of ``struct`` that are set (not ``None``), in field order."""
+    return {k: v for k in struct.__struct_fields__ if (v := getattr(struct, k)) is not None}
+
+
 def convert(data: Any, kind: type, where: str) -> Any:
     """``data`` as a ``kind`` struct, or a :class:`ConfigError` that names the path."""
     try:

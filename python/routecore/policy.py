@@ -211,8 +211,7 @@ class Policy:
         p = config_schema.convert(d, config_schema.Policy, where)
         values: dict[str, Any] = {f.name: getattr(p, f.name) for f in fields(cls)}
         values["bias_rules"] = tuple(BiasRule(r.a, r.b, r.winner, r.within) for r in p.bias_rules)
-        values["per_route"] = {n: {k: getattr(t, k) for k in t.__struct_fields__ if getattr(t, k) is not None}
-                               for n, t in p.per_route.items()}
+        values["per_route"] = {n: config_schema.given(t) for n, t in p.per_route.items()}
         return cls(**values)
 
 

@@ -103,8 +103,7 @@ def _schema() -> Any:
 def check_thresholds(where: str, th: Any) -> dict[str, float]:
     """Validated per-route overrides: known keys, numbers in [0, 1]."""
     s = _schema()
-    t = s.convert(dict(th) if isinstance(th, Mapping) else th, s.Thresholds, where)
-    return {k: getattr(t, k) for k in ROUTE_THRESHOLD_KEYS if getattr(t, k) is not None}
+    return s.given(s.convert(dict(th) if isinstance(th, Mapping) else th, s.Thresholds, where))
 
 
 def _check_spec(spec: RouteSpec | ToolSpec, kind: str) -> None:
