@@ -149,3 +149,14 @@ def test_bundles_keep_the_lexical_tables_and_check_them(tmp_path):
 
     with pytest.raises(RoutecoreError):
         Router.load(tmp_path / "b", encoder=r.encoder)
+
+
+def test_fit_scores_the_decisions_route_makes_with_the_lexical_pass():
+    from routecore.evaluation.decisions import decide_vectors
+
+    q = "kafka ne répond plus"
+    r = _routes(lexical_weight=0.05)
+    r.encoder.table[q] = mix(a0=0.70, a1=0.71)
+    d = r.route(q)
+    assert decide_vectors(r, r.encoder.encode_with_stats([q]).embeddings, [q]) == [(d.action, d.route, d.tier)]
+    assert d.route == "KAFKA"  # dense alone would say ORACLE

@@ -93,9 +93,7 @@ class RouteTable:
         p = self.policy
         # The previous route and the clarified candidates may be lifted above the best routes: keep them exact.
         exact = ([previous] if previous else []) + (list(clarify.candidates) if clarify is not None else [])
-        w = p.lexical_weight if p.lexical and self.lexical is not None else 0.0
-        bias = self.lexical.bias(text, w) if w else None  # type: ignore[union-attr]
-        r = self.table.score(enc.embeddings[0], p, list(context_domains), p.top_exemplars, exact=exact, bias=bias)
+        r = self.table.score(enc.embeddings[0], p, list(context_domains), p.top_exemplars, exact=exact, bias=self.lexical_bias(text))
         t2 = time.perf_counter()
         if self.head is not None:
             self._apply_head(r, enc.embeddings[0])
@@ -108,6 +106,11 @@ class RouteTable:
             alerts.append(Alert("truncated", "the query was truncated at the model's max_length"))
         dec = Decision(**d, alerts=tuple(alerts), timings=timings, query=text, previous_route=previous, error_message=self.policy.error_message, calibrated=self.calibrated)
         return trace("route decision", dec)
+
+    def lexical_bias(self, text: str) -> np.ndarray | None:
+        """What each route's cosine gains from its lexical score for ``text`` (hybrid scoring), or None."""
+        w = self.policy.lexical_weight if self.policy.lexical and self.lexical is not None else 0.0
+        return self.lexical.bias(text, w) if w else None  # type: ignore[union-attr]
 
     def _apply_head(self, r: dict[str, Any], q: np.ndarray) -> None:
         """Replace softmax probabilities by the linear head's (O(routes x dim))."""

@@ -48,6 +48,11 @@ class ToolCatalog:
         self.tools = build_table(self.specs, encoder, storage, vectors)
         self.anti = build_table(self.specs, encoder, storage, anti_vectors, "anti_patterns")
 
+    def lexical_bias(self, text: str) -> np.ndarray | None:
+        """What each tool's cosine gains from its lexical score for ``text`` (hybrid scoring), or None."""
+        w = self.policy.tool_lexical_weight if self.policy.lexical and self.lexical is not None and text else 0.0
+        return self.lexical.bias(text, w) if w else None  # type: ignore[union-attr]
+
     def discovery_tools(self, prefixes: tuple[str, ...]) -> dict[str, list[str]]:
         """Plugin -> its tools whose names start with one of ``prefixes`` (cached)."""
         if prefixes not in self._discovery:

@@ -56,10 +56,8 @@ def _ranked_scores(catalog: ToolCatalog, q: np.ndarray, context_domain: str | No
                     lessons.append((j, bool(use[i])))
     demoted = hit.nonzero()[0].tolist() if hit is not None else []
     exact = [names[j] for j in demoted] + [names[j] for j, _ in lessons]
-    w = p.tool_lexical_weight if p.lexical and catalog.lexical is not None and text else 0.0
-    bias = catalog.lexical.bias(text, w) if w else None  # type: ignore[union-attr]
     r = catalog.tools.score(q, p, active, 0, exact_top=exact_top + len(demoted), exact_floor=floor, probabilities=False, exact=exact,
-                            bias=bias)
+                            bias=catalog.lexical_bias(text))
     adjusted = r["adjusted"]  # a fresh array (or a view of one): ours to modify
     banned = catalog.without_exemplars  # such tools score -inf
     if demoted:

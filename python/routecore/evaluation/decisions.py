@@ -18,12 +18,13 @@ import numpy as np
 from routecore.calibration import wilson_lower
 
 
-def decide_vectors(router: Any, X: np.ndarray) -> list[tuple[str, str | None, str]]:
-    """(action, route, tier) of ``router``'s decision for each query vector (no previous route, no context)."""
+def decide_vectors(router: Any, X: np.ndarray, texts: Sequence[str]) -> list[tuple[str, str | None, str]]:
+    """(action, route, tier) of ``router``'s decision for each query (vector ``X[i]`` of text
+    ``texts[i]``, whose lexical score counts as in ``route()``; no previous route, no context)."""
     p, table, rt = router.policy, router._routes, router.route_table
     out = []
-    for x in X:
-        r = table.score(x, p, [], p.top_exemplars)
+    for x, text in zip(X, texts):
+        r = table.score(x, p, [], p.top_exemplars, bias=rt.lexical_bias(text))
         if rt.head is not None:
             rt._apply_head(r, x)
         d = rt._decide("", r, None, None)
@@ -47,7 +48,8 @@ def decision_figures(decisions: Sequence[tuple[str, str | None, str]], gold: Seq
     }
 
 
-def fit_routed_cut(router: Any, X: np.ndarray, gold: Sequence[str], oos_label: str = "oos", steps: int = 24) -> dict[str, Any]:
+def fit_routed_cut(router: Any, X: np.ndarray, texts: Sequence[str], gold: Sequence[str], oos_label: str = "oos",
+                   steps: int = 24) -> dict[str, Any]:
     """Install the ``medium`` cut whose decisions route the most of ``X`` with the routed
     ones right on at least ``policy.route_precision`` (Wilson lower bound); when no cut
     gets there, the one with the best bound. Returns the decision figures at that cut."""
@@ -56,7 +58,7 @@ def fit_routed_cut(router: Any, X: np.ndarray, gold: Sequence[str], oos_label: s
     best: tuple[tuple[bool, float], float, dict[str, Any]] | None = None
     for m in np.linspace(0.05, router.policy.high, steps):
         router.calibrate(replace(cal, medium=float(m)))
-        f = decision_figures(decide_vectors(router, X), gold, oos_label)
+        f = decision_figures(decide_vectors(router, X, texts), gold, oos_label)
         n_routed = round(f["routed_share"] * len(gold))
         lb = float(wilson_lower(f["right_of_routed"], n_routed)) if n_routed else 0.0
         key = (lb >= target, f["routed_share"] if lb >= target else lb)

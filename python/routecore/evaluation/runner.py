@@ -126,7 +126,7 @@ def fit_router(router: Router, val: Dataset, *, objective: str = "accuracy", cov
                              stats={**base.stats, "fit_objective": res.objective, "fit_value": res.value}))
     # End to end: the routed cut that the router's own decisions (head included) need on
     # this split, and the figures of those decisions, which is what fit reports.
-    decisions = fit_routed_cut(router, X, gold, oos_label)
+    decisions = fit_routed_cut(router, X, [s.text for s in val.samples], gold, oos_label)
     router.calibrate(replace(router.calibration, stats={**router.calibration.stats, "validation_decisions": decisions}))
     router.fitted = res.to_dict() | {"head_threshold": getattr(router.head, "threshold", None), "decisions": decisions}
     return res
