@@ -312,10 +312,12 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
     lex_bg = lex[0].scores_batch(background_texts()[0]) if lex is not None and len(Bm) else None
     w = 0.0  # the lexical weight of the calibrated table (routes, or tools for a tools-only router)
     fit_lexical = lex is not None and R >= 2 and len(rows) >= MIN_ROWS
+    dense_temperature = None
     if fit_lexical:
         from routecore.lexical import calibrate_table
 
-        w, L, lstats = calibrate_table(lex[0], lex[1], V, owners, rows, dup, S, fit_temperature(S, gold))
+        dense_temperature = fit_temperature(S, gold)  # the unit of the weight grid
+        w, L, lstats = calibrate_table(lex[0], lex[1], V, owners, rows, dup, S, dense_temperature)
         S = S + w * L
         stats.update(lstats)
     B = _best_background(Bm, lex_bg, w)
@@ -326,7 +328,7 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
     unrelated = float(np.median(B)) if len(B) else float(np.median(best)) - 0.1 if len(best) else 0.0
     match = float(np.median(own)) if len(own) else unrelated + 0.1
     if R >= 2 and len(rows) >= MIN_ROWS:
-        temperature = fit_temperature(S, gold)
+        temperature = dense_temperature if dense_temperature is not None and not w else fit_temperature(S, gold)
     else:
         # Too few held-out rows for a likelihood fit: a tenth of the spread
         # between a paraphrase and an unrelated best match.
