@@ -71,10 +71,9 @@ class ScoreTable:
         if bias is not None:
             coded = np.zeros(len(self.labels), np.float32)
             coded[self.codes] = bias
-        args = [q, aggregation or policy.aggregation, policy.top_n, policy.temperature, active, policy.affinity_boost,
-                policy.affinity_penalty, policy.collision_gap, top, exact_top or policy.exact_top, policy.exact_band,
-                exact_floor, probabilities, list(exact)]
-        r = self.index._impl.score_routes(*args, coded) if coded is not None else self.index._impl.score_routes(*args)
+        r = self.index._impl.score_routes(q, aggregation or policy.aggregation, policy.top_n, policy.temperature, active,
+                                          policy.affinity_boost, policy.affinity_penalty, policy.collision_gap, top,
+                                          exact_top or policy.exact_top, policy.exact_band, exact_floor, probabilities, list(exact), coded)
         c = self.codes
         r["raw"], r["adjusted"], r["bound"] = r["raw"][c], r["adjusted"][c], r["bound"][c]
         r["dense"] = r["dense"][c] if r.get("dense") is not None else r["raw"]
