@@ -20,8 +20,19 @@ import numpy as np
 
 from routecore import Encoder
 from routecore.calibration import background_texts, route_scores, softmax, top2, zero_label
+from routecore.evaluation import calibrate as fitting
 from routecore.evaluation import datasets as D
 from routecore.evaluation.runner import embed
+
+#: Validation splits, for the tiers `routecore fit` would set (temperature and tiers fitted on them).
+VAL = {
+    "clinc150": lambda: D.clinc150("val"),
+    "massive-en": lambda: D.massive("en-US", "dev"),
+    "massive-fr": lambda: D.massive("fr-FR", "dev"),
+    "massive-zh": lambda: D.massive("zh-CN", "dev"),
+    "xling-fr": lambda: D.massive("fr-FR", "dev"),
+    "xling-zh": lambda: D.massive("zh-CN", "dev"),
+}
 
 SETS = {
     "clinc150": lambda: (D.clinc150("train"), D.clinc150("test")),
@@ -79,6 +90,15 @@ def run(name: str, enc: Encoder, bg: np.ndarray) -> dict:
         "routed_share": float(routed.mean()), "routed_precision": float(right[routed].mean()) if routed.any() else None,
         "confident_wrong": float((high & ~right).mean()),
     }
+    if name in VAL:  # the high tier `fit` sets from the validation split, under the same out-of-scope cut
+        val = VAL[name]()
+        gv = [s.label for s in val.samples]
+        Sv = route_scores(embed(enc, [s.text for s in val.samples], what=f"{name} val"), V, owners, len(labels))
+        t = fitting.fit_temperature(Sv, gv, labels)
+        h, m = fitting.fit_tiers(Sv, gv, labels, t)
+        f1, fmg, farg = top2(softmax(S, t))
+        fhigh = (f1 >= h) & (fmg >= m) & ~oos_pred
+        out.update(fit_high_share=float(fhigh.mean()), fit_high_precision=float((farg == gold)[fhigh].mean()) if fhigh.any() else None)
     if (~inscope).any():
         tp = int((oos_pred & ~inscope).sum())
         prec = tp / max(int(oos_pred.sum()), 1)

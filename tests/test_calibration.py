@@ -7,7 +7,8 @@ import pytest
 from conftest import MODELS, ROOT, need_shared
 
 from routecore import Encoder, Router
-from routecore.calibration import Calibration, background_texts, fit_min_score, held_out_rows, route_scores, zero_label
+from routecore.calibration import (Calibration, background_texts, fit_min_score, held_out_rows, nearest_same, route_scores,
+                                  zero_label)
 from routecore.errors import ConfigError
 from routecore.policy import CALIBRATED_KEYS, BiasRule, Policy
 from routecore.specs import RouteSpec, ToolSpec
@@ -107,6 +108,27 @@ def test_leave_one_out_excludes_the_row_itself():
     assert route_scores(V, V, owners, 2)[0, 0] == 1
     with pytest.raises(ConfigError):
         route_scores(V, V, owners, 2, aggregation="median")
+
+
+def test_high_tier_rows_lose_their_nearest_same_route_exemplars():
+    rng = np.random.default_rng(0)
+    V = rng.normal(size=(40, 16)).astype(np.float32)
+    V /= np.linalg.norm(V, axis=1, keepdims=True)
+    owners = np.array([0] * 31 + [1] * 8 + [2])
+    rows = np.array([0, 31, 39])
+    cut = nearest_same(V, owners, rows, 2)
+    for r, c in zip(rows[:2], cut[:2]):
+        same = np.flatnonzero((owners == owners[r]) & (np.arange(40) != r))
+        sims = np.sort(V[same] @ V[r])[::-1]
+        # Route 0 has 30 others: its 2 nearest go; route 1 has 7: a tenth rounds down, one still goes.
+        k = 2 if owners[r] == 0 else 1
+        assert c == pytest.approx(sims[k - 1]) and (sims >= c).sum() == k
+    assert cut[2] == -np.inf  # a route's only exemplar has no neighbour to lose
+    S = route_scores(V[rows[:2]], V, owners, 3, exclude=rows[:2], near_duplicate=cut[:2])
+    plain = route_scores(V[rows[:2]], V, owners, 3, exclude=rows[:2])
+    own = owners[rows[:2]]
+    assert (S[[0, 1], own] < plain[[0, 1], own]).all()  # only the own route loses exemplars
+    assert (S[0, 1:] == plain[0, 1:]).all() and (S[1, [0, 2]] == plain[1, [0, 2]]).all()
 
 
 def test_held_out_rows_spread_over_routes():

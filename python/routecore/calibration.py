@@ -20,7 +20,10 @@ encoder:
 
 Zero-label calibration (:func:`zero_label`) needs no labelled data: each
 sampled exemplar is held out and scored against every route's *other*
-exemplars (leave-one-out), which gives labelled in-scope scores for free.
+exemplars (leave-one-out, near-copies left out with it: :mod:`routecore.held_out`),
+which gives labelled in-scope scores for free. The high tier promises more (right
+on 95 % of queries that paraphrase no exemplar), so its rows also lose their
+nearest same-route exemplars.
 ``routecore fit`` replaces it with figures from a validation split
 (``source="fitted"``); explicit policy values always win over zero-label ones.
 """
@@ -34,12 +37,12 @@ import numpy as np
 
 from routecore.background import BACKGROUND_FILE, background_texts, background_vectors  # noqa: F401 - re-exported
 from routecore.errors import ConfigError
+from routecore.held_out import (LEAVE_OUT_NEAREST, held_out_rows, leave_out, near_duplicate_cut,  # noqa: F401 - re-exported
+                                nearest_same, route_scores)
 
 #: Fewer held-out rows than this and the fits fall back to probability-space defaults.
 MIN_ROWS = 20
 SOURCES = ("zero-label", "fitted", "manual")
-#: Same-route pairs at least this similar (as a quantile of all same-route pairs) count as near-duplicates.
-NEAR_DUPLICATE_QUANTILE = 0.95
 
 
 @dataclass(frozen=True)
@@ -95,81 +98,6 @@ class Calibration:
     def similarity(self, z: float) -> float:
         """A cosine ``z`` of the way from an unrelated best match (0) to a paraphrase (1)."""
         return float(np.clip(self.unrelated + z * (self.match - self.unrelated), 0.0, 1.0))
-
-
-# -- scores ----------------------------------------------------------------------
-def _group_starts(owners: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Column order that groups ``owners``, each present group's start, and which groups are present."""
-    perm = np.argsort(owners, kind="stable")
-    counts = np.bincount(owners, minlength=n_groups)
-    present = np.flatnonzero(counts)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])[present]
-    return perm, starts, present
-
-
-def route_scores(Q: np.ndarray, V: np.ndarray, owners: np.ndarray, n_groups: int, aggregation: str = "max",
-                 top_n: int = 3, exclude: np.ndarray | None = None, near_duplicate: float | None = None,
-                 chunk: int = 256) -> np.ndarray:
-    """Aggregated scores [len(Q), n_groups] of queries ``Q`` against exemplars ``V``
-    owned by ``owners``. Groups without exemplars score -inf.
-
-    ``exclude[i]`` is an exemplar left out of row ``i`` (leave-one-out), or -1;
-    with ``near_duplicate``, the exemplars of the same group at least that
-    similar to row ``i`` are left out too (max aggregation only)."""
-    owners = np.asarray(owners, dtype=np.int64)
-    perm, starts, present = _group_starts(owners, n_groups)
-    counts = np.bincount(owners, minlength=n_groups).astype(np.float64)
-    out = np.full((len(Q), n_groups), -np.inf, dtype=np.float32)
-    for a in range(0, len(Q), chunk):
-        C = (Q[a:a + chunk] @ V.T).astype(np.float32)
-        rows = np.arange(len(C))
-        ex = exclude[a:a + chunk] if exclude is not None else None
-        if aggregation == "max":
-            if ex is not None and near_duplicate is not None:
-                own = ex >= 0
-                same = owners[None, :] == np.where(own, owners[ex], -1)[:, None]
-                C[same & (C >= near_duplicate)] = -np.inf
-            if ex is not None:
-                C[rows[ex >= 0], ex[ex >= 0]] = -np.inf
-            out[a:a + chunk, present] = np.maximum.reduceat(C[:, perm], starts, axis=1)
-        elif aggregation == "mean":
-            n = np.broadcast_to(counts, (len(C), n_groups)).copy()
-            if ex is not None:
-                C[rows[ex >= 0], ex[ex >= 0]] = 0.0
-                n[rows[ex >= 0], owners[ex[ex >= 0]]] -= 1
-            s = np.zeros((len(C), n_groups))
-            s[:, present] = np.add.reduceat(C[:, perm], starts, axis=1)
-            out[a:a + chunk] = np.where(n > 0, s / np.maximum(n, 1), -np.inf)
-        elif aggregation == "topn":
-            if ex is not None:
-                C[rows[ex >= 0], ex[ex >= 0]] = np.nan
-            for g in present:
-                cols = np.sort(np.where(np.isnan(C[:, owners == g]), -np.inf, C[:, owners == g]), axis=1)[:, ::-1][:, :top_n]
-                finite = np.isfinite(cols)
-                k = finite.sum(axis=1)
-                out[a:a + chunk, g] = np.where(k > 0, np.where(finite, cols, 0).sum(axis=1) / np.maximum(k, 1), -np.inf)
-        else:
-            raise ConfigError(f"aggregation must be 'max', 'mean' or 'topn', got {aggregation!r}")
-    return out
-
-
-def held_out_rows(owners: np.ndarray, n_groups: int, sample: int, seed: int = 0) -> np.ndarray:
-    """Exemplars to hold out: those whose group has another exemplar, at most ``sample``,
-    spread evenly over groups."""
-    owners = np.asarray(owners, dtype=np.int64)
-    counts = np.bincount(owners, minlength=n_groups)
-    eligible = np.flatnonzero(counts[owners] >= 2)
-    if len(eligible) <= sample:
-        return eligible
-    rng = np.random.default_rng(seed)
-    # Round-robin over groups, so a large route cannot crowd out the small ones.
-    keys = rng.permutation(len(eligible))
-    rank = np.empty(len(eligible), dtype=np.int64)
-    order = np.lexsort((keys, owners[eligible]))
-    g = owners[eligible][order]
-    first = np.searchsorted(g, g)
-    rank[order] = np.arange(len(order)) - first
-    return np.sort(eligible[np.lexsort((keys, rank))[:sample]])
 
 
 # -- fits ------------------------------------------------------------------------
@@ -276,7 +204,8 @@ class Targets:
 def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: int, background: np.ndarray, *,
                aggregation: str = "max", top_n: int = 3, tool_vecs: np.ndarray | None = None,
                tool_owners: Sequence[int] = (), n_tools: int = 0, targets: Targets = Targets(),
-               sample: int = 1500, seed: int = 0, lexical: Any = None, tool_lexical: Any = None) -> Calibration:
+               sample: int = 1500, seed: int = 0, lexical: Any = None, tool_lexical: Any = None,
+               leave_out_nearest: int = LEAVE_OUT_NEAREST) -> Calibration:
     """Fit a :class:`Calibration` from the exemplars alone (leave-one-out) and the
     background vectors. Routes come first; a router with tools only calibrates
     on the tools' exemplars (descriptions and success examples).
@@ -293,19 +222,19 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         aggregation = "max"
     rows = held_out_rows(owners, R, sample, seed) if len(V) else np.zeros(0, np.int64)
     # A real query rarely has a near-copy among the exemplars, but exemplar sets often
-    # do: the held-out row's closest 5 % of same-route pairs are left out with it.
-    dup = None
-    if len(rows) and aggregation == "max":
-        few = rows[:: max(1, len(rows) // 256)]  # spread over routes: enough for a quantile, bounded memory at 100k exemplars
-        G = V[few] @ V.T
-        same = owners[None, :] == owners[few][:, None]
-        same[np.arange(len(few)), few] = False
-        dup = float(np.quantile(G[same], NEAR_DUPLICATE_QUANTILE)) if same.any() else None
+    # do: the held-out row's closest 5 % of same-route pairs are left out with it (`S`).
+    # The high tier promises >= 95 % on queries that paraphrase no exemplar: its rows
+    # are scored without their nearest same-route exemplar(s) instead (`S_tier`).
     S = route_scores(V[rows], V, owners, R, aggregation, top_n, exclude=rows) if len(rows) else np.zeros((0, R), np.float32)
-    if dup is not None:
-        # ...unless that leaves the row's route without any exemplar.
-        S_dup = route_scores(V[rows], V, owners, R, aggregation, top_n, exclude=rows, near_duplicate=dup)
-        S = np.where(np.isfinite(S_dup), S_dup, S)
+    S_tier, dup, tier_cut = S, None, None
+    if len(rows) and aggregation == "max":
+        dup = near_duplicate_cut(V, owners, rows)
+        S = leave_out(V, owners, R, rows, S, dup)
+        if leave_out_nearest:
+            tier_cut = nearest_same(V, owners, rows, leave_out_nearest)
+            S_tier = leave_out(V, owners, R, rows, S, tier_cut)
+        else:
+            S_tier, tier_cut = S, dup
     gold = owners[rows]
     Bm = route_scores(background, V, owners, R, aggregation, top_n) if len(V) and len(background) else np.zeros((0, R), np.float32)
     lex = lexical if n_routes and len(route_vecs) else tool_lexical
@@ -314,11 +243,10 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
     fit_lexical = lex is not None and R >= 2 and len(rows) >= MIN_ROWS
     dense_temperature = None
     if fit_lexical:
-        from routecore.lexical import calibrate_table
+        from routecore.lexical import fit_table
 
         dense_temperature = fit_temperature(S, gold)  # the unit of the weight grid
-        w, L, lstats = calibrate_table(lex[0], lex[1], V, owners, rows, dup, S, dense_temperature)
-        S = S + w * L
+        w, S, S_tier, lstats = fit_table(lex[0], lex[1], V, owners, rows, (dup, tier_cut), (S, S_tier), dense_temperature)
         stats.update(lstats)
     B = _best_background(Bm, lex_bg, w)
     stats.update(held_out=int(len(rows)), routes=int(R))
@@ -344,11 +272,10 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         stats["lexical_weight_prior"] = True
     # The routes' weight serves the tools too (their rows are the routes' held-out ones).
     weights = {"lexical_weight": w if lex is lexical else 0.0, "tool_lexical_weight": w if tool_lexical is not None else 0.0}
-    P = softmax(S, temperature) if len(rows) and R >= 2 else np.ones((len(rows), 1))
-    p1, mg, arg = top2(P) if len(rows) else (np.zeros(0), np.zeros(0), np.zeros(0, np.int64))
-    correct = arg == gold if R >= 2 else np.ones(len(rows), dtype=bool)
-    tiers = fit_tiers(p1, mg, correct, targets.high_precision) if R >= 2 and len(rows) >= MIN_ROWS else None
-    prev = fit_tiers(p1, mg, correct, targets.previous_precision) if tiers else None
+    p1, mg, correct = _top2_correct(S, gold, temperature, R)
+    t1, tmg, tcorrect = _top2_correct(S_tier, gold, temperature, R)
+    tiers = fit_tiers(t1, tmg, tcorrect, targets.high_precision) if R >= 2 and len(rows) >= MIN_ROWS else None
+    prev = fit_tiers(t1, tmg, tcorrect, targets.previous_precision) if tiers else None
     medium = fit_medium(p1, correct, targets.route_precision) if R >= 2 and len(rows) >= MIN_ROWS else None
     if tiers is None:
         stats["tiers_fallback"] = True
@@ -357,7 +284,7 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
     medium = medium if medium is not None else 0.50  # a cut on p1 alone, independent of the (p1, margin) pair
     min_score = fit_min_score(best[correct] if len(best) else best, B)
     stats.update(top1_accuracy=float(correct.mean()) if len(rows) else None,
-                 high_coverage=float(((p1 >= high) & (mg >= margin)).mean()) if len(rows) else None,
+                 high_coverage=float(((t1 >= high) & (tmg >= margin)).mean()) if len(rows) else None,
                  routed_coverage=float((p1 >= medium).mean()) if len(rows) else None,
                  background_rejected=float((B < min_score).mean()) if len(B) else None,
                  inscope_kept=float((best >= min_score).mean()) if len(best) else None)
@@ -374,6 +301,16 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
     return Calibration("zero-label", temperature, high, margin, medium, previous_high, previous_margin, clip(min_score),
                        temperature, clip(match, -1.0), clip(unrelated, -1.0), None if tool_floor is None else clip(tool_floor),
                        **weights, stats=stats)
+
+
+def _top2_correct(S: np.ndarray, gold: np.ndarray, temperature: float, R: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Held-out rows' best probability, margin and whether the best is their own route."""
+    if not len(S):
+        return np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool)
+    if R < 2:
+        return np.ones(len(S)), np.ones(len(S)), np.ones(len(S), dtype=bool)
+    p1, mg, arg = top2(softmax(S, temperature))
+    return p1, mg, arg == gold
 
 
 def _best_background(dense: np.ndarray, lexical: np.ndarray | None, weight: float) -> np.ndarray:

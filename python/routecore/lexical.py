@@ -129,14 +129,14 @@ def fit_weight(dense: np.ndarray, lex: np.ndarray, gold: np.ndarray, scale: floa
     return WEIGHT_GRID_SCALES[i] * scale, {"lexical_heldout_accuracy_dense": base, "lexical_heldout_accuracy_fused": accs[i]}
 
 
-def held_out_docs(V: np.ndarray, owners: np.ndarray, rows: np.ndarray, near_duplicate: float | None) -> list[np.ndarray]:
+def held_out_docs(V: np.ndarray, owners: np.ndarray, rows: np.ndarray, near_duplicate: np.ndarray | None) -> list[np.ndarray]:
     """Per held-out row, the documents its dense leave-one-out score left out: itself and
-    its label's near-duplicates (cosine >= ``near_duplicate``), unless that leaves the label empty."""
+    its label's near-duplicates (cosine >= that row's ``near_duplicate``), unless that leaves the label empty."""
     out = []
-    for r in rows.tolist():
+    for i, r in enumerate(rows.tolist()):
         same = np.flatnonzero(owners == owners[r])
         if near_duplicate is not None:
-            dup = same[(V[same] @ V[r]) >= near_duplicate]
+            dup = same[(V[same] @ V[r]) >= near_duplicate[i]]
             if len(dup) < len(same):
                 out.append(np.union1d(dup, [r]))
                 continue
@@ -144,10 +144,16 @@ def held_out_docs(V: np.ndarray, owners: np.ndarray, rows: np.ndarray, near_dupl
     return out
 
 
-def calibrate_table(table: LexicalTable, texts: Sequence[str], V: np.ndarray, owners: np.ndarray, rows: np.ndarray,
-                    near_duplicate: float | None, dense: np.ndarray, scale: float) -> tuple[float, np.ndarray, dict]:
-    """The fitted weight of ``table`` and its held-out lexical scores (rows x labels), left out
-    as the dense ones ``dense`` were; ``scale``: the unit of the weight grid."""
-    L = table.held_out([texts[r] for r in rows.tolist()], held_out_docs(V, owners, rows, near_duplicate))
-    w, stats = fit_weight(dense, L, owners[rows], scale)
-    return w, L, stats
+def fit_table(table: LexicalTable, texts: Sequence[str], V: np.ndarray, owners: np.ndarray, rows: np.ndarray,
+              cuts: tuple[np.ndarray | None, np.ndarray | None], dense: tuple[np.ndarray, np.ndarray],
+              scale: float) -> tuple[float, np.ndarray, np.ndarray, dict]:
+    """Fit ``table``'s weight on the held-out rows' first dense scores; return it with both
+    dense score sets fused. ``cuts``: per set, each row's near-duplicate cut (its label's
+    documents at or above it were left out with the row); ``scale``: the weight grid's unit."""
+    queries = [texts[r] for r in rows.tolist()]
+    L = table.held_out(queries, held_out_docs(V, owners, rows, cuts[0]))
+    w, stats = fit_weight(dense[0], L, owners[rows], scale)
+    if not w:
+        return 0.0, dense[0], dense[1], stats
+    L2 = L if cuts[1] is cuts[0] else table.held_out(queries, held_out_docs(V, owners, rows, cuts[1]))
+    return w, dense[0] + w * L, dense[1] + w * L2, stats
