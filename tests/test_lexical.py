@@ -114,6 +114,24 @@ def test_exclusion_stop_words_and_arguments():
     assert (ix.k1, ix.b) == (pytest.approx(1.2), 0.75)
 
 
+def test_coverage_discounts_accidental_matches_across_languages():
+    from routecore.lexical import LexicalTable
+
+    en = ["reset my password", "I forgot my password", "the vpn is down", "vpn keeps disconnecting", "order a new laptop"]
+    t = LexicalTable(en, [0, 0, 1, 1, 2], 3)
+    assert t.index.coverage("reset my password") == pytest.approx(1.0)
+    # French: one word ("vpn") matches by accident among words no exemplar holds.
+    fr = "je n'arrive plus à me connecter au vpn depuis ce matin"
+    assert 0 < t.index.coverage(fr) < 0.3 and t.scores(fr)[1] == pytest.approx(t.index.coverage(fr))
+    assert t.index.coverage("重置密码") == 0 and not t.scores("重置密码").any() and t.bias("重置密码", 1.0) is None
+    # Leaving a document out takes its words with it (leave-one-out calibration).
+    assert t.index.coverage("order laptop", [4]) == 0 and t.index.coverage("order laptop") == 1
+    np.testing.assert_allclose(t.scores_batch(["reset my password", fr]), np.stack([t.scores("reset my password"), t.scores(fr)]))
+    assert t.index.coverage_batch([fr, "vpn"], [[], [2, 3]]).tolist() == [pytest.approx(t.index.coverage(fr)), 0.0]
+    with pytest.raises(_native.InvalidArgumentError):
+        t.index.coverage_batch(["a", "b"], [[]])
+
+
 def sample() -> LexicalIndex:
     ix = LexicalIndex(["the"], 1.5, 0.5)
     ix.add(["get the logs", "ha_get_logs", "INC12291856 état", "服务器宕机了", "searchFlights"], [0, 1, 2, 2, 3])

@@ -161,6 +161,45 @@ proptest! {
     }
 }
 
+/// The idf-weighted share of the query's distinct non-stop tokens held by a
+/// document not in `exclude`, computed naively.
+fn reference_coverage(docs: &[String], stop: &[&str], query: &str, exclude: &[u32]) -> f64 {
+    let n = docs.len() as f64;
+    let idf = |df: f64| (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+    let held_by: Vec<HashSet<String>> = docs.iter().map(|d| tokens(d).into_iter().collect()).collect();
+    let q: HashSet<String> = tokens(query).into_iter().filter(|t| !stop.contains(&t.as_str())).collect();
+    let (mut held, mut missed) = (0.0, 0.0);
+    for t in &q {
+        let df = (0..docs.len())
+            .filter(|&d| !exclude.contains(&(d as u32)) && held_by[d].contains(t))
+            .count() as f64;
+        if df > 0.0 {
+            held += idf(df);
+        } else {
+            missed += idf(0.0);
+        }
+    }
+    if held + missed > 0.0 { held / (held + missed) } else { 0.0 }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn coverage_matches_the_reference((docs, labels, mut queries) in corpus(), drop in 0usize..3) {
+        let stop = ["the", "de"];
+        let mut ix = LexicalIndex::new(&stop, 1.2, 0.75).unwrap();
+        ix.add(&docs, &labels).unwrap();
+        queries.push("zzzunknown the".into());
+        for (i, q) in queries.iter().enumerate() {
+            let ex: Vec<u32> = (0..drop.min(docs.len())).map(|k| ((i + k) % docs.len()) as u32).collect();
+            let got = ix.coverage(q, &ex);
+            prop_assert!((0.0..=1.0).contains(&got));
+            prop_assert!(close(got, reference_coverage(&docs, &stop, q, &ex)), "{} for {:?} excluding {:?}", got, q, ex);
+        }
+    }
+}
+
 fn sample() -> LexicalIndex {
     let mut ix = LexicalIndex::new(&["the"], 1.2, 0.75).unwrap();
     ix.add(

@@ -89,6 +89,44 @@ impl PyLexicalIndex {
         shaped(py, v, queries.len(), n_labels, false)
     }
 
+    /// Share (idf-weighted) of the query's non-stop tokens that some document
+    /// holds, in [0, 1]; documents in `exclude` do not count.
+    #[pyo3(signature = (query, exclude = None))]
+    fn coverage(&self, py: Python<'_>, query: &str, exclude: Option<&Bound<'_, PyAny>>) -> PyResult<f32> {
+        let ex = exclude.map(u32s).transpose()?.unwrap_or_default();
+        Ok(py.detach(|| self.inner.read().coverage(query, &ex)))
+    }
+
+    /// `coverage` of each query (float32), with `excluded[i]` left out of query `i`.
+    #[pyo3(signature = (queries, excluded = None))]
+    fn coverage_batch<'py>(
+        &self,
+        py: Python<'py>,
+        queries: Vec<String>,
+        excluded: Option<Vec<Bound<'py, PyAny>>>,
+    ) -> PyResult<Bound<'py, PyArray1<f32>>> {
+        let ex: Vec<Vec<u32>> = match excluded {
+            Some(e) if e.len() != queries.len() => {
+                return Err(crate::errors::InvalidArgumentError::new_err(format!(
+                    "excluded has {} entries for {} queries",
+                    e.len(),
+                    queries.len()
+                )))
+            }
+            Some(e) => e.iter().map(u32s).collect::<PyResult<_>>()?,
+            None => vec![Vec::new(); queries.len()],
+        };
+        let v = py.detach(|| {
+            let index = self.inner.read();
+            queries
+                .iter()
+                .zip(&ex)
+                .map(|(q, e)| index.coverage(q, e))
+                .collect::<Vec<f32>>()
+        });
+        Ok(PyArray1::from_vec(py, v))
+    }
+
     /// BM25 of `query` against every document (float32, document order).
     fn score_docs<'py>(&self, py: Python<'py>, query: &str) -> Bound<'py, PyArray1<f32>> {
         PyArray1::from_vec(py, py.detach(|| self.inner.read().score_docs(query)))

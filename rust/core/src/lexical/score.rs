@@ -13,6 +13,8 @@
 
 use std::cell::RefCell;
 
+use std::hash::BuildHasher;
+
 use rayon::prelude::*;
 
 use super::{for_each_token, LexicalIndex, NO_DOC};
@@ -164,6 +166,58 @@ impl LexicalIndex {
             out.chunks_mut(n_labels).enumerate().for_each(one);
         }
         Ok(out)
+    }
+
+    /// How much of `query` the documents vouch for, in `[0, 1]`: the
+    /// idf-weighted share of its distinct non-stop tokens that some document
+    /// holds, a token none holds weighing as a term of document frequency 0
+    /// (0 when the query has no such token). Documents in `exclude` do not
+    /// count as holding a token (leave-one-out calibration).
+    ///
+    /// A query in another language than the documents shares a word or two
+    /// with them by accident; scaling its label scores by this keeps those
+    /// from moving labels as a real match would.
+    pub fn coverage(&self, query: &str, exclude: &[u32]) -> f32 {
+        let n = self.len() as f64;
+        let idf = |df: f64| (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+        let mut known: Vec<u32> = Vec::new();
+        let mut unknown: Vec<u64> = Vec::new();
+        for_each_token(query, |t| {
+            if self.stop.contains(t) {
+                return;
+            }
+            match self.terms.get(t) {
+                Some(&id) => known.push(id),
+                None => unknown.push(rustc_hash::FxBuildHasher.hash_one(t)),
+            }
+        });
+        known.sort_unstable();
+        known.dedup();
+        unknown.sort_unstable();
+        unknown.dedup();
+        let (mut held, mut missed) = (0f64, unknown.len() as f64 * idf(0.0));
+        for &t in &known {
+            let (s, e) = (
+                self.offsets[t as usize] as usize,
+                self.offsets[t as usize + 1] as usize,
+            );
+            let docs = &self.post_doc[s..e]; // sorted by document
+            let gone = exclude
+                .iter()
+                .filter(|d| docs.binary_search(d).is_ok())
+                .count();
+            let df = (e - s - gone) as f64;
+            if df > 0.0 {
+                held += idf(df);
+            } else {
+                missed += idf(0.0);
+            }
+        }
+        if held + missed > 0.0 {
+            (held / (held + missed)) as f32
+        } else {
+            0.0
+        }
     }
 
     /// Label maxima of `query` into `out` (zeros), leaving `exclude` out.
