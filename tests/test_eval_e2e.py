@@ -63,7 +63,7 @@ def test_fit_then_eval_writes_consistent_report(tmp_path, clinc_slice):
     assert v["target_precision"] == 0.9 and 0 < v["routed_share"] <= 1 and 0 <= v["medium"] <= 1
     # Every eval shows the cost of the decision layer beside the raw top-1 accuracy.
     d = res["decisions"]
-    assert set(d) == {"routed_share", "routed_accuracy", "confident_wrong_rate", "clarify_rate", "raw_top1_accuracy"}
+    assert set(d) == {"routed_share", "routed_accuracy", "confident_wrong_rate", "clarify_rate", "raw_top1_accuracy", "dense_top1_accuracy"}
     routed = [p for p in preds if p["action"] == "route"]
     assert d["routed_share"] == pytest.approx(len(routed) / n)
     assert d["routed_accuracy"] == pytest.approx(sum(p["pred"] == p["label"] for p in routed) / len(routed))

@@ -43,6 +43,9 @@ from routecore.held_out import (LEAVE_OUT_NEAREST, held_out_rows, leave_out, nea
 #: Fewer held-out rows than this and the fits fall back to probability-space defaults.
 MIN_ROWS = 20
 SOURCES = ("zero-label", "fitted", "manual")
+#: Without held-out rows, a table of at least this many labels takes its temperature from the
+#: background: half the median gap between an unrelated query's best and this-th best label.
+SPREAD_LABELS = 10
 
 
 @dataclass(frozen=True)
@@ -240,6 +243,7 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
     lex = lexical if n_routes and len(route_vecs) else tool_lexical
     lex_bg = lex[0].scores_batch(background_texts()[0]) if lex is not None and len(Bm) else None
     w = 0.0  # the lexical weight of the calibrated table (routes, or tools for a tools-only router)
+    S_dense = S
     fit_lexical = lex is not None and R >= 2 and len(rows) >= MIN_ROWS
     dense_temperature = None
     if fit_lexical:
@@ -248,17 +252,25 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         dense_temperature = fit_temperature(S, gold)  # the unit of the weight grid
         w, S, S_tier, lstats = fit_table(lex[0], lex[1], V, owners, rows, (dup, tier_cut), (S, S_tier), dense_temperature)
         stats.update(lstats)
-    B = _best_background(Bm, lex_bg, w)
+    # The lexical score picks the label; the out-of-scope cut and the match/unrelated
+    # scale read that label's cosine, which means the same in every language.
+    B = _cosine_at_best(Bm, lex_bg, w)
     stats.update(held_out=int(len(rows)), routes=int(R))
-    best = S.max(axis=1) if len(rows) else np.zeros(0)
-    own = S[np.arange(len(rows)), gold] if len(rows) else np.zeros(0)
+    best = S_dense[np.arange(len(rows)), S.argmax(axis=1)] if len(rows) else np.zeros(0)
+    own = S_dense[np.arange(len(rows)), gold] if len(rows) else np.zeros(0)
     own, B = own[np.isfinite(own)], B[np.isfinite(B)]
     unrelated = float(np.median(B)) if len(B) else float(np.median(best)) - 0.1 if len(best) else 0.0
     match = float(np.median(own)) if len(own) else unrelated + 0.1
     if R >= 2 and len(rows) >= MIN_ROWS:
         temperature = dense_temperature if dense_temperature is not None and not w else fit_temperature(S, gold)
+    elif R >= SPREAD_LABELS and len(Bm):
+        # Nothing to hold out (one description per tool): an unrelated query spreads its
+        # probability over its SPREAD_LABELS best labels, which span two temperatures.
+        top = -np.sort(-np.where(np.isfinite(Bm), Bm, -1.0), axis=1)
+        temperature = float(max(np.median(top[:, 0] - top[:, SPREAD_LABELS - 1]) / 2.0, 1e-3))
+        stats["temperature_fallback"] = "background spread"
     else:
-        # Too few held-out rows for a likelihood fit: a tenth of the spread
+        # Too few held-out rows and labels for either: a tenth of the spread
         # between a paraphrase and an unrelated best match.
         temperature = float(max(abs(match - unrelated) / 10.0, 1e-3))
         stats["temperature_fallback"] = True
@@ -268,7 +280,7 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         from routecore.lexical import LEXICAL_PRIOR_SCALES
 
         w = LEXICAL_PRIOR_SCALES * temperature
-        B = _best_background(Bm, lex_bg, w)
+        B = _cosine_at_best(Bm, lex_bg, w)
         stats["lexical_weight_prior"] = True
     # The routes' weight serves the tools too (their rows are the routes' held-out ones).
     weights = {"lexical_weight": w if lex is lexical else 0.0, "tool_lexical_weight": w if tool_lexical is not None else 0.0}
@@ -311,6 +323,16 @@ def _top2_correct(S: np.ndarray, gold: np.ndarray, temperature: float, R: int) -
         return np.ones(len(S)), np.ones(len(S)), np.ones(len(S), dtype=bool)
     p1, mg, arg = top2(softmax(S, temperature))
     return p1, mg, arg == gold
+
+
+def _cosine_at_best(dense: np.ndarray, lexical: np.ndarray | None, weight: float) -> np.ndarray:
+    """Each row's cosine (``dense``) at its best label once ``weight`` x ``lexical`` is
+    added, non-finite ones dropped."""
+    if not dense.size:
+        return np.zeros(0)
+    fused = dense + weight * lexical if weight and lexical is not None else dense
+    at = dense[np.arange(len(dense)), fused.argmax(axis=1)]
+    return at[np.isfinite(at)]
 
 
 def _best_background(dense: np.ndarray, lexical: np.ndarray | None, weight: float) -> np.ndarray:

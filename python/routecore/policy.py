@@ -63,8 +63,8 @@ class Policy:
 
     Tiers use the softmax probability ``p1`` of the best route and the margin
     ``p1 - p2``: high when ``p1 >= high`` and margin ``>= margin``; medium when
-    ``p1 >= medium``; low otherwise. A best raw cosine below ``min_score`` is out
-    of scope (no route).
+    ``p1 >= medium``; low otherwise. When the best route's cosine (its lexical
+    score left aside) is below ``min_score``, the query is out of scope (no route).
 
     Fields left ``None`` (:data:`CALIBRATED_KEYS`) are calibrated for the encoder
     in use when a router is built (:meth:`resolve`): the tiers aim at

@@ -151,7 +151,7 @@ class RouteTable:
             "top_exemplars": tuple(Exemplar(labels[c], texts[i], s) for i, c, s in zip(r["top_ids"].tolist(), r["top_labels"].tolist(), r.get("top_dense", r["top_scores"]).tolist())),
             "alerts": [], "action": "route", "candidates": (), "_llm_ms": 0.0,
         }
-        if r.get("head_oos") or float(raw[best]) < min_score:
+        if r.get("head_oos") or float(r["dense"][best]) < min_score:  # the cosine: lexical hits move labels, not the scope
             out.update(action="none", route=None, tier="low")
             return self._finish(out)
         if r["collision"] is not None and clarify is None:

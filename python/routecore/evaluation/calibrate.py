@@ -87,14 +87,15 @@ def objective_many(pred: np.ndarray, gold: np.ndarray, objective: str, n_classes
 
 def fit_thresholds(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str], oos_label: str = "oos", *,
                    objective: Objective = "accuracy", coverage: float = 0.9, per_route: bool = True, grid: int = 200,
-                   min_gain: int = 2) -> tuple[float, dict[str, float], float]:
-    """Global then per-route ``min_score`` on raw route scores ``scores`` [n, R]."""
+                   min_gain: int = 2, cut_scores: np.ndarray | None = None) -> tuple[float, dict[str, float], float]:
+    """Global then per-route ``min_score`` on raw route scores ``scores`` [n, R]; the cut reads
+    ``cut_scores`` [n] (the best route's cosine in a hybrid router), or the best score."""
     names = list(routes)
     R = len(names)
     idx = {n: i for i, n in enumerate(names)}
     g = np.array([idx.get(x, R) for x in gold])  # R = out of scope (or unknown)
     arg = scores.argmax(axis=1)
-    best = scores.max(axis=1)
+    best = scores.max(axis=1) if cut_scores is None else np.asarray(cut_scores, dtype=np.float64)
     cands = np.unique(np.quantile(best, np.linspace(0, 1, grid)))
     cands = np.concatenate([[best.min() - 1e-6], cands, [best.max() + 1e-6]])
     pred = _predictions(best[None, :], arg[None, :], cands[:, None], R)
@@ -141,8 +142,9 @@ def fit_tiers(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str], te
 
 
 def fit(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str], oos_label: str = "oos", *, objective: Objective = "accuracy",
-        coverage: float = 0.9, per_route: bool = True, target_precision: float = 0.95) -> FitResult:
-    t, per, value = fit_thresholds(scores, gold, routes, oos_label, objective=objective, coverage=coverage, per_route=per_route)
+        coverage: float = 0.9, per_route: bool = True, target_precision: float = 0.95, cut_scores: np.ndarray | None = None) -> FitResult:
+    t, per, value = fit_thresholds(scores, gold, routes, oos_label, objective=objective, coverage=coverage, per_route=per_route,
+                                   cut_scores=cut_scores)
     temp = fit_temperature(scores, gold, routes)
     high, margin = fit_tiers(scores, gold, routes, temp, target_precision)
     return FitResult(objective, value, t, per, temp, high, margin)

@@ -99,7 +99,7 @@ def fit_router(router: Router, val: Dataset, *, objective: str = "accuracy", cov
     X = embed(router.encoder, [s.text for s in val.samples], progress=progress, what="embedding val")
     gold = [s.label for s in val.samples]
     names = [r.name for r in router.route_specs]
-    S = raw_scores(router, X)
+    S = S_dense = raw_scores(router, X)
     base = router.calibration
     lex_w, lex = (base.lexical_weight if base else 0.0), router.route_table.lexical
     if lex is not None and router.spec_policy.lexical and router.spec_policy.lexical_weight is None and base is not None:
@@ -108,7 +108,8 @@ def fit_router(router: Router, val: Dataset, *, objective: str = "accuracy", cov
         ins = [i for i, g in enumerate(gold) if g in names]
         lex_w, _ = fit_weight(S[ins], L[ins], np.array([names.index(gold[i]) for i in ins]), base.scale, gain_share=1.0)
         S = S + lex_w * L
-    res = fit(S, gold, names, oos_label, objective=objective, coverage=coverage)  # type: ignore[arg-type]
+    cut = S_dense[np.arange(len(S)), S.argmax(axis=1)] if len(S) else None  # the out-of-scope cut reads the cosine
+    res = fit(S, gold, names, oos_label, objective=objective, coverage=coverage, cut_scores=cut)  # type: ignore[arg-type]
     per_route = {k: {"min_score": v} for k, v in res.per_route_min.items()}
     min_score = res.min_score
     if router.head is not None:
@@ -157,7 +158,7 @@ def evaluate_routes(router: Router, data: Dataset, *, oos_label: str = "oos", pr
     bar = Progress(len(data), f"eval {data.name}", progress)
     gold, pred, conf, lat, langs, rows = [], [], [], [], [], []
     clar = llm = cont_ok = cont_n = 0
-    routed = routed_ok = confident_wrong = raw_ok = 0
+    routed = routed_ok = confident_wrong = raw_ok = dense_ok = 0
     for i, s in enumerate(data.samples):
         t = time.perf_counter()
         d = router.route(s.text, previous=s.previous_route if s.previous_route in router._route_by_name else None)
@@ -168,8 +169,10 @@ def evaluate_routes(router: Router, data: Dataset, *, oos_label: str = "oos", pr
         routed += d.action == "route"
         routed_ok += d.action == "route" and p == s.label
         confident_wrong += d.action == "route" and d.tier == "high" and p != s.label
-        raw = d.raw_scores
-        raw_ok += bool(raw) and max(raw, key=raw.__getitem__) == s.label
+        dense, lex = d.raw_scores, d.lexical_scores
+        fused = {k: v + lex.get(k, 0.0) for k, v in dense.items()} if lex else dense
+        raw_ok += bool(fused) and max(fused, key=fused.__getitem__) == s.label
+        dense_ok += bool(dense) and max(dense, key=dense.__getitem__) == s.label
         if s.previous_route:
             cont_n += 1
             cont_ok += p == s.label
@@ -186,7 +189,8 @@ def evaluate_routes(router: Router, data: Dataset, *, oos_label: str = "oos", pr
         # The cost of the decision layer, beside the accuracy of the raw top-1 route.
         "decisions": {"routed_share": routed / len(data), "routed_accuracy": routed_ok / routed if routed else None,
                       "confident_wrong_rate": confident_wrong / len(data), "clarify_rate": clar / len(data),
-                      "raw_top1_accuracy": raw_ok / n_in if n_in else None},
+                      # the ranking the rules start from (cosine + lexical), and the cosine's alone
+                      "raw_top1_accuracy": raw_ok / n_in if n_in else None, "dense_top1_accuracy": dense_ok / n_in if n_in else None},
         "calibrated": getattr(router, "calibrated", None)}, rows=rows)
 
 
