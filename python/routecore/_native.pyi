@@ -104,6 +104,11 @@ class LexicalIndex:
         label maxima (leave-one-out; idf and average length still count it)."""
     def score_docs(self, query: str) -> F32:
         """BM25 against every document, in document order."""
+    def coverage(self, query: str, exclude: npt.NDArray[np.uint32] | list[int] | None = None) -> float:
+        """Idf-weighted share of the query's distinct non-stop tokens that some document (not in
+        ``exclude``) holds, in [0, 1]; a token none holds weighs as one of document frequency 0."""
+    def coverage_batch(self, queries: list[str], excluded: list[npt.NDArray[np.uint32] | list[int]] | None = None) -> F32:
+        """``coverage`` of each query, ``excluded[i]`` left out of query i."""
     @staticmethod
     def tokens(text: str) -> list[str]: ...
     def labels(self) -> npt.NDArray[np.uint32]:
