@@ -93,7 +93,10 @@ fn fold_char(c: char, emit: &mut impl FnMut(char, bool, bool)) {
         if canonical_combining_class(d) != 0 {
             return;
         }
-        let (up, lo) = (d.is_uppercase(), d.is_lowercase());
+        // Case counts only where it maps: U+1F150 '🅐' is "uppercase" with no lowercase, so
+        // flagging it would cut a camelCase boundary in its folded form that the original lacked.
+        let up = d.is_uppercase() && d.to_lowercase().ne(std::iter::once(d));
+        let lo = d.is_lowercase() && d.to_uppercase().ne(std::iter::once(d));
         for l in d.to_lowercase() {
             decompose_compatible(l, |e| {
                 if canonical_combining_class(e) != 0 {
