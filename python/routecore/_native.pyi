@@ -99,6 +99,8 @@ class LexicalIndex:
         """Documents get ids ``len(self) ..``, in order; idf and lengths are updated for all."""
     def score_labels(self, query: str, n_labels: int) -> F32:
         """Per label code ``0..n_labels``: the best BM25 over its documents (0: no shared token)."""
+    def score_labels_covered(self, query: str, n_labels: int) -> tuple[F32, float]:
+        """``(score_labels(query, n_labels), coverage(query))`` from one tokenization."""
     def score_labels_batch(self, queries: list[str], n_labels: int, exclude_doc: npt.NDArray[np.uint32] | list[int] | None = None) -> F32:
         """(len(queries), n_labels) float32; ``exclude_doc[i]`` (``NO_DOC``: none) is left out of query i's
         label maxima (leave-one-out; idf and average length still count it)."""

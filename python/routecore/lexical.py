@@ -83,11 +83,11 @@ class LexicalTable:
         """What each label's cosine gains: ``weight`` times its best BM25 over the query's
         best, times the query's coverage, in [0, ``weight``]; ``None`` when no token of
         the query is indexed."""
-        s = self.index.score_labels(query, self.n_labels)
+        s, cover = self.index.score_labels_covered(query, self.n_labels)
         top = float(s.max()) if len(s) else 0.0
         if top <= 0:
             return None
-        s *= np.float32(weight * self.index.coverage(query) / top)
+        s *= np.float32(weight * cover / top)
         return s
 
     def scores(self, query: str) -> np.ndarray:

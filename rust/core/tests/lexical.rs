@@ -195,6 +195,10 @@ proptest! {
             let ex: Vec<u32> = (0..drop.min(docs.len())).map(|k| ((i + k) % docs.len()) as u32).collect();
             let got = ix.coverage(q, &ex);
             prop_assert!((0.0..=1.0).contains(&got));
+            // One tokenization for both gives the same as the two calls.
+            let (labels, cover) = ix.score_labels_covered(q, 5).unwrap();
+            prop_assert_eq!(labels, ix.score_labels(q, 5).unwrap());
+            prop_assert_eq!(cover, ix.coverage(q, &[]));
             prop_assert!(close(got, reference_coverage(&docs, &stop, q, &ex)), "{} for {:?} excluding {:?}", got, q, ex);
         }
     }

@@ -69,6 +69,19 @@ impl PyLexicalIndex {
         Ok(PyArray1::from_vec(py, v))
     }
 
+    /// `(score_labels(query, n_labels), coverage(query))` from one tokenization.
+    fn score_labels_covered<'py>(
+        &self,
+        py: Python<'py>,
+        query: &str,
+        n_labels: usize,
+    ) -> PyResult<(Bound<'py, PyArray1<f32>>, f32)> {
+        let (v, cover) = py
+            .detach(|| self.inner.read().score_labels_covered(query, n_labels))
+            .map_err(PyRcErr)?;
+        Ok((PyArray1::from_vec(py, v), cover))
+    }
+
     /// `score_labels` of each query: float32 `(len(queries), n_labels)`.
     #[pyo3(signature = (queries, n_labels, exclude_doc = None))]
     fn score_labels_batch<'py>(

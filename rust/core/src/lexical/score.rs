@@ -42,6 +42,8 @@ struct Scratch {
     touched: Vec<u32>,
     /// The query's term ids.
     terms: Vec<u32>,
+    /// Hashes of the query's non-stop tokens that no document holds.
+    unknown: Vec<u64>,
 }
 
 thread_local! {
@@ -70,16 +72,29 @@ fn with_scratch<R>(n: usize, f: impl FnOnce(&mut Scratch) -> R) -> R {
 }
 
 impl LexicalIndex {
-    /// The sorted, distinct ids of the indexed terms of `query`, in `out`.
-    fn query_terms(&self, query: &str, out: &mut Vec<u32>) {
+    /// The sorted, distinct ids of the indexed terms of `query`, in `out`;
+    /// with `unknown`, the sorted, distinct hashes of its other non-stop tokens.
+    fn query_terms(&self, query: &str, out: &mut Vec<u32>, mut unknown: Option<&mut Vec<u64>>) {
         out.clear();
-        for_each_token(query, |t| {
-            if let Some(&id) = self.terms.get(t) {
-                out.push(id);
+        if let Some(u) = unknown.as_deref_mut() {
+            u.clear();
+        }
+        for_each_token(query, |t| match self.terms.get(t) {
+            Some(&id) => out.push(id),
+            None => {
+                if let Some(u) = unknown.as_deref_mut() {
+                    if !self.stop.contains(t) {
+                        u.push(rustc_hash::FxBuildHasher.hash_one(t));
+                    }
+                }
             }
         });
         out.sort_unstable();
         out.dedup();
+        if let Some(u) = unknown {
+            u.sort_unstable();
+            u.dedup();
+        }
     }
 
     /// Add the BM25 weights of `terms` to `acc`; with `LIST`, the documents
@@ -105,7 +120,7 @@ impl LexicalIndex {
     pub fn score_docs(&self, query: &str) -> Vec<f32> {
         let mut acc = vec![0.0; self.len()];
         let mut terms = Vec::new();
-        self.query_terms(query, &mut terms);
+        self.query_terms(query, &mut terms, None);
         self.accumulate::<false>(&terms, &mut acc, &mut Vec::new());
         acc
     }
@@ -178,25 +193,31 @@ impl LexicalIndex {
     /// with them by accident; scaling its label scores by this keeps those
     /// from moving labels as a real match would.
     pub fn coverage(&self, query: &str, exclude: &[u32]) -> f32 {
+        let (mut terms, mut unknown) = (Vec::new(), Vec::new());
+        self.query_terms(query, &mut terms, Some(&mut unknown));
+        self.coverage_of(&terms, unknown.len(), exclude)
+    }
+
+    /// [`LexicalIndex::score_labels`] and [`LexicalIndex::coverage`] of
+    /// `query` from one tokenization (the routing step's lexical pass).
+    pub fn score_labels_covered(&self, query: &str, n_labels: usize) -> Result<(Vec<f32>, f32)> {
+        self.check_labels(n_labels)?;
+        let mut out = vec![0.0; n_labels];
+        let cover = with_scratch(self.len(), |s| {
+            self.query_terms(query, &mut s.terms, Some(&mut s.unknown));
+            self.labels_of_terms(NO_DOC, &mut out, s);
+            self.coverage_of(&s.terms, s.unknown.len(), &[])
+        });
+        Ok((out, cover))
+    }
+
+    /// The coverage of a query whose indexed terms are `known` and which has
+    /// `n_unknown` other distinct non-stop tokens.
+    fn coverage_of(&self, known: &[u32], n_unknown: usize, exclude: &[u32]) -> f32 {
         let n = self.len() as f64;
         let idf = |df: f64| (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-        let mut known: Vec<u32> = Vec::new();
-        let mut unknown: Vec<u64> = Vec::new();
-        for_each_token(query, |t| {
-            if self.stop.contains(t) {
-                return;
-            }
-            match self.terms.get(t) {
-                Some(&id) => known.push(id),
-                None => unknown.push(rustc_hash::FxBuildHasher.hash_one(t)),
-            }
-        });
-        known.sort_unstable();
-        known.dedup();
-        unknown.sort_unstable();
-        unknown.dedup();
-        let (mut held, mut missed) = (0f64, unknown.len() as f64 * idf(0.0));
-        for &t in &known {
+        let (mut held, mut missed) = (0f64, n_unknown as f64 * idf(0.0));
+        for &t in known {
             let (s, e) = (
                 self.offsets[t as usize] as usize,
                 self.offsets[t as usize + 1] as usize,
@@ -221,19 +242,25 @@ impl LexicalIndex {
     }
 
     /// Label maxima of `query` into `out` (zeros), leaving `exclude` out.
+    fn labels_into(&self, query: &str, exclude: u32, out: &mut [f32], s: &mut Scratch) {
+        self.query_terms(query, &mut s.terms, None);
+        self.labels_of_terms(exclude, out, s);
+    }
+
+    /// Label maxima of the terms in `s.terms` into `out` (zeros), leaving `exclude` out.
     ///
     /// Sparse: the documents touched are listed as they are first scored.
     /// Dense, when the query's postings reach a share of the documents
     /// ([`DENSE_LONG_RUNS`]): every document is scored without the list (whose branch
     /// mispredicts when most documents are hit), then the label maxima are
     /// read off the accumulator by runs of equal labels.
-    fn labels_into(&self, query: &str, exclude: u32, out: &mut [f32], s: &mut Scratch) {
+    fn labels_of_terms(&self, exclude: u32, out: &mut [f32], s: &mut Scratch) {
         let Scratch {
             acc,
             touched,
             terms,
+            ..
         } = s;
-        self.query_terms(query, terms);
         let postings: usize = terms
             .iter()
             .map(|&t| (self.offsets[t as usize + 1] - self.offsets[t as usize]) as usize)
