@@ -37,7 +37,7 @@ import numpy as np
 
 from routecore.background import BACKGROUND_FILE, background_texts, background_vectors  # noqa: F401 - re-exported
 from routecore.errors import ConfigError
-from routecore.held_out import (LEAVE_OUT_NEAREST, held_out_rows, leave_out, near_duplicate_cut,  # noqa: F401 - re-exported
+from routecore.held_out import (LEAVE_OUT_NEAREST, held_out_max, held_out_rows, near_duplicate_cut,  # noqa: F401 - re-exported
                                 nearest_same, route_scores)
 
 #: Fewer held-out rows than this and the fits fall back to probability-space defaults.
@@ -228,16 +228,13 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
     # do: the held-out row's closest 5 % of same-route pairs are left out with it (`S`).
     # The high tier promises >= 95 % on queries that paraphrase no exemplar: its rows
     # are scored without their nearest same-route exemplar(s) instead (`S_tier`).
-    S = route_scores(V[rows], V, owners, R, aggregation, top_n, exclude=rows) if len(rows) else np.zeros((0, R), np.float32)
-    S_tier, dup, tier_cut = S, None, None
+    dup = tier_cut = None
     if len(rows) and aggregation == "max":
         dup = near_duplicate_cut(V, owners, rows)
-        S = leave_out(V, owners, R, rows, S, dup)
-        if leave_out_nearest:
-            tier_cut = nearest_same(V, owners, rows, leave_out_nearest)
-            S_tier = leave_out(V, owners, R, rows, S, tier_cut)
-        else:
-            S_tier, tier_cut = S, dup
+        S, S_tier, tier_cut = held_out_max(V, owners, R, rows, dup, leave_out_nearest)
+    else:
+        S = route_scores(V[rows], V, owners, R, aggregation, top_n, exclude=rows) if len(rows) else np.zeros((0, R), np.float32)
+        S_tier = S
     gold = owners[rows]
     Bm = route_scores(background, V, owners, R, aggregation, top_n) if len(V) and len(background) else np.zeros((0, R), np.float32)
     lex = lexical if n_routes and len(route_vecs) else tool_lexical

@@ -71,21 +71,33 @@ def route_scores(Q: np.ndarray, V: np.ndarray, owners: np.ndarray, n_groups: int
     return out
 
 
+def _nearest_ks(owners: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    """Per row, how many nearest same-group exemplars to leave out: ``n``, but at most a tenth
+    of the group's others (at least 1)."""
+    others = np.bincount(owners)[owners[rows]] - 1
+    return np.clip(np.minimum(n, others // 10), 1, None)
+
+
+def _kth_same(C: np.ndarray, same: np.ndarray, ks: np.ndarray) -> np.ndarray:
+    """Per row of ``C`` (rows' cosines, their own column already -inf), the ``ks[i]``-th
+    largest cosine among the ``same`` columns (-inf when there are fewer)."""
+    C = np.where(same, C, -np.inf)
+    m = min(int(ks.max()) if len(ks) else 1, C.shape[1])
+    top = -np.sort(np.partition(-C, m - 1, axis=1)[:, :m], axis=1)  # the m nearest, nearest first
+    return top[np.arange(len(C)), np.minimum(ks, m) - 1].astype(np.float32)
+
+
 def nearest_same(V: np.ndarray, owners: np.ndarray, rows: np.ndarray, n: int, chunk: int = 256) -> np.ndarray:
     """Per row of ``rows``, the cosine of its k-th nearest other exemplar of the same group,
     k = ``n`` but at most a tenth of the others (at least 1): leaving out what scores at
     least that leaves out the row's k nearest same-group exemplars (-inf: no other)."""
-    others = np.bincount(owners)[owners[rows]] - 1
-    ks = np.clip(np.minimum(n, others // 10), 1, None)
+    ks = _nearest_ks(owners, rows, n)
     out = np.full(len(rows), -np.inf, dtype=np.float32)
     for a in range(0, len(rows), chunk):
         r = rows[a:a + chunk]
         C = (V[r] @ V.T).astype(np.float32)
-        C[owners[None, :] != owners[r][:, None]] = -np.inf
         C[np.arange(len(r)), r] = -np.inf
-        m = min(max(n, 1), C.shape[1])
-        C = -np.sort(np.partition(-C, m - 1, axis=1)[:, :m], axis=1)  # the m nearest, nearest first
-        out[a:a + chunk] = C[np.arange(len(r)), np.minimum(ks[a:a + chunk], C.shape[1]) - 1]
+        out[a:a + chunk] = _kth_same(C, owners[None, :] == owners[r][:, None], ks[a:a + chunk])
     return out
 
 
@@ -99,11 +111,41 @@ def near_duplicate_cut(V: np.ndarray, owners: np.ndarray, rows: np.ndarray) -> n
     return np.full(len(rows), np.quantile(G[same], NEAR_DUPLICATE_QUANTILE) if same.any() else np.inf, dtype=np.float32)
 
 
-def leave_out(V: np.ndarray, owners: np.ndarray, R: int, rows: np.ndarray, S: np.ndarray, cut: np.ndarray) -> np.ndarray:
-    """``S`` (rows' max scores) with the same-group exemplars at or above each row's ``cut`` left out,
-    unless that leaves a row's group empty."""
-    out = route_scores(V[rows], V, owners, R, "max", exclude=rows, near_duplicate=cut)
-    return np.where(np.isfinite(out), out, S)
+def held_out_max(V: np.ndarray, owners: np.ndarray, R: int, rows: np.ndarray, dup: np.ndarray, n_nearest: int,
+                 chunk: int = 256) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The held-out rows' max scores per group, from one product of each chunk with ``V``:
+
+    - ``S``: each row left out with its group's exemplars at or above its ``dup`` cut;
+    - ``S_tier``: left out with its ``n_nearest`` nearest same-group exemplars instead
+      (:func:`nearest_same`; ``S`` itself when 0), and that cut per row.
+
+    A row whose group the cut empties keeps the plainer score (``S``: leave-one-out;
+    ``S_tier``: ``S``)."""
+    owners = np.asarray(owners, dtype=np.int64)
+    perm, starts, present = _group_starts(owners, R)
+    ks = _nearest_ks(owners, rows, n_nearest) if n_nearest else None
+    S = np.full((len(rows), R), -np.inf, dtype=np.float32)
+    S_tier = S if ks is None else np.full((len(rows), R), -np.inf, dtype=np.float32)
+    tier_cut = dup if ks is None else np.empty(len(rows), dtype=np.float32)
+
+    def group_max(C: np.ndarray) -> np.ndarray:
+        out = np.full((len(C), R), -np.inf, dtype=np.float32)
+        out[:, present] = np.maximum.reduceat(C[:, perm], starts, axis=1)
+        return out
+
+    for a in range(0, len(rows), chunk):
+        r, sl = rows[a:a + chunk], slice(a, a + chunk)
+        C = (V[r] @ V.T).astype(np.float32)
+        C[np.arange(len(r)), r] = -np.inf
+        same = owners[None, :] == owners[r][:, None]
+        loo = group_max(C)
+        s = group_max(np.where(same & (C >= dup[sl, None]), -np.inf, C))
+        S[sl] = np.where(np.isfinite(s), s, loo)
+        if ks is not None:
+            tier_cut[sl] = _kth_same(C, same, ks[sl])
+            t = group_max(np.where(same & (C >= tier_cut[sl, None]), -np.inf, C))
+            S_tier[sl] = np.where(np.isfinite(t), t, S[sl])
+    return S, S_tier, tier_cut
 
 
 def held_out_rows(owners: np.ndarray, n_groups: int, sample: int, seed: int = 0) -> np.ndarray:
