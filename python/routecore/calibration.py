@@ -251,7 +251,7 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         stats.update(lstats)
     # The lexical score picks the label; the out-of-scope cut and the match/unrelated
     # scale read that label's cosine, which means the same in every language.
-    B = _cosine_at_best(Bm, lex_bg, w)
+    B = _best_background(Bm, lex_bg, w, cosine=True)
     stats.update(held_out=int(len(rows)), routes=int(R))
     best = S_dense[np.arange(len(rows)), S.argmax(axis=1)] if len(rows) else np.zeros(0)
     own = S_dense[np.arange(len(rows)), gold] if len(rows) else np.zeros(0)
@@ -277,7 +277,7 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         from routecore.lexical import LEXICAL_PRIOR_SCALES
 
         w = LEXICAL_PRIOR_SCALES * temperature
-        B = _cosine_at_best(Bm, lex_bg, w)
+        B = _best_background(Bm, lex_bg, w, cosine=True)
         stats["lexical_weight_prior"] = True
     # The routes' weight serves the tools too (their rows are the routes' held-out ones).
     weights = {"lexical_weight": w if lex is lexical else 0.0, "tool_lexical_weight": w if tool_lexical is not None else 0.0}
@@ -322,21 +322,14 @@ def _top2_correct(S: np.ndarray, gold: np.ndarray, temperature: float, R: int) -
     return p1, mg, arg == gold
 
 
-def _cosine_at_best(dense: np.ndarray, lexical: np.ndarray | None, weight: float) -> np.ndarray:
-    """Each row's cosine (``dense``) at its best label once ``weight`` x ``lexical`` is
-    added, non-finite ones dropped."""
+def _best_background(dense: np.ndarray, lexical: np.ndarray | None, weight: float, cosine: bool = False) -> np.ndarray:
+    """Each row's best label score once ``weight`` x ``lexical`` is added to ``dense`` (with
+    ``cosine``, that label's ``dense`` score: what the out-of-scope cut reads), non-finite
+    ones dropped."""
     if not dense.size:
         return np.zeros(0)
     fused = dense + weight * lexical if weight and lexical is not None else dense
-    at = dense[np.arange(len(dense)), fused.argmax(axis=1)]
-    return at[np.isfinite(at)]
-
-
-def _best_background(dense: np.ndarray, lexical: np.ndarray | None, weight: float) -> np.ndarray:
-    """Each background query's best (fused) label score, non-finite ones dropped."""
-    if not dense.size:
-        return np.zeros(0)
-    best = (dense + weight * lexical if weight and lexical is not None else dense).max(axis=1)
+    best = dense[np.arange(len(dense)), fused.argmax(axis=1)] if cosine else fused.max(axis=1)
     return best[np.isfinite(best)]
 
 
