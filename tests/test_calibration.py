@@ -131,6 +131,39 @@ def test_high_tier_rows_lose_their_nearest_same_route_exemplars():
     assert (S[0, 1:] == plain[0, 1:]).all() and (S[1, [0, 2]] == plain[1, [0, 2]]).all()
 
 
+def test_plain_leave_one_out_rows_come_first():
+    from routecore.held_out import held_out_max, near_duplicate_cut
+
+    rng = np.random.default_rng(1)
+    V = rng.normal(size=(60, 16)).astype(np.float32)
+    V /= np.linalg.norm(V, axis=1, keepdims=True)
+    owners = np.repeat(np.arange(3), 20)
+    rows = np.arange(0, 60, 3)
+    loo, S, S_tier, _ = held_out_max(V, owners, 3, rows, near_duplicate_cut(V, owners, rows), 2)
+    assert np.array_equal(loo, route_scores(V[rows], V, owners, 3, exclude=rows))
+    assert (S <= loo).all() and (S_tier <= loo).all()  # the other variants only leave more out
+
+
+def test_lexical_weight_leaves_the_cosine_temperature_alone():
+    from routecore.lexical import LexicalTable
+
+    # 6 routes whose cosines overlap, and whose exemplars share one keyword: the lexical
+    # weight is fitted, but a query without those words is still scored on cosines alone.
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(6, 32))
+    owners = np.repeat(np.arange(6), 30)
+    V = (centres[owners] + rng.normal(scale=1.6, size=(180, 32))).astype(np.float32)
+    V /= np.linalg.norm(V, axis=1, keepdims=True)
+    words = [f"filler{i}" for i in range(40)]
+    texts = [f"keyword{o} " + " ".join(rng.choice(words, 3)) for o in owners]
+    bg = rng.normal(size=(len(background_texts()[0]), 32)).astype(np.float32)  # lexical scores come from its texts
+    bg /= np.linalg.norm(bg, axis=1, keepdims=True)
+    dense = zero_label(V, owners, 6, bg)
+    fused = zero_label(V, owners, 6, bg, lexical=(LexicalTable(texts, owners, 6), texts))
+    assert fused.lexical_weight > 0 and dense.lexical_weight == 0
+    assert fused.temperature == dense.temperature == fused.scale
+
+
 def test_held_out_rows_spread_over_routes():
     owners = np.array([0] * 100 + [1] * 3 + [2])  # route 2 has one exemplar: not held out
     rows = held_out_rows(owners, 3, sample=6)

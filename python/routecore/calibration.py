@@ -20,10 +20,11 @@ encoder:
 
 Zero-label calibration (:func:`zero_label`) needs no labelled data: each
 sampled exemplar is held out and scored against every route's *other*
-exemplars (leave-one-out, near-copies left out with it: :mod:`routecore.held_out`),
-which gives labelled in-scope scores for free. The high tier promises more (right
-on 95 % of queries that paraphrase no exemplar), so its rows also lose their
-nearest same-route exemplars.
+exemplars (leave-one-out: :mod:`routecore.held_out`), which gives labelled
+in-scope scores for free. The out-of-scope cut and the lexical weight read the
+same rows with their route's near-copies left out too (a real query has none);
+the high tier promises more (right on 95 % of queries that paraphrase no
+exemplar), so its rows lose their nearest same-route exemplars.
 ``routecore fit`` replaces it with figures from a validation split
 (``source="fitted"``); explicit policy values always win over zero-label ones.
 """
@@ -224,42 +225,50 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
                         np.asarray(tool_owners, dtype=np.int64), n_tools)
         aggregation = "max"
     rows = held_out_rows(owners, R, sample, seed) if len(V) else np.zeros(0, np.int64)
-    # A real query rarely has a near-copy among the exemplars, but exemplar sets often
-    # do: the held-out row's closest 5 % of same-route pairs are left out with it (`S`).
-    # The high tier promises >= 95 % on queries that paraphrase no exemplar: its rows
-    # are scored without their nearest same-route exemplar(s) instead (`S_tier`).
+    # `S`: plain leave-one-out, for the temperature, `medium` and `min_score`. Leaving a
+    # row's near-copies out of its own route only (`S_dup`) leaves another route's
+    # near-copy as its best match: on templated sets such rows come out confidently
+    # wrong, and no `medium` cut reached its target (MASSIVE). `S_dup` fits the lexical
+    # weight: how much shared words help once the paraphrase is gone. The high tier
+    # promises >= 95 % on queries that paraphrase no exemplar: its rows are scored
+    # without their nearest same-route exemplar(s) (`S_tier`).
     dup = tier_cut = None
     if len(rows) and aggregation == "max":
         dup = near_duplicate_cut(V, owners, rows)
-        S, S_tier, tier_cut = held_out_max(V, owners, R, rows, dup, leave_out_nearest)
+        S, S_dup, S_tier, tier_cut = held_out_max(V, owners, R, rows, dup, leave_out_nearest)
     else:
         S = route_scores(V[rows], V, owners, R, aggregation, top_n, exclude=rows) if len(rows) else np.zeros((0, R), np.float32)
-        S_tier = S
+        S_dup = S_tier = S
     gold = owners[rows]
     Bm = route_scores(background, V, owners, R, aggregation, top_n) if len(V) and len(background) else np.zeros((0, R), np.float32)
     lex = lexical if n_routes and len(route_vecs) else tool_lexical
     lex_bg = lex[0].scores_batch(background_texts()[0]) if lex is not None and len(Bm) else None
     w = 0.0  # the lexical weight of the calibrated table (routes, or tools for a tools-only router)
-    S_dense = S
+    S_dense, S_dup_dense, S_tier_dense = S, S_dup, S_tier
     fit_lexical = lex is not None and R >= 2 and len(rows) >= MIN_ROWS
     dense_temperature = None
     if fit_lexical:
         from routecore.lexical import fit_table
 
         dense_temperature = fit_temperature(S, gold)  # the unit of the weight grid
-        w, S, S_tier, lstats = fit_table(lex[0], lex[1], V, owners, rows, (dup, tier_cut), (S, S_tier), dense_temperature)
+        w, (S, S_dup, S_tier), lstats = fit_table(lex[0], lex[1], V, owners, rows, (S_dup, dup),
+                                                  [(S, None), (S_dup, dup), (S_tier, tier_cut)], dense_temperature)
         stats.update(lstats)
     # The lexical score picks the label; the out-of-scope cut and the match/unrelated
     # scale read that label's cosine, which means the same in every language.
     B = _best_background(Bm, lex_bg, w, cosine=True)
     stats.update(held_out=int(len(rows)), routes=int(R))
-    best = S_dense[np.arange(len(rows)), S.argmax(axis=1)] if len(rows) else np.zeros(0)
-    own = S_dense[np.arange(len(rows)), gold] if len(rows) else np.zeros(0)
+    # The scope cut and the match scale read in-scope rows without their near-copies, as a real query has none.
+    scope_arg = S_dup.argmax(axis=1) if len(rows) else np.zeros(0, np.int64)
+    best = S_dup_dense[np.arange(len(rows)), scope_arg] if len(rows) else np.zeros(0)
+    own = S_dup_dense[np.arange(len(rows)), gold] if len(rows) else np.zeros(0)
     own, B = own[np.isfinite(own)], B[np.isfinite(B)]
     unrelated = float(np.median(B)) if len(B) else float(np.median(best)) - 0.1 if len(best) else 0.0
     match = float(np.median(own)) if len(own) else unrelated + 0.1
     if R >= 2 and len(rows) >= MIN_ROWS:
-        temperature = dense_temperature if dense_temperature is not None and not w else fit_temperature(S, gold)
+        # The cosines' temperature, with or without a lexical weight: a query whose words the
+        # exemplars do not hold (another language, a paraphrase) is scored on cosines alone.
+        temperature = dense_temperature if dense_temperature is not None else fit_temperature(S, gold)
     elif R >= SPREAD_LABELS and len(Bm):
         # Nothing to hold out (one description per tool): an unrelated query spreads its
         # probability over its SPREAD_LABELS best labels, which span two temperatures.
@@ -283,15 +292,23 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
     weights = {"lexical_weight": w if lex is lexical else 0.0, "tool_lexical_weight": w if tool_lexical is not None else 0.0}
     p1, mg, correct = _top2_correct(S, gold, temperature, R)
     t1, tmg, tcorrect = _top2_correct(S_tier, gold, temperature, R)
+    m1, mcorrect = p1, correct
+    if w and S is not S_dense:
+        # The tiers must hold for queries the lexical pass helps and for those it cannot
+        # (coverage 0): they are fitted on the held-out rows with and without it.
+        d1, _, dcorrect = _top2_correct(S_dense, gold, temperature, R)
+        dt1, dtmg, dtcorrect = _top2_correct(S_tier_dense, gold, temperature, R)
+        m1, mcorrect = np.concatenate([p1, d1]), np.concatenate([correct, dcorrect])
+        t1, tmg, tcorrect = np.concatenate([t1, dt1]), np.concatenate([tmg, dtmg]), np.concatenate([tcorrect, dtcorrect])
     tiers = fit_tiers(t1, tmg, tcorrect, targets.high_precision) if R >= 2 and len(rows) >= MIN_ROWS else None
     prev = fit_tiers(t1, tmg, tcorrect, targets.previous_precision) if tiers else None
-    medium = fit_medium(p1, correct, targets.route_precision) if R >= 2 and len(rows) >= MIN_ROWS else None
+    medium = fit_medium(m1, mcorrect, targets.route_precision) if R >= 2 and len(rows) >= MIN_ROWS else None
     if tiers is None:
         stats["tiers_fallback"] = True
     high, margin = tiers or (0.85, 0.15)
     previous_high, previous_margin = prev or (min(high, 0.70), min(margin, 0.10))
     medium = medium if medium is not None else 0.50  # a cut on p1 alone, independent of the (p1, margin) pair
-    min_score = fit_min_score(best[correct] if len(best) else best, B)
+    min_score = fit_min_score(best[scope_arg == gold] if len(best) else best, B)
     stats.update(top1_accuracy=float(correct.mean()) if len(rows) else None,
                  high_coverage=float(((t1 >= high) & (tmg >= margin)).mean()) if len(rows) else None,
                  routed_coverage=float((p1 >= medium).mean()) if len(rows) else None,

@@ -112,9 +112,10 @@ def near_duplicate_cut(V: np.ndarray, owners: np.ndarray, rows: np.ndarray) -> n
 
 
 def held_out_max(V: np.ndarray, owners: np.ndarray, R: int, rows: np.ndarray, dup: np.ndarray, n_nearest: int,
-                 chunk: int = 256) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 chunk: int = 256) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The held-out rows' max scores per group, from one product of each chunk with ``V``:
 
+    - ``S_loo``: each row left out alone (leave-one-out);
     - ``S``: each row left out with its group's exemplars at or above its ``dup`` cut;
     - ``S_tier``: left out with its ``n_nearest`` nearest same-group exemplars instead
       (:func:`nearest_same`; ``S`` itself when 0), and that cut per row.
@@ -125,6 +126,7 @@ def held_out_max(V: np.ndarray, owners: np.ndarray, R: int, rows: np.ndarray, du
     perm, starts, present = _group_starts(owners, R)
     ks = _nearest_ks(owners, rows, n_nearest) if n_nearest else None
     S = np.full((len(rows), R), -np.inf, dtype=np.float32)
+    S_loo = np.full((len(rows), R), -np.inf, dtype=np.float32)
     S_tier = S if ks is None else np.full((len(rows), R), -np.inf, dtype=np.float32)
     tier_cut = dup if ks is None else np.empty(len(rows), dtype=np.float32)
 
@@ -138,14 +140,14 @@ def held_out_max(V: np.ndarray, owners: np.ndarray, R: int, rows: np.ndarray, du
         C = (V[r] @ V.T).astype(np.float32)
         C[np.arange(len(r)), r] = -np.inf
         same = owners[None, :] == owners[r][:, None]
-        loo = group_max(C)
+        loo = S_loo[sl] = group_max(C)
         s = group_max(np.where(same & (C >= dup[sl, None]), -np.inf, C))
         S[sl] = np.where(np.isfinite(s), s, loo)
         if ks is not None:
             tier_cut[sl] = _kth_same(C, same, ks[sl])
             t = group_max(np.where(same & (C >= tier_cut[sl, None]), -np.inf, C))
             S_tier[sl] = np.where(np.isfinite(t), t, S[sl])
-    return S, S_tier, tier_cut
+    return S_loo, S, S_tier, tier_cut
 
 
 def held_out_rows(owners: np.ndarray, n_groups: int, sample: int, seed: int = 0) -> np.ndarray:

@@ -164,15 +164,21 @@ def held_out_docs(V: np.ndarray, owners: np.ndarray, rows: np.ndarray, near_dupl
 
 
 def fit_table(table: LexicalTable, texts: Sequence[str], V: np.ndarray, owners: np.ndarray, rows: np.ndarray,
-              cuts: tuple[np.ndarray | None, np.ndarray | None], dense: tuple[np.ndarray, np.ndarray],
-              scale: float) -> tuple[float, np.ndarray, np.ndarray, dict]:
-    """Fit ``table``'s weight on the held-out rows' first dense scores; return it with both
-    dense score sets fused. ``cuts``: per set, each row's near-duplicate cut (its label's
-    documents at or above it were left out with the row); ``scale``: the weight grid's unit."""
+              fit_on: tuple[np.ndarray, np.ndarray | None], fuse: Sequence[tuple[np.ndarray, np.ndarray | None]],
+              scale: float) -> tuple[float, list[np.ndarray], dict]:
+    """Fit ``table``'s weight on the held-out rows' dense scores ``fit_on``; return it with
+    each dense score set of ``fuse`` fused. Each set comes with its rows' near-duplicate
+    cut (their label's documents at or above it were left out with the row; None: only
+    the row itself); ``scale``: the weight grid's unit."""
     queries = [texts[r] for r in rows.tolist()]
-    L = table.held_out(queries, held_out_docs(V, owners, rows, cuts[0]))
-    w, stats = fit_weight(dense[0], L, owners[rows], scale)
+    lex: dict[int, np.ndarray] = {}
+
+    def held_out(cut: np.ndarray | None) -> np.ndarray:
+        if id(cut) not in lex:
+            lex[id(cut)] = table.held_out(queries, held_out_docs(V, owners, rows, cut))
+        return lex[id(cut)]
+
+    w, stats = fit_weight(fit_on[0], held_out(fit_on[1]), owners[rows], scale)
     if not w:
-        return 0.0, dense[0], dense[1], stats
-    L2 = L if cuts[1] is cuts[0] else table.held_out(queries, held_out_docs(V, owners, rows, cuts[1]))
-    return w, dense[0] + w * L, dense[1] + w * L2, stats
+        return 0.0, [d for d, _ in fuse], stats
+    return w, [d + w * held_out(cut) for d, cut in fuse], stats
