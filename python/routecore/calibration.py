@@ -225,11 +225,11 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
                         np.asarray(tool_owners, dtype=np.int64), n_tools)
         aggregation = "max"
     rows = held_out_rows(owners, R, sample, seed) if len(V) else np.zeros(0, np.int64)
-    # `S`: plain leave-one-out, for the temperature, `medium` and `min_score`. Leaving a
-    # row's near-copies out of its own route only (`S_dup`) leaves another route's
-    # near-copy as its best match: on templated sets such rows come out confidently
-    # wrong, and no `medium` cut reached its target (MASSIVE). `S_dup` fits the lexical
-    # weight: how much shared words help once the paraphrase is gone. The high tier
+    # `S`: plain leave-one-out, for the temperature and `medium`. Leaving a row's
+    # near-copies out of its own route only (`S_dup`) leaves another route's near-copy
+    # as its best match: on templated sets such rows come out confidently wrong, and
+    # no `medium` cut reached its target (MASSIVE). `S_dup` fits the lexical weight (how
+    # much shared words help once the paraphrase is gone) and the scope cut. The high tier
     # promises >= 95 % on queries that paraphrase no exemplar: its rows are scored
     # without their nearest same-route exemplar(s) (`S_tier`).
     dup = tier_cut = None
