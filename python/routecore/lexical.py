@@ -82,7 +82,9 @@ class LexicalTable:
     def bias(self, query: str, weight: float) -> np.ndarray | None:
         """What each label's cosine gains: ``weight`` times its best BM25 over the query's
         best, times the query's coverage, in [0, ``weight``]; ``None`` when no token of
-        the query is indexed."""
+        the query is indexed or ``weight`` is 0 (nothing to add)."""
+        if not weight:
+            return None
         s, cover = self.index.score_labels_covered(query, self.n_labels)
         top = float(s.max()) if len(s) else 0.0
         if top <= 0:
@@ -98,24 +100,26 @@ class LexicalTable:
 
     def scores_batch(self, queries: Sequence[str]) -> np.ndarray:
         """:meth:`scores` of each query: float32 [queries, labels]."""
-        S = self.index.score_labels_batch(list(queries), self.n_labels)
-        top = S.max(axis=1, keepdims=True) if S.size else np.zeros((len(queries), 1), np.float32)
-        S = np.divide(S, top, out=np.zeros_like(S), where=top > 0)
-        return S * self.index.coverage_batch(list(queries))[:, None] if S.size else S
+        return _scaled(self.index.score_labels_batch(list(queries), self.n_labels), self.index.coverage_batch(list(queries)))
 
     def held_out(self, queries: Sequence[str], excluded: Sequence[np.ndarray]) -> np.ndarray:
         """:meth:`scores` of each query with the documents ``excluded[i]`` left out (leave-one-out
         with near-duplicates, as the dense calibration leaves them out)."""
-        out = np.zeros((len(queries), self.n_labels), np.float32)
-        cover = self.index.coverage_batch(list(queries), [np.asarray(e, dtype=np.uint32) for e in excluded])
+        S = np.zeros((len(queries), self.n_labels), np.float32)
         for i, (q, ex) in enumerate(zip(queries, excluded)):
             d = self.index.score_docs(q)
             d[ex] = 0.0
-            np.maximum.at(out[i], self.owners, d)
-            top = out[i].max()
-            if top > 0:
-                out[i] *= cover[i] / top
-        return out
+            S[i] = _native.aggregate(d, self.owners, self.n_labels, "max")  # -inf: a label without documents
+        np.maximum(S, 0.0, out=S)
+        return _scaled(S, self.index.coverage_batch(list(queries), [np.asarray(e, dtype=np.uint32) for e in excluded]))
+
+
+def _scaled(S: np.ndarray, cover: np.ndarray) -> np.ndarray:
+    """Label scores ``S`` [queries, labels] over each query's best, times its coverage ``cover``."""
+    if not S.size:
+        return S
+    top = S.max(axis=1, keepdims=True)
+    return np.divide(S, top, out=np.zeros_like(S), where=top > 0) * cover[:, None]
 
 
 def fit_weight(dense: np.ndarray, lex: np.ndarray, gold: np.ndarray, scale: float,

@@ -109,8 +109,7 @@ class RouteTable:
 
     def lexical_bias(self, text: str) -> np.ndarray | None:
         """What each route's cosine gains from its lexical score for ``text`` (hybrid scoring), or None."""
-        w = self.policy.lexical_weight if self.policy.lexical and self.lexical is not None else 0.0
-        return self.lexical.bias(text, w) if w else None  # type: ignore[union-attr]
+        return self.lexical.bias(text, self.policy.lexical_weight or 0.0) if self.policy.lexical and self.lexical is not None else None
 
     def _apply_head(self, r: dict[str, Any], q: np.ndarray) -> None:
         """Replace softmax probabilities by the linear head's (O(routes x dim))."""

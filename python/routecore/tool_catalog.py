@@ -50,8 +50,8 @@ class ToolCatalog:
 
     def lexical_bias(self, text: str) -> np.ndarray | None:
         """What each tool's cosine gains from its lexical score for ``text`` (hybrid scoring), or None."""
-        w = self.policy.tool_lexical_weight if self.policy.lexical and self.lexical is not None and text else 0.0
-        return self.lexical.bias(text, w) if w else None  # type: ignore[union-attr]
+        on = self.policy.lexical and self.lexical is not None and text
+        return self.lexical.bias(text, self.policy.tool_lexical_weight or 0.0) if on else None  # type: ignore[union-attr]
 
     def discovery_tools(self, prefixes: tuple[str, ...]) -> dict[str, list[str]]:
         """Plugin -> its tools whose names start with one of ``prefixes`` (cached)."""
