@@ -2,7 +2,7 @@
 
 use routecore_core::scoring::step::{score_routes, StepParams};
 use routecore_core::scoring::Aggregation;
-use routecore_core::testing::uniform;
+use routecore_core::testing::{assert_same_picks, uniform};
 use routecore_core::FlatIndex;
 use routecore_core::StorageKind;
 
@@ -77,14 +77,7 @@ fn contenders_exact_others_within_bound() {
                 n_exact < a.raw.len(),
                 "{agg:?}: the int8 step re-scored every route"
             );
-            assert_eq!(
-                a.top.iter().map(|h| h.index).collect::<Vec<_>>(),
-                b.top.iter().map(|h| h.index).collect::<Vec<_>>()
-            );
-            assert_eq!(
-                a.collision.map(|c| (c.first, c.second)),
-                b.collision.map(|c| (c.first, c.second))
-            );
+            assert_same_picks(&a, &b);
         }
     }
 }

@@ -5,7 +5,7 @@
 use routecore_core::kernels::topk::top_k;
 use routecore_core::scoring::step::{score_routes, score_routes_biased, StepParams};
 use routecore_core::scoring::Aggregation;
-use routecore_core::testing::uniform;
+use routecore_core::testing::{assert_same_picks, uniform};
 use routecore_core::{Error, FlatIndex, StorageKind};
 
 /// 40 routes × 12 exemplars (shuffled rows when `shuffle`), 3 domains; f32 and int8.
@@ -138,14 +138,7 @@ fn bias_moves_every_stage_and_minus_inf_removes() {
                         assert!((a.raw[c] - b.raw[c]).abs() <= b.bound[c] + 1e-6);
                     }
                 }
-                assert_eq!(
-                    a.top.iter().map(|h| h.index).collect::<Vec<_>>(),
-                    b.top.iter().map(|h| h.index).collect::<Vec<_>>()
-                );
-                assert_eq!(
-                    a.collision.map(|c| (c.first, c.second)),
-                    b.collision.map(|c| (c.first, c.second))
-                );
+                assert_same_picks(&a, &b);
             }
         }
     }

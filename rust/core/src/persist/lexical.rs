@@ -12,7 +12,7 @@ use std::path::Path;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::{atomic, frame, Reader};
+use super::{atomic, frame, put_strs, put_u32, Reader};
 use crate::error::{Error, Result};
 use crate::lexical::LexicalIndex;
 
@@ -22,18 +22,6 @@ pub const MAGIC: &[u8; 8] = b"RCLEXIX\0";
 pub const FORMAT_VERSION: u32 = 1;
 /// magic, version, reserved, payload length, CRC-32.
 const HEADER_LEN: usize = 8 + 4 + 4 + 8 + 4;
-
-fn put_u32(buf: &mut Vec<u8>, v: u32) {
-    buf.extend_from_slice(&v.to_le_bytes());
-}
-
-fn put_strs<'a>(buf: &mut Vec<u8>, items: impl ExactSizeIterator<Item = &'a str>) {
-    put_u32(buf, items.len() as u32);
-    for s in items {
-        put_u32(buf, s.len() as u32);
-        buf.extend_from_slice(s.as_bytes());
-    }
-}
 
 /// Serialise `index` (header + payload).
 pub fn to_bytes(index: &LexicalIndex) -> Vec<u8> {

@@ -20,11 +20,17 @@ pub const MAGIC: &[u8; 8] = b"RCINDEX\0";
 pub const FORMAT_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8 + 1 + 1 + 6 + 8 + 4;
 
-fn put_names(buf: &mut Vec<u8>, names: &[String]) {
-    buf.extend_from_slice(&(names.len() as u32).to_le_bytes());
-    for n in names {
-        buf.extend_from_slice(&(n.len() as u32).to_le_bytes());
-        buf.extend_from_slice(n.as_bytes());
+/// Append `v` little-endian.
+fn put_u32(buf: &mut Vec<u8>, v: u32) {
+    buf.extend_from_slice(&v.to_le_bytes());
+}
+
+/// Append a count, then each string as its length and UTF-8 bytes.
+fn put_strs<'a>(buf: &mut Vec<u8>, items: impl ExactSizeIterator<Item = &'a str>) {
+    put_u32(buf, items.len() as u32);
+    for s in items {
+        put_u32(buf, s.len() as u32);
+        buf.extend_from_slice(s.as_bytes());
     }
 }
 
@@ -49,8 +55,14 @@ pub fn to_bytes(index: &FlatIndex) -> Vec<u8> {
         .domains
         .iter()
         .for_each(|v| payload.extend_from_slice(&v.to_le_bytes()));
-    put_names(&mut payload, index.label_names.names());
-    put_names(&mut payload, index.domain_names.names());
+    put_strs(
+        &mut payload,
+        index.label_names.names().iter().map(String::as_str),
+    );
+    put_strs(
+        &mut payload,
+        index.domain_names.names().iter().map(String::as_str),
+    );
 
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
     out.extend_from_slice(MAGIC);
