@@ -179,3 +179,32 @@ fn bad_biases_are_refused() {
         assert_eq!(r.top.len(), 6);
     }
 }
+
+#[test]
+fn a_route_without_exemplars_stays_out_under_a_zero_penalty() {
+    // Route "c" loses its only exemplar; with a cross-domain penalty of 0 its -inf
+    // must not become -inf x 0 = NaN (which the softmax refuses), biased or not.
+    let mut ix = FlatIndex::new(2, StorageKind::F32, true).unwrap();
+    let data = [1.0, 0.0, 0.8, 0.6, 0.0, 1.0];
+    ix.add(
+        &[0, 1, 2],
+        &data,
+        Some(&["a", "b", "c"]),
+        Some(&["d0", "d1", "d1"]),
+    )
+    .unwrap();
+    ix.remove(&[2]).unwrap();
+    let p = StepParams {
+        active_domains: vec!["d0".into()],
+        penalty: 0.0,
+        ..StepParams::new(Aggregation::Max, 0.05)
+    };
+    let n = ix.label_names().len();
+    let c = ix.label_names().iter().position(|l| l == "c").unwrap();
+    for bias in [None, Some(vec![0.0f32; n])] {
+        let r = score_routes_biased(&ix, &[1.0, 0.0], &p, bias.as_deref()).unwrap();
+        assert!(r.probs.iter().all(|v| v.is_finite()), "{:?}", r.probs);
+        assert_eq!(r.adjusted[c], f32::NEG_INFINITY);
+        assert_eq!(r.probs[c], 0.0);
+    }
+}

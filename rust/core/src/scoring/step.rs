@@ -151,23 +151,20 @@ pub fn score_routes_biased(
         };
         (raw, vec![0.0; n_routes], top, top_dense)
     };
-    let (raw, adjusted, dense) = match bias {
-        None => {
-            let adjusted: Vec<f32> = dense.iter().zip(&mult).map(|(s, m)| s * m).collect();
-            (dense, adjusted, None)
-        }
-        Some(b) => {
-            // Two plain passes (they vectorise; an unzip does not).
-            let raw: Vec<f32> = dense.iter().zip(b).map(|(s, b)| s + b).collect();
-            let adjusted: Vec<f32> = raw
-                .iter()
-                .zip(&mult)
-                .zip(b)
-                .map(|((r, m), b)| if *b == f32::NEG_INFINITY { *b } else { r * m })
-                .collect();
-            (raw, adjusted, Some(dense))
-        }
+    let (raw, dense) = match bias {
+        None => (dense, None),
+        Some(b) => (
+            dense.iter().zip(b).map(|(s, b)| s + b).collect(),
+            Some(dense),
+        ),
     };
+    // A route at -inf (no exemplars, or removed by its bias) stays there whatever its
+    // domain's multiplier: -inf x 0 would be NaN.
+    let adjusted: Vec<f32> = raw
+        .iter()
+        .zip(&mult)
+        .map(|(&r, m)| if r == f32::NEG_INFINITY { r } else { r * m })
+        .collect();
     if adjusted.iter().all(|s| *s == f32::NEG_INFINITY) {
         return Err(match bias {
             Some(_) => Error::InvalidArgument("the bias removes every route".into()),
