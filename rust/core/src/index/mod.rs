@@ -3,12 +3,14 @@
 //!
 //! - [`storage`]: the row-major rows and their compact (f16/int8) copies;
 //! - [`scan`]: exact top-k scans over the storage, one query or a batch;
+//! - `scorer`: blocks of row scores for the scans, and the certified re-rank;
 //! - [`label_rows`]: per-label rows and domains, rebuilt after each write;
 //! - [`interner`]: interned label and domain strings.
 
 pub mod interner;
 pub mod label_rows;
 pub mod scan;
+mod scorer;
 pub mod storage;
 
 use std::borrow::Cow;

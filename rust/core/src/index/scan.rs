@@ -1,18 +1,22 @@
 //! Exact top-k scans over [`Storage`]: one query or a batch, sequential or on the
-//! rayon pool above a size cutoff, and compact scans followed by an f32 re-rank.
+//! rayon pool above a size cutoff (weighted by storage kind and kernel), and
+//! compact scans finished by an exact re-rank ([`crate::index::scorer`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
+pub use crate::index::scorer::rerank_pool;
+use crate::index::scorer::{finish_compact, scan_batch_compact, scan_batch_f32, Scorer};
 use crate::index::storage::{Storage, StorageKind};
-use crate::kernels::simd::{dot, dot4, dot_f16, dot_tile};
-use crate::kernels::simd_int8::{dot_i8_rows, QueryI8, BLOCK_ROWS};
+use crate::kernels::simd::dot_rows;
 use crate::kernels::topk::{Hit, TopK};
 
-/// Default number of scanned f32 elements (rows × dim) from which a search runs
-/// on several threads. Measured in `benches/` (see BENCHMARKS.md): below this the
-/// rayon hand-off costs more than the second core gains.
+/// Default number of scanned elements (rows × dim, weighted per storage kind
+/// and kernel: an f32 element on AVX2 counts 1, see `element_weight`) from
+/// which a search runs on several threads. Measured in `benches/` and
+/// `examples/scan_sizes.rs` (see BENCHMARKS.md): below this the rayon hand-off
+/// costs more than the second core gains.
 pub const DEFAULT_PARALLEL_CUTOFF: usize = 1 << 20;
 
 static PARALLEL_CUTOFF: AtomicUsize = AtomicUsize::new(DEFAULT_PARALLEL_CUTOFF);
@@ -54,87 +58,35 @@ fn chunk_rows(n: usize, dim: usize) -> usize {
     by_balance.max(by_size).max(1)
 }
 
-/// Candidate pool re-ranked exactly after a compact scan.
-pub fn rerank_pool(k: usize, n: usize) -> usize {
-    (4 * k).max(k + 32).min(n)
+/// Work of one scanned element of `kind` on this CPU's kernel, in units of an
+/// f32 element on AVX2 (the unit of [`parallel_cutoff`]). Measured on a 2-core
+/// AVX2 EPYC, d = 384 (`examples/scan_sizes.rs`, 2026-11-23): on AVX2 two
+/// threads beat one from about 3,000 f32 rows but only from about 20,000 int8
+/// rows; on the portable path both kinds gain from two threads at 1,000 rows.
+/// The AVX-512 VNNI weight assumes its kernel's measured 2× over AVX2 per row
+/// (BENCHMARKS.md §1); it was not timed against the pool on such a machine.
+fn element_weight(kind: StorageKind) -> f64 {
+    use crate::kernels::simd::has_avx2_fma;
+    use crate::kernels::simd_int8::has_vnni512;
+    match (kind, has_avx2_fma()) {
+        (_, false) => 4.0,
+        (StorageKind::Int8, true) if has_vnni512() => 1.0 / 16.0,
+        (StorageKind::Int8, true) => 1.0 / 8.0,
+        (_, true) => 1.0,
+    }
 }
 
-/// Approximate or exact score of row `i` for the storage's scan representation.
-struct Scorer<'a> {
-    s: &'a Storage,
-    q: &'a [f32],
-    q8: Option<QueryI8>,
-}
-
-impl<'a> Scorer<'a> {
-    fn new(s: &'a Storage, q: &'a [f32]) -> Self {
-        let q8 = (s.kind() == StorageKind::Int8).then(|| QueryI8::new(q, s.centre()));
-        Scorer { s, q, q8 }
-    }
-
-    #[inline]
-    fn score(&self, i: usize) -> f32 {
-        let d = self.s.dim();
-        match self.s.kind() {
-            StorageKind::F32 => dot(self.s.row(i), self.q),
-            StorageKind::F16 => dot_f16(&self.s.f16s[i * d..(i + 1) * d], self.q),
-            StorageKind::Int8 => unreachable!("int8 rows are scored in blocks"),
-        }
-    }
-
-    fn scan(&self, rows: std::ops::Range<usize>, k: usize) -> TopK {
-        let mut t = TopK::new(k);
-        if let Some(q8) = &self.q8 {
-            // Blocks of rows through the int8 kernel, then the estimate per row.
-            let d = self.s.dim();
-            let mut buf = [0f32; BLOCK_ROWS];
-            let mut i = rows.start;
-            while i < rows.end {
-                let m = (rows.end - i).min(BLOCK_ROWS);
-                let out = &mut buf[..m];
-                dot_i8_rows(
-                    &self.s.i8s[i * d..(i + m) * d],
-                    d,
-                    q8,
-                    &self.s.quant.sum[i..i + m],
-                    out,
-                );
-                for (j, &v) in out.iter().enumerate() {
-                    t.push(q8.estimate(v, self.s.quant.scale[i + j]), i + j);
-                }
-                i += m;
-            }
-            return t;
-        }
-        let mut i = rows.start;
-        if self.s.kind() == StorageKind::F32 {
-            // Four rows per pass: each query chunk is loaded once for four rows.
-            while i + 4 <= rows.end {
-                let r = dot4(
-                    self.q,
-                    [
-                        self.s.row(i),
-                        self.s.row(i + 1),
-                        self.s.row(i + 2),
-                        self.s.row(i + 3),
-                    ],
-                );
-                for (j, &x) in r.iter().enumerate() {
-                    t.push(x, i + j);
-                }
-                i += 4;
-            }
-        }
-        for i in i..rows.end {
-            t.push(self.score(i), i);
-        }
-        t
-    }
+/// True when a scan of `n × d` rows of `kind` should use the rayon pool: never
+/// with one thread in the pool, otherwise from [`parallel_cutoff`] weighted
+/// elements.
+fn goes_parallel(kind: StorageKind, n: usize, d: usize) -> bool {
+    rayon::current_num_threads() > 1
+        && (n * d) as f64 * element_weight(kind) >= parallel_cutoff() as f64
 }
 
 fn scan_rows(sc: &Scorer, n: usize, k: usize) -> TopK {
     let d = sc.s.dim();
-    if n * d < parallel_cutoff() {
+    if !goes_parallel(sc.s.kind(), n, d) {
         return sc.scan(0..n, k);
     }
     let step = chunk_rows(n, d);
@@ -150,104 +102,34 @@ fn scan_rows(sc: &Scorer, n: usize, k: usize) -> TopK {
         )
 }
 
-/// Exact f32 re-rank of a candidate pool.
-fn rerank(s: &Storage, q: &[f32], pool: Vec<Hit>, k: usize) -> Vec<Hit> {
-    let mut idx: Vec<usize> = pool.into_iter().map(|h| h.index).collect();
-    idx.sort_unstable();
-    let mut t = TopK::new(k);
-    for i in idx {
-        t.push(dot(s.row(i), q), i);
-    }
-    t.into_sorted()
-}
-
 /// Top-k rows for one query. The caller checks `1 <= k <= len` and the query width.
 pub fn search_one(s: &Storage, q: &[f32], k: usize) -> Vec<Hit> {
     let n = s.len();
     let sc = Scorer::new(s, q);
-    match s.kind() {
-        StorageKind::F32 => scan_rows(&sc, n, k).into_sorted(),
-        _ => {
-            let pool = scan_rows(&sc, n, rerank_pool(k, n)).into_sorted();
-            rerank(s, q, pool, k)
-        }
+    if s.kind() == StorageKind::F32 {
+        return scan_rows(&sc, n, k).into_sorted();
     }
+    finish_compact(&sc, scan_rows(&sc, n, rerank_pool(k, n)), k)
 }
 
-/// Rows per cache block in the batched f32 scan (~128 KB per block at d = 1024).
-fn block_rows(dim: usize) -> usize {
-    ((1 << 15) / dim.max(1)).clamp(8, 1024)
-}
-
-/// Batched f32 scan of `rows` for all queries: each cache block of rows is reused
-/// by every group of queries, scored in 4-row × 3-query register tiles.
-fn scan_batch_f32(s: &Storage, qs: &[&[f32]], rows: std::ops::Range<usize>, k: usize) -> Vec<TopK> {
-    let mut tops: Vec<TopK> = (0..qs.len()).map(|_| TopK::new(k)).collect();
-    let b = block_rows(s.dim());
-    let mut start = rows.start;
-    while start < rows.end {
-        let end = (start + b).min(rows.end);
-        let mut g = 0;
-        while g + 3 <= qs.len() {
-            let tri = [qs[g], qs[g + 1], qs[g + 2]];
-            let mut i = start;
-            while i + 4 <= end {
-                let t = dot_tile([s.row(i), s.row(i + 1), s.row(i + 2), s.row(i + 3)], tri);
-                for (r, vals) in t.iter().enumerate() {
-                    for (j, &v) in vals.iter().enumerate() {
-                        tops[g + j].push(v, i + r);
-                    }
-                }
-                i += 4;
-            }
-            for i in i..end {
-                for j in 0..3 {
-                    tops[g + j].push(dot(s.row(i), tri[j]), i);
-                }
-            }
-            g += 3;
-        }
-        for (j, q) in qs.iter().enumerate().skip(g) {
-            let mut i = start;
-            while i + 4 <= end {
-                let r = dot4(q, [s.row(i), s.row(i + 1), s.row(i + 2), s.row(i + 3)]);
-                for (t, &v) in r.iter().enumerate() {
-                    tops[j].push(v, i + t);
-                }
-                i += 4;
-            }
-            for i in i..end {
-                tops[j].push(dot(s.row(i), q), i);
-            }
-        }
-        start = end;
-    }
-    tops
-}
-
-/// Top-k rows for each of `nq` queries stored row-major in `qs`.
-pub fn search_batch(s: &Storage, qs: &[f32], nq: usize, k: usize) -> Vec<Vec<Hit>> {
-    let d = s.dim();
-    let n = s.len();
-    if nq == 1 {
-        return vec![search_one(s, qs, k)];
-    }
-    let queries: Vec<&[f32]> = qs.chunks_exact(d).take(nq).collect();
-    if s.kind() != StorageKind::F32 {
-        // Compact scans are per query; spread the queries over the pool.
-        return queries.par_iter().map(|q| search_one(s, q, k)).collect();
-    }
+/// Per-query top-k over row ranges for a batch: `scan(rows)` gives one
+/// collector per query; large batches split the rows over the rayon pool.
+fn batch_over_rows(
+    kind: StorageKind,
+    n: usize,
+    d: usize,
+    nq: usize,
+    k: usize,
+    scan: impl Fn(std::ops::Range<usize>) -> Vec<TopK> + Sync,
+) -> Vec<TopK> {
     // Batches do nq times the arithmetic per byte, so they go parallel sooner.
-    if n * d * nq < parallel_cutoff() || n < 8 {
-        return scan_batch_f32(s, &queries, 0..n, k)
-            .into_iter()
-            .map(TopK::into_sorted)
-            .collect();
+    if n < 8 || !goes_parallel(kind, n * nq, d) {
+        return scan(0..n);
     }
     let step = chunk_rows(n, d);
-    let merged = (0..n.div_ceil(step))
+    (0..n.div_ceil(step))
         .into_par_iter()
-        .map(|c| scan_batch_f32(s, &queries, c * step..((c + 1) * step).min(n), k))
+        .map(|c| scan(c * step..((c + 1) * step).min(n)))
         .reduce(
             || (0..nq).map(|_| TopK::new(k)).collect(),
             |mut a, b| {
@@ -256,8 +138,27 @@ pub fn search_batch(s: &Storage, qs: &[f32], nq: usize, k: usize) -> Vec<Vec<Hit
                 }
                 a
             },
-        );
-    merged.into_iter().map(TopK::into_sorted).collect()
+        )
+}
+
+/// Top-k rows for each of `nq` queries stored row-major in `qs`.
+pub fn search_batch(s: &Storage, qs: &[f32], nq: usize, k: usize) -> Vec<Vec<Hit>> {
+    let (d, n, kind) = (s.dim(), s.len(), s.kind());
+    if nq == 1 {
+        return vec![search_one(s, qs, k)];
+    }
+    let queries: Vec<&[f32]> = qs.chunks_exact(d).take(nq).collect();
+    if kind == StorageKind::F32 {
+        let tops = batch_over_rows(kind, n, d, nq, k, |r| scan_batch_f32(s, &queries, r, k));
+        return tops.into_iter().map(TopK::into_sorted).collect();
+    }
+    let scs: Vec<Scorer> = queries.iter().map(|q| Scorer::new(s, q)).collect();
+    let pool = rerank_pool(k, n);
+    let tops = batch_over_rows(kind, n, d, nq, pool, |r| scan_batch_compact(&scs, r, pool));
+    scs.iter()
+        .zip(tops)
+        .map(|(sc, t)| finish_compact(sc, t, k))
+        .collect()
 }
 
 /// Exact f32 scores of every row for one query (used by route scoring); parallel
@@ -266,16 +167,8 @@ pub fn score_all(s: &Storage, q: &[f32], out: &mut [f32]) {
     let d = s.dim();
     let n = s.len();
     let m = s.matrix();
-    if n * d < route_parallel_cutoff() {
-        let mut i = 0;
-        while i + 4 <= n {
-            let r = dot4(q, [s.row(i), s.row(i + 1), s.row(i + 2), s.row(i + 3)]);
-            out[i..i + 4].copy_from_slice(&r);
-            i += 4;
-        }
-        for (j, o) in out.iter_mut().enumerate().take(n).skip(i) {
-            *o = dot(&m[j * d..(j + 1) * d], q);
-        }
+    if n * d < route_parallel_cutoff() || rayon::current_num_threads() == 1 {
+        dot_rows(&m[..n * d], q, &mut out[..n]);
         return;
     }
     let step = chunk_rows(n, d);
@@ -283,10 +176,8 @@ pub fn score_all(s: &Storage, q: &[f32], out: &mut [f32]) {
         .par_chunks_mut(step)
         .enumerate()
         .for_each(|(c, chunk)| {
-            for (j, o) in chunk.iter_mut().enumerate() {
-                let i = c * step + j;
-                *o = dot(&m[i * d..(i + 1) * d], q);
-            }
+            let first = c * step;
+            dot_rows(&m[first * d..(first + chunk.len()) * d], q, chunk);
         });
 }
 
@@ -341,8 +232,28 @@ mod tests {
                 got.iter().map(|h| h.index).collect::<Vec<_>>(),
                 reference(&s, &q, 5)
             );
-            assert!((got[0].score - dot(s.row(got[0].index), &q)).abs() < 1e-6);
+            assert!(
+                (got[0].score - crate::kernels::simd::dot(s.row(got[0].index), &q)).abs() < 1e-6
+            );
         }
+    }
+
+    #[test]
+    fn compact_batches_match_brute_force() {
+        let qs: Vec<f32> = (0..9 * 64).map(|i| ((i * 53) % 17) as f32 - 8.0).collect();
+        for kind in [StorageKind::F16, StorageKind::Int8] {
+            let s = storage(3000, 64, kind);
+            let expect: Vec<Vec<usize>> = qs.chunks(64).map(|q| reference(&s, q, 7)).collect();
+            for cutoff in [usize::MAX, 1] {
+                set_parallel_cutoff(cutoff);
+                let batch = search_batch(&s, &qs, 9, 7);
+                for (j, hits) in batch.iter().enumerate() {
+                    let got: Vec<usize> = hits.iter().map(|h| h.index).collect();
+                    assert_eq!(got, expect[j], "{kind:?} cutoff {cutoff} query {j}");
+                }
+            }
+        }
+        set_parallel_cutoff(DEFAULT_PARALLEL_CUTOFF);
     }
 
     #[test]

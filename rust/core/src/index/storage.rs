@@ -155,6 +155,7 @@ impl Storage {
             let f = self.quantize_into(i, &v);
             self.quant.set(i, f);
         }
+        self.quant.refresh_max();
         self.centred_at = n;
     }
 

@@ -1,18 +1,21 @@
 //! int8 kernels for compact storage: row quantization with its error, a
-//! quantized query, and a block kernel scoring many rows at once
-//! (AVX-512 VNNI at run time, the AVX2 kernel of [`crate::kernels::simd::dot_i8`] otherwise).
+//! quantized query, and a block kernel scoring many rows at once (AVX-512 VNNI
+//! or AVX2 at run time, a portable loop otherwise; the x86 kernels are in
+//! [`crate::kernels::int8_x86`]).
 //!
 //! Rows are stored as `x = μ + r` with `μ` the storage's centre (the mean row)
 //! and `r ≈ r̂ = s·r8`; centring shrinks `r` when embeddings share a common
-//! direction (e5: ‖μ‖ ≈ 0.9), and with it the error. The query is quantized in
-//! two int8 levels (`q̂ = s₁·a + s₂·b`), so its own error is negligible.
+//! direction (e5: ‖μ‖ ≈ 0.9), and with it the error. The query is quantized finer
+//! than the rows, in the layout of the kernel that reads it: two int8 levels
+//! (`q̂ = s₁·a + s₂·b`) for VNNI, one i16 level (`q̂ = s·w`) for AVX2 and the
+//! portable loop; either way its own error is negligible.
 //!
 //! Every estimate `μ·q + r̂·q̂` comes with a rigorous bound, rounding included:
 //! `|x·q − est| ≤ ‖r − r̂‖·‖q‖ + ‖r̂‖·‖q − q̂‖ + rounding` (Cauchy–Schwarz on both
 //! terms), so an exact re-rank only needs the rows whose interval can still
 //! reach the answer.
 
-use crate::kernels::simd::{dot_i8, quantize_i8};
+use crate::kernels::simd::quantize_i8;
 
 /// Per-row facts kept next to an int8 row.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -61,6 +64,9 @@ pub struct QuantCols {
     pub err: Vec<f32>,
     /// `‖x̂‖` per row.
     pub norm_hat: Vec<f32>,
+    /// At least the largest `err` and `norm_hat` over the rows (raised by
+    /// `push` and `set`, kept by `swap_remove`, exact after `refresh_max`).
+    hi: (f32, f32),
 }
 
 impl QuantCols {
@@ -87,8 +93,25 @@ impl QuantCols {
         self.norm_hat.reserve(extra);
     }
 
+    /// Upper bounds of the rows' `(err, norm_hat)`: with them
+    /// [`QueryI8::bound`] bounds the error of every row at once.
+    pub fn max_err_norm(&self) -> (f32, f32) {
+        self.hi
+    }
+
+    /// Make [`Self::max_err_norm`] exact again (after rows were removed or re-quantized).
+    pub fn refresh_max(&mut self) {
+        let hi = |v: &[f32]| v.iter().fold(0f32, |m, &x| m.max(x));
+        self.hi = (hi(&self.err), hi(&self.norm_hat));
+    }
+
+    fn raise_max(&mut self, f: &RowQuant) {
+        self.hi = (self.hi.0.max(f.err), self.hi.1.max(f.norm_hat));
+    }
+
     /// Append one row's facts.
     pub fn push(&mut self, f: RowQuant) {
+        self.raise_max(&f);
         self.scale.push(f.scale);
         self.sum.push(f.sum);
         self.err.push(f.err);
@@ -107,6 +130,7 @@ impl QuantCols {
 
     /// Overwrite row `i`.
     pub fn set(&mut self, i: usize, f: RowQuant) {
+        self.raise_max(&f);
         self.scale[i] = f.scale;
         self.sum[i] = f.sum;
         self.err[i] = f.err;
@@ -122,18 +146,39 @@ impl QuantCols {
     }
 }
 
-/// A query quantized once for an int8 scan (two int8 levels).
+/// How a [`QueryI8`]'s codes are laid out, after the kernel that reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueryCodes {
+    /// Two int8 levels stored as unsigned bytes (code + 128), read by AVX-512
+    /// VNNI `vpdpbusd`; the row code sums undo the offset.
+    Levels,
+    /// One i16 level, read by AVX2 `vpmaddwd` and by the portable loop.
+    Wide,
+}
+
+impl QueryCodes {
+    /// The layout of the fastest kernel this CPU runs (and `ROUTECORE_SIMD` allows).
+    pub fn best() -> Self {
+        if has_vnni512() {
+            QueryCodes::Levels
+        } else {
+            QueryCodes::Wide
+        }
+    }
+}
+
+/// A query quantized once for an int8 scan.
 #[derive(Clone, Debug)]
 pub struct QueryI8 {
-    /// First-level codes (`q ≈ s₁·a`).
-    pub a: Vec<i8>,
-    /// Second-level codes of the remainder (`q − s₁·a ≈ s₂·b`).
-    pub b: Vec<i8>,
-    /// Codes + 128 as unsigned bytes (VNNI kernel), zero-padded to 64 bytes.
+    codes: QueryCodes,
+    dim: usize,
+    /// [`QueryCodes::Levels`]: both levels + 128, zero-padded to 64 bytes.
     a_u: Vec<u8>,
     b_u: Vec<u8>,
-    /// Level scales `s₁`, `s₂`.
-    pub scales: (f32, f32),
+    /// [`QueryCodes::Wide`]: i16 codes, zero-padded to 16.
+    wide: Vec<i16>,
+    /// Level scales `s₁`, `s₂` (`Wide`: `s`, 0).
+    scales: (f32, f32),
     /// `‖q‖`, rounded up.
     pub norm: f32,
     /// `‖q − q̂‖`, rounded up.
@@ -144,26 +189,59 @@ pub struct QueryI8 {
     pub centre_norm: f32,
 }
 
+/// Largest i16 code of a [`QueryCodes::Wide`] query of width `dim`: every
+/// partial sum of `dim` products with int8 codes (|x| ≤ 127) fits an i32.
+fn wide_max(dim: usize) -> f32 {
+    let fit = i32::MAX as usize / (127 * dim.max(1));
+    fit.min(i16::MAX as usize) as f32
+}
+
 impl QueryI8 {
-    /// Quantize `q` for rows centred on `centre` (empty: no centre).
+    /// Quantize `q` for rows centred on `centre` (empty: no centre), in the
+    /// layout of the fastest kernel on this CPU.
     pub fn new(q: &[f32], centre: &[f32]) -> Self {
-        let mut a = vec![0i8; q.len()];
-        let s1 = quantize_i8(q, &mut a);
-        let rest: Vec<f32> = q.iter().zip(&a).map(|(&x, &c)| x - s1 * c as f32).collect();
-        let mut b = vec![0i8; q.len()];
-        let s2 = quantize_i8(&rest, &mut b);
-        let e2: f64 = q
-            .iter()
-            .zip(a.iter().zip(&b))
-            .map(|(&x, (&ca, &cb))| {
-                let d = x as f64 - s1 as f64 * ca as f64 - s2 as f64 * cb as f64;
-                d * d
-            })
-            .sum();
-        let unsigned = |c: &[i8]| {
-            let mut u: Vec<u8> = c.iter().map(|&v| (v as i16 + 128) as u8).collect();
-            u.resize(c.len().div_ceil(64) * 64, 0);
-            u
+        Self::with_codes(q, centre, QueryCodes::best())
+    }
+
+    /// Quantize `q` in a given layout (any layout runs on any CPU: the
+    /// kernels fall back to the portable loop).
+    pub fn with_codes(q: &[f32], centre: &[f32], codes: QueryCodes) -> Self {
+        let dim = q.len();
+        let (mut a_u, mut b_u, mut wide) = (Vec::new(), Vec::new(), Vec::new());
+        let (scales, e2) = match codes {
+            QueryCodes::Levels => {
+                let mut a = vec![0i8; dim];
+                let s1 = quantize_i8(q, &mut a);
+                let rest: Vec<f32> = q.iter().zip(&a).map(|(&x, &c)| x - s1 * c as f32).collect();
+                let mut b = vec![0i8; dim];
+                let s2 = quantize_i8(&rest, &mut b);
+                let mut e2 = 0f64;
+                for ((&x, &ca), &cb) in q.iter().zip(&a).zip(&b) {
+                    let d = x as f64 - s1 as f64 * ca as f64 - s2 as f64 * cb as f64;
+                    e2 += d * d;
+                }
+                let pad = dim.div_ceil(64) * 64;
+                a_u = a.iter().map(|&v| (v as i16 + 128) as u8).collect();
+                b_u = b.iter().map(|&v| (v as i16 + 128) as u8).collect();
+                a_u.resize(pad, 0);
+                b_u.resize(pad, 0);
+                ((s1, s2), e2)
+            }
+            QueryCodes::Wide => {
+                let amax = q.iter().fold(0f32, |m, x| m.max(x.abs()));
+                let top = wide_max(dim);
+                let s = if amax > 0.0 { amax / top } else { 0.0 };
+                let inv = if s > 0.0 { 1.0 / s } else { 0.0 };
+                wide = vec![0i16; dim.div_ceil(16) * 16];
+                let mut e2 = 0f64;
+                for (w, &x) in wide.iter_mut().zip(q) {
+                    let y = x * inv;
+                    *w = (y + 0.5f32.copysign(y)).clamp(-top, top) as i16;
+                    let d = x as f64 - s as f64 * *w as f64;
+                    e2 += d * d;
+                }
+                ((s, 0.0), e2)
+            }
         };
         let norm2 = |v: &[f32]| v.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
         let centre_dot = if centre.is_empty() {
@@ -172,15 +250,52 @@ impl QueryI8 {
             crate::kernels::simd::dot(centre, q)
         };
         QueryI8 {
-            a_u: unsigned(&a),
-            b_u: unsigned(&b),
-            a,
-            b,
-            scales: (s1, s2),
+            codes,
+            dim,
+            a_u,
+            b_u,
+            wide,
+            scales,
             norm: round_up(norm2(q)),
             err: round_up(e2.sqrt()),
             centre_dot,
             centre_norm: round_up(norm2(centre)),
+        }
+    }
+
+    /// The layout of the codes.
+    pub fn codes(&self) -> QueryCodes {
+        self.codes
+    }
+
+    /// Width of the query.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// `q̂·r8` for one row of int8 codes, in plain integer arithmetic: the
+    /// value every kernel returns for this row, bit for bit.
+    pub fn dot_codes(&self, row: &[i8], row_sum: i32) -> f32 {
+        let (s1, s2) = self.scales;
+        match self.codes {
+            QueryCodes::Levels => {
+                let int = |u: &[u8]| -> i32 {
+                    row.iter()
+                        .zip(u)
+                        .map(|(&x, &c)| x as i32 * c as i32)
+                        .sum::<i32>()
+                        - 128 * row_sum
+                };
+                s1 * int(&self.a_u) as f32 + s2 * int(&self.b_u) as f32
+            }
+            QueryCodes::Wide => {
+                let int: i32 = row
+                    .iter()
+                    .zip(&self.wide)
+                    .map(|(&x, &c)| x as i32 * c as i32)
+                    .sum();
+                s1 * int as f32
+            }
         }
     }
 
@@ -198,7 +313,7 @@ impl QueryI8 {
     #[inline]
     pub fn bound_coeffs(&self) -> (f32, f32, f32) {
         const SLACK: f32 = 1.0 + 1e-5;
-        let gamma = (self.a.len() as f32 + 4.0) * f32::EPSILON;
+        let gamma = (self.dim as f32 + 4.0) * f32::EPSILON;
         (
             self.norm * (1.0 + gamma) * SLACK,
             (self.err + gamma * (2.0 * self.norm + self.err)) * SLACK,
@@ -234,32 +349,43 @@ pub fn has_vnni512() -> bool {
 pub const BLOCK_ROWS: usize = 256;
 
 /// `q̂·r8` for consecutive int8 rows (`rows` is `out.len() × dim`); `sums[i]`
-/// is the code sum of row `i` (VNNI offset correction).
+/// is the code sum of row `i` (read by the [`QueryCodes::Levels`] layout only).
+/// Each output equals [`QueryI8::dot_codes`] of its row.
 pub fn dot_i8_rows(rows: &[i8], dim: usize, q: &QueryI8, sums: &[i32], out: &mut [f32]) {
     let n = out.len();
-    assert!(rows.len() >= n * dim && sums.len() >= n && q.a.len() == dim);
+    assert!(rows.len() >= n * dim && sums.len() >= n && q.dim == dim);
     #[cfg(target_arch = "x86_64")]
-    if has_vnni512() {
-        // SAFETY: features checked above; slice lengths asserted.
-        unsafe { x86::rows_vnni(rows, dim, q, sums, out) };
-        return;
+    match q.codes {
+        QueryCodes::Levels if has_vnni512() => {
+            // SAFETY: features checked above; slice lengths asserted.
+            unsafe {
+                crate::kernels::int8_x86::rows_vnni(rows, dim, &q.a_u, &q.b_u, q.scales, sums, out)
+            };
+            return;
+        }
+        QueryCodes::Wide if crate::kernels::simd::has_avx2_fma() => {
+            // SAFETY: AVX2 checked above; slice lengths asserted.
+            unsafe {
+                crate::kernels::int8_x86::rows_wide_avx2(rows, dim, &q.wide, q.scales.0, out)
+            };
+            return;
+        }
+        _ => {}
     }
-    dot_i8_rows_fallback(rows, dim, q, out);
+    dot_i8_rows_fallback(rows, dim, q, sums, out);
 }
 
-/// [`dot_i8_rows`] without VNNI (AVX2 or portable), one row at a time.
-pub fn dot_i8_rows_fallback(rows: &[i8], dim: usize, q: &QueryI8, out: &mut [f32]) {
-    let (s1, s2) = q.scales;
+/// [`dot_i8_rows`] in portable code, one row at a time.
+pub fn dot_i8_rows_fallback(rows: &[i8], dim: usize, q: &QueryI8, sums: &[i32], out: &mut [f32]) {
     for (i, o) in out.iter_mut().enumerate() {
-        let r = &rows[i * dim..(i + 1) * dim];
-        *o = s1 * dot_i8(r, &q.a) as f32 + s2 * dot_i8(r, &q.b) as f32;
+        *o = q.dot_codes(&rows[i * dim..(i + 1) * dim], sums[i]);
     }
 }
 
-/// Rows prefetched ahead by the VNNI kernel (`ROUTECORE_PREFETCH_ROWS`, default
-/// 16, one 16-row pass). On 15,000 × 384 rows evicted from cache, 8 and 16 read
-/// about 34 GB/s and 32 about 30 GB/s (`examples/int8_pass.rs`, BENCHMARKS.md §1).
-fn prefetch_distance() -> usize {
+/// Rows prefetched ahead by the x86 kernels (`ROUTECORE_PREFETCH_ROWS`, default
+/// 16). On 15,000 × 384 rows evicted from cache, the VNNI kernel read about
+/// 34 GB/s at 8 and 16 and 30 GB/s at 32 (`examples/int8_pass.rs`, BENCHMARKS.md §1).
+pub(crate) fn prefetch_distance() -> usize {
     static D: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *D.get_or_init(|| {
         std::env::var("ROUTECORE_PREFETCH_ROWS")
@@ -267,139 +393,4 @@ fn prefetch_distance() -> usize {
             .and_then(|v| v.parse().ok())
             .unwrap_or(16)
     })
-}
-
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    use super::{prefetch_distance, QueryI8};
-    use std::arch::x86_64::*;
-
-    /// `dpbusd` multiplies the unsigned query levels (codes + 128) by the signed
-    /// row, so `128 · sum(row)` is subtracted from each level's integer dot.
-    ///
-    /// Sixteen rows per pass: four sub-passes of four rows share each query load,
-    /// and the 16 × 2 accumulators are reduced together by a transpose (about 3
-    /// vector ops per row and level instead of a 9-op horizontal sum each), then
-    /// corrected and scaled 16 lanes at a time.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    pub unsafe fn rows_vnni(rows: &[i8], dim: usize, q: &QueryI8, sums: &[i32], out: &mut [f32]) {
-        let n = out.len();
-        let (s1, s2) = q.scales;
-        let (pa, pb) = (q.a_u.as_ptr(), q.b_u.as_ptr());
-        let chunks = dim.div_ceil(64);
-        let tail = dim % 64;
-        let last_mask: __mmask64 = if tail == 0 {
-            u64::MAX
-        } else {
-            (1u64 << tail) - 1
-        };
-        // Software prefetch ahead: hardware prefetchers stop at 4 KB pages, which
-        // halves DRAM throughput when the rows are not cached (right after ONNX
-        // Runtime ran, for instance).
-        // Offsets, not pointers, so that no pointer leaves the slice.
-        let ahead = prefetch_distance() * dim;
-        let (vs1, vs2) = (_mm512_set1_ps(s1), _mm512_set1_ps(s2));
-        let mut i = 0;
-        while i + 16 <= n {
-            let base = rows.as_ptr().add(i * dim);
-            let stop = (i * dim + ahead + 16 * dim).min(n * dim);
-            let mut off = i * dim + ahead;
-            while off < stop {
-                _mm_prefetch::<_MM_HINT_T0>(rows.as_ptr().add(off));
-                off += 64;
-            }
-            // Sub-pass g takes rows g, g+4, g+8, g+12, so that the transpose
-            // below leaves row j in lane j.
-            let mut ta = [_mm512_setzero_si512(); 4];
-            let mut tb = [_mm512_setzero_si512(); 4];
-            for g in 0..4 {
-                let (a, b) = four_rows(base.add(g * dim), 4 * dim, chunks, last_mask, pa, pb);
-                ta[g] = reduce4(a);
-                tb[g] = reduce4(b);
-            }
-            let off = _mm512_slli_epi32::<7>(_mm512_loadu_si512(sums.as_ptr().add(i) as *const _));
-            let ia = _mm512_sub_epi32(transpose_sum(ta), off);
-            let ib = _mm512_sub_epi32(transpose_sum(tb), off);
-            // s1·A + s2·B with the same roundings as the scalar form.
-            let v = _mm512_add_ps(
-                _mm512_mul_ps(vs1, _mm512_cvtepi32_ps(ia)),
-                _mm512_mul_ps(vs2, _mm512_cvtepi32_ps(ib)),
-            );
-            _mm512_storeu_ps(out.as_mut_ptr().add(i), v);
-            i += 16;
-        }
-        while i < n {
-            let base = rows.as_ptr().add(i * dim);
-            let (mut a, mut b) = (_mm512_setzero_si512(), _mm512_setzero_si512());
-            for c in 0..chunks {
-                let o = c * 64;
-                let m = if c + 1 == chunks { last_mask } else { u64::MAX };
-                let x = _mm512_maskz_loadu_epi8(m, base.add(o));
-                a = _mm512_dpbusd_epi32(a, _mm512_loadu_si512(pa.add(o) as *const _), x);
-                b = _mm512_dpbusd_epi32(b, _mm512_loadu_si512(pb.add(o) as *const _), x);
-            }
-            let off = 128 * sums[i];
-            out[i] = s1 * (_mm512_reduce_add_epi32(a) - off) as f32
-                + s2 * (_mm512_reduce_add_epi32(b) - off) as f32;
-            i += 1;
-        }
-    }
-
-    /// Both levels' accumulators for the four rows at `base + k·stride`.
-    #[inline(always)]
-    unsafe fn four_rows(
-        base: *const i8,
-        stride: usize,
-        chunks: usize,
-        last_mask: __mmask64,
-        pa: *const u8,
-        pb: *const u8,
-    ) -> ([__m512i; 4], [__m512i; 4]) {
-        let z = _mm512_setzero_si512();
-        let (mut a, mut b) = ([z; 4], [z; 4]);
-        for c in 0..chunks {
-            let o = c * 64;
-            let m = if c + 1 == chunks { last_mask } else { u64::MAX };
-            let qa = _mm512_loadu_si512(pa.add(o) as *const _);
-            let qb = _mm512_loadu_si512(pb.add(o) as *const _);
-            for k in 0..4 {
-                let x = _mm512_maskz_loadu_epi8(m, base.add(k * stride + o));
-                a[k] = _mm512_dpbusd_epi32(a[k], qa, x);
-                b[k] = _mm512_dpbusd_epi32(b[k], qb, x);
-            }
-        }
-        (a, b)
-    }
-
-    /// Four 16-lane vectors → one whose 128-bit block `k` holds four partial
-    /// sums of vector `k`.
-    #[inline(always)]
-    unsafe fn reduce4(v: [__m512i; 4]) -> __m512i {
-        let s0 = _mm512_add_epi32(
-            _mm512_shuffle_i32x4::<0x44>(v[0], v[1]),
-            _mm512_shuffle_i32x4::<0xEE>(v[0], v[1]),
-        );
-        let s1 = _mm512_add_epi32(
-            _mm512_shuffle_i32x4::<0x44>(v[2], v[3]),
-            _mm512_shuffle_i32x4::<0xEE>(v[2], v[3]),
-        );
-        _mm512_add_epi32(
-            _mm512_shuffle_i32x4::<0x88>(s0, s1),
-            _mm512_shuffle_i32x4::<0xDD>(s0, s1),
-        )
-    }
-
-    /// Four [`reduce4`] outputs → lane `4k + g` = the full sum of block `k` of `t[g]`.
-    #[inline(always)]
-    unsafe fn transpose_sum(t: [__m512i; 4]) -> __m512i {
-        let w0 = _mm512_add_epi32(
-            _mm512_unpacklo_epi32(t[0], t[1]),
-            _mm512_unpackhi_epi32(t[0], t[1]),
-        );
-        let w1 = _mm512_add_epi32(
-            _mm512_unpacklo_epi32(t[2], t[3]),
-            _mm512_unpackhi_epi32(t[2], t[3]),
-        );
-        _mm512_add_epi32(_mm512_unpacklo_epi64(w0, w1), _mm512_unpackhi_epi64(w0, w1))
-    }
 }

@@ -1,0 +1,246 @@
+//! x86-64 int8 row kernels behind [`crate::kernels::simd_int8::dot_i8_rows`]:
+//! AVX-512 VNNI over a two-level query, AVX2 over an i16 query. Both keep the
+//! query's loads shared by several rows per pass, reduce the rows' accumulators
+//! together, and prefetch rows ahead; both return exactly the integer dot
+//! product times the query scale(s), as the portable loop does.
+
+#![cfg(target_arch = "x86_64")]
+
+use std::arch::x86_64::*;
+
+use crate::kernels::simd_int8::prefetch_distance;
+
+/// Prefetch the bytes `[from, to)` of `rows` (offsets, so no pointer leaves the slice).
+#[inline(always)]
+unsafe fn prefetch_range(rows: *const i8, from: usize, to: usize) {
+    let mut off = from;
+    while off < to {
+        _mm_prefetch::<_MM_HINT_T0>(rows.add(off));
+        off += 64;
+    }
+}
+
+/// AVX2 kernel for an i16 query `w` (`q̂ = s·w`, zero-padded to 16): four
+/// rows per pass share each query load; every 16 codes of a row are widened
+/// to i16 (`vpmovsxbw`) and multiplied pairwise into i32 lanes (`vpmaddwd`),
+/// which cannot overflow (see `wide_max`). The four accumulators are reduced
+/// together by two horizontal adds.
+///
+/// Why not `vpmaddubsw` on int8 queries: it needs an unsigned operand, so
+/// either the query loses precision to one int8 level, or two levels cost two
+/// multiplies per byte; measured on 10,000 × 384 rows (2026-11-23, EPYC,
+/// `examples/scan_profile.rs` in session 9's notes), the two-level form was
+/// 21 % slower than this one.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA; `rows` holds `out.len() × dim` codes and
+/// `w` at least `dim` (the caller, `dot_i8_rows`, asserts both).
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn rows_wide_avx2(rows: &[i8], dim: usize, w: &[i16], s: f32, out: &mut [f32]) {
+    let n = out.len();
+    debug_assert!(w.len() >= dim && rows.len() >= n * dim);
+    let (pr, pw) = (rows.as_ptr(), w.as_ptr());
+    let body = dim / 16 * 16;
+    let ahead = prefetch_distance() * dim;
+    let vs = _mm_set1_ps(s);
+    let tail = |row: *const i8| -> i32 {
+        let mut t = 0i32;
+        for e in body..dim {
+            t += *row.add(e) as i32 * *pw.add(e) as i32;
+        }
+        t
+    };
+    let mut i = 0;
+    while i + 4 <= n {
+        let base = pr.add(i * dim);
+        prefetch_range(
+            pr,
+            i * dim + ahead,
+            (i * dim + ahead + 4 * dim).min(n * dim),
+        );
+        let z = _mm256_setzero_si256();
+        let mut acc = [z; 4];
+        let mut e = 0;
+        while e < body {
+            let qv = _mm256_loadu_si256(pw.add(e) as *const __m256i);
+            for (r, a) in acc.iter_mut().enumerate() {
+                let x =
+                    _mm256_cvtepi8_epi16(_mm_loadu_si128(base.add(r * dim + e) as *const __m128i));
+                *a = _mm256_add_epi32(*a, _mm256_madd_epi16(x, qv));
+            }
+            e += 16;
+        }
+        let h = _mm256_hadd_epi32(
+            _mm256_hadd_epi32(acc[0], acc[1]),
+            _mm256_hadd_epi32(acc[2], acc[3]),
+        );
+        let mut v = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256::<1>(h));
+        if body < dim {
+            let t = [
+                tail(base),
+                tail(base.add(dim)),
+                tail(base.add(2 * dim)),
+                tail(base.add(3 * dim)),
+            ];
+            v = _mm_add_epi32(v, _mm_loadu_si128(t.as_ptr() as *const __m128i));
+        }
+        _mm_storeu_ps(out.as_mut_ptr().add(i), _mm_mul_ps(vs, _mm_cvtepi32_ps(v)));
+        i += 4;
+    }
+    while i < n {
+        let base = pr.add(i * dim);
+        let mut a = _mm256_setzero_si256();
+        let mut e = 0;
+        while e < body {
+            let qv = _mm256_loadu_si256(pw.add(e) as *const __m256i);
+            let x = _mm256_cvtepi8_epi16(_mm_loadu_si128(base.add(e) as *const __m128i));
+            a = _mm256_add_epi32(a, _mm256_madd_epi16(x, qv));
+            e += 16;
+        }
+        let s4 = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256::<1>(a));
+        let s2 = _mm_add_epi32(s4, _mm_shuffle_epi32::<0b01_00_11_10>(s4));
+        let s1 = _mm_add_epi32(s2, _mm_shuffle_epi32::<0b10_11_00_01>(s2));
+        out[i] = s * (_mm_cvtsi128_si32(s1) + tail(base)) as f32;
+        i += 1;
+    }
+}
+
+/// `dpbusd` multiplies the unsigned query levels (codes + 128) by the signed
+/// row, so `128 · sum(row)` is subtracted from each level's integer dot.
+///
+/// Sixteen rows per pass: four sub-passes of four rows share each query load,
+/// and the 16 × 2 accumulators are reduced together by a transpose (about 3
+/// vector ops per row and level instead of a 9-op horizontal sum each), then
+/// corrected and scaled 16 lanes at a time.
+///
+/// # Safety
+/// The CPU must have AVX-512 F, BW and VNNI; `rows` holds `out.len() × dim`
+/// codes, `sums` at least `out.len()` entries, and both query levels are
+/// zero-padded to a multiple of 64 bytes (the caller, `dot_i8_rows`, asserts).
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+pub unsafe fn rows_vnni(
+    rows: &[i8],
+    dim: usize,
+    a_u: &[u8],
+    b_u: &[u8],
+    (s1, s2): (f32, f32),
+    sums: &[i32],
+    out: &mut [f32],
+) {
+    let n = out.len();
+    debug_assert!(a_u.len() >= dim.div_ceil(64) * 64 && b_u.len() == a_u.len());
+    let (pa, pb) = (a_u.as_ptr(), b_u.as_ptr());
+    let chunks = dim.div_ceil(64);
+    let tail = dim % 64;
+    let last_mask: __mmask64 = if tail == 0 {
+        u64::MAX
+    } else {
+        (1u64 << tail) - 1
+    };
+    // Software prefetch ahead: hardware prefetchers stop at 4 KB pages, which
+    // halves DRAM throughput when the rows are not cached (right after ONNX
+    // Runtime ran, for instance).
+    let ahead = prefetch_distance() * dim;
+    let (vs1, vs2) = (_mm512_set1_ps(s1), _mm512_set1_ps(s2));
+    let mut i = 0;
+    while i + 16 <= n {
+        let base = rows.as_ptr().add(i * dim);
+        prefetch_range(
+            rows.as_ptr(),
+            i * dim + ahead,
+            (i * dim + ahead + 16 * dim).min(n * dim),
+        );
+        // Sub-pass g takes rows g, g+4, g+8, g+12, so that the transpose
+        // below leaves row j in lane j.
+        let mut ta = [_mm512_setzero_si512(); 4];
+        let mut tb = [_mm512_setzero_si512(); 4];
+        for g in 0..4 {
+            let (a, b) = four_rows(base.add(g * dim), 4 * dim, chunks, last_mask, pa, pb);
+            ta[g] = reduce4(a);
+            tb[g] = reduce4(b);
+        }
+        let off = _mm512_slli_epi32::<7>(_mm512_loadu_si512(sums.as_ptr().add(i) as *const _));
+        let ia = _mm512_sub_epi32(transpose_sum(ta), off);
+        let ib = _mm512_sub_epi32(transpose_sum(tb), off);
+        // s1·A + s2·B with the same roundings as the scalar form.
+        let v = _mm512_add_ps(
+            _mm512_mul_ps(vs1, _mm512_cvtepi32_ps(ia)),
+            _mm512_mul_ps(vs2, _mm512_cvtepi32_ps(ib)),
+        );
+        _mm512_storeu_ps(out.as_mut_ptr().add(i), v);
+        i += 16;
+    }
+    while i < n {
+        let base = rows.as_ptr().add(i * dim);
+        let (mut a, mut b) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+        for c in 0..chunks {
+            let o = c * 64;
+            let m = if c + 1 == chunks { last_mask } else { u64::MAX };
+            let x = _mm512_maskz_loadu_epi8(m, base.add(o));
+            a = _mm512_dpbusd_epi32(a, _mm512_loadu_si512(pa.add(o) as *const _), x);
+            b = _mm512_dpbusd_epi32(b, _mm512_loadu_si512(pb.add(o) as *const _), x);
+        }
+        let off = 128 * sums[i];
+        out[i] = s1 * (_mm512_reduce_add_epi32(a) - off) as f32
+            + s2 * (_mm512_reduce_add_epi32(b) - off) as f32;
+        i += 1;
+    }
+}
+
+/// Both levels' accumulators for the four rows at `base + k·stride`.
+#[inline(always)]
+unsafe fn four_rows(
+    base: *const i8,
+    stride: usize,
+    chunks: usize,
+    last_mask: __mmask64,
+    pa: *const u8,
+    pb: *const u8,
+) -> ([__m512i; 4], [__m512i; 4]) {
+    let z = _mm512_setzero_si512();
+    let (mut a, mut b) = ([z; 4], [z; 4]);
+    for c in 0..chunks {
+        let o = c * 64;
+        let m = if c + 1 == chunks { last_mask } else { u64::MAX };
+        let qa = _mm512_loadu_si512(pa.add(o) as *const _);
+        let qb = _mm512_loadu_si512(pb.add(o) as *const _);
+        for k in 0..4 {
+            let x = _mm512_maskz_loadu_epi8(m, base.add(k * stride + o));
+            a[k] = _mm512_dpbusd_epi32(a[k], qa, x);
+            b[k] = _mm512_dpbusd_epi32(b[k], qb, x);
+        }
+    }
+    (a, b)
+}
+
+/// Four 16-lane vectors → one whose 128-bit block `k` holds four partial
+/// sums of vector `k`.
+#[inline(always)]
+unsafe fn reduce4(v: [__m512i; 4]) -> __m512i {
+    let s0 = _mm512_add_epi32(
+        _mm512_shuffle_i32x4::<0x44>(v[0], v[1]),
+        _mm512_shuffle_i32x4::<0xEE>(v[0], v[1]),
+    );
+    let s1 = _mm512_add_epi32(
+        _mm512_shuffle_i32x4::<0x44>(v[2], v[3]),
+        _mm512_shuffle_i32x4::<0xEE>(v[2], v[3]),
+    );
+    _mm512_add_epi32(
+        _mm512_shuffle_i32x4::<0x88>(s0, s1),
+        _mm512_shuffle_i32x4::<0xDD>(s0, s1),
+    )
+}
+
+/// Four [`reduce4`] outputs → lane `4k + g` = the full sum of block `k` of `t[g]`.
+#[inline(always)]
+unsafe fn transpose_sum(t: [__m512i; 4]) -> __m512i {
+    let w0 = _mm512_add_epi32(
+        _mm512_unpacklo_epi32(t[0], t[1]),
+        _mm512_unpackhi_epi32(t[0], t[1]),
+    );
+    let w1 = _mm512_add_epi32(
+        _mm512_unpacklo_epi32(t[2], t[3]),
+        _mm512_unpackhi_epi32(t[2], t[3]),
+    );
+    _mm512_add_epi32(_mm512_unpacklo_epi64(w0, w1), _mm512_unpackhi_epi64(w0, w1))
+}
