@@ -104,3 +104,10 @@ def test_collision_matches_numpy(n, data):
 
 def test_simd_level_reported():
     assert _native.simd_level() in ("avx2+fma", "avx2+fma+avx512vnni", "portable", "portable+avx512vnni")
+
+
+def test_bandwidth_probe_refuses_an_impossible_buffer():
+    # Used to abort the interpreter (allocation failure); now a typed error.
+    with pytest.raises(InvalidArgumentError, match="bandwidth probe"):
+        _native.read_bandwidth(1 << 60, 1, 1)
+    assert _native.read_bandwidth(1, 1, 2) > 0.1

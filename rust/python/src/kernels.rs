@@ -130,8 +130,16 @@ pub fn set_parallel_cutoff(elements: usize) {
 /// Best-of-`reps` read bandwidth (GB/s) over `megabytes` with `threads` threads.
 #[pyfunction]
 #[pyo3(signature = (megabytes = 1024, threads = 1, reps = 5))]
-pub fn read_bandwidth(py: Python<'_>, megabytes: usize, threads: usize, reps: usize) -> f64 {
-    py.detach(|| routecore_core::kernels::bandwidth::read_bandwidth(megabytes << 20, threads, reps))
+pub fn read_bandwidth(
+    py: Python<'_>,
+    megabytes: usize,
+    threads: usize,
+    reps: usize,
+) -> PyResult<f64> {
+    let bytes = megabytes.saturating_mul(1 << 20);
+    Ok(py
+        .detach(|| routecore_core::kernels::bandwidth::read_bandwidth(bytes, threads, reps))
+        .map_err(PyRcErr)?)
 }
 
 /// Elements from which the routing step (`score_routes`) runs on several threads.

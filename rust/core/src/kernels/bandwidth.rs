@@ -5,29 +5,39 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use crate::error::{Error, Result};
+
 /// Best-of-`reps` read bandwidth in GB/s over a buffer of `bytes`, read by
 /// `threads` threads (each streams its own contiguous part with SIMD loads).
-pub fn read_bandwidth(bytes: usize, threads: usize, reps: usize) -> f64 {
+/// One thread pool serves every repeat, so small buffers time the reads, not
+/// the pool's start. A buffer that cannot be allocated is an
+/// [`Error::InvalidArgument`], not an abort.
+pub fn read_bandwidth(bytes: usize, threads: usize, reps: usize) -> Result<f64> {
     let n = (bytes / 4).max(1 << 16);
-    let buf: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+    let mut buf: Vec<f32> = Vec::new();
+    buf.try_reserve_exact(n).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "cannot allocate {bytes} bytes for the bandwidth probe"
+        ))
+    })?;
+    buf.extend((0..n).map(|i| (i % 7) as f32));
+    let threads = threads.max(1);
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
+        .num_threads(threads)
         .build()
-        .expect("thread pool");
+        .map_err(|e| Error::InvalidArgument(format!("thread pool for the bandwidth probe: {e}")))?;
     let mut best = f64::INFINITY;
     let mut sink = 0f32;
-    for _ in 0..reps.max(1) {
-        let t = Instant::now();
-        let s: f32 = pool.install(|| {
-            buf.par_chunks(n.div_ceil(threads.max(1)))
-                .map(stream_sum)
-                .sum()
-        });
-        best = best.min(t.elapsed().as_secs_f64());
-        sink += s;
-    }
+    pool.install(|| {
+        for _ in 0..reps.max(1) {
+            let t = Instant::now();
+            let s: f32 = buf.par_chunks(n.div_ceil(threads)).map(stream_sum).sum();
+            best = best.min(t.elapsed().as_secs_f64());
+            sink += s;
+        }
+    });
     std::hint::black_box(sink);
-    (n * 4) as f64 / best / 1e9
+    Ok((n * 4) as f64 / best / 1e9)
 }
 
 /// Sum with 16 independent lanes (vectorised by the compiler; one read stream).
@@ -46,6 +56,11 @@ fn stream_sum(c: &[f32]) -> f32 {
 mod tests {
     #[test]
     fn bandwidth_is_positive() {
-        assert!(super::read_bandwidth(1 << 22, 1, 2) > 0.1);
+        assert!(super::read_bandwidth(1 << 22, 1, 2).unwrap() > 0.1);
+    }
+
+    #[test]
+    fn an_impossible_buffer_is_an_error() {
+        assert!(super::read_bandwidth(usize::MAX, 1, 1).is_err());
     }
 }
