@@ -22,7 +22,8 @@ pub(crate) struct Scorer<'a> {
 
 impl<'a> Scorer<'a> {
     pub(crate) fn new(s: &'a Storage, q: &'a [f32]) -> Self {
-        let q8 = (s.kind() == StorageKind::Int8).then(|| QueryI8::new(q, s.centre()));
+        let q8 = (s.kind() == StorageKind::Int8)
+            .then(|| QueryI8::new(q, s.centre()).for_table(s.codes().len()));
         Scorer { s, q, q8 }
     }
 

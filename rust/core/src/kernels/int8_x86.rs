@@ -1,8 +1,7 @@
 //! x86-64 int8 row kernels behind [`crate::kernels::simd_int8::dot_i8_rows`]:
-//! AVX-512 VNNI over a two-level query, AVX2 over an i16 query. Both keep the
-//! query's loads shared by several rows per pass, reduce the rows' accumulators
-//! together, and prefetch rows ahead; both return exactly the integer dot
-//! product times the query scale(s), as the portable loop does.
+//! AVX-512 VNNI over a two-level query (16 rows per pass), AVX2 over an i16
+//! query (one row at a time). Both prefetch rows ahead and return exactly the
+//! integer dot product times the query scale(s), as the portable loop does.
 
 #![cfg(target_arch = "x86_64")]
 
@@ -20,28 +19,49 @@ unsafe fn prefetch_range(rows: *const i8, from: usize, to: usize) {
     }
 }
 
-/// AVX2 kernel for an i16 query `w` (`q̂ = s·w`, zero-padded to 16): four
-/// rows per pass share each query load; every 16 codes of a row are widened
-/// to i16 (`vpmovsxbw`) and multiplied pairwise into i32 lanes (`vpmaddwd`),
-/// which cannot overflow (see `wide_max`). The four accumulators are reduced
-/// together by two horizontal adds.
+/// AVX2 kernel for an i16 query `w` (`q̂ = s·w`, zero-padded to 16): every 16
+/// codes of a row are widened to i16 (`vpmovsxbw`) and multiplied pairwise
+/// into i32 lanes (`vpmaddwd`), which cannot overflow (see `wide_max`); rows
+/// prefetched ahead.
 ///
-/// Why not `vpmaddubsw` on int8 queries: it needs an unsigned operand, so
-/// either the query loses precision to one int8 level, or two levels cost two
-/// multiplies per byte; measured on 10,000 × 384 rows (2026-11-23, EPYC,
-/// `examples/scan_profile.rs` in session 9's notes), the two-level form was
-/// 21 % slower than this one.
+/// Two loops. From cache, four rows per pass share each query load and are
+/// reduced together by two horizontal adds. From DRAM (`one_stream`), one row
+/// at a time with two accumulators, so memory is read as a single stream.
+/// Interleaved A/B on an AVX2 EPYC (2026-11-23): four rows per pass 15 / 158 /
+/// 297 µs against 27 / 265 / 366 µs one row at a time on 1,000 × 384,
+/// 10,000 × 384 and 10,000 × 1024 codes; but 3.9 / 12.6 ms against 3.1 /
+/// 9.3 ms on 100,000 × 384 and × 1024, where four streams read DRAM slower
+/// than one. Why not `vpmaddubsw` on int8
+/// queries: it needs an unsigned operand, so either the query loses precision
+/// to one int8 level, or two levels cost two multiplies per byte; on 10,000 ×
+/// 384 rows the two-level form was 21 % slower than this one.
 ///
 /// # Safety
 /// The CPU must have AVX2 and FMA; `rows` holds `out.len() × dim` codes and
 /// `w` at least `dim` (the caller, `dot_i8_rows`, asserts both).
 #[target_feature(enable = "avx2,fma")]
-pub unsafe fn rows_wide_avx2(rows: &[i8], dim: usize, w: &[i16], s: f32, out: &mut [f32]) {
+pub unsafe fn rows_wide_avx2(
+    rows: &[i8],
+    dim: usize,
+    w: &[i16],
+    s: f32,
+    one_stream: bool,
+    out: &mut [f32],
+) {
     let n = out.len();
     debug_assert!(w.len() >= dim && rows.len() >= n * dim);
     let (pr, pw) = (rows.as_ptr(), w.as_ptr());
     let body = dim / 16 * 16;
     let ahead = prefetch_distance() * dim;
+    // One step of 16 codes of `row` at offset `e` into `acc` (a macro, so it
+    // is compiled with this function's target features).
+    macro_rules! step {
+        ($acc:expr, $row:expr, $e:expr) => {{
+            let qv = _mm256_loadu_si256(pw.add($e) as *const __m256i);
+            let x = _mm256_cvtepi8_epi16(_mm_loadu_si128($row.add($e) as *const __m128i));
+            _mm256_add_epi32($acc, _mm256_madd_epi16(x, qv))
+        }};
+    }
     let vs = _mm_set1_ps(s);
     let tail = |row: *const i8| -> i32 {
         let mut t = 0i32;
@@ -51,7 +71,7 @@ pub unsafe fn rows_wide_avx2(rows: &[i8], dim: usize, w: &[i16], s: f32, out: &m
         t
     };
     let mut i = 0;
-    while i + 4 <= n {
+    while !one_stream && i + 4 <= n {
         let base = pr.add(i * dim);
         prefetch_range(
             pr,
@@ -87,21 +107,24 @@ pub unsafe fn rows_wide_avx2(rows: &[i8], dim: usize, w: &[i16], s: f32, out: &m
         _mm_storeu_ps(out.as_mut_ptr().add(i), _mm_mul_ps(vs, _mm_cvtepi32_ps(v)));
         i += 4;
     }
-    while i < n {
-        let base = pr.add(i * dim);
-        let mut a = _mm256_setzero_si256();
+    for (i, o) in out.iter_mut().enumerate().skip(i) {
+        let row = pr.add(i * dim);
+        prefetch_range(pr, i * dim + ahead, (i * dim + ahead + dim).min(n * dim));
+        let (mut a, mut b) = (_mm256_setzero_si256(), _mm256_setzero_si256());
         let mut e = 0;
-        while e < body {
-            let qv = _mm256_loadu_si256(pw.add(e) as *const __m256i);
-            let x = _mm256_cvtepi8_epi16(_mm_loadu_si128(base.add(e) as *const __m128i));
-            a = _mm256_add_epi32(a, _mm256_madd_epi16(x, qv));
-            e += 16;
+        while e + 32 <= body {
+            a = step!(a, row, e);
+            b = step!(b, row, e + 16);
+            e += 32;
         }
-        let s4 = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256::<1>(a));
+        if e < body {
+            a = step!(a, row, e);
+        }
+        let v = _mm256_add_epi32(a, b);
+        let s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
         let s2 = _mm_add_epi32(s4, _mm_shuffle_epi32::<0b01_00_11_10>(s4));
         let s1 = _mm_add_epi32(s2, _mm_shuffle_epi32::<0b10_11_00_01>(s2));
-        out[i] = s * (_mm_cvtsi128_si32(s1) + tail(base)) as f32;
-        i += 1;
+        *o = s * (_mm_cvtsi128_si32(s1) + tail(row)) as f32;
     }
 }
 

@@ -179,6 +179,8 @@ pub struct QueryI8 {
     wide: Vec<i16>,
     /// Level scales `s₁`, `s₂` (`Wide`: `s`, 0).
     scales: (f32, f32),
+    /// Read rows as one stream (tables larger than caches; see [`Self::for_table`]).
+    one_stream: bool,
     /// `‖q‖`, rounded up.
     pub norm: f32,
     /// `‖q − q̂‖`, rounded up.
@@ -256,11 +258,21 @@ impl QueryI8 {
             b_u,
             wide,
             scales,
+            one_stream: false,
             norm: round_up(norm2(q)),
             err: round_up(e2.sqrt()),
             centre_dot,
             centre_norm: round_up(norm2(centre)),
         }
+    }
+
+    /// Tell the kernel how large the scanned table is: from
+    /// [`STREAM_BYTES`] the AVX2 kernel reads one row at a time (a single
+    /// memory stream, faster from DRAM), below it four rows per pass (faster
+    /// from cache). The results are the same bits either way.
+    pub fn for_table(mut self, bytes: usize) -> Self {
+        self.one_stream = bytes >= STREAM_BYTES;
+        self
     }
 
     /// The layout of the codes.
@@ -345,6 +357,12 @@ pub fn has_vnni512() -> bool {
     }
 }
 
+/// Table size (bytes of codes) from which [`QueryI8::for_table`] streams one
+/// row at a time: between the 10 MB where four rows per pass still won and the
+/// 38 MB where one row did, on an AVX2 EPYC with a 32 MB L3 shared by its
+/// cores (2026-11-23).
+pub const STREAM_BYTES: usize = 16 << 20;
+
 /// Rows per call of [`dot_i8_rows`] in the scans (a stack buffer of outputs).
 pub const BLOCK_ROWS: usize = 256;
 
@@ -366,7 +384,14 @@ pub fn dot_i8_rows(rows: &[i8], dim: usize, q: &QueryI8, sums: &[i32], out: &mut
         QueryCodes::Wide if crate::kernels::simd::has_avx2_fma() => {
             // SAFETY: AVX2 checked above; slice lengths asserted.
             unsafe {
-                crate::kernels::int8_x86::rows_wide_avx2(rows, dim, &q.wide, q.scales.0, out)
+                crate::kernels::int8_x86::rows_wide_avx2(
+                    rows,
+                    dim,
+                    &q.wide,
+                    q.scales.0,
+                    q.one_stream,
+                    out,
+                )
             };
             return;
         }
