@@ -4,8 +4,8 @@
 //! scan with a certified answer.
 
 use crate::index::storage::{Storage, StorageKind};
-use crate::kernels::simd::{dot, dot4, dot_f16, dot_rows, dot_tile};
-use crate::kernels::simd_int8::{dot_i8_rows, QueryI8, BLOCK_ROWS};
+use crate::kernels::simd::{dot, dot4, dot_f16, dot_rows, dot_rows_x4, dot_tile};
+use crate::kernels::simd_int8::{dot_i8_rows, dot_i8_rows_x4, QueryI8, BLOCK_ROWS};
 use crate::kernels::topk::{Hit, TopK};
 
 /// Candidate pool re-ranked exactly after a compact scan.
@@ -22,8 +22,7 @@ pub(crate) struct Scorer<'a> {
 
 impl<'a> Scorer<'a> {
     pub(crate) fn new(s: &'a Storage, q: &'a [f32]) -> Self {
-        let q8 = (s.kind() == StorageKind::Int8)
-            .then(|| QueryI8::new(q, s.centre()).for_table(s.codes().len()));
+        let q8 = (s.kind() == StorageKind::Int8).then(|| QueryI8::new(q, s.centre()));
         Scorer { s, q, q8 }
     }
 
@@ -58,9 +57,61 @@ impl<'a> Scorer<'a> {
         }
     }
 
+    /// Scores (int8: estimates) of rows `firsts[r]..firsts[r] + m` for the
+    /// four segments `r`, read side by side (f32 and int8 only).
+    fn block4(&self, firsts: [usize; 4], m: usize, bufs: &mut [[f32; BLOCK_ROWS]; 4]) {
+        let d = self.s.dim();
+        let [b0, b1, b2, b3] = bufs;
+        let outs = [&mut b0[..m], &mut b1[..m], &mut b2[..m], &mut b3[..m]];
+        match &self.q8 {
+            None => {
+                let rows = self.s.matrix();
+                dot_rows_x4(firsts.map(|f| &rows[f * d..(f + m) * d]), self.q, outs);
+            }
+            Some(q8) => {
+                let (codes, cols) = (self.s.codes(), self.s.quant());
+                let segs = firsts.map(|f| &codes[f * d..(f + m) * d]);
+                dot_i8_rows_x4(segs, d, q8, firsts.map(|f| &cols.sum[f..f + m]), outs);
+                for (buf, f) in bufs.iter_mut().zip(firsts) {
+                    for (o, &sc) in buf[..m].iter_mut().zip(&cols.scale[f..f + m]) {
+                        *o = q8.estimate(*o, sc);
+                    }
+                }
+            }
+        }
+    }
+
     /// Top-k of `rows` by score: blocks of scores on the stack, then a top-k
-    /// pass that skips every 16 scores whose maximum cannot enter.
+    /// pass that skips every 16 scores whose maximum cannot enter. Long runs
+    /// of f32 or int8 rows are read as four segments side by side (four
+    /// memory streams), each with its own top-k, merged at the end.
     pub(crate) fn scan(&self, rows: std::ops::Range<usize>, k: usize) -> TopK {
+        let len = rows.len();
+        if len < 4 * BLOCK_ROWS || self.s.kind() == StorageKind::F16 {
+            return self.scan_run(rows, k);
+        }
+        let per = len / 4;
+        let starts = [0, 1, 2, 3].map(|r| rows.start + r * per);
+        let mut tops = [(); 4].map(|_| TopK::new(k));
+        let mut bufs = [[0f32; BLOCK_ROWS]; 4];
+        let mut b = 0;
+        while b < per {
+            let m = (per - b).min(BLOCK_ROWS);
+            self.block4(starts.map(|x| x + b), m, &mut bufs);
+            for ((t, buf), s) in tops.iter_mut().zip(&bufs).zip(starts) {
+                t.extend_from(&buf[..m], s + b);
+            }
+            b += m;
+        }
+        let mut t = self.scan_run(rows.start + 4 * per..rows.end, k);
+        for x in tops {
+            t.merge(x);
+        }
+        t
+    }
+
+    /// [`Self::scan`] over one run of rows, block after block.
+    fn scan_run(&self, rows: std::ops::Range<usize>, k: usize) -> TopK {
         let mut t = TopK::new(k);
         let mut buf = [0f32; BLOCK_ROWS];
         let mut i = rows.start;

@@ -1,7 +1,8 @@
 //! x86-64 int8 row kernels behind [`crate::kernels::simd_int8::dot_i8_rows`]:
-//! AVX-512 VNNI over a two-level query (16 rows per pass), AVX2 over an i16
-//! query (one row at a time). Both prefetch rows ahead and return exactly the
-//! integer dot product times the query scale(s), as the portable loop does.
+//! AVX-512 VNNI over a two-level query (16 rows per pass, rows prefetched
+//! ahead), AVX2 over an i16 query (four rows per pass, from four segments).
+//! Both return exactly the integer dot product times the query scale(s), as
+//! the portable loop does.
 
 #![cfg(target_arch = "x86_64")]
 
@@ -19,112 +20,103 @@ unsafe fn prefetch_range(rows: *const i8, from: usize, to: usize) {
     }
 }
 
-/// AVX2 kernel for an i16 query `w` (`q̂ = s·w`, zero-padded to 16): every 16
-/// codes of a row are widened to i16 (`vpmovsxbw`) and multiplied pairwise
-/// into i32 lanes (`vpmaddwd`), which cannot overflow (see `wide_max`); rows
-/// prefetched ahead.
+/// Integer dots of the four rows at `bases` with the i16 query `w` (the first
+/// `body` codes, a multiple of 16): every 16 codes are widened to i16
+/// (`vpmovsxbw`) and multiplied pairwise into i32 lanes (`vpmaddwd`), which
+/// cannot overflow (see `wide_max`); each query load serves four rows, and the
+/// four accumulators are reduced together by two horizontal adds.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn four_wide(bases: [*const i8; 4], w: *const i16, body: usize) -> __m128i {
+    let z = _mm256_setzero_si256();
+    let mut acc = [z; 4];
+    let mut e = 0;
+    while e < body {
+        let qv = _mm256_loadu_si256(w.add(e) as *const __m256i);
+        for (a, b) in acc.iter_mut().zip(bases) {
+            let x = _mm256_cvtepi8_epi16(_mm_loadu_si128(b.add(e) as *const __m128i));
+            *a = _mm256_add_epi32(*a, _mm256_madd_epi16(x, qv));
+        }
+        e += 16;
+    }
+    let h = _mm256_hadd_epi32(
+        _mm256_hadd_epi32(acc[0], acc[1]),
+        _mm256_hadd_epi32(acc[2], acc[3]),
+    );
+    _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256::<1>(h))
+}
+
+/// `Σ row[e]·w[e]` over the codes `body..dim` no SIMD step covered.
+#[inline(always)]
+unsafe fn tail_wide(row: *const i8, w: *const i16, body: usize, dim: usize) -> i32 {
+    let mut t = 0i32;
+    for e in body..dim {
+        t += *row.add(e) as i32 * *w.add(e) as i32;
+    }
+    t
+}
+
+/// AVX2 kernel for an i16 query `w` (`q̂ = s·w`, zero-padded to 16) over rows
+/// taken four at a time, row `j` of each of the four equal-length segments
+/// `segs[r]` per pass (adjacent rows when the caller passes one block cut in
+/// four). No software prefetch: with four streams the hardware prefetchers
+/// keep up, and 4 or 16 rows ahead per segment made 100,000 × 1024 codes
+/// slower (8.0–8.7 ms against 6.4–6.8 ms, two runs, 2026-11-23).
 ///
-/// Two loops. From cache, four rows per pass share each query load and are
-/// reduced together by two horizontal adds. From DRAM (`one_stream`), one row
-/// at a time with two accumulators, so memory is read as a single stream.
-/// Interleaved A/B on an AVX2 EPYC (2026-11-23): four rows per pass 15 / 158 /
-/// 297 µs against 27 / 265 / 366 µs one row at a time on 1,000 × 384,
-/// 10,000 × 384 and 10,000 × 1024 codes; but 3.9 / 12.6 ms against 3.1 /
-/// 9.3 ms on 100,000 × 384 and × 1024, where four streams read DRAM slower
-/// than one. Why not `vpmaddubsw` on int8
-/// queries: it needs an unsigned operand, so either the query loses precision
-/// to one int8 level, or two levels cost two multiplies per byte; on 10,000 ×
-/// 384 rows the two-level form was 21 % slower than this one.
+/// Four segments far apart are four memory streams, which a core reads from
+/// DRAM faster than one: on an AVX2 EPYC (2026-11-23, f32 rows, interleaved
+/// A/B) 100,000 × 384 rows read 17.6 GB/s as four far segments against
+/// 10.4 GB/s as one stream (and 14.6 against 8.9 GB/s at × 1024); four adjacent
+/// rows per pass read DRAM slower than one stream. Why not `vpmaddubsw` on
+/// int8 queries: it needs an unsigned operand, so either the query loses
+/// precision to one int8 level, or two levels cost two multiplies per byte; on
+/// 10,000 × 384 rows the two-level form was 21 % slower than this one.
 ///
 /// # Safety
-/// The CPU must have AVX2 and FMA; `rows` holds `out.len() × dim` codes and
-/// `w` at least `dim` (the caller, `dot_i8_rows`, asserts both).
+/// The CPU must have AVX2 and FMA; every `segs[r]` holds `outs[r].len() × dim`
+/// codes (all `outs` of one length) and `w` at least `dim` (the callers in
+/// `simd_int8` assert it).
 #[target_feature(enable = "avx2,fma")]
 pub unsafe fn rows_wide_avx2(
-    rows: &[i8],
+    segs: [&[i8]; 4],
     dim: usize,
     w: &[i16],
     s: f32,
-    one_stream: bool,
-    out: &mut [f32],
+    outs: [&mut [f32]; 4],
 ) {
-    let n = out.len();
-    debug_assert!(w.len() >= dim && rows.len() >= n * dim);
-    let (pr, pw) = (rows.as_ptr(), w.as_ptr());
+    let m = outs[0].len();
+    debug_assert!(w.len() >= dim && segs.iter().all(|g| g.len() >= m * dim));
+    debug_assert!(outs.iter().all(|o| o.len() == m));
+    let pw = w.as_ptr();
     let body = dim / 16 * 16;
-    let ahead = prefetch_distance() * dim;
-    // One step of 16 codes of `row` at offset `e` into `acc` (a macro, so it
-    // is compiled with this function's target features).
-    macro_rules! step {
-        ($acc:expr, $row:expr, $e:expr) => {{
-            let qv = _mm256_loadu_si256(pw.add($e) as *const __m256i);
-            let x = _mm256_cvtepi8_epi16(_mm_loadu_si128($row.add($e) as *const __m128i));
-            _mm256_add_epi32($acc, _mm256_madd_epi16(x, qv))
-        }};
-    }
     let vs = _mm_set1_ps(s);
-    let tail = |row: *const i8| -> i32 {
-        let mut t = 0i32;
-        for e in body..dim {
-            t += *row.add(e) as i32 * *pw.add(e) as i32;
-        }
-        t
-    };
-    let mut i = 0;
-    while !one_stream && i + 4 <= n {
-        let base = pr.add(i * dim);
-        prefetch_range(
-            pr,
-            i * dim + ahead,
-            (i * dim + ahead + 4 * dim).min(n * dim),
-        );
-        let z = _mm256_setzero_si256();
-        let mut acc = [z; 4];
-        let mut e = 0;
-        while e < body {
-            let qv = _mm256_loadu_si256(pw.add(e) as *const __m256i);
-            for (r, a) in acc.iter_mut().enumerate() {
-                let x =
-                    _mm256_cvtepi8_epi16(_mm_loadu_si128(base.add(r * dim + e) as *const __m128i));
-                *a = _mm256_add_epi32(*a, _mm256_madd_epi16(x, qv));
-            }
-            e += 16;
-        }
-        let h = _mm256_hadd_epi32(
-            _mm256_hadd_epi32(acc[0], acc[1]),
-            _mm256_hadd_epi32(acc[2], acc[3]),
-        );
-        let mut v = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256::<1>(h));
+    let [o0, o1, o2, o3] = outs;
+    let mut f = [0f32; 4];
+    for j in 0..m {
+        let off = j * dim;
+        let bases = segs.map(|g| g.as_ptr().add(off));
+        let mut v = four_wide(bases, pw, body);
         if body < dim {
-            let t = [
-                tail(base),
-                tail(base.add(dim)),
-                tail(base.add(2 * dim)),
-                tail(base.add(3 * dim)),
-            ];
+            let t = bases.map(|b| tail_wide(b, pw, body, dim));
             v = _mm_add_epi32(v, _mm_loadu_si128(t.as_ptr() as *const __m128i));
         }
-        _mm_storeu_ps(out.as_mut_ptr().add(i), _mm_mul_ps(vs, _mm_cvtepi32_ps(v)));
-        i += 4;
+        _mm_storeu_ps(f.as_mut_ptr(), _mm_mul_ps(vs, _mm_cvtepi32_ps(v)));
+        (o0[j], o1[j], o2[j], o3[j]) = (f[0], f[1], f[2], f[3]);
     }
-    for (i, o) in out.iter_mut().enumerate().skip(i) {
-        let row = pr.add(i * dim);
-        prefetch_range(pr, i * dim + ahead, (i * dim + ahead + dim).min(n * dim));
-        let (mut a, mut b) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-        let mut e = 0;
-        while e + 32 <= body {
-            a = step!(a, row, e);
-            b = step!(b, row, e + 16);
-            e += 32;
-        }
-        if e < body {
-            a = step!(a, row, e);
-        }
-        let v = _mm256_add_epi32(a, b);
-        let s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
-        let s2 = _mm_add_epi32(s4, _mm_shuffle_epi32::<0b01_00_11_10>(s4));
-        let s1 = _mm_add_epi32(s2, _mm_shuffle_epi32::<0b10_11_00_01>(s2));
-        *o = s * (_mm_cvtsi128_si32(s1) + tail(row)) as f32;
+}
+
+/// One row at a time through [`four_wide`]'s arithmetic (for counts under four).
+///
+/// # Safety
+/// As [`rows_wide_avx2`], for one segment.
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn rows_wide_avx2_single(rows: &[i8], dim: usize, w: &[i16], s: f32, out: &mut [f32]) {
+    let pw = w.as_ptr();
+    let body = dim / 16 * 16;
+    for (j, o) in out.iter_mut().enumerate() {
+        let b = rows.as_ptr().add(j * dim);
+        let v = four_wide([b; 4], pw, body);
+        *o = s * (_mm_cvtsi128_si32(v) + tail_wide(b, pw, body, dim)) as f32;
     }
 }
 

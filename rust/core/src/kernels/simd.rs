@@ -145,6 +145,24 @@ pub fn dot_rows(rows: &[f32], q: &[f32], out: &mut [f32]) {
     }
 }
 
+/// [`dot_rows`] for four equal-length segments of rows at once (`segs[r]` is
+/// `outs[r].len() × q.len()`), row `j` of every segment per pass: each query
+/// load serves four rows, and four segments far apart are four memory streams,
+/// which one core reads from DRAM faster than one (100,000 × 384 rows on an
+/// AVX2 EPYC, interleaved A/B, 2026-11-23: 17.6 against 10.4 GB/s).
+pub fn dot_rows_x4(segs: [&[f32]; 4], q: &[f32], outs: [&mut [f32]; 4]) {
+    let (d, m) = (q.len(), outs[0].len());
+    assert!(outs.iter().all(|o| o.len() == m) && segs.iter().all(|g| g.len() >= m * d));
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        // SAFETY: AVX2+FMA present; lengths asserted.
+        return unsafe { x86::dot_rows_x4_avx2(segs, q, outs) };
+    }
+    for (g, o) in segs.into_iter().zip(outs) {
+        dot_rows(g, q, o);
+    }
+}
+
 /// A 4-row × 3-query tile of dot products (12 accumulators in registers, so
 /// each loaded vector feeds three or four FMAs).
 #[inline]
@@ -281,6 +299,16 @@ mod x86 {
         let d = q.len();
         for (i, o) in out.iter_mut().enumerate() {
             *o = dot_avx2(rows.get_unchecked(i * d..(i + 1) * d), q);
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn dot_rows_x4_avx2(segs: [&[f32]; 4], q: &[f32], outs: [&mut [f32]; 4]) {
+        let d = q.len();
+        let [o0, o1, o2, o3] = outs;
+        for j in 0..o0.len() {
+            let r = segs.map(|g| g.get_unchecked(j * d..(j + 1) * d));
+            [o0[j], o1[j], o2[j], o3[j]] = dot4_avx2(q, r);
         }
     }
 

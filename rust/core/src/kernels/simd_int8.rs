@@ -179,8 +179,6 @@ pub struct QueryI8 {
     wide: Vec<i16>,
     /// Level scales `s₁`, `s₂` (`Wide`: `s`, 0).
     scales: (f32, f32),
-    /// Read rows as one stream (tables larger than caches; see [`Self::for_table`]).
-    one_stream: bool,
     /// `‖q‖`, rounded up.
     pub norm: f32,
     /// `‖q − q̂‖`, rounded up.
@@ -258,21 +256,11 @@ impl QueryI8 {
             b_u,
             wide,
             scales,
-            one_stream: false,
             norm: round_up(norm2(q)),
             err: round_up(e2.sqrt()),
             centre_dot,
             centre_norm: round_up(norm2(centre)),
         }
-    }
-
-    /// Tell the kernel how large the scanned table is: from
-    /// [`STREAM_BYTES`] the AVX2 kernel reads one row at a time (a single
-    /// memory stream, faster from DRAM), below it four rows per pass (faster
-    /// from cache). The results are the same bits either way.
-    pub fn for_table(mut self, bytes: usize) -> Self {
-        self.one_stream = bytes >= STREAM_BYTES;
-        self
     }
 
     /// The layout of the codes.
@@ -357,45 +345,81 @@ pub fn has_vnni512() -> bool {
     }
 }
 
-/// Table size (bytes of codes) from which [`QueryI8::for_table`] streams one
-/// row at a time: between the 10 MB where four rows per pass still won and the
-/// 38 MB where one row did, on an AVX2 EPYC with a 32 MB L3 shared by its
-/// cores (2026-11-23).
-pub const STREAM_BYTES: usize = 16 << 20;
-
 /// Rows per call of [`dot_i8_rows`] in the scans (a stack buffer of outputs).
 pub const BLOCK_ROWS: usize = 256;
 
 /// `q̂·r8` for consecutive int8 rows (`rows` is `out.len() × dim`); `sums[i]`
 /// is the code sum of row `i` (read by the [`QueryCodes::Levels`] layout only).
-/// Each output equals [`QueryI8::dot_codes`] of its row.
+/// Each output equals [`QueryI8::dot_codes`] of its row. On AVX2 the rows are
+/// cut into four segments read side by side ([`dot_i8_rows_x4`]).
 pub fn dot_i8_rows(rows: &[i8], dim: usize, q: &QueryI8, sums: &[i32], out: &mut [f32]) {
     let n = out.len();
     assert!(rows.len() >= n * dim && sums.len() >= n && q.dim == dim);
+    if q.codes == QueryCodes::Levels {
+        // The VNNI kernel runs 16 rows per pass over the whole range.
+        return one_segment(rows, dim, q, sums, out);
+    }
+    let m = n / 4;
+    let (head, rest) = out.split_at_mut(4 * m);
+    let mut parts = head.chunks_exact_mut(m.max(1));
+    if m > 0 {
+        let outs = [(); 4].map(|_| parts.next().expect("four parts"));
+        let seg = |r: usize| &rows[r * m * dim..(r + 1) * m * dim];
+        let sum = |r: usize| &sums[r * m..(r + 1) * m];
+        dot_i8_rows_x4(
+            [seg(0), seg(1), seg(2), seg(3)],
+            dim,
+            q,
+            [sum(0), sum(1), sum(2), sum(3)],
+            outs,
+        );
+    }
+    let done = 4 * m;
+    one_segment(&rows[done * dim..], dim, q, &sums[done..], rest);
+}
+
+/// `q̂·r8` for four equal-length segments of rows at once (`segs[r]` is
+/// `outs[r].len() × dim`), read side by side: row `j` of every segment per
+/// pass. Four segments far apart are four memory streams, which one core reads
+/// from DRAM faster than one (see [`crate::kernels::int8_x86::rows_wide_avx2`]).
+pub fn dot_i8_rows_x4(
+    segs: [&[i8]; 4],
+    dim: usize,
+    q: &QueryI8,
+    sums: [&[i32]; 4],
+    outs: [&mut [f32]; 4],
+) {
+    let m = outs[0].len();
+    assert!(q.dim == dim && outs.iter().all(|o| o.len() == m));
+    assert!(segs.iter().all(|g| g.len() >= m * dim) && sums.iter().all(|x| x.len() >= m));
     #[cfg(target_arch = "x86_64")]
-    match q.codes {
-        QueryCodes::Levels if has_vnni512() => {
-            // SAFETY: features checked above; slice lengths asserted.
-            unsafe {
-                crate::kernels::int8_x86::rows_vnni(rows, dim, &q.a_u, &q.b_u, q.scales, sums, out)
-            };
-            return;
+    if q.codes == QueryCodes::Wide && crate::kernels::simd::has_avx2_fma() {
+        // SAFETY: AVX2 checked above; slice lengths asserted.
+        unsafe { crate::kernels::int8_x86::rows_wide_avx2(segs, dim, &q.wide, q.scales.0, outs) };
+        return;
+    }
+    for ((g, x), o) in segs.into_iter().zip(sums).zip(outs) {
+        one_segment(g, dim, q, x, o);
+    }
+}
+
+/// One run of rows through the best kernel for the query's layout: VNNI for
+/// levels, AVX2 one row at a time for wide codes (fewer rows than the
+/// four-segment kernel takes), else the portable loop.
+fn one_segment(rows: &[i8], dim: usize, q: &QueryI8, sums: &[i32], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::kernels::int8_x86 as x86;
+        // SAFETY (both): features checked; the callers assert the lengths.
+        match q.codes {
+            QueryCodes::Levels if has_vnni512() => {
+                return unsafe { x86::rows_vnni(rows, dim, &q.a_u, &q.b_u, q.scales, sums, out) };
+            }
+            QueryCodes::Wide if crate::kernels::simd::has_avx2_fma() => {
+                return unsafe { x86::rows_wide_avx2_single(rows, dim, &q.wide, q.scales.0, out) };
+            }
+            _ => {}
         }
-        QueryCodes::Wide if crate::kernels::simd::has_avx2_fma() => {
-            // SAFETY: AVX2 checked above; slice lengths asserted.
-            unsafe {
-                crate::kernels::int8_x86::rows_wide_avx2(
-                    rows,
-                    dim,
-                    &q.wide,
-                    q.scales.0,
-                    q.one_stream,
-                    out,
-                )
-            };
-            return;
-        }
-        _ => {}
     }
     dot_i8_rows_fallback(rows, dim, q, sums, out);
 }
@@ -407,7 +431,7 @@ pub fn dot_i8_rows_fallback(rows: &[i8], dim: usize, q: &QueryI8, sums: &[i32], 
     }
 }
 
-/// Rows prefetched ahead by the x86 kernels (`ROUTECORE_PREFETCH_ROWS`, default
+/// Rows prefetched ahead by the VNNI kernel (`ROUTECORE_PREFETCH_ROWS`, default
 /// 16). On 15,000 × 384 rows evicted from cache, the VNNI kernel read about
 /// 34 GB/s at 8 and 16 and 30 GB/s at 32 (`examples/int8_pass.rs`, BENCHMARKS.md §1).
 pub(crate) fn prefetch_distance() -> usize {
