@@ -11,6 +11,6 @@ python -m pytest
 # Kernels, compact storage and int8 routing again on the paths of CPUs without
 # AVX-512 VNNI (avx2) and without AVX2 (portable).
 for level in avx2 portable; do
-  ROUTECORE_SIMD=$level cargo test --release -q -p routecore-core --test dot_kernels --test int8_kernels --test compact_step --test route_bias --test lexical
+  ROUTECORE_SIMD=$level cargo test --release -q -p routecore-core --lib --test dot_kernels --test int8_kernels --test compact_step --test route_bias --test lexical
   ROUTECORE_SIMD=$level python -m pytest -q tests/test_kernels.py tests/test_index.py tests/test_scoring_step.py tests/test_router_compact.py tests/test_lexical.py tests/test_hybrid.py
 done
