@@ -130,6 +130,17 @@ def test_coverage_discounts_accidental_matches_across_languages():
     assert t.index.coverage_batch([fr, "vpn"], [[], [2, 3]]).tolist() == [pytest.approx(t.index.coverage(fr)), 0.0]
     with pytest.raises(_native.InvalidArgumentError):
         t.index.coverage_batch(["a", "b"], [[]])
+    # Held-out scores (one native batch): label maxima without the excluded documents, times coverage.
+    queries, excluded = ["forgot password", "vpn down", "new laptop"], [[1], [2, 3, 2], []]
+    got = t.held_out(queries, [np.array(e) for e in excluded])
+    for q, ex, row in zip(queries, excluded, got):
+        d = t.index.score_docs(q)
+        d[ex] = 0
+        lab = np.array([d[[i for i, o in enumerate([0, 0, 1, 1, 2]) if o == k]].max() for k in range(3)])
+        want = lab / lab.max() * t.index.coverage(q, ex) if lab.max() > 0 else np.zeros(3)
+        np.testing.assert_allclose(row, want, rtol=1e-5)
+    with pytest.raises(_native.InvalidArgumentError):
+        t.index.score_labels_covered_batch(["a"], 3, [[99]])  # no document 99
 
 
 def sample() -> LexicalIndex:

@@ -111,6 +111,10 @@ class LexicalIndex:
         ``exclude``) holds, in [0, 1]; a token none holds weighs as one of document frequency 0."""
     def coverage_batch(self, queries: list[str], excluded: list[npt.NDArray[np.uint32] | list[int]] | None = None) -> F32:
         """``coverage`` of each query, ``excluded[i]`` left out of query i."""
+    def score_labels_covered_batch(self, queries: list[str], n_labels: int, excluded: list[npt.NDArray[np.uint32] | list[int]] | None = None) -> tuple[F32, F32]:
+        """``score_labels_covered`` of each query, from one tokenization each: (len(queries), n_labels)
+        scores and (len(queries),) coverages, ``excluded[i]`` left out of query i (its label maxima and
+        coverage; idf and average length still count them)."""
     @staticmethod
     def tokens(text: str) -> list[str]: ...
     def labels(self) -> npt.NDArray[np.uint32]:

@@ -100,18 +100,13 @@ class LexicalTable:
 
     def scores_batch(self, queries: Sequence[str]) -> np.ndarray:
         """:meth:`scores` of each query: float32 [queries, labels]."""
-        return _scaled(self.index.score_labels_batch(list(queries), self.n_labels), self.index.coverage_batch(list(queries)))
+        return _scaled(*self.index.score_labels_covered_batch(list(queries), self.n_labels))
 
     def held_out(self, queries: Sequence[str], excluded: Sequence[np.ndarray]) -> np.ndarray:
         """:meth:`scores` of each query with the documents ``excluded[i]`` left out (leave-one-out
         with near-duplicates, as the dense calibration leaves them out)."""
-        S = np.zeros((len(queries), self.n_labels), np.float32)
-        for i, (q, ex) in enumerate(zip(queries, excluded)):
-            d = self.index.score_docs(q)
-            d[ex] = 0.0
-            S[i] = _native.aggregate(d, self.owners, self.n_labels, "max")  # -inf: a label without documents
-        np.maximum(S, 0.0, out=S)
-        return _scaled(S, self.index.coverage_batch(list(queries), [np.asarray(e, dtype=np.uint32) for e in excluded]))
+        sets = [np.asarray(e, dtype=np.uint32) for e in excluded]
+        return _scaled(*self.index.score_labels_covered_batch(list(queries), self.n_labels, sets))
 
 
 def _scaled(S: np.ndarray, cover: np.ndarray) -> np.ndarray:

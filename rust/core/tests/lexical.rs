@@ -195,11 +195,30 @@ proptest! {
             let ex: Vec<u32> = (0..drop.min(docs.len())).map(|k| ((i + k) % docs.len()) as u32).collect();
             let got = ix.coverage(q, &ex);
             prop_assert!((0.0..=1.0).contains(&got));
+            // A document named twice is left out once (it used to count twice).
+            prop_assert_eq!(ix.coverage(q, &[ex.clone(), ex.clone()].concat()), got);
             // One tokenization for both gives the same as the two calls.
             let (labels, cover) = ix.score_labels_covered(q, 5).unwrap();
             prop_assert_eq!(labels, ix.score_labels(q, 5).unwrap());
             prop_assert_eq!(cover, ix.coverage(q, &[]));
             prop_assert!(close(got, reference_coverage(&docs, &stop, q, &ex)), "{} for {:?} excluding {:?}", got, q, ex);
+        }
+        // The batch with exclusion sets: label maxima over the other documents' BM25, and their coverage.
+        let sets: Vec<Vec<u32>> = (0..queries.len())
+            .map(|i| (0..drop.min(docs.len())).map(|k| ((i + 2 * k) % docs.len()) as u32).rev().collect())
+            .collect();
+        let (got, cover) = ix.score_labels_covered_batch(&queries, 5, Some(&sets)).unwrap();
+        for (i, q) in queries.iter().enumerate() {
+            let mut want = [0f32; 5];
+            for (d, &v) in ix.score_docs(q).iter().enumerate() {
+                if !sets[i].contains(&(d as u32)) {
+                    want[labels[d] as usize] = want[labels[d] as usize].max(v);
+                }
+            }
+            for l in 0..5 {
+                prop_assert!(close(got[i * 5 + l], want[l] as f64), "label {} of {:?} without {:?}", l, q, sets[i]);
+            }
+            prop_assert_eq!(cover[i], ix.coverage(q, &sets[i]));
         }
     }
 }

@@ -19,6 +19,18 @@ pub struct PyLexicalIndex {
 }
 
 /// A uint32 array (borrowed) or a list of ints (converted).
+/// One list of document ids per query, checked against the number of queries.
+fn u32_sets(sets: Option<Vec<Bound<'_, PyAny>>>, n: usize) -> PyResult<Option<Vec<Vec<u32>>>> {
+    match sets {
+        Some(e) if e.len() != n => Err(crate::errors::InvalidArgumentError::new_err(format!(
+            "excluded has {} entries for {n} queries",
+            e.len()
+        ))),
+        Some(e) => e.iter().map(u32s).collect::<PyResult<_>>().map(Some),
+        None => Ok(None),
+    }
+}
+
 fn u32s(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
     match obj.cast::<PyArray1<u32>>() {
         Ok(a) => Ok(a.readonly().as_slice()?.to_vec()),
@@ -105,7 +117,12 @@ impl PyLexicalIndex {
     /// Share (idf-weighted) of the query's non-stop tokens that some document
     /// holds, in [0, 1]; documents in `exclude` do not count.
     #[pyo3(signature = (query, exclude = None))]
-    fn coverage(&self, py: Python<'_>, query: &str, exclude: Option<&Bound<'_, PyAny>>) -> PyResult<f32> {
+    fn coverage(
+        &self,
+        py: Python<'_>,
+        query: &str,
+        exclude: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<f32> {
         let ex = exclude.map(u32s).transpose()?.unwrap_or_default();
         Ok(py.detach(|| self.inner.read().coverage(query, &ex)))
     }
@@ -118,17 +135,8 @@ impl PyLexicalIndex {
         queries: Vec<String>,
         excluded: Option<Vec<Bound<'py, PyAny>>>,
     ) -> PyResult<Bound<'py, PyArray1<f32>>> {
-        let ex: Vec<Vec<u32>> = match excluded {
-            Some(e) if e.len() != queries.len() => {
-                return Err(crate::errors::InvalidArgumentError::new_err(format!(
-                    "excluded has {} entries for {} queries",
-                    e.len(),
-                    queries.len()
-                )))
-            }
-            Some(e) => e.iter().map(u32s).collect::<PyResult<_>>()?,
-            None => vec![Vec::new(); queries.len()],
-        };
+        let ex =
+            u32_sets(excluded, queries.len())?.unwrap_or_else(|| vec![Vec::new(); queries.len()]);
         let v = py.detach(|| {
             let index = self.inner.read();
             queries
@@ -138,6 +146,31 @@ impl PyLexicalIndex {
                 .collect::<Vec<f32>>()
         });
         Ok(PyArray1::from_vec(py, v))
+    }
+
+    /// `score_labels_covered` of each query: float32 `(len(queries), n_labels)`
+    /// scores and `(len(queries),)` coverages, with the documents `excluded[i]`
+    /// left out of query `i` (leave-one-out calibration).
+    #[pyo3(signature = (queries, n_labels, excluded = None))]
+    fn score_labels_covered_batch<'py>(
+        &self,
+        py: Python<'py>,
+        queries: Vec<String>,
+        n_labels: usize,
+        excluded: Option<Vec<Bound<'py, PyAny>>>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<f32>>)> {
+        let ex = u32_sets(excluded, queries.len())?;
+        let (v, cover) = py
+            .detach(|| {
+                self.inner
+                    .read()
+                    .score_labels_covered_batch(&queries, n_labels, ex.as_deref())
+            })
+            .map_err(PyRcErr)?;
+        Ok((
+            shaped(py, v, queries.len(), n_labels, false)?,
+            PyArray1::from_vec(py, cover),
+        ))
     }
 
     /// BM25 of `query` against every document (float32, document order).

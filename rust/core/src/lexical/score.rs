@@ -131,7 +131,7 @@ impl LexicalIndex {
     pub fn score_labels(&self, query: &str, n_labels: usize) -> Result<Vec<f32>> {
         self.check_labels(n_labels)?;
         let mut out = vec![0.0; n_labels];
-        with_scratch(self.len(), |s| self.labels_into(query, NO_DOC, &mut out, s));
+        with_scratch(self.len(), |s| self.labels_into(query, &[], &mut out, s));
         Ok(out)
     }
 
@@ -169,7 +169,10 @@ impl LexicalIndex {
         if n_labels == 0 {
             return Ok(out);
         }
-        let excluded = |i: usize| exclude_doc.map_or(NO_DOC, |ex| ex[i]);
+        let excluded = |i: usize| match exclude_doc.map(|ex| &ex[i]) {
+            Some(d) if *d != NO_DOC => std::slice::from_ref(d),
+            _ => &[][..],
+        };
         let one = |(i, row): (usize, &mut [f32])| {
             with_scratch(self.len(), |s| {
                 self.labels_into(queries[i].as_ref(), excluded(i), row, s)
@@ -195,7 +198,7 @@ impl LexicalIndex {
     pub fn coverage(&self, query: &str, exclude: &[u32]) -> f32 {
         let (mut terms, mut unknown) = (Vec::new(), Vec::new());
         self.query_terms(query, &mut terms, Some(&mut unknown));
-        self.coverage_of(&terms, unknown.len(), exclude)
+        self.coverage_of(&terms, unknown.len(), &doc_set(exclude))
     }
 
     /// [`LexicalIndex::score_labels`] and [`LexicalIndex::coverage`] of
@@ -203,16 +206,80 @@ impl LexicalIndex {
     pub fn score_labels_covered(&self, query: &str, n_labels: usize) -> Result<(Vec<f32>, f32)> {
         self.check_labels(n_labels)?;
         let mut out = vec![0.0; n_labels];
-        let cover = with_scratch(self.len(), |s| {
-            self.query_terms(query, &mut s.terms, Some(&mut s.unknown));
-            self.labels_of_terms(NO_DOC, &mut out, s);
-            self.coverage_of(&s.terms, s.unknown.len(), &[])
-        });
+        let cover = with_scratch(self.len(), |s| self.covered_into(query, &[], &mut out, s));
         Ok((out, cover))
     }
 
+    /// [`LexicalIndex::score_labels_covered`] of each query, with the
+    /// documents `excluded[i]` (any order) left out of query `i`'s label
+    /// maxima and coverage (leave-one-out calibration with near-duplicates;
+    /// idf and average length still count them). Returns the row-major
+    /// `[queries.len(), n_labels]` scores and one coverage per query. Large
+    /// batches run on the rayon pool.
+    pub fn score_labels_covered_batch<S: AsRef<str> + Sync>(
+        &self,
+        queries: &[S],
+        n_labels: usize,
+        excluded: Option<&[Vec<u32>]>,
+    ) -> Result<(Vec<f32>, Vec<f32>)> {
+        self.check_labels(n_labels)?;
+        let sets: Vec<Vec<u32>> = match excluded {
+            Some(ex) if ex.len() != queries.len() => {
+                return Err(Error::InvalidArgument(format!(
+                    "excluded has {} entries for {} queries",
+                    ex.len(),
+                    queries.len()
+                )))
+            }
+            Some(ex) => ex
+                .iter()
+                .map(|e| {
+                    if let Some(&d) = e.iter().find(|&&d| d as usize >= self.len()) {
+                        return Err(Error::InvalidArgument(format!(
+                            "excluded names document {d}; the index holds {}",
+                            self.len()
+                        )));
+                    }
+                    Ok(doc_set(e))
+                })
+                .collect::<Result<_>>()?,
+            None => vec![Vec::new(); queries.len()],
+        };
+        let mut out = vec![0.0; queries.len() * n_labels];
+        let mut cover = vec![0.0; queries.len()];
+        let one = |(i, (row, c)): (usize, (&mut [f32], &mut f32))| {
+            *c = with_scratch(self.len(), |s| {
+                self.covered_into(queries[i].as_ref(), &sets[i], row, s)
+            })
+        };
+        if n_labels == 0 {
+            // Only an empty index has no labels, and it covers nothing.
+            return Ok((out, cover));
+        }
+        if queries.len() >= PARALLEL_QUERIES && rayon::current_num_threads() > 1 {
+            out.par_chunks_mut(n_labels)
+                .zip(cover.par_iter_mut())
+                .enumerate()
+                .for_each(one);
+        } else {
+            out.chunks_mut(n_labels)
+                .zip(cover.iter_mut())
+                .enumerate()
+                .for_each(one);
+        }
+        Ok((out, cover))
+    }
+
+    /// Label maxima (into `out`, zeros) and coverage of `query`, leaving the
+    /// sorted documents `exclude` out, from one tokenization.
+    fn covered_into(&self, query: &str, exclude: &[u32], out: &mut [f32], s: &mut Scratch) -> f32 {
+        self.query_terms(query, &mut s.terms, Some(&mut s.unknown));
+        self.labels_of_terms(exclude, out, s);
+        self.coverage_of(&s.terms, s.unknown.len(), exclude)
+    }
+
     /// The coverage of a query whose indexed terms are `known` and which has
-    /// `n_unknown` other distinct non-stop tokens.
+    /// `n_unknown` other distinct non-stop tokens; `exclude` sorted and distinct.
     fn coverage_of(&self, known: &[u32], n_unknown: usize, exclude: &[u32]) -> f32 {
         let n = self.len() as f64;
         let idf = |df: f64| (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
@@ -241,20 +308,21 @@ impl LexicalIndex {
         }
     }
 
-    /// Label maxima of `query` into `out` (zeros), leaving `exclude` out.
-    fn labels_into(&self, query: &str, exclude: u32, out: &mut [f32], s: &mut Scratch) {
+    /// Label maxima of `query` into `out` (zeros), leaving the sorted documents `exclude` out.
+    fn labels_into(&self, query: &str, exclude: &[u32], out: &mut [f32], s: &mut Scratch) {
         self.query_terms(query, &mut s.terms, None);
         self.labels_of_terms(exclude, out, s);
     }
 
-    /// Label maxima of the terms in `s.terms` into `out` (zeros), leaving `exclude` out.
+    /// Label maxima of the terms in `s.terms` into `out` (zeros), leaving the
+    /// sorted documents `exclude` out.
     ///
     /// Sparse: the documents touched are listed as they are first scored.
     /// Dense, when the query's postings reach a share of the documents
     /// ([`DENSE_LONG_RUNS`]): every document is scored without the list (whose branch
     /// mispredicts when most documents are hit), then the label maxima are
     /// read off the accumulator by runs of equal labels.
-    fn labels_of_terms(&self, exclude: u32, out: &mut [f32], s: &mut Scratch) {
+    fn labels_of_terms(&self, exclude: &[u32], out: &mut [f32], s: &mut Scratch) {
         let Scratch {
             acc,
             touched,
@@ -274,8 +342,8 @@ impl LexicalIndex {
         if postings * share >= self.len() {
             self.accumulate::<false>(terms, acc, touched);
             let acc = &mut acc[..self.len()];
-            if let Some(a) = acc.get_mut(exclude as usize) {
-                *a = 0.0;
+            for &d in exclude {
+                acc[d as usize] = 0.0;
             }
             self.max_by_run(acc, out);
             acc.fill(0.0);
@@ -285,7 +353,7 @@ impl LexicalIndex {
         for &d in touched.iter() {
             let v = std::mem::take(&mut acc[d as usize]);
             let o = &mut out[self.doc_label[d as usize] as usize];
-            if d != exclude && v > *o {
+            if v > *o && exclude.binary_search(&d).is_err() {
                 *o = v;
             }
         }
@@ -322,4 +390,12 @@ impl LexicalIndex {
             }
         }
     }
+}
+
+/// Document ids sorted and distinct (a repeated id must not count twice).
+fn doc_set(ids: &[u32]) -> Vec<u32> {
+    let mut v = ids.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
