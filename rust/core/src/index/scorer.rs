@@ -46,14 +46,20 @@ impl<'a> Scorer<'a> {
                     &self.s.codes()[first * d..(first + m) * d],
                     d,
                     q8,
-                    &cols.sum[rows.clone()],
+                    &cols.sum[rows],
                     out,
                 );
-                for (o, &sc) in out.iter_mut().zip(&cols.scale[rows]) {
-                    *o = q8.estimate(*o, sc);
-                }
+                self.estimates(q8, first, out);
             }
             (StorageKind::Int8, None) => unreachable!("int8 scorers quantize the query"),
+        }
+    }
+
+    /// Kernel outputs of rows `first..first + out.len()` → their estimates of `x·q`.
+    fn estimates(&self, q8: &QueryI8, first: usize, out: &mut [f32]) {
+        let scale = &self.s.quant().scale[first..first + out.len()];
+        for (o, &sc) in out.iter_mut().zip(scale) {
+            *o = q8.estimate(*o, sc);
         }
     }
 
@@ -73,9 +79,7 @@ impl<'a> Scorer<'a> {
                 let segs = firsts.map(|f| &codes[f * d..(f + m) * d]);
                 dot_i8_rows_x4(segs, d, q8, firsts.map(|f| &cols.sum[f..f + m]), outs);
                 for (buf, f) in bufs.iter_mut().zip(firsts) {
-                    for (o, &sc) in buf[..m].iter_mut().zip(&cols.scale[f..f + m]) {
-                        *o = q8.estimate(*o, sc);
-                    }
+                    self.estimates(q8, f, &mut buf[..m]);
                 }
             }
         }
