@@ -1,4 +1,4 @@
-"""The typed schema of a routecore config file (routes, tools, policy), on msgspec.
+"""The typed schema of a routecore config file (routes, tools, policy, llm), on msgspec.
 
 One definition serves three uses: validating a parsed YAML/JSON document
 (:func:`validate`), validating a :class:`~routecore.policy.Policy` built in code,
@@ -89,6 +89,7 @@ class Tool(_Finite):
     avg_latency: Optional[NonNegative] = None
     safety_tags: List[Name] = []
     core: bool = False
+    metadata: Dict[str, Any] = {}
 
 
 class BiasRule(_Finite):
@@ -138,12 +139,41 @@ class Policy(Thresholds):  # its first fields are the thresholds a route can ove
     error_message: str = "Sorry, I could not handle this request. Please try again later."
 
 
+#: An environment variable's name (the key itself, with its ``-``, is refused).
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+EnvName = Annotated[str, Meta(min_length=1, max_length=256, extra_json_schema={"pattern": f"^{_ENV_NAME.pattern}$"})]
+HttpUrl = Annotated[str, Meta(pattern="^https?://", max_length=2048)]
+
+
+class LLM(_Finite):
+    """The LLM fallback router: an OpenAI-compatible chat-completions server.
+
+    The API key is read from the environment variable named by ``api_key_env``; a
+    key is never written in a config (an ``api_key`` field is refused). When that
+    variable is unset, requests carry no ``Authorization`` header (local servers
+    need none). ``base_url`` defaults to the ``OPENAI_BASE_URL`` variable.
+    """
+
+    model: Name
+    base_url: Optional[HttpUrl] = None
+    api_key_env: EnvName = "OPENAI_API_KEY"
+    timeout: Positive = 5.0
+    max_tokens: Optional[AtLeastOne] = None
+    temperature: NonNegative = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not _ENV_NAME.fullmatch(self.api_key_env):  # the message must not repeat the value: it may be a key
+            raise ValueError("`api_key_env` must be the name of an environment variable (letters, digits, _), not a key")
+
+
 class Config(_Strict):
-    """A routecore config file: routes and/or tools, and an optional policy."""
+    """A routecore config file: routes and/or tools, an optional policy and LLM router."""
 
     routes: List[Route] = []
     tools: List[Tool] = []
     policy: Policy = field(default_factory=Policy)
+    llm: Optional[LLM] = None
     schema: Optional[str] = field(default=None, name="$schema")
 
 
