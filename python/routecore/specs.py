@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +44,12 @@ class RouteSpec:
 @dataclass(frozen=True)
 class ToolSpec:
     """One tool. ``description`` and ``success_examples`` are its exemplars;
-    ``anti_patterns`` are queries it must not serve; ``core`` tools are always on."""
+    ``anti_patterns`` are queries it must not serve; ``core`` tools are always on.
+    ``metadata`` keeps what an imported format carried beyond these fields (MCP
+    annotations and title, OpenAI ``strict``).
+
+    Tools in MCP, OpenAI or LangChain format: :meth:`parse` (one) and
+    :func:`routecore.tool_formats.tool_specs` (many, with an overlay)."""
 
     name: str
     description: str = ""
@@ -55,10 +61,18 @@ class ToolSpec:
     avg_latency: float | None = None
     safety_tags: tuple[str, ...] = ()
     core: bool = False
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not _TRUSTED.on:
             _check_spec(self, "tool")
+
+    @classmethod
+    def parse(cls, tool: Any, *, overlay: Any = None) -> ToolSpec:
+        """A ToolSpec from a tool in any accepted format (:mod:`routecore.tool_formats`)."""
+        from routecore.tool_formats import tool_specs
+
+        return tool_specs([tool], overlay=overlay, where="tool")[0]
 
     def exemplars(self) -> list[str]:
         ex = [self.description] if self.description else []
@@ -127,7 +141,8 @@ def _route(r: Any, i: int, where: str) -> RouteSpec:
 def _tool(t: Any, i: int, where: str) -> ToolSpec:
     spec = ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema, domain=t.domain or t.plugin,
                     success_examples=tuple(t.success_examples), anti_patterns=tuple(t.anti_patterns),
-                    cost_estimate=t.cost_estimate, avg_latency=t.avg_latency, safety_tags=tuple(t.safety_tags), core=t.core)
+                    cost_estimate=t.cost_estimate, avg_latency=t.avg_latency, safety_tags=tuple(t.safety_tags), core=t.core,
+                    metadata=t.metadata)
     if not spec.exemplars() and not spec.core:
         raise ConfigError(f"{where}: tools[{i}] ({t.name!r}) has neither a description nor success_examples")
     return spec
@@ -187,7 +202,7 @@ def load_yaml(text: str, where: Any = "<string>") -> Any:
         loader.dispose()
 
 
-def read_config_file(path: str | Path) -> dict[str, Any]:
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Parse a YAML (``.yaml``/``.yml``) or JSON file into a dict."""
     p = Path(path)
     try:
@@ -215,8 +230,12 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
 def parse_config(data: Any, where: str = "config") -> tuple[list[RouteSpec], list[ToolSpec]]:
     """Routes and tools of a parsed config document, checked against the schema
     (:mod:`routecore.config_schema`) and cross-checked: unique names, fallbacks
-    that name routes. Errors name ``where`` and the path inside the document."""
-    cfg = _schema().validate(data, where)
+    that name routes. Errors name ``where`` and the path inside the document.
+
+    ``tools`` entries may be in MCP or OpenAI format (:mod:`routecore.tool_formats`)."""
+    from routecore.tool_formats import normalize_config_tools
+
+    cfg = _schema().validate(normalize_config_tools(data), where)
     _TRUSTED.on = True  # the document was just checked as a whole
     try:
         routes = [_route(r, i, where) for i, r in enumerate(cfg.routes)]
