@@ -1,4 +1,4 @@
-"""Command line: ``routecore route|tools|eval|fit|models|schema``; every command has ``--json``."""
+"""Command line: ``routecore route|tools|eval|fit|models|schema|import``; every command has ``--json``."""
 
 from __future__ import annotations
 
@@ -16,8 +16,11 @@ DEFAULT_TOOLS = EXAMPLES / "tools.yaml"
 def _router(args: argparse.Namespace, default: Path) -> Any:
     from routecore.router import Router
 
+    llm_kw = {"llm_url": getattr(args, "llm_url", None), "llm_model": getattr(args, "llm_model", None)}
     if getattr(args, "bundle", None):
-        return Router.load(args.bundle)
+        from routecore.llm import llm_from_config
+
+        return Router.load(args.bundle, llm=llm_from_config(None, "command line", base_url=llm_kw["llm_url"], model=llm_kw["llm_model"]))
     enc = None
     if getattr(args, "model", None):
         from routecore.encoder import Encoder
@@ -25,7 +28,23 @@ def _router(args: argparse.Namespace, default: Path) -> Any:
         enc = Encoder.load(args.model)
     # A large config takes minutes to embed: say so on a terminal, never in JSON or pipes.
     progress = not args.json and sys.stderr.isatty()
-    return Router.from_config(args.config or default, encoder=enc, progress=progress)
+    servers = (getattr(args, "mcp_stdio", None) or []) + (getattr(args, "mcp_url", None) or [])
+    if servers:  # the MCP servers' tools, plus those of --config when it is given
+        from routecore.mcp_tools import list_mcp_tools, mcp_tool_specs
+        from routecore.specs import parse_config, read_config_file
+
+        tools = mcp_tool_specs(list_mcp_tools(servers), overlay=args.overlay)
+        from routecore.policy import Policy
+
+        data = read_config_file(args.config) if args.config else {}
+        routes, extra = parse_config(data, args.config) if data else ([], [])
+        from routecore.llm import llm_from_config
+
+        llm = llm_from_config(data.get("llm"), args.config or "command line", base_url=llm_kw["llm_url"], model=llm_kw["llm_model"])
+        return Router(routes, tools + extra, encoder=enc, progress=progress, policy=Policy.from_dict(data.get("policy"), f"{args.config}: policy"),
+                      llm=llm)
+    return Router.from_config(args.config or default, encoder=enc, progress=progress, **llm_kw,
+                              **({"tool_overlay": args.overlay} if getattr(args, "overlay", None) else {}))
 
 
 def cmd_route(args: argparse.Namespace) -> int:
@@ -89,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--model", help="model folder or name (default: the bundled multilingual-e5-small)")
     r.add_argument("--previous", help="route of the previous turn")
     r.add_argument("--context-domain", action="append", help="active domain (repeatable)")
+    r.add_argument("--llm-url", help="OpenAI-compatible server of the LLM fallback (default: the config's llm.base_url, or OPENAI_BASE_URL)")
+    r.add_argument("--llm-model", help="the LLM fallback's model (enables the fallback for a config without an llm: section)")
     r.add_argument("--json", action="store_true", help="print the decision as JSON")
     r.set_defaults(func=cmd_route)
 
@@ -99,6 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--model", help="model folder or name")
     t.add_argument("--context-domain", help="the conversation's domain (affinity)")
     t.add_argument("--top-k", type=int, help="number of matched tools (default from policy: 5)")
+    t.add_argument("--mcp-stdio", action="append", metavar="CMD",
+                   help="list the tools of an MCP server started by this command line (repeatable; each server is a plugin)")
+    t.add_argument("--mcp-url", action="append", metavar="URL", help="list the tools of a Streamable HTTP MCP server (repeatable)")
+    t.add_argument("--overlay", help="YAML/JSON of routecore fields by tool name (examples, anti_patterns, domain, core, ...)")
     t.add_argument("--json", action="store_true", help="print the tool belt as JSON")
     t.set_defaults(func=cmd_tools)
 
@@ -115,8 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_schema)
 
     from routecore.evaluation.cli import add_eval_commands
+    from routecore.importers.semantic_router import add_import_command
 
     add_eval_commands(sub)
+    add_import_command(sub)
     return p
 
 

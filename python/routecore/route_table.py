@@ -9,7 +9,7 @@ rules, clarification, the LLM fallback and the degraded (encoder failed) path.
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -17,10 +17,13 @@ from routecore import _native
 from routecore.decision import Alert, Decision, Exemplar, ScoreMap, Timings, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.lexical import LexicalTable
-from routecore.llm import LLMRequest, LLMRouter
+from routecore.llm import LLMChoice, LLMRequest, LLMRouter
 from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, tier_of
 from routecore.specs import RouteSpec, check_thresholds
-from routecore.tables import EncoderLike, build_table, collision_alert
+from routecore.tables import EncoderLike, build_table, collision_alert, per_query, query_vectors
+
+#: A call that picks a route for an LLM request (``LLMRouter.choose``, or its async stand-in).
+Chooser = Callable[[LLMRequest], LLMChoice]
 
 
 def with_route_thresholds(policy: Policy, routes: Sequence[RouteSpec]) -> Policy:
@@ -75,34 +78,76 @@ class RouteTable:
             cur = self.by_name[cur].fallback_on_error
         return tuple(chain)
 
-    def route(self, query: str, *, previous: str | None = None, context_domains: Sequence[str] = (), clarify: Decision | None = None) -> Decision:
-        """The decision for ``query``: :meth:`routecore.router.Router.route` (which documents the arguments)."""
+    def _text(self, query: Any, previous: str | None, clarify: Decision | None) -> str:
+        """The text to embed for ``query``, after checking the arguments."""
         if not self.specs:
             raise ConfigError("this router has no routes")
         if previous is not None and previous not in self.by_name:
             raise InvalidArgumentError(f"unknown previous route {previous!r}; known: {sorted(self.by_name)}")
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
-        text = f"{clarify.query}\n{query}" if clarify is not None else query
+        return f"{clarify.query}\n{query}" if clarify is not None else query
+
+    def route(self, query: str, *, previous: str | None = None, context_domains: Sequence[str] = (), clarify: Decision | None = None,
+              vector: Any = None, choose: Chooser | None = None) -> Decision:
+        """The decision for ``query``: :meth:`routecore.router.Router.route` (which documents the arguments).
+
+        ``choose`` replaces ``llm.choose`` for this call (:mod:`routecore.aio`)."""
+        text = self._text(query, previous, clarify)
         t0 = time.perf_counter()
+        if vector is not None:
+            return self.decide(text, query_vectors(vector, self.encoder.dim)[0], previous, context_domains, clarify, t0, choose=choose)
         try:
             enc = self.encoder.encode_with_stats([text])
         except Exception as e:  # noqa: BLE001 - degrade to the LLM, never crash
-            return trace("route decision", self._degraded(text, previous, e, t0))
+            return trace("route decision", self._degraded(text, previous, e, t0, choose))
+        return self.decide(text, enc.embeddings[0], previous, context_domains, clarify, t0, enc.tokenize_ms, bool(enc.truncated), choose)
+
+    def route_batch(self, queries: Sequence[str], *, previous: str | Sequence[str | None] | None = None,
+                    context_domains: Sequence[str] = (), vectors: Any = None, choose: Chooser | None = None) -> list[Decision]:
+        """The decisions for ``queries`` from one batched encoder call (:meth:`routecore.router.Router.route_batch`)."""
+        if isinstance(queries, str):
+            raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
+        queries = list(queries)
+        prev = per_query(previous, len(queries), "previous")
+        texts = [self._text(q, p, None) for q, p in zip(queries, prev)]
+        if not texts:
+            return []
+        t0 = time.perf_counter()
+        if vectors is not None:
+            embs = query_vectors(vectors, self.encoder.dim, len(texts))
+            tok_ms, truncated = 0.0, ()
+        else:
+            try:
+                enc = self.encoder.encode_with_stats(texts)
+            except Exception:  # noqa: BLE001 - each query degrades on its own (the LLM, or an error decision)
+                return [self.route(q, previous=p, context_domains=context_domains, choose=choose) for q, p in zip(queries, prev)]
+            embs, tok_ms, truncated = enc.embeddings, enc.tokenize_ms, enc.truncated
+        t1 = time.perf_counter()
+        share = (t1 - t0) / len(texts)  # each decision reports its share of the batch's encoder call
+        out = []
+        for i, (text, p) in enumerate(zip(texts, prev)):
+            start = time.perf_counter() - share
+            out.append(self.decide(text, embs[i], p, context_domains, None, start, tok_ms / len(texts), i in truncated, choose))
+        return out
+
+    def decide(self, text: str, q: np.ndarray, previous: str | None, context_domains: Sequence[str], clarify: Decision | None,
+               t0: float, tokenize_ms: float = 0.0, truncated: bool = False, choose: Chooser | None = None) -> Decision:
+        """The decision for ``text`` whose embedding is ``q``; ``t0`` is when its encoding began."""
         t1 = time.perf_counter()
         p = self.policy
         # The previous route and the clarified candidates may be lifted above the best routes: keep them exact.
         exact = ([previous] if previous else []) + (list(clarify.candidates) if clarify is not None else [])
-        r = self.table.score(enc.embeddings[0], p, list(context_domains), p.top_exemplars, exact=exact, bias=self.lexical_bias(text))
+        r = self.table.score(q, p, list(context_domains), p.top_exemplars, exact=exact, bias=self.lexical_bias(text))
         t2 = time.perf_counter()
         if self.head is not None:
-            self._apply_head(r, enc.embeddings[0])
-        d = self._decide(text, r, previous, clarify)
+            self._apply_head(r, q)
+        d = self._decide(text, r, previous, clarify, choose)
         t3 = time.perf_counter()
         llm_ms = d.pop("_llm_ms", 0.0)
-        timings = Timings(enc.tokenize_ms, (t1 - t0) * 1e3 - enc.tokenize_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3 - llm_ms, llm_ms, (t3 - t0) * 1e3)
+        timings = Timings(tokenize_ms, (t1 - t0) * 1e3 - tokenize_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3 - llm_ms, llm_ms, (t3 - t0) * 1e3)
         alerts = list(d.pop("alerts"))
-        if enc.truncated:
+        if truncated:
             alerts.append(Alert("truncated", "the query was truncated at the model's max_length"))
         dec = Decision(**d, alerts=tuple(alerts), timings=timings, query=text, previous_route=previous, error_message=self.policy.error_message, calibrated=self.calibrated)
         return trace("route decision", dec)
@@ -121,7 +166,7 @@ class RouteTable:
         r["probs"] = (probs / total if total > 0 else np.full(len(probs), 1 / len(probs))).astype(np.float32)
         r["head_oos"] = oos >= probs.max() or probs.max() < self.head.threshold
 
-    def _decide(self, text: str, r: dict[str, Any], previous: str | None, clarify: Decision | None) -> dict[str, Any]:
+    def _decide(self, text: str, r: dict[str, Any], previous: str | None, clarify: Decision | None, choose: Chooser | None = None) -> dict[str, Any]:
         p, names = self.policy, self.table.names
         raw, adjusted, probs = r["raw"], r["adjusted"], r["probs"]
         if clarify is not None and clarify.candidates:
@@ -168,12 +213,15 @@ class RouteTable:
             return self._finish(out)
         if tier == "medium":
             out["hint"] = bname
-            return self._finish(self._ask_llm(text, out, previous) if self.llm else out)
+            return self._finish(self._ask_llm(text, out, previous, choose) if self.llm else out)
         if p.low_action == "llm" and self.llm:
-            return self._finish(self._ask_llm(text, out, previous))
+            return self._finish(self._ask_llm(text, out, previous, choose))
         if p.low_action == "none":
             out.update(action="none", route=None)
             return self._finish(out)
+        if p.low_action == "llm":  # no LLM to ask: say so
+            out["fallback"] = "low confidence and no LLM is configured (low_action 'llm'): asked the user to clarify instead"
+            out["alerts"].append(Alert("fallback", out["fallback"]))
         return self._finish(self._clarify(out, [names[i] for i in order[:2]]))
 
     def _finish(self, out: dict[str, Any]) -> dict[str, Any]:
@@ -186,12 +234,12 @@ class RouteTable:
         out.update(action="clarify", route=CLARIFY, candidates=tuple(candidates), question=q)
         return out
 
-    def _ask_llm(self, text: str, out: dict[str, Any], previous: str | None) -> dict[str, Any]:
+    def _ask_llm(self, text: str, out: dict[str, Any], previous: str | None, choose: Chooser | None = None) -> dict[str, Any]:
         req = LLMRequest(text, [(r.name, r.description) for r in self.specs], out["adjusted_scores"], previous,
                          [f"{b.a} vs {b.b} within {b.within}: {b.winner}" for b in self.policy.bias_rules], out.get("hint"))
         t = time.perf_counter()
         try:
-            choice = self.llm.choose(req)  # type: ignore[union-attr]
+            choice = (choose or self.llm.choose)(req)  # type: ignore[union-attr]
             out["used_llm"] = True
             if choice.route == CLARIFY:
                 order = sorted(out["probabilities"], key=lambda n: -out["probabilities"][n])
@@ -205,13 +253,13 @@ class RouteTable:
         out["_llm_ms"] = (time.perf_counter() - t) * 1e3
         return out
 
-    def _degraded(self, text: str, previous: str | None, err: Exception, t0: float) -> Decision:
+    def _degraded(self, text: str, previous: str | None, err: Exception, t0: float, choose: Chooser | None = None) -> Decision:
         base: dict[str, Any] = {"probabilities": {}, "raw_scores": {}, "adjusted_scores": {}, "confidence": 0.0, "margin": 0.0, "tier": "low"}
         alerts = [Alert("encoder_error", f"encoder failed: {type(err).__name__}: {err}")]
         if self.llm is not None:
             try:
                 req = LLMRequest(text, [(r.name, r.description) for r in self.specs], {}, previous)
-                choice = self.llm.choose(req)
+                choice = (choose or self.llm.choose)(req)
                 return Decision(action="clarify" if choice.route == CLARIFY else "route", route=choice.route, used_llm=True, calibrated=self.calibrated,
                                 fallback="encoder failed; routed by the LLM", alerts=tuple(alerts), query=text, previous_route=previous,
                                 fallback_chain=self.fallback_chain(choice.route), error_message=self.policy.error_message, timings=Timings(total=(time.perf_counter() - t0) * 1e3), **base)

@@ -9,25 +9,26 @@ bundles are in :mod:`routecore.bundle`.
 from __future__ import annotations
 
 import os
+import threading
 from operator import attrgetter
-from typing import Any, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from routecore import bundle
-from routecore.calibration import Calibration, for_router
+from routecore import assembly, bundle, live
+from routecore.calibration import Calibration
 from routecore.decision import Decision, ToolBelt
 from routecore.errors import ConfigError
-from routecore.lexical import LexicalTable
-from routecore.llm import LLMRouter
+from routecore.llm import LLMRouter, llm_from_config
 from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
-from routecore.progress import Progress, ProgressArg
+from routecore.progress import ProgressArg
 from routecore.route_table import RouteTable, with_route_thresholds
 from routecore.specs import RouteSpec, ToolSpec, parse_config, read_config_file
-from routecore.tables import AUTO_INT8_ELEMENTS, EncoderLike, embed_texts, exemplar_texts
+from routecore.tables import AUTO_INT8_ELEMENTS, EncoderLike
 from routecore.tool_catalog import ToolCatalog
-from routecore.toolbelt import ToolSession, select_tools
+from routecore.tool_formats import tool_specs
+from routecore.toolbelt import ToolSession, select_tools, select_tools_batch
 
 __all__ = ["AUTO_INT8_ELEMENTS", "BUNDLE_VERSION", "EncoderLike", "Router"]
 
@@ -48,7 +49,9 @@ class Router:
     """Semantic router over routes and tools.
 
     Args:
-        routes, tools: specifications (see :mod:`routecore.specs`).
+        routes, tools: specifications (see :mod:`routecore.specs`). Tools may also be
+            MCP ``tools/list`` entries, OpenAI tool definitions or LangChain tools
+            (:mod:`routecore.tool_formats`).
         encoder: defaults to the bundled model (``Encoder.load()``).
         policy: every threshold and default (:class:`routecore.policy.Policy`).
         llm: optional fallback router (:class:`routecore.llm.LLMRouter`).
@@ -65,6 +68,9 @@ class Router:
             background set (:func:`routecore.calibration.zero_label`).
         progress: report the embedding of the exemplars: ``True`` for a line on
             stderr, or a callable ``(done, total)``. Silent by default.
+        tool_overlay: routecore fields (examples, anti-patterns, domain, core, cost,
+            latency, safety tags) by tool name, as a mapping or a YAML/JSON file
+            (:func:`routecore.tool_formats.read_overlay`).
 
     ``route_table`` and ``tool_catalog`` are the two parts; ``policy`` and
     ``encoder`` are shared by both (setting them updates both). ``spec_policy``
@@ -90,48 +96,30 @@ class Router:
     def __init__(self, routes: Sequence[RouteSpec] = (), tools: Sequence[ToolSpec] = (), *, encoder: EncoderLike | None = None,
                  policy: Policy | None = None, llm: LLMRouter | None = None, memory: ExperienceMemory | None = None,
                  head: Any = None, storage: str = "auto", calibration: Calibration | None = None,
-                 progress: ProgressArg = None, _vectors: dict[str, np.ndarray] | None = None, _lexical: dict[str, Any] | None = None):
+                 progress: ProgressArg = None, tool_overlay: str | os.PathLike[str] | Mapping[str, Any] | None = None, _vectors: dict[str, np.ndarray] | None = None, _lexical: dict[str, Any] | None = None):
         if not routes and not tools:
             raise ConfigError("a router needs at least one route or tool")
         if encoder is None:
             from routecore.encoder import Encoder
 
             encoder = Encoder.load()
+        assert encoder is not None
         routes, tools = list(routes), list(tools)
-        self.spec_policy = with_route_thresholds(policy or Policy(), routes)
-        vec = dict(_vectors or {})
-        owners: dict[str, list[int]] = {}
-        texts: dict[str, list[str]] = {}
-        todo: dict[str, list[str]] = {}
-        for key, specs, attr in (("routes", routes, "exemplars"), ("tools", tools, "exemplars"), ("anti", tools, "anti_patterns")):
-            texts[key], owners[key] = exemplar_texts(specs, attr)
-            if vec.get(key) is None:
-                todo[key] = texts[key]
-        bar = Progress(sum(map(len, todo.values())), "embedding exemplars", progress) if progress else None
-        for key, todo_texts in todo.items():
-            vec[key] = embed_texts(encoder, todo_texts, progress=bar)
-        lex: dict[str, Any] = {"routes": None, "tools": None}
-        if self.spec_policy.lexical:  # BM25 tables of the same texts (tools: their names too); a bundle's are loaded
-            saved = _lexical or {}
-            if routes:
-                lex["routes"] = (LexicalTable.from_index(saved["routes"], owners["routes"], len(routes)) if saved.get("routes")
-                                 else LexicalTable(texts["routes"], owners["routes"], len(routes)))
-            if tools:
-                lex["tools"] = (LexicalTable.from_index(saved["tools"], owners["tools"], len(tools)) if saved.get("tools")
-                                else LexicalTable(texts["tools"], owners["tools"], len(tools), [t.name for t in tools]))
-        if calibration is None and not self.spec_policy.is_manual():
-            calibration = for_router(encoder, self.spec_policy, vec["routes"], owners["routes"], len(routes),
-                                     vec["tools"], owners["tools"], len(tools),
-                                     lexical=lex["routes"] and (lex["routes"], texts["routes"]),
-                                     tool_lexical=lex["tools"] and (lex["tools"], texts["tools"]))
-        self.calibration = calibration
-        policy = self.spec_policy.resolve(calibration)
-        self.route_table = RouteTable(routes, encoder=encoder, policy=policy, llm=llm, head=head, storage=storage, vectors=vec["routes"],
-                                      lexical=lex["routes"])
-        self.tool_catalog = ToolCatalog(tools, encoder=encoder, policy=policy, memory=memory, storage=storage,
-                                        vectors=vec["tools"], anti_vectors=vec["anti"], lexical=lex["tools"])
-        self.route_table.calibrated = self.calibrated
+        if tool_overlay is not None or not all(isinstance(t, ToolSpec) for t in tools):
+            tools = tool_specs(tools, overlay=tool_overlay)
+        self._given_policy = policy or Policy()
+        self.spec_policy = with_route_thresholds(self._given_policy, routes)
+        self._storage = storage
+        self._writer = threading.Lock()  # live updates, one at a time
+        parts = assembly.build(routes, tools, encoder=encoder, spec_policy=self.spec_policy, llm=llm, memory=memory, head=head,
+                               storage=storage, calibration=calibration, vectors=_vectors, lexical=_lexical, progress=progress)
+        self._install(parts)
         self.fitted: dict[str, Any] = {}  # calibration results (routecore fit), saved in bundles
+
+    def _install(self, parts: assembly.Parts) -> None:
+        self.calibration = parts.calibration
+        self.route_table, self.tool_catalog = parts.route_table, parts.tool_catalog
+        self.route_table.calibrated = self.calibrated
 
     @property
     def calibrated(self) -> str:
@@ -148,16 +136,55 @@ class Router:
 
     @classmethod
     def from_config(cls, path: str | os.PathLike[str], **kw: Any) -> Router:
-        """Load routes, tools and an optional ``policy`` mapping from YAML or JSON."""
+        """Load routes, tools, an optional ``policy`` and an optional ``llm`` section from YAML or JSON.
+
+        ``llm=`` (an :class:`~routecore.llm.LLMRouter`) wins over the file's ``llm:``
+        section; ``llm_url=`` and ``llm_model=`` override its ``base_url`` and ``model``
+        (:func:`routecore.llm.llm_from_config`)."""
         data = read_config_file(path)
         routes, tools = parse_config(data, str(path))
         if not routes and not tools:
             raise ConfigError(f"{path}: no routes and no tools")
         policy = kw.pop("policy", None) or Policy.from_dict(data.get("policy"), f"{path}: policy")
-        return cls(routes, tools, policy=policy, **kw)
+        url, model = kw.pop("llm_url", None), kw.pop("llm_model", None)
+        llm = kw.pop("llm", None) or llm_from_config(data.get("llm"), str(path), base_url=url, model=model)
+        return cls(routes, tools, policy=policy, llm=llm, **kw)
+
+    @classmethod
+    def from_semantic_router(cls, path: str | os.PathLike[str], **kw: Any) -> Router:
+        """A router over the routes of a semantic-router config file (0.x or 1.x layout;
+        :mod:`routecore.importers.semantic_router` says what maps to what)."""
+        from routecore.importers.semantic_router import router_from_semantic_router
+
+        return router_from_semantic_router(path, **kw)
+
+    @classmethod
+    def from_mcp(cls, servers: Iterable[Any], routes: Sequence[RouteSpec] = (), *, tool_overlay: Any = None, timeout: float = 30.0,
+                 missing_ok: bool = False, **kw: Any) -> Router:
+        """A router over the tools that running MCP servers list (``routecore[mcp]``).
+
+        ``servers``: command lines, URLs or mappings (:mod:`routecore.mcp_tools`); each
+        server's name becomes its tools' domain (plugin). Call :meth:`afrom_mcp` from
+        inside an event loop."""
+        from routecore.mcp_tools import list_mcp_tools, mcp_tool_specs
+
+        tools = mcp_tool_specs(list_mcp_tools(servers, timeout=timeout), overlay=tool_overlay, missing_ok=missing_ok)
+        return cls(routes, tools, **kw)
+
+    @classmethod
+    async def afrom_mcp(cls, servers: Iterable[Any], routes: Sequence[RouteSpec] = (), *, tool_overlay: Any = None, timeout: float = 30.0,
+                        missing_ok: bool = False, **kw: Any) -> Router:
+        """:meth:`from_mcp` from async code; the embedding runs in a worker thread."""
+        import asyncio
+
+        from routecore.mcp_tools import alist_mcp_tools, mcp_tool_specs
+
+        tools = mcp_tool_specs(await alist_mcp_tools(servers, timeout=timeout), overlay=tool_overlay, missing_ok=missing_ok)
+        return await asyncio.to_thread(cls, routes, tools, **kw)
 
     # -- routes -------------------------------------------------------------------
-    def route(self, query: str, *, previous: str | None = None, context_domains: Sequence[str] = (), clarify: Decision | None = None) -> Decision:
+    def route(self, query: str, *, previous: str | None = None, context_domains: Sequence[str] = (), clarify: Decision | None = None,
+              vector: Any = None) -> Decision:
         """Decide which route handles ``query``. Never raises for any query string.
 
         Args:
@@ -165,8 +192,34 @@ class Router:
             context_domains: active domains (affinity boost/penalty).
             clarify: a previous CLARIFY decision this query answers; routing is
                 then limited to its candidates, on the original query plus the answer.
+            vector: the query's embedding, when the caller already has one (from
+                this router's encoder); ``query`` then only feeds the lexical scores.
+                A wrong width raises :class:`DimensionMismatchError`, NaN or infinity
+                :class:`NonFiniteError`.
         """
-        return self.route_table.route(query, previous=previous, context_domains=context_domains, clarify=clarify)
+        return self.route_table.route(query, previous=previous, context_domains=context_domains, clarify=clarify, vector=vector)
+
+    def route_batch(self, queries: Sequence[str], *, previous: str | Sequence[str | None] | None = None,
+                    context_domains: Sequence[str] = (), vectors: Any = None) -> list[Decision]:
+        """The decisions for ``queries``, embedded in one batched encoder call.
+
+        Each decision is the one :meth:`route` gives for that query. ``previous`` is
+        one route for all queries or one per query; ``vectors`` (``n x dim``) skips
+        the encoder."""
+        return self.route_table.route_batch(queries, previous=previous, context_domains=context_domains, vectors=vectors)
+
+    async def aroute(self, query: str, **kw: Any) -> Decision:
+        """:meth:`route` off the event loop (the native work releases the GIL); the
+        LLM fallback is awaited on the loop when it has an async client."""
+        from routecore.aio import run_off_loop  # asyncio loads on the first async call
+
+        return await run_off_loop(self.route_table.route, self.llm, query, **kw)
+
+    async def aroute_batch(self, queries: Sequence[str], **kw: Any) -> list[Decision]:
+        """:meth:`route_batch` off the event loop."""
+        from routecore.aio import run_off_loop  # asyncio loads on the first async call
+
+        return await run_off_loop(self.route_table.route_batch, self.llm, queries, **kw)
 
     def fallback_chain(self, route: str) -> tuple[str, ...]:
         """``route`` and the routes reached by following ``fallback_on_error``."""
@@ -174,12 +227,30 @@ class Router:
 
     # -- tools ----------------------------------------------------------------------
     def tools(self, query: str, *, context_domain: str | None = None, top_k: int | None = None, threshold: float | None = None,
-              candidates: Sequence[str] | None = None) -> ToolBelt:
+              candidates: Sequence[str] | None = None, vector: Any = None) -> ToolBelt:
         """The tool belt for ``query``: core tools, the best matches, discovery tools.
 
         ``candidates`` limits this call to those tools (names from the catalog; nothing
-        is re-embedded). A router without tools answers with an empty belt."""
-        return select_tools(self.tool_catalog, query, context_domain, top_k, threshold, candidates=candidates)
+        is re-embedded). ``vector``: the query's embedding, as in :meth:`route`. A
+        router without tools answers with an empty belt."""
+        return select_tools(self.tool_catalog, query, context_domain, top_k, threshold, candidates=candidates, vector=vector)
+
+    def tools_batch(self, queries: Sequence[str], *, context_domain: str | None = None, top_k: int | None = None,
+                    threshold: float | None = None, candidates: Sequence[str] | None = None, vectors: Any = None) -> list[ToolBelt]:
+        """The tool belts for ``queries``, embedded in one batched encoder call (each as :meth:`tools` gives it)."""
+        return select_tools_batch(self.tool_catalog, queries, context_domain, top_k, threshold, vectors=vectors, candidates=candidates)
+
+    async def atools(self, query: str, **kw: Any) -> ToolBelt:
+        """:meth:`tools` off the event loop."""
+        from routecore.aio import run_off_loop  # asyncio loads on the first async call
+
+        return await run_off_loop(self.tools, None, query, **kw)
+
+    async def atools_batch(self, queries: Sequence[str], **kw: Any) -> list[ToolBelt]:
+        """:meth:`tools_batch` off the event loop."""
+        from routecore.aio import run_off_loop  # asyncio loads on the first async call
+
+        return await run_off_loop(self.tools_batch, None, queries, **kw)
 
     def discovery_tools(self, prefixes: tuple[str, ...]) -> dict[str, list[str]]:
         """Plugin -> its tools whose names start with one of ``prefixes`` (cached)."""
@@ -192,6 +263,32 @@ class Router:
     def record_lesson(self, query: str, tool: str, *, use: bool, context: str = "") -> int:
         """Remember a correction: for queries like ``query`` (in ``context``), (do not) use ``tool``."""
         return self.tool_catalog.record_lesson(query, tool, use=use, context=context)
+
+    # -- live updates ---------------------------------------------------------------
+    def add_routes(self, routes: Sequence[RouteSpec]) -> live.Update:
+        """Add routes to a serving router: only their exemplars are embedded, and
+        readers see the old routes or the new ones, never a mix."""
+        return live.apply(self, add_routes=routes)
+
+    def update_route(self, route: RouteSpec) -> live.Update:
+        """Replace the route of the same name (only new or changed exemplars are embedded)."""
+        return live.apply(self, update_routes=[route])
+
+    def remove_routes(self, names: Sequence[str]) -> live.Update:
+        """Remove routes by name."""
+        return live.apply(self, remove_routes=names)
+
+    def add_tools(self, tools: Sequence[Any], *, tool_overlay: Any = None) -> live.Update:
+        """Add tools (any format :mod:`routecore.tool_formats` reads) to a serving router."""
+        return live.apply(self, add_tools=tool_specs(tools, overlay=tool_overlay) if tools else [])
+
+    def update_tool(self, tool: Any, *, tool_overlay: Any = None) -> live.Update:
+        """Replace the tool of the same name."""
+        return live.apply(self, update_tools=tool_specs([tool], overlay=tool_overlay))
+
+    def remove_tools(self, names: Sequence[str]) -> live.Update:
+        """Remove tools by name."""
+        return live.apply(self, remove_tools=names)
 
     # -- bundles --------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str], *, fitted: dict[str, Any] | None = None) -> None:

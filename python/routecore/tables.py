@@ -13,7 +13,9 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
+from routecore._arrays import as_f32
 from routecore.decision import Alert
+from routecore.errors import DimensionMismatchError, InvalidArgumentError, NonFiniteError
 from routecore.index import VectorIndex
 from routecore.policy import Policy
 from routecore.progress import Progress
@@ -22,10 +24,13 @@ from routecore.progress import Progress
 class EncoderLike(Protocol):
     """What the router needs of an encoder (``routecore.Encoder`` fits)."""
 
-    dim: int
-    model_id: str
+    @property
+    def dim(self) -> int: ...
 
-    def encode_with_stats(self, texts: Sequence[str], kind: str = "query") -> Any: ...
+    @property
+    def model_id(self) -> str: ...
+
+    def encode_with_stats(self, texts: Sequence[str], kind: Any = "query") -> Any: ...
 
 
 #: ``storage="auto"`` keeps tables of at least this many elements (rows x dim) as int8.
@@ -80,6 +85,38 @@ class ScoreTable:
         if probabilities:
             r["probs"] = r["probs"][c]
         return r
+
+
+def query_vectors(vectors: Any, dim: int, n: int | None = None) -> np.ndarray:
+    """Caller-given query embeddings as unit float32 rows (``n`` of them when given).
+
+    Raises:
+        DimensionMismatchError: a row is not ``dim`` wide, or there are not ``n`` rows.
+        NonFiniteError: a value is NaN or infinite, or a row is all zeros.
+    """
+    arr = as_f32(vectors, "vector")
+    arr = arr.reshape(1, -1) if arr.ndim == 1 else arr
+    if arr.shape[1] != dim or (n is not None and arr.shape[0] != n):
+        want = f"{n} x {dim}" if n is not None else f"{dim} wide"
+        raise DimensionMismatchError(f"query vectors: expected {want}, got shape {tuple(arr.shape)}")
+    if not np.isfinite(arr).all():
+        raise NonFiniteError("query vectors hold NaN or infinite values")
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    if (norms == 0).any():
+        raise NonFiniteError("a query vector is all zeros: it has no direction to compare")
+    if np.abs(norms - 1).max() <= 1e-5:  # already unit (the encoder's own): used as given
+        return arr
+    return (arr / norms).astype(np.float32, copy=False)
+
+
+def per_query(value: Any, n: int, what: str) -> list[Any]:
+    """``value`` for each of ``n`` queries: one value (or None) for all, or a list of ``n``."""
+    if value is None or isinstance(value, str):
+        return [value] * n
+    out = list(value)
+    if len(out) != n:
+        raise InvalidArgumentError(f"{what}: {len(out)} values for {n} queries")
+    return out
 
 
 def embed_texts(encoder: EncoderLike, texts: list[str], batch: int = 64, progress: Progress | None = None) -> np.ndarray:

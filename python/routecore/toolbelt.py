@@ -6,7 +6,7 @@ per-turn `request_more_tools` with its circuit breaker, all over a
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from routecore import _native
 from routecore.catalog import MORE_TOOLS, Catalog, build_catalog
 from routecore.decision import Alert, ScoreMap, Timings, ToolBelt, ToolChoice, trace
 from routecore.errors import InvalidArgumentError, RoutecoreError
-from routecore.tables import collision_alert
+from routecore.tables import collision_alert, query_vectors
 from routecore.tool_catalog import ToolCatalog
 
 
@@ -87,17 +87,46 @@ def _empty_belt(query: str, why: str) -> ToolBelt:
     return trace("tool belt", ToolBelt((), (Alert("no_tool", why),), query=query, no_tool=True))
 
 
-def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, top_k: int | None, threshold: float | None, *,
-                 exclude: set[str] | None = None, candidates: Sequence[str] | None = None) -> ToolBelt:
-    """The tool belt of ``query`` from ``catalog`` (see :meth:`routecore.router.Router.tools`); ``exclude``: tools
-    not to pick; ``candidates``: the only tools this call may offer (core and discovery tools included)."""
+def _checked(query: Any, top_k: int | None, threshold: float | None, p: Any) -> tuple[int, float | None]:
     if not isinstance(query, str):
         raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
-    p = catalog.policy
     k = p.tool_top_k if top_k is None else top_k
     th = p.tool_threshold if threshold is None else threshold
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1 << 31 or (th is not None and not 0 <= th <= 1):
         raise InvalidArgumentError(f"top_k must be a whole number >= 1 and threshold in [0, 1]; got {k}, {th}")
+    return k, th
+
+
+def select_tools_batch(catalog: ToolCatalog, queries: Sequence[str], context_domain: str | None, top_k: int | None,
+                       threshold: float | None, *, vectors: Any = None, candidates: Sequence[str] | None = None) -> list[ToolBelt]:
+    """The tool belts of ``queries`` from one batched encoder call (:meth:`routecore.router.Router.tools_batch`)."""
+    if isinstance(queries, str):
+        raise InvalidArgumentError("queries must be a list of strings; use tools() for one query")
+    queries = list(queries)
+    for q in queries:
+        _checked(q, top_k, threshold, catalog.policy)
+    if not queries or not catalog.specs:
+        return [select_tools(catalog, q, context_domain, top_k, threshold, candidates=candidates) for q in queries]
+    t0 = time.perf_counter()
+    if vectors is not None:
+        embs, tok_ms = query_vectors(vectors, catalog.encoder.dim, len(queries)), 0.0
+    else:
+        enc = catalog.encoder.encode_with_stats(queries)
+        embs, tok_ms = enc.embeddings, enc.tokenize_ms
+    share = (time.perf_counter() - t0) * 1e3 / len(queries)
+    return [select_tools(catalog, q, context_domain, top_k, threshold, candidates=candidates, encoded=(embs[i], tok_ms / len(queries), share))
+            for i, q in enumerate(queries)]
+
+
+def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, top_k: int | None, threshold: float | None, *,
+                 exclude: set[str] | None = None, candidates: Sequence[str] | None = None, vector: Any = None,
+                 encoded: tuple[np.ndarray, float, float] | None = None) -> ToolBelt:
+    """The tool belt of ``query`` from ``catalog`` (see :meth:`routecore.router.Router.tools`); ``exclude``: tools
+    not to pick; ``candidates``: the only tools this call may offer (core and discovery tools included);
+    ``vector``: the query's embedding, given by the caller; ``encoded``: (embedding, tokenize ms, encoder ms)
+    from a batched encoder call."""
+    p = catalog.policy
+    k, th = _checked(query, top_k, threshold, p)
     if not catalog.specs:
         return _empty_belt(query, "this router has no tools")
     allowed = _allowed(catalog, candidates)
@@ -107,11 +136,18 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
     by_threshold = p.tool_selection == "threshold" or threshold is not None
     wanted = k + len(catalog.core) + len(exclude or ())
     t0 = time.perf_counter()
-    enc = catalog.encoder.encode_with_stats([query])
+    if encoded is not None:
+        q, tok_ms, enc_ms = encoded
+        t0 -= enc_ms / 1e3
+    elif vector is not None:
+        q, tok_ms = query_vectors(vector, catalog.encoder.dim)[0], 0.0
+    else:
+        enc = catalog.encoder.encode_with_stats([query])
+        q, tok_ms = enc.embeddings[0], enc.tokenize_ms
     t1 = time.perf_counter()
     alerts: list[Alert] = []
     # The best ``wanted`` tools are exact, which is all the floor and the cap look at.
-    r, adjusted, banned, changed = _ranked_scores(catalog, enc.embeddings[0], context_domain, max(p.exact_top, wanted), float("inf"), alerts, query)
+    r, adjusted, banned, changed = _ranked_scores(catalog, q, context_domain, max(p.exact_top, wanted), float("inf"), alerts, query)
     raw, bound, table = r["dense"], r["bound"], catalog.tools
     fused = r["raw"] if r["dense"] is not r["raw"] else None  # cosine + lexical, when a bias was given
     if allowed is not None:  # the tools outside the candidates never enter the belt
@@ -175,7 +211,7 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
         bounds = ScoreMap([shown_names[j] for j in estimated], b.take(estimated))
     t3 = time.perf_counter()
     belt = ToolBelt(choices, tuple(alerts), collision is not None, prompt, ScoreMap(shown_names, shown_adj), ScoreMap(shown_names, raw.take(shown)),
-                    bounds, Timings(enc.tokenize_ms, (t1 - t0) * 1e3 - enc.tokenize_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3), query,
+                    bounds, Timings(tok_ms, (t1 - t0) * 1e3 - tok_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3), query,
                     no_tool=bool(k) and not picked,
                     lexical_scores=ScoreMap(shown_names, fused.take(shown) - raw.take(shown)) if fused is not None else {})
     return trace("tool belt", belt)

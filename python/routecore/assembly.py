@@ -1,0 +1,100 @@
+"""Building a router's parts (route table, tool catalog, calibration) from specs,
+and rebuilding them for live updates with only the new exemplars embedded."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+import numpy as np
+
+from routecore.calibration import Calibration, for_router
+from routecore.lexical import LexicalTable
+from routecore.policy import Policy
+from routecore.progress import Progress, ProgressArg
+from routecore.route_table import RouteTable
+from routecore.specs import RouteSpec, ToolSpec
+from routecore.tables import EncoderLike, ScoreTable, embed_texts, exemplar_texts
+from routecore.tool_catalog import ToolCatalog
+
+#: The exemplar tables of a router: (key, which specs, the attribute holding the texts).
+KEYS = (("routes", "routes", "exemplars"), ("tools", "tools", "exemplars"), ("anti", "tools", "anti_patterns"))
+
+
+@dataclass
+class Parts:
+    """What a :class:`~routecore.router.Router` composes: one consistent snapshot."""
+
+    route_table: RouteTable
+    tool_catalog: ToolCatalog
+    calibration: Calibration | None
+    embedded: int  # exemplar texts embedded to build it
+    embed_ms: float  # the time that took
+
+
+def build(routes: Sequence[RouteSpec], tools: Sequence[ToolSpec], *, encoder: EncoderLike, spec_policy: Policy, llm: Any = None,
+          memory: Any = None, head: Any = None, storage: str = "auto", calibration: Calibration | None = None,
+          vectors: dict[str, np.ndarray] | None = None, known: dict[str, dict[str, np.ndarray]] | None = None,
+          lexical: dict[str, Any] | None = None, progress: ProgressArg = None) -> Parts:
+    """The parts of a router over ``routes`` and ``tools``.
+
+    ``vectors``: each table's exemplar embeddings in exemplar order (a bundle's);
+    ``known``: per table, embeddings by text to reuse (a live update); other texts
+    are embedded. Without ``calibration`` the policy's unset numbers are
+    calibrated zero-label (unless every one is set)."""
+    vec = dict(vectors or {})
+    owners: dict[str, list[int]] = {}
+    texts: dict[str, list[str]] = {}
+    todo: dict[str, list[str]] = {}
+    specs = {"routes": routes, "tools": tools}
+    for key, which, attr in KEYS:
+        texts[key], owners[key] = exemplar_texts(specs[which], attr)
+        if vec.get(key) is None:
+            have = (known or {}).get(key, {})
+            todo[key] = list(dict.fromkeys(t for t in texts[key] if t not in have))
+    n_todo = sum(map(len, todo.values()))
+    bar = Progress(n_todo, "embedding exemplars", progress) if progress and n_todo else None
+    t0 = time.perf_counter()
+    for key, todo_texts in todo.items():
+        new = dict(zip(todo_texts, embed_texts(encoder, todo_texts, progress=bar)))
+        have = (known or {}).get(key, {})
+        rows = [have[t] if t in have else new[t] for t in texts[key]]
+        vec[key] = np.stack(rows).astype(np.float32, copy=False) if rows else np.zeros((0, encoder.dim), np.float32)
+    embed_ms = (time.perf_counter() - t0) * 1e3
+    lex: dict[str, Any] = {"routes": None, "tools": None}
+    if spec_policy.lexical:  # BM25 tables of the same texts (tools: their names too); a bundle's are loaded
+        saved = lexical or {}
+        if routes:
+            lex["routes"] = (LexicalTable.from_index(saved["routes"], owners["routes"], len(routes)) if saved.get("routes")
+                             else LexicalTable(texts["routes"], owners["routes"], len(routes)))
+        if tools:
+            lex["tools"] = (LexicalTable.from_index(saved["tools"], owners["tools"], len(tools)) if saved.get("tools")
+                            else LexicalTable(texts["tools"], owners["tools"], len(tools), [t.name for t in tools]))
+    if calibration is None and not spec_policy.is_manual():
+        calibration = for_router(encoder, spec_policy, vec["routes"], owners["routes"], len(routes),
+                                 vec["tools"], owners["tools"], len(tools),
+                                 lexical=lex["routes"] and (lex["routes"], texts["routes"]),
+                                 tool_lexical=lex["tools"] and (lex["tools"], texts["tools"]))
+    policy = spec_policy.resolve(calibration)
+    route_table = RouteTable(routes, encoder=encoder, policy=policy, llm=llm, head=head, storage=storage, vectors=vec["routes"],
+                             lexical=lex["routes"])
+    tool_catalog = ToolCatalog(tools, encoder=encoder, policy=policy, memory=memory, storage=storage,
+                               vectors=vec["tools"], anti_vectors=vec["anti"], lexical=lex["tools"])
+    return Parts(route_table, tool_catalog, calibration, n_todo, embed_ms)
+
+
+def known_vectors(table: ScoreTable) -> dict[str, np.ndarray]:
+    """The embeddings of a table's exemplars by text (rows were added with ids 0..n-1 in exemplar order)."""
+    if not len(table.index):
+        return {}
+    ids, v, _, _ = table.index.vectors()
+    return dict(zip(table.texts, v[np.argsort(ids, kind="stable")]))
+
+
+def kept_calibration(calibration: Calibration | None, route_names: set[str]) -> Calibration | None:
+    """The calibration a live update keeps: a fitted or manual one (its per-route values
+    for routes that remain); ``None`` for a zero-label one, which is recomputed."""
+    if calibration is None or calibration.source == "zero-label":
+        return None
+    return replace(calibration, per_route={k: v for k, v in calibration.per_route.items() if k in route_names})

@@ -1,0 +1,77 @@
+"""Live updates of a serving router: add, change and remove routes and tools.
+
+An update builds a new snapshot (route table, tool catalog, calibration) beside
+the one in use, embedding only exemplar texts that the old tables do not hold,
+then swaps it in with two attribute assignments. A call reads the router's
+route table (or tool catalog) once, so it sees the old snapshot or the new one,
+never a mix. Updates are serialised by a lock; reads never wait for it.
+
+A zero-label calibration is recomputed for the new tables; a fitted or manual
+one is kept (its per-route values of removed routes dropped). A router with a
+fitted linear head refuses route changes: the head knows the old routes only.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from routecore import assembly
+from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.route_table import with_route_thresholds
+from routecore.specs import RouteSpec, ToolSpec, unique
+
+
+@dataclass(frozen=True)
+class Update:
+    """What a live update did and cost."""
+
+    routes: int  # routes after the update
+    tools: int
+    embedded: int  # exemplar texts embedded (new or changed)
+    embed_ms: float
+    build_ms: float  # tables, lexical index and calibration, embedding excluded
+
+
+def _merged(old: Sequence[Any], add: Sequence[Any], update: Sequence[Any], remove: Sequence[str], kind: str) -> list[Any]:
+    if isinstance(remove, str):
+        raise InvalidArgumentError(f"give a list of {kind} names to remove, not one string")
+    names = {s.name for s in old}
+    for group, want in ((update, True), (remove, True), (add, False)):
+        for item in group:
+            n = item if isinstance(item, str) else item.name
+            if (n in names) != want:
+                raise ConfigError(f"{'no' if want else 'a'} {kind} named {n!r} {'exists' if want else 'already exists'}")
+    gone = set(remove)
+    changed = {s.name: s for s in update}
+    out = [changed.get(s.name, s) for s in old if s.name not in gone] + list(add)
+    unique([s.name for s in out], kind, "update")
+    return out
+
+
+def apply(router: Any, *, add_routes: Sequence[RouteSpec] = (), update_routes: Sequence[RouteSpec] = (), remove_routes: Sequence[str] = (),
+          add_tools: Sequence[ToolSpec] = (), update_tools: Sequence[ToolSpec] = (), remove_tools: Sequence[str] = ()) -> Update:
+    """Apply one update to ``router`` (see the module doc); the router is unchanged when it raises."""
+    for s in [*add_routes, *update_routes]:
+        if not isinstance(s, RouteSpec):
+            raise InvalidArgumentError(f"routes must be RouteSpec objects, got {type(s).__name__}")
+    with router._writer:
+        rt, tc = router.route_table, router.tool_catalog
+        routes = _merged(rt.specs, add_routes, update_routes, remove_routes, "route")
+        tools = _merged(tc.specs, add_tools, update_tools, remove_tools, "tool")
+        if not routes and not tools:
+            raise ConfigError("an update may not remove every route and every tool")
+        if rt.head is not None and (add_routes or update_routes or remove_routes):
+            raise ConfigError("this router has a fitted head over its routes: refit it (routecore fit --head) instead of a live update")
+        spec_policy = with_route_thresholds(router._given_policy, routes)
+        known = {"routes": assembly.known_vectors(rt.table), "tools": assembly.known_vectors(tc.tools), "anti": assembly.known_vectors(tc.anti)}
+        t0 = time.perf_counter()
+        parts = assembly.build(routes, tools, encoder=router.encoder, spec_policy=spec_policy, llm=rt.llm, memory=tc.memory, head=rt.head,
+                               storage=router._storage, calibration=assembly.kept_calibration(router.calibration, {r.name for r in routes}),
+                               known=known)
+        total = (time.perf_counter() - t0) * 1e3
+        router.spec_policy = spec_policy
+        router._install(parts)
+        return Update(len(routes), len(tools), parts.embedded, parts.embed_ms, total - parts.embed_ms)
+
