@@ -1,4 +1,11 @@
-"""Building the routing query from a conversation."""
+"""Building the routing query from a conversation.
+
+A conversation is a list of OpenAI-style message dicts (``{"role": "user",
+"content": ...}``), LangChain message objects (``HumanMessage``, ``AIMessage``,
+``ToolMessage``, ``SystemMessage``, ``ChatMessage``, their chunks ...), or a mix
+of both. LangChain is never imported here: its messages are recognised by their
+``type`` and ``content`` attributes.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,12 @@ from typing import Any, Mapping, Sequence
 
 from routecore.errors import InvalidArgumentError
 
+__all__ = ["HUMAN_ROLES", "routing_query"]
+
+#: Roles (dicts) and types (LangChain messages) that mark a human turn.
 HUMAN_ROLES = ("user", "human")
+_HUMAN = frozenset(HUMAN_ROLES + ("HumanMessageChunk",))
+_MISSING = object()
 
 
 def _is_json_payload(text: str) -> bool:
@@ -21,32 +33,80 @@ def _is_json_payload(text: str) -> bool:
 
 
 def _text(content: Any) -> str | None:
-    """A message's text: a string, or the text parts of an OpenAI-style list of
-    content parts (``{"type": "text", "text": ...}``; images and the like are skipped)."""
+    """A message's text: a string, or the text parts of a list of content parts
+    (strings and ``{"type": "text", "text": ...}`` blocks, as OpenAI and LangChain
+    write them; images and other parts are skipped). ``None`` when ``content`` is
+    neither a string nor a list."""
     if isinstance(content, str):
         return content
     if isinstance(content, (list, tuple)):
-        parts = [p.get("text") for p in content if isinstance(p, Mapping) and p.get("type") == "text"]
-        return "\n".join(t for t in parts if isinstance(t, str)) or None
+        parts = [p if isinstance(p, str) else p.get("text") if isinstance(p, Mapping) and p.get("type") == "text" else None
+                 for p in content]
+        return "\n".join(t for t in parts if isinstance(t, str) and t.strip())
     return None
 
 
-def routing_query(messages: Sequence[Mapping[str, Any]], last_n: int = 3) -> str:
+def _bad(i: int, m: Any, why: str) -> InvalidArgumentError:
+    return InvalidArgumentError(f"routing_query: message {i} ({type(m).__name__}) {why}")
+
+
+def _role_and_content(i: int, m: Any) -> tuple[str, Any]:
+    """The role (``user``, ``assistant``, ``human``, ``ai``, ``tool`` ...) and the raw
+    content of message ``i``; raises InvalidArgumentError when it is no message."""
+    if isinstance(m, Mapping):
+        role = m.get("role", _MISSING)
+        if role is _MISSING:  # LangChain's dict form: {"type": "human", "content": ...}
+            role = m.get("type", _MISSING)
+        if not isinstance(role, str):
+            raise _bad(i, m, 'has no "role" string' if role is _MISSING else f'has a "role" of type {type(role).__name__}')
+        return role, m.get("content", _MISSING)
+    role = getattr(m, "type", None)
+    if isinstance(role, str) and hasattr(m, "content"):  # a LangChain BaseMessage
+        if role == "chat":  # ChatMessage: the role is an attribute of its own
+            role = getattr(m, "role", role)
+        return role, m.content
+    raise _bad(i, m, "is neither a message dict nor a message object (with .type and .content)")
+
+
+def routing_query(messages: Sequence[Any], last_n: int = 3) -> str:
     """The last ``last_n`` human messages joined by newlines, oldest first.
 
-    Assistant and tool messages and JSON payloads are left out; a message given
-    as content parts contributes its text parts.
+    ``messages`` may mix OpenAI-style dicts (``role`` ``user``/``human`` is a human
+    turn; LangChain's ``{"type": "human", ...}`` form too) and LangChain message
+    objects (``HumanMessage`` and ``ChatMessage(role="user")`` are human turns).
+    Assistant, system and tool messages and JSON payloads are left out; a message
+    given as content parts contributes its text parts.
+
+    Messages are read newest first and reading stops after ``last_n`` human
+    texts, so the cost does not grow with the length of the conversation (older
+    messages are not checked either).
+
+    Returns ``""`` for an empty conversation. Raises
+    :class:`~routecore.errors.InvalidArgumentError` when ``last_n < 1``, when
+    ``messages`` is not a list, when a message is neither a dict with a ``role``
+    nor a message object, when a human message has no content or content that is
+    neither a string nor a list of parts (naming the message's position and type),
+    and when no human message has any text (rather than routing an empty query).
     """
-    if last_n < 1:
-        raise InvalidArgumentError(f"last_n must be >= 1, got {last_n}")
+    if isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 1:
+        raise InvalidArgumentError(f"last_n must be a whole number >= 1, got {last_n!r}")
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
+        raise InvalidArgumentError(f"routing_query: messages must be a list of messages, got {type(messages).__name__}")
     picked: list[str] = []
-    for m in reversed(messages):
-        if not isinstance(m, Mapping) or m.get("role") not in HUMAN_ROLES:
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        role, content = _role_and_content(i, m)
+        if role not in _HUMAN:
             continue
-        content = _text(m.get("content"))
-        if content is None or not content.strip() or _is_json_payload(content):
+        text = _text(content)
+        if text is None:
+            why = "has no content" if content is _MISSING else f"has content of type {type(content).__name__}, not a string or a list of parts"
+            raise _bad(i, m, why)
+        if not text.strip() or _is_json_payload(text):
             continue
-        picked.append(content.strip())
+        picked.append(text.strip())
         if len(picked) == last_n:
             break
+    if not picked and len(messages):
+        raise InvalidArgumentError(f"routing_query: no human message with text among the {len(messages)} messages")
     return "\n".join(reversed(picked))
