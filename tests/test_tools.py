@@ -72,6 +72,12 @@ def test_affinity_and_collision_alert():
     assert not with_ctx.collision and with_ctx.tools[1].name == "ha_get_logs"
 
 
+def test_two_close_tools_below_the_floor_raise_no_collision_alert():
+    belt = router(manual(tool_threshold=0.7), q=mix(a0=0.5, a3=0.52)).tools("q")
+    assert belt.no_tool and not belt.collision and belt.system_prompt_alert is None
+    assert [a.kind for a in belt.alerts] == ["no_tool"]
+
+
 def test_tool_belt_and_breaker_are_logged_at_debug(caplog):
     with caplog.at_level(logging.DEBUG, logger="routecore"):
         belt = router(q=mix(a0=0.5, a3=0.52)).tools("q")

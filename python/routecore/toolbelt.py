@@ -194,7 +194,7 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
             if allowed is None or allowed[pos[n]]:
                 chosen.setdefault(n, "discovery")
     prompt = None
-    if collision is not None:
+    if collision is not None and picked:  # two close tools that both miss the floor are not offered: no alert
         a = collision_alert(names[collision[0]], names[collision[1]], collision[2], table, "tool")
         alerts.append(a)
         prompt = a.message
@@ -210,7 +210,7 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
         estimated = np.flatnonzero(b).tolist()
         bounds = ScoreMap([shown_names[j] for j in estimated], b.take(estimated))
     t3 = time.perf_counter()
-    belt = ToolBelt(choices, tuple(alerts), collision is not None, prompt, ScoreMap(shown_names, shown_adj), ScoreMap(shown_names, raw.take(shown)),
+    belt = ToolBelt(choices, tuple(alerts), prompt is not None, prompt, ScoreMap(shown_names, shown_adj), ScoreMap(shown_names, raw.take(shown)),
                     bounds, Timings(tok_ms, (t1 - t0) * 1e3 - tok_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3), query,
                     no_tool=bool(k) and not picked,
                     lexical_scores=ScoreMap(shown_names, fused.take(shown) - raw.take(shown)) if fused is not None else {})
