@@ -86,8 +86,11 @@ def live_update(enc, train):
     changed = RouteSpec(routes[1].name, routes[1].utterances[:-1] + ("one changed exemplar",), routes[1].description)
     upd = r.update_route(changed)
     rem = r.remove_routes(["new_route"])
+    keep = r.update_route(RouteSpec(routes[1].name, routes[1].utterances, routes[1].description), recalibrate=False)
+    add_keep = r.add_routes([new], recalibrate=False)
     return {"routes": len(routes), "rows": rows, "fresh_build_s": build_s,
-            "add_100": add.__dict__, "change_1": upd.__dict__, "remove_1": rem.__dict__}
+            "add_100": add.__dict__, "change_1": upd.__dict__, "remove_1": rem.__dict__,
+            "change_1_keep_calibration": keep.__dict__, "add_100_keep_calibration": add_keep.__dict__}
 
 
 def mcp_import(enc, n=500):

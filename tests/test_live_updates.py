@@ -129,3 +129,12 @@ def test_readers_never_see_a_route_of_neither_snapshot(encoder):
     assert not errors, errors[:3]
     assert not bad, bad[:5]
     assert len(versions) > 5 and sum(counts) > 100  # both sides really ran
+
+
+def test_recalibrate_false_keeps_the_zero_label_calibration(encoder):
+    r = Router(BASE, encoder=encoder)
+    cal = r.calibration
+    r.add_routes([WEATHER], recalibrate=False)
+    assert r.calibration == cal and r.calibrated == "zero-label"
+    r.remove_routes(["weather"])
+    assert r.calibration is not cal and r.calibration.source == "zero-label"

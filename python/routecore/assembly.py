@@ -92,9 +92,10 @@ def known_vectors(table: ScoreTable) -> dict[str, np.ndarray]:
     return dict(zip(table.texts, v[np.argsort(ids, kind="stable")]))
 
 
-def kept_calibration(calibration: Calibration | None, route_names: set[str]) -> Calibration | None:
-    """The calibration a live update keeps: a fitted or manual one (its per-route values
-    for routes that remain); ``None`` for a zero-label one, which is recomputed."""
-    if calibration is None or calibration.source == "zero-label":
+def kept_calibration(calibration: Calibration | None, route_names: set[str], recalibrate: bool = True) -> Calibration | None:
+    """The calibration a live update keeps: a fitted or manual one, or a zero-label one
+    when not ``recalibrate`` (with the per-route values of routes that remain);
+    ``None`` (recompute) for a zero-label one otherwise."""
+    if calibration is None or (calibration.source == "zero-label" and recalibrate):
         return None
     return replace(calibration, per_route={k: v for k, v in calibration.per_route.items() if k in route_names})

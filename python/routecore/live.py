@@ -6,8 +6,10 @@ then swaps it in with two attribute assignments. A call reads the router's
 route table (or tool catalog) once, so it sees the old snapshot or the new one,
 never a mix. Updates are serialised by a lock; reads never wait for it.
 
-A zero-label calibration is recomputed for the new tables; a fitted or manual
-one is kept (its per-route values of removed routes dropped). A router with a
+A zero-label calibration is recomputed for the new tables (``recalibrate=False``
+keeps it: on 150 routes x 100 exemplars the recomputation is most of an
+update's 1.8 s, see BENCHMARKS.md); a fitted or manual one is kept (its
+per-route values of removed routes dropped). A router with a
 fitted linear head refuses route changes: the head knows the old routes only.
 """
 
@@ -51,7 +53,8 @@ def _merged(old: Sequence[Any], add: Sequence[Any], update: Sequence[Any], remov
 
 
 def apply(router: Any, *, add_routes: Sequence[RouteSpec] = (), update_routes: Sequence[RouteSpec] = (), remove_routes: Sequence[str] = (),
-          add_tools: Sequence[ToolSpec] = (), update_tools: Sequence[ToolSpec] = (), remove_tools: Sequence[str] = ()) -> Update:
+          add_tools: Sequence[ToolSpec] = (), update_tools: Sequence[ToolSpec] = (), remove_tools: Sequence[str] = (),
+          recalibrate: bool = True) -> Update:
     """Apply one update to ``router`` (see the module doc); the router is unchanged when it raises."""
     for s in [*add_routes, *update_routes]:
         if not isinstance(s, RouteSpec):
@@ -68,7 +71,7 @@ def apply(router: Any, *, add_routes: Sequence[RouteSpec] = (), update_routes: S
         known = {"routes": assembly.known_vectors(rt.table), "tools": assembly.known_vectors(tc.tools), "anti": assembly.known_vectors(tc.anti)}
         t0 = time.perf_counter()
         parts = assembly.build(routes, tools, encoder=router.encoder, spec_policy=spec_policy, llm=rt.llm, memory=tc.memory, head=rt.head,
-                               storage=router._storage, calibration=assembly.kept_calibration(router.calibration, {r.name for r in routes}),
+                               storage=router._storage, calibration=assembly.kept_calibration(router.calibration, {r.name for r in routes}, recalibrate),
                                known=known)
         total = (time.perf_counter() - t0) * 1e3
         router.spec_policy = spec_policy

@@ -265,30 +265,34 @@ class Router:
         return self.tool_catalog.record_lesson(query, tool, use=use, context=context)
 
     # -- live updates ---------------------------------------------------------------
-    def add_routes(self, routes: Sequence[RouteSpec]) -> live.Update:
+    def add_routes(self, routes: Sequence[RouteSpec], *, recalibrate: bool = True) -> live.Update:
         """Add routes to a serving router: only their exemplars are embedded, and
-        readers see the old routes or the new ones, never a mix."""
-        return live.apply(self, add_routes=routes)
+        readers see the old routes or the new ones, never a mix.
 
-    def update_route(self, route: RouteSpec) -> live.Update:
+        ``recalibrate=False`` keeps a zero-label calibration as it is instead of
+        recomputing it for the new tables (most of an update's cost on large
+        tables: BENCHMARKS.md); see :mod:`routecore.live`."""
+        return live.apply(self, add_routes=routes, recalibrate=recalibrate)
+
+    def update_route(self, route: RouteSpec, *, recalibrate: bool = True) -> live.Update:
         """Replace the route of the same name (only new or changed exemplars are embedded)."""
-        return live.apply(self, update_routes=[route])
+        return live.apply(self, update_routes=[route], recalibrate=recalibrate)
 
-    def remove_routes(self, names: Sequence[str]) -> live.Update:
+    def remove_routes(self, names: Sequence[str], *, recalibrate: bool = True) -> live.Update:
         """Remove routes by name."""
-        return live.apply(self, remove_routes=names)
+        return live.apply(self, remove_routes=names, recalibrate=recalibrate)
 
-    def add_tools(self, tools: Sequence[Any], *, tool_overlay: Any = None) -> live.Update:
+    def add_tools(self, tools: Sequence[Any], *, tool_overlay: Any = None, recalibrate: bool = True) -> live.Update:
         """Add tools (any format :mod:`routecore.tool_formats` reads) to a serving router."""
-        return live.apply(self, add_tools=tool_specs(tools, overlay=tool_overlay) if tools else [])
+        return live.apply(self, add_tools=tool_specs(tools, overlay=tool_overlay) if tools else [], recalibrate=recalibrate)
 
-    def update_tool(self, tool: Any, *, tool_overlay: Any = None) -> live.Update:
+    def update_tool(self, tool: Any, *, tool_overlay: Any = None, recalibrate: bool = True) -> live.Update:
         """Replace the tool of the same name."""
-        return live.apply(self, update_tools=tool_specs([tool], overlay=tool_overlay))
+        return live.apply(self, update_tools=tool_specs([tool], overlay=tool_overlay), recalibrate=recalibrate)
 
-    def remove_tools(self, names: Sequence[str]) -> live.Update:
+    def remove_tools(self, names: Sequence[str], *, recalibrate: bool = True) -> live.Update:
         """Remove tools by name."""
-        return live.apply(self, remove_tools=names)
+        return live.apply(self, remove_tools=names, recalibrate=recalibrate)
 
     # -- bundles --------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str], *, fitted: dict[str, Any] | None = None) -> None:
