@@ -28,3 +28,16 @@ def encoder():
     from routecore import Encoder
 
     return Encoder.load()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def routecore_home(tmp_path_factory):
+    """Caches (the CLI's embedded configs, eval embeddings) go to a temporary folder, never
+    the user's ``~/.cache/routecore``, unless ``ROUTECORE_HOME`` is set for the run."""
+    if os.environ.get("ROUTECORE_HOME"):
+        yield Path(os.environ["ROUTECORE_HOME"])
+        return
+    home = tmp_path_factory.mktemp("routecore_home")
+    os.environ["ROUTECORE_HOME"] = str(home)
+    yield home
+    del os.environ["ROUTECORE_HOME"]

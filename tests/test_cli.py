@@ -64,3 +64,47 @@ def test_errors_are_one_line_or_a_json_object(tmp_path):
     data = ROOT / "tests" / "data" / "it_ops_heldout.jsonl"
     p = run("eval", "--config", "examples/it_ops_routes.yaml", "--data", str(data), "--out", str(blocker / "report"), "--no-progress", check=False)
     assert p.returncode == 2 and "Traceback" not in p.stderr and p.stderr.startswith("routecore: error:")
+
+
+def test_version():
+    from routecore import __version__
+
+    assert run("--version").stdout.strip() == f"routecore {__version__}"
+
+
+def test_usage_errors_under_json_are_json_on_stdout():
+    p = run("route", "--json", check=False)
+    assert p.returncode == 2 and json.loads(p.stdout)["error"]["type"] == "UsageError"
+    p = run("route", check=False)
+    assert p.returncode == 2 and "usage:" in p.stderr and p.stdout == ""
+
+
+def test_route_prints_the_best_five_unless_all(tmp_path):
+    cfg = tmp_path / "many.yaml"
+    cfg.write_text("routes:\n" + "".join(f"  - name: R{i}\n    utterances: [topic number {i} question]\n" for i in range(8)), encoding="utf-8")
+    short = run("route", "--config", str(cfg), "topic number 3 question").stdout
+    assert short.count(" p=") == 5 and "3 more routes (--all shows them)" in short
+    assert run("route", "--config", str(cfg), "--all", "topic number 3 question").stdout.count(" p=") == 8
+
+
+def test_a_second_call_reuses_the_embedded_config(tmp_path):
+    import os
+
+    env_home = tmp_path / "home"
+    cfg = tmp_path / "routes.yaml"
+    cfg.write_text("routes:\n  - name: A\n    utterances: [reset my password]\n  - name: B\n    utterances: [the VPN is down]\n", encoding="utf-8")
+
+    def call(*extra):
+        p = subprocess.run([sys.executable, "-m", "routecore", "route", "--json", "--config", str(cfg), *extra, "my vpn is broken"],
+                           capture_output=True, text=True, timeout=300, env={**os.environ, "ROUTECORE_HOME": str(env_home)})
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    first = call("--no-cache")
+    assert not (env_home / "configs").exists()  # --no-cache writes nothing
+    second, third = call(), call()
+    (bundle,) = (env_home / "configs").iterdir()
+    assert (bundle / "bundle.json").is_file()
+    assert first["route"] == second["route"] == third["route"] == "B" and first["confidence"] == pytest.approx(third["confidence"], abs=1e-6)
+    cfg.write_text(cfg.read_text() + "  - name: C\n    utterances: [printer jam]\n", encoding="utf-8")
+    assert "C" in call()["probabilities"] and len(list((env_home / "configs").iterdir())) == 2  # a changed config is a new entry

@@ -34,3 +34,19 @@ def test_progress_is_throttled_but_always_ends_at_the_total(capsys):
         p.update(i)
     err = capsys.readouterr().err
     assert err.count("\r") < 10 and "x: 10,000/10,000" in err
+
+
+def test_no_carriage_returns_in_pipes_and_logs_a_bar_on_a_terminal(capsys, monkeypatch):
+    import routecore.progress as P
+
+    p = Progress(1000, "x")
+    for i in range(1, 1001):
+        p.update(i)
+    err = capsys.readouterr().err
+    assert "\r" not in err and err.splitlines()[-1].startswith("x: 1,000/1,000")
+    monkeypatch.setattr(P, "_isatty", lambda: True)
+    p = Progress(1000, "y")
+    for i in range(1, 1001):
+        p.update(i)
+    err = capsys.readouterr().err
+    assert err.startswith("\r") and err.endswith("]\n")

@@ -8,43 +8,57 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-EXAMPLES = Path(__file__).resolve().parent / "examples"
-DEFAULT_ROUTES = EXAMPLES / "it_ops_routes.yaml"
-DEFAULT_TOOLS = EXAMPLES / "tools.yaml"
+from routecore.examples import IT_OPS_ROUTES as DEFAULT_ROUTES
+from routecore.examples import TOOLS as DEFAULT_TOOLS
+#: Routes ``routecore route`` prints (``--all`` prints every one).
+TOP_SHOWN = 5
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as a JSON object on stdout when ``--json`` is on the command line."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        if "--json" in sys.argv[1:]:
+            print(json.dumps({"error": {"type": "UsageError", "message": message}}))
+            raise SystemExit(2)
+        super().error(message)
 
 
 def _router(args: argparse.Namespace, default: Path) -> Any:
+    from routecore.llm import llm_from_config
     from routecore.router import Router
 
-    llm_kw = {"llm_url": getattr(args, "llm_url", None), "llm_model": getattr(args, "llm_model", None)}
+    url, model = getattr(args, "llm_url", None), getattr(args, "llm_model", None)
     if getattr(args, "bundle", None):
-        from routecore.llm import llm_from_config
+        return Router.load(args.bundle, llm=llm_from_config(None, "command line", base_url=url, model=model))
+    from routecore.encoder import Encoder
+    from routecore.policy import Policy
+    from routecore.specs import parse_config, read_config_file
 
-        return Router.load(args.bundle, llm=llm_from_config(None, "command line", base_url=llm_kw["llm_url"], model=llm_kw["llm_model"]))
-    enc = None
-    if getattr(args, "model", None):
-        from routecore.encoder import Encoder
-
-        enc = Encoder.load(args.model)
+    enc = Encoder.load(args.model) if getattr(args, "model", None) else Encoder.load()
     # A large config takes minutes to embed: say so on a terminal, never in JSON or pipes.
     progress = not args.json and sys.stderr.isatty()
+    path = args.config or default
+    data = read_config_file(path) if args.config or not getattr(args, "mcp_stdio", None) and not getattr(args, "mcp_url", None) else {}
+    llm = llm_from_config(data.get("llm"), str(path), base_url=url, model=model)
+    policy = Policy.from_dict(data.get("policy"), f"{path}: policy")
+    overlay = getattr(args, "overlay", None)
     servers = (getattr(args, "mcp_stdio", None) or []) + (getattr(args, "mcp_url", None) or [])
-    if servers:  # the MCP servers' tools, plus those of --config when it is given
+    if servers:  # the MCP servers' tools (listed live, so never cached), plus those of --config when it is given
         from routecore.mcp_tools import list_mcp_tools, mcp_tool_specs
-        from routecore.specs import parse_config, read_config_file
 
-        tools = mcp_tool_specs(list_mcp_tools(servers), overlay=args.overlay)
-        from routecore.policy import Policy
+        tools = mcp_tool_specs(list_mcp_tools(servers), overlay=overlay)
+        routes, extra = parse_config(data, str(path)) if data else ([], [])
+        return Router(routes, tools + extra, encoder=enc, progress=progress, policy=policy, llm=llm)
 
-        data = read_config_file(args.config) if args.config else {}
-        routes, extra = parse_config(data, args.config) if data else ([], [])
-        from routecore.llm import llm_from_config
+    def build() -> Any:
+        return Router.from_config(path, encoder=enc, progress=progress, llm=llm, **({"tool_overlay": overlay} if overlay else {}))
 
-        llm = llm_from_config(data.get("llm"), args.config or "command line", base_url=llm_kw["llm_url"], model=llm_kw["llm_model"])
-        return Router(routes, tools + extra, encoder=enc, progress=progress, policy=Policy.from_dict(data.get("policy"), f"{args.config}: policy"),
-                      llm=llm)
-    return Router.from_config(args.config or default, encoder=enc, progress=progress, **llm_kw,
-                              **({"tool_overlay": args.overlay} if getattr(args, "overlay", None) else {}))
+    from routecore import config_cache
+
+    if getattr(args, "no_cache", False) or not config_cache.enabled():
+        return build()
+    return config_cache.cached_router([Path(path), Path(overlay) if overlay else None], enc, build, llm=llm)
 
 
 def cmd_route(args: argparse.Namespace) -> int:
@@ -53,9 +67,12 @@ def cmd_route(args: argparse.Namespace) -> int:
         print(d.to_json(indent=2))
         return 0
     print(f"action: {d.action}  route: {d.route}  tier: {d.tier}  confidence: {d.confidence:.3f}  margin: {d.margin:.3f}  calibrated: {d.calibrated}")
-    for name, p in sorted(d.probabilities.items(), key=lambda kv: -kv[1]):
+    ranked = sorted(d.probabilities.items(), key=lambda kv: -kv[1])
+    for name, p in ranked if args.all else ranked[:TOP_SHOWN]:
         lex = d.lexical_scores.get(name, 0.0)
         print(f"  {name:<12} p={p:.3f}  raw={d.raw_scores[name]:.3f}" + (f"  lexical=+{lex:.3f}" if lex else "") + f"  adjusted={d.adjusted_scores[name]:.3f}")
+    if len(ranked) > TOP_SHOWN and not args.all:
+        print(f"  ... {len(ranked) - TOP_SHOWN} more routes (--all shows them)")
     if d.question:
         print(f"question: {d.question}")
     for a in d.alerts:
@@ -97,9 +114,21 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("routecore")
+    except PackageNotFoundError:  # run from a source tree
+        from routecore._native import __version__
+
+        return str(__version__)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="routecore", description="Semantic routing of LLM agent turns: routes, tool belts, confidence.")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="routecore", description="Semantic routing of LLM agent turns: routes, tool belts, confidence.")
+    p.add_argument("--version", action="version", version=f"routecore {_version()}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     r = sub.add_parser("route", help="route one query", description="Route one query to a route (or clarify / none).")
     r.add_argument("query")
@@ -110,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--context-domain", action="append", help="active domain (repeatable)")
     r.add_argument("--llm-url", help="OpenAI-compatible server of the LLM fallback (default: the config's llm.base_url, or OPENAI_BASE_URL)")
     r.add_argument("--llm-model", help="the LLM fallback's model (enables the fallback for a config without an llm: section)")
+    r.add_argument("--all", action="store_true", help=f"print every route (default: the best {TOP_SHOWN})")
+    r.add_argument("--no-cache", action="store_true", help="embed the config again instead of reusing its cached bundle")
     r.add_argument("--json", action="store_true", help="print the decision as JSON")
     r.set_defaults(func=cmd_route)
 
@@ -124,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="list the tools of an MCP server started by this command line (repeatable; each server is a plugin)")
     t.add_argument("--mcp-url", action="append", metavar="URL", help="list the tools of a Streamable HTTP MCP server (repeatable)")
     t.add_argument("--overlay", help="YAML/JSON of routecore fields by tool name (examples, anti_patterns, domain, core, ...)")
+    t.add_argument("--no-cache", action="store_true", help="embed the config again instead of reusing its cached bundle")
     t.add_argument("--json", action="store_true", help="print the tool belt as JSON")
     t.set_defaults(func=cmd_tools)
 

@@ -6,6 +6,17 @@ import sys
 import time
 from typing import Callable, Optional, Union
 
+#: Seconds between two progress lines when stderr is not a terminal.
+LOG_EVERY = 10.0
+
+
+def _isatty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stderr
+        return False
+
+
 #: ``True`` for a line on stderr, a callable ``(done, total)`` of your own, or ``False``/``None`` for silence.
 ProgressArg = Optional[Union[bool, Callable[[int, int], None]]]
 
@@ -18,6 +29,9 @@ class Progress:
         self.total, self.what, self.done = total, what, 0
         self.callback = report if callable(report) else None
         self.line = report is True and total > 0
+        # A bar redrawn with \r on a terminal; plain lines, every LOG_EVERY seconds, in pipes and logs.
+        self.tty = self.line and _isatty()
+        self.every = 0.5 if self.tty else LOG_EVERY
         self.t0 = self.last = time.perf_counter()
 
     def advance(self, n: int) -> None:
@@ -30,12 +44,14 @@ class Progress:
         if not self.line:
             return
         now = time.perf_counter()
-        if now - self.last < 0.5 and done < self.total:
+        if now - self.last < self.every and done < self.total:
             return
         self.last = now
         el = now - self.t0
         eta = el / done * (self.total - done) if done else 0.0
-        sys.stderr.write(f"\r{self.what}: {done:,}/{self.total:,} [{el:5.1f}s elapsed, ETA {eta:5.1f}s]")
-        if done >= self.total:
-            sys.stderr.write("\n")
+        text = f"{self.what}: {done:,}/{self.total:,} [{el:5.1f}s elapsed, ETA {eta:5.1f}s]"
+        if self.tty:
+            sys.stderr.write(f"\r{text}" + ("\n" if done >= self.total else ""))
+        else:
+            sys.stderr.write(text + "\n")
         sys.stderr.flush()

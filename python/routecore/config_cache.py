@@ -1,0 +1,57 @@
+"""The command line's cache of embedded configs: a bundle per (config, overlay, model, routecore version).
+
+Building a router from a config embeds every exemplar and calibrates the policy
+(seconds with the bundled model, most of a cold ``routecore route``); a bundle
+loads in milliseconds. The CLI keeps one bundle per content hash under
+``$ROUTECORE_HOME/configs/`` (the cache root that also holds pulled models), so
+a second call with the same config skips the embedding. ``--no-cache`` (or
+``ROUTECORE_NO_CACHE=1``) turns it off; the library itself never uses it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from routecore.errors import RoutecoreError
+
+NO_CACHE_ENV = "ROUTECORE_NO_CACHE"
+
+
+def enabled() -> bool:
+    return os.environ.get(NO_CACHE_ENV, "").strip().upper() not in ("1", "TRUE", "YES", "ON")
+
+
+def key(files: list[Path | None], model_id: str) -> str:
+    """The cache key of the config files' bytes, the model and routecore's version."""
+    from routecore import bundle
+    from routecore._native import __version__
+
+    h = hashlib.sha256(f"{model_id}\0{__version__}\0{bundle.BUNDLE_VERSION}".encode())
+    for f in files:
+        h.update(b"\0" + (f.read_bytes() if f is not None else b"-"))
+    return h.hexdigest()[:32]
+
+
+def cached_router(files: list[Path | None], encoder: Any, build: Callable[[], Any], **load_kw: Any) -> Any:
+    """The router of a cached bundle for ``files`` and ``encoder``, else ``build()`` saved into the cache.
+
+    A cache that cannot be read is rebuilt; one that cannot be written is skipped."""
+    from routecore.models import home
+    from routecore.router import Router
+
+    d = home() / "configs" / key(files, encoder.model_id)
+    if (d / "bundle.json").is_file():
+        try:
+            return Router.load(d, encoder=encoder, **load_kw)
+        except (RoutecoreError, OSError, ValueError):
+            pass  # damaged or from another build: make it again
+    router = build()
+    try:
+        d.parent.mkdir(parents=True, exist_ok=True)
+        router.save(d)
+    except (RoutecoreError, OSError):
+        pass  # a read-only cache only costs the next call its embedding
+    return router

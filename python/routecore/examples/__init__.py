@@ -1,0 +1,14 @@
+"""The example configs shipped with routecore: paths usable from any working directory.
+
+``IT_OPS_ROUTES``: INCIDENT / RAG / GENERAL routes in French and English, with the
+IT-operations bias rules (domain rules live in examples, not in library defaults).
+``TOOLS``: a small home-automation and system tool catalog with core and discovery tools.
+"""
+
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+IT_OPS_ROUTES = HERE / "it_ops_routes.yaml"
+TOOLS = HERE / "tools.yaml"
+
+__all__ = ["IT_OPS_ROUTES", "TOOLS"]
