@@ -1,8 +1,9 @@
 """A Hugging Face-shaped hub on 127.0.0.1 for the `models pull` tests (never the internet).
 
-Serves ``/api/models/{repo}/tree/main/{folder}`` (the listing) and
-``/{repo}/resolve/main/{path}`` (the files), with ``Range`` support, and can be
-told to misbehave per file: see :meth:`Hub.handle_file`.
+Serves ``/api/models/{repo}/tree/{revision}/{folder}`` (the listing) and
+``/{repo}/resolve/{revision}/{path}`` (the files), with ``Range`` support, and can be
+told to misbehave per request: see :data:`FAULTS`. :func:`hf_cache` lays files out
+the way ``huggingface_hub`` caches them.
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ from __future__ import annotations
 import hashlib
 import http.server
 import json
+import os
 import threading
 import time
-from typing import Callable, Optional
+from pathlib import Path
+from typing import Callable, Iterable, Optional
 
 
 #: Faults a request can meet, one taken from ``Hub.faults[key]`` per request (the key
@@ -21,8 +24,10 @@ from typing import Callable, Optional
 #: answering; "drop": send the full Content-Length, half the body, then close; "short":
 #: a truncated body with an honest Content-Length; "long": a Content-Length 10 bytes
 #: above the body's size; "flip": the last byte flipped; "slow": wait ``Hub.delay``
-#: seconds first; "norange": ignore Range; "ok": serve normally.
-FAULTS = ("500", "404", "416", "429", "reset", "drop", "short", "long", "flip", "slow", "norange", "ok")
+#: seconds first; "trickle": send the body ``Hub.piece`` bytes at a time, ``Hub.delay``
+#: seconds apart; "pause": send half the body, wait ``Hub.delay`` seconds, send the rest;
+#: "norange": ignore Range; "ok": serve normally.
+FAULTS = ("500", "404", "416", "429", "reset", "drop", "short", "long", "flip", "slow", "trickle", "pause", "norange", "ok")
 
 
 def git_blob_id(b: bytes) -> str:
@@ -52,7 +57,8 @@ class Hub:
     ``served`` replaces the bytes sent for a path while the listing still describes
     ``files``; ``token`` makes every request to the hub (not to its CDN) need
     ``Authorization: Bearer {token}``; ``cdn`` redirects LFS downloads to a second
-    server on another port. ``requests`` records ``(server, path, headers)``.
+    server on another port. ``revision`` is the only one served. ``requests`` records
+    ``(server, path, headers)``.
     """
 
     def __init__(
@@ -68,8 +74,11 @@ class Hub:
         token: Optional[str] = None,
         cdn: bool = False,
         delay: float = 0.0,
+        piece: int = 1024,
+        revision: str = "main",
     ):
         self.repo, self.lfs, self.listing, self.token, self.delay = repo, lfs, listing or {}, token, delay
+        self.piece, self.revision = piece, revision
         self.files = {self.path(n, subdir): b for n, b in files.items()}
         self.served = {self.path(n, subdir): b for n, b in (served or {}).items()}
         self.faults = {(n if n.startswith("tree:") else self.path(n, subdir)): list(f) for n, f in (faults or {}).items()}
@@ -90,7 +99,7 @@ class Hub:
 
     def gets(self, path: str, server: str = "hub") -> list[dict[str, str]]:
         """Headers of each GET of file ``path`` (its repository path) on ``server``."""
-        return [h for s, p, h in self.requests if s == server and p.endswith(f"/resolve/main/{path}")]
+        return [h for s, p, h in self.requests if s == server and p.endswith(f"/resolve/{self.revision}/{path}")]
 
     def tree(self, folder: str) -> bytes:
         if folder in self.listing:
@@ -119,12 +128,12 @@ class Hub:
                     hub.requests.append((role, self.path, dict(self.headers)))
                 if role == "hub" and hub.token and self.headers.get("Authorization") != f"Bearer {hub.token}":
                     return self.answer(401, b"")
-                tree = f"/api/models/{hub.repo}/tree/main"
+                tree = f"/api/models/{hub.repo}/tree/{hub.revision}"
                 if role == "hub" and (self.path == tree or self.path.startswith(tree + "/")):
                     folder = self.path[len(tree) + 1:]
                     hub.listed.append(folder)
                     return hub.respond(self, f"tree:{folder}", hub.tree(folder))
-                prefix = f"/{hub.repo}/resolve/main/"
+                prefix = f"/{hub.repo}/resolve/{hub.revision}/"
                 path = self.path[len(prefix):] if self.path.startswith(prefix) else None
                 if path not in hub.files:
                     return self.answer(404, b"")
@@ -174,9 +183,19 @@ class Hub:
             return self.send_body(h, 206, body[start:], fault, headers)
         self.send_body(h, 200, body, fault, {})
 
-    @staticmethod
-    def send_body(h, code: int, body: bytes, fault: str, headers: dict[str, str]) -> None:
-        if fault == "drop":
+    def send_body(self, h, code: int, body: bytes, fault: str, headers: dict[str, str]) -> None:
+        if fault in ("trickle", "pause"):
+            h.answer(code, b"", headers, length=len(body))
+            h.close_connection = True
+            if fault == "trickle":
+                parts = [body[i:i + self.piece] for i in range(0, len(body), self.piece)]
+            else:
+                parts = [body[: len(body) // 2], body[len(body) // 2:]]
+            for i, part in enumerate(parts):
+                if i:
+                    time.sleep(self.delay)
+                h.wfile.write(part)
+        elif fault == "drop":
             h.answer(code, body[: len(body) // 2], headers, length=len(body))
             h.close_connection = True
         elif fault == "long":
@@ -191,12 +210,37 @@ class Hub:
             s.server_close()
 
 
+def hf_cache(root: Path, repo: str, files: dict[str, bytes], commit: str, *, refs: Iterable[str] = ("main",),
+             links: bool = True, lfs: Callable[[str], bool] = default_lfs) -> Path:
+    """Lay ``files`` (repository path -> bytes) out under ``root`` as ``huggingface_hub`` caches
+    them at ``commit``: blobs named by SHA-256 (LFS) or git blob id, snapshot entries that
+    link to them (copies if not ``links``), and ``refs``; returns the repository's folder."""
+    folder = root / ("models--" + repo.replace("/", "--"))
+    for path, b in files.items():
+        blob = folder / "blobs" / (hashlib.sha256(b).hexdigest() if lfs(path) else git_blob_id(b))
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        blob.write_bytes(b)
+        entry = folder / "snapshots" / commit / path
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        if links:
+            entry.symlink_to(os.path.relpath(blob, entry.parent))
+        else:
+            entry.write_bytes(b)
+    for ref in refs:
+        (folder / "refs" / ref).parent.mkdir(parents=True, exist_ok=True)
+        (folder / "refs" / ref).write_text(commit)
+    return folder
+
+
 def isolate(tmp_path, monkeypatch):
-    """A fresh ``$ROUTECORE_HOME`` under ``tmp_path``, no ``HF_*`` variables, fast retries; returns the home."""
-    from routecore import models, models_pull
+    """A fresh ``$ROUTECORE_HOME`` under ``tmp_path``, an empty Hugging Face cache ``tmp_path/hf``
+    (never the user's), no other ``HF_*`` variables, fast retries; returns the home."""
+    from routecore import hf_cache, hub_http, models, models_pull
 
     monkeypatch.setenv(models.HOME_ENV, str(tmp_path / "home"))
-    for var in (models.HUB_ENV, models_pull.ENDPOINT_ENV, models_pull.TOKEN_ENV, models_pull.OFFLINE_ENV):
+    monkeypatch.setenv(hf_cache.HUB_CACHE_ENVS[0], str(tmp_path / "hf"))
+    hf_vars = (models_pull.ENDPOINT_ENV, models_pull.TOKEN_ENV, models_pull.OFFLINE_ENV, *hf_cache.HUB_CACHE_ENVS[1:], hf_cache.HOME_ENV)
+    for var in (models.HUB_ENV, *hf_vars):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(models_pull, "BACKOFF_S", 0.01)
+    monkeypatch.setattr(hub_http, "BACKOFF_S", 0.01)
     return tmp_path / "home"

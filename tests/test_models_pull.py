@@ -1,5 +1,7 @@
 """`models pull` that survives bad networks and bad hubs (issue 13 §3, issue 16 §3).
 
+The Hugging Face cache and the known models' pins are tested in test_models.py.
+
 Every test talks to :class:`fake_hub.Hub` on 127.0.0.1 and pulls a small made-up
 model: LFS weights in ``onnx/`` and a plain-git ``tokenizer.json`` at the root.
 """
@@ -301,11 +303,6 @@ def test_bad_model_source_is_a_model_error(kw):
         models.ModelSource(**{"repo": REPO, "subdir": "onnx", "files": ("model.onnx",), **kw})
 
 
-def test_known_models_are_well_formed():
-    for src in models.REGISTRY.values():
-        assert all(f in src.files for f in src.sha256)
-
-
 # --- 4. pins, HF_ENDPOINT / HF_TOKEN / HF_HUB_OFFLINE, retries, resume --------------
 
 
@@ -403,6 +400,36 @@ def test_unreachable_hub_is_retried_then_a_download_error(target, monkeypatch):
     monkeypatch.setenv(models.HUB_ENV, "http://127.0.0.1:9")
     with pytest.raises(DownloadError, match="failed after 2 attempts: cannot reach"):
         pull(retries=1, timeout=2)
+
+
+def test_a_slow_but_steady_server_is_waited_for(serve, target):
+    """15 pieces 0.1 s apart: each wait is well under the timeout and the rate far above a
+    stall, so the download goes on for more than twice the timeout, in one request."""
+    hub = serve(faults={"onnx/model.onnx": ["trickle"]}, piece=20_000, delay=0.1)
+    t0 = time.monotonic()
+    assert content(pull(timeout=0.5)) == GOOD
+    assert time.monotonic() - t0 >= 1.4
+    assert [h.get("Range") for h in hub.gets("onnx/model.onnx")] == [None]
+
+
+def test_a_pause_longer_than_the_timeout_is_resumed(serve, target):
+    hub = serve(faults={"onnx/model.onnx": ["pause"]}, delay=1.0)
+    assert content(pull(timeout=0.3)) == GOOD
+    assert [h.get("Range") for h in hub.gets("onnx/model.onnx")] == [None, f"bytes={len(WEIGHTS) // 2}-"]
+
+
+@pytest.mark.parametrize("fault, delay, why", [("trickle", 0.05, "stalled: .* bytes in .* s"), ("pause", 2.0, "timed out")])
+def test_a_server_that_stalls_every_time_fails_in_bounded_time(serve, target, fault, delay, why):
+    """20 bytes every 0.05 s never trips a 0.5 s read timeout, but is under the stall rate;
+    a pause of 2 s trips the timeout. Each retry resumes where the last one stopped."""
+    hub = serve(faults={"onnx/model.onnx": [fault] * 9}, piece=20, delay=delay)
+    t0 = time.monotonic()
+    with pytest.raises(DownloadError, match=f"failed after 3 attempts: .*{why}"):
+        pull(timeout=0.5, retries=2)
+    assert time.monotonic() - t0 < 5
+    ranges = [h.get("Range") for h in hub.gets("onnx/model.onnx")]
+    assert len(ranges) == 3 and ranges[0] is None and all(r.startswith("bytes=") for r in ranges[1:])
+    assert not target.exists()
 
 
 def test_dropped_lfs_download_resumes_with_range(serve, target):

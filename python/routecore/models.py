@@ -1,9 +1,9 @@
 """Model folders: the bundled default, the local cache and `models pull`.
 
 ``pull`` downloads a model named in :data:`REGISTRY` from a Hugging Face-compatible
-hub into ``$ROUTECORE_HOME/models/NAME``; :mod:`routecore.models_pull` does the
-network part (listing checks, size and checksum verification, retries, resume,
-the per-model lock and the atomic install).
+hub (or takes it from the Hugging Face cache) into ``$ROUTECORE_HOME/models/NAME``;
+:mod:`routecore.models_pull` does that part (listing checks, size and checksum
+verification, retries, resume, the per-model lock and the atomic install).
 """
 
 from __future__ import annotations
@@ -62,17 +62,25 @@ def _safe_rel_path(path: str) -> bool:
     return bool(path) and "\\" not in path and "\0" not in path and all(p not in ("", ".", "..") for p in parts)
 
 
-#: Models that `routecore models pull NAME` knows. bge-m3: the official ONNX export
-#: (dense output = CLS of last_hidden_state, 1024 dims, XLM-R tokenizer).
-#: Neither entry pins ``revision`` or ``sha256`` yet: the upstream commit SHAs and
-#: file hashes could not be checked from here (shared/models holds re-exports, not
-#: the upstream files), and a guessed pin would refuse every pull. Until they are
-#: set, a pull verifies against the hub's own listing (LFS SHA-256, git blob id, size).
+#: Models that `routecore models pull NAME` knows, each pinned to a commit and every file
+#: to its SHA-256. bge-m3: the official ONNX export (dense output = CLS of
+#: last_hidden_state, 1024 dims, XLM-R tokenizer). The hubs cannot be reached from where
+#: these pins were written, and shared/models holds re-exports, not these files: the
+#: commits and hashes are the ones that several independent public projects pin for the
+#: same files at the same commits (bge-m3 onnx/model.onnx 724,923 bytes, model.onnx_data
+#: 2,266,820,608, onnx/tokenizer.json 17,082,821; MiniLM model_quint8_avx2.onnx 23,046,789,
+#: tokenizer.json 466,247). A wrong pin refuses the pull, naming both hashes.
 REGISTRY: dict[str, ModelSource] = {
     "bge-m3": ModelSource(
         repo="BAAI/bge-m3",
         subdir="onnx",
         files=("model.onnx", "model.onnx_data", "tokenizer.json"),
+        revision="5617a9f61b028005a4858fdac845db406aefb181",
+        sha256={
+            "model.onnx": "f84251230831afb359ab26d9fd37d5936d4d9bb5d1d5410e66442f630f24435b",
+            "model.onnx_data": "1eebfb28493f67bba03ce0ef64bfdc7fc5a3bd9d7493f818bb1d78cd798416b4",
+            "tokenizer.json": "6710678b12670bc442b99edc952c4d996ae309a7020c1fa0096dd245c2faf790",
+        },
         config={
             "pooling": "cls",
             "normalize": True,
@@ -95,6 +103,11 @@ REGISTRY: dict[str, ModelSource] = {
         repo="sentence-transformers/all-MiniLM-L6-v2",
         subdir="onnx",
         files=("model_quint8_avx2.onnx", "/tokenizer.json"),
+        revision="c9745ed1d9f207416be6d2e6f8de32d1f16199bf",
+        sha256={
+            "model_quint8_avx2.onnx": "b941bf19f1f1283680f449fa6a7336bb5600bdcd5f84d10ddc5cd72218a0fd21",
+            "/tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+        },
         config={
             "pooling": "mean",
             "normalize": True,
@@ -154,14 +167,17 @@ def pull(
 ) -> Path:
     """Download model ``name`` from the registry into the cache; returns its folder.
 
-    The model becomes visible only once every file matched the hub's listing
-    (size, LFS SHA-256, git blob id), the ``Content-Length`` and any pin; a failed
-    pull leaves the folder as it was, also with ``force``. Concurrent pulls of one
-    model wait for each other. ``timeout`` bounds each network read; transient
-    failures are retried ``retries`` times with backoff. The endpoint is
-    ``$ROUTECORE_HUB_ENDPOINT``, else ``$HF_ENDPOINT``, else the Hugging Face hub;
-    ``$HF_TOKEN`` is sent as a bearer token; ``$HF_HUB_OFFLINE=1`` forbids the
-    network. Progress goes to stderr unless ``quiet``. Errors are
+    The model becomes visible only once every file matched its pin and the hub's
+    listing (size, LFS SHA-256, git blob id) and the ``Content-Length``; a failed
+    pull leaves the folder as it was, also with ``force``. Files already in the
+    Hugging Face cache at the pinned revision are verified and used instead of
+    downloaded (the cache is only read). Concurrent pulls of one model wait for each
+    other. ``timeout`` bounds each wait for the server, and a transfer slower than
+    1 KiB/s over ``timeout`` seconds is a stall; transient failures are retried
+    ``retries`` times with backoff. The endpoint is ``$ROUTECORE_HUB_ENDPOINT``,
+    else ``$HF_ENDPOINT``, else the Hugging Face hub; ``$HF_TOKEN`` is sent as a
+    bearer token; with ``$HF_HUB_OFFLINE=1`` only the Hugging Face cache is used.
+    Progress goes to stderr unless ``quiet``. Errors are
     :class:`~routecore.errors.ModelError` (unknown name) or
     :class:`~routecore.errors.DownloadError`.
     """

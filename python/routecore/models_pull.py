@@ -1,4 +1,4 @@
-"""The network half of `routecore models pull`: checked, retried, resumable, locked and atomic.
+"""`routecore models pull`: checked, retried, resumable, locked and atomic.
 
 A pull of a :class:`~routecore.models.ModelSource` into the folder ``T``
 (``$ROUTECORE_HOME/models/NAME``):
@@ -6,53 +6,71 @@ A pull of a :class:`~routecore.models.ModelSource` into the folder ``T``
 1. holds ``.T.lock`` next to ``T`` (``fcntl.flock``, released even if the process
    dies), so a second pull of the same model waits, then finds it installed; it
    also removes the temporary folders that a killed pull left;
-2. lists each folder of the repository (``/api/models/{repo}/tree/{revision}/{folder}``)
-   and checks the listing: a JSON list of objects, each a direct child of that
-   folder with a plain relative ``path``, an integer ``size`` and, for LFS files, an
-   ``lfs.oid`` SHA-256 whose ``lfs.size`` agrees. Anything else, including a path
-   with ``..`` or an absolute one, is a :class:`~routecore.errors.DownloadError`;
-3. downloads each file (``/{repo}/resolve/{revision}/{path}``) into a fresh
+2. takes each file that the Hugging Face cache already holds, verified
+   (:mod:`routecore.hf_cache`): a pinned file before any network access, any other
+   once the listing gives its hashes;
+3. lists each folder of the repository that the other files are in
+   (``/api/models/{repo}/tree/{revision}/{folder}``) and checks the listing: a JSON
+   list of objects, each a direct child of that folder with a plain relative
+   ``path``, an integer ``size`` and, for LFS files, an ``lfs.oid`` SHA-256 whose
+   ``lfs.size`` agrees. Anything else, including a path with ``..`` or an absolute
+   one, is a :class:`~routecore.errors.DownloadError`;
+4. downloads each remaining file (``/{repo}/resolve/{revision}/{path}``) into a fresh
    ``tempfile.mkdtemp`` folder next to ``T``, checks ``Content-Length`` and the byte
    count against the listed size, then the SHA-256 (the model's pin, else the LFS
    listing) or, for a non-LFS file, the git blob id that the listing gives as ``oid``;
-4. writes ``config.json`` and renames the folder to ``T``. An installed ``T`` is set
+5. writes ``config.json`` and renames the folder to ``T``. An installed ``T`` is set
    aside only then, and deleted once the new folder is in place, so a bad download
    never touches it.
 
 HTTP 5xx, 408 and 429, refused or dropped connections, timeouts and short bodies are
 retried with exponential backoff (a numeric ``Retry-After`` is honoured up to a
-minute). A file whose SHA-256 is known downloads into ``.T.downloads/`` and resumes
-there with a ``Range`` request, within a pull and across pulls; if a resumed file
-fails its checksum, it is downloaded again from the start.
+minute). ``timeout`` bounds each wait for the server; a server that keeps sending
+but below ``STALL_BYTES_PER_S`` over a ``timeout``-long stretch is a stall, retried
+the same way, so a trickle cannot hold a pull forever. A file whose SHA-256 is known
+downloads into ``.T.downloads/`` and resumes there with a ``Range`` request, within
+a pull and across pulls; if a resumed file fails its checksum, it is downloaded
+again from the start.
 
 The endpoint is ``$ROUTECORE_HUB_ENDPOINT``, else ``$HF_ENDPOINT``, else
 ``https://huggingface.co``. ``$HF_TOKEN`` goes as ``Authorization: Bearer`` to that
-endpoint's origin only, never to a host that it redirects to (a CDN).
-``$HF_HUB_OFFLINE=1`` refuses any download.
+endpoint's origin only, never to a host that it redirects to (a CDN). With
+``$HF_HUB_OFFLINE=1`` nothing touches the network: a model that the Hugging Face
+cache holds complete at the pinned revision installs from it, anything else is a
+DownloadError naming each missing or failing file.
+
+The Hugging Face cache is read, never written: a pull writes only under
+``$ROUTECORE_HOME`` (the project's rule: no surprise files), and filling another
+tool's cache would be one. Files taken from it are hard links where possible, so
+they cost no second copy of the bytes.
+
+``huggingface_hub`` is not a dependency, not even an optional one: the 2.4.0 wheel is
+0.86 MB, and with the 13 packages it needs that routecore does not (``hf-xet`` alone
+a 4.3 MB wheel, 11.4 MB installed) it downloads 6.4 MB and installs 29.8 MB, against
+30 KB of stdlib-only source here (this module, :mod:`routecore.hub_http`,
+:mod:`routecore.hf_cache`). It writes into its own cache by default, and what it adds
+(Xet chunked transfers, parallel files) does not pay for that on three-file models.
 """
 
 from __future__ import annotations
 
-import hashlib
-import http.client
 import json
 import os
 import re
 import shutil
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Iterator, Optional, TypeVar
-from urllib.parse import quote, urlsplit
+from typing import Any, Callable, Iterator, Optional
+from urllib.parse import quote
 
+from routecore import hf_cache
 from routecore.errors import DownloadError
-from routecore.models import _SHA256, HUB_ENV, ModelSource, _safe_rel_path
+from routecore.hf_cache import Entry
+from routecore.hub_http import TOKEN_ENV, Client, Note, parse_listing  # noqa: F401 - TOKEN_ENV: one place for the HF_* names
+from routecore.models import HUB_ENV, ModelSource
 
 try:
     import fcntl
@@ -61,40 +79,8 @@ except ImportError:  # not POSIX: no lock; temporary names still never collide
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 ENDPOINT_ENV = "HF_ENDPOINT"
-TOKEN_ENV = "HF_TOKEN"
 OFFLINE_ENV = "HF_HUB_OFFLINE"
-#: First wait between attempts in seconds; it doubles each time, up to BACKOFF_MAX_S.
-BACKOFF_S = 0.5
-BACKOFF_MAX_S = 8.0
 LISTING_MAX_BYTES = 32 << 20
-CHUNK = 1 << 20
-USER_AGENT = "routecore-models-pull"
-_SHA1 = re.compile(r"[0-9a-f]{40}")
-_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
-_T = TypeVar("_T")
-Note = Callable[[str], None]
-
-
-class _Transient(Exception):
-    """A failure that another attempt may not meet: 5xx, a dropped connection, a short body."""
-
-    def __init__(self, message: str, wait: Optional[float] = None) -> None:
-        super().__init__(message)
-        self.wait = wait
-
-
-class _RangeRefused(_Transient):
-    """HTTP 416: the server will not resume where the partial file ends."""
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One file of a checked listing: its path from the repository root, size and hashes."""
-
-    path: str
-    size: int
-    sha256: Optional[str] = None
-    git_sha1: Optional[str] = None
 
 
 def offline() -> bool:
@@ -105,225 +91,6 @@ def offline() -> bool:
 def endpoint() -> str:
     """The hub's base URL: ``$ROUTECORE_HUB_ENDPOINT``, ``$HF_ENDPOINT`` or the Hugging Face hub."""
     return (os.environ.get(HUB_ENV) or os.environ.get(ENDPOINT_ENV) or DEFAULT_ENDPOINT).rstrip("/")
-
-
-def _size(value: Any) -> Optional[int]:
-    """``value`` if it is a non-negative int (not a bool), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def parse_listing(raw: bytes, folder: str, url: str) -> dict[str, Entry]:
-    """The files of one tree listing by path; raises DownloadError on anything malformed."""
-
-    def bad(why: str) -> DownloadError:
-        return DownloadError(f"malformed file listing from {url}: {why}")
-
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
-        raise bad(f"not JSON ({e})") from None
-    if not isinstance(data, list):
-        raise bad(f"expected a JSON list, got {type(data).__name__}")
-    out: dict[str, Entry] = {}
-    for i, row in enumerate(data):
-        if not isinstance(row, dict):
-            raise bad(f"entry {i} is a {type(row).__name__}, not an object")
-        path, kind = row.get("path"), row.get("type", "file")
-        if not isinstance(path, str) or not isinstance(kind, str):
-            raise bad(f"entry {i} needs a string 'path' and 'type'")
-        if not _safe_rel_path(path) or path.rpartition("/")[0] != folder:
-            raise bad(f"entry {i} path {path!r} is not a plain relative path inside {folder or 'the root'!r}")
-        if kind != "file":
-            continue
-        size, lfs, oid = _size(row.get("size")), row.get("lfs"), row.get("oid")
-        if size is None:
-            raise bad(f"{path!r} has no non-negative integer 'size' ({row.get('size')!r})")
-        if path in out:
-            raise bad(f"{path!r} is listed twice")
-        if lfs is None:
-            if oid is not None and not isinstance(oid, str):
-                raise bad(f"{path!r} has a non-string 'oid' ({oid!r})")
-            out[path] = Entry(path, size, git_sha1=oid if oid and _SHA1.fullmatch(oid) else None)
-            continue
-        sha = lfs.get("oid", lfs.get("sha256")) if isinstance(lfs, dict) else None
-        if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
-            raise bad(f"{path!r} has an 'lfs' without a SHA-256 'oid' ({lfs!r})")
-        if "size" in lfs and _size(lfs["size"]) != size:
-            raise bad(f"{path!r}: lfs.size {lfs['size']!r} is not size {size}")
-        out[path] = Entry(path, size, sha256=sha)
-    return out
-
-
-def _origin(url: str) -> tuple[str, str]:
-    parts = urlsplit(url)
-    return parts.scheme.lower(), parts.netloc.lower()
-
-
-class _TokenStaysHome(urllib.request.HTTPRedirectHandler):
-    """Follows redirects, dropping ``Authorization`` when one leaves the origin (a CDN)."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
-        new = super().redirect_request(req, fp, code, msg, headers, newurl)
-        if new is not None and _origin(newurl) != _origin(req.full_url):
-            new.remove_header("Authorization")
-        return new
-
-
-def _retry_after(value: Optional[str]) -> Optional[float]:
-    try:
-        return min(max(float(value), 0.0), 60.0) if value is not None else None
-    except ValueError:  # an HTTP date: use the backoff
-        return None
-
-
-def _content_length(r: Any, url: str) -> Optional[int]:
-    value = r.headers.get("Content-Length")
-    if value is None:
-        return None
-    n = int(value) if value.strip().isascii() and value.strip().isdigit() else None
-    if n is None:
-        raise DownloadError(f"{url}: bad Content-Length {value!r}")
-    return n
-
-
-def _chunks(r: Any, url: str) -> Iterator[bytes]:
-    """The body of ``r`` in chunks; a broken connection is transient."""
-    while True:
-        try:
-            chunk = r.read(CHUNK)
-        except (OSError, http.client.HTTPException) as e:
-            raise _Transient(f"connection to {url} broke: {e!r}") from None
-        if not chunk:
-            return
-        yield chunk
-
-
-class _Client:
-    """HTTP to one hub: headers and token, error mapping, retries, downloads."""
-
-    def __init__(self, base: str, timeout: float, retries: int, note: Note) -> None:
-        self.base, self.timeout, self.retries, self.note = base, timeout, max(0, retries), note
-        self.token = os.environ.get(TOKEN_ENV) or None
-        self.opener = urllib.request.build_opener(_TokenStaysHome())
-
-    def open(self, url: str, headers: Optional[dict[str, str]] = None) -> Any:
-        """The response to GET ``url``; HTTP errors become _Transient or DownloadError."""
-        req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, **(headers or {})})
-        if self.token and _origin(url) == _origin(self.base):
-            req.add_header("Authorization", f"Bearer {self.token}")
-        try:
-            return self.opener.open(req, timeout=self.timeout)
-        except urllib.error.HTTPError as e:
-            e.close()
-            if e.code >= 500 or e.code in (408, 429):
-                raise _Transient(f"HTTP {e.code} from {url}", _retry_after(e.headers.get("Retry-After"))) from None
-            if e.code == 416:
-                raise _RangeRefused(f"HTTP 416 from {url}") from None
-            hint = f" (set {TOKEN_ENV} for a gated or private repository)" if e.code in (401, 403) else ""
-            raise DownloadError(f"HTTP {e.code} {e.reason} from {url}{hint}") from None
-        except ValueError as e:
-            raise DownloadError(f"bad hub URL {url!r}: {e}") from None
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
-            raise _Transient(f"cannot reach {url}: {getattr(e, 'reason', None) or e!r}") from None
-
-    def retrying(self, what: str, fn: Callable[[], _T]) -> _T:
-        """``fn()``, retried with backoff while it fails transiently."""
-        for attempt in range(self.retries + 1):
-            try:
-                return fn()
-            except _Transient as e:
-                if attempt == self.retries:
-                    raise DownloadError(f"{what} failed after {attempt + 1} attempts: {e}") from None
-                wait = e.wait if e.wait is not None else min(BACKOFF_S * 2**attempt, BACKOFF_MAX_S)
-                self.note(f"{e}; retry {attempt + 1}/{self.retries} in {wait:.1f} s")
-                time.sleep(wait)
-        raise AssertionError("unreachable")
-
-    def get_bytes(self, url: str, limit: int) -> bytes:
-        """The whole body of ``url`` (at most ``limit`` bytes), retried."""
-
-        def once() -> bytes:
-            with self.open(url) as r:
-                expected, body = _content_length(r, url), bytearray()
-                for chunk in _chunks(r, url):
-                    body += chunk
-                    if len(body) > limit:
-                        raise DownloadError(f"{url} sends more than {limit} bytes")
-            if expected is not None and len(body) != expected:
-                raise _Transient(f"{url}: connection closed after {len(body)} of {expected} bytes")
-            return bytes(body)
-
-        return self.retrying(f"GET {url}", once)
-
-    def download(self, url: str, entry: Entry, sha256: Optional[str], part: Path, show: Callable[[int], None]) -> None:
-        """One attempt to put ``entry``'s verified content at ``part``.
-
-        With a known ``sha256`` the bytes already in ``part`` are kept and the rest
-        requested with ``Range``; without one the download starts over.
-        """
-        if part.is_symlink():  # planted: drop the link, never read or write through it
-            part.unlink()
-        have = part.stat().st_size if sha256 and part.is_file() else 0
-        if have > entry.size:
-            part.unlink()
-            have = 0
-        if have < entry.size or entry.size == 0:
-            self._fetch(url, entry, part, have, show)
-        problem = _verify(part, entry, sha256)
-        if problem:
-            part.unlink()
-            if have:  # the bytes kept from before may be the bad ones: start over
-                raise _Transient(f"resumed {entry.path} failed its checksum ({problem}); downloading it again")
-            raise DownloadError(f"checksum mismatch for {entry.path} from {url}: {problem}")
-
-    def _fetch(self, url: str, entry: Entry, part: Path, have: int, show: Callable[[int], None]) -> None:
-        try:
-            r = self.open(url, {"Range": f"bytes={have}-"} if have else None)
-        except _RangeRefused:
-            part.unlink()
-            raise _Transient(f"{url} refused to resume at byte {have}; starting over") from None
-        with r:
-            if have and r.status == 206:
-                m = _CONTENT_RANGE.fullmatch(r.headers.get("Content-Range", "").strip())
-                if not m or (int(m[1]), int(m[2]), int(m[3])) != (have, entry.size - 1, entry.size):
-                    raise DownloadError(f"{url}: Content-Range {r.headers.get('Content-Range')!r} does not continue byte {have} of {entry.size}")
-            else:
-                have = 0  # the server sends the whole file
-            length = _content_length(r, url)
-            if length is not None and length != entry.size - have:
-                raise DownloadError(f"{url}: Content-Length {length} but the listing gives {entry.size} bytes" + (f" ({entry.size - have} from byte {have})" if have else ""))
-            done = have
-            # The part file's name is predictable: never follow a link planted there.
-            flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if have else os.O_TRUNC) | getattr(os, "O_NOFOLLOW", 0)
-            with os.fdopen(os.open(part, flags, 0o644), "ab" if have else "wb") as f:
-                for chunk in _chunks(r, url):
-                    done += len(chunk)
-                    if done > entry.size:
-                        raise DownloadError(f"{url} sends more than the {entry.size} bytes listed")
-                    f.write(chunk)
-                    show(done)
-        if done < entry.size:
-            raise _Transient(f"{url}: connection closed after {done} of {entry.size} bytes")
-
-
-def _verify(path: Path, entry: Entry, sha256: Optional[str]) -> Optional[str]:
-    """What is wrong with the content of ``path``, or None."""
-    h = hashlib.sha256()
-    git = hashlib.sha1(b"blob %d\0" % entry.size, usedforsecurity=False) if entry.git_sha1 else None
-    size = 0
-    with open(path, "rb") as f:
-        while block := f.read(CHUNK):
-            size += len(block)
-            h.update(block)
-            if git:
-                git.update(block)
-    if size != entry.size:
-        return f"{size} bytes, the listing gives {entry.size}"
-    if sha256 and h.hexdigest() != sha256:
-        return f"SHA-256 {h.hexdigest()}, expected {sha256}"
-    if git and git.hexdigest() != entry.git_sha1:
-        return f"git blob id {git.hexdigest()}, the listing gives {entry.git_sha1}"
-    return None
 
 
 def _progress(name: str, total: Optional[int]) -> Callable[[int], None]:
@@ -402,14 +169,14 @@ def _install(staging: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _listings(src: ModelSource, client: _Client) -> dict[str, Entry]:
-    """The checked listing entries of every folder that ``src`` takes files from."""
+def _listings(src: ModelSource, client: Client, files: list[str]) -> dict[str, Entry]:
+    """The checked listing entries of every folder that ``files`` (of ``src``) are in."""
     entries: dict[str, Entry] = {}
     rev = quote(src.revision, safe="")
-    for folder in dict.fromkeys(src.repo_path(f).rpartition("/")[0] for f in src.files):
+    for folder in dict.fromkeys(src.repo_path(f).rpartition("/")[0] for f in files):
         url = f"{client.base}/api/models/{src.repo}/tree/{rev}/{quote(folder)}".rstrip("/")
         entries.update(parse_listing(client.get_bytes(url, LISTING_MAX_BYTES), folder, url))
-    missing = [src.repo_path(f) for f in src.files if src.repo_path(f) not in entries]
+    missing = [src.repo_path(f) for f in files if src.repo_path(f) not in entries]
     if missing:
         raise DownloadError(f"{src.repo} at {src.revision} has no {missing} (found {sorted(entries)})")
     return entries
@@ -422,23 +189,62 @@ def _expected_sha256(src: ModelSource, file: str, entry: Entry) -> Optional[str]
     return pin or entry.sha256
 
 
-def _pull_locked(src: ModelSource, target: Path, client: _Client, quiet: bool) -> Path:
-    entries = _listings(src, client)
+def _from_cache(src: ModelSource, file: str, entry: Optional[Entry], sha256: Optional[str], dest: Path, note: Note) -> Optional[str]:
+    """Put ``file`` at ``dest`` from the Hugging Face cache, verified; None once done, else why not.
+
+    The expected content is ``sha256`` and ``entry`` (from the listing); without a
+    listing, a file whose SHA-256 is not pinned is held to the name of its blob.
+    """
+    path = src.repo_path(file)
+    why = "not in the cache"
+    for blob in hf_cache.candidates(src.repo, src.revision, path, (sha256, entry.git_sha1 if entry else None)):
+        named_sha, named_git = hf_cache.claims(blob)
+        want = entry or Entry(path, blob.stat().st_size, sha256 or named_sha, None if sha256 or named_sha else named_git)
+        sha = sha256 or want.sha256
+        if (named_sha and sha and named_sha != sha) or (named_git and want.git_sha1 and named_git != want.git_sha1):
+            why = f"the cache holds another version ({blob.name})"
+            continue
+        if not (sha or want.git_sha1):
+            why = f"{blob} cannot be checked (no pinned SHA-256, and it is not a blob named by its hash)"
+            continue
+        problem = hf_cache.place(blob, dest, want, sha)
+        if problem is None:
+            note(f"{path}: taken from the Hugging Face cache ({blob})")
+            return None
+        why = f"{blob} failed its check: {problem}"
+        note(f"{path}: {why}; not using it")
+    return why
+
+
+def _pull_locked(src: ModelSource, target: Path, client: Client, quiet: bool) -> Path:
     downloads = target.parent / f".{target.name}.downloads"
     staging = _temp_dir(target, "partial")
     rev = quote(src.revision, safe="")
+    name = {f: PurePosixPath(f).name for f in src.files}
     try:
-        for file in src.files:
-            entry, name = entries[src.repo_path(file)], PurePosixPath(file).name
+        # A pinned file needs no listing; with no network, neither does one that a blob name vouches for.
+        missing = {f: _from_cache(src, f, None, src.sha256.get(f), staging / name[f], client.note)
+                   for f in src.files if f in src.sha256 or offline()}
+        pending = [f for f in src.files if missing.get(f, "") is not None]
+        if pending and offline():
+            what = "; ".join(f"{src.repo_path(f)}: {missing[f]}" for f in pending)
+            raise DownloadError(f"{OFFLINE_ENV} is set and the Hugging Face cache {hf_cache.repo_folder(src.repo)} lacks "
+                                f"{src.repo} at {src.revision}: {what} (unset {OFFLINE_ENV} to download)")
+        entries = _listings(src, client, pending) if pending else {}
+        for file in pending:
+            entry = entries[src.repo_path(file)]
             sha256 = _expected_sha256(src, file, entry)
+            if file not in missing and (sha256 or entry.git_sha1):
+                if _from_cache(src, file, entry, sha256, staging / name[file], client.note) is None:
+                    continue
             if sha256:
                 downloads.mkdir(exist_ok=True)
-            part = downloads / f"{sha256}.incomplete" if sha256 else staging / name
+            part = downloads / f"{sha256}.incomplete" if sha256 else staging / name[file]
             url = f"{client.base}/{src.repo}/resolve/{rev}/{quote(entry.path)}"
-            show = _silent if quiet else _progress(name, entry.size)
+            show = _silent if quiet else _progress(name[file], entry.size)
             client.retrying(f"download of {url}", partial(client.download, url, entry, sha256, part, show))
-            if part != staging / name:
-                os.replace(part, staging / name)
+            if part != staging / name[file]:
+                os.replace(part, staging / name[file])
         (staging / "config.json").write_text(json.dumps(src.config, indent=2))
         _install(staging, target)
     finally:
@@ -455,10 +261,8 @@ def pull_source(src: ModelSource, target: Path, *, force: bool, timeout: float, 
     """Install ``src`` at ``target`` as the module docstring describes; returns ``target``."""
     if (target / "config.json").is_file() and not force:
         return target
-    if offline():
-        raise DownloadError(f"{OFFLINE_ENV} is set: {src.repo} is not downloaded into {target} (unset {OFFLINE_ENV} to pull it)")
     note = _silent if quiet else _say
-    client = _Client(endpoint(), timeout, retries, note)
+    client = Client(endpoint(), timeout, retries, note)
     try:
         with _locked(target, note):
             if (target / "config.json").is_file() and not force:
