@@ -21,7 +21,8 @@ pub const MAGIC: &[u8; 8] = b"RCLEXIX\0";
 /// Current format version.
 pub const FORMAT_VERSION: u32 = 1;
 /// magic, version, reserved, payload length, CRC-32.
-const HEADER_LEN: usize = 8 + 4 + 4 + 8 + 4;
+/// The length of a lexical index file's header (magic, version, own fields, payload length, CRC).
+pub const HEADER_LEN: usize = 8 + 4 + 4 + 8 + 4;
 
 /// Serialise `index` (header + payload).
 pub fn to_bytes(index: &LexicalIndex) -> Vec<u8> {

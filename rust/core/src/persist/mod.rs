@@ -18,7 +18,8 @@ use crate::index::{FlatIndex, Interner};
 pub const MAGIC: &[u8; 8] = b"RCINDEX\0";
 /// Current format version.
 pub const FORMAT_VERSION: u32 = 1;
-const HEADER_LEN: usize = 8 + 4 + 4 + 8 + 1 + 1 + 6 + 8 + 4;
+/// The length of an index file's header (magic, version, own fields, payload length, CRC).
+pub const HEADER_LEN: usize = 8 + 4 + 4 + 8 + 1 + 1 + 6 + 8 + 4;
 
 /// Append `v` little-endian.
 fn put_u32(buf: &mut Vec<u8>, v: u32) {
