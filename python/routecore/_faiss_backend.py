@@ -4,8 +4,10 @@ index's interface and error types. Imported only when a FAISS backend is used.""
 from __future__ import annotations
 
 import threading
+from typing import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from routecore.errors import (
     BadKError,
@@ -42,13 +44,15 @@ class FaissIndex:
     """Entries live in FAISS under internal serial keys; HNSW cannot delete, so
     removed serials become tombstones that searches over-fetch and skip."""
 
-    def __init__(self, kind: str, dim: int, normalize: bool, m: int = 32, ef_search: int = 128):
+    def __init__(self, kind: str, dim: int, normalize: bool, m: int = 32, ef_search: int = 128) -> None:
         self.kind, self.dim, self.normalize = kind, dim, normalize
+        base: faiss.Index
         if kind == "faiss":
             base = faiss.IndexFlatIP(dim)
         else:
-            base = faiss.IndexHNSWFlat(dim, m, faiss.METRIC_INNER_PRODUCT)
-            base.hnsw.efSearch = ef_search
+            hnsw = faiss.IndexHNSWFlat(dim, m, faiss.METRIC_INNER_PRODUCT)
+            hnsw.hnsw.efSearch = ef_search
+            base = hnsw
         self._index = faiss.IndexIDMap2(base)
         self._lock = threading.RLock()
         self._next = 0
@@ -77,7 +81,7 @@ class FaissIndex:
             faiss.normalize_L2(v)
         return v
 
-    def _append(self, ids, v, labels, domains) -> None:
+    def _append(self, ids: np.ndarray, v: np.ndarray, labels: Sequence[str] | None, domains: Sequence[str] | None) -> None:
         n = len(ids)
         serials = np.arange(self._next, self._next + n, dtype=np.int64)
         self._next += n
@@ -91,7 +95,7 @@ class FaissIndex:
         for i, s in zip(ids.tolist(), serials.tolist()):
             self._serial_of[i] = s
 
-    def add(self, ids, vectors, labels=None, domains=None) -> None:
+    def add(self, ids: np.ndarray, vectors: np.ndarray, labels: Sequence[str] | None = None, domains: Sequence[str] | None = None) -> None:
         with self._lock:
             v = self._prepare(vectors, len(ids))
             seen: set[int] = set()
@@ -103,12 +107,14 @@ class FaissIndex:
 
     def _drop(self, serials: list[int]) -> None:
         if self.kind == "faiss":
-            self._index.remove_ids(np.asarray(serials, dtype=np.int64))
+            # faiss's stub has the C++ signature (an IDSelector); its Python wrapper
+            # (replacement_remove_ids) also takes an int64 id array, as here.
+            self._index.remove_ids(np.asarray(serials, dtype=np.int64))  # type: ignore[arg-type]
         else:
             self._tombstones += len(serials)
         self._alive[serials] = False
 
-    def update(self, ids, vectors, labels=None, domains=None) -> None:
+    def update(self, ids: np.ndarray, vectors: np.ndarray, labels: Sequence[str] | None = None, domains: Sequence[str] | None = None) -> None:
         with self._lock:
             v = self._prepare(vectors, len(ids))
             for i in ids.tolist():
@@ -122,7 +128,7 @@ class FaissIndex:
                 del self._serial_of[i]
             self._append(ids, v, keep_l, keep_d)
 
-    def remove(self, ids) -> None:
+    def remove(self, ids: np.ndarray) -> None:
         with self._lock:
             seen: set[int] = set()
             for i in ids.tolist():
@@ -133,7 +139,7 @@ class FaissIndex:
                 seen.add(i)
             self._drop([self._serial_of.pop(i) for i in ids.tolist()])
 
-    def search(self, queries, k: int):
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         with self._lock:
             n = len(self)
             if n == 0:
@@ -152,7 +158,7 @@ class FaissIndex:
             return d[0], ids[0], labels[0]
         return d, ids, labels
 
-    def _compact(self, d, s, k):
+    def _compact(self, d: np.ndarray, s: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         out_d = np.full((len(d), k), -np.inf, dtype=np.float32)
         out_s = np.zeros((len(d), k), dtype=np.int64)
         for r in range(len(d)):
@@ -161,7 +167,7 @@ class FaissIndex:
             out_d[r, : len(dd)], out_s[r, : len(ss)] = dd, ss
         return out_d, out_s
 
-    def _live(self) -> np.ndarray:
+    def _live(self) -> npt.NDArray[np.intp]:
         return np.flatnonzero(self._alive)
 
     def label_names(self) -> list[str]:

@@ -1,10 +1,43 @@
 """Type stubs of the native extension (hand-written; keep in sync with rust/python)."""
 
 from os import PathLike
-from typing import Any
+from typing import Any, Sequence, final
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypeAlias
+
+# The module's ``__all__`` (pyo3 fills it with every name added to the module, in order).
+__all__ = [
+    "__version__",
+    "RoutecoreError",
+    "DimensionMismatchError",
+    "EmptyIndexError",
+    "BadKError",
+    "UnknownIdError",
+    "DuplicateIdError",
+    "NonFiniteError",
+    "InvalidArgumentError",
+    "CorruptIndexError",
+    "ModelError",
+    "RuntimeUnavailableError",
+    "StorageIOError",
+    "FlatIndex",
+    "Encoder",
+    "LexicalIndex",
+    "lexical_tokens",
+    "topk",
+    "softmax",
+    "aggregate",
+    "apply_affinity",
+    "detect_collision",
+    "simd_level",
+    "parallel_cutoff",
+    "set_parallel_cutoff",
+    "read_bandwidth",
+    "route_parallel_cutoff",
+    "set_route_parallel_cutoff",
+]
 
 __version__: str
 
@@ -21,20 +54,24 @@ class ModelError(RoutecoreError): ...
 class RuntimeUnavailableError(RoutecoreError): ...
 class StorageIOError(RoutecoreError): ...
 
-F32 = npt.NDArray[np.float32]
+# Stub-only alias (private, so stubtest does not look for it at runtime).
+_F32: TypeAlias = npt.NDArray[np.float32]
 
+# A pyo3 class: not subclassable at runtime.
+@final
 class FlatIndex:
     """Flat exact index; inputs must be C-contiguous float32 (rank 1 or 2)."""
 
-    def __init__(self, dim: int, storage: str = "f32", normalize: bool = True) -> None: ...
-    def add(self, ids: npt.NDArray[np.uint64], vectors: F32, labels: list[str] | None = None, domains: list[str] | None = None) -> None: ...
-    def update(self, ids: npt.NDArray[np.uint64], vectors: F32, labels: list[str] | None = None, domains: list[str] | None = None) -> None: ...
+    # pyo3 ``#[new]``: the constructor is ``__new__`` (``__init__`` is object's).
+    def __new__(cls, dim: int, storage: str = "f32", normalize: bool = True) -> FlatIndex: ...
+    def add(self, ids: npt.NDArray[np.uint64], vectors: _F32, labels: list[str] | None = None, domains: list[str] | None = None) -> None: ...
+    def update(self, ids: npt.NDArray[np.uint64], vectors: _F32, labels: list[str] | None = None, domains: list[str] | None = None) -> None: ...
     def remove(self, ids: npt.NDArray[np.uint64]) -> None: ...
-    def search(self, queries: F32, k: int) -> tuple[F32, npt.NDArray[np.uint64], npt.NDArray[np.uint32]]: ...
-    def score_all(self, query: F32) -> F32: ...
+    def search(self, queries: _F32, k: int) -> tuple[_F32, npt.NDArray[np.uint64], npt.NDArray[np.uint32]]: ...
+    def score_all(self, query: _F32) -> _F32: ...
     def score_routes(
         self,
-        query: F32,
+        query: _F32,
         aggregation: str = "max",
         top_n: int = 3,
         temperature: float = 0.05,
@@ -48,7 +85,7 @@ class FlatIndex:
         exact_floor: float = ...,
         probabilities: bool = True,
         exact_routes: list[str] = ...,
-        bias: F32 | None = None,
+        bias: _F32 | None = None,
     ) -> dict[str, Any]:
         """One routing step. Keys: raw, bound, adjusted, probs, route_domains,
         top_scores, top_ids, top_labels, collision. With int8 storage, routes
@@ -69,7 +106,7 @@ class FlatIndex:
         ...
     def label_names(self) -> list[str]: ...
     def domain_names(self) -> list[str]: ...
-    def entries(self) -> tuple[npt.NDArray[np.uint64], F32, list[str], list[str]]:
+    def entries(self) -> tuple[npt.NDArray[np.uint64], _F32, list[str], list[str]]:
         """(ids, vectors, labels, domains) in row order, read under one lock."""
         ...
     @property
@@ -85,6 +122,8 @@ class FlatIndex:
     @staticmethod
     def load(path: str | PathLike[str]) -> FlatIndex: ...
 
+# A pyo3 class: not subclassable at runtime.
+@final
 class LexicalIndex:
     """BM25 index over short texts, each with a label code (see ``routecore_core::lexical``).
 
@@ -94,24 +133,26 @@ class LexicalIndex:
     NO_DOC: int
     """``exclude_doc`` entry meaning "no document" (2**32 - 1)."""
 
-    def __init__(self, stop_words: list[str] = ..., k1: float = 1.2, b: float = 0.75) -> None: ...
+    # pyo3 ``#[new]``; defaults: no stop words, k1 = 1.2, b = 0.75 (Rust constants, so the runtime
+    # signature shows ``...``).
+    def __new__(cls, stop_words: list[str] = ..., k1: float = ..., b: float = ...) -> LexicalIndex: ...
     def add(self, texts: list[str], labels: npt.NDArray[np.uint32] | list[int]) -> None:
         """Documents get ids ``len(self) ..``, in order; idf and lengths are updated for all."""
-    def score_labels(self, query: str, n_labels: int) -> F32:
+    def score_labels(self, query: str, n_labels: int) -> _F32:
         """Per label code ``0..n_labels``: the best BM25 over its documents (0: no shared token)."""
-    def score_labels_covered(self, query: str, n_labels: int) -> tuple[F32, float]:
+    def score_labels_covered(self, query: str, n_labels: int) -> tuple[_F32, float]:
         """``(score_labels(query, n_labels), coverage(query))`` from one tokenization."""
-    def score_labels_batch(self, queries: list[str], n_labels: int, exclude_doc: npt.NDArray[np.uint32] | list[int] | None = None) -> F32:
+    def score_labels_batch(self, queries: list[str], n_labels: int, exclude_doc: npt.NDArray[np.uint32] | list[int] | None = None) -> _F32:
         """(len(queries), n_labels) float32; ``exclude_doc[i]`` (``NO_DOC``: none) is left out of query i's
         label maxima (leave-one-out; idf and average length still count it)."""
-    def score_docs(self, query: str) -> F32:
+    def score_docs(self, query: str) -> _F32:
         """BM25 against every document, in document order."""
     def coverage(self, query: str, exclude: npt.NDArray[np.uint32] | list[int] | None = None) -> float:
         """Idf-weighted share of the query's distinct non-stop tokens that some document (not in
         ``exclude``) holds, in [0, 1]; a token none holds weighs as one of document frequency 0."""
-    def coverage_batch(self, queries: list[str], excluded: list[npt.NDArray[np.uint32] | list[int]] | None = None) -> F32:
+    def coverage_batch(self, queries: list[str], excluded: Sequence[npt.NDArray[np.uint32] | list[int]] | None = None) -> _F32:
         """``coverage`` of each query, ``excluded[i]`` left out of query i."""
-    def score_labels_covered_batch(self, queries: list[str], n_labels: int, excluded: list[npt.NDArray[np.uint32] | list[int]] | None = None) -> tuple[F32, F32]:
+    def score_labels_covered_batch(self, queries: list[str], n_labels: int, excluded: Sequence[npt.NDArray[np.uint32] | list[int]] | None = None) -> tuple[_F32, _F32]:
         """``score_labels_covered`` of each query, from one tokenization each: (len(queries), n_labels)
         scores and (len(queries),) coverages, ``excluded[i]`` left out of query i (its label maxima and
         coverage; idf and average length still count them)."""
@@ -141,10 +182,12 @@ class LexicalIndex:
 def lexical_tokens(text: str) -> list[str]:
     """The tokens of ``text`` as ``LexicalIndex`` sees them."""
 
+# A pyo3 class: not subclassable at runtime.
+@final
 class Encoder:
     @staticmethod
     def load(path: str | PathLike[str], runtime_path: str | PathLike[str], variant: str | None = None, threads: int | None = None, cache_size: int = 1024, spinning: bool = True) -> Encoder: ...
-    def encode(self, texts: list[str], kind: str = "query") -> tuple[F32, list[int], dict[str, int]]: ...
+    def encode(self, texts: list[str], kind: str = "query") -> tuple[_F32, list[int], dict[str, int]]: ...
     def tokenize(self, texts: list[str], kind: str = "query") -> tuple[list[list[int]], list[bool]]: ...
     def cache_stats(self) -> dict[str, int]: ...
     def clear_cache(self) -> None: ...
@@ -163,11 +206,12 @@ class Encoder:
     @property
     def query_prefix(self) -> str: ...
 
-def topk(scores: F32, k: int) -> tuple[F32, npt.NDArray[np.uint64]]: ...
-def softmax(x: F32, temperature: float = 1.0) -> F32: ...
-def aggregate(scores: F32, routes: npt.NDArray[np.uint32], n_routes: int, how: str = "max", n: int = 3) -> F32: ...
-def apply_affinity(scores: F32, domains: npt.NDArray[np.uint32], active: list[bool], boost: float = 1.15, penalty: float = 0.7) -> F32: ...
-def detect_collision(scores: F32, domains: npt.NDArray[np.uint32], max_gap: float = 0.08) -> tuple[int, int, float] | None: ...
+def topk(scores: _F32, k: int) -> tuple[_F32, npt.NDArray[np.uint64]]: ...
+def softmax(x: _F32, temperature: float = 1.0) -> _F32: ...
+def aggregate(scores: _F32, routes: npt.NDArray[np.uint32], n_routes: int, how: str = "max", n: int = 3) -> _F32: ...
+# Defaults boost = 1.15, penalty = 0.7 and max_gap = 0.08 are Rust constants (``...`` in the runtime signature).
+def apply_affinity(scores: _F32, domains: npt.NDArray[np.uint32], active: list[bool], boost: float = ..., penalty: float = ...) -> _F32: ...
+def detect_collision(scores: _F32, domains: npt.NDArray[np.uint32], max_gap: float = ...) -> tuple[int, int, float] | None: ...
 def simd_level() -> str:
     """Kernels in use: "avx2+fma", "avx2+fma+avx512vnni" or "portable" (capped by ROUTECORE_SIMD)."""
 def parallel_cutoff() -> int: ...

@@ -16,7 +16,7 @@ import tempfile
 import uuid
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Iterator, TypeVar
+from typing import Any, Iterator, Sequence, TypeVar
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from routecore.calibration import Calibration
 from routecore.errors import ConfigError, RoutecoreError
 from routecore.index import VectorIndex
 from routecore.policy import Policy
-from routecore.specs import parse_config
+from routecore.specs import RouteSpec, ToolSpec, parse_config
 from routecore.tables import EncoderLike, exemplar_texts
 
 BUNDLE_VERSION = 2
@@ -192,8 +192,9 @@ def _load_generation(cls: type[_R], d: Path, meta: dict[str, Any], encoder: Enco
         routes, tools = parse_config({"routes": meta["routes"], "tools": meta["tools"]}, f"{d / 'bundle.json'}")
     except (KeyError, TypeError) as e:
         raise ConfigError(f"{d}: bundle.json lacks or mangles {e}") from None
-    specs = {"routes": (routes, "exemplars"), "tools": (tools, "exemplars"), "anti": (tools, "anti_patterns")}
-    vecs = {}
+    specs: dict[str, tuple[Sequence[RouteSpec] | Sequence[ToolSpec], str]] = {
+        "routes": (routes, "exemplars"), "tools": (tools, "exemplars"), "anti": (tools, "anti_patterns")}
+    vecs: dict[str, np.ndarray] = {}
     for name in TABLES:
         ix = VectorIndex.load(_member(d, meta, name, f"{name}.rci"))
         texts, owners = exemplar_texts(*specs[name])
@@ -205,15 +206,15 @@ def _load_generation(cls: type[_R], d: Path, meta: dict[str, Any], encoder: Enco
                               "save the bundle again")
         vecs[name] = v[order]
     policy = kw.pop("policy", None) or Policy.from_dict(meta["policy"], f"{d / 'bundle.json'}: policy")
-    lexical = {}
+    lexical: dict[str, LexicalIndex] = {}
     for name in ("routes", "tools"):
         if f"lexical_{name}" in (meta.get("files") or {}):
-            ix = LexicalIndex.load(_member(d, meta, f"lexical_{name}", ""))
+            lix = LexicalIndex.load(_member(d, meta, f"lexical_{name}", ""))
             owners = exemplar_texts(specs[name][0])[1]
-            if len(ix) != len(owners) or ix.labels().tolist() != owners:
-                raise ConfigError(f"{d}: the lexical {name} table holds {len(ix)} documents that are not the {len(owners)} exemplars "
+            if len(lix) != len(owners) or lix.labels().tolist() != owners:
+                raise ConfigError(f"{d}: the lexical {name} table holds {len(lix)} documents that are not the {len(owners)} exemplars "
                                   "bundle.json lists; save the bundle again")
-            lexical[name] = ix
+            lexical[name] = lix
     if meta.get("calibration") and "calibration" not in kw:
         kw["calibration"] = Calibration.from_dict(meta["calibration"])
     if meta.get("head") and "head" not in kw:

@@ -36,10 +36,17 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from routecore.background import BACKGROUND_FILE, background_texts, background_vectors  # noqa: F401 - re-exported
+# Re-exported (``X as X``: an explicit re-export for type checkers).
+from routecore.background import BACKGROUND_FILE as BACKGROUND_FILE
+from routecore.background import background_texts as background_texts
+from routecore.background import background_vectors as background_vectors
 from routecore.errors import ConfigError
-from routecore.held_out import (LEAVE_OUT_NEAREST, held_out_max, held_out_rows, near_duplicate_cut,  # noqa: F401 - re-exported
-                                nearest_same, route_scores)
+from routecore.held_out import LEAVE_OUT_NEAREST as LEAVE_OUT_NEAREST
+from routecore.held_out import held_out_max as held_out_max
+from routecore.held_out import held_out_rows as held_out_rows
+from routecore.held_out import near_duplicate_cut as near_duplicate_cut
+from routecore.held_out import nearest_same as nearest_same
+from routecore.held_out import route_scores as route_scores
 
 #: Fewer held-out rows than this and the fits fall back to probability-space defaults.
 MIN_ROWS = 20
@@ -110,7 +117,8 @@ def softmax(S: np.ndarray, temperature: float) -> np.ndarray:
     z = np.where(np.isfinite(z), z, -np.inf)
     z -= z.max(axis=1, keepdims=True)
     p = np.exp(z)
-    return p / p.sum(axis=1, keepdims=True)
+    probs: np.ndarray = p / p.sum(axis=1, keepdims=True)
+    return probs
 
 
 def fit_temperature(S: np.ndarray, gold: np.ndarray) -> float:
@@ -140,7 +148,8 @@ def wilson_lower(right: np.ndarray | float, n: np.ndarray | float, z: float = 1.
     n = np.maximum(np.asarray(n, dtype=np.float64), 1.0)
     p = np.asarray(right, dtype=np.float64) / n
     d = 1 + z * z / n
-    return (p + z * z / (2 * n) - z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / d
+    lower: np.ndarray = (p + z * z / (2 * n) - z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / d
+    return lower
 
 
 def fit_tiers(p1: np.ndarray, margin: np.ndarray, correct: np.ndarray, target: float, min_selected: int = 10) -> tuple[float, float] | None:
@@ -289,7 +298,8 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         B = _best_background(Bm, lex_bg, w, cosine=True)
         stats["lexical_weight_prior"] = True
     # The routes' weight serves the tools too (their rows are the routes' held-out ones).
-    weights = {"lexical_weight": w if lex is lexical else 0.0, "tool_lexical_weight": w if tool_lexical is not None else 0.0}
+    lexical_weight = w if lex is lexical else 0.0
+    tool_lexical_weight = w if tool_lexical is not None else 0.0
     p1, mg, correct = _top2_correct(S, gold, temperature, R)
     t1, tmg, tcorrect = _top2_correct(S_tier, gold, temperature, R)
     m1, mcorrect = p1, correct
@@ -323,10 +333,12 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
             bt = _best_background(route_scores(background, tool_vecs, np.asarray(tool_owners, dtype=np.int64), n_tools), tool_bg, w)
         tool_floor = float(np.quantile(bt, targets.tool_background_rejected))
         stats["tool_background_median"] = float(np.median(bt))
-    clip = lambda v, lo=0.0: float(np.clip(v, lo, 1.0))  # noqa: E731 - unnormalised vectors must not leave the cosine range
+    def clip(v: float, lo: float = 0.0) -> float:  # unnormalised vectors must not leave the cosine range
+        return float(np.clip(v, lo, 1.0))
+
     return Calibration("zero-label", temperature, high, margin, medium, previous_high, previous_margin, clip(min_score),
                        temperature, clip(match, -1.0), clip(unrelated, -1.0), None if tool_floor is None else clip(tool_floor),
-                       **weights, stats=stats)
+                       lexical_weight=lexical_weight, tool_lexical_weight=tool_lexical_weight, stats=stats)
 
 
 def _top2_correct(S: np.ndarray, gold: np.ndarray, temperature: float, R: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -347,7 +359,8 @@ def _best_background(dense: np.ndarray, lexical: np.ndarray | None, weight: floa
         return np.zeros(0)
     fused = dense + weight * lexical if weight and lexical is not None else dense
     best = dense[np.arange(len(dense)), fused.argmax(axis=1)] if cosine else fused.max(axis=1)
-    return best[np.isfinite(best)]
+    finite: np.ndarray = best[np.isfinite(best)]
+    return finite
 
 
 def for_router(encoder: Any, policy: Any, route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: int,

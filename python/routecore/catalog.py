@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from routecore.errors import InvalidArgumentError
 from routecore.specs import ToolSpec
@@ -33,7 +33,7 @@ def estimate_tokens(text: str) -> int:
 @dataclass(frozen=True)
 class Catalog:
     summaries: str
-    schemas: list[dict]
+    schemas: list[dict[str, Any]]
     summary_tokens: int
     schema_tokens: int
 

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from routecore.examples import IT_OPS_ROUTES as DEFAULT_ROUTES
 from routecore.examples import TOOLS as DEFAULT_TOOLS
@@ -17,7 +17,7 @@ TOP_SHOWN = 5
 class _Parser(argparse.ArgumentParser):
     """Usage errors as a JSON object on stdout when ``--json`` is on the command line."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         if "--json" in sys.argv[1:]:
             print(json.dumps({"error": {"type": "UsageError", "message": message}}))
             raise SystemExit(2)

@@ -15,7 +15,7 @@ import ast
 import math
 import re
 import typing
-from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple
+from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, TypeVar
 
 import msgspec
 from msgspec import Meta, Struct, field
@@ -249,7 +249,10 @@ def given(struct: Struct) -> Dict[str, Any]:
     return {k: v for k in struct.__struct_fields__ if (v := getattr(struct, k)) is not None}
 
 
-def convert(data: Any, kind: type, where: str) -> Any:
+_T = TypeVar("_T")
+
+
+def convert(data: Any, kind: type[_T], where: str) -> _T:
     """``data`` as a ``kind`` struct, or a :class:`ConfigError` that names the path."""
     try:
         return msgspec.convert(data, kind, from_attributes=True)

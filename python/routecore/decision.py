@@ -160,7 +160,7 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, plus ``collision`` and ``system_prompt_alert``."""
-        d = plain(self)
+        d: dict[str, Any] = plain(self)
         d["collision"], d["system_prompt_alert"] = self.collision, self.system_prompt_alert
         return d
 
@@ -207,7 +207,8 @@ class ToolBelt:
         return [t.name for t in self.tools]
 
     def to_dict(self) -> dict[str, Any]:
-        return plain(self)
+        d: dict[str, Any] = plain(self)
+        return d
 
     def to_json(self, **kw: Any) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, **kw)

@@ -45,7 +45,10 @@ def route_scores(Q: np.ndarray, V: np.ndarray, owners: np.ndarray, n_groups: int
             if ex is not None and near_duplicate is not None:
                 own = ex >= 0
                 same = owners[None, :] == np.where(own, owners[ex], -1)[:, None]
-                cut = near_duplicate[a:a + chunk, None] if np.ndim(near_duplicate) else near_duplicate
+                if isinstance(near_duplicate, np.ndarray) and near_duplicate.ndim > 0:  # one cut per row
+                    cut: float | np.ndarray = near_duplicate[a:a + chunk, None]
+                else:
+                    cut = near_duplicate
                 C[same & (C >= cut)] = -np.inf
             if ex is not None:
                 C[rows[ex >= 0], ex[ex >= 0]] = -np.inf
@@ -75,7 +78,8 @@ def _nearest_ks(owners: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
     """Per row, how many nearest same-group exemplars to leave out: ``n``, but at most a tenth
     of the group's others (at least 1)."""
     others = np.bincount(owners)[owners[rows]] - 1
-    return np.clip(np.minimum(n, others // 10), 1, None)
+    ks: np.ndarray = np.clip(np.minimum(n, others // 10), 1, None)
+    return ks
 
 
 def _kth_same(C: np.ndarray, same: np.ndarray, ks: np.ndarray) -> np.ndarray:
@@ -84,7 +88,8 @@ def _kth_same(C: np.ndarray, same: np.ndarray, ks: np.ndarray) -> np.ndarray:
     C = np.where(same, C, -np.inf)
     m = min(int(ks.max()) if len(ks) else 1, C.shape[1])
     top = -np.sort(np.partition(-C, m - 1, axis=1)[:, :m], axis=1)  # the m nearest, nearest first
-    return top[np.arange(len(C)), np.minimum(ks, m) - 1].astype(np.float32)
+    kth: np.ndarray = top[np.arange(len(C)), np.minimum(ks, m) - 1].astype(np.float32)
+    return kth
 
 
 def nearest_same(V: np.ndarray, owners: np.ndarray, rows: np.ndarray, n: int, chunk: int = 256) -> np.ndarray:

@@ -111,7 +111,8 @@ class VectorIndex:
 
     def label_names(self) -> list[str]:
         """Label names by code (code 0 is the empty label)."""
-        return self._impl.label_names()
+        names: list[str] = self._impl.label_names()
+        return names
 
     # -- writes --------------------------------------------------------------------
     def add(self, ids: Any, vectors: Any, labels: Sequence[str] | str | None = None, domains: Sequence[str] | str | None = None) -> None:

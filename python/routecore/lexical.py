@@ -114,7 +114,8 @@ def _scaled(S: np.ndarray, cover: np.ndarray) -> np.ndarray:
     if not S.size:
         return S
     top = S.max(axis=1, keepdims=True)
-    return np.divide(S, top, out=np.zeros_like(S), where=top > 0) * cover[:, None]
+    scaled: np.ndarray = np.divide(S, top, out=np.zeros_like(S), where=top > 0) * cover[:, None]
+    return scaled
 
 
 def fit_weight(dense: np.ndarray, lex: np.ndarray, gold: np.ndarray, scale: float,
@@ -164,7 +165,7 @@ def held_out_docs(V: np.ndarray, owners: np.ndarray, rows: np.ndarray, near_dupl
 
 def fit_table(table: LexicalTable, texts: Sequence[str], V: np.ndarray, owners: np.ndarray, rows: np.ndarray,
               fit_on: tuple[np.ndarray, np.ndarray | None], fuse: Sequence[tuple[np.ndarray, np.ndarray | None]],
-              scale: float) -> tuple[float, list[np.ndarray], dict]:
+              scale: float) -> tuple[float, list[np.ndarray], dict[str, float]]:
     """Fit ``table``'s weight on the held-out rows' dense scores ``fit_on``; return it with
     each dense score set of ``fuse`` fused. Each set comes with its rows' near-duplicate
     cut (their label's documents at or above it were left out with the row; None: only

@@ -13,11 +13,16 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from routecore.errors import MemoryStoreError
 from routecore.models import HOME_ENV
+
+#: ``ExperienceMemory.matrix()``: (embeddings [n, d], tools, use flags, contexts).
+#: (A module-level alias: inside the class, ``list`` is the method ``ExperienceMemory.list``.)
+LessonMatrix = tuple[np.ndarray, list[str], np.ndarray, list[str]]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS lessons (
@@ -66,7 +71,7 @@ class ExperienceMemory:
                 raise MemoryStoreError(f"cannot create {path.parent} for the memory store: {e}") from None
         self.path = str(path)
         self._lock = threading.Lock()
-        self._cache: tuple[tuple, str, tuple] | None = None
+        self._cache: tuple[tuple[Any, ...], str, LessonMatrix] | None = None
         #: Lessons the last matrix() left out because of their embedding's width.
         self.skipped = 0
         try:
@@ -78,7 +83,7 @@ class ExperienceMemory:
         except sqlite3.DatabaseError as e:
             raise MemoryStoreError(f"memory store {self.path} is unusable (locked or corrupt): {e}") from None
 
-    def _run(self, sql: str, args: tuple = ()) -> list[tuple]:
+    def _run(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             try:
                 with self._db:  # one transaction: all or nothing
@@ -111,7 +116,7 @@ class ExperienceMemory:
         """Delete one lesson; False when it did not exist."""
         return bool(self._run("DELETE FROM lessons WHERE id = ? RETURNING id", (lesson_id,)))
 
-    def matrix(self, model_id: str, dim: int | None = None) -> tuple[np.ndarray, list[str], np.ndarray, list[str]]:
+    def matrix(self, model_id: str, dim: int | None = None) -> LessonMatrix:
         """(embeddings [n, d], tools, use flags, contexts) of lessons for ``model_id``,
         re-read only when the database changed (also by other processes).
 
@@ -131,7 +136,7 @@ class ExperienceMemory:
         good = [r for r in rows if isinstance(r[0], bytes) and len(r[0]) == 4 * width]
         self.skipped = len(rows) - len(good)
         emb = np.stack([np.frombuffer(r[0], dtype=np.float32) for r in good]) if good else np.zeros((0, width), dtype=np.float32)
-        out = (emb, [r[1] for r in good], np.array([r[2] for r in good], dtype=bool), [r[3] for r in good])
+        out: LessonMatrix = (emb, [r[1] for r in good], np.array([r[2] for r in good], dtype=bool), [r[3] for r in good])
         self._cache = (key, model_id, out)
         return out
 

@@ -19,6 +19,14 @@ from routecore.errors import ConfigError
 CLARIFY = "CLARIFY"
 
 
+def resolved(value: float | None, key: str) -> float:
+    """``value``, a calibrated key (:data:`CALIBRATED_KEYS`) of a resolved policy:
+    :meth:`Policy.resolve` fills every one, so ``None`` here means an unresolved policy."""
+    if value is None:
+        raise ConfigError(f"policy: {key} is unset: resolve the policy with a calibration first")
+    return value
+
+
 @dataclass(frozen=True)
 class BiasRule:
     """When the two best routes are ``a`` and ``b`` (either order) and their
@@ -188,7 +196,8 @@ class Policy:
         applied; ``continuing``: the previous-route thresholds (strategy A)."""
         keys = ("previous_high", "previous_margin") if continuing else ("high", "margin")
         if not self.per_route:
-            return getattr(self, keys[0]), getattr(self, keys[1]), self.medium, self.min_score
+            high, margin = resolved(getattr(self, keys[0]), keys[0]), resolved(getattr(self, keys[1]), keys[1])
+            return high, margin, resolved(self.medium, "medium"), resolved(self.min_score, "min_score")
         return self.value(keys[0], route), self.value(keys[1], route), self.value("medium", route), self.value("min_score", route)
 
     def with_overrides(self, **changes: Any) -> "Policy":
@@ -221,7 +230,8 @@ def apply_previous_boost(probs: np.ndarray, prev: int | None, boost: float) -> n
         return probs
     p = probs.astype(np.float64).copy()
     p[prev] += boost
-    return (p / p.sum()).astype(np.float32)
+    boosted: np.ndarray = (p / p.sum()).astype(np.float32)
+    return boosted
 
 
 def tier_of(p1: float, margin: float, high: float, high_margin: float, medium: float) -> str:
@@ -238,13 +248,13 @@ def bias_winner(names: Sequence[str], order: Sequence[int], top_adjusted: Sequen
     ``order`` holds the best routes (at least the best three when there are
     three), ``top_adjusted`` their adjusted scores in the same order.
     """
-    if len(order) >= 3 and top_adjusted[0] - top_adjusted[2] <= policy.three_way_within:
+    if len(order) >= 3 and top_adjusted[0] - top_adjusted[2] <= resolved(policy.three_way_within, "three_way_within"):
         a, b, c = order[:3]
         return CLARIFY, f"three-way tie {names[a]}/{names[b]}/{names[c]} within {policy.three_way_within}"
     if len(order) >= 2:
         x, y = names[order[0]], names[order[1]]
         gap = top_adjusted[0] - top_adjusted[1]
         for r in policy.bias_rules:
-            if gap <= r.within and r.matches(x, y):
+            if gap <= resolved(r.within, "bias rule within") and r.matches(x, y):
                 return r.winner, f"{r.a} vs {r.b} within {r.within} -> {r.winner}"
     return None

@@ -18,7 +18,7 @@ from routecore.decision import Alert, Decision, Exemplar, ScoreMap, Timings, tra
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.lexical import LexicalTable
 from routecore.llm import LLMChoice, LLMRequest, LLMRouter
-from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, tier_of
+from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, resolved, tier_of
 from routecore.specs import RouteSpec, check_thresholds
 from routecore.tables import EncoderLike, build_table, collision_alert, per_query, query_vectors
 
@@ -72,7 +72,8 @@ class RouteTable:
 
     def fallback_chain(self, route: str) -> tuple[str, ...]:
         """``route`` and the routes reached by following ``fallback_on_error``."""
-        chain, cur = [], route
+        chain: list[str] = []
+        cur: str | None = route
         while cur and cur in self.by_name and cur not in chain:
             chain.append(cur)
             cur = self.by_name[cur].fallback_on_error
@@ -172,7 +173,7 @@ class RouteTable:
         if clarify is not None and clarify.candidates:
             keep = np.isin(np.array(names), list(clarify.candidates))
             adjusted = np.where(keep, adjusted, -np.inf).astype(np.float32)
-            probs = _native.softmax(adjusted, p.temperature)
+            probs = _native.softmax(adjusted, resolved(p.temperature, "temperature"))
         prev_i = names.index(previous) if previous else None
         if p.previous_strategy == "boost":
             probs = apply_previous_boost(probs, prev_i, p.previous_boost)

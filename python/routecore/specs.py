@@ -117,7 +117,8 @@ def _schema() -> Any:
 def check_thresholds(where: str, th: Any) -> dict[str, float]:
     """Validated per-route overrides: known keys, numbers in [0, 1]."""
     s = _schema()
-    return s.given(s.convert(dict(th) if isinstance(th, Mapping) else th, s.Thresholds, where))
+    checked: dict[str, float] = s.given(s.convert(dict(th) if isinstance(th, Mapping) else th, s.Thresholds, where))
+    return checked
 
 
 def _check_spec(spec: RouteSpec | ToolSpec, kind: str) -> None:

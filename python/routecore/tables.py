@@ -49,7 +49,9 @@ class ScoreTable:
     """
 
     def __init__(self, names: list[str], domains: list[str], texts: list[str], owners: list[int], vectors: np.ndarray | None, dim: int, storage: str):
-        self.names, self.domains, self.texts = names, domains, texts
+        self.names: list[str] = names
+        self.domains: list[str] = domains
+        self.texts: list[str] = texts
         if storage == "auto":
             storage = "int8" if len(texts) * dim >= AUTO_INT8_ELEMENTS else "f32"
         self.storage = storage
@@ -76,7 +78,7 @@ class ScoreTable:
         if bias is not None:
             coded = np.zeros(len(self.labels), np.float32)
             coded[self.codes] = bias
-        r = self.index._impl.score_routes(q, aggregation or policy.aggregation, policy.top_n, policy.temperature, active,
+        r: dict[str, Any] = self.index._impl.score_routes(q, aggregation or policy.aggregation, policy.top_n, policy.temperature, active,
                                           policy.affinity_boost, policy.affinity_penalty, policy.collision_gap, top,
                                           exact_top or policy.exact_top, policy.exact_band, exact_floor, probabilities, list(exact), coded)
         c = self.codes
@@ -106,7 +108,8 @@ def query_vectors(vectors: Any, dim: int, n: int | None = None) -> np.ndarray:
         raise NonFiniteError("a query vector is all zeros: it has no direction to compare")
     if np.abs(norms - 1).max() <= 1e-5:  # already unit (the encoder's own): used as given
         return arr
-    return (arr / norms).astype(np.float32, copy=False)
+    unit: np.ndarray = (arr / norms).astype(np.float32, copy=False)
+    return unit
 
 
 def per_query(value: Any, n: int, what: str) -> list[Any]:

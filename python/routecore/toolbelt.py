@@ -14,12 +14,13 @@ from routecore import _native
 from routecore.catalog import MORE_TOOLS, Catalog, build_catalog
 from routecore.decision import Alert, ScoreMap, Timings, ToolBelt, ToolChoice, trace
 from routecore.errors import InvalidArgumentError, RoutecoreError
+from routecore.policy import resolved
 from routecore.tables import collision_alert, query_vectors
 from routecore.tool_catalog import ToolCatalog
 
 
 def _ranked_scores(catalog: ToolCatalog, q: np.ndarray, context_domain: str | None, exact_top: int, floor: float,
-                   alerts: list[Alert], text: str = "") -> tuple[dict, np.ndarray, bool, bool]:
+                   alerts: list[Alert], text: str = "") -> tuple[dict[str, Any], np.ndarray, bool, bool]:
     """The native step's output (``raw``, ``bound``: 0 when exact, ``collision``),
     the final scores (affinity, anti-patterns, lessons), whether a lesson banned
     a tool (-inf) and whether anti-patterns or lessons changed any score. An
@@ -36,11 +37,12 @@ def _ranked_scores(catalog: ToolCatalog, q: np.ndarray, context_domain: str | No
     names = catalog.tools.names
     hit = None
     if len(catalog.anti.texts):
-        anti = catalog.anti.score(q, p, [], 0, aggregation="max", exact_floor=p.anti_pattern_threshold, probabilities=False)["raw"]
-        hit = anti >= p.anti_pattern_threshold
+        anti_threshold = resolved(p.anti_pattern_threshold, "anti_pattern_threshold")
+        anti = catalog.anti.score(q, p, [], 0, aggregation="max", exact_floor=anti_threshold, probabilities=False)["raw"]
+        hit = anti >= anti_threshold
     lessons: list[tuple[int, bool]] = []
     if catalog.memory is not None:
-        floor -= p.lesson_boost  # a lesson can lift a tool over the floor
+        floor -= resolved(p.lesson_boost, "lesson_boost")  # a lesson can lift a tool over the floor
         try:
             emb, tools, use, contexts = catalog.memory.matrix(catalog.encoder.model_id, q.shape[0])
             if catalog.memory.skipped:
@@ -161,10 +163,10 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
         collision = None if c is None else (c[0] - 1, c[1] - 1, c[2])
     elif banned:
         live = np.flatnonzero(np.isfinite(adjusted))
-        c = _native.detect_collision(finite[live], table.domain_ids[live], p.collision_gap) if len(live) > 1 else None
+        c = _native.detect_collision(finite[live], table.domain_ids[live], resolved(p.collision_gap, "collision_gap")) if len(live) > 1 else None
         collision = None if c is None else (int(live[c[0]]), int(live[c[1]]), c[2])
     else:
-        collision = _native.detect_collision(finite, table.domain_ids, p.collision_gap) if len(finite) > 1 else None
+        collision = _native.detect_collision(finite, table.domain_ids, resolved(p.collision_gap, "collision_gap")) if len(finite) > 1 else None
     t2 = time.perf_counter()
     names, tools, domains = table.names, catalog.specs, table.domains
     pos, core = table.pos, catalog.core

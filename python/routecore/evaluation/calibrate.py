@@ -5,7 +5,7 @@ high-tier ``high``/``margin`` pair. Never sees the test split."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
@@ -25,7 +25,7 @@ class FitResult:
     high: float = 0.85
     margin: float = 0.15
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -71,9 +71,11 @@ def objective_many(pred: np.ndarray, gold: np.ndarray, objective: str, n_classes
         rec = np.divide(tp, gp, out=np.zeros(len(tp)), where=gp > 0)
         f1 = np.divide(2 * prec * rec, prec + rec, out=np.zeros(len(tp)), where=(prec + rec) > 0)
         score = f1 if objective == "oos_f1" else rec + 1e-6 * acc_in  # ties: keep more in-scope
-        return np.where(acc_in >= coverage, score, acc_in - 1.0)
+        values: np.ndarray = np.where(acc_in >= coverage, score, acc_in - 1.0)
+        return values
     if objective == "accuracy":
-        return (pred == gold).mean(axis=1)
+        accuracy: np.ndarray = (pred == gold).mean(axis=1)
+        return accuracy
     if objective == "macro_f1":
         return _macro_f1_many(pred, gold, n_classes)
     if objective == "precision_at_coverage":
@@ -81,7 +83,8 @@ def objective_many(pred: np.ndarray, gold: np.ndarray, objective: str, n_classes
         cov = ans.mean(axis=1)
         correct = ((pred == gold) & ans).sum(axis=1)
         prec = np.divide(correct, ans.sum(axis=1), out=np.zeros(len(cov)), where=ans.sum(axis=1) > 0)
-        return np.where(cov >= coverage, prec, -1.0 + cov)  # infeasible rows rank by coverage
+        ranked: np.ndarray = np.where(cov >= coverage, prec, -1.0 + cov)  # infeasible rows rank by coverage
+        return ranked
     raise InvalidArgumentError(f"objective must be accuracy, macro_f1, precision_at_coverage, oos_f1 or oos_recall, got {objective!r}")
 
 
@@ -103,7 +106,9 @@ def fit_thresholds(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str
     t_global = float(cands[int(np.argmax(vals))])
     th = np.full(R, t_global)
     if per_route:
-        correct_at = lambda r_mask, t: ((np.where(best[r_mask] >= t, arg[r_mask], R)) == g[r_mask]).sum()  # noqa: E731
+        def correct_at(r_mask: np.ndarray, t: float) -> int:
+            return int(((np.where(best[r_mask] >= t, arg[r_mask], R)) == g[r_mask]).sum())
+
         for r in range(R):
             m = arg == r
             if m.sum() < 3:

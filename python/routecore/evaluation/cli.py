@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 
 def _encoder(args: argparse.Namespace) -> Any:
@@ -102,8 +102,13 @@ def _fit_tools(args: argparse.Namespace, progress: bool) -> int:
     return 0
 
 
-def add_eval_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    common = argparse.ArgumentParser(add_help=False)
+_P = TypeVar("_P", bound=argparse.ArgumentParser)
+
+
+def add_eval_commands(sub: argparse._SubParsersAction[_P]) -> None:
+    # Only a ``parents=`` source of arguments. typeshed types ``add_parser(parents=...)`` as the
+    # subparsers' own class (``_P``, the CLI's JSON-error parser); any ArgumentParser works.
+    common = cast(_P, argparse.ArgumentParser(add_help=False))
     common.add_argument("--model", help="model folder or name (default: the bundled multilingual-e5-small)")
     common.add_argument("--oos-label", default="oos", help="label of out-of-scope samples (default: oos)")
     common.add_argument("--shots", type=int, help="use a seeded sample of N exemplars per label")

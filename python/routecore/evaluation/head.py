@@ -60,7 +60,8 @@ class LinearHead:
         z = np.atleast_2d(X).astype(np.float32) @ self.W + self.b
         z -= z.max(axis=1, keepdims=True)
         p = np.exp(z)
-        return p / p.sum(axis=1, keepdims=True)
+        out: np.ndarray = p / p.sum(axis=1, keepdims=True)
+        return out
 
     def predict(self, X: np.ndarray) -> tuple[list[str | None], np.ndarray]:
         """(label or None for out of scope, confidence) per row."""

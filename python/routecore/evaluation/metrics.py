@@ -15,7 +15,9 @@ def accuracy(gold: Sequence[str], pred: Sequence[str | None]) -> float:
 
 def per_label(gold: Sequence[str], pred: Sequence[str | None]) -> dict[str, dict[str, float]]:
     """Precision, recall, F1 and support per gold label (predictions outside the gold set count as false positives of theirs)."""
-    tp, fp, fn = Counter(), Counter(), Counter()
+    tp: Counter[str] = Counter()
+    fp: Counter[str] = Counter()
+    fn: Counter[str] = Counter()
     for g, p in zip(gold, pred):
         if g == p:
             tp[g] += 1

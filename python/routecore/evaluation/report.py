@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -89,7 +90,7 @@ def _plots(results: dict[str, Any], d: Path) -> list[Path]:
     return out
 
 
-def _line_plot(plt, path: Path, x: list, y: list, xlabel: str, title: str, diagonal: bool = False) -> Path:
+def _line_plot(plt: ModuleType, path: Path, x: list[float], y: list[float], xlabel: str, title: str, diagonal: bool = False) -> Path:
     fig, ax = plt.subplots(figsize=(5, 4.5))
     if diagonal:
         ax.plot([0, 1], [0, 1], "k--", lw=1)

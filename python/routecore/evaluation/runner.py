@@ -10,7 +10,7 @@ import time
 from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -39,7 +39,8 @@ def embed(encoder: Any, texts: Sequence[str], *, batch: int = 64, progress: bool
     key = hashlib.sha256(("v2\x1e" + "\x1f".join(texts)).encode()).hexdigest()[:32]
     path = home() / "embeddings" / encoder.model_id.replace(":", "_") / f"{key}.npy"
     if path.is_file():
-        return np.load(path)
+        cached: np.ndarray = np.load(path)
+        return cached
     X = embed_texts(encoder, list(texts), batch, Progress(len(texts), what, progress))
     path.parent.mkdir(parents=True, exist_ok=True)
     # A unique temporary name, then a rename: concurrent runs never read half a file.
@@ -128,7 +129,9 @@ def fit_router(router: Router, val: Dataset, *, objective: str = "accuracy", cov
     # End to end: the routed cut that the router's own decisions (head included) need on
     # this split, and the figures of those decisions, which is what fit reports.
     decisions = fit_routed_cut(router, X, [s.text for s in val.samples], gold, oos_label)
-    router.calibrate(replace(router.calibration, stats={**router.calibration.stats, "validation_decisions": decisions}))
+    cal = router.calibration
+    assert cal is not None  # calibrate() above installed one (fit_routed_cut only replaces it)
+    router.calibrate(replace(cal, stats={**cal.stats, "validation_decisions": decisions}))
     router.fitted = res.to_dict() | {"head_threshold": getattr(router.head, "threshold", None), "decisions": decisions}
     return res
 
@@ -194,7 +197,9 @@ def evaluate_routes(router: Router, data: Dataset, *, oos_label: str = "oos", pr
         "calibrated": getattr(router, "calibrated", None)}, rows=rows)
 
 
-def summarize(gold, pred, conf, lat, langs, oos_label, extra=None, rows=None) -> dict[str, Any]:
+def summarize(gold: Sequence[str], pred: Sequence[str | None], conf: Sequence[float], lat: Sequence[float],
+              langs: Sequence[str | None], oos_label: str, extra: Mapping[str, Any] | None = None,
+              rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     labels = sorted({g for g in gold if g != oos_label})
     has_oos = any(g == oos_label for g in gold)
     correct = [g == p or (g == oos_label and p is None) for g, p in zip(gold, pred)]

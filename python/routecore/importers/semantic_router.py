@@ -52,7 +52,7 @@ import math
 import sys
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, TypeVar
 
 from routecore.errors import ConfigError
 from routecore.specs import load_yaml, parse_config
@@ -123,7 +123,10 @@ def router_from_semantic_router(path: str | os.PathLike[str], *, thresholds: boo
     return Router(routes, policy=policy, **router_kw)
 
 
-def add_import_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+_P = TypeVar("_P", bound=argparse.ArgumentParser)
+
+
+def add_import_command(sub: argparse._SubParsersAction[_P]) -> None:
     """Register ``routecore import semantic-router FILE [-o OUT] [--force] [--json]``."""
     i = sub.add_parser("import", help="convert another router's saved config to a routecore config",
                        description="Convert a semantic-router route config (JSON/YAML, 0.x or 1.x) to a routecore config: "
