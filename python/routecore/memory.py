@@ -1,8 +1,13 @@
-"""Experience memory: lessons learnt from corrections, in SQLite.
+"""Experience memory: lessons learnt from corrections, in SQLite (the default)
+or in PostgreSQL.
 
 A lesson says "for queries like X (in context C), do not use / use tool T".
 SQLite in WAL mode gives atomic writes (a crash mid-write loses at most that
 write), survives restarts and lets several processes write with a busy timeout.
+A ``postgresql://`` (or ``postgres://``) URL selects
+:class:`routecore.memory_pg.PostgresMemory` instead: the same interface and
+semantics on a server that every replica shares (psycopg 3, the ``postgres``
+extra; imported only then).
 """
 
 from __future__ import annotations
@@ -49,6 +54,15 @@ class Lesson:
     created: float
 
 
+#: URL schemes that select the PostgreSQL store.
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(path: object) -> bool:
+    """Whether ``path`` is a PostgreSQL connection URL (only a ``str``: a ``Path`` is a file)."""
+    return isinstance(path, str) and path[:13].lower().startswith(POSTGRES_SCHEMES)
+
+
 def default_path() -> Path:
     """Where lessons persist by default: ``$ROUTECORE_HOME/lessons.sqlite`` when
     that is set, else ``$XDG_DATA_HOME/routecore/lessons.sqlite`` (``~/.local/share``)."""
@@ -60,7 +74,15 @@ def default_path() -> Path:
 
 class ExperienceMemory:
     """Lessons in an SQLite file: :func:`default_path` unless ``path`` is given
-    (``":memory:"`` for a throwaway store)."""
+    (``":memory:"`` for a throwaway store); a ``postgresql://user@host/db`` URL
+    makes a :class:`routecore.memory_pg.PostgresMemory` (a subclass) instead."""
+
+    def __new__(cls, path: str | Path | None = None, *, timeout: float = 5.0) -> ExperienceMemory:
+        if cls is ExperienceMemory and is_postgres_url(path):
+            from routecore.memory_pg import PostgresMemory
+
+            return super().__new__(PostgresMemory)
+        return super().__new__(cls)
 
     def __init__(self, path: str | Path | None = None, *, timeout: float = 5.0):
         if path is None:
