@@ -1,4 +1,4 @@
-"""Command line: ``routecore route|tools|eval|fit|models|schema|import``; every command has ``--json``."""
+"""Command line: ``routecore route|tools|eval|fit|models|schema|import|serve``; every command has ``--json``."""
 
 from __future__ import annotations
 
@@ -173,9 +173,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from routecore.evaluation.cli import add_eval_commands
     from routecore.importers.semantic_router import add_import_command
+    from routecore.serve.cli import add_serve_command
 
     add_eval_commands(sub)
     add_import_command(sub)
+    add_serve_command(sub)
     return p
 
 

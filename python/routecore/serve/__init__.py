@@ -1,0 +1,31 @@
+"""``routecore serve``: the router as an HTTP sidecar (``pip install routecore[serve]``).
+
+A Starlette app run by uvicorn: versioned JSON endpoints whose bodies are the
+Python API's own objects (:meth:`Decision.to_dict <routecore.decision.Decision.to_dict>`,
+:class:`~routecore.decision.ToolBelt`), micro-batching of concurrent requests
+(:mod:`routecore.serve.batcher`), Prometheus metrics (:mod:`routecore.serve.metrics`),
+an OpenAPI document (:mod:`routecore.serve.openapi`), hot reload and graceful
+shutdown (:mod:`routecore.serve.app`) and the command (:mod:`routecore.serve.cli`).
+
+``import routecore`` never imports this package, and importing this package
+imports neither Starlette nor uvicorn: :func:`create_app` loads them when called.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Batching", "Limits", "RouterSource", "create_app"]
+
+#: Micro-batching defaults (:mod:`routecore.serve.batcher`, which documents the measurements
+#: behind them); here so that the command's parser reads them without importing asyncio.
+DEFAULT_WINDOW_MS = 5.0
+DEFAULT_MAX_BATCH = 32
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from routecore.serve import app
+
+        return getattr(app, name)
+    raise AttributeError(f"module 'routecore.serve' has no attribute {name!r}")

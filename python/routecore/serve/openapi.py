@@ -1,0 +1,194 @@
+"""The sidecar's request and response shapes, and its OpenAPI 3.1 document (``GET /openapi.json``).
+
+Requests are msgspec structs (decoding them names the bad field: ``Expected `str`,
+got `int` - at `$.query```). Responses are the Python API's own dataclasses
+(:class:`~routecore.decision.Decision`, :class:`~routecore.decision.ToolBelt`, ...)
+as their ``to_dict()`` writes them; their schemas are generated from the same
+dataclasses by msgspec, then tightened: every field is required and no other
+field is allowed, since ``to_dict()`` writes each one, so a test that validates
+real responses catches any drift between the two.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Annotated, Any, Dict, List, Optional, Union
+
+import msgspec
+from msgspec import Meta
+
+from routecore.decision import Alert, Decision, ToolBelt, ToolChoice
+
+#: Longest client-chosen session id.
+SESSION_ID_MAX = 128
+#: Largest top_k a request may ask for.
+TOP_K_MAX = 1000
+
+SessionId = Annotated[str, Meta(min_length=1, max_length=SESSION_ID_MAX, description="a client-chosen id (e.g. the agent turn's)")]
+
+
+class RouteRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """``Router.route(query, previous=, context_domains=)``."""
+
+    query: str
+    previous: Optional[str] = None
+    context_domains: List[str] = []
+
+
+class RouteBatchRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """``Router.route_batch(queries, previous=, context_domains=)``: ``previous`` is one route for all or one per query."""
+
+    queries: List[str]
+    previous: Union[None, str, List[Optional[str]]] = None
+    context_domains: List[str] = []
+
+
+class ToolsRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """``Router.tools(query, context_domain=, top_k=)``. With ``session_id``, the belt is
+    that of a new ``request_more_tools`` session (``Router.tool_session``: the policy's
+    ``top_k``), which ``POST /v1/tools/more`` continues."""
+
+    query: str
+    context_domain: Optional[str] = None
+    top_k: Optional[Annotated[int, Meta(ge=1, le=TOP_K_MAX)]] = None
+    session_id: Optional[SessionId] = None
+
+
+class MoreToolsRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """``ToolSession.request_more_tools(request)`` in session ``session_id``. An unknown or
+    expired session is opened for ``query`` (then required) and ``context_domain``."""
+
+    session_id: SessionId
+    query: Optional[str] = None
+    context_domain: Optional[str] = None
+    request: Optional[str] = None
+
+
+class LessonRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """``Router.record_lesson(query, tool, use=, context=)``."""
+
+    query: str
+    tool: str
+    use: bool
+    context: str = ""
+
+
+class SessionState(msgspec.Struct, kw_only=True):
+    """A ``request_more_tools`` session: the tools offered so far, the meta tool while the breaker is closed."""
+
+    session_id: str
+    tool_names: List[str]
+    calls: int
+    limit: int
+    breaker_open: bool
+    expires_in_s: float
+
+
+class MoreToolsResponse(msgspec.Struct, kw_only=True):
+    """The next best tools not yet offered (``[]`` once the breaker is open)."""
+
+    tools: List[ToolChoice]
+    alerts: List[Alert]
+    session: SessionState
+
+
+class RouteBatchResponse(msgspec.Struct, kw_only=True):
+    decisions: List[Decision]
+
+
+class LessonResponse(msgspec.Struct, kw_only=True):
+    id: int
+
+
+class ErrorDetail(msgspec.Struct, kw_only=True):
+    type: str
+    message: str
+
+
+class ErrorResponse(msgspec.Struct, kw_only=True):
+    error: ErrorDetail
+
+
+class Health(msgspec.Struct, kw_only=True):
+    status: str
+
+
+class Ready(msgspec.Struct, kw_only=True):
+    ready: bool
+    generation: int
+    reason: Optional[str] = None
+
+
+REQUESTS = (RouteRequest, RouteBatchRequest, ToolsRequest, MoreToolsRequest, LessonRequest)
+RESPONSES = (Decision, ToolBelt, MoreToolsResponse, RouteBatchResponse, LessonResponse, ErrorResponse, Health, Ready)
+_REF = "#/components/schemas/{name}"
+
+
+def components() -> Dict[str, Any]:
+    """The JSON Schemas of every request and response shape, by name."""
+    _, comps = msgspec.json.schema_components(REQUESTS + RESPONSES, ref_template=_REF)
+    requests = {t.__name__ for t in REQUESTS}
+    for name, s in comps.items():
+        if name in requests or s.get("type") != "object":
+            continue
+        s["required"] = list(s.get("properties", {}))  # to_dict() writes every field
+        s["additionalProperties"] = False
+    d = comps["Decision"]["properties"]
+    d["action"] = {"type": "string", "enum": ["route", "clarify", "none", "error"]}
+    d["tier"] = {"type": "string", "enum": ["high", "medium", "low"]}
+    d["collision"] = {"type": "boolean", "description": "a collision alert is in alerts"}
+    d["system_prompt_alert"] = {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "the collision alert's text"}
+    comps["Decision"]["required"] += ["collision", "system_prompt_alert"]
+    belt = comps["ToolBelt"]
+    belt["properties"]["session"] = {"$ref": _REF.format(name="SessionState"),
+                                     "description": "only when the request gave a session_id"}
+    comps["Ready"]["required"] = ["ready", "generation"]
+    return comps
+
+
+def _body(name: str) -> Dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": {"$ref": _REF.format(name=name)}}}}
+
+
+def _answer(name: str, what: str) -> Dict[str, Any]:
+    return {"description": what, "content": {"application/json": {"schema": {"$ref": _REF.format(name=name)}}}}
+
+
+_ERRORS = {
+    "400": "the body is not JSON", "401": "no bearer token, or a wrong one", "404": "unknown path, or unknown session without a query",
+    "413": "the body is larger than the limit", "422": "a field is missing, of the wrong type or over a limit (query length, batch size)",
+    "503": "the router is not loaded yet",
+}
+
+
+def _post(summary: str, request: str, response: str, *, status: str = "200", extra: tuple[str, ...] = ()) -> Dict[str, Any]:
+    errs = {k: _answer("ErrorResponse", v) for k, v in _ERRORS.items() if k != "404" or "404" in extra}
+    return {"post": {"summary": summary, "requestBody": _body(request), "responses": {status: _answer(response, "OK"), **errs},
+                     "security": [{"bearer": []}]}}
+
+
+def document(version: str = "") -> Dict[str, Any]:
+    """The OpenAPI 3.1 document of the sidecar."""
+    return copy.deepcopy({
+        "openapi": "3.1.0",
+        "info": {"title": "routecore serve", "version": version or "0",
+                 "description": "Semantic routing and tool belts over HTTP. Bodies are the Python API's objects "
+                                "(Decision.to_dict(), ToolBelt.to_dict()). Scores that are not finite are written as null."},
+        "paths": {
+            "/v1/route": _post("Route one query (Router.route)", "RouteRequest", "Decision"),
+            "/v1/route/batch": _post("Route several queries (Router.route_batch)", "RouteBatchRequest", "RouteBatchResponse"),
+            "/v1/tools": _post("The tool belt of one query (Router.tools, or Router.tool_session with session_id)", "ToolsRequest", "ToolBelt"),
+            "/v1/tools/more": _post("request_more_tools in a session, with its circuit breaker", "MoreToolsRequest", "MoreToolsResponse",
+                                    extra=("404",)),
+            "/v1/lessons": _post("Record a lesson (Router.record_lesson)", "LessonRequest", "LessonResponse", status="201"),
+            "/healthz": {"get": {"summary": "The process answers", "responses": {"200": _answer("Health", "alive")}}},
+            "/readyz": {"get": {"summary": "A router is loaded", "responses": {"200": _answer("Ready", "ready"), "503": _answer("Ready", "loading")}}},
+            "/metrics": {"get": {"summary": "Prometheus metrics", "security": [{"bearer": []}],
+                                 "responses": {"200": {"description": "text format 0.0.4", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
+            "/openapi.json": {"get": {"summary": "This document", "security": [{"bearer": []}],
+                                      "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {"schema": {"type": "object"}}}}}}},
+        },
+        "components": {"schemas": components(),
+                       "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
+                                                      "description": "only when the server has a token (--token-env / --token-file)"}}},
+    })
