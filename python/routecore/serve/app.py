@@ -38,16 +38,12 @@ micro-batches and worker threads before the process exits.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
-import os
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Hashable, Optional, Union
+from typing import Any, AsyncIterator, Callable, Hashable, Optional
 
 import msgspec
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -57,209 +53,20 @@ from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from routecore.decision import plain
 from routecore.errors import ConfigError, InvalidArgumentError, MemoryStoreError, RoutecoreError
 from routecore.serve import openapi
 from routecore.serve.batcher import (Batching, MicroBatcher, RouteItem, ToolsItem, route_many, route_one, run_routes, run_tools,
                                      tools_one)
+from routecore.serve.http import ApiError, Limits, enc_hook, Gate, http_error, error_response, json_response
 from routecore.serve.metrics import Metrics
+from routecore.serve.sessions import SessionStore
+from routecore.serve.sources import RouterSource, source_of
 
 log = logging.getLogger("routecore.serve")
 
 __all__ = ["Batching", "Limits", "RouterSource", "create_app"]
-
-#: Paths answered without a token (probes).
-OPEN_PATHS = frozenset({"/healthz", "/readyz"})
-ENDPOINTS = frozenset({"/v1/route", "/v1/route/batch", "/v1/tools", "/v1/tools/more", "/v1/lessons",
-                       "/healthz", "/readyz", "/metrics", "/openapi.json"})
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Request limits: body bytes (413), characters per query and queries per batch (422)."""
-
-    max_body_bytes: int = 1 << 20
-    max_query_chars: int = 8192
-    max_batch: int = 256
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, kind: str, message: str, headers: Optional[dict[str, str]] = None):
-        super().__init__(message)
-        self.status, self.kind, self.message, self.headers = status, kind, message, headers
-
-
-def error_response(status: int, kind: str, message: str, headers: Optional[dict[str, str]] = None) -> Response:
-    return Response(msgspec.json.encode({"error": {"type": kind, "message": message}}), status, headers, media_type="application/json")
-
-
-def _enc_hook(obj: Any) -> Any:
-    if hasattr(obj, "item"):  # numpy scalars
-        return obj.item()
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    return plain(obj)
-
-
-def json_response(body: Any, status: int = 200) -> Response:
-    """``body`` as JSON; scores that are not finite become null (msgspec), never bare ``Infinity``."""
-    return Response(msgspec.json.encode(body, enc_hook=_enc_hook), status, media_type="application/json")
-
-
-# -- where the router comes from ------------------------------------------------------
-
-
-class RouterSource:
-    """A router from a config file (``config``) or a bundle folder (``bundle``), and the
-    stamp that tells when it changed on disk.
-
-    The encoder (``model``, default the bundled one) is loaded once and shared by
-    every reload. A config is embedded through the command line's cache of
-    embedded configs (:mod:`routecore.config_cache`) unless ``cache=False``."""
-
-    def __init__(self, config: Union[str, os.PathLike[str], None] = None, bundle: Union[str, os.PathLike[str], None] = None, *,
-                 overlay: Union[str, os.PathLike[str], None] = None, model: Optional[str] = None, encoder: Any = None,
-                 llm_url: Optional[str] = None, llm_model: Optional[str] = None, cache: bool = True):
-        if (config is None) == (bundle is None):
-            raise ConfigError("give a config file or a bundle folder (one of them)")
-        self.config = Path(config) if config is not None else None
-        self.bundle = Path(bundle) if bundle is not None else None
-        self.overlay = Path(overlay) if overlay is not None else None
-        self.model, self.encoder, self.cache = model, encoder, cache
-        self.llm_url, self.llm_model = llm_url, llm_model
-
-    def __repr__(self) -> str:
-        return f"RouterSource({'config' if self.config else 'bundle'}={str(self.config or self.bundle)!r})"
-
-    def _encoder(self) -> Any:
-        if self.encoder is None:
-            from routecore.encoder import Encoder
-
-            self.encoder = Encoder.load(self.model) if self.model else Encoder.load()
-        return self.encoder
-
-    def load(self, memory: Any = None) -> Any:
-        from routecore.llm import llm_from_config
-        from routecore.router import Router
-
-        enc = self._encoder()
-        if self.bundle is not None:
-            llm = llm_from_config(None, "command line", base_url=self.llm_url, model=self.llm_model)
-            return Router.load(self.bundle, encoder=enc, llm=llm, memory=memory)
-        from routecore import config_cache
-        from routecore.specs import read_config_file
-
-        path = self.config
-        assert path is not None
-        data = read_config_file(path)
-        llm = llm_from_config(data.get("llm"), str(path), base_url=self.llm_url, model=self.llm_model)
-        extra = {"tool_overlay": self.overlay} if self.overlay else {}
-
-        def build() -> Any:
-            return Router.from_config(path, encoder=enc, llm=llm, memory=memory, **extra)
-
-        if not self.cache or not config_cache.enabled():
-            return build()
-        return config_cache.cached_router([path, self.overlay], enc, build, llm=llm, memory=memory)
-
-    def stamp(self) -> Hashable:
-        """What changes when the files change (a save replaces ``bundle.json`` last)."""
-        files = [self.bundle / "bundle.json"] if self.bundle is not None else [self.config, self.overlay]
-        out: list[Optional[tuple[int, int, int]]] = []
-        for f in files:
-            if f is None:
-                continue
-            try:
-                st = f.stat()
-                out.append((st.st_mtime_ns, st.st_size, st.st_ino))
-            except OSError:
-                out.append(None)
-        return tuple(out)
-
-
-class _Fixed:
-    """A router given as an object (never reloaded) or a callable (called again on each reload)."""
-
-    def __init__(self, router: Any):
-        self.router = router
-
-    def load(self, memory: Any = None) -> Any:
-        r = self.router() if callable(self.router) and not hasattr(self.router, "route") else self.router
-        if memory is not None and getattr(r, "memory", None) is None:
-            r.memory = memory
-        return r
-
-    def stamp(self) -> Hashable:
-        return None
-
-
-def _source(router_source: Any) -> Any:
-    if isinstance(router_source, (str, os.PathLike)):
-        p = Path(router_source)
-        return RouterSource(bundle=p) if p.is_dir() else RouterSource(config=p)
-    if hasattr(router_source, "load") and hasattr(router_source, "stamp"):
-        return router_source
-    return _Fixed(router_source)
-
-
-# -- request_more_tools sessions ------------------------------------------------------
-
-
-class _Session:
-    __slots__ = ("tool_session", "lock", "expires", "tripped")
-
-    def __init__(self, tool_session: Any, expires: float):
-        self.tool_session, self.expires, self.tripped = tool_session, expires, False
-        self.lock = asyncio.Lock()
-
-
-class SessionStore:
-    """Tool sessions by id, each kept ``ttl`` seconds after its last use (at most
-    ``max_sessions``: the least recently used goes first). Used from the event loop only."""
-
-    def __init__(self, ttl: float, max_sessions: int, metrics: Metrics, clock: Callable[[], float] = time.monotonic):
-        self.ttl, self.max_sessions, self.metrics, self.clock = ttl, max_sessions, metrics, clock
-        self._sessions: dict[str, _Session] = {}
-
-    def get(self, sid: str) -> Optional[_Session]:
-        """The live session ``sid`` (its life starts again), or None."""
-        self.sweep()
-        s = self._sessions.pop(sid, None)
-        if s is not None and s.expires <= self.clock() and not s.lock.locked():
-            s = None
-        if s is not None:  # most recently used last
-            self._sessions[sid] = s
-            s.expires = self.clock() + self.ttl
-        self.metrics.sessions.set(len(self._sessions))
-        return s
-
-    def put(self, sid: str, tool_session: Any) -> _Session:
-        self.sweep()
-        self._sessions.pop(sid, None)
-        while len(self._sessions) >= self.max_sessions:
-            self._sessions.pop(next(iter(self._sessions)))
-        s = self._sessions[sid] = _Session(tool_session, self.clock() + self.ttl)
-        self.metrics.sessions.set(len(self._sessions))
-        return s
-
-    def sweep(self) -> None:
-        """Drop expired sessions from the least recently used end (O(expired sessions))."""
-        now = self.clock()
-        while self._sessions:
-            sid, s = next(iter(self._sessions.items()))
-            if s.expires > now or s.lock.locked():
-                break
-            del self._sessions[sid]
-        self.metrics.sessions.set(len(self._sessions))
-
-    def state(self, sid: str, s: _Session) -> dict[str, Any]:
-        ts = s.tool_session
-        limit = ts.tool_catalog.policy.more_tools_limit
-        return {"session_id": sid, "tool_names": ts.tool_names, "calls": ts.calls, "limit": limit, "breaker_open": ts.calls >= limit,
-                "expires_in_s": round(max(s.expires - self.clock(), 0.0), 3)}
-
 
 # -- the server's state ---------------------------------------------------------------
 
@@ -478,7 +285,7 @@ def _endpoints(srv: Server) -> list[Route]:
         for d in ds:
             m.observe_decision("/v1/route/batch", d, dt / n)
         # Up to max_batch decisions to write: off the event loop.
-        body = await srv.run(lambda: msgspec.json.encode({"decisions": [d.to_dict() for d in ds]}, enc_hook=_enc_hook))
+        body = await srv.run(lambda: msgspec.json.encode({"decisions": [d.to_dict() for d in ds]}, enc_hook=enc_hook))
         return Response(body, media_type="application/json")
 
     async def tools(request: Request) -> Response:
@@ -577,64 +384,6 @@ def _endpoints(srv: Server) -> list[Route]:
     ]
 
 
-class _Gate:
-    """Pure ASGI middleware: the bearer token, request counts, latency, requests in flight."""
-
-    def __init__(self, app: ASGIApp, server: Server):
-        self.app, self.srv = app, server
-        self._token = server.token.encode() if server.token else None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        m = self.srv.metrics
-        path = scope["path"]
-        endpoint = path if path in ENDPOINTS else "other"
-        status = 500
-        t0 = time.perf_counter()
-        m.in_flight.inc()
-
-        async def send_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            if self._token is not None and path not in OPEN_PATHS:
-                problem = self._auth(scope)
-                if problem is not None:
-                    err = 'Bearer realm="routecore"' + (', error="invalid_token"' if "wrong" in problem else "")
-                    await error_response(401, "Unauthorized", problem, {"WWW-Authenticate": err})(scope, receive, send_status)
-                    return
-            await self.app(scope, receive, send_status)
-        finally:
-            m.in_flight.dec()
-            m.requests.labels(endpoint, scope.get("method", ""), str(status)).inc()
-            m.latency.labels(endpoint).observe(time.perf_counter() - t0)
-
-    def _auth(self, scope: Scope) -> Optional[str]:
-        header = next((v for k, v in scope.get("headers", ()) if k == b"authorization"), None)
-        if header is None:
-            return "this server needs a bearer token: send 'Authorization: Bearer <token>'"
-        scheme, _, given = header.partition(b" ")
-        if scheme.lower() != b"bearer" or not given.strip():
-            return "the Authorization header is not 'Bearer <token>'"
-        assert self._token is not None
-        if not hmac.compare_digest(given.strip(), self._token):
-            return "wrong bearer token"
-        return None
-
-
-async def _http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    kind = {404: "NotFound", 405: "MethodNotAllowed"}.get(exc.status_code, "HTTPError")
-    msg = {404: f"no endpoint at {request.url.path} (see /openapi.json)",
-           405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
-    return error_response(exc.status_code, kind, msg, dict(exc.headers or {}))
-
-
 def create_app(router_source: Any, *, token: Optional[str] = None, limits: Limits = Limits(), batching: Batching = Batching(),
                memory: Any = None, session_ttl: float = 300.0, max_sessions: int = 10_000, reload_poll_s: float = 2.0,
                threads: int = 8, version: Optional[str] = None, wait_for_load: bool = False) -> Starlette:
@@ -663,7 +412,7 @@ def create_app(router_source: Any, *, token: Optional[str] = None, limits: Limit
         from routecore._native import __version__
 
         version = str(__version__)
-    srv = Server(_source(router_source), token=token.strip() if token else None, limits=limits, batching=batching, memory=memory,
+    srv = Server(source_of(router_source), token=token.strip() if token else None, limits=limits, batching=batching, memory=memory,
                  session_ttl=session_ttl, max_sessions=max_sessions, reload_poll_s=reload_poll_s, threads=threads, version=version,
                  wait_for_load=wait_for_load)
 
@@ -675,7 +424,7 @@ def create_app(router_source: Any, *, token: Optional[str] = None, limits: Limit
         finally:
             await srv.stop()
 
-    app = Starlette(routes=_endpoints(srv), middleware=[Middleware(_Gate, server=srv)], lifespan=lifespan,
-                    exception_handlers={HTTPException: _http_error})
+    app = Starlette(routes=_endpoints(srv), middleware=[Middleware(Gate, server=srv)], lifespan=lifespan,
+                    exception_handlers={HTTPException: http_error})
     app.state.server = srv
     return app

@@ -1,0 +1,116 @@
+"""The sidecar's HTTP plumbing: limits, JSON responses and errors, and the ASGI gate
+(bearer token, request counts, latency, requests in flight)."""
+
+from __future__ import annotations
+
+import hmac
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
+
+import msgspec
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from routecore.decision import plain
+
+
+if TYPE_CHECKING:
+    from routecore.serve.app import Server
+
+#: Paths answered without a token (probes).
+OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+ENDPOINTS = frozenset({"/v1/route", "/v1/route/batch", "/v1/tools", "/v1/tools/more", "/v1/lessons",
+                       "/healthz", "/readyz", "/metrics", "/openapi.json"})
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Request limits: body bytes (413), characters per query and queries per batch (422)."""
+
+    max_body_bytes: int = 1 << 20
+    max_query_chars: int = 8192
+    max_batch: int = 256
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, kind: str, message: str, headers: Optional[dict[str, str]] = None):
+        super().__init__(message)
+        self.status, self.kind, self.message, self.headers = status, kind, message, headers
+
+
+def error_response(status: int, kind: str, message: str, headers: Optional[dict[str, str]] = None) -> Response:
+    return Response(msgspec.json.encode({"error": {"type": kind, "message": message}}), status, headers, media_type="application/json")
+
+
+def enc_hook(obj: Any) -> Any:
+    if hasattr(obj, "item"):  # numpy scalars
+        return obj.item()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    return plain(obj)
+
+
+def json_response(body: Any, status: int = 200) -> Response:
+    """``body`` as JSON; scores that are not finite become null (msgspec), never bare ``Infinity``."""
+    return Response(msgspec.json.encode(body, enc_hook=enc_hook), status, media_type="application/json")
+
+
+class Gate:
+    """Pure ASGI middleware: the bearer token, request counts, latency, requests in flight."""
+
+    def __init__(self, app: ASGIApp, server: Server):
+        self.app, self.srv = app, server
+        self._token = server.token.encode() if server.token else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        m = self.srv.metrics
+        path = scope["path"]
+        endpoint = path if path in ENDPOINTS else "other"
+        status = 500
+        t0 = time.perf_counter()
+        m.in_flight.inc()
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            if self._token is not None and path not in OPEN_PATHS:
+                problem = self._auth(scope)
+                if problem is not None:
+                    err = 'Bearer realm="routecore"' + (', error="invalid_token"' if "wrong" in problem else "")
+                    await error_response(401, "Unauthorized", problem, {"WWW-Authenticate": err})(scope, receive, send_status)
+                    return
+            await self.app(scope, receive, send_status)
+        finally:
+            m.in_flight.dec()
+            m.requests.labels(endpoint, scope.get("method", ""), str(status)).inc()
+            m.latency.labels(endpoint).observe(time.perf_counter() - t0)
+
+    def _auth(self, scope: Scope) -> Optional[str]:
+        header = next((v for k, v in scope.get("headers", ()) if k == b"authorization"), None)
+        if header is None:
+            return "this server needs a bearer token: send 'Authorization: Bearer <token>'"
+        scheme, _, given = header.partition(b" ")
+        if scheme.lower() != b"bearer" or not given.strip():
+            return "the Authorization header is not 'Bearer <token>'"
+        assert self._token is not None
+        if not hmac.compare_digest(given.strip(), self._token):
+            return "wrong bearer token"
+        return None
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    kind = {404: "NotFound", 405: "MethodNotAllowed"}.get(exc.status_code, "HTTPError")
+    msg = {404: f"no endpoint at {request.url.path} (see /openapi.json)",
+           405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
+    return error_response(exc.status_code, kind, msg, dict(exc.headers or {}))

@@ -1,0 +1,107 @@
+"""Where the sidecar's router comes from: a config file or a bundle folder, and the
+stamp that tells when it changed on disk (hot reload)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Hashable, Optional, Union
+
+from routecore.errors import ConfigError
+
+
+# -- where the router comes from ------------------------------------------------------
+
+
+class RouterSource:
+    """A router from a config file (``config``) or a bundle folder (``bundle``), and the
+    stamp that tells when it changed on disk.
+
+    The encoder (``model``, default the bundled one) is loaded once and shared by
+    every reload. A config is embedded through the command line's cache of
+    embedded configs (:mod:`routecore.config_cache`) unless ``cache=False``."""
+
+    def __init__(self, config: Union[str, os.PathLike[str], None] = None, bundle: Union[str, os.PathLike[str], None] = None, *,
+                 overlay: Union[str, os.PathLike[str], None] = None, model: Optional[str] = None, encoder: Any = None,
+                 llm_url: Optional[str] = None, llm_model: Optional[str] = None, cache: bool = True):
+        if (config is None) == (bundle is None):
+            raise ConfigError("give a config file or a bundle folder (one of them)")
+        self.config = Path(config) if config is not None else None
+        self.bundle = Path(bundle) if bundle is not None else None
+        self.overlay = Path(overlay) if overlay is not None else None
+        self.model, self.encoder, self.cache = model, encoder, cache
+        self.llm_url, self.llm_model = llm_url, llm_model
+
+    def __repr__(self) -> str:
+        return f"RouterSource({'config' if self.config else 'bundle'}={str(self.config or self.bundle)!r})"
+
+    def _encoder(self) -> Any:
+        if self.encoder is None:
+            from routecore.encoder import Encoder
+
+            self.encoder = Encoder.load(self.model) if self.model else Encoder.load()
+        return self.encoder
+
+    def load(self, memory: Any = None) -> Any:
+        from routecore.llm import llm_from_config
+        from routecore.router import Router
+
+        enc = self._encoder()
+        if self.bundle is not None:
+            llm = llm_from_config(None, "command line", base_url=self.llm_url, model=self.llm_model)
+            return Router.load(self.bundle, encoder=enc, llm=llm, memory=memory)
+        from routecore import config_cache
+        from routecore.specs import read_config_file
+
+        path = self.config
+        assert path is not None
+        data = read_config_file(path)
+        llm = llm_from_config(data.get("llm"), str(path), base_url=self.llm_url, model=self.llm_model)
+        extra = {"tool_overlay": self.overlay} if self.overlay else {}
+
+        def build() -> Any:
+            return Router.from_config(path, encoder=enc, llm=llm, memory=memory, **extra)
+
+        if not self.cache or not config_cache.enabled():
+            return build()
+        return config_cache.cached_router([path, self.overlay], enc, build, llm=llm, memory=memory)
+
+    def stamp(self) -> Hashable:
+        """What changes when the files change (a save replaces ``bundle.json`` last)."""
+        files = [self.bundle / "bundle.json"] if self.bundle is not None else [self.config, self.overlay]
+        out: list[Optional[tuple[int, int, int]]] = []
+        for f in files:
+            if f is None:
+                continue
+            try:
+                st = f.stat()
+                out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+
+class _Fixed:
+    """A router given as an object (never reloaded) or a callable (called again on each reload)."""
+
+    def __init__(self, router: Any):
+        self.router = router
+
+    def load(self, memory: Any = None) -> Any:
+        r = self.router() if callable(self.router) and not hasattr(self.router, "route") else self.router
+        if memory is not None and getattr(r, "memory", None) is None:
+            r.memory = memory
+        return r
+
+    def stamp(self) -> Hashable:
+        return None
+
+
+def source_of(router_source: Any) -> Any:
+    """A :class:`RouterSource` for a path, the object itself when it can load and stamp, else a fixed router."""
+    if isinstance(router_source, (str, os.PathLike)):
+        p = Path(router_source)
+        return RouterSource(bundle=p) if p.is_dir() else RouterSource(config=p)
+    if hasattr(router_source, "load") and hasattr(router_source, "stamp"):
+        return router_source
+    return _Fixed(router_source)
