@@ -152,7 +152,7 @@ def add_serve_command(sub: Any) -> argparse.ArgumentParser:
     s.add_argument("--llm-url", help="OpenAI-compatible server of the LLM fallback")
     s.add_argument("--llm-model", help="the LLM fallback's model")
     s.add_argument("--no-cache", action="store_true", help="embed the config again instead of reusing its cached bundle")
-    s.add_argument("--lessons", metavar="PATH", help="SQLite lesson store for /v1/lessons (default: in memory, lost on exit)")
+    s.add_argument("--lessons", metavar="PATH", help="lesson store for /v1/lessons: a SQLite path or a postgresql:// URL shared by replicas (default: in memory, lost on exit)")
     s.add_argument("--no-batching", action="store_true", help="one encoder call per request instead of micro-batches")
     s.add_argument("--batch-window-ms", type=_positive(float), default=DEFAULT_WINDOW_MS,
                    help=f"longest wait, in ms, for more requests to join a micro-batch (default {DEFAULT_WINDOW_MS:g})")
