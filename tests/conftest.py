@@ -13,14 +13,18 @@ MODELS = SHARED / "models"
 DATASETS = SHARED / "datasets"
 
 
-def need_shared(path: Path) -> Path:
-    """Return ``path``; under CI a missing ``../shared`` fails, elsewhere it skips."""
-    if path.exists():
-        return path
-    msg = f"{path} is missing (../shared holds the real models and datasets)"
+def missing(msg: str) -> None:
+    """Something a test needs is missing: under CI that fails the test, elsewhere it skips."""
     if os.environ.get("CI"):
         pytest.fail(msg)
     pytest.skip(msg)
+
+
+def need_shared(path: Path) -> Path:
+    """Return ``path``; under CI a missing ``../shared`` fails, elsewhere it skips."""
+    if not path.exists():
+        missing(f"{path} is missing (../shared holds the real models and datasets)")
+    return path
 
 
 @pytest.fixture(scope="session")

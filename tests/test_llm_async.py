@@ -8,20 +8,12 @@ import sys
 import time
 
 import pytest
-from test_llm import REQ, ChatServer
+from test_llm import REQ, server  # noqa: F401 (the loopback LLM server fixture)
 
 from routecore.errors import LLMError
 from routecore.llm import OpenAICompatibleRouter, achoose
 
 httpx = pytest.importorskip("httpx")
-
-
-@pytest.fixture(scope="module")
-def server():
-    s = ChatServer()
-    yield s
-    s.httpd.shutdown()
-    s.httpd.server_close()
 
 
 def test_import_routecore_does_not_import_httpx():

@@ -9,24 +9,16 @@ from pathlib import Path
 import jsonschema
 import pytest
 from stubs import StubEncoder, manual, mix, unit
-from test_llm import ROUTES, ChatServer
+from test_llm import ROUTES, server  # noqa: F401 (the loopback LLM server fixture)
 
 from routecore import config_schema
 from routecore.errors import ConfigError
 from routecore.llm import OpenAICompatibleRouter, llm_from_config
 from routecore.router import Router
-from routecore.specs import parse_config, read_config_file
+from routecore.specs import parse_config
 
 PUBLISHED = Path(__file__).resolve().parents[1] / "schema" / "routecore-config.schema.json"
 ROUTES_DOC = [{"name": "A", "utterances": ["a"]}]
-
-
-@pytest.fixture(scope="module")
-def server():
-    s = ChatServer()
-    yield s
-    s.httpd.shutdown()
-    s.httpd.server_close()
 
 
 def test_no_section_no_llm():

@@ -18,6 +18,7 @@ import uuid
 
 import numpy as np
 import pg_server
+from conftest import missing
 import pytest
 
 from routecore.errors import MemoryStoreError
@@ -25,10 +26,7 @@ from routecore.memory import ExperienceMemory
 
 
 def _missing(what: str) -> None:
-    msg = f"{what}: the PostgreSQL lesson-store tests need it (see tests/pg_server.py)"
-    if os.environ.get("CI"):
-        pytest.fail(msg)
-    pytest.skip(msg)
+    missing(f"{what}: the PostgreSQL lesson-store tests need it (see tests/pg_server.py)")
 
 
 @pytest.fixture(scope="module")

@@ -203,15 +203,20 @@ def load_yaml(text: str, where: Any = "<string>") -> Any:
         loader.dispose()
 
 
+def read_text(p: Path, encoding: str = "utf-8") -> str:
+    """The text of a config file, or a :class:`ConfigError` that names it (unreadable, not UTF-8)."""
+    try:
+        return p.read_text(encoding=encoding)
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p} is not UTF-8 text: byte {e.start}: {e.reason}") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read {p}: {e}") from None
+
+
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Parse a YAML (``.yaml``/``.yml``) or JSON file into a dict."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot read {p}: {e}") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{p} is not UTF-8 text: byte {e.start}: {e.reason}") from None
+    text = read_text(p)
     if p.suffix in (".yaml", ".yml"):
         data = load_yaml(text, p)
     else:

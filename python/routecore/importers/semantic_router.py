@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, TypeVar
 
 from routecore.errors import ConfigError
-from routecore.specs import load_yaml, parse_config
+from routecore.specs import load_yaml, parse_config, read_text
 
 if TYPE_CHECKING:
     from routecore.router import Router
@@ -162,12 +162,7 @@ _READERS = {"semantic-router": read_semantic_router}
 
 
 def _load(p: Path) -> Any:
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{p} is not UTF-8 text: byte {e.start}: {e.reason}") from None
-    except OSError as e:
-        raise ConfigError(f"cannot read {p}: {e}") from None
+    text = read_text(p, "utf-8-sig")
     if not text.strip():
         raise ConfigError(f"{p} is empty")
     if p.suffix.lower() in (".yaml", ".yml"):
