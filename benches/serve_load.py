@@ -180,6 +180,7 @@ def run_server(args: argparse.Namespace, batching: bool, ids: Counter) -> dict[s
                 after = batch_sizes(port)
                 n = after["count"] - before["count"]
                 r.update(batches=n, mean_batch=(after["sum"] - before["sum"]) / n if n else 0.0)
+            r["rss_mb"] = rss_mb(proc.pid)  # after each level: a run of equal levels shows whether memory stays flat
             rows.append(r)
             print(json.dumps({"batching": batching, **{k: round(v, 2) if isinstance(v, float) else v for k, v in r.items()}}), flush=True)
         return {"batching": batching, "rss_start_mb": rss0, "rss_end_mb": rss_mb(proc.pid), "levels": rows}
