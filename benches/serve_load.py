@@ -1,10 +1,10 @@
 """Load test of ``routecore serve`` (issue 18): latency percentiles and throughput by concurrency,
 micro-batching on and off, against the in-process ``Router.route()``. Not run in CI.
 
-    python benches/serve_load.py [--clients 1,8,32,128] [--scale 1.0] [--window-ms 1] [--max-batch 32] [--json OUT]
+    python benches/serve_load.py [--clients 1,8,32,128] [--scale 1.0] [--clinc150 | --config FILE] [--window-ms 1] [--max-batch 32] [--json OUT]
 
 For each mode (batching on, then off) a server is started in a subprocess
-(``python -m routecore.serve.cli --config <IT_OPS_ROUTES>``, a free port on
+(``python -m routecore.serve.cli --config CONFIG``: the IT-ops example, ``--config`` or ``--clinc150``; a free port on
 127.0.0.1) and driven by closed-loop clients: each sends ``POST /v1/route``,
 waits for the answer, sends the next. Every query is new (a counter in the
 text), so the encoder's query cache never answers and each request costs a
@@ -144,15 +144,36 @@ def batch_sizes(port: int) -> dict[str, float]:
     return vals
 
 
+def config_of(args: argparse.Namespace) -> Path:
+    """The served config: ``--config``, ``--clinc150`` (150 routes x 100 exemplars, the CLINC150 train split
+    from ../shared written to a temporary YAML, never into the repository), or the IT-ops example."""
+    if args.config:
+        return Path(args.config)
+    if args.clinc150:
+        import tempfile
+
+        import yaml
+
+        from routecore.evaluation import datasets as D
+        from routecore.evaluation.runner import routes_from_split
+
+        path = Path(tempfile.gettempdir()) / "routecore-bench-clinc150-routes.yaml"
+        if not path.exists():
+            routes = routes_from_split(D.clinc150("train"))
+            path.write_text(yaml.safe_dump({"routes": [{"name": r.name, "utterances": list(r.utterances)} for r in routes]}), encoding="utf-8")
+        return path
+    from routecore.examples import IT_OPS_ROUTES
+
+    return IT_OPS_ROUTES
+
+
 def start_server(args: argparse.Namespace, batching: bool) -> tuple[subprocess.Popen[bytes], int]:
     """A ready server on a free port (its embedded config comes from the cache after the first)."""
     import urllib.error
     import urllib.request
 
-    from routecore.examples import IT_OPS_ROUTES
-
     port = free_port()
-    cmd = [sys.executable, "-m", "routecore.serve.cli", "--config", str(IT_OPS_ROUTES), "--port", str(port), "--log-level", "warning"]
+    cmd = [sys.executable, "-m", "routecore.serve.cli", "--config", str(config_of(args)), "--port", str(port), "--log-level", "warning"]
     cmd += (["--batch-window-ms", str(args.window_ms)] if args.window_ms is not None else []) + (
         ["--max-batch", str(args.max_batch)] if args.max_batch is not None else []) + ([] if batching else ["--no-batching"])
     proc = subprocess.Popen(cmd, cwd=ROOT)
@@ -195,9 +216,8 @@ def one_client_ab(args: argparse.Namespace, n: int, ids: Counter) -> dict[str, A
     import http.client
 
     from routecore import Router
-    from routecore.examples import IT_OPS_ROUTES
 
-    router = Router.from_config(IT_OPS_ROUTES)
+    router = Router.from_config(config_of(args))
     servers = [start_server(args, True), start_server(args, False)]
     conns = [http.client.HTTPConnection("127.0.0.1", port) for _, port in servers]
     lat: dict[str, list[float]] = {"in_process": [], "batching_on": [], "batching_off": []}
@@ -236,6 +256,8 @@ def main() -> None:
     ap.add_argument("--modes", default="on,off", help="batching modes to run: on, off or both")
     ap.add_argument("--httpx", action="store_true", help="clients through httpx instead of raw asyncio streams")
     ap.add_argument("--ab", type=int, default=300, help="calls of the interleaved one-client comparison (0: skip it)")
+    ap.add_argument("--config", help="the served config (default: the IT-ops example)")
+    ap.add_argument("--clinc150", action="store_true", help="serve 150 routes x 100 exemplars (CLINC150 train, ../shared)")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
     os.environ.setdefault("ROUTECORE_HOME", str(Path("/tmp") / "routecore-serve-bench"))  # the embedded-config cache
