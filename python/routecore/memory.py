@@ -54,6 +54,28 @@ class Lesson:
     created: float
 
 
+#: How embeddings are stored, by both stores: float32, little-endian.
+EMBEDDING_DTYPE = np.dtype("<f4")
+
+
+def lesson_vector(embedding: np.ndarray) -> np.ndarray:
+    """``embedding`` as the flat float32 vector a store keeps; rejects an empty or non-finite one."""
+    v = np.ascontiguousarray(embedding, dtype=EMBEDDING_DTYPE).ravel()
+    if not v.size or not np.isfinite(v).all():
+        raise MemoryStoreError("a lesson needs a non-empty, finite embedding")
+    return v
+
+
+def lesson_matrix(rows: list[Any], dim: int | None) -> tuple[LessonMatrix, int]:
+    """The matrix of ``(embedding bytes, tool, use, context)`` rows, and how many were skipped:
+    rows not ``dim`` wide (any width agreeing with the first row when ``dim`` is None)."""
+    width = dim if dim is not None else (len(rows[0][0]) // 4 if rows else 0)
+    good = [r for r in rows if isinstance(r[0], bytes) and len(r[0]) == 4 * width]
+    emb = (np.stack([np.frombuffer(r[0], dtype=EMBEDDING_DTYPE) for r in good]).astype(np.float32, copy=False) if good
+           else np.zeros((0, width), dtype=np.float32))
+    return (emb, [r[1] for r in good], np.array([r[2] for r in good], dtype=bool), [r[3] for r in good]), len(rows) - len(good)
+
+
 #: URL schemes that select the PostgreSQL store.
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -118,9 +140,7 @@ class ExperienceMemory:
 
     def record(self, query: str, tool: str, *, use: bool, embedding: np.ndarray, model_id: str, context: str = "") -> int:
         """Store a lesson; returns its id."""
-        v = np.ascontiguousarray(embedding, dtype=np.float32).ravel()
-        if not v.size or not np.isfinite(v).all():
-            raise MemoryStoreError("a lesson needs a non-empty, finite embedding")
+        v = lesson_vector(embedding)
         width = self._run("SELECT length(embedding) / 4 FROM lessons WHERE model_id = ? LIMIT 1", (model_id,))
         if width and width[0][0] != v.size:
             raise MemoryStoreError(f"a lesson embedding for {model_id} is {v.size} wide, but that model's lessons are {width[0][0]} wide")
@@ -154,11 +174,7 @@ class ExperienceMemory:
         if self._cache and self._cache[0] == key and self._cache[1] == model_id:
             return self._cache[2]
         rows = self._run("SELECT embedding, tool, use, context FROM lessons WHERE model_id = ? ORDER BY id", (model_id,))
-        width = dim if dim is not None else (len(rows[0][0]) // 4 if rows else 0)
-        good = [r for r in rows if isinstance(r[0], bytes) and len(r[0]) == 4 * width]
-        self.skipped = len(rows) - len(good)
-        emb = np.stack([np.frombuffer(r[0], dtype=np.float32) for r in good]) if good else np.zeros((0, width), dtype=np.float32)
-        out: LessonMatrix = (emb, [r[1] for r in good], np.array([r[2] for r in good], dtype=bool), [r[3] for r in good])
+        out, self.skipped = lesson_matrix(rows, dim)
         self._cache = (key, model_id, out)
         return out
 

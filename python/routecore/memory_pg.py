@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 import numpy as np
 
 from routecore.errors import MemoryStoreError
-from routecore.memory import ExperienceMemory, Lesson, LessonMatrix
+from routecore.memory import ExperienceMemory, Lesson, LessonMatrix, lesson_matrix, lesson_vector
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -55,7 +55,6 @@ SCHEMA_VERSION = 1
 #: (first key) of the per-model locks of record().
 SCHEMA_LOCK = 0x726F7574_65636F72
 MODEL_LOCK_NS = 0x72636D6C
-_F32 = np.dtype("<f4")
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS routecore_meta (key text PRIMARY KEY, value text NOT NULL)",
@@ -339,9 +338,7 @@ class PostgresMemory(ExperienceMemory):
 
     def record(self, query: str, tool: str, *, use: bool, embedding: np.ndarray, model_id: str, context: str = "") -> int:
         """Store a lesson; returns its id."""
-        v = np.ascontiguousarray(embedding, dtype=np.float32).ravel()
-        if not v.size or not np.isfinite(v).all():
-            raise MemoryStoreError("a lesson needs a non-empty, finite embedding")
+        v = lesson_vector(embedding)
 
         def write(conn: psycopg.Connection[tuple[Any, ...]]) -> int:
             # One writer per model at a time: the width check and the insert agree across processes.
@@ -353,7 +350,7 @@ class PostgresMemory(ExperienceMemory):
             row = conn.execute(
                 "INSERT INTO routecore_lessons (query, context, tool, use, model_id, embedding, created) "
                 "VALUES (%s, %s, %s, %s, %s, %b, %s) RETURNING id",
-                (query, context, tool, bool(use), model_id, v.astype(_F32, copy=False).tobytes(), time.time()),
+                (query, context, tool, bool(use), model_id, v.tobytes(), time.time()),
             ).fetchone()
             assert row is not None
             return int(row[0])
@@ -383,12 +380,7 @@ class PostgresMemory(ExperienceMemory):
             return self._cache[2]
         rows = self._query("SELECT embedding, tool, use, context FROM routecore_lessons WHERE model_id = %s ORDER BY id",
                            (model_id,), binary=True)
-        width = dim if dim is not None else (len(rows[0][0]) // 4 if rows else 0)
-        good = [r for r in rows if len(r[0]) == 4 * width]
-        self.skipped = len(rows) - len(good)
-        emb = (np.stack([np.frombuffer(r[0], dtype=_F32) for r in good]).astype(np.float32, copy=False) if good
-               else np.zeros((0, width), dtype=np.float32))
-        out: LessonMatrix = (emb, [r[1] for r in good], np.array([r[2] for r in good], dtype=bool), [r[3] for r in good])
+        out, self.skipped = lesson_matrix([(bytes(r[0]), *r[1:]) for r in rows], dim)
         self._cache = (key, model_id, out)
         return out
 
