@@ -256,3 +256,15 @@ def test_a_router_without_tools_answers_with_an_empty_belt():
     belt = r.tools("anything")
     assert belt.tools == () and belt.no_tool and "no tools" in belt.alerts[0].message
     assert r.tool_session("anything").tool_names == ["request_more_tools"]
+
+
+def test_discovery_tools_come_in_the_same_order_in_every_process():
+    """Plugins were a set: their discovery tools' order followed each process's string hashing."""
+    import subprocess
+    import sys
+
+    code = ("from routecore import Router; from routecore.examples import TOOLS; "
+            "print(Router.from_config(TOOLS).tools('my server disk is full and the lights are off').names)")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in (1, 2, 3, 4)}
+    assert len(outs) == 1, outs

@@ -189,7 +189,8 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
         picked += 1
     if not picked and k:
         alerts.append(Alert("no_tool", f"no tool scored above the floor {floor:.3f}: the belt holds only its core tools"))
-    plugins = {domains[pos[n]] for n, why in chosen.items() if why != "core"} - {""}
+    # The matched tools' plugins in belt order (a set's order changes with each process's string hashing).
+    plugins = [d for d in dict.fromkeys(domains[pos[n]] for n, why in chosen.items() if why != "core") if d]
     discovery = catalog.discovery_tools(p.discovery_prefixes)
     for plugin in plugins:
         for n in discovery.get(plugin, ()):
