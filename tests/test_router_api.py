@@ -126,3 +126,12 @@ def test_async_calls_match_and_1000_concurrent_calls_complete(router, tool_route
     for i, d in enumerate(many[:16]):
         _same(d, router.route(QUERIES[i % len(QUERIES)]))
     assert len(lags) > 1  # the loop kept ticking while 1000 calls ran (its lag is a benchmark figure)
+
+
+def test_route_batch_in_an_executor_gives_the_same_decisions(router):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as ex:
+        par = router.route_batch(QUERIES, executor=ex)
+    for a, b in zip(par, router.route_batch(QUERIES)):
+        _same(a, b)

@@ -9,6 +9,7 @@ rules, clarification, the LLM fallback and the degraded (encoder failed) path.
 from __future__ import annotations
 
 import time
+from concurrent.futures import Executor
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -105,8 +106,12 @@ class RouteTable:
         return self.decide(text, enc.embeddings[0], previous, context_domains, clarify, t0, enc.tokenize_ms, bool(enc.truncated), choose)
 
     def route_batch(self, queries: Sequence[str], *, previous: str | Sequence[str | None] | None = None,
-                    context_domains: Sequence[str] = (), vectors: Any = None, choose: Chooser | None = None) -> list[Decision]:
-        """The decisions for ``queries`` from one batched encoder call (:meth:`routecore.router.Router.route_batch`)."""
+                    context_domains: Sequence[str] = (), vectors: Any = None, choose: Chooser | None = None,
+                    executor: Executor | None = None) -> list[Decision]:
+        """The decisions for ``queries`` from one batched encoder call (:meth:`routecore.router.Router.route_batch`).
+
+        With an ``executor`` the decisions after the encoder call run in its threads,
+        so that the LLM calls of several undecided queries overlap."""
         if isinstance(queries, str):
             raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
         queries = list(queries)
@@ -126,11 +131,12 @@ class RouteTable:
             embs, tok_ms, truncated = enc.embeddings, enc.tokenize_ms, enc.truncated
         t1 = time.perf_counter()
         share = (t1 - t0) / len(texts)  # each decision reports its share of the batch's encoder call
-        out = []
-        for i, (text, p) in enumerate(zip(texts, prev)):
+
+        def one(i: int) -> Decision:
             start = time.perf_counter() - share
-            out.append(self.decide(text, embs[i], p, context_domains, None, start, tok_ms / len(texts), i in truncated, choose))
-        return out
+            return self.decide(texts[i], embs[i], prev[i], context_domains, None, start, tok_ms / len(texts), i in truncated, choose)
+
+        return list(executor.map(one, range(len(texts)))) if executor is not None else [one(i) for i in range(len(texts))]
 
     def decide(self, text: str, q: np.ndarray, previous: str | None, context_domains: Sequence[str], clarify: Decision | None,
                t0: float, tokenize_ms: float = 0.0, truncated: bool = False, choose: Chooser | None = None) -> Decision:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from concurrent.futures import Executor
 from operator import attrgetter
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -23,10 +24,9 @@ from routecore.llm import LLMRouter, llm_from_config
 from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
 from routecore.progress import ProgressArg
-from routecore.route_table import RouteTable, with_route_thresholds
+from routecore.route_table import with_route_thresholds
 from routecore.specs import RouteSpec, ToolSpec, parse_config, read_config_file
 from routecore.tables import AUTO_INT8_ELEMENTS, EncoderLike
-from routecore.tool_catalog import ToolCatalog
 from routecore.tool_formats import tool_specs
 from routecore.toolbelt import ToolSession, select_tools, select_tools_batch
 
@@ -200,13 +200,14 @@ class Router:
         return self.route_table.route(query, previous=previous, context_domains=context_domains, clarify=clarify, vector=vector)
 
     def route_batch(self, queries: Sequence[str], *, previous: str | Sequence[str | None] | None = None,
-                    context_domains: Sequence[str] = (), vectors: Any = None) -> list[Decision]:
+                    context_domains: Sequence[str] = (), vectors: Any = None, executor: Executor | None = None) -> list[Decision]:
         """The decisions for ``queries``, embedded in one batched encoder call.
 
         Each decision is the one :meth:`route` gives for that query. ``previous`` is
         one route for all queries or one per query; ``vectors`` (``n x dim``) skips
-        the encoder."""
-        return self.route_table.route_batch(queries, previous=previous, context_domains=context_domains, vectors=vectors)
+        the encoder; ``executor`` decides the queries in its threads (their LLM
+        fallback calls then overlap)."""
+        return self.route_table.route_batch(queries, previous=previous, context_domains=context_domains, vectors=vectors, executor=executor)
 
     async def aroute(self, query: str, **kw: Any) -> Decision:
         """:meth:`route` off the event loop (the native work releases the GIL); the

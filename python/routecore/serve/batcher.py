@@ -30,7 +30,6 @@ invariant); only its ``timings`` differ (a batch shares its encoder time out).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections import defaultdict
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -220,26 +219,10 @@ def _call(fn: Callable[..., Any], *args: Any) -> Any:
 
 def route_many(router: Any, queries: list[str], previous: list[str | None], context_domains: Sequence[str],
                fan_out: Executor | None = None) -> list[Any]:
-    """``router.route_batch`` for ``queries``; with an LLM fallback and ``fan_out``, the
-    queries are embedded in one encoder call and decided in parallel in ``fan_out``'s
-    threads, so that the LLM calls of medium-confidence decisions overlap instead of
-    queueing one after the other inside the batch (decisions identical; the batch's
-    encoder time is shared out in their ``timings`` as ``route_batch`` does)."""
+    """``router.route_batch`` for ``queries``; with an LLM fallback, the decisions run in
+    ``fan_out``'s threads, so that the LLM calls of medium-confidence decisions overlap
+    instead of queueing one after the other inside the batch (decisions identical)."""
     if len(queries) == 1:
         return [router.route(queries[0], previous=previous[0], context_domains=context_domains)]
-    if router.llm is None or fan_out is None:
-        return list(router.route_batch(queries, previous=previous, context_domains=context_domains))
-    from routecore.decision import Alert
-
-    enc = router.encoder.encode_with_stats(queries)
-    n = len(queries)
-    tok, share = enc.tokenize_ms / n, (enc.tokenize_ms + enc.infer_ms) / n
-    futures = [fan_out.submit(router.route, q, previous=p, context_domains=context_domains, vector=enc.embeddings[i])
-               for i, (q, p) in enumerate(zip(queries, previous))]
-    out = []
-    for i, f in enumerate(futures):
-        d = f.result()
-        t = d.timings
-        alerts = d.alerts + ((Alert("truncated", "the query was truncated at the model's max_length"),) if i in enc.truncated else ())
-        out.append(dataclasses.replace(d, alerts=alerts, timings=dataclasses.replace(t, tokenize=tok, encode=share - tok, total=t.total + share)))
-    return out
+    executor = fan_out if router.llm is not None else None
+    return list(router.route_batch(queries, previous=previous, context_domains=context_domains, executor=executor))
