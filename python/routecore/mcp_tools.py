@@ -146,7 +146,8 @@ def mcp_tool_specs(listed: Sequence[MCPServerTools], *, overlay: Any = None, mis
     over = read_overlay(overlay) if overlay is not None else {}
     specs: list[ToolSpec] = []
     for s in listed:
-        mine = {n: f for n, f in over.items() if any(t.get("name") == n for t in s.tools)}
+        names = {t.get("name") for t in s.tools}
+        mine = {n: f for n, f in over.items() if n in names}
         specs += tool_specs(s.tools, overlay=mine, domain=s.name, where=f"MCP server {s.name!r}")
     names = {t.name for t in specs}
     unknown = set(over) - names
