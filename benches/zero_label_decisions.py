@@ -47,10 +47,11 @@ def splits(name: str, split: str) -> tuple[D.Dataset, D.Dataset]:
 
 def decide(router, X: np.ndarray, texts: list[str]) -> list[tuple[str, str | None, str, float]]:
     """(action, route, tier, confidence) of the router's decision step for each query vector."""
-    p, table, rt = router.policy, router._routes, router.route_table
+    table, rt = router._routes, router.route_table
     out = []
     for x, text in zip(X, texts):
-        d = rt._decide("", table.score(x, p, [], p.top_exemplars, bias=rt.lexical_bias(text)), None, None)
+        p, _ = rt.policy_for(x)
+        d = rt._decide("", table.score(x, p, [], p.top_exemplars, bias=rt.lexical_bias(text)), None, None, policy=p)
         out.append((d["action"], d.get("route"), d["tier"], float(d.get("confidence", 0.0))))
     return out
 

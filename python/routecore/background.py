@@ -19,10 +19,18 @@ BACKGROUND_FILE = Path(__file__).resolve().parent / "data" / "background.jsonl"
 
 
 @lru_cache(maxsize=1)
+def _rows() -> tuple[dict[str, str], ...]:
+    return tuple(json.loads(line) for line in BACKGROUND_FILE.read_text(encoding="utf-8").splitlines() if line.strip())
+
+
 def background_texts() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The bundled background set: (texts, sources)."""
-    rows = [json.loads(line) for line in BACKGROUND_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return tuple(r["text"] for r in rows), tuple(r["source"] for r in rows)
+    return tuple(r["text"] for r in _rows()), tuple(r["source"] for r in _rows())
+
+
+def background_languages() -> tuple[str, ...]:
+    """The language of each background sentence (ISO 639-1), in the order of :func:`background_texts`."""
+    return tuple(r["lang"] for r in _rows())
 
 
 _BACKGROUND: dict[str, np.ndarray] = {}

@@ -31,13 +31,14 @@ exemplar), so its rows lose their nearest same-route exemplars.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 # Re-exported (``X as X``: an explicit re-export for type checkers).
 from routecore.background import BACKGROUND_FILE as BACKGROUND_FILE
+from routecore.background import background_languages as background_languages
 from routecore.background import background_texts as background_texts
 from routecore.background import background_vectors as background_vectors
 from routecore.errors import ConfigError
@@ -77,6 +78,9 @@ class Calibration:
     tool_lexical_weight: float = 0.0
     #: Per-route overrides (``routecore fit``: per-route ``min_score``).
     per_route: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: Per background language: its centroid, and for languages the routes do not cover,
+    #: the ``offset`` of ``min_score`` and the ``ratio`` of the temperature (routecore.languages).
+    languages: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     stats: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -91,6 +95,7 @@ class Calibration:
         d = asdict(self)
         d["stats"] = dict(self.stats)
         d["per_route"] = {k: dict(v) for k, v in self.per_route.items()}
+        d["languages"] = {k: dict(v) for k, v in self.languages.items()}
         return d
 
     @classmethod
@@ -105,6 +110,19 @@ class Calibration:
             return cls(**d)
         except TypeError as e:
             raise ConfigError(f"calibration: {e}") from None
+
+    def for_language(self, lang: str) -> "Calibration":
+        """This calibration for queries in ``lang``: the out-of-scope cuts moved by the
+        language's ``offset``, the temperature and scale multiplied by its ``ratio``
+        (itself when ``lang`` needs neither)."""
+        adj = self.languages.get(lang) or {}
+        off, ratio = float(adj.get("offset", 0.0)), float(adj.get("ratio", 1.0))
+        if off == 0.0 and ratio == 1.0:
+            return self
+        per = {n: {k: (float(np.clip(v + off, 0.0, 1.0)) if k == "min_score" else v) for k, v in o.items()}
+               for n, o in self.per_route.items()}
+        return replace(self, min_score=float(np.clip(self.min_score + off, 0.0, 1.0)), temperature=self.temperature * ratio,
+                       scale=self.scale * ratio, per_route=per, languages={})
 
     def similarity(self, z: float) -> float:
         """A cosine ``z`` of the way from an unrelated best match (0) to a paraphrase (1)."""
@@ -218,10 +236,14 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
                aggregation: str = "max", top_n: int = 3, tool_vecs: np.ndarray | None = None,
                tool_owners: Sequence[int] = (), n_tools: int = 0, targets: Targets = Targets(),
                sample: int = 1500, seed: int = 0, lexical: Any = None, tool_lexical: Any = None,
-               leave_out_nearest: int = LEAVE_OUT_NEAREST) -> Calibration:
+               leave_out_nearest: int = LEAVE_OUT_NEAREST, background_langs: Sequence[str] | None = None) -> Calibration:
     """Fit a :class:`Calibration` from the exemplars alone (leave-one-out) and the
     background vectors. Routes come first; a router with tools only calibrates
     on the tools' exemplars (descriptions and success examples).
+
+    ``background_langs``: the language of each background row; with it, queries in a
+    language the exemplars do not cover get their own cut and temperature
+    (:mod:`routecore.languages`).
 
     ``lexical`` / ``tool_lexical``: ``(LexicalTable, texts)`` of the routes' / tools'
     exemplars; their weight is fitted on the held-out rows (:mod:`routecore.lexical`)
@@ -333,12 +355,18 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
             bt = _best_background(route_scores(background, tool_vecs, np.asarray(tool_owners, dtype=np.int64), n_tools), tool_bg, w)
         tool_floor = float(np.quantile(bt, targets.tool_background_rejected))
         stats["tool_background_median"] = float(np.median(bt))
+    languages: dict[str, dict[str, Any]] = {}
+    if background_langs is not None and len(Bm):
+        from routecore.languages import fit_languages
+
+        languages = fit_languages(V, background, background_langs, Bm)
+
     def clip(v: float, lo: float = 0.0) -> float:  # unnormalised vectors must not leave the cosine range
         return float(np.clip(v, lo, 1.0))
 
     return Calibration("zero-label", temperature, high, margin, medium, previous_high, previous_margin, clip(min_score),
                        temperature, clip(match, -1.0), clip(unrelated, -1.0), None if tool_floor is None else clip(tool_floor),
-                       lexical_weight=lexical_weight, tool_lexical_weight=tool_lexical_weight, stats=stats)
+                       lexical_weight=lexical_weight, tool_lexical_weight=tool_lexical_weight, languages=languages, stats=stats)
 
 
 def _top2_correct(S: np.ndarray, gold: np.ndarray, temperature: float, R: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -369,4 +397,5 @@ def for_router(encoder: Any, policy: Any, route_vecs: np.ndarray, route_owners: 
     targets = Targets(policy.high_precision, policy.route_precision, policy.previous_precision)
     return zero_label(route_vecs, route_owners, n_routes, background_vectors(encoder), aggregation=policy.aggregation,
                       top_n=policy.top_n, tool_vecs=tool_vecs if n_tools else None, tool_owners=tool_owners,
-                      n_tools=n_tools, targets=targets, lexical=lexical, tool_lexical=tool_lexical)
+                      n_tools=n_tools, targets=targets, lexical=lexical, tool_lexical=tool_lexical,
+                      background_langs=background_languages())

@@ -15,8 +15,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from routecore import _native
+from routecore.calibration import Calibration
 from routecore.decision import Alert, Decision, Exemplar, ScoreMap, Timings, trace
 from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.languages import LanguageDetector, adapted
 from routecore.lexical import LexicalTable
 from routecore.llm import LLMChoice, LLMRequest, LLMRouter
 from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, resolved, tier_of
@@ -25,6 +27,13 @@ from routecore.tables import EncoderLike, build_table, collision_alert, per_quer
 
 #: A call that picks a route for an LLM request (``LLMRouter.choose``, or its async stand-in).
 Chooser = Callable[[LLMRequest], LLMChoice]
+
+
+def language_alert(lang: str, p: Policy, base: Policy) -> Alert:
+    """Says that a query in ``lang`` was decided under its own cut and temperature."""
+    return Alert("language", f"query in {lang!r}, a language the exemplars do not cover: out-of-scope cut {p.min_score:.3f} "
+                 f"(else {base.min_score:.3f}), temperature {p.temperature:.4f} (else {base.temperature:.4f})",
+                 {"language": lang, "min_score": p.min_score, "temperature": p.temperature})
 
 
 def with_route_thresholds(policy: Policy, routes: Sequence[RouteSpec]) -> Policy:
@@ -70,6 +79,27 @@ class RouteTable:
         self.encoder, self.policy, self.llm, self.head, self.lexical = encoder, policy, llm, head, lexical
         self.calibrated = "manual"  # where the policy's numbers come from (Router sets it)
         self.table = build_table(self.specs, encoder, storage, vectors)
+        # (the policy they derive from, the detector, a policy per adapted language): set_languages
+        self._languages: tuple[Policy, LanguageDetector, dict[str, Policy]] | None = None
+
+    def set_languages(self, spec_policy: Policy, calibration: Calibration | None) -> None:
+        """Give queries in languages the exemplars do not cover their own policy:
+        ``spec_policy`` resolved from ``calibration.for_language`` (:mod:`routecore.languages`),
+        so explicit values win as they do in :attr:`policy`. A policy later set by hand
+        is used as given for every language."""
+        names = adapted(calibration.languages) if calibration is not None else []
+        det = LanguageDetector.from_languages(calibration.languages) if calibration is not None and names else None
+        self._languages = None if det is None else (
+            self.policy, det, {n: spec_policy.resolve(calibration.for_language(n)) for n in names})  # type: ignore[union-attr]
+
+    def policy_for(self, q: np.ndarray) -> tuple[Policy, str | None]:
+        """The policy for query vector ``q`` and, when it is a language's own, that language."""
+        lg = self._languages
+        if lg is None or lg[0] is not self.policy:
+            return self.policy, None
+        lang = lg[1].detect(q)
+        p = lg[2].get(lang)
+        return (self.policy, None) if p is None else (p, lang)
 
     def fallback_chain(self, route: str) -> tuple[str, ...]:
         """``route`` and the routes reached by following ``fallback_on_error``."""
@@ -142,20 +172,22 @@ class RouteTable:
                t0: float, tokenize_ms: float = 0.0, truncated: bool = False, choose: Chooser | None = None) -> Decision:
         """The decision for ``text`` whose embedding is ``q``; ``t0`` is when its encoding began."""
         t1 = time.perf_counter()
-        p = self.policy
+        p, lang = self.policy_for(q)
         # The previous route and the clarified candidates may be lifted above the best routes: keep them exact.
         exact = ([previous] if previous else []) + (list(clarify.candidates) if clarify is not None else [])
         r = self.table.score(q, p, list(context_domains), p.top_exemplars, exact=exact, bias=self.lexical_bias(text))
         t2 = time.perf_counter()
         if self.head is not None:
             self._apply_head(r, q)
-        d = self._decide(text, r, previous, clarify, choose)
+        d = self._decide(text, r, previous, clarify, choose, p)
         t3 = time.perf_counter()
         llm_ms = d.pop("_llm_ms", 0.0)
         timings = Timings(tokenize_ms, (t1 - t0) * 1e3 - tokenize_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3 - llm_ms, llm_ms, (t3 - t0) * 1e3)
         alerts = list(d.pop("alerts"))
         if truncated:
             alerts.append(Alert("truncated", "the query was truncated at the model's max_length"))
+        if lang is not None:
+            alerts.append(language_alert(lang, p, self.policy))
         dec = Decision(**d, alerts=tuple(alerts), timings=timings, query=text, previous_route=previous, error_message=self.policy.error_message, calibrated=self.calibrated)
         return trace("route decision", dec)
 
@@ -173,8 +205,9 @@ class RouteTable:
         r["probs"] = (probs / total if total > 0 else np.full(len(probs), 1 / len(probs))).astype(np.float32)
         r["head_oos"] = oos >= probs.max() or probs.max() < self.head.threshold
 
-    def _decide(self, text: str, r: dict[str, Any], previous: str | None, clarify: Decision | None, choose: Chooser | None = None) -> dict[str, Any]:
-        p, names = self.policy, self.table.names
+    def _decide(self, text: str, r: dict[str, Any], previous: str | None, clarify: Decision | None, choose: Chooser | None = None,
+                policy: Policy | None = None) -> dict[str, Any]:
+        p, names = policy or self.policy, self.table.names
         raw, adjusted, probs = r["raw"], r["adjusted"], r["probs"]
         if clarify is not None and clarify.candidates:
             keep = np.isin(np.array(names), list(clarify.candidates))

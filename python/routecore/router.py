@@ -132,6 +132,7 @@ class Router:
         """Put ``calibration`` in force (``routecore fit``): the policy is resolved anew from it."""
         self.calibration = calibration
         self.policy = self.spec_policy.resolve(calibration)
+        self.route_table.set_languages(self.spec_policy, calibration)
         self.route_table.calibrated = self.calibrated
 
     @classmethod

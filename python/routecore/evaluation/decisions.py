@@ -21,13 +21,14 @@ from routecore.calibration import wilson_lower
 def decide_vectors(router: Any, X: np.ndarray, texts: Sequence[str]) -> list[tuple[str, str | None, str]]:
     """(action, route, tier) of ``router``'s decision for each query (vector ``X[i]`` of text
     ``texts[i]``, whose lexical score counts as in ``route()``; no previous route, no context)."""
-    p, table, rt = router.policy, router._routes, router.route_table
+    table, rt = router._routes, router.route_table
     out = []
     for x, text in zip(X, texts):
+        p, _ = rt.policy_for(x)
         r = table.score(x, p, [], p.top_exemplars, bias=rt.lexical_bias(text))
         if rt.head is not None:
             rt._apply_head(r, x)
-        d = rt._decide("", r, None, None)
+        d = rt._decide("", r, None, None, policy=p)
         out.append((d["action"], d.get("route"), d["tier"]))
     return out
 
