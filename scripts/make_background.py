@@ -1,7 +1,10 @@
 """Builds python/routecore/data/background.jsonl: the generic out-of-scope queries that
 zero-label calibration scores against (README "Calibration" says how it is used).
 
-Three sources, each row tagged with it:
+Also writes ``parallel.jsonl``: everyday requests written for this project with their
+translations (routecore.languages), under the same overlap check.
+
+Three sources, each background row tagged with it:
 - ``routecore``: queries written for this project in nine languages (Apache-2.0, as the project);
 - ``clinc150-oos-train``: the 100 out-of-scope queries of CLINC150's *train* split (CC BY 3.0,
   Larson et al., EMNLP 2019), unchanged;
@@ -21,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "datasets"
 OUT = ROOT / "python" / "routecore" / "data" / "background.jsonl"
+PARALLEL_OUT = OUT.with_name("parallel.jsonl")
 
 OWN = {
 "en": [
@@ -103,11 +107,44 @@ CLINC_TRANSLATED = {
 }
 
 
-def held_out_texts() -> set[str]:
-    """Every query of a test, dev or val split, and every MetaTool query, lower-cased."""
+# Everyday requests written for this project in six languages, each row one sentence and its
+# translations (Apache-2.0). Not background rows: routecore.languages reads how far a translation
+# scores from its original against a router's routes.
+PARALLEL_LANGS = ("en", "fr", "zh", "es", "de", "vi")
+PARALLEL = [
+("can you remind me to call my sister tonight", "peux-tu me rappeler d'appeler ma sœur ce soir", "你能提醒我今晚给我姐姐打电话吗", "puedes recordarme llamar a mi hermana esta noche", "kannst du mich daran erinnern, heute Abend meine Schwester anzurufen", "bạn có thể nhắc tôi gọi cho chị gái tối nay không"),
+("how long should pasta cook in boiling water", "combien de temps faut-il cuire les pâtes dans l'eau bouillante", "意大利面在沸水里要煮多久", "cuánto tiempo hay que cocer la pasta en agua hirviendo", "wie lange muss Pasta in kochendem Wasser garen", "mì ống cần nấu trong nước sôi bao lâu"),
+("my laptop screen keeps flickering", "l'écran de mon ordinateur portable n'arrête pas de clignoter", "我的笔记本电脑屏幕一直在闪烁", "la pantalla de mi portátil no deja de parpadear", "der Bildschirm meines Laptops flackert ständig", "màn hình máy tính xách tay của tôi cứ nhấp nháy"),
+("book a table for four at an italian restaurant", "réserve une table pour quatre dans un restaurant italien", "在一家意大利餐厅订一张四人桌", "reserva una mesa para cuatro en un restaurante italiano", "reserviere einen Tisch für vier in einem italienischen Restaurant", "đặt một bàn cho bốn người ở nhà hàng Ý"),
+("what time does the next train to the airport leave", "à quelle heure part le prochain train pour l'aéroport", "下一班去机场的火车几点出发", "a qué hora sale el próximo tren al aeropuerto", "wann fährt der nächste Zug zum Flughafen", "chuyến tàu tiếp theo đến sân bay khởi hành lúc mấy giờ"),
+("i need to change the password of my account", "je dois changer le mot de passe de mon compte", "我需要修改我账户的密码", "necesito cambiar la contraseña de mi cuenta", "ich muss das Passwort meines Kontos ändern", "tôi cần đổi mật khẩu tài khoản của mình"),
+("how much money is left in my savings account", "combien d'argent reste-t-il sur mon compte épargne", "我的储蓄账户里还剩多少钱", "cuánto dinero queda en mi cuenta de ahorros", "wie viel Geld ist noch auf meinem Sparkonto", "tài khoản tiết kiệm của tôi còn bao nhiêu tiền"),
+("turn down the heating in the bedroom", "baisse le chauffage dans la chambre", "把卧室的暖气调低", "baja la calefacción del dormitorio", "dreh die Heizung im Schlafzimmer herunter", "giảm nhiệt độ máy sưởi trong phòng ngủ"),
+("what is the weather going to be like on saturday", "quel temps fera-t-il samedi", "星期六天气会怎么样", "qué tiempo hará el sábado", "wie wird das Wetter am Samstag", "thời tiết thứ bảy sẽ thế nào"),
+("send a message to the team that i will be late", "envoie un message à l'équipe pour dire que je serai en retard", "给团队发消息说我会迟到", "envía un mensaje al equipo diciendo que llegaré tarde", "schick dem Team eine Nachricht, dass ich mich verspäte", "gửi tin nhắn cho nhóm rằng tôi sẽ đến muộn"),
+("the printer on the second floor is out of paper", "l'imprimante du deuxième étage n'a plus de papier", "二楼的打印机没纸了", "la impresora del segundo piso se ha quedado sin papel", "der Drucker im zweiten Stock hat kein Papier mehr", "máy in ở tầng hai hết giấy rồi"),
+("play some relaxing music while i cook", "mets de la musique relaxante pendant que je cuisine", "我做饭的时候放点轻松的音乐", "pon música relajante mientras cocino", "spiel entspannende Musik, während ich koche", "bật nhạc thư giãn trong lúc tôi nấu ăn"),
+("how do i cancel my gym membership", "comment résilier mon abonnement à la salle de sport", "我怎么取消健身房会员", "cómo cancelo mi suscripción al gimnasio", "wie kündige ich meine Mitgliedschaft im Fitnessstudio", "làm thế nào để hủy thẻ thành viên phòng gym"),
+("find a pharmacy that is open now", "trouve une pharmacie ouverte maintenant", "找一家现在营业的药店", "busca una farmacia que esté abierta ahora", "finde eine Apotheke, die jetzt geöffnet hat", "tìm một hiệu thuốc đang mở cửa"),
+("add milk and bread to my shopping list", "ajoute du lait et du pain à ma liste de courses", "把牛奶和面包加到我的购物清单里", "añade leche y pan a mi lista de la compra", "füge Milch und Brot zu meiner Einkaufsliste hinzu", "thêm sữa và bánh mì vào danh sách mua sắm của tôi"),
+("why was my card declined at the store", "pourquoi ma carte a-t-elle été refusée au magasin", "为什么我的卡在商店被拒了", "por qué rechazaron mi tarjeta en la tienda", "warum wurde meine Karte im Geschäft abgelehnt", "tại sao thẻ của tôi bị từ chối ở cửa hàng"),
+("set a timer for twenty minutes", "mets un minuteur de vingt minutes", "设置一个二十分钟的计时器", "pon un temporizador de veinte minutos", "stell einen Timer auf zwanzig Minuten", "đặt hẹn giờ hai mươi phút"),
+("who is playing in the football match tonight", "qui joue au match de football ce soir", "今晚的足球比赛谁和谁踢", "quién juega en el partido de fútbol esta noche", "wer spielt heute Abend im Fußballspiel", "ai thi đấu trong trận bóng đá tối nay"),
+("the database server is not responding", "le serveur de base de données ne répond pas", "数据库服务器没有响应", "el servidor de la base de datos no responde", "der Datenbankserver antwortet nicht", "máy chủ cơ sở dữ liệu không phản hồi"),
+("translate this sentence into english", "traduis cette phrase en anglais", "把这句话翻译成英语", "traduce esta frase al inglés", "übersetze diesen Satz ins Englische", "dịch câu này sang tiếng Anh"),
+("how many calories are in a banana", "combien de calories y a-t-il dans une banane", "一根香蕉有多少卡路里", "cuántas calorías tiene un plátano", "wie viele Kalorien hat eine Banane", "một quả chuối có bao nhiêu calo"),
+("schedule a meeting with john next tuesday", "planifie une réunion avec john mardi prochain", "下周二和约翰安排一次会议", "programa una reunión con john el próximo martes", "plane ein Meeting mit John am nächsten Dienstag", "lên lịch họp với John vào thứ ba tới"),
+("is there a lot of traffic on the way to work", "y a-t-il beaucoup de circulation sur le chemin du travail", "去上班的路上堵车严重吗", "hay mucho tráfico de camino al trabajo", "ist viel Verkehr auf dem Weg zur Arbeit", "đường đi làm có bị kẹt xe nhiều không"),
+("tell me a short story about a brave dog", "raconte-moi une courte histoire sur un chien courageux", "给我讲一个关于一只勇敢的狗的小故事", "cuéntame una historia corta sobre un perro valiente", "erzähl mir eine kurze Geschichte über einen mutigen Hund", "kể cho tôi một câu chuyện ngắn về một chú chó dũng cảm"),
+]
+
+
+def held_out_texts(train: bool = False) -> set[str]:
+    """Every query of a test, dev or val split (with ``train``: of every split), and every
+    MetaTool query, lower-cased."""
     out: set[str] = set()
     for f in glob.glob(str(SHARED / "**" / "*.jsonl"), recursive=True):
-        if not any(s in Path(f).name for s in ("test", "dev", "val")) and "metatool" not in f:
+        if not train and not any(s in Path(f).name for s in ("test", "dev", "val")) and "metatool" not in f:
             continue
         for line in open(f, encoding="utf-8"):
             o = json.loads(line)
@@ -122,7 +159,12 @@ def main() -> int:
         o = json.loads(line)
         if o["label"] == "oos":
             rows.append({"text": o["text"], "lang": "en", "source": "clinc150-oos-train"})
+    parallel = [{"id": i, "lang": lang, "text": t} for i, row in enumerate(PARALLEL) for lang, t in zip(PARALLEL_LANGS, row)]
+    # The parallel set must not hold any dataset's row, train splits included: an exemplar
+    # would score its own copy 1.0 and skew the transfer measured against its routes.
+    every = held_out_texts(train=True)
     overlap = [r["text"] for r in rows if r["text"].strip().lower() in held_out_texts()]
+    overlap += [r["text"] for r in parallel if r["text"].strip().lower() in every]
     if overlap:
         print(f"rows found in held-out splits: {overlap}", file=sys.stderr)
         return 1
@@ -133,6 +175,9 @@ def main() -> int:
                 seen.add(r["text"].lower())
                 f.write(json.dumps(r, ensure_ascii=False) + "\n")
     print(f"{len(seen)} rows -> {OUT}")
+    with open(PARALLEL_OUT, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in parallel)
+    print(f"{len(PARALLEL)} sentences x {len(PARALLEL_LANGS)} languages -> {PARALLEL_OUT}")
     return 0
 
 

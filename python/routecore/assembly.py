@@ -79,9 +79,10 @@ def build(routes: Sequence[RouteSpec], tools: Sequence[ToolSpec], *, encoder: En
     policy = spec_policy.resolve(calibration)
     route_table = RouteTable(routes, encoder=encoder, policy=policy, llm=llm, head=head, storage=storage, vectors=vec["routes"],
                              lexical=lex["routes"])
-    route_table.set_languages(spec_policy, calibration)
     tool_catalog = ToolCatalog(tools, encoder=encoder, policy=policy, memory=memory, storage=storage,
                                vectors=vec["tools"], anti_vectors=vec["anti"], lexical=lex["tools"])
+    route_table.set_languages(spec_policy, calibration)
+    tool_catalog.set_languages(spec_policy, calibration)
     return Parts(route_table, tool_catalog, calibration, n_todo, embed_ms)
 
 

@@ -41,13 +41,25 @@ from routecore.background import BACKGROUND_FILE as BACKGROUND_FILE
 from routecore.background import background_languages as background_languages
 from routecore.background import background_texts as background_texts
 from routecore.background import background_vectors as background_vectors
+from routecore.background import parallel_rows as parallel_rows
+from routecore.background import parallel_vectors as parallel_vectors
 from routecore.errors import ConfigError
+from routecore.fits import Targets as Targets
+from routecore.fits import fit_medium as fit_medium
+from routecore.fits import fit_min_score as fit_min_score
+from routecore.fits import fit_temperature as fit_temperature
+from routecore.fits import fit_tiers as fit_tiers
+from routecore.fits import softmax as softmax
+from routecore.fits import top2 as top2
+from routecore.fits import top2_correct as top2_correct
+from routecore.fits import wilson_lower as wilson_lower
 from routecore.held_out import LEAVE_OUT_NEAREST as LEAVE_OUT_NEAREST
 from routecore.held_out import held_out_max as held_out_max
 from routecore.held_out import held_out_rows as held_out_rows
 from routecore.held_out import near_duplicate_cut as near_duplicate_cut
 from routecore.held_out import nearest_same as nearest_same
 from routecore.held_out import route_scores as route_scores
+from routecore.languages import fit_languages, language_fields, offsets
 
 #: Fewer held-out rows than this and the fits fall back to probability-space defaults.
 MIN_ROWS = 20
@@ -112,138 +124,43 @@ class Calibration:
             raise ConfigError(f"calibration: {e}") from None
 
     def for_language(self, lang: str) -> "Calibration":
-        """This calibration for queries in ``lang``: the out-of-scope cuts moved by the
-        language's ``offset``, the temperature and scale multiplied by its ``ratio``
-        (itself when ``lang`` needs neither)."""
+        """This calibration for queries in ``lang`` (:mod:`routecore.languages`): the
+        out-of-scope cuts moved by the language's ``offset``, its own temperature (the
+        scale of every gap rule), tiers and ``medium``, and the tool floor moved by its
+        ``tool_offset``; itself when ``lang`` has none of them."""
         adj = self.languages.get(lang) or {}
-        off, ratio = float(adj.get("offset", 0.0)), float(adj.get("ratio", 1.0))
-        if off == 0.0 and ratio == 1.0:
+        if "offset" not in adj and "tool_offset" not in adj:
             return self
-        per = {n: {k: (float(np.clip(v + off, 0.0, 1.0)) if k == "min_score" else v) for k, v in o.items()}
-               for n, o in self.per_route.items()}
-        return replace(self, min_score=float(np.clip(self.min_score + off, 0.0, 1.0)), temperature=self.temperature * ratio,
-                       scale=self.scale * ratio, per_route=per, languages={})
+        changes: dict[str, Any] = {"languages": {}}
+        if "tool_offset" in adj and self.tool_floor is not None:
+            changes["tool_floor"] = float(np.clip(self.tool_floor + float(adj["tool_offset"]), 0.0, 1.0))
+        if "offset" in adj:
+            off = float(adj["offset"])
+            temperature = float(adj.get("temperature", self.temperature * float(adj.get("slope", 1.0))))
+            changes.update({k: float(adj[k]) for k in ("high", "margin", "medium", "previous_high", "previous_margin") if k in adj})
+            changes["per_route"] = {n: {k: (float(np.clip(v + off, 0.0, 1.0)) if k == "min_score" else v) for k, v in o.items()}
+                                    for n, o in self.per_route.items()}
+            changes.update(min_score=float(np.clip(self.min_score + off, 0.0, 1.0)), temperature=temperature, scale=temperature)
+        return replace(self, **changes)
 
     def similarity(self, z: float) -> float:
         """A cosine ``z`` of the way from an unrelated best match (0) to a paraphrase (1)."""
         return float(np.clip(self.unrelated + z * (self.match - self.unrelated), 0.0, 1.0))
 
 
-# -- fits ------------------------------------------------------------------------
-def softmax(S: np.ndarray, temperature: float) -> np.ndarray:
-    z = S.astype(np.float64) / temperature
-    z = np.where(np.isfinite(z), z, -np.inf)
-    z -= z.max(axis=1, keepdims=True)
-    p = np.exp(z)
-    probs: np.ndarray = p / p.sum(axis=1, keepdims=True)
-    return probs
-
-
-def fit_temperature(S: np.ndarray, gold: np.ndarray) -> float:
-    """Temperature minimising the softmax NLL of the gold columns (``gold`` >= 0)."""
-    keep = gold >= 0
-    s, y = S[keep].astype(np.float64), gold[keep]
-    s = np.where(np.isfinite(s), s, s[np.isfinite(s)].min() - 1.0 if np.isfinite(s).any() else 0.0)
-    grid = np.geomspace(0.005, 0.5, 80)  # perfectly separated rows would push it down without bound
-    nll = np.empty(len(grid))
-    for i, t in enumerate(grid):
-        z = s / t
-        z -= z.max(axis=1, keepdims=True)
-        nll[i] = -(z[np.arange(len(y)), y] - np.log(np.exp(z).sum(axis=1))).mean()
-    return float(grid[int(np.argmin(nll))])
-
-
-def top2(P: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Best probability, its margin over the second, and the best column."""
-    arg = P.argmax(axis=1)
-    p1 = P[np.arange(len(P)), arg]
-    p2 = np.partition(P, -2, axis=1)[:, -2] if P.shape[1] > 1 else np.zeros(len(P))
-    return p1, p1 - p2, arg
-
-
-def wilson_lower(right: np.ndarray | float, n: np.ndarray | float, z: float = 1.645) -> np.ndarray:
-    """One-sided 95 % Wilson lower bound of a precision ``right / n``."""
-    n = np.maximum(np.asarray(n, dtype=np.float64), 1.0)
-    p = np.asarray(right, dtype=np.float64) / n
-    d = 1 + z * z / n
-    lower: np.ndarray = (p + z * z / (2 * n) - z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / d
-    return lower
-
-
-def fit_tiers(p1: np.ndarray, margin: np.ndarray, correct: np.ndarray, target: float, min_selected: int = 10) -> tuple[float, float] | None:
-    """(high, margin) with the largest coverage whose precision is at least ``target``
-    (its Wilson lower bound, so that a small selection is not trusted on luck).
-
-    When no pair reaches ``target`` (few held-out rows), the pair whose Wilson
-    bound is highest, i.e. the safest the data can vouch for; None when no pair
-    selects ``min_selected`` rows."""
-    best: tuple[float, float, float] | None = None
-    safest: tuple[float, float, float, float] | None = None
-    for h in np.linspace(0.3, 0.99, 70):
-        above = p1 >= h
-        for m in np.linspace(0.0, 0.9, 46):
-            sel = above & (margin >= m)
-            n = int(sel.sum())
-            if n < min_selected:
-                break  # larger margins select fewer rows
-            lb = float(wilson_lower(correct[sel].sum(), n))
-            if lb >= target and (best is None or n > best[2]):
-                best = (float(h), float(m), float(n))
-            if safest is None or (lb, n) > (safest[2], safest[3]):
-                safest = (float(h), float(m), lb, float(n))
-    if best is not None:
-        return best[0], best[1]
-    return None if safest is None else (safest[0], safest[1])
-
-
-def fit_medium(p1: np.ndarray, correct: np.ndarray, target: float) -> float | None:
-    """The lowest ``p1`` cut whose routed rows (``p1 >= cut``) are right on at least ``target``."""
-    if not len(p1):
-        return None
-    order = np.argsort(-p1, kind="stable")
-    ok = np.flatnonzero(wilson_lower(np.cumsum(correct[order]), np.arange(1, len(order) + 1)) >= target)
-    return float(p1[order][ok[-1]]) if len(ok) else None
-
-
-def fit_min_score(inscope: np.ndarray, background: np.ndarray) -> float:
-    """The out-of-scope cut that best separates in-scope from background best scores
-    (largest in-scope kept plus background rejected, Youden's J). Background queries
-    scoring above the in-scope median look in scope for this route set and are not
-    counted against it."""
-    if not len(inscope):
-        return float(np.quantile(background, 0.95)) if len(background) else -1.0
-    bg = background[background < np.median(inscope)]
-    if not len(bg):
-        return float(inscope.min()) - 1e-6
-    cands = np.unique(np.concatenate([inscope, bg + 1e-6]))
-    kept = 1.0 - np.searchsorted(np.sort(inscope), cands, side="left") / len(inscope)
-    rejected = np.searchsorted(np.sort(bg), cands, side="left") / len(bg)
-    return float(cands[int(np.argmax(kept + rejected))])
-
-
-@dataclass(frozen=True)
-class Targets:
-    """What the tiers aim for on held-out exemplars (probabilities of being right)."""
-
-    high_precision: float = 0.95
-    route_precision: float = 0.90
-    previous_precision: float = 0.90
-    #: Share of background queries whose best tool stays under the tool floor.
-    tool_background_rejected: float = 0.90
-
-
 def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: int, background: np.ndarray, *,
                aggregation: str = "max", top_n: int = 3, tool_vecs: np.ndarray | None = None,
                tool_owners: Sequence[int] = (), n_tools: int = 0, targets: Targets = Targets(),
                sample: int = 1500, seed: int = 0, lexical: Any = None, tool_lexical: Any = None,
-               leave_out_nearest: int = LEAVE_OUT_NEAREST, background_langs: Sequence[str] | None = None) -> Calibration:
+               leave_out_nearest: int = LEAVE_OUT_NEAREST, background_langs: Sequence[str] | None = None,
+               parallel: tuple[np.ndarray, Sequence[tuple[int, str, str]]] | None = None) -> Calibration:
     """Fit a :class:`Calibration` from the exemplars alone (leave-one-out) and the
     background vectors. Routes come first; a router with tools only calibrates
     on the tools' exemplars (descriptions and success examples).
 
-    ``background_langs``: the language of each background row; with it, queries in a
-    language the exemplars do not cover get their own cut and temperature
-    (:mod:`routecore.languages`).
+    ``background_langs``: the language of each background row, and ``parallel``: the
+    parallel set's vectors and rows; with them, queries in a language the exemplars do
+    not cover get their own cut, temperature and tiers (:mod:`routecore.languages`).
 
     ``lexical`` / ``tool_lexical``: ``(LexicalTable, texts)`` of the routes' / tools'
     exemplars; their weight is fitted on the held-out rows (:mod:`routecore.lexical`)
@@ -322,14 +239,14 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
     # The routes' weight serves the tools too (their rows are the routes' held-out ones).
     lexical_weight = w if lex is lexical else 0.0
     tool_lexical_weight = w if tool_lexical is not None else 0.0
-    p1, mg, correct = _top2_correct(S, gold, temperature, R)
-    t1, tmg, tcorrect = _top2_correct(S_tier, gold, temperature, R)
+    p1, mg, correct = top2_correct(S, gold, temperature, R)
+    t1, tmg, tcorrect = top2_correct(S_tier, gold, temperature, R)
     m1, mcorrect = p1, correct
     if w and S is not S_dense:
         # The tiers must hold for queries the lexical pass helps and for those it cannot
         # (coverage 0): they are fitted on the held-out rows with and without it.
-        d1, _, dcorrect = _top2_correct(S_dense, gold, temperature, R)
-        dt1, dtmg, dtcorrect = _top2_correct(S_tier_dense, gold, temperature, R)
+        d1, _, dcorrect = top2_correct(S_dense, gold, temperature, R)
+        dt1, dtmg, dtcorrect = top2_correct(S_tier_dense, gold, temperature, R)
         m1, mcorrect = np.concatenate([p1, d1]), np.concatenate([correct, dcorrect])
         t1, tmg, tcorrect = np.concatenate([t1, dt1]), np.concatenate([tmg, dtmg]), np.concatenate([tcorrect, dtcorrect])
     tiers = fit_tiers(t1, tmg, tcorrect, targets.high_precision) if R >= 2 and len(rows) >= MIN_ROWS else None
@@ -357,9 +274,19 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         stats["tool_background_median"] = float(np.median(bt))
     languages: dict[str, dict[str, Any]] = {}
     if background_langs is not None and len(Bm):
-        from routecore.languages import fit_languages
 
-        languages = fit_languages(V, background, background_langs, Bm)
+        refit = None
+        if R >= 2 and len(rows) >= MIN_ROWS:
+            def refit(slope: float, noise: float) -> dict[str, float]:
+                return language_fields(slope, noise, S_dense, S_tier_dense, gold, R, targets, seed)
+        P, prows = parallel if parallel is not None else (np.zeros((0, V.shape[1]), np.float32), ())
+        PS = route_scores(P, V, owners, R, aggregation, top_n) if len(P) else np.zeros((0, R), np.float32)
+        languages = fit_languages(V, background, background_langs, P, prows, PS, refit)
+        if tool_vecs is not None and len(tool_vecs) and len(P):  # the tool floor's shift, on the tools' own table
+            TS = route_scores(P, tool_vecs, np.asarray(tool_owners, dtype=np.int64), n_tools)
+            for lang, off in offsets(tool_vecs, background, background_langs, prows, TS).items():
+                if lang in languages:
+                    languages[lang]["tool_offset"] = round(off, 6)
 
     def clip(v: float, lo: float = 0.0) -> float:  # unnormalised vectors must not leave the cosine range
         return float(np.clip(v, lo, 1.0))
@@ -367,16 +294,6 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
     return Calibration("zero-label", temperature, high, margin, medium, previous_high, previous_margin, clip(min_score),
                        temperature, clip(match, -1.0), clip(unrelated, -1.0), None if tool_floor is None else clip(tool_floor),
                        lexical_weight=lexical_weight, tool_lexical_weight=tool_lexical_weight, languages=languages, stats=stats)
-
-
-def _top2_correct(S: np.ndarray, gold: np.ndarray, temperature: float, R: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Held-out rows' best probability, margin and whether the best is their own route."""
-    if not len(S):
-        return np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool)
-    if R < 2:
-        return np.ones(len(S)), np.ones(len(S)), np.ones(len(S), dtype=bool)
-    p1, mg, arg = top2(softmax(S, temperature))
-    return p1, mg, arg == gold
 
 
 def _best_background(dense: np.ndarray, lexical: np.ndarray | None, weight: float, cosine: bool = False) -> np.ndarray:
@@ -398,4 +315,4 @@ def for_router(encoder: Any, policy: Any, route_vecs: np.ndarray, route_owners: 
     return zero_label(route_vecs, route_owners, n_routes, background_vectors(encoder), aggregation=policy.aggregation,
                       top_n=policy.top_n, tool_vecs=tool_vecs if n_tools else None, tool_owners=tool_owners,
                       n_tools=n_tools, targets=targets, lexical=lexical, tool_lexical=tool_lexical,
-                      background_langs=background_languages())
+                      background_langs=background_languages(), parallel=(parallel_vectors(encoder), parallel_rows()))

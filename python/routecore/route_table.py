@@ -18,7 +18,7 @@ from routecore import _native
 from routecore.calibration import Calibration
 from routecore.decision import Alert, Decision, Exemplar, ScoreMap, Timings, trace
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.languages import LanguageDetector, adapted
+from routecore.languages import LanguagePolicies, language_alert
 from routecore.lexical import LexicalTable
 from routecore.llm import LLMChoice, LLMRequest, LLMRouter
 from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, resolved, tier_of
@@ -27,13 +27,6 @@ from routecore.tables import EncoderLike, build_table, collision_alert, per_quer
 
 #: A call that picks a route for an LLM request (``LLMRouter.choose``, or its async stand-in).
 Chooser = Callable[[LLMRequest], LLMChoice]
-
-
-def language_alert(lang: str, p: Policy, base: Policy) -> Alert:
-    """Says that a query in ``lang`` was decided under its own cut and temperature."""
-    return Alert("language", f"query in {lang!r}, a language the exemplars do not cover: out-of-scope cut {p.min_score:.3f} "
-                 f"(else {base.min_score:.3f}), temperature {p.temperature:.4f} (else {base.temperature:.4f})",
-                 {"language": lang, "min_score": p.min_score, "temperature": p.temperature})
 
 
 def with_route_thresholds(policy: Policy, routes: Sequence[RouteSpec]) -> Policy:
@@ -79,27 +72,16 @@ class RouteTable:
         self.encoder, self.policy, self.llm, self.head, self.lexical = encoder, policy, llm, head, lexical
         self.calibrated = "manual"  # where the policy's numbers come from (Router sets it)
         self.table = build_table(self.specs, encoder, storage, vectors)
-        # (the policy they derive from, the detector, a policy per adapted language): set_languages
-        self._languages: tuple[Policy, LanguageDetector, dict[str, Policy]] | None = None
+        self.languages: LanguagePolicies | None = None  # set_languages
 
     def set_languages(self, spec_policy: Policy, calibration: Calibration | None) -> None:
-        """Give queries in languages the exemplars do not cover their own policy:
-        ``spec_policy`` resolved from ``calibration.for_language`` (:mod:`routecore.languages`),
-        so explicit values win as they do in :attr:`policy`. A policy later set by hand
-        is used as given for every language."""
-        names = adapted(calibration.languages) if calibration is not None else []
-        det = LanguageDetector.from_languages(calibration.languages) if calibration is not None and names else None
-        self._languages = None if det is None else (
-            self.policy, det, {n: spec_policy.resolve(calibration.for_language(n)) for n in names})  # type: ignore[union-attr]
+        """Give queries in languages the exemplars do not cover their own policy
+        (:mod:`routecore.languages`); a policy later set by hand is used as given."""
+        self.languages = LanguagePolicies.build(self.policy, spec_policy, calibration)
 
     def policy_for(self, q: np.ndarray) -> tuple[Policy, str | None]:
         """The policy for query vector ``q`` and, when it is a language's own, that language."""
-        lg = self._languages
-        if lg is None or lg[0] is not self.policy:
-            return self.policy, None
-        lang = lg[1].detect(q)
-        p = lg[2].get(lang)
-        return (self.policy, None) if p is None else (p, lang)
+        return (self.policy, None) if self.languages is None else self.languages.policy_for(self.policy, q)
 
     def fallback_chain(self, route: str) -> tuple[str, ...]:
         """``route`` and the routes reached by following ``fallback_on_error``."""
@@ -187,7 +169,8 @@ class RouteTable:
         if truncated:
             alerts.append(Alert("truncated", "the query was truncated at the model's max_length"))
         if lang is not None:
-            alerts.append(language_alert(lang, p, self.policy))
+            alerts.append(language_alert(lang, {"min_score": (resolved(p.min_score, "min_score"), resolved(self.policy.min_score, "min_score")),
+                                                "temperature": (resolved(p.temperature, "temperature"), resolved(self.policy.temperature, "temperature"))}))
         dec = Decision(**d, alerts=tuple(alerts), timings=timings, query=text, previous_route=previous, error_message=self.policy.error_message, calibrated=self.calibrated)
         return trace("route decision", dec)
 

@@ -133,6 +133,7 @@ class Router:
         self.calibration = calibration
         self.policy = self.spec_policy.resolve(calibration)
         self.route_table.set_languages(self.spec_policy, calibration)
+        self.tool_catalog.set_languages(self.spec_policy, calibration)
         self.route_table.calibrated = self.calibrated
 
     @classmethod

@@ -12,7 +12,9 @@ from typing import Sequence
 
 import numpy as np
 
+from routecore.calibration import Calibration
 from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.languages import LanguagePolicies
 from routecore.lexical import LexicalTable
 from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
@@ -47,6 +49,12 @@ class ToolCatalog:
         self._discovery: dict[tuple[str, ...], dict[str, list[str]]] = {}
         self.tools = build_table(self.specs, encoder, storage, vectors)
         self.anti = build_table(self.specs, encoder, storage, anti_vectors, "anti_patterns")
+        self.languages: LanguagePolicies | None = None  # set_languages
+
+    def set_languages(self, spec_policy: Policy, calibration: Calibration | None) -> None:
+        """Give queries in languages the tools' exemplars do not cover their own tool floor
+        (:mod:`routecore.languages`); a policy later set by hand is used as given."""
+        self.languages = LanguagePolicies.build(self.policy, spec_policy, calibration, "tool_offset")
 
     def lexical_bias(self, text: str) -> np.ndarray | None:
         """What each tool's cosine gains from its lexical score for ``text`` (hybrid scoring), or None."""

@@ -14,6 +14,7 @@ from routecore import _native
 from routecore.catalog import MORE_TOOLS, Catalog, build_catalog
 from routecore.decision import Alert, ScoreMap, Timings, ToolBelt, ToolChoice, trace
 from routecore.errors import InvalidArgumentError, RoutecoreError
+from routecore.languages import language_alert
 from routecore.policy import resolved
 from routecore.tables import collision_alert, query_vectors
 from routecore.tool_catalog import ToolCatalog
@@ -148,6 +149,11 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
         q, tok_ms = enc.embeddings[0], enc.tokenize_ms
     t1 = time.perf_counter()
     alerts: list[Alert] = []
+    if threshold is None and catalog.languages is not None:  # a calibrated floor follows the query's language
+        pl, lang = catalog.languages.policy_for(p, q)
+        if lang is not None and pl.tool_threshold is not None and th is not None and pl.tool_threshold != th:
+            alerts.append(language_alert(lang, {"tool_threshold": (pl.tool_threshold, th)}))
+            th = floor = pl.tool_threshold
     # The best ``wanted`` tools are exact, which is all the floor and the cap look at.
     r, adjusted, banned, changed = _ranked_scores(catalog, q, context_domain, max(p.exact_top, wanted), float("inf"), alerts, query)
     raw, bound, table = r["dense"], r["bound"], catalog.tools

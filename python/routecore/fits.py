@@ -1,0 +1,120 @@
+"""The fits of zero-label calibration and ``routecore fit``: temperature by likelihood,
+tiers and ``medium`` at a precision target (Wilson lower bound), the out-of-scope cut."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def softmax(S: np.ndarray, temperature: float) -> np.ndarray:
+    z = S.astype(np.float64) / temperature
+    z = np.where(np.isfinite(z), z, -np.inf)
+    z -= z.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    probs: np.ndarray = p / p.sum(axis=1, keepdims=True)
+    return probs
+
+
+def fit_temperature(S: np.ndarray, gold: np.ndarray) -> float:
+    """Temperature minimising the softmax NLL of the gold columns (``gold`` >= 0)."""
+    keep = gold >= 0
+    s, y = S[keep].astype(np.float64), gold[keep]
+    s = np.where(np.isfinite(s), s, s[np.isfinite(s)].min() - 1.0 if np.isfinite(s).any() else 0.0)
+    grid = np.geomspace(0.005, 0.5, 80)  # perfectly separated rows would push it down without bound
+    nll = np.empty(len(grid))
+    for i, t in enumerate(grid):
+        z = s / t
+        z -= z.max(axis=1, keepdims=True)
+        nll[i] = -(z[np.arange(len(y)), y] - np.log(np.exp(z).sum(axis=1))).mean()
+    return float(grid[int(np.argmin(nll))])
+
+
+def top2(P: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Best probability, its margin over the second, and the best column."""
+    arg = P.argmax(axis=1)
+    p1 = P[np.arange(len(P)), arg]
+    p2 = np.partition(P, -2, axis=1)[:, -2] if P.shape[1] > 1 else np.zeros(len(P))
+    return p1, p1 - p2, arg
+
+
+def wilson_lower(right: np.ndarray | float, n: np.ndarray | float, z: float = 1.645) -> np.ndarray:
+    """One-sided 95 % Wilson lower bound of a precision ``right / n``."""
+    n = np.maximum(np.asarray(n, dtype=np.float64), 1.0)
+    p = np.asarray(right, dtype=np.float64) / n
+    d = 1 + z * z / n
+    lower: np.ndarray = (p + z * z / (2 * n) - z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / d
+    return lower
+
+
+def fit_tiers(p1: np.ndarray, margin: np.ndarray, correct: np.ndarray, target: float, min_selected: int = 10) -> tuple[float, float] | None:
+    """(high, margin) with the largest coverage whose precision is at least ``target``
+    (its Wilson lower bound, so that a small selection is not trusted on luck).
+
+    When no pair reaches ``target`` (few held-out rows), the pair whose Wilson
+    bound is highest, i.e. the safest the data can vouch for; None when no pair
+    selects ``min_selected`` rows."""
+    best: tuple[float, float, float] | None = None
+    safest: tuple[float, float, float, float] | None = None
+    for h in np.linspace(0.3, 0.99, 70):
+        above = p1 >= h
+        for m in np.linspace(0.0, 0.9, 46):
+            sel = above & (margin >= m)
+            n = int(sel.sum())
+            if n < min_selected:
+                break  # larger margins select fewer rows
+            lb = float(wilson_lower(correct[sel].sum(), n))
+            if lb >= target and (best is None or n > best[2]):
+                best = (float(h), float(m), float(n))
+            if safest is None or (lb, n) > (safest[2], safest[3]):
+                safest = (float(h), float(m), lb, float(n))
+    if best is not None:
+        return best[0], best[1]
+    return None if safest is None else (safest[0], safest[1])
+
+
+def fit_medium(p1: np.ndarray, correct: np.ndarray, target: float) -> float | None:
+    """The lowest ``p1`` cut whose routed rows (``p1 >= cut``) are right on at least ``target``."""
+    if not len(p1):
+        return None
+    order = np.argsort(-p1, kind="stable")
+    ok = np.flatnonzero(wilson_lower(np.cumsum(correct[order]), np.arange(1, len(order) + 1)) >= target)
+    return float(p1[order][ok[-1]]) if len(ok) else None
+
+
+def fit_min_score(inscope: np.ndarray, background: np.ndarray) -> float:
+    """The out-of-scope cut that best separates in-scope from background best scores
+    (largest in-scope kept plus background rejected, Youden's J). Background queries
+    scoring above the in-scope median look in scope for this route set and are not
+    counted against it."""
+    if not len(inscope):
+        return float(np.quantile(background, 0.95)) if len(background) else -1.0
+    bg = background[background < np.median(inscope)]
+    if not len(bg):
+        return float(inscope.min()) - 1e-6
+    cands = np.unique(np.concatenate([inscope, bg + 1e-6]))
+    kept = 1.0 - np.searchsorted(np.sort(inscope), cands, side="left") / len(inscope)
+    rejected = np.searchsorted(np.sort(bg), cands, side="left") / len(bg)
+    return float(cands[int(np.argmax(kept + rejected))])
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What the tiers aim for on held-out exemplars (probabilities of being right)."""
+
+    high_precision: float = 0.95
+    route_precision: float = 0.90
+    previous_precision: float = 0.90
+    #: Share of background queries whose best tool stays under the tool floor.
+    tool_background_rejected: float = 0.90
+
+
+def top2_correct(S: np.ndarray, gold: np.ndarray, temperature: float, R: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Held-out rows' best probability, margin and whether the best is their own route."""
+    if not len(S):
+        return np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool)
+    if R < 2:
+        return np.ones(len(S)), np.ones(len(S)), np.ones(len(S), dtype=bool)
+    p1, mg, arg = top2(softmax(S, temperature))
+    return p1, mg, arg == gold
