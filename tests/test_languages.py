@@ -34,15 +34,26 @@ def english(encoder):
 def test_background_languages_are_detected(encoder):
     B, langs = background_vectors(encoder), background_languages()
     names, C = centroids(B, langs)
-    det = LanguageDetector(names, C)
+    det = LanguageDetector(names, C, np.zeros(len(names), bool), np.zeros(len(names), np.float32))
     assert set(names) >= {"en", "fr", "zh"}
     hits = np.array(det.detect_many(B)) == np.array(langs)
     assert hits.mean() >= 0.9
 
 
+def test_detection_needs_a_margin_over_the_covered_languages():
+    e = np.eye(3, dtype=np.float32)
+    C = e.copy()
+    det = LanguageDetector(("en", "fr", "zh"), C, np.array([True, False, False]), np.array([0.0, 0.3, 0.3], np.float32))
+    q = lambda *x: np.array(x, np.float32)  # noqa: E731
+    assert det.detect(q(0.5, 0.7, 0.0)) == "en"  # nearer fr, but not by 0.3
+    assert det.detect(q(0.2, 0.9, 0.0)) == "fr" and det.detect(q(0.9, 0.1, 0.0)) == "en"
+    assert det.detect_many(np.stack([q(0.0, 0.1, 0.9), q(0.5, 0.0, 0.6)])) == ["zh", "en"]
+
+
 def test_english_routes_adapt_other_languages_only(english):
     langs = english.calibration.languages
     assert set(langs) >= {"en", "fr", "zh", "es", "de", "vi", "ja"} and all(len(v["centroid"]) == 384 for v in langs.values())
+    assert [n for n, v in langs.items() if v.get("covered")] == ["en"] and langs["zh"]["detect_margin"] >= 0
     assert set(adapted(langs)) == {"fr", "zh", "es", "de", "vi"}  # the parallel set's languages but English
     # The same sentences in Chinese score lower against English routes, with narrower gaps.
     zh = langs["zh"]

@@ -39,16 +39,26 @@ if TYPE_CHECKING:  # annotations only: routecore.calibration imports this module
 
 #: A language is covered by the routes when at least this share of their exemplars is in it.
 COVERED_SHARE = 0.05
+#: Share of texts in a covered language that may be taken for another language.
+DETECT_FALSE_RATE = 0.01
 #: Fewer parallel sentences than this (in a covered language and in L) and L is not adapted.
 MIN_PAIRS = 8
 
 
 @dataclass(frozen=True)
 class LanguageDetector:
-    """The nearest of the background languages' centroids (unit rows) to a query vector."""
+    """The nearest of the background languages' centroids (unit rows) to a query vector.
+
+    A language the exemplars do not cover must beat the nearest covered one by
+    ``margins[i]``, set so that only :data:`DETECT_FALSE_RATE` of the exemplars (texts in
+    the covered languages) would pass: an encoder that does not tell languages apart
+    (MiniLM, English-only, puts 29 % of English MASSIVE queries nearest another
+    language's centroid) gets wide margins and adapts almost nothing."""
 
     names: tuple[str, ...]
     centroids: np.ndarray
+    covered: np.ndarray  # bool per name
+    margins: np.ndarray  # per name (0 for covered ones)
 
     @classmethod
     def from_languages(cls, languages: Mapping[str, Mapping[str, Any]]) -> "LanguageDetector | None":
@@ -57,17 +67,35 @@ class LanguageDetector:
             return None
         names = tuple(languages)
         C = np.asarray([languages[n]["centroid"] for n in names], dtype=np.float32)
-        return cls(names, C)
+        cov = np.array([bool(languages[n].get("covered", False)) for n in names])
+        return cls(names, C, cov, np.array([float(languages[n].get("detect_margin", 0.0)) for n in names], dtype=np.float32))
 
     def detect(self, q: np.ndarray) -> str:
         """The language of one query vector."""
-        return self.names[int(np.argmax(self.centroids @ np.asarray(q, dtype=np.float32)))]
+        return self.detect_many(np.asarray(q, dtype=np.float32)[None, :])[0]
 
     def detect_many(self, Q: np.ndarray) -> list[str]:
         """The language of each row of ``Q``."""
         if not len(Q):
             return []
-        return [self.names[i] for i in np.argmax(np.asarray(Q, dtype=np.float32) @ self.centroids.T, axis=1).tolist()]
+        S = np.asarray(Q, dtype=np.float32) @ self.centroids.T
+        best = np.argmax(S, axis=1)
+        if self.covered.any():
+            home = np.flatnonzero(self.covered)
+            near = home[np.argmax(S[:, home], axis=1)]
+            beats = S[np.arange(len(S)), best] - S[np.arange(len(S)), near] > self.margins[best]
+            best = np.where(self.covered[best] | beats, best, near)
+        return [self.names[i] for i in best.tolist()]
+
+
+def detection_margin(V: np.ndarray, C: np.ndarray, home: np.ndarray) -> float:
+    """How much nearer than every covered language's centroid an uncovered one must be, so
+    that at most :data:`DETECT_FALSE_RATE` of the exemplars ``V`` would pass (at least 0)."""
+    if not home.any() or home.all() or not len(V):
+        return 0.0
+    S = np.asarray(V, dtype=np.float32) @ C.T
+    gap = S[:, ~home].max(axis=1) - S[:, home].max(axis=1)
+    return max(float(np.quantile(gap, 1.0 - DETECT_FALSE_RATE)), 0.0)
 
 
 def centroids(vectors: np.ndarray, langs: Sequence[str]) -> tuple[tuple[str, ...], np.ndarray]:
@@ -138,8 +166,11 @@ def fit_languages(V: np.ndarray, background: np.ndarray, background_langs: Seque
     if not len(V) or not len(background) or len(background_langs) != len(background):
         return {}
     names, C = centroids(background, background_langs)
-    out: dict[str, dict[str, Any]] = {n: {"centroid": [round(float(x), 6) for x in c]} for n, c in zip(names, C)}
     home = covered(V, names, C)
+    is_home = np.array([n in home for n in names])
+    margin = round(detection_margin(V, C, is_home), 6)
+    out: dict[str, dict[str, Any]] = {n: {"centroid": [round(float(x), 6) for x in c], **({"covered": True} if n in home else {"detect_margin": margin})}
+                                      for n, c in zip(names, C)}
     if not len(parallel) or len(parallel_rows) != len(parallel):
         return out
     for lang in sorted({lg for _, lg, _ in parallel_rows} - home):
