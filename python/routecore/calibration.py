@@ -90,8 +90,8 @@ class Calibration:
     tool_lexical_weight: float = 0.0
     #: Per-route overrides (``routecore fit``: per-route ``min_score``).
     per_route: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    #: Per background language: its centroid, and for languages the routes do not cover,
-    #: the ``offset`` of ``min_score`` and the ``ratio`` of the temperature (routecore.languages).
+    #: Per background language: its centroid and whether the exemplars cover it; for the
+    #: others, the margin that detects it, its transfer and its own numbers (routecore.languages).
     languages: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     stats: Mapping[str, Any] = field(default_factory=dict)
 
@@ -274,14 +274,12 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         stats["tool_background_median"] = float(np.median(bt))
     languages: dict[str, dict[str, Any]] = {}
     if background_langs is not None and len(Bm):
+        def refit(slope: float, noise: float) -> dict[str, float]:  # the held-out rows as another language's queries
+            return language_fields(slope, noise, S_dense, S_tier_dense, gold, R, targets, seed)
 
-        refit = None
-        if R >= 2 and len(rows) >= MIN_ROWS:
-            def refit(slope: float, noise: float) -> dict[str, float]:
-                return language_fields(slope, noise, S_dense, S_tier_dense, gold, R, targets, seed)
         P, prows = parallel if parallel is not None else (np.zeros((0, V.shape[1]), np.float32), ())
         PS = route_scores(P, V, owners, R, aggregation, top_n) if len(P) else np.zeros((0, R), np.float32)
-        languages = fit_languages(V, background, background_langs, P, prows, PS, refit)
+        languages = fit_languages(V, background, background_langs, P, prows, PS, refit if R >= 2 and len(rows) >= MIN_ROWS else None)
         if tool_vecs is not None and len(tool_vecs) and len(P):  # the tool floor's shift, on the tools' own table
             TS = route_scores(P, tool_vecs, np.asarray(tool_owners, dtype=np.int64), n_tools)
             for lang, off in offsets(tool_vecs, background, background_langs, prows, TS).items():
