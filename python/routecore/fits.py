@@ -18,17 +18,31 @@ def softmax(S: np.ndarray, temperature: float) -> np.ndarray:
 
 
 def fit_temperature(S: np.ndarray, gold: np.ndarray) -> float:
-    """Temperature minimising the softmax NLL of the gold columns (``gold`` >= 0)."""
+    """Temperature minimising the softmax NLL of the gold columns (``gold`` >= 0), on a
+    geometric grid. The NLL is convex in 1 / temperature, so a ternary search over the
+    grid finds the grid's minimum with about 22 evaluations instead of 80."""
     keep = gold >= 0
     s, y = S[keep].astype(np.float64), gold[keep]
     s = np.where(np.isfinite(s), s, s[np.isfinite(s)].min() - 1.0 if np.isfinite(s).any() else 0.0)
     grid = np.geomspace(0.005, 0.5, 80)  # perfectly separated rows would push it down without bound
-    nll = np.empty(len(grid))
-    for i, t in enumerate(grid):
-        z = s / t
-        z -= z.max(axis=1, keepdims=True)
-        nll[i] = -(z[np.arange(len(y)), y] - np.log(np.exp(z).sum(axis=1))).mean()
-    return float(grid[int(np.argmin(nll))])
+    s = s - s.max(axis=1, keepdims=True)  # the shift cancels in the NLL; z <= 0 for every temperature
+    gold_s = s[np.arange(len(y)), y]
+    seen: dict[int, float] = {}
+
+    def nll(i: int) -> float:
+        if i not in seen:
+            z = s / grid[i]
+            seen[i] = float(-(gold_s / grid[i] - np.log(np.exp(z).sum(axis=1))).mean())
+        return seen[i]
+
+    lo, hi = 0, len(grid) - 1
+    while hi - lo > 2:
+        a, b = lo + (hi - lo) // 3, hi - (hi - lo) // 3
+        if nll(a) <= nll(b):
+            hi = b
+        else:
+            lo = a
+    return float(grid[min(range(lo, hi + 1), key=lambda i: (nll(i), i))])
 
 
 def top2(P: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
