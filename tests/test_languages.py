@@ -48,6 +48,8 @@ def test_detection_needs_a_margin_over_the_covered_languages():
     assert det.detect(q(0.5, 0.7, 0.0)) == "en"  # nearer fr, but not by 0.3
     assert det.detect(q(0.2, 0.9, 0.0)) == "fr" and det.detect(q(0.9, 0.1, 0.0)) == "en"
     assert det.detect_many(np.stack([q(0.0, 0.1, 0.9), q(0.5, 0.0, 0.6)])) == ["zh", "en"]
+    X = np.random.default_rng(0).normal(size=(500, 3)).astype(np.float32)
+    assert [det.detect(x) for x in X] == det.detect_many(X)  # the one-vector path agrees
 
 
 def test_english_routes_adapt_other_languages_only(english):

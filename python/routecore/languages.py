@@ -71,8 +71,14 @@ class LanguageDetector:
         return cls(names, C, cov, np.array([float(languages[n].get("detect_margin", 0.0)) for n in names], dtype=np.float32))
 
     def detect(self, q: np.ndarray) -> str:
-        """The language of one query vector."""
-        return self.detect_many(np.asarray(q, dtype=np.float32)[None, :])[0]
+        """The language of one query vector (:meth:`detect_many` for one row, in a few µs)."""
+        s = (self.centroids @ np.asarray(q, dtype=np.float32)).tolist()
+        best = max(range(len(s)), key=s.__getitem__)
+        cov = self.covered.tolist()
+        if cov[best] or not any(cov):
+            return self.names[best]
+        near = max((i for i, c in enumerate(cov) if c), key=s.__getitem__)
+        return self.names[best] if s[best] - s[near] > float(self.margins[best]) else self.names[near]
 
     def detect_many(self, Q: np.ndarray) -> list[str]:
         """The language of each row of ``Q``."""
