@@ -25,6 +25,7 @@ __all__ = [
     "FlatIndex",
     "Encoder",
     "LexicalIndex",
+    "EntitySet",
     "lexical_tokens",
     "topk",
     "softmax",
@@ -121,6 +122,21 @@ class FlatIndex:
     def save(self, path: str | PathLike[str]) -> None: ...
     @staticmethod
     def load(path: str | PathLike[str]) -> FlatIndex: ...
+
+# A pyo3 class: not subclassable at runtime.
+@final
+class EntitySet:
+    """Dictionary terms (one Aho-Corasick automaton over the folded query; whole words,
+    case-insensitive, accent-insensitive with ``fold_accents``) and regex patterns
+    (``routecore_core::entities``). ``find`` releases the GIL."""
+
+    def __new__(cls, dictionaries: list[tuple[str, list[str]]], patterns: list[tuple[str, str]],
+                fold_accents: bool = True) -> EntitySet: ...
+    def find(self, text: str) -> list[tuple[str, str, int, int]]:
+        """(kind, value, start, end) of each entity (character offsets)."""
+        ...
+    def find_many(self, texts: list[str]) -> list[list[tuple[str, str, int, int]]]: ...
+    def __len__(self) -> int: ...
 
 # A pyo3 class: not subclassable at runtime.
 @final

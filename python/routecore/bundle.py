@@ -82,6 +82,7 @@ def _save_locked(router: Any, d: Path, fitted: dict[str, Any] | None) -> None:
             # The policy as given (unset thresholds null) and the calibration that fills them.
             "policy": router.spec_policy.to_dict(), "calibration": router.calibration.to_dict() if router.calibration else None,
             "routes": [asdict(r) for r in router.route_specs], "tools": [asdict(t) for t in router.tool_specs],
+            "entities": router.entities.to_dict() if router.entities is not None else None,
             "fitted": fitted or {}, "generation": gen, "files": files}
     if router.head is not None:
         files["head"] = _write(d, f"head.{gen}.npz", router.head.save, flush=True)
@@ -215,6 +216,10 @@ def _load_generation(cls: type[_R], d: Path, meta: dict[str, Any], encoder: Enco
                 raise ConfigError(f"{d}: the lexical {name} table holds {len(lix)} documents that are not the {len(owners)} exemplars "
                                   "bundle.json lists; save the bundle again")
             lexical[name] = lix
+    if meta.get("entities") and "entities" not in kw:
+        from routecore.entities import EntityConfig
+
+        kw["entities"] = EntityConfig.from_dict(meta["entities"], f"{d / 'bundle.json'}: entities")
     if meta.get("calibration") and "calibration" not in kw:
         kw["calibration"] = Calibration.from_dict(meta["calibration"])
     if meta.get("head") and "head" not in kw:

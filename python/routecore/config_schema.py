@@ -73,6 +73,8 @@ class Route(_Strict):
     thresholds: Thresholds = field(default_factory=Thresholds)
     fallback_on_error: Optional[Name] = None
     metadata: Dict[str, Any] = {}
+    prefers_entities: List[Name] = []
+    requires_entities: List[Name] = []
 
 
 class Tool(_Finite):
@@ -129,6 +131,7 @@ class Policy(Thresholds):  # its first fields are the thresholds a route can ove
     anti_pattern_penalty: NonNegative = 0.50
     lesson_similarity: Optional[Unit] = None
     lesson_boost: Optional[NonNegative] = None
+    entity_boost: Optional[NonNegative] = None
     more_tools_batch: AtLeastOne = 5
     more_tools_limit: Count = 3
     report_scores: Count = 50
@@ -167,6 +170,15 @@ class LLM(_Finite):
             raise ValueError("`api_key_env` must be the name of an environment variable (letters, digits, _), not a key")
 
 
+class Entities(_Strict):
+    """Entity types: dictionaries of terms (whole words, case-insensitive; accent-insensitive
+    with ``fold_accents``) and regex patterns (routecore.entities)."""
+
+    dictionaries: Dict[Name, List[Text]] = {}
+    patterns: Dict[Name, Annotated[str, Meta(min_length=1, max_length=1000)]] = {}
+    fold_accents: bool = True
+
+
 class Config(_Strict):
     """A routecore config file: routes and/or tools, an optional policy and LLM router."""
 
@@ -174,6 +186,7 @@ class Config(_Strict):
     tools: List[Tool] = []
     policy: Policy = field(default_factory=Policy)
     llm: Optional[LLM] = None
+    entities: Optional[Entities] = None
     schema: Optional[str] = field(default=None, name="$schema")
 
 

@@ -76,6 +76,17 @@ def plain(v: Any) -> Any:
 
 
 @dataclass(frozen=True)
+class Entity:
+    """One entity found in a query (routecore.entities): its type, the dictionary term
+    (or the matched text of a pattern), and its character span in the query."""
+
+    kind: str
+    value: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
 class Alert:
     kind: str  # "collision", "circuit_breaker", "fallback", "truncated", ...
     message: str
@@ -146,6 +157,8 @@ class Decision:
     #: Hybrid scoring: what each route's cosine gained from its lexical (BM25) score
     #: before anything was decided; ``raw_scores`` are the cosines alone.
     lexical_scores: Mapping[str, float] = field(default_factory=dict)
+    #: The query's entities (routecore.entities), when the router has an ``entities:`` section.
+    entities: tuple[Entity, ...] = ()
 
     @property
     def collision(self) -> bool:

@@ -123,6 +123,9 @@ class Policy:
     lesson_similarity: float | None = None
     #: Added to a tool's score by a "use it" lesson (a cosine; unset, 5 calibrated scales).
     lesson_boost: float | None = None
+    #: Added to the cosine of a route that prefers an entity type the query holds
+    #: (routecore.entities); unset, one calibrated scale (the three-way tie window).
+    entity_boost: float | None = None
     more_tools_batch: int = 5
     more_tools_limit: int = 3
     #: How many of the best tools' scores a ToolBelt reports. With int8 tables, those

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Executor
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
 from routecore import _native
 from routecore.calibration import Calibration
-from routecore.decision import Alert, Decision, Exemplar, ScoreMap, Timings, trace
+from routecore.decision import Alert, Decision, Entity, Exemplar, ScoreMap, Timings, trace
+from routecore.entities import EntityMatcher, entity_effects
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.languages import LanguagePolicies, language_alert
 from routecore.lexical import LexicalTable
@@ -24,6 +25,15 @@ from routecore.llm import LLMChoice, LLMRequest, LLMRouter
 from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, resolved, tier_of
 from routecore.specs import RouteSpec, check_thresholds
 from routecore.tables import EncoderLike, build_table, collision_alert, per_query, query_vectors
+
+class PreScore(NamedTuple):
+    """What the scoring step adds to each route's cosine (spec order), and why."""
+
+    bias: np.ndarray | None  # lexical + entities (None: nothing)
+    lexical: np.ndarray | None  # the lexical score alone
+    entities: tuple[Entity, ...]  # the query's entities
+    preferred: np.ndarray | None  # routes that prefer a type the query holds
+
 
 #: A call that picks a route for an LLM request (``LLMRouter.choose``, or its async stand-in).
 Chooser = Callable[[LLMRequest], LLMChoice]
@@ -73,6 +83,8 @@ class RouteTable:
         self.calibrated = "manual"  # where the policy's numbers come from (Router sets it)
         self.table = build_table(self.specs, encoder, storage, vectors)
         self.languages: LanguagePolicies | None = None  # set_languages
+        self.entities: EntityMatcher | None = None  # the Router's entities: section
+        self._entity_routes = any(r.prefers_entities or r.requires_entities for r in self.specs)
 
     def set_languages(self, spec_policy: Policy, calibration: Calibration | None) -> None:
         """Give queries in languages the exemplars do not cover their own policy
@@ -157,11 +169,14 @@ class RouteTable:
         p, lang = self.policy_for(q)
         # The previous route and the clarified candidates may be lifted above the best routes: keep them exact.
         exact = ([previous] if previous else []) + (list(clarify.candidates) if clarify is not None else [])
-        r = self.table.score(q, p, list(context_domains), p.top_exemplars, exact=exact, bias=self.lexical_bias(text))
+        pre = self.bias_and_entities(text, p)
+        r = self.table.score(q, p, list(context_domains), p.top_exemplars, exact=exact, bias=pre.bias)
+        r["lexical"], r["preferred"], found = pre.lexical, pre.preferred, pre.entities
         t2 = time.perf_counter()
         if self.head is not None:
             self._apply_head(r, q)
         d = self._decide(text, r, previous, clarify, choose, p)
+        d["entities"] = found
         t3 = time.perf_counter()
         llm_ms = d.pop("_llm_ms", 0.0)
         timings = Timings(tokenize_ms, (t1 - t0) * 1e3 - tokenize_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3 - llm_ms, llm_ms, (t3 - t0) * 1e3)
@@ -173,6 +188,19 @@ class RouteTable:
                                                 "temperature": (resolved(p.temperature, "temperature"), resolved(self.policy.temperature, "temperature"))}))
         dec = Decision(**d, alerts=tuple(alerts), timings=timings, query=text, previous_route=previous, error_message=self.policy.error_message, calibrated=self.calibrated)
         return trace("route decision", dec)
+
+    def bias_and_entities(self, text: str, p: Policy) -> PreScore:
+        """What each route's cosine gains before the decision (its lexical score, plus
+        the entities it prefers or requires), its parts, and the query's entities."""
+        lexical = bias = self.lexical_bias(text)
+        found = self.entities.find(text) if self.entities is not None else ()
+        preferred = None
+        if self._entity_routes:
+            boost = p.entity_boost if p.entity_boost is not None else resolved(p.three_way_within, "three_way_within")
+            eb, preferred = entity_effects(self.specs, {e.kind for e in found}, boost)
+            if eb is not None:
+                bias = eb if lexical is None else lexical + eb
+        return PreScore(bias, lexical, found, preferred)
 
     def lexical_bias(self, text: str) -> np.ndarray | None:
         """What each route's cosine gains from its lexical score for ``text`` (hybrid scoring), or None."""
@@ -213,12 +241,16 @@ class RouteTable:
         out: dict[str, Any] = {
             "route": bname, "tier": tier, "confidence": p1, "margin": p1 - p2,
             "probabilities": ScoreMap(names, probs, pos), "raw_scores": ScoreMap(names, r["dense"], pos),
-            "lexical_scores": ScoreMap(names, raw - r["dense"], pos) if r["dense"] is not raw else {},
+            "lexical_scores": (ScoreMap(names, r["lexical"], pos) if r.get("lexical") is not None
+                               else ScoreMap(names, raw - r["dense"], pos) if r["dense"] is not raw and "lexical" not in r else {}),
             "adjusted_scores": ScoreMap(names, adjusted, pos), "score_bounds": ScoreMap(names, r["bound"], pos),
             "top_exemplars": tuple(Exemplar(labels[c], texts[i], s) for i, c, s in zip(r["top_ids"].tolist(), r["top_labels"].tolist(), r.get("top_dense", r["top_scores"]).tolist())),
             "alerts": [], "action": "route", "candidates": (), "_llm_ms": 0.0,
         }
-        if r.get("head_oos") or float(r["dense"][best]) < min_score:  # the cosine: lexical hits move labels, not the scope
+        # The scope reads the cosine (lexical hits move labels, not the scope), unless the query
+        # holds an entity type the best route prefers: the config says such a query is its own.
+        pref = r.get("preferred")
+        if r.get("head_oos") or (float(r["dense"][best]) < min_score and not (pref is not None and pref[best])):
             out.update(action="none", route=None, tier="low")
             return self._finish(out)
         if r["collision"] is not None and clarify is None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from routecore import assembly, bundle, live
 from routecore.calibration import Calibration
+from routecore.entities import EntityConfig, EntityMatcher, check_route_entities
 from routecore.decision import Decision, ToolBelt
 from routecore.errors import ConfigError
 from routecore.llm import LLMRouter, llm_from_config
@@ -71,6 +72,9 @@ class Router:
         tool_overlay: routecore fields (examples, anti-patterns, domain, core, cost,
             latency, safety tags) by tool name, as a mapping or a YAML/JSON file
             (:func:`routecore.tool_formats.read_overlay`).
+        entities: dictionaries and patterns of entity types
+            (:class:`routecore.entities.EntityConfig`, a config's ``entities:``);
+            routes may prefer or require them, and decisions list them.
 
     ``route_table`` and ``tool_catalog`` are the two parts; ``policy`` and
     ``encoder`` are shared by both (setting them updates both). ``spec_policy``
@@ -96,7 +100,8 @@ class Router:
     def __init__(self, routes: Sequence[RouteSpec] = (), tools: Sequence[ToolSpec] = (), *, encoder: EncoderLike | None = None,
                  policy: Policy | None = None, llm: LLMRouter | None = None, memory: ExperienceMemory | None = None,
                  head: Any = None, storage: str = "auto", calibration: Calibration | None = None,
-                 progress: ProgressArg = None, tool_overlay: str | os.PathLike[str] | Mapping[str, Any] | None = None, _vectors: dict[str, np.ndarray] | None = None, _lexical: dict[str, Any] | None = None):
+                 progress: ProgressArg = None, tool_overlay: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+                 entities: EntityConfig | None = None, _vectors: dict[str, np.ndarray] | None = None, _lexical: dict[str, Any] | None = None):
         if not routes and not tools:
             raise ConfigError("a router needs at least one route or tool")
         if encoder is None:
@@ -107,6 +112,9 @@ class Router:
         routes, tools = list(routes), list(tools)
         if tool_overlay is not None or not all(isinstance(t, ToolSpec) for t in tools):
             tools = tool_specs(tools, overlay=tool_overlay)
+        check_route_entities(routes, entities)
+        self.entities = entities
+        self._entity_matcher = EntityMatcher(entities) if entities is not None and entities.kinds else None
         self._given_policy = policy or Policy()
         self.spec_policy = with_route_thresholds(self._given_policy, routes)
         self._storage = storage
@@ -117,6 +125,8 @@ class Router:
         self.fitted: dict[str, Any] = {}  # calibration results (routecore fit), saved in bundles
 
     def _install(self, parts: assembly.Parts) -> None:
+        check_route_entities(parts.route_table.specs, self.entities)
+        parts.route_table.entities = self._entity_matcher
         self.calibration = parts.calibration
         self.route_table, self.tool_catalog = parts.route_table, parts.tool_catalog
         self.route_table.calibrated = self.calibrated
@@ -150,7 +160,8 @@ class Router:
         policy = kw.pop("policy", None) or Policy.from_dict(data.get("policy"), f"{path}: policy")
         url, model = kw.pop("llm_url", None), kw.pop("llm_model", None)
         llm = kw.pop("llm", None) or llm_from_config(data.get("llm"), str(path), base_url=url, model=model)
-        return cls(routes, tools, policy=policy, llm=llm, **kw)
+        entities = kw.pop("entities", None) or EntityConfig.from_dict(data.get("entities"), f"{path}: entities")
+        return cls(routes, tools, policy=policy, llm=llm, entities=entities, **kw)
 
     @classmethod
     def from_semantic_router(cls, path: str | os.PathLike[str], **kw: Any) -> Router:

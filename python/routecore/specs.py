@@ -29,6 +29,9 @@ class RouteSpec:
     thresholds: Mapping[str, float] = field(default_factory=dict)
     fallback_on_error: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: Entity types (routecore.entities) that lift this route when the query holds one / without which it is left out.
+    prefers_entities: tuple[str, ...] = ()
+    requires_entities: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not _TRUSTED.on:
@@ -125,7 +128,7 @@ def _check_spec(spec: RouteSpec | ToolSpec, kind: str) -> None:
     """Types and ranges of a spec built in code (configs are checked as a whole by :func:`parse_config`)."""
     s = _schema()
     s.convert(spec, s.Route if kind == "route" else s.Tool, f"{kind} {spec.name!r}")
-    for k in ("utterances", "success_examples", "anti_patterns", "safety_tags"):
+    for k in ("utterances", "success_examples", "anti_patterns", "safety_tags", "prefers_entities", "requires_entities"):
         if isinstance(getattr(spec, k, ()), list):
             object.__setattr__(spec, k, tuple(getattr(spec, k)))
 
@@ -133,7 +136,7 @@ def _check_spec(spec: RouteSpec | ToolSpec, kind: str) -> None:
 def _route(r: Any, i: int, where: str) -> RouteSpec:
     spec = RouteSpec(name=r.name, utterances=tuple(r.utterances), description=r.description, domain=r.domain,
                      thresholds=check_thresholds(where, r.thresholds), fallback_on_error=r.fallback_on_error,
-                     metadata=r.metadata)
+                     metadata=r.metadata, prefers_entities=tuple(r.prefers_entities), requires_entities=tuple(r.requires_entities))
     if not spec.exemplars():
         raise ConfigError(f"{where}: routes[{i}] ({r.name!r}) has neither utterances nor a description")
     return spec

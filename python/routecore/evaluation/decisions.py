@@ -25,7 +25,7 @@ def decide_vectors(router: Any, X: np.ndarray, texts: Sequence[str]) -> list[tup
     out = []
     for x, text in zip(X, texts):
         p, _ = rt.policy_for(x)
-        r = table.score(x, p, [], p.top_exemplars, bias=rt.lexical_bias(text))
+        r = table.score(x, p, [], p.top_exemplars, bias=rt.bias_and_entities(text, p).bias)
         if rt.head is not None:
             rt._apply_head(r, x)
         d = rt._decide("", r, None, None, policy=p)

@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod encoder;
+pub mod entities;
 pub mod error;
 pub mod index;
 pub mod kernels;

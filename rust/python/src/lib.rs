@@ -2,6 +2,7 @@
 
 mod arrays;
 mod encoder;
+mod entities;
 mod errors;
 mod index;
 mod kernels;
@@ -16,6 +17,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::PyFlatIndex>()?;
     m.add_class::<encoder::PyEncoder>()?;
     m.add_class::<lexical::PyLexicalIndex>()?;
+    m.add_class::<entities::PyEntitySet>()?;
     m.add_function(wrap_pyfunction!(lexical::lexical_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::topk, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::softmax, m)?)?;

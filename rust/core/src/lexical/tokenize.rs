@@ -78,7 +78,7 @@ fn fold_letter(c: char) -> Option<&'static str> {
 /// Fold one character: `emit(c, upper, lower)` for each output character,
 /// with the case of the source letter before lower-casing.
 #[inline]
-fn fold_char(c: char, emit: &mut impl FnMut(char, bool, bool)) {
+pub(crate) fn fold_char(c: char, emit: &mut impl FnMut(char, bool, bool)) {
     if c.is_ascii() {
         return emit(
             c.to_ascii_lowercase(),
