@@ -8,8 +8,10 @@ as ``INC\\d{8}`` for incident IDs). The Rust core matches them
 
 Entities feed routing: a route that ``prefers_entities`` a type gains
 ``Policy.entity_boost`` (one calibrated scale unless set: its probability rises by
-a factor *e*) when the query holds one; a route that ``requires_entities`` a type
-is left out when the query holds none. Every decision lists its entities.
+a factor *e*) when the query holds one, and the out-of-scope cut does not apply to
+it then (the config says such a query is the route's); a route that
+``requires_entities`` a type is left out when the query holds none. Every decision
+lists its entities.
 """
 
 from __future__ import annotations

@@ -175,8 +175,9 @@ def fit_languages(V: np.ndarray, background: np.ndarray, background_langs: Seque
     home = covered(V, names, C)
     is_home = np.array([n in home for n in names])
     margin = round(detection_margin(V, C, is_home), 6)
-    out: dict[str, dict[str, Any]] = {n: {"centroid": [round(float(x), 6) for x in c], **({"covered": True} if n in home else {"detect_margin": margin})}
-                                      for n, c in zip(names, C)}
+    out: dict[str, dict[str, Any]] = {
+        n: {"centroid": [round(float(x), 6) for x in c], **({"covered": True} if n in home else {"detect_margin": margin})}
+        for n, c in zip(names, C)}
     if not len(parallel) or len(parallel_rows) != len(parallel):
         return out
     for lang in sorted({lg for _, lg, _ in parallel_rows} - home):

@@ -184,8 +184,8 @@ class RouteTable:
         if truncated:
             alerts.append(Alert("truncated", "the query was truncated at the model's max_length"))
         if lang is not None:
-            alerts.append(language_alert(lang, {"min_score": (resolved(p.min_score, "min_score"), resolved(self.policy.min_score, "min_score")),
-                                                "temperature": (resolved(p.temperature, "temperature"), resolved(self.policy.temperature, "temperature"))}))
+            alerts.append(language_alert(lang, {k: (resolved(getattr(p, k), k), resolved(getattr(self.policy, k), k))
+                                                for k in ("min_score", "temperature")}))
         dec = Decision(**d, alerts=tuple(alerts), timings=timings, query=text, previous_route=previous, error_message=self.policy.error_message, calibrated=self.calibrated)
         return trace("route decision", dec)
 
