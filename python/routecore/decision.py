@@ -180,6 +180,36 @@ class Decision:
     def to_json(self, **kw: Any) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, **kw)
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Decision":
+        """The decision :meth:`to_dict` (or ``/v1/route``, or a decision log) wrote.
+
+        Raises:
+            InvalidArgumentError: not a mapping, a required field missing, an unknown key,
+                or a nested value of the wrong shape (named).
+        """
+        from routecore.errors import InvalidArgumentError
+
+        if not isinstance(d, Mapping):
+            raise InvalidArgumentError(f"a decision must be a mapping, got {type(d).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known - {"collision", "system_prompt_alert"}
+        if unknown:
+            raise InvalidArgumentError(f"decision: unknown keys {sorted(unknown)}")
+        kw = {k: v for k, v in d.items() if k in known}
+        try:
+            for k, item in (("top_exemplars", Exemplar), ("alerts", Alert), ("entities", Entity)):
+                if k in kw:
+                    kw[k] = tuple(item(**x) for x in kw[k])
+            for k in ("candidates", "fallback_chain"):
+                if k in kw:
+                    kw[k] = tuple(kw[k])
+            if "timings" in kw:
+                kw["timings"] = Timings(**kw["timings"])
+            return cls(**kw)
+        except TypeError as e:
+            raise InvalidArgumentError(f"decision: {e}") from None
+
 
 @dataclass(frozen=True)
 class ToolChoice:

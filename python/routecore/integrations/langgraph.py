@@ -112,6 +112,12 @@ def make_retrieve_tools(router: Router, *, top_k: int | None = None, context_dom
     return RetrieveTools(retrieve_tools, aretrieve_tools)
 
 
+def _whole(d: Any) -> bool:
+    """A decision as ``Decision.to_dict()`` wrote it (every required field), not a summary."""
+    return isinstance(d, Mapping) and {"action", "route", "tier", "confidence", "margin", "probabilities", "raw_scores",
+                                       "adjusted_scores"} <= d.keys()
+
+
 def _get(state: Any, key: str, default: Any = None) -> Any:
     """``state[key]`` for dict states, ``state.key`` for dataclass or pydantic ones."""
     if isinstance(state, Mapping):
@@ -185,7 +191,7 @@ class RouterEdge:
             kw["context_domains"] = tuple(_get(state, self.context_domains_key) or ())
         asked = _get(state, self.decision_key)
         if asked is not None and _get(asked, "action") == "clarify" and _get(asked, "candidates"):
-            kw["clarify"] = asked if isinstance(asked, Decision) else Decision(
+            kw["clarify"] = asked if isinstance(asked, Decision) else Decision.from_dict(asked) if _whole(asked) else Decision(
                 action="clarify", route=CLARIFY, tier="low", confidence=0.0, margin=0.0, probabilities={}, raw_scores={},
                 adjusted_scores={}, candidates=tuple(_get(asked, "candidates")), question=_get(asked, "question"), query=_get(asked, "query") or "")
             return routing_query(messages, last_n=1), kw

@@ -1,0 +1,41 @@
+"""Decision objects: what to_dict writes, from_dict reads back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from routecore import Router
+from routecore.decision import Decision
+from routecore.errors import InvalidArgumentError
+from routecore.examples import __file__ as examples
+
+
+@pytest.fixture(scope="module")
+def decision(encoder):
+    r = Router.from_config(Path(examples).parent / "it_ops_routes.yaml", encoder=encoder)
+    return r.route("où en est l'incident INC20502218 sur Kafka")
+
+
+def test_from_dict_reads_back_to_dict(decision):
+    d = decision.to_dict()
+    back = Decision.from_dict(d)
+    assert back.to_dict() == d
+    assert back.entities == decision.entities and back.timings == decision.timings
+    assert back.top_exemplars == decision.top_exemplars and back.alerts == decision.alerts
+    again = Decision.from_dict(json.loads(decision.to_json()))  # through JSON, as a sidecar client gets it
+    assert (again.action, again.route, again.tier, again.entities) == (decision.action, decision.route, decision.tier, decision.entities)
+
+
+def test_from_dict_names_what_is_wrong(decision):
+    d = decision.to_dict()
+    with pytest.raises(InvalidArgumentError, match="unknown keys \\['bogus'\\]"):
+        Decision.from_dict({**d, "bogus": 1})
+    with pytest.raises(InvalidArgumentError, match="tier"):
+        Decision.from_dict({k: v for k, v in d.items() if k != "tier"})
+    with pytest.raises(InvalidArgumentError, match="mapping"):
+        Decision.from_dict([("action", "route")])  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError):
+        Decision.from_dict({**d, "entities": [{"kind": "x"}]})
