@@ -1,0 +1,82 @@
+"""Encoder cascade (issue 19): MiniLM decides first, e5 only when MiniLM's decision is
+not a high-tier route. Routes from each train split, zero-label, both routers.
+
+    ROUTECORE_HOME=/tmp/rchome python benches/cascade.py [--fast PATH] [--strong PATH] [--sets clinc150,massive-en] [--timed 300]
+
+Decisions: each router's decision step on cached embeddings (as `routecore eval`).
+Per set: the share served by the fast router alone; accuracy (a routed query right,
+an out-of-scope query declined; clarifications count as not right) and routed
+precision of the cascade, of the strong router alone and of the fast one alone.
+Timing (``--timed N`` queries, query caches off, real encoders): route() p50/p95
+of fast alone, strong alone and the cascade (`routecore.cascade.Cascade`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from zero_label_decisions import decide, splits  # noqa: E402
+
+from routecore import Encoder  # noqa: E402
+from routecore.cascade import Cascade  # noqa: E402
+from routecore.evaluation.runner import build_router, embed  # noqa: E402
+
+MINILM = "/work/shared/models/all-minilm-l6-v2"
+
+
+def figures(dec: list, gold: list[str]) -> dict[str, float]:
+    right = [(a == "route" and r == g) or (g == "oos" and a == "none") for (a, r, _, _), g in zip(dec, gold)]
+    routed = [r == g for (a, r, _, _), g in zip(dec, gold) if a == "route"]
+    return {"accuracy": round(100 * float(np.mean(right)), 2), "routed": round(100 * len(routed) / len(gold), 1),
+            "routed_precision": round(100 * float(np.mean(routed)), 2) if routed else None}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fast", default=MINILM)
+    ap.add_argument("--strong", default=None, help="model folder (default: the bundled e5)")
+    ap.add_argument("--sets", default="clinc150,massive-en")
+    ap.add_argument("--timed", type=int, default=300)
+    a = ap.parse_args()
+    fe, se = Encoder.load(a.fast), (Encoder.load(a.strong) if a.strong else Encoder.load())
+    for name in a.sets.split(","):
+        train, test = splits(name, "test")
+        fast, strong = build_router(train, fe), build_router(train, se)
+        texts, gold = [s.text for s in test.samples], [s.label for s in test.samples]
+        df, ds = decide(fast, embed(fe, texts), texts), decide(strong, embed(se, texts), texts)
+        served = [a_ == "route" and t == "high" for a_, _, t, _ in df]
+        cascade = [f if s else g for f, g, s in zip(df, ds, served)]
+        out = {"set": name, "fast": fe.model_id, "strong": se.model_id, "queries": len(gold),
+               "served_by_fast": round(100 * float(np.mean(served)), 1),
+               "cascade": figures(cascade, gold), "strong_alone": figures(ds, gold), "fast_alone": figures(df, gold)}
+        out["accuracy_vs_strong"] = round(out["cascade"]["accuracy"] - out["strong_alone"]["accuracy"], 2)
+        if a.timed:
+            fast.encoder, strong.encoder = Encoder.load(a.fast, cache_size=0), (Encoder.load(a.strong, cache_size=0) if a.strong else Encoder.load(cache_size=0))
+            c = Cascade(fast, strong)
+            rng = np.random.default_rng(0)
+            sample = [texts[i] for i in rng.choice(len(texts), a.timed, replace=False)]
+            ms: dict[str, list[float]] = {"fast": [], "strong": [], "cascade": []}
+            for q in sample[:20]:
+                c.route(q)
+                strong.route(q)
+            c.served = {"fast": 0, "strong": 0}
+            for q in sample:  # interleaved, so that machine noise hits all three alike
+                for key, fn in (("fast", fast.route), ("strong", strong.route), ("cascade", c.route)):
+                    t0 = time.perf_counter()
+                    fn(q)
+                    ms[key].append((time.perf_counter() - t0) * 1e3)
+            out["timing_ms"] = {k: {"p50": round(float(np.percentile(v, 50)), 2), "p95": round(float(np.percentile(v, 95)), 2)}
+                                for k, v in ms.items()}
+            out["timed_served_by_fast"] = round(100 * c.fast_share, 1)
+        print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
