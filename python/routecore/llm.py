@@ -153,18 +153,22 @@ class OpenAICompatibleRouter(ChatCompletionsClient):
         all be done before ``timeout`` has passed since the call began, so a server
         that trickles its answer cannot hold the router (it fails with ``LLMError``);
         an answer larger than :data:`MAX_ANSWER_BYTES` fails too."""
+        return self.parse(self.post(self.payload(request)).decode("utf-8", "replace"), request)
+
+    def post(self, body: Mapping[str, Any]) -> bytes:
+        """POST ``body`` (JSON) to the chat-completions URL under the call's deadline: the
+        raw 2xx answer. Raises ``LLMError`` when closed, unreachable, too slow or not 2xx."""
         import http.client
 
         if self._pool.closed:
             raise LLMError(f"the LLM router for {self.url} is closed")
-        body = json.dumps(self.payload(request)).encode()
         try:
-            status, raw = self._pool.post(body, self.headers(), time.monotonic() + self.timeout)
+            status, raw = self._pool.post(json.dumps(body).encode(), self.headers(), time.monotonic() + self.timeout)
         except (OSError, http.client.HTTPException) as e:  # TimeoutError is an OSError
             raise LLMError(f"LLM server unreachable or too slow at {self.url}: {e or type(e).__name__}") from None
         if not 200 <= status < 300:
             raise LLMError(f"LLM server answered HTTP {status} at {self.url}")
-        return self.parse(raw.decode("utf-8", "replace"), request)
+        return raw
 
     #: Whether :meth:`achoose` runs on the event loop itself (here: no, it is ``choose`` in a thread).
     native_async = False
