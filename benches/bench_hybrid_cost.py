@@ -7,6 +7,7 @@ measured is everything but the encoder. Same router, lexical weight 0 (pass off)
 weight it would use; queries cycle over 64 real test queries.
 
     pytest benches/bench_hybrid_cost.py --benchmark-only
+    python benches/bench_hybrid_cost.py     # block-interleaved and per-call paired shares
 """
 
 from __future__ import annotations
@@ -102,6 +103,34 @@ def interleaved(case: str, blocks: int = 15, per_block: int = 200) -> dict:
     return {"case": case, "off_ms": round(off_ms, 4), "on_ms": round(on_ms, 4), "ratio": round(on_ms / off_ms, 3)}
 
 
+def paired(case: str, rounds: int = 6) -> dict:
+    """Each query with the lexical pass off and on back to back, in both orders (the second
+    call of a pair finds warmer caches): median paired difference (µs) and its share of the
+    median call with the pass on."""
+    import time
+
+    routes, tools, queries, enc = (routes_case if case.startswith("route") else tools_case)()
+    r = Router(routes, tools, encoder=enc, policy=manual(lexical=True, lexical_weight=0.04, tool_lexical_weight=0.04))
+    on, off = r.policy, r.policy.with_overrides(lexical=False)
+    call = r.route if routes else r.tools
+    out: dict = {"case": case}
+    for order in (("off", "on"), ("on", "off")):
+        diff, t_on = [], []
+        for _ in range(rounds):
+            for q in queries:
+                ts = {}
+                for key in order:
+                    r.policy = on if key == "on" else off
+                    t0 = time.perf_counter()
+                    call(q)
+                    ts[key] = time.perf_counter() - t0
+                diff.append(ts["on"] - ts["off"])
+                t_on.append(ts["on"])
+        d, c = float(np.median(diff)), float(np.median(t_on))
+        out["-".join(order)] = {"diff_us": round(d * 1e6, 1), "share": round(d / c, 3)}
+    return out
+
+
 if __name__ == "__main__":
     import json
     import sys
@@ -109,3 +138,4 @@ if __name__ == "__main__":
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "tests"))
     for case in ("route 150x100", "tools 10k"):
         print(json.dumps(interleaved(case)), flush=True)
+        print(json.dumps(paired(case)), flush=True)
