@@ -15,7 +15,7 @@ import ast
 import math
 import re
 import typing
-from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, TypeVar
+from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, TypeVar, Union
 
 import msgspec
 from msgspec import Meta, Struct, field
@@ -179,6 +179,23 @@ class Entities(_Strict):
     fold_accents: bool = True
 
 
+class KnowledgeMapEntry(_Strict):
+    """Collections for a (domain, intent) pair; either may be left out (matches any)."""
+
+    collections: List[Name]
+    domain: Optional[Name] = None
+    intent: Optional[Name] = None
+
+
+class Knowledge(_Strict):
+    """Knowledge-source routing (routecore.knowledge): the routes are collections."""
+
+    top_k: AtLeastOne = 2
+    gate: Optional[Unit] = None
+    fallback: Union[Literal["all"], List[Name]] = "all"
+    map: List[KnowledgeMapEntry] = []
+
+
 class Config(_Strict):
     """A routecore config file: routes and/or tools, an optional policy and LLM router."""
 
@@ -187,6 +204,7 @@ class Config(_Strict):
     policy: Policy = field(default_factory=Policy)
     llm: Optional[LLM] = None
     entities: Optional[Entities] = None
+    knowledge: Optional[Knowledge] = None
     schema: Optional[str] = field(default=None, name="$schema")
 
 
