@@ -1,0 +1,145 @@
+"""Context layers (issue 19): one encode, several heads.
+
+A :class:`ContextRouter` holds named layers, each a route set with its own policy and
+calibration (a :class:`~routecore.router.Router` over one shared encoder). The default
+layers (``data/context_layers.yaml``) are intent (ask / transform / generate / plan /
+debug / review), urgency (low / medium / high) and sensitivity (public / internal / pii
+/ safety_critical); a config adds a domain layer, replaces any layer, and may list
+entities (:mod:`routecore.entities`). :meth:`ContextRouter.detect` encodes the query
+once and decides every layer on that vector: a :class:`Context` with each layer's label,
+probability, tier and alerts, the entities, and the timings.
+
+Config (YAML or JSON)::
+
+    layers:
+      domain:
+        routes: [{name: billing, utterances: [...]}, ...]
+        policy: {...}            # optional, per layer
+    entities: {patterns: {incident_id: 'INC\\d{8}'}}
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from routecore.decision import Alert, Decision, Entity, plain, trace
+from routecore.errors import ConfigError
+
+#: The default layers.
+DEFAULT_LAYERS = Path(__file__).resolve().parent / "data" / "context_layers.yaml"
+
+
+@dataclass(frozen=True)
+class LayerResult:
+    """One layer's decision: its label (None when out of scope or clarified), the best
+    label's probability, the tier, the action and the alerts."""
+
+    label: str | None
+    probability: float
+    tier: str
+    action: str
+    alerts: tuple[Alert, ...] = ()
+    decision: Decision | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Context:
+    """Every layer's result for one query, its entities and the timings (ms):
+    ``encode``, one entry per layer, and ``total``."""
+
+    query: str
+    layers: Mapping[str, LayerResult]
+    entities: tuple[Entity, ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    def label(self, layer: str) -> str | None:
+        """The label of ``layer`` (KeyError naming the layers when there is none such)."""
+        if layer not in self.layers:
+            raise KeyError(f"no layer {layer!r}; layers: {sorted(self.layers)}")
+        return self.layers[layer].label
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "entities": plain(self.entities), "timings": dict(self.timings),
+                "layers": {n: {k: plain(getattr(r, k)) for k in ("label", "probability", "tier", "action", "alerts")}
+                           for n, r in self.layers.items()}}
+
+
+def _read(path: str | os.PathLike[str]) -> dict[str, Any]:
+    from routecore.specs import read_config_file
+
+    data = read_config_file(path)
+    extra = set(data) - {"layers", "entities"}
+    if extra:
+        raise ConfigError(f"{path}: unknown keys {sorted(extra)} (a context config has `layers` and `entities`)")
+    layers = data.get("layers") or {}
+    if not isinstance(layers, Mapping):
+        raise ConfigError(f"{path}: layers: expected a mapping of layer name to {{routes, policy}}")
+    for name, layer in layers.items():
+        if not isinstance(layer, Mapping) or set(layer) - {"routes", "policy"} or not layer.get("routes"):
+            raise ConfigError(f"{path}: layers.{name}: expected a mapping with `routes` (and an optional `policy`)")
+    return data
+
+
+class ContextRouter:
+    """Named layers over one encoder (see the module docs).
+
+    Raises:
+        ConfigError: no layers, or layers whose encoders differ.
+    """
+
+    def __init__(self, layers: Mapping[str, Any]):
+        if not layers:
+            raise ConfigError("a context router needs at least one layer")
+        models = {r.encoder.model_id for r in layers.values()}
+        if len(models) != 1:
+            raise ConfigError(f"every layer must use the same encoder (one encode for all); got {sorted(models)}")
+        self.layers = dict(layers)
+        self.encoder = next(iter(self.layers.values())).encoder
+
+    @classmethod
+    def from_config(cls, path: str | os.PathLike[str] | None = None, *, encoder: Any = None, defaults: bool = True) -> "ContextRouter":
+        """The default layers (unless ``defaults=False``), with the layers of the config at
+        ``path`` added or replacing them by name, all on ``encoder`` (default: the bundled model)."""
+        from routecore.entities import EntityConfig
+        from routecore.policy import Policy
+        from routecore.router import Router
+        from routecore.specs import parse_config
+
+        if encoder is None:
+            from routecore.encoder import Encoder
+
+            encoder = Encoder.load()
+        specs: dict[str, tuple[Mapping[str, Any], str]] = {}
+        entities = None
+        for source in ([DEFAULT_LAYERS] if defaults else []) + ([Path(path)] if path is not None else []):
+            data = _read(source)
+            specs.update({n: (layer, f"{source}: layers.{n}") for n, layer in (data.get("layers") or {}).items()})
+            if data.get("entities") is not None:
+                entities = EntityConfig.from_dict(data["entities"], f"{source}: entities")
+        layers = {}
+        for name, (layer, where) in specs.items():
+            routes, _ = parse_config({"routes": layer["routes"]}, where)
+            layers[name] = Router(routes, encoder=encoder, policy=Policy.from_dict(layer.get("policy"), f"{where}.policy"),
+                                  entities=entities)
+        return cls(layers)
+
+    def detect(self, query: str) -> Context:
+        """Encode ``query`` once and decide every layer on that vector."""
+        t0 = time.perf_counter()
+        enc = self.encoder.encode_with_stats([query])
+        t1 = time.perf_counter()
+        results: dict[str, LayerResult] = {}
+        timings = {"encode": (t1 - t0) * 1e3}
+        for name, router in self.layers.items():
+            ts = time.perf_counter()
+            d = router.route(query, vector=enc.embeddings[0])
+            timings[name] = (time.perf_counter() - ts) * 1e3
+            label = d.route if d.action == "route" else None
+            results[name] = LayerResult(label, float(d.confidence), d.tier, d.action, d.alerts, d)
+        timings["total"] = (time.perf_counter() - t0) * 1e3
+        first = next(iter(results.values())).decision
+        return trace("context", Context(query, results, first.entities if first is not None else (), timings))

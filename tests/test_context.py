@@ -1,0 +1,60 @@
+"""Context layers: one encode, several heads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from routecore.context import ContextRouter
+from routecore.errors import ConfigError
+from routecore.examples import __file__ as examples
+
+CONTEXT = Path(examples).parent / "context.yaml"
+
+
+@pytest.fixture(scope="module")
+def cr(encoder):
+    return ContextRouter.from_config(CONTEXT, encoder=encoder)
+
+
+def test_every_layer_from_one_encode(cr, encoder):
+    assert list(cr.layers) == ["intent", "urgency", "sensitivity", "domain"]
+    calls = []
+    real = cr.encoder.encode_with_stats
+    cr.encoder = type("Spy", (), {"encode_with_stats": lambda self, t: calls.append(t) or real(t), "model_id": encoder.model_id})()
+    try:
+        ctx = cr.detect("urgent: production is down, the Kafka cluster INC20481234 crashed, customers cannot pay")
+    finally:
+        cr.encoder = encoder
+    assert len(calls) == 1  # one encode for four layers
+    assert ctx.label("urgency") == "high" and ctx.label("domain") == "infrastructure"
+    assert {e.kind for e in ctx.entities} == {"service", "incident_id"}
+    assert set(ctx.timings) == {"encode", "intent", "urgency", "sensitivity", "domain", "total"}
+    for r in ctx.layers.values():
+        assert r.decision is not None and 0.0 <= r.probability <= 1.0 and r.tier in ("high", "medium", "low")
+    assert json.loads(json.dumps(ctx.to_dict()))["layers"]["urgency"]["label"] == "high"
+    with pytest.raises(KeyError, match="layers"):
+        ctx.label("mood")
+
+
+def test_layers_decide_what_they_should(cr):
+    assert cr.detect("please translate this paragraph into Spanish").label("intent") == "transform"
+    assert cr.detect("why does my build fail with a segmentation fault").label("intent") == "debug"
+    assert cr.detect("give me the home address and salary of this employee").label("sensitivity") == "pii"
+    assert cr.detect("j'ai été facturé deux fois ce mois-ci").label("domain") == "billing"
+
+
+def test_bad_context_configs(tmp_path, encoder):
+    bad = tmp_path / "c.yaml"
+    bad.write_text("layers:\n  domain: {utterances: [x]}\n")
+    with pytest.raises(ConfigError, match="layers.domain"):
+        ContextRouter.from_config(bad, encoder=encoder)
+    bad.write_text("layer: {}\n")
+    with pytest.raises(ConfigError, match="unknown keys \\['layer'\\]"):
+        ContextRouter.from_config(bad, encoder=encoder)
+    with pytest.raises(ConfigError, match="at least one layer"):
+        ContextRouter({})
+    only = ContextRouter.from_config(CONTEXT, encoder=encoder, defaults=False)
+    assert list(only.layers) == ["domain"]
