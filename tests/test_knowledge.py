@@ -45,6 +45,8 @@ def test_map_wins_and_the_gate_falls_back(kr, encoder):
 def test_bad_knowledge_configs(kr):
     with pytest.raises(ConfigError, match="unknown collections \\['wiki'\\]"):
         KnowledgeRouter(kr.router, KnowledgeConfig(map=((None, "ask", ("wiki",)),)))
+    with pytest.raises(ConfigError, match="domain, an intent"):
+        KnowledgeRouter(kr.router, KnowledgeConfig(map=((None, None, ("hr_policies",)),)))
     with pytest.raises(ConfigError, match="top_k"):
         KnowledgeRouter(kr.router, KnowledgeConfig(top_k=9))
     with pytest.raises(ConfigError, match="fallback"):

@@ -84,6 +84,8 @@ class KnowledgeRouter:
         unknown = sorted(set(listed) - known)
         if unknown:
             raise ConfigError(f"knowledge: unknown collections {unknown}; known: {sorted(known)}")
+        if any(d is None and i is None for d, i, _ in config.map):
+            raise ConfigError("knowledge: a map entry needs a domain, an intent or both")
         if config.fallback != "all" and not config.fallback:
             raise ConfigError("knowledge: the fallback must be 'all' or name at least one collection")
         self.router, self.config, self.names = router, config, names
