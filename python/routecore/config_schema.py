@@ -196,6 +196,13 @@ class Knowledge(_Strict):
     map: List[KnowledgeMapEntry] = []
 
 
+class ContextLayer(_Strict):
+    """One layer of a context config (routecore.context): its labels as routes, and their policy."""
+
+    routes: List[Route]
+    policy: Policy = field(default_factory=Policy)
+
+
 class Config(_Strict):
     """A routecore config file: routes and/or tools, an optional policy and LLM router."""
 
@@ -205,6 +212,7 @@ class Config(_Strict):
     llm: Optional[LLM] = None
     entities: Optional[Entities] = None
     knowledge: Optional[Knowledge] = None
+    layers: Dict[Name, ContextLayer] = {}
     schema: Optional[str] = field(default=None, name="$schema")
 
 

@@ -69,18 +69,14 @@ class Context:
 
 
 def _read(path: str | os.PathLike[str]) -> dict[str, Any]:
-    from routecore.specs import read_config_file
+    """A context config, checked against the config schema (its ``layers`` and ``entities``)."""
+    from routecore.specs import parse_config, read_config_file
 
     data = read_config_file(path)
-    extra = set(data) - {"layers", "entities"}
+    extra = set(data) - {"layers", "entities", "$schema"}
     if extra:
         raise ConfigError(f"{path}: unknown keys {sorted(extra)} (a context config has `layers` and `entities`)")
-    layers = data.get("layers") or {}
-    if not isinstance(layers, Mapping):
-        raise ConfigError(f"{path}: layers: expected a mapping of layer name to {{routes, policy}}")
-    for name, layer in layers.items():
-        if not isinstance(layer, Mapping) or set(layer) - {"routes", "policy"} or not layer.get("routes"):
-            raise ConfigError(f"{path}: layers.{name}: expected a mapping with `routes` (and an optional `policy`)")
+    parse_config(data, str(path))  # types, ranges and names of every layer, with the path of any error
     return data
 
 
