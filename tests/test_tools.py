@@ -268,3 +268,20 @@ def test_discovery_tools_come_in_the_same_order_in_every_process():
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in (1, 2, 3, 4)}
     assert len(outs) == 1, outs
+
+
+def test_fallback_tool_when_no_tool_passes_the_floor(encoder):
+    from routecore.errors import ConfigError
+    from routecore.policy import Policy
+
+    tools = [ToolSpec("get_weather", "Weather forecast for a city", success_examples=("will it rain tomorrow in Paris",)),
+             ToolSpec("book_taxi", "Book a taxi or a ride", success_examples=("get me a cab to the station",)),
+             ToolSpec("web_search", "Search the web for anything else")]
+    r = Router([], tools, encoder=encoder, policy=Policy(fallback_tool="web_search"))
+    belt = r.tools("who painted the ceiling of the sistine chapel")
+    assert belt.no_tool and belt.names == ["web_search"] and belt.tools[0].reason == "fallback"
+    assert [a.data for a in belt.alerts if a.kind == "no_tool"] == [{"fallback_tool": "web_search"}]
+    ok = r.tools("will it rain in Lyon tomorrow")
+    assert not ok.no_tool and "get_weather" in ok.names and all(t.reason != "fallback" for t in ok.tools)
+    with pytest.raises(ConfigError, match="fallback_tool 'nope'"):
+        Router([], tools, encoder=encoder, policy=Policy(fallback_tool="nope"))

@@ -217,7 +217,7 @@ class ToolChoice:
     domain: str
     score: float
     raw_score: float
-    reason: str  # "core", "top_k", "threshold", "discovery", "more", "lesson"
+    reason: str  # "core", "top_k", "threshold", "discovery", "more", "lesson", "fallback"
     #: What the tool's cosine (``raw_score``) gained from its lexical (BM25) score.
     lexical_score: float = 0.0
 

@@ -117,6 +117,9 @@ class Policy:
     #: selection modes apply it, and both stop at ``tool_top_k`` tools.
     tool_threshold: float | None = None
     tool_selection: Literal["top_k", "threshold"] = "top_k"
+    #: The confidence gate of tool belts: a general tool (web search, ...) put in a belt
+    #: when no candidate passes the floor, with a ``no_tool`` alert that names it.
+    fallback_tool: str | None = None
     discovery_prefixes: tuple[str, ...] = ("get_", "list_", "search_")
     anti_pattern_threshold: float | None = None
     anti_pattern_penalty: float = 0.50

@@ -44,6 +44,8 @@ class ToolCatalog:
         self.specs = list(tools)
         self.encoder, self.policy, self.memory, self.lexical = encoder, policy, memory, lexical
         self.by_name = {t.name: t for t in self.specs}
+        if policy.fallback_tool is not None and policy.fallback_tool not in self.by_name:
+            raise ConfigError(f"policy.fallback_tool {policy.fallback_tool!r} is not a tool of this router")
         self.core = [i for i, t in enumerate(self.specs) if t.core]
         self.without_exemplars = any(not t.exemplars() for t in self.specs)  # such tools score -inf
         self._discovery: dict[tuple[str, ...], dict[str, list[str]]] = {}

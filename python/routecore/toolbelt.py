@@ -194,7 +194,13 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
         chosen[n] = "threshold" if by_threshold else "top_k"
         picked += 1
     if not picked and k:
-        alerts.append(Alert("no_tool", f"no tool scored above the floor {floor:.3f}: the belt holds only its core tools"))
+        fb = p.fallback_tool
+        if fb is not None and fb in pos and fb not in chosen and (allowed is None or allowed[pos[fb]]) and not (exclude and fb in exclude):
+            chosen[fb] = "fallback"  # the confidence gate: a general tool (web search...) rather than none
+            alerts.append(Alert("no_tool", f"no tool scored above the floor {floor:.3f}: the belt holds its core tools and the "
+                                           f"fallback tool {fb!r}", {"fallback_tool": fb}))
+        else:
+            alerts.append(Alert("no_tool", f"no tool scored above the floor {floor:.3f}: the belt holds only its core tools"))
     # The matched tools' plugins in belt order (a set's order changes with each process's string hashing).
     plugins = [d for d in dict.fromkeys(domains[pos[n]] for n, why in chosen.items() if why != "core") if d]
     discovery = catalog.discovery_tools(p.discovery_prefixes)
