@@ -81,13 +81,14 @@ def _read(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 class ContextRouter:
-    """Named layers over one encoder (see the module docs).
+    """Named layers over one encoder (see the module docs); ``entities`` (an
+    :class:`~routecore.entities.EntityConfig`) are found once per query.
 
     Raises:
         ConfigError: no layers, or layers whose encoders differ.
     """
 
-    def __init__(self, layers: Mapping[str, Any]):
+    def __init__(self, layers: Mapping[str, Any], entities: Any = None):
         if not layers:
             raise ConfigError("a context router needs at least one layer")
         models = {r.encoder.model_id for r in layers.values()}
@@ -95,6 +96,10 @@ class ContextRouter:
             raise ConfigError(f"every layer must use the same encoder (one encode for all); got {sorted(models)}")
         self.layers = dict(layers)
         self.encoder = next(iter(self.layers.values())).encoder
+        from routecore.entities import EntityMatcher
+
+        #: The entities of every query, found once (``entities``: an EntityConfig).
+        self.matcher = EntityMatcher(entities) if entities is not None and entities.kinds else None
 
     @classmethod
     def from_config(cls, path: str | os.PathLike[str] | None = None, *, encoder: Any = None, defaults: bool = True) -> "ContextRouter":
@@ -119,9 +124,10 @@ class ContextRouter:
         layers = {}
         for name, (layer, where) in specs.items():
             routes, _ = parse_config({"routes": layer["routes"]}, where)
+            uses = any(r.prefers_entities or r.requires_entities for r in routes)  # the others need no matcher of their own
             layers[name] = Router(routes, encoder=encoder, policy=Policy.from_dict(layer.get("policy"), f"{where}.policy"),
-                                  entities=entities)
-        return cls(layers)
+                                  entities=entities if uses else None)
+        return cls(layers, entities)
 
     def detect(self, query: str) -> Context:
         """Encode ``query`` once and decide every layer on that vector."""
@@ -136,6 +142,6 @@ class ContextRouter:
             timings[name] = (time.perf_counter() - ts) * 1e3
             label = d.route if d.action == "route" else None
             results[name] = LayerResult(label, float(d.confidence), d.tier, d.action, d.alerts, d)
+        found = self.matcher.find(query) if self.matcher is not None else ()
         timings["total"] = (time.perf_counter() - t0) * 1e3
-        first = next(iter(results.values())).decision
-        return trace("context", Context(query, results, first.entities if first is not None else (), timings))
+        return trace("context", Context(query, results, found, timings))

@@ -136,11 +136,12 @@ class LLMToolRouter:
         """The tools for ``query`` (at most ``top_k``, default the policy's ``tool_top_k``)."""
         k = top_k or self.router.policy.tool_top_k
         specs = self.router.tool_specs
-        belt = self.router.tools(query, top_k=k)
         if self.mode == "semantic" or self.client is None:
-            return self._semantic(belt, "semantic", None, specs)
+            return self._semantic(self.router.tools(query, top_k=k), "semantic", None, specs)
+        vec = self.router.encoder.encode_with_stats([query]).embeddings[0]  # one encode for the belt and the ranking
+        belt = self.router.tools(query, top_k=k, vector=vec)
         if self.mode == "hybrid":
-            ranked = self.router.tools(query, top_k=min(self.hybrid_top, len(specs)), threshold=0.0).names
+            ranked = self.router.tools(query, top_k=min(self.hybrid_top, len(specs)), threshold=0.0, vector=vec).names
             by_name = {t.name: t for t in specs}
             candidates = [by_name[n] for n in ranked if n in by_name]
         else:

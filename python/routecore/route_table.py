@@ -241,8 +241,7 @@ class RouteTable:
         out: dict[str, Any] = {
             "route": bname, "tier": tier, "confidence": p1, "margin": p1 - p2,
             "probabilities": ScoreMap(names, probs, pos), "raw_scores": ScoreMap(names, r["dense"], pos),
-            "lexical_scores": (ScoreMap(names, r["lexical"], pos) if r.get("lexical") is not None
-                               else ScoreMap(names, raw - r["dense"], pos) if r["dense"] is not raw and "lexical" not in r else {}),
+            "lexical_scores": ScoreMap(names, r["lexical"], pos) if r.get("lexical") is not None else {},
             "adjusted_scores": ScoreMap(names, adjusted, pos), "score_bounds": ScoreMap(names, r["bound"], pos),
             "top_exemplars": tuple(Exemplar(labels[c], texts[i], s) for i, c, s in zip(r["top_ids"].tolist(), r["top_labels"].tolist(), r.get("top_dense", r["top_scores"]).tolist())),
             "alerts": [], "action": "route", "candidates": (), "_llm_ms": 0.0,
