@@ -1,5 +1,6 @@
 """Native kernels against plain numpy references (hypothesis property tests)."""
 
+import os
 import numpy as np
 import pytest
 from hypothesis import given
@@ -103,7 +104,13 @@ def test_collision_matches_numpy(n, data):
 
 
 def test_simd_level_reported():
-    assert _native.simd_level() in ("avx2+fma", "avx2+fma+avx512vnni", "portable", "portable+avx512vnni")
+    level = _native.simd_level()
+    assert level in ("avx2+fma", "avx2+fma+avx512f", "avx2+fma+avx512vnni", "avx2+fma+avx512f+avx512vnni", "portable")
+    forced = os.environ.get("ROUTECORE_SIMD")
+    if forced == "avx2":
+        assert "avx512" not in level
+    elif forced == "portable":
+        assert level == "portable"
 
 
 def test_bandwidth_probe_refuses_an_impossible_buffer():

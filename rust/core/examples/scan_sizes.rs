@@ -5,6 +5,7 @@
 //!     ROUTECORE_SIMD=avx2 RAYON_NUM_THREADS=1 SIZES=1000,10000,100000 \
 //!         cargo run --release -p routecore-core --example scan_sizes
 //!     CUTOFFS=1048576,max   (also time each size at these parallel cutoffs)
+//!     KINDS=int8            (storage kinds, default f32,int8)
 
 use std::time::Instant;
 
@@ -50,6 +51,10 @@ fn main() {
             x => x.parse().unwrap(),
         })
         .collect();
+    let kinds: Vec<StorageKind> = env_list("KINDS", "f32,int8")
+        .iter()
+        .map(|k| StorageKind::parse(k).expect("KINDS: f32, f16 or int8"))
+        .collect();
     println!(
         "d={d} rayon threads {} simd cap {}; min / median of {rounds} round medians",
         rayon::current_num_threads(),
@@ -59,7 +64,8 @@ fn main() {
     let qs = unit_rows(64, d, 999);
     for &n in &sizes {
         let per = (4_000_000 / n).clamp(5, 400);
-        for kind in [StorageKind::F32, StorageKind::Int8] {
+        for kind in &kinds {
+            let kind = *kind;
             let mut ix = FlatIndex::new(d, kind, true).unwrap();
             let ids: Vec<u64> = (0..n as u64).collect();
             ix.add(&ids, &data[..n * d], None, None).unwrap();

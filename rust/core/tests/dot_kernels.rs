@@ -27,7 +27,7 @@ fn simd_dot_matches_portable() {
 
 #[test]
 fn dot4_matches_dot() {
-    for n in [5, 16, 384, 1000] {
+    for n in [1, 5, 15, 16, 17, 31, 32, 33, 47, 384, 1000, 1024] {
         let r = vecs(n, 3);
         let qs: Vec<Vec<f32>> = (0..4).map(|i| vecs(n, 10 + i)).collect();
         let got = dot4(&r, [&qs[0], &qs[1], &qs[2], &qs[3]]);
@@ -39,7 +39,7 @@ fn dot4_matches_dot() {
 
 #[test]
 fn tile_matches_dot() {
-    for n in [3, 8, 13, 384] {
+    for n in [1, 3, 8, 13, 16, 17, 31, 33, 384, 1000] {
         let rows: Vec<Vec<f32>> = (0..4).map(|i| vecs(n, 20 + i)).collect();
         let qs: Vec<Vec<f32>> = (0..3).map(|i| vecs(n, 30 + i)).collect();
         let t = dot_tile(
@@ -51,6 +51,41 @@ fn tile_matches_dot() {
                 assert!((t[r][j] - dot_portable(&rows[r], &qs[j])).abs() < 1e-4);
             }
         }
+    }
+}
+
+/// Every width around the 8-, 16- and 64-lane steps of the AVX2 and AVX-512 kernels.
+#[test]
+fn row_kernels_match_portable_at_every_tail() {
+    for d in (1..=70).chain([96, 127, 128, 129, 383, 384, 385, 1024]) {
+        let q = vecs(d, 40);
+        let rows = vecs(9 * d, 41);
+        let mut out = vec![0f32; 9];
+        dot_rows(&rows, &q, &mut out);
+        let mut outs = [[0f32; 2]; 4];
+        {
+            let [a, b, c, e] = &mut outs;
+            let seg = |r: usize| &rows[2 * r * d..(2 * r + 2) * d];
+            dot_rows_x4([seg(0), seg(1), seg(2), seg(3)], &q, [a, b, c, e]);
+        }
+        let h: Vec<f16> = rows[..d].iter().map(|&x| f16::from_f32(x)).collect();
+        let hf: Vec<f32> = h.iter().map(|x| x.to_f32()).collect();
+        let close = |x: f32, y: f32| (x - y).abs() <= 1e-4 * (1.0 + y.abs());
+        for i in 0..9 {
+            let want = dot_portable(&rows[i * d..(i + 1) * d], &q);
+            assert!(close(out[i], want), "dot_rows d={d} row {i}");
+            if i < 8 {
+                assert!(close(outs[i / 2][i % 2], want), "dot_rows_x4 d={d} row {i}");
+            }
+        }
+        assert!(
+            close(dot_f16(&h, &q), dot_portable(&hf, &q)),
+            "dot_f16 d={d}"
+        );
+        assert!(
+            close(dot(&q, &rows[..d]), dot_portable(&q, &rows[..d])),
+            "dot d={d}"
+        );
     }
 }
 

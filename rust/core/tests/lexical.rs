@@ -166,8 +166,14 @@ proptest! {
 fn reference_coverage(docs: &[String], stop: &[&str], query: &str, exclude: &[u32]) -> f64 {
     let n = docs.len() as f64;
     let idf = |df: f64| (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-    let held_by: Vec<HashSet<String>> = docs.iter().map(|d| tokens(d).into_iter().collect()).collect();
-    let q: HashSet<String> = tokens(query).into_iter().filter(|t| !stop.contains(&t.as_str())).collect();
+    let held_by: Vec<HashSet<String>> = docs
+        .iter()
+        .map(|d| tokens(d).into_iter().collect())
+        .collect();
+    let q: HashSet<String> = tokens(query)
+        .into_iter()
+        .filter(|t| !stop.contains(&t.as_str()))
+        .collect();
     let (mut held, mut missed) = (0.0, 0.0);
     for t in &q {
         let df = (0..docs.len())
@@ -179,7 +185,11 @@ fn reference_coverage(docs: &[String], stop: &[&str], query: &str, exclude: &[u3
             missed += idf(0.0);
         }
     }
-    if held + missed > 0.0 { held / (held + missed) } else { 0.0 }
+    if held + missed > 0.0 {
+        held / (held + missed)
+    } else {
+        0.0
+    }
 }
 
 proptest! {

@@ -101,18 +101,22 @@ pub fn detect_collision(
     Ok(c.map(|c| (c.first, c.second, c.gap)))
 }
 
-/// Which kernels run: `"avx2+fma"` (plus `"+avx512vnni"` for int8 scans) or `"portable"`.
+/// Which kernels run: `"avx2+fma"` or `"portable"`, plus `"+avx512f"` (f32 and
+/// f16 scans) and `"+avx512vnni"` (int8 scans) where the CPU has them.
 #[pyfunction]
-pub fn simd_level() -> &'static str {
-    match (
-        simd::has_avx2_fma(),
-        routecore_core::kernels::simd_int8::has_vnni512(),
-    ) {
-        (true, true) => "avx2+fma+avx512vnni",
-        (true, false) => "avx2+fma",
-        (false, true) => "portable+avx512vnni",
-        (false, false) => "portable",
-    }
+pub fn simd_level() -> String {
+    let base = if simd::has_avx2_fma() {
+        "avx2+fma"
+    } else {
+        "portable"
+    };
+    let f = if simd::has_avx512f() { "+avx512f" } else { "" };
+    let v = if routecore_core::kernels::simd_int8::has_vnni512() {
+        "+avx512vnni"
+    } else {
+        ""
+    };
+    format!("{base}{f}{v}")
 }
 
 /// Scanned elements (rows × dim) from which searches use several threads.

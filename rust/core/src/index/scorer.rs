@@ -88,7 +88,7 @@ impl<'a> Scorer<'a> {
     /// Top-k of `rows` by score: blocks of scores on the stack, then a top-k
     /// pass that skips every 16 scores whose maximum cannot enter. Long runs
     /// of f32 or int8 rows are read as four segments side by side (four
-    /// memory streams), each with its own top-k, merged at the end.
+    /// memory streams) into one top-k.
     pub(crate) fn scan(&self, rows: std::ops::Range<usize>, k: usize) -> TopK {
         let len = rows.len();
         if len < 4 * BLOCK_ROWS || self.s.kind() == StorageKind::F16 {
@@ -96,20 +96,17 @@ impl<'a> Scorer<'a> {
         }
         let per = len / 4;
         let starts = [0, 1, 2, 3].map(|r| rows.start + r * per);
-        let mut tops = [(); 4].map(|_| TopK::new(k));
+        // One collector for the four segments: its floor rises four times as fast.
+        let mut t = self.scan_run(rows.start + 4 * per..rows.end, k);
         let mut bufs = [[0f32; BLOCK_ROWS]; 4];
         let mut b = 0;
         while b < per {
             let m = (per - b).min(BLOCK_ROWS);
             self.block4(starts.map(|x| x + b), m, &mut bufs);
-            for ((t, buf), s) in tops.iter_mut().zip(&bufs).zip(starts) {
+            for (buf, s) in bufs.iter().zip(starts) {
                 t.extend_from(&buf[..m], s + b);
             }
             b += m;
-        }
-        let mut t = self.scan_run(rows.start + 4 * per..rows.end, k);
-        for x in tops {
-            t.merge(x);
         }
         t
     }

@@ -1,4 +1,5 @@
-//! Dot-product kernels: AVX2+FMA (and F16C) chosen at run time, portable fallbacks.
+//! Dot-product kernels: AVX-512F ([`crate::kernels::simd_avx512`]) or AVX2+FMA
+//! (and F16C) chosen at run time, portable fallbacks.
 //!
 //! Every public function here dispatches on the CPU once per call through
 //! `is_x86_feature_detected!`, which reads a cached atomic.
@@ -11,7 +12,8 @@ use std::sync::OnceLock;
 use half::f16;
 
 /// The highest kernel family allowed by `ROUTECORE_SIMD` (read once):
-/// 0 = portable, 1 = AVX2 (+FMA, F16C), 2 = also AVX-512 VNNI (the default).
+/// 0 = portable, 1 = AVX2 (+FMA, F16C), 2 = also AVX-512 (F for f32 and f16,
+/// VNNI for int8; the default).
 pub fn simd_cap() -> u8 {
     static CAP: OnceLock<u8> = OnceLock::new();
     *CAP.get_or_init(|| match std::env::var("ROUTECORE_SIMD").as_deref() {
@@ -29,6 +31,19 @@ pub fn has_avx2_fma() -> bool {
         simd_cap() >= 1
             && std::arch::is_x86_feature_detected!("avx2")
             && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// True when the AVX-512F f32 kernels can run on this CPU (and are allowed).
+#[inline]
+pub fn has_avx512f() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        simd_cap() >= 2 && std::arch::is_x86_feature_detected!("avx512f")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -84,6 +99,11 @@ pub fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     debug_assert_eq!(a.len(), b.len());
     #[cfg(target_arch = "x86_64")]
+    if has_avx512f() {
+        // SAFETY: AVX-512F present.
+        return unsafe { avx512::dot(a, b) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if has_avx2_fma() {
         // SAFETY: the CPU supports AVX2 and FMA (checked above).
         return unsafe { x86::dot_avx2(a, b) };
@@ -114,6 +134,11 @@ pub fn l2_normalize(v: &mut [f32]) {
 #[inline]
 pub fn dot4(row: &[f32], q: [&[f32]; 4]) -> [f32; 4] {
     #[cfg(target_arch = "x86_64")]
+    if has_avx512f() && q.iter().all(|v| v.len() >= row.len()) {
+        // SAFETY: AVX-512F present; lengths checked.
+        return unsafe { avx512::dot4(row, q) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if has_avx2_fma() {
         // SAFETY: AVX2+FMA present.
         return unsafe { x86::dot4_avx2(row, q) };
@@ -136,6 +161,11 @@ pub fn dot_rows(rows: &[f32], q: &[f32], out: &mut [f32]) {
     let d = q.len();
     assert!(rows.len() >= out.len() * d);
     #[cfg(target_arch = "x86_64")]
+    if has_avx512f() {
+        // SAFETY: AVX-512F present; lengths asserted.
+        return unsafe { avx512::dot_rows(rows, q, out) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if has_avx2_fma() {
         // SAFETY: AVX2+FMA present; lengths asserted.
         return unsafe { x86::dot_rows_avx2(rows, q, out) };
@@ -154,6 +184,11 @@ pub fn dot_rows_x4(segs: [&[f32]; 4], q: &[f32], outs: [&mut [f32]; 4]) {
     let (d, m) = (q.len(), outs[0].len());
     assert!(outs.iter().all(|o| o.len() == m) && segs.iter().all(|g| g.len() >= m * d));
     #[cfg(target_arch = "x86_64")]
+    if has_avx512f() {
+        // SAFETY: AVX-512F present; lengths asserted.
+        return unsafe { avx512::dot_rows_x4(segs, q, outs) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if has_avx2_fma() {
         // SAFETY: AVX2+FMA present; lengths asserted.
         return unsafe { x86::dot_rows_x4_avx2(segs, q, outs) };
@@ -167,6 +202,13 @@ pub fn dot_rows_x4(segs: [&[f32]; 4], q: &[f32], outs: [&mut [f32]; 4]) {
 /// each loaded vector feeds three or four FMAs).
 #[inline]
 pub fn dot_tile(rows: [&[f32]; 4], qs: [&[f32]; 3]) -> [[f32; 3]; 4] {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512f() {
+        let n = rows[0].len();
+        assert!(rows.iter().all(|r| r.len() == n) && qs.iter().all(|q| q.len() == n));
+        // SAFETY: AVX-512F present; lengths asserted.
+        return unsafe { avx512::dot_tile(rows, qs) };
+    }
     #[cfg(target_arch = "x86_64")]
     if has_avx2_fma() {
         // SAFETY: AVX2+FMA present.
@@ -184,6 +226,11 @@ pub fn dot_tile(rows: [&[f32]; 4], qs: [&[f32]; 3]) -> [[f32; 3]; 4] {
 /// Dot product of an f16 row with an f32 query.
 #[inline]
 pub fn dot_f16(row: &[f16], q: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512f() {
+        // SAFETY: AVX-512F present (its `vcvtph2ps` needs no F16C flag).
+        return unsafe { avx512::dot_f16(row, q) };
+    }
     #[cfg(target_arch = "x86_64")]
     if has_f16c() {
         // SAFETY: AVX2, FMA and F16C present.
@@ -219,6 +266,9 @@ pub fn quantize_i8(v: &[f32], out: &mut [i8]) -> f32 {
     }
     scale
 }
+
+#[cfg(target_arch = "x86_64")]
+use crate::kernels::simd_avx512 as avx512;
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {

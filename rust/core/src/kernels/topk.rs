@@ -22,64 +22,84 @@ pub fn hit_order(a: &Hit, b: &Hit) -> Ordering {
         .then(a.index.cmp(&b.index))
 }
 
-/// Bounded collector of the best `k` hits, kept sorted best-first.
+/// Bounded collector of the best `k` hits.
 ///
-/// Pushing in increasing index order needs only a strict `>` test against the
-/// current worst, which is the fast path of every scan.
+/// Hits at or above a floor are appended to a buffer; when the buffer holds
+/// `cap` hits it is cut back to the best `k` (a linear-time selection) and the
+/// floor rises to the k-th best score. A hit costs an append instead of a
+/// binary-search insertion, whose branches mispredict on every entry (on a
+/// Zen 5 EPYC an int8 scan of 10,000 rows spent 39 % of its time inserting into
+/// a 37-hit pool, 2026-11-25). Ties are resolved by [`hit_order`] when the
+/// buffer is cut, so hits may arrive in any index order.
 #[derive(Clone, Debug)]
 pub struct TopK {
     k: usize,
+    cap: usize,
+    floor: f32,
     hits: Vec<Hit>,
 }
 
 impl TopK {
     /// An empty collector for `k` hits (`k >= 1`).
     pub fn new(k: usize) -> Self {
+        let cap = (2 * k).max(k + 32);
         TopK {
             k,
-            hits: Vec::with_capacity(k + 1),
+            cap,
+            floor: f32::NEG_INFINITY,
+            hits: Vec::with_capacity(cap),
         }
     }
 
-    /// The score a new hit must beat to enter once full, or -inf.
+    /// A score under which no hit can enter: the k-th best score at the last
+    /// cut of the buffer (never above the current k-th best), or -inf.
     #[inline]
     pub fn threshold(&self) -> f32 {
-        if self.hits.len() < self.k {
-            f32::NEG_INFINITY
-        } else {
-            self.hits[self.k - 1].score
-        }
+        self.floor
     }
 
-    /// Offer a hit. Hits must arrive in increasing index order within one collector
-    /// (a tie with the current worst then loses, as the tie rule requires).
+    /// Offer a hit (any index order).
     #[inline]
     pub fn push(&mut self, score: f32, index: usize) {
-        if self.hits.len() == self.k && score <= self.hits[self.k - 1].score {
-            return;
-        }
-        self.insert(Hit { score, index });
-    }
-
-    fn insert(&mut self, h: Hit) {
-        let pos = self
-            .hits
-            .partition_point(|x| hit_order(x, &h) != Ordering::Greater);
-        self.hits.insert(pos, h);
-        self.hits.truncate(self.k);
-    }
-
-    /// Merge another collector (any index order) into this one.
-    pub fn merge(&mut self, other: TopK) {
-        for h in other.hits {
-            if self.hits.len() < self.k || hit_order(&h, &self.hits[self.k - 1]) == Ordering::Less {
-                self.insert(h);
+        if score >= self.floor {
+            self.hits.push(Hit { score, index });
+            if self.hits.len() >= self.cap {
+                self.cut();
             }
         }
     }
 
+    /// Keep the best `k` hits (unordered) and raise the floor to the k-th.
+    fn cut(&mut self) {
+        if self.hits.len() > self.k {
+            self.hits.select_nth_unstable_by(self.k - 1, hit_order);
+            self.hits.truncate(self.k);
+        }
+        if self.hits.len() == self.k {
+            let worst = self
+                .hits
+                .iter()
+                .map(|h| h.score)
+                .fold(f32::INFINITY, f32::min);
+            self.floor = self.floor.max(worst);
+        }
+    }
+
+    /// Merge another collector into this one.
+    pub fn merge(&mut self, other: TopK) {
+        if other.k >= self.k {
+            // Its floor is under its own k-th best, so under the merged one.
+            self.floor = self.floor.max(other.floor);
+        }
+        for h in other.hits {
+            self.push(h.score, h.index);
+        }
+    }
+
     /// The hits, best first.
-    pub fn into_sorted(self) -> Vec<Hit> {
+    pub fn into_sorted(mut self) -> Vec<Hit> {
+        self.cut();
+        self.hits.sort_unstable_by(hit_order);
         self.hits
     }
 }
@@ -95,11 +115,11 @@ pub fn top_k(scores: &[f32], k: usize) -> Vec<Hit> {
 
 impl TopK {
     /// Push `scores[i]` as index `first + i` for every `i`, skipping blocks of
-    /// 16 whose maximum cannot enter (one vectorised max per block).
+    /// 16 whose maximum is under the floor (one vectorised max per block).
     pub fn extend_from(&mut self, scores: &[f32], first: usize) {
         const B: usize = 16;
         for (c, block) in scores.chunks(B).enumerate() {
-            if self.hits.len() == self.k && block_max(block) <= self.threshold() {
+            if block_max(block) < self.floor {
                 continue;
             }
             for (j, &s) in block.iter().enumerate() {
@@ -161,6 +181,30 @@ mod tests {
         all.sort_by(hit_order);
         for k in [1, 5, 64, 500] {
             assert_eq!(top_k(&s, k), all[..k].to_vec());
+        }
+    }
+
+    #[test]
+    fn any_push_order_and_merges_match_a_full_sort() {
+        // Many ties, pushed out of index order, over several cuts and merges.
+        let s: Vec<f32> = (0..2000).map(|i| ((i * 7919) % 37) as f32).collect();
+        let mut all: Vec<Hit> = s
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| Hit { score: x, index: i })
+            .collect();
+        all.sort_by(hit_order);
+        for k in [1, 3, 37, 100] {
+            let mut parts: Vec<TopK> = (0..3).map(|_| TopK::new(k)).collect();
+            for i in (0..s.len()).rev() {
+                parts[i % 3].push(s[i], i);
+            }
+            let mut t = parts.pop().unwrap();
+            for p in parts {
+                t.merge(p);
+            }
+            assert!(t.threshold() <= all[k - 1].score);
+            assert_eq!(t.into_sorted(), all[..k].to_vec(), "k={k}");
         }
     }
 
