@@ -59,18 +59,17 @@ fn chunk_rows(n: usize, dim: usize) -> usize {
 }
 
 /// Work of one scanned element of `kind` on this CPU's kernel, in units of an
-/// f32 element on AVX2 (the unit of [`parallel_cutoff`]). Measured on a 2-core
-/// AVX2 EPYC, d = 384 (`examples/scan_sizes.rs`, 2026-11-23): on AVX2 two
-/// threads beat one from about 3,000 f32 rows but only from about 20,000 int8
-/// rows; on the portable path both kinds gain from two threads at 1,000 rows.
-/// The AVX-512 VNNI weight assumes its kernel's measured 2× over AVX2 per row
-/// (BENCHMARKS.md §1); it was not timed against the pool on such a machine.
+/// f32 element on AVX2 (the unit of [`parallel_cutoff`]). Measured with
+/// `examples/scan_sizes.rs` (`CUTOFFS=max,1`), d = 384: on a 2-core AVX2 EPYC
+/// (2026-11-23) two threads beat one from about 3,000 f32 rows but only from
+/// about 20,000 int8 rows, and on the portable path at 1,000 rows; on a 2-core
+/// Zen 5 EPYC (2026-11-25) from 1,000 f32 rows (AVX-512F and AVX2 alike) and
+/// between 10,000 and 30,000 int8 rows on the VNNI kernel (at 10,000: 69 µs
+/// on two threads against 66 µs on one), so VNNI weighs as AVX2 does.
 fn element_weight(kind: StorageKind) -> f64 {
     use crate::kernels::simd::has_avx2_fma;
-    use crate::kernels::simd_int8::has_vnni512;
     match (kind, has_avx2_fma()) {
         (_, false) => 4.0,
-        (StorageKind::Int8, true) if has_vnni512() => 1.0 / 16.0,
         (StorageKind::Int8, true) => 1.0 / 8.0,
         (_, true) => 1.0,
     }

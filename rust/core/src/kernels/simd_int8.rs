@@ -350,15 +350,11 @@ pub const BLOCK_ROWS: usize = 256;
 
 /// `q̂·r8` for consecutive int8 rows (`rows` is `out.len() × dim`); `sums[i]`
 /// is the code sum of row `i` (read by the [`QueryCodes::Levels`] layout only).
-/// Each output equals [`QueryI8::dot_codes`] of its row. On AVX2 the rows are
-/// cut into four segments read side by side ([`dot_i8_rows_x4`]).
+/// Each output equals [`QueryI8::dot_codes`] of its row. The rows are cut into
+/// four segments read side by side ([`dot_i8_rows_x4`]).
 pub fn dot_i8_rows(rows: &[i8], dim: usize, q: &QueryI8, sums: &[i32], out: &mut [f32]) {
     let n = out.len();
     assert!(rows.len() >= n * dim && sums.len() >= n && q.dim == dim);
-    if q.codes == QueryCodes::Levels {
-        // The VNNI kernel runs 16 rows per pass over the whole range.
-        return one_segment(rows, dim, q, sums, out);
-    }
     let m = n / 4;
     let (head, rest) = out.split_at_mut(4 * m);
     let mut parts = head.chunks_exact_mut(m.max(1));
@@ -396,6 +392,13 @@ pub fn dot_i8_rows_x4(
     if q.codes == QueryCodes::Wide && crate::kernels::simd::has_avx2_fma() {
         // SAFETY: AVX2 checked above; slice lengths asserted.
         unsafe { crate::kernels::int8_x86::rows_wide_avx2(segs, dim, &q.wide, q.scales.0, outs) };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if q.codes == QueryCodes::Levels && has_vnni512() {
+        let (a, b) = (&q.a_u, &q.b_u);
+        // SAFETY: AVX-512 VNNI checked above; slice lengths asserted, levels padded.
+        unsafe { crate::kernels::int8_x86::rows_vnni_x4(segs, dim, a, b, q.scales, sums, outs) };
         return;
     }
     for ((g, x), o) in segs.into_iter().zip(sums).zip(outs) {
