@@ -13,7 +13,16 @@ single_tool.jsonl (gold = its one tool) and the CLINC150 test rows labelled
 "oos". Embeddings are cached under $ROUTECORE_HOME/embeddings.
 
 Printed: one JSON line with the chosen floor and the figures at it, then the
-curve over background-quantile floors and over a grid of absolute floors.
+curve over background-quantile floors and over a grid of absolute floors. Two
+readings of "gold lost to the floor": `gold_lost_each` (policy.tool_floor
+"each": the gold tool scores under the floor) and `gold_lost_best` (the default
+"best": the belt is empty, i.e. the best tool scores under it; the same share
+as `metatool_no_tool`).
+
+`--knn` adds a query-level rule that is not shipped (research for issue 12 §4):
+g(q) = mean of the query's 3 best tool cosines − mean of its 20 best cosines to
+the background's English rows written for this project; the belt is empty when
+g(q) < the 0.90 quantile of g over those rows (each left out of its own mean).
 """
 
 from __future__ import annotations
@@ -21,8 +30,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from pathlib import Path
+
 import numpy as np
 
+import routecore
 from routecore import Encoder
 from routecore.calibration import background_texts, route_scores
 from routecore.evaluation import datasets as D
@@ -33,14 +45,34 @@ from routecore.evaluation.tool_eval import tools_router
 def at(floor: float, oos_best: np.ndarray, gold_score: np.ndarray, mt_best: np.ndarray) -> dict:
     return {"floor": round(float(floor), 4),
             "oos_no_tool": round(float((oos_best < floor).mean()), 4),
-            "metatool_gold_lost": round(float((gold_score < floor).mean()), 4),
-            "metatool_no_tool": round(float((mt_best < floor).mean()), 4)}
+            "gold_lost_each": round(float((gold_score < floor).mean()), 4),
+            "gold_lost_best": round(float((mt_best < floor).mean()), 4)}
+
+
+def top_mean(S: np.ndarray, k: int) -> np.ndarray:
+    """Mean of each row's k largest entries."""
+    return -np.mean(np.partition(-S, k - 1, axis=1)[:, :k], axis=1)
+
+
+def knn_gate(T: np.ndarray, B: np.ndarray, Qm: np.ndarray, Qo: np.ndarray) -> None:
+    """The kNN3-20 query-level rule (see the module docstring): its zero-label cut and curve."""
+    SBB = B @ B.T
+    np.fill_diagonal(SBB, -np.inf)
+    kb = min(20, len(B) - 1)
+    g_bg = top_mean(B @ T.T, 3) - top_mean(SBB, kb)
+    g_mt, g_oos = (top_mean(Q @ T.T, 3) - top_mean(Q @ B.T, kb) for Q in (Qm, Qo))
+    cut = float(np.quantile(g_bg, 0.90))
+    row = lambda c: {"oos_no_tool": round(float((g_oos < c).mean()), 4), "gold_lost_best": round(float((g_mt < c).mean()), 4)}
+    print(json.dumps({"knn3_20": "zero-label cut", "background_rows": len(B), "cut": round(cut, 4), **row(cut)}))
+    for p in (0.5, 0.7, 0.8, 0.9):
+        print(json.dumps({"knn3_20": f"oos_no_tool {p}", **row(float(np.quantile(g_oos, p)))}))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=None)
     ap.add_argument("--check", type=int, default=50, help="queries per set checked against router.tools()")
+    ap.add_argument("--knn", action="store_true", help="also the kNN3-20 query-level rule (not shipped)")
     a = ap.parse_args()
     enc = Encoder.load(a.model, cache_size=0)
     queries, catalog = D.metatool("single_tool")
@@ -91,6 +123,11 @@ def main() -> None:
     # Where the goal would sit: the floors at which 80 % of OOS get no tool / 5 % of gold tools are lost.
     print(json.dumps({"floor_for_oos_no_tool_0.80": round(float(np.quantile(oos_best, 0.80)), 4),
                       "floor_for_gold_lost_0.05": round(float(np.quantile(gold_score, 0.05)), 4)}))
+    print(json.dumps({"gold_lost_best_at_oos_no_tool_0.80": round(float((mt_best < np.quantile(oos_best, 0.80)).mean()), 4)}))
+    if a.knn:
+        langs = [json.loads(line)["lang"] for line in open(Path(routecore.__file__).parent / "data" / "background.jsonl")]
+        mine = np.array([lang == "en" and src == "routecore" for lang, src in zip(langs, sources)])
+        knn_gate(T, B[mine], Qm, Qc[oos])
     lo, hi = np.quantile(np.concatenate([oos_best, gold_score]), [0.01, 0.99])
     for f in np.round(np.linspace(lo, hi, 15), 3):
         print(json.dumps({"grid": True, **at(float(f), oos_best, gold_score, mt_best)}))

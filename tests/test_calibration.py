@@ -95,9 +95,13 @@ def test_tools_only_router_gets_a_floor(encoder):
     r = Router(tools=[ToolSpec("get_weather", "Current weather and forecast for a city"),
                       ToolSpec("send_email", "Send an email to a contact")], encoder=encoder)
     assert r.policy.tool_threshold is not None and 0 < r.policy.tool_threshold < 1
-    assert r.tools("will it rain in Lyon tomorrow").names == ["get_weather"]
+    rain = r.tools("will it rain in Lyon tomorrow")
+    assert rain.names[0] == "get_weather" and not rain.no_tool  # the best passes: the belt holds the top k
+    assert r.tools("will it rain in Lyon tomorrow", top_k=1).names == ["get_weather"]
     none = r.tools("who won the 1998 world cup")
     assert none.names == [] and none.no_tool
+    each = Router(tools=r.tool_specs, encoder=encoder, policy=Policy(tool_floor="each"))
+    assert each.tools("will it rain in Lyon tomorrow").names == ["get_weather"]  # send_email is under the floor
 
 
 def test_leave_one_out_excludes_the_row_itself():

@@ -12,7 +12,7 @@ from stubs import StubEncoder, mix, unit, manual
 
 from routecore.catalog import build_catalog, estimate_tokens
 from routecore.conversation import routing_query
-from routecore.errors import InvalidArgumentError, MemoryStoreError
+from routecore.errors import ConfigError, InvalidArgumentError, MemoryStoreError
 from routecore.memory import ExperienceMemory
 from routecore.router import Router
 from routecore.specs import ToolSpec
@@ -47,13 +47,25 @@ def test_threshold_mode():
     assert {"ha_get_logs", "ha_turn_on"} <= set(belt.names) and "restart_service" not in belt.names
 
 
-def test_floor_applies_in_both_modes_and_top_k_caps_both():
+def test_floor_gates_top_k_on_the_best_candidate_and_filters_each_in_threshold_mode():
     q = mix(a0=0.6, a1=0.5, a3=0.45, a4=0.3)
-    top = router(manual(tool_threshold=0.4), q=q).tools("q", top_k=5)
-    assert [t.name for t in top.tools if t.reason == "top_k"] == ["ha_get_logs", "ha_turn_on", "get_system_logs"]
+    # top_k (tool_floor "best", the default): the best passes the floor, so the belt holds the top k.
+    top = router(manual(tool_threshold=0.4), q=q).tools("q", top_k=4)
+    assert [t.name for t in top.tools if t.reason == "top_k"] == ["ha_get_logs", "ha_turn_on", "get_system_logs", "restart_service"]
+    # tool_floor "each": every candidate must pass it.
+    each = router(manual(tool_threshold=0.4, tool_floor="each"), q=q).tools("q", top_k=5)
+    assert [t.name for t in each.tools if t.reason == "top_k"] == ["ha_get_logs", "ha_turn_on", "get_system_logs"]
+    # The threshold selection, or a threshold given to the call, always reads it per candidate; k caps it.
     capped = router(manual(tool_threshold=0.4, tool_selection="threshold"), q=q).tools("q", top_k=2)
     assert [t.name for t in capped.tools if t.reason == "threshold"] == ["ha_get_logs", "ha_turn_on"]
-    assert not top.no_tool and not capped.no_tool
+    given = router(manual(), q=q).tools("q", top_k=5, threshold=0.4)
+    assert [t.name for t in given.tools if t.reason == "threshold"] == ["ha_get_logs", "ha_turn_on", "get_system_logs"]
+    assert not top.no_tool and not each.no_tool and not capped.no_tool and not given.no_tool
+    # Under the floor, both readings leave no candidate.
+    for mode in ("best", "each"):
+        assert router(manual(tool_threshold=0.65, tool_floor=mode), q=q).tools("q").no_tool
+    with pytest.raises(ConfigError):
+        manual(tool_floor="some")
 
 
 def test_no_candidate_above_the_floor_leaves_core_tools_and_says_so():

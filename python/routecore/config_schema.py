@@ -126,6 +126,7 @@ class Policy(Thresholds):  # its first fields are the thresholds a route can ove
     tool_top_k: AtLeastOne = 5
     tool_threshold: Optional[Unit] = None
     tool_selection: Literal["top_k", "threshold"] = "top_k"
+    tool_floor: Literal["best", "each"] = "best"
     fallback_tool: Optional[Name] = None
     discovery_prefixes: Tuple[Name, ...] = ("get_", "list_", "search_")
     anti_pattern_threshold: Optional[Unit] = None

@@ -112,11 +112,19 @@ class Policy:
     exact_band: float = 0.0
     # tools
     tool_top_k: int = 5
-    #: The floor under which no tool enters a belt (a cosine; calibrated when
-    #: unset, None after calibration when the router has no tools). Both
-    #: selection modes apply it, and both stop at ``tool_top_k`` tools.
+    #: The floor of tool belts (a cosine; calibrated when unset, None after
+    #: calibration when the router has no tools). Both selection modes stop at
+    #: ``tool_top_k`` tools.
     tool_threshold: float | None = None
     tool_selection: Literal["top_k", "threshold"] = "top_k"
+    #: How the ``top_k`` selection reads the floor: ``"best"``, the belt is empty
+    #: when its best candidate is under it, and otherwise holds the top ``k``
+    #: (the zero-label floor is fitted on the background's *best* tool score);
+    #: ``"each"``, every candidate must pass it. The ``threshold`` selection (and
+    #: a ``threshold`` given to ``tools()``) always reads it per candidate. On
+    #: MetaTool, "each" dropped the right tool from 45 % of the belts at the
+    #: calibrated floor, "best" from 14 % (BENCHMARKS.md, issue 12 §4).
+    tool_floor: Literal["best", "each"] = "best"
     #: The confidence gate of tool belts: a general tool (web search, ...) put in a belt
     #: when no candidate passes the floor, with a ``no_tool`` alert that names it.
     fallback_tool: str | None = None

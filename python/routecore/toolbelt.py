@@ -137,6 +137,7 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
         return _empty_belt(query, "no candidate tools were given")
     floor = -1.0 if th is None else th  # the calibrated floor unless the call gives one
     by_threshold = p.tool_selection == "threshold" or threshold is not None
+    each = by_threshold or p.tool_floor == "each"  # else the floor gates the belt on its best candidate
     wanted = k + len(catalog.core) + len(exclude or ())
     t0 = time.perf_counter()
     if encoded is not None:
@@ -186,7 +187,7 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
     order, shown = ranked[:m], ranked[:shown_n]
     picked = 0
     for j, i in enumerate(order):
-        if picked >= k or best.item(j) < floor:  # best first: the rest are lower
+        if picked >= k or (best.item(j) < floor and (each or not picked)):  # best first: the rest are lower
             break
         n = names[i]
         if n in chosen or (exclude and n in exclude) or tools[i].core:
