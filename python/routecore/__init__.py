@@ -10,6 +10,7 @@ from routecore.errors import RoutecoreError
 from routecore.index import SearchResult, VectorIndex
 from routecore.policy import BiasRule, Policy
 from routecore.router import Router
+from routecore.routing_metrics import RoutingMetrics
 from routecore.specs import RouteSpec, ToolSpec
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "RouteSpec",
     "Router",
     "RoutecoreError",
+    "RoutingMetrics",
     "SearchResult",
     "ToolSpec",
     "VectorIndex",

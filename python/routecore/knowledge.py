@@ -73,7 +73,7 @@ class KnowledgeRouter:
         ConfigError: a map entry, the fallback or ``top_k`` names unknown collections or is out of range.
     """
 
-    def __init__(self, router: Any, config: KnowledgeConfig = KnowledgeConfig()):
+    def __init__(self, router: Any, config: KnowledgeConfig = KnowledgeConfig(), *, metrics: Any = None):
         names = [r.name for r in router.route_specs]
         if not names:
             raise ConfigError("a knowledge router needs collections (routes)")
@@ -89,15 +89,19 @@ class KnowledgeRouter:
         if config.fallback != "all" and not config.fallback:
             raise ConfigError("knowledge: the fallback must be 'all' or name at least one collection")
         self.router, self.config, self.names = router, config, names
+        #: Called with every selection (a :class:`routecore.routing_metrics.RoutingMetrics`, or any callable).
+        self.metrics = metrics
 
     @classmethod
     def from_config(cls, path: str | os.PathLike[str], **kw: Any) -> "KnowledgeRouter":
-        """Collections from a config's ``routes`` and its ``knowledge:`` section; ``kw`` go to the Router."""
+        """Collections from a config's ``routes`` and its ``knowledge:`` section; ``metrics=`` is this
+        router's sink, the other ``kw`` go to the Router."""
         from routecore.router import Router
         from routecore.specs import read_config_file
 
         data = read_config_file(path)
-        return cls(Router.from_config(path, **kw), KnowledgeConfig.from_dict(data.get("knowledge"), f"{path}: knowledge"))
+        metrics = kw.pop("metrics", None)
+        return cls(Router.from_config(path, **kw), KnowledgeConfig.from_dict(data.get("knowledge"), f"{path}: knowledge"), metrics=metrics)
 
     @property
     def gate(self) -> float:
@@ -108,6 +112,11 @@ class KnowledgeRouter:
 
     def select(self, query: str, *, domain: str | None = None, intent: str | None = None) -> KnowledgeSelection:
         """The collections for ``query``; ``domain`` and ``intent`` (from the caller's context) may match the map."""
+        from routecore.routing_metrics import emit
+
+        return emit(self.metrics, self._select(query, domain, intent))
+
+    def _select(self, query: str, domain: str | None, intent: str | None) -> KnowledgeSelection:
         for d, i, cs in self.config.map:
             if (d is None or d == domain) and (i is None or i == intent) and (d is not None or i is not None):
                 return KnowledgeSelection(tuple((c, 1.0 / len(cs)) for c in cs), "map", f"map entry ({d}, {i})")

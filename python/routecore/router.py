@@ -12,7 +12,7 @@ import os
 import threading
 from concurrent.futures import Executor
 from operator import attrgetter
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -26,10 +26,13 @@ from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
 from routecore.progress import ProgressArg
 from routecore.route_table import with_route_thresholds
+from routecore.routing_metrics import emit
 from routecore.specs import RouteSpec, ToolSpec, parse_config, read_config_file
 from routecore.tables import AUTO_INT8_ELEMENTS, EncoderLike
 from routecore.tool_formats import tool_specs
 from routecore.toolbelt import ToolSession, select_tools, select_tools_batch
+
+_T = TypeVar("_T")
 
 __all__ = ["AUTO_INT8_ELEMENTS", "BUNDLE_VERSION", "EncoderLike", "Router"]
 
@@ -101,7 +104,8 @@ class Router:
                  policy: Policy | None = None, llm: LLMRouter | None = None, memory: ExperienceMemory | None = None,
                  head: Any = None, storage: str = "auto", calibration: Calibration | None = None,
                  progress: ProgressArg = None, tool_overlay: str | os.PathLike[str] | Mapping[str, Any] | None = None,
-                 entities: EntityConfig | None = None, _vectors: dict[str, np.ndarray] | None = None, _lexical: dict[str, Any] | None = None):
+                 entities: EntityConfig | None = None, metrics: Callable[[Any], Any] | None = None,
+                 _vectors: dict[str, np.ndarray] | None = None, _lexical: dict[str, Any] | None = None):
         if not routes and not tools:
             raise ConfigError("a router needs at least one route or tool")
         if encoder is None:
@@ -123,6 +127,17 @@ class Router:
                                storage=storage, calibration=calibration, vectors=_vectors, lexical=_lexical, progress=progress)
         self._install(parts)
         self.fitted: dict[str, Any] = {}  # calibration results (routecore fit), saved in bundles
+        #: Called with every Decision and ToolBelt this router returns (a
+        #: :class:`routecore.routing_metrics.RoutingMetrics`, or any callable).
+        self.metrics = metrics
+
+    def _emit(self, result: _T) -> _T:
+        return emit(self.metrics, result)
+
+    def _emit_all(self, results: list[_T]) -> list[_T]:
+        for r in results:
+            self._emit(r)
+        return results
 
     def _install(self, parts: assembly.Parts) -> None:
         check_route_entities(parts.route_table.specs, self.entities)
@@ -210,7 +225,7 @@ class Router:
                 A wrong width raises :class:`DimensionMismatchError`, NaN or infinity
                 :class:`NonFiniteError`.
         """
-        return self.route_table.route(query, previous=previous, context_domains=context_domains, clarify=clarify, vector=vector)
+        return self._emit(self.route_table.route(query, previous=previous, context_domains=context_domains, clarify=clarify, vector=vector))
 
     def route_batch(self, queries: Sequence[str], *, previous: str | Sequence[str | None] | None = None,
                     context_domains: Sequence[str] = (), vectors: Any = None, executor: Executor | None = None) -> list[Decision]:
@@ -220,20 +235,21 @@ class Router:
         one route for all queries or one per query; ``vectors`` (``n x dim``) skips
         the encoder; ``executor`` decides the queries in its threads (their LLM
         fallback calls then overlap)."""
-        return self.route_table.route_batch(queries, previous=previous, context_domains=context_domains, vectors=vectors, executor=executor)
+        return self._emit_all(self.route_table.route_batch(queries, previous=previous, context_domains=context_domains, vectors=vectors,
+                                                           executor=executor))
 
     async def aroute(self, query: str, **kw: Any) -> Decision:
         """:meth:`route` off the event loop (the native work releases the GIL); the
         LLM fallback is awaited on the loop when it has an async client."""
         from routecore.aio import run_off_loop  # asyncio loads on the first async call
 
-        return await run_off_loop(self.route_table.route, self.llm, query, **kw)
+        return self._emit(await run_off_loop(self.route_table.route, self.llm, query, **kw))
 
     async def aroute_batch(self, queries: Sequence[str], **kw: Any) -> list[Decision]:
         """:meth:`route_batch` off the event loop."""
         from routecore.aio import run_off_loop  # asyncio loads on the first async call
 
-        return await run_off_loop(self.route_table.route_batch, self.llm, queries, **kw)
+        return self._emit_all(await run_off_loop(self.route_table.route_batch, self.llm, queries, **kw))
 
     def fallback_chain(self, route: str) -> tuple[str, ...]:
         """``route`` and the routes reached by following ``fallback_on_error``."""
@@ -247,12 +263,13 @@ class Router:
         ``candidates`` limits this call to those tools (names from the catalog; nothing
         is re-embedded). ``vector``: the query's embedding, as in :meth:`route`. A
         router without tools answers with an empty belt."""
-        return select_tools(self.tool_catalog, query, context_domain, top_k, threshold, candidates=candidates, vector=vector)
+        return self._emit(select_tools(self.tool_catalog, query, context_domain, top_k, threshold, candidates=candidates, vector=vector))
 
     def tools_batch(self, queries: Sequence[str], *, context_domain: str | None = None, top_k: int | None = None,
                     threshold: float | None = None, candidates: Sequence[str] | None = None, vectors: Any = None) -> list[ToolBelt]:
         """The tool belts for ``queries``, embedded in one batched encoder call (each as :meth:`tools` gives it)."""
-        return select_tools_batch(self.tool_catalog, queries, context_domain, top_k, threshold, vectors=vectors, candidates=candidates)
+        return self._emit_all(select_tools_batch(self.tool_catalog, queries, context_domain, top_k, threshold, vectors=vectors,
+                                                 candidates=candidates))
 
     async def atools(self, query: str, **kw: Any) -> ToolBelt:
         """:meth:`tools` off the event loop."""

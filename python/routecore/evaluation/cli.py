@@ -21,6 +21,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from routecore.router import Router
 
     progress = not args.json and not args.no_progress
+    if args.log:
+        return _eval_log(args)
+    if not args.data:
+        raise SystemExit("routecore eval: give --data (a labelled JSONL) or --log (a decision log)")
     if args.tools or args.tools_in_rows:
         from routecore.evaluation import tool_eval as T
 
@@ -55,6 +59,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for k in keys:
             if k in res:
                 print(f"{k}: {res[k]}")
+    return 0
+
+
+def _eval_log(args: argparse.Namespace) -> int:
+    """The report of a RoutingMetrics decision log (routecore.routing_metrics)."""
+    from routecore.routing_metrics import RoutingMetrics
+
+    res = RoutingMetrics.from_log(args.log).report()
+    if args.json:
+        print(json.dumps(res, ensure_ascii=False))
+    else:
+        for k in ("records", "routes", "tools", "knowledge", "latency_by_route"):
+            print(f"{k}: {res[k]}")
+        rel = res["reliability"]
+        print(f"reliability: n={rel['n']} ece={rel['ece']}")
+        for b in rel["table"]:
+            print(f"  confidence {b['bin'][0]:.1f}-{b['bin'][1]:.1f}: n={b['n']} mean {b['mean_confidence']:.3f} "
+                  f"success {b['success_rate']:.3f}")
     return 0
 
 
@@ -119,8 +141,9 @@ def add_eval_commands(sub: argparse._SubParsersAction[_P]) -> None:
 
     e = sub.add_parser("eval", parents=[common], help="evaluate a router on a labelled dataset",
                        description="Evaluate routes ({text,label} JSONL) or tool selection ({query,tools,candidates?} JSONL with --tools "
-                                   "or --tools-in-rows; empty tools = no tool fits).")
-    e.add_argument("--data", required=True, help="labelled JSONL to evaluate on")
+                                   "or --tools-in-rows; empty tools = no tool fits), or a production decision log (--log).")
+    e.add_argument("--data", help="labelled JSONL to evaluate on")
+    e.add_argument("--log", help="a decision log written by RoutingMetrics(log=...): report its decisions against their feedback")
     e.add_argument("--bundle", help="router bundle (from `routecore fit` or Router.save)")
     e.add_argument("--config", help="routes YAML/JSON")
     e.add_argument("--train", help="build the routes from this {text,label} JSONL")
