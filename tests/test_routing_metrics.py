@@ -61,6 +61,10 @@ def test_route_decisions_against_feedback(routes, tmp_path):
     lines = (tmp_path / "logs" / "decisions.jsonl").read_text().splitlines()
     assert [json.loads(x)["type"] for x in lines].count("feedback") == 4
     assert RoutingMetrics.from_log(tmp_path / "logs" / "decisions.jsonl").report() == rep
+    m.close()
+    with m:  # closed, then reopened by the next line written
+        m.feedback(ds[4], success=True)
+    assert len((tmp_path / "logs" / "decisions.jsonl").read_text().splitlines()) == len(lines) + 1
 
 
 def test_tool_precision_recall_and_no_tool(tools):

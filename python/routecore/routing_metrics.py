@@ -79,7 +79,8 @@ class RoutingMetrics:
 
     Args:
         log: a JSONL file that every record and feedback line is appended to
-            (created with its folder), read back by :meth:`from_log`.
+            (created with its folder; kept open, line-buffered, until :meth:`close`
+            or the end of a ``with`` block), read back by :meth:`from_log`.
         keep: records kept in memory, oldest dropped first (the log keeps all).
     """
 
@@ -92,8 +93,22 @@ class RoutingMetrics:
         # id(object) -> (record id, weak reference): feedback may name the object itself.
         self._ids: OrderedDict[int, tuple[str, Any]] = OrderedDict()
         self._lock = threading.Lock()
+        self._file: Any = None
         if self.log is not None:
             self.log.parent.mkdir(parents=True, exist_ok=True)
+
+    def close(self) -> None:
+        """Close the log file (the next record opens it again)."""
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def __enter__(self) -> RoutingMetrics:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def __call__(self, obj: Any) -> str:
         return self.record(obj)
@@ -151,8 +166,9 @@ class RoutingMetrics:
 
     def _write(self, line: Mapping[str, Any]) -> None:
         if self.log is not None:
-            with open(self.log, "a", encoding="utf-8") as f:
-                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+            if self._file is None:  # line-buffered: each line reaches the file when written
+                self._file = open(self.log, "a", encoding="utf-8", buffering=1)
+            self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
 
     @classmethod
     def from_log(cls, path: str | os.PathLike[str], *, keep: int = 10_000_000) -> RoutingMetrics:
