@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from routecore import Router
 from routecore.errors import ConfigError
@@ -150,3 +151,28 @@ def test_parser_is_tolerant():
     assert parse_selection('["a", "b"]') == {"selected_tools": ["a", "b"]}
     with pytest.raises(ValueError):
         parse_selection("{not json}")
+
+
+def test_example_config_runs_against_a_loopback_server(server, encoder, tmp_path):
+    from routecore.examples import LLM_TOOLS
+
+    r = LLMToolRouter.from_config(LLM_TOOLS, encoder=encoder, llm_url=server.url, llm_model="local")
+    assert (r.mode, r.hybrid_top, r.hint) == ("hybrid", 20, True)
+    got = r.select(QUERY)
+    assert got.source == "llm" and got.tools == ("restart_service", "get_system_logs")
+    assert server.requests[-1]["model"] == "local"
+    r.close()
+    cfg = LLM_TOOLS.read_text(encoding="utf-8")
+    semantic = tmp_path / "semantic.yaml"
+    semantic.write_text(cfg.replace("mode: hybrid", "mode: semantic"), encoding="utf-8")
+    assert LLMToolRouter.from_config(semantic, encoder=encoder).select(QUERY).source == "semantic"
+    no_server = tmp_path / "no_server.yaml"
+    data = yaml.safe_load(cfg)
+    del data["llm"]
+    no_server.write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match="needs an 'llm:' section"):
+        LLMToolRouter.from_config(no_server, encoder=encoder)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(cfg.replace("hybrid_top: 20", "hybrid_top: 0"), encoding="utf-8")
+    with pytest.raises(ConfigError, match="hybrid_top"):
+        LLMToolRouter.from_config(bad, encoder=encoder, llm_url=server.url)

@@ -198,6 +198,14 @@ class Knowledge(_Strict):
     map: List[KnowledgeMapEntry] = []
 
 
+class LLMTools(_Strict):
+    """The LLM tool router (routecore.llm_tools) over the config's tools; its server is the ``llm:`` section."""
+
+    mode: Literal["llm", "hybrid", "semantic"] = "hybrid"
+    hybrid_top: AtLeastOne = 20
+    hint: bool = True
+
+
 class ContextLayer(_Strict):
     """One layer of a context config (routecore.context): its labels as routes, and their policy."""
 
@@ -214,6 +222,7 @@ class Config(_Strict):
     llm: Optional[LLM] = None
     entities: Optional[Entities] = None
     knowledge: Optional[Knowledge] = None
+    llm_tools: Optional[LLMTools] = None
     layers: Dict[Name, ContextLayer] = {}
     schema: Optional[str] = field(default=None, name="$schema")
 

@@ -20,6 +20,7 @@ catalog to the best ``hybrid_top``, default 20, then the LLM chooses) and
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -94,13 +95,15 @@ class LLMToolRouter:
         mode: ``llm``, ``hybrid`` (default) or ``semantic``.
         hybrid_top: candidates kept by the semantic ranking in ``hybrid`` mode.
         hint: show the LLM the semantic belt's tools.
+        client: an :class:`routecore.llm.OpenAICompatibleRouter` to use instead of
+            ``base_url``, ``model``, ... (:meth:`from_config` passes the ``llm:`` section's).
 
     Raises:
         ConfigError: a bad mode or ``hybrid_top``, a router without tools, or a bad URL.
     """
 
     def __init__(self, router: Any, base_url: str | None = None, model: str = "", *, api_key: str | None = None, timeout: float = 10.0,
-                 mode: Mode = "hybrid", hybrid_top: int = 20, hint: bool = True, max_tokens: int | None = None):
+                 mode: Mode = "hybrid", hybrid_top: int = 20, hint: bool = True, max_tokens: int | None = None, client: Any = None):
         if mode not in MODES:
             raise ConfigError(f"LLM tool router: mode must be one of {MODES}, got {mode!r}")
         if not (isinstance(hybrid_top, int) and hybrid_top >= 1):
@@ -108,13 +111,34 @@ class LLMToolRouter:
         if not router.tool_specs:
             raise ConfigError("LLM tool router: the router has no tools")
         self.router, self.mode, self.hybrid_top, self.hint = router, mode, hybrid_top, hint
-        self.client = None
-        if mode != "semantic":
+        self.client = client
+        if mode != "semantic" and client is None:
             if not base_url:
                 raise ConfigError(f"LLM tool router: mode {mode!r} needs base_url")
             from routecore.llm import OpenAICompatibleRouter
 
             self.client = OpenAICompatibleRouter(base_url, model, api_key=api_key, timeout=timeout, max_tokens=max_tokens)
+
+    @classmethod
+    def from_config(cls, path: str | os.PathLike[str], *, llm_url: str | None = None, llm_model: str | None = None,
+                    **kw: Any) -> "LLMToolRouter":
+        """The tools of a config, its ``llm:`` server and its ``llm_tools:`` section (``mode``,
+        ``hybrid_top``, ``hint``; see ``examples/llm_tools.yaml``). ``llm_url`` / ``llm_model``
+        override the server's URL and model, as on the command line; ``kw`` go to the Router."""
+        from routecore import config_schema
+        from routecore.llm import llm_from_config
+        from routecore.router import Router
+        from routecore.specs import read_config_file
+
+        data = read_config_file(path)
+        cfg = config_schema.convert(data.get("llm_tools") or {}, config_schema.LLMTools, f"{path}: llm_tools")
+        client = None
+        if cfg.mode != "semantic":
+            client = llm_from_config(data.get("llm"), str(path), base_url=llm_url, model=llm_model)
+            if client is None:
+                raise ConfigError(f"{path}: llm_tools: mode {cfg.mode!r} needs an 'llm:' section (the server)")
+        router = Router.from_config(path, llm_url=llm_url, llm_model=llm_model, **kw)
+        return cls(router, mode=cfg.mode, hybrid_top=cfg.hybrid_top, hint=cfg.hint, client=client)
 
     def close(self) -> None:
         if self.client is not None:

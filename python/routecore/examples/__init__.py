@@ -3,6 +3,8 @@
 ``IT_OPS_ROUTES``: INCIDENT / RAG / GENERAL routes in French and English, with the
 IT-operations bias rules (domain rules live in examples, not in library defaults).
 ``TOOLS``: a small home-automation and system tool catalog with core and discovery tools.
+``LLM_TOOLS``: an operations tool catalog with an ``llm:`` server and an ``llm_tools:``
+section, for :meth:`routecore.llm_tools.LLMToolRouter.from_config`.
 """
 
 from pathlib import Path
@@ -10,5 +12,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 IT_OPS_ROUTES = HERE / "it_ops_routes.yaml"
 TOOLS = HERE / "tools.yaml"
+LLM_TOOLS = HERE / "llm_tools.yaml"
 
-__all__ = ["IT_OPS_ROUTES", "TOOLS"]
+__all__ = ["IT_OPS_ROUTES", "LLM_TOOLS", "TOOLS"]
