@@ -9,6 +9,14 @@ an out-of-scope query declined; clarifications count as not right) and routed
 precision of the cascade, of the strong router alone and of the fast one alone.
 Timing (``--timed N`` queries, query caches off, real encoders): route() p50/p95
 of fast alone, strong alone and the cascade (`routecore.cascade.Cascade`).
+
+With a latency-only strong model (the bge-m3-shaped random-weight ONNX of
+`../shared/models/bge-m3-shaped`), `--timing-only --strong-shots 5` skips the
+strong router's accuracy (its embeddings mean nothing) and builds its tables
+from 5 exemplars per route (its route() time is the encoder's; the scan of 750
+or 15,000 rows is under a millisecond either way):
+
+    python benches/cascade.py --fast "" --strong /tmp/bgem3 --timing-only --strong-shots 5 --sets clinc150
 """
 
 from __future__ import annotations
@@ -44,21 +52,26 @@ def main() -> None:
     ap.add_argument("--strong", default=None, help="model folder (default: the bundled e5)")
     ap.add_argument("--sets", default="clinc150,massive-en")
     ap.add_argument("--timed", type=int, default=300)
+    ap.add_argument("--strong-shots", type=int, default=None, help="exemplars per route of the strong router")
+    ap.add_argument("--timing-only", action="store_true", help="the strong model is for latency only: no accuracy figures")
     a = ap.parse_args()
-    fe, se = Encoder.load(a.fast), (Encoder.load(a.strong) if a.strong else Encoder.load())
+    load = lambda path, **kw: Encoder.load(path or None, **kw)  # noqa: E731 - "" or no path: the bundled e5
+    fe, se = load(a.fast), load(a.strong)
     for name in a.sets.split(","):
         train, test = splits(name, "test")
-        fast, strong = build_router(train, fe), build_router(train, se)
+        fast, strong = build_router(train, fe), build_router(train, se, shots=a.strong_shots)
         texts, gold = [s.text for s in test.samples], [s.label for s in test.samples]
-        df, ds = decide(fast, embed(fe, texts), texts), decide(strong, embed(se, texts), texts)
+        df = decide(fast, embed(fe, texts), texts)
         served = [a_ == "route" and t == "high" for a_, _, t, _ in df]
-        cascade = [f if s else g for f, g, s in zip(df, ds, served)]
         out = {"set": name, "fast": fe.model_id, "strong": se.model_id, "queries": len(gold),
-               "served_by_fast": round(100 * float(np.mean(served)), 1),
-               "cascade": figures(cascade, gold), "strong_alone": figures(ds, gold), "fast_alone": figures(df, gold)}
-        out["accuracy_vs_strong"] = round(out["cascade"]["accuracy"] - out["strong_alone"]["accuracy"], 2)
+               "served_by_fast": round(100 * float(np.mean(served)), 1), "fast_alone": figures(df, gold)}
+        if not a.timing_only:
+            ds = decide(strong, embed(se, texts), texts)
+            cascade = [f if s else g for f, g, s in zip(df, ds, served)]
+            out.update(cascade=figures(cascade, gold), strong_alone=figures(ds, gold))
+            out["accuracy_vs_strong"] = round(out["cascade"]["accuracy"] - out["strong_alone"]["accuracy"], 2)
         if a.timed:
-            fast.encoder, strong.encoder = Encoder.load(a.fast, cache_size=0), (Encoder.load(a.strong, cache_size=0) if a.strong else Encoder.load(cache_size=0))
+            fast.encoder, strong.encoder = load(a.fast, cache_size=0), load(a.strong, cache_size=0)
             c = Cascade(fast, strong)
             rng = np.random.default_rng(0)
             sample = [texts[i] for i in rng.choice(len(texts), a.timed, replace=False)]

@@ -58,3 +58,32 @@ def test_bad_context_configs(tmp_path, encoder):
         ContextRouter({})
     only = ContextRouter.from_config(CONTEXT, encoder=encoder, defaults=False)
     assert list(only.layers) == ["domain"]
+
+
+def test_tools_search_from_a_context(cr, encoder):
+    from routecore import Router
+    from routecore.errors import InvalidArgumentError
+    from routecore.examples import LLM_TOOLS
+
+    q = "show me the logs of the Kafka brokers since INC20481234 was opened"
+    ctx = cr.detect(q)
+    text = ctx.search_text()
+    # intent and domain labels (when decided), the entities' values, then the task.
+    assert text.endswith(f"task: {q}") and "entities: " in text
+    assert "INC20481234" in text.split("task:")[0] and "Kafka" in text.split("task:")[0]
+    tools = Router.from_config(LLM_TOOLS, encoder=encoder)
+    spied = []
+    real = tools.tool_catalog.encoder.encode_with_stats
+    tools.tool_catalog.encoder = type("Spy", (), {"encode_with_stats": lambda self, t, **kw: spied.append(t) or real(t, **kw),
+                                                  "model_id": encoder.model_id, "dim": encoder.dim})()
+    try:
+        belt = tools.tools(q, context=ctx)
+    finally:
+        tools.tool_catalog.encoder = encoder
+    assert spied == [[text]] and belt.names  # the search embeds the context's text
+    assert tools.tools(q, context=ctx).names == tools.tools(text).names
+    with pytest.raises(InvalidArgumentError, match="not both"):
+        tools.tools(q, context=ctx, vector=encoder.encode([q])[0])
+    plain = cr.detect("hello there")  # nothing decided, no entity: the query as it is
+    if all(r.label is None for n, r in plain.layers.items() if n in ("intent", "domain")):
+        assert plain.search_text() == "hello there"

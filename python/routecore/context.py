@@ -62,6 +62,19 @@ class Context:
             raise KeyError(f"no layer {layer!r}; layers: {sorted(self.layers)}")
         return self.layers[layer].label
 
+    def search_text(self) -> str:
+        """The text a tool search embeds for this context, as the layered design builds it:
+        the intent and domain labels (when decided), the entities' values, then the task
+        (the query), e.g. ``intent: debug. domain: operations. entities: INC20481234. task: ...``;
+        the query alone when no layer decided and no entity was found. The tool floor is
+        calibrated on plain queries, and such texts score a little lower: on MetaTool, 3 points
+        more belts came out empty (BENCHMARKS.md, "Tool search from a context")."""
+        parts = [f"{name}: {self.layers[name].label}." for name in ("intent", "domain")
+                 if name in self.layers and self.layers[name].label is not None]
+        if self.entities:
+            parts.append("entities: " + ", ".join(dict.fromkeys(e.value for e in self.entities)) + ".")
+        return " ".join([*parts, f"task: {self.query}"]) if parts else self.query  # nothing decided: the query as it is
+
     def to_dict(self) -> dict[str, Any]:
         return {"query": self.query, "entities": plain(self.entities), "timings": dict(self.timings),
                 "layers": {n: {k: plain(getattr(r, k)) for k in ("label", "probability", "tier", "action", "alerts")}

@@ -20,7 +20,7 @@ from routecore import assembly, bundle, live
 from routecore.calibration import Calibration
 from routecore.entities import EntityConfig, EntityMatcher, check_route_entities
 from routecore.decision import Decision, ToolBelt
-from routecore.errors import ConfigError
+from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.llm import LLMRouter, llm_from_config
 from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
@@ -257,12 +257,22 @@ class Router:
 
     # -- tools ----------------------------------------------------------------------
     def tools(self, query: str, *, context_domain: str | None = None, top_k: int | None = None, threshold: float | None = None,
-              candidates: Sequence[str] | None = None, vector: Any = None) -> ToolBelt:
+              candidates: Sequence[str] | None = None, vector: Any = None, context: Any = None) -> ToolBelt:
         """The tool belt for ``query``: core tools, the best matches, discovery tools.
 
         ``candidates`` limits this call to those tools (names from the catalog; nothing
-        is re-embedded). ``vector``: the query's embedding, as in :meth:`route`. A
-        router without tools answers with an empty belt."""
+        is re-embedded). ``vector``: the query's embedding, as in :meth:`route`.
+        ``context`` (a :class:`routecore.context.Context` of this query) builds the
+        search from the context (:meth:`~routecore.context.Context.search_text`: intent,
+        domain, entities, task), and its ``domain`` layer's label is the context domain
+        unless one is given; ``vector`` does not go with it. A router without tools
+        answers with an empty belt."""
+        if context is not None:
+            if vector is not None:
+                raise InvalidArgumentError("tools(): give context= or vector=, not both (the context's search text is embedded)")
+            query = context.search_text()
+            if context_domain is None and "domain" in context.layers:
+                context_domain = context.layers["domain"].label
         return self._emit(select_tools(self.tool_catalog, query, context_domain, top_k, threshold, candidates=candidates, vector=vector))
 
     def tools_batch(self, queries: Sequence[str], *, context_domain: str | None = None, top_k: int | None = None,
