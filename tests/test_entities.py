@@ -99,3 +99,27 @@ def test_required_entity_leaves_a_route_out(encoder):
     assert d.route != "DEPLOY" and d.raw_scores["DEPLOY"] > d.raw_scores["CHAT"]
     with pytest.raises(ConfigError, match="NEW"):
         r.add_routes([RouteSpec("NEW", ("x",), prefers_entities=("unknown_kind",))])
+
+
+def test_tools_prefer_and_require_entities(encoder):
+    from routecore.specs import ToolSpec
+
+    tools = [ToolSpec("get_incident", "Read an incident ticket: status, owner, history", prefers_entities=("incident",)),
+             ToolSpec("search_tickets", "Search the ticket system for incidents and requests"),
+             ToolSpec("deploy", "Deploy a repository to production", requires_entities=("repo",)),
+             ToolSpec("list_jobs", "List the deployment jobs and their state")]
+    cfg = EntityConfig(patterns={"incident": r"INC\d{8}"}, dictionaries={"repo": ["routecore", "billing-api"]})
+    r = Router(tools=tools, encoder=encoder, entities=cfg)
+    plain = Router(tools=[replace(t, prefers_entities=(), requires_entities=()) for t in tools], encoder=encoder)
+    q = "what happened on INC20481234 last night"
+    with_id, without = r.tools(q, top_k=2, threshold=0.0), plain.tools(q, top_k=2, threshold=0.0)
+    assert [e.kind for e in with_id.entities] == ["incident"] and without.entities == ()
+    assert with_id.names[0] == "get_incident"
+    assert with_id.scores["get_incident"] > without.scores["get_incident"]  # the boost, on the final score
+    assert with_id.raw_scores["get_incident"] == pytest.approx(without.raw_scores["get_incident"], abs=1e-6)  # cosines untouched
+    # deploy needs a repository: without one it is not offered, with one it can be.
+    assert "deploy" not in r.tools("deploy it to production", top_k=4, threshold=0.0).names
+    assert "deploy" in r.tools("deploy billing-api to production", top_k=4, threshold=0.0).names
+    assert "deploy" in plain.tools("deploy it to production", top_k=4, threshold=0.0).names
+    with pytest.raises(ConfigError, match="tool 'get_incident' names entity types"):
+        Router(tools=tools, encoder=encoder)

@@ -92,6 +92,8 @@ class Tool(_Finite):
     safety_tags: List[Name] = []
     core: bool = False
     metadata: Dict[str, Any] = {}
+    prefers_entities: List[Name] = []
+    requires_entities: List[Name] = []
 
 
 class BiasRule(_Finite):

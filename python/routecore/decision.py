@@ -244,6 +244,8 @@ class ToolBelt:
     no_tool: bool = False
     #: What the reported tools' cosines gained from their lexical (BM25) scores.
     lexical_scores: Mapping[str, float] = field(default_factory=dict)
+    #: The query's entities (routecore.entities), which tools may prefer or require.
+    entities: tuple[Entity, ...] = ()
 
     @property
     def names(self) -> list[str]:

@@ -11,7 +11,9 @@ Entities feed routing: a route that ``prefers_entities`` a type gains
 a factor *e*) when the query holds one, and the out-of-scope cut does not apply to
 it then (the config says such a query is the route's); a route that
 ``requires_entities`` a type is left out when the query holds none. Every decision
-lists its entities.
+lists its entities. Tools take the same two fields: a preferred tool's score gains
+the same boost, and a tool that requires a type the query lacks is not offered;
+tool belts list the query's entities too.
 """
 
 from __future__ import annotations
@@ -76,17 +78,17 @@ class EntityMatcher:
         return [tuple(Entity(*t) for t in found) for found in self._set.find_many(list(texts))]
 
 
-def check_route_entities(routes: Sequence[Any], config: EntityConfig | None, where: str = "routes") -> None:
-    """Every type a route prefers or requires is defined by ``config``.
+def check_route_entities(routes: Sequence[Any], config: EntityConfig | None, where: str = "routes", what: str = "route") -> None:
+    """Every type a route (or a tool: ``what="tool"``) prefers or requires is defined by ``config``.
 
     Raises:
-        ConfigError: naming the route and the unknown types.
+        ConfigError: naming the route or tool and the unknown types.
     """
     kinds = config.kinds if config is not None else set()
     for r in routes:
         unknown = sorted((set(r.prefers_entities) | set(r.requires_entities)) - kinds)
         if unknown:
-            raise ConfigError(f"{where}: route {r.name!r} names entity types {unknown} that no `entities:` dictionary or pattern defines")
+            raise ConfigError(f"{where}: {what} {r.name!r} names entity types {unknown} that no `entities:` dictionary or pattern defines")
 
 
 def entity_bias(routes: Sequence[Any], found: Sequence[Entity], boost: float) -> np.ndarray | None:

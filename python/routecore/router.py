@@ -117,6 +117,7 @@ class Router:
         if tool_overlay is not None or not all(isinstance(t, ToolSpec) for t in tools):
             tools = tool_specs(tools, overlay=tool_overlay)
         check_route_entities(routes, entities)
+        check_route_entities(tools, entities, "tools", "tool")
         self.entities = entities
         self._entity_matcher = EntityMatcher(entities) if entities is not None and entities.kinds else None
         self._given_policy = policy or Policy()
@@ -141,7 +142,8 @@ class Router:
 
     def _install(self, parts: assembly.Parts) -> None:
         check_route_entities(parts.route_table.specs, self.entities)
-        parts.route_table.entities = self._entity_matcher
+        check_route_entities(parts.tool_catalog.specs, self.entities, "tools", "tool")
+        parts.route_table.entities = parts.tool_catalog.entities = self._entity_matcher
         self.calibration = parts.calibration
         self.route_table, self.tool_catalog = parts.route_table, parts.tool_catalog
         self.route_table.calibrated = self.calibrated

@@ -65,6 +65,9 @@ class ToolSpec:
     safety_tags: tuple[str, ...] = ()
     core: bool = False
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: Entity types (routecore.entities) that lift this tool when the query holds one / without which it is not offered.
+    prefers_entities: tuple[str, ...] = ()
+    requires_entities: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not _TRUSTED.on:
@@ -146,7 +149,7 @@ def _tool(t: Any, i: int, where: str) -> ToolSpec:
     spec = ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema, domain=t.domain or t.plugin,
                     success_examples=tuple(t.success_examples), anti_patterns=tuple(t.anti_patterns),
                     cost_estimate=t.cost_estimate, avg_latency=t.avg_latency, safety_tags=tuple(t.safety_tags), core=t.core,
-                    metadata=t.metadata)
+                    metadata=t.metadata, prefers_entities=tuple(t.prefers_entities), requires_entities=tuple(t.requires_entities))
     if not spec.exemplars() and not spec.core:
         raise ConfigError(f"{where}: tools[{i}] ({t.name!r}) has neither a description nor success_examples")
     return spec

@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from routecore.calibration import Calibration
+from routecore.entities import EntityMatcher
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.languages import LanguagePolicies
 from routecore.lexical import LexicalTable
@@ -52,6 +53,8 @@ class ToolCatalog:
         self.tools = build_table(self.specs, encoder, storage, vectors)
         self.anti = build_table(self.specs, encoder, storage, anti_vectors, "anti_patterns")
         self.languages: LanguagePolicies | None = None  # set_languages
+        self.entities: EntityMatcher | None = None  # the Router's entities: section
+        self.entity_tools = any(t.prefers_entities or t.requires_entities for t in self.specs)
 
     def set_languages(self, spec_policy: Policy, calibration: Calibration | None) -> None:
         """Give queries in languages the tools' exemplars do not cover their own tool floor

@@ -13,6 +13,7 @@ import numpy as np
 from routecore import _native
 from routecore.catalog import MORE_TOOLS, Catalog, build_catalog
 from routecore.decision import Alert, ScoreMap, Timings, ToolBelt, ToolChoice, trace
+from routecore.entities import entity_effects
 from routecore.errors import InvalidArgumentError, RoutecoreError
 from routecore.languages import language_alert
 from routecore.policy import resolved
@@ -59,10 +60,20 @@ def _ranked_scores(catalog: ToolCatalog, q: np.ndarray, context_domain: str | No
                     lessons.append((j, bool(use[i])))
     demoted = hit.nonzero()[0].tolist() if hit is not None else []
     exact = [names[j] for j in demoted] + [names[j] for j, _ in lessons]
+    lexical = bias = catalog.lexical_bias(text)
+    found = catalog.entities.find(text) if catalog.entities is not None and text else ()
+    required_missing = False
+    if catalog.entity_tools:  # entity preferences and requirements, as for routes
+        boost = p.entity_boost if p.entity_boost is not None else resolved(p.three_way_within, "three_way_within")
+        eb, _ = entity_effects(catalog.specs, {e.kind for e in found}, boost)
+        if eb is not None:
+            bias = eb if lexical is None else lexical + eb
+            required_missing = bool(np.isneginf(eb).any())
     r = catalog.tools.score(q, p, active, 0, exact_top=exact_top + len(demoted), exact_floor=floor, probabilities=False, exact=exact,
-                            bias=catalog.lexical_bias(text))
+                            bias=bias)
+    r["lexical"], r["entities"] = lexical, found
     adjusted = r["adjusted"]  # a fresh array (or a view of one): ours to modify
-    banned = catalog.without_exemplars  # such tools score -inf
+    banned = catalog.without_exemplars or required_missing  # such tools score -inf
     if demoted:
         adjusted[demoted] *= p.anti_pattern_penalty
     for j, use_it in lessons:
@@ -158,7 +169,7 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
     # The best ``wanted`` tools are exact, which is all the floor and the cap look at.
     r, adjusted, banned, changed = _ranked_scores(catalog, q, context_domain, max(p.exact_top, wanted), float("inf"), alerts, query)
     raw, bound, table = r["dense"], r["bound"], catalog.tools
-    fused = r["raw"] if r["dense"] is not r["raw"] else None  # cosine + lexical, when a bias was given
+    lexical = r["lexical"]  # what the lexical pass added (entities' effects are in the adjusted scores only)
     if allowed is not None:  # the tools outside the candidates never enter the belt
         adjusted = np.where(allowed, adjusted, np.float32(-np.inf)).astype(np.float32)
         banned = True
@@ -216,7 +227,7 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
         prompt = a.message
     idx = [pos[n] for n in chosen]
     choices = tuple(map(ToolChoice, chosen, [domains[i] for i in idx], adjusted.take(idx).tolist(), raw.take(idx).tolist(), chosen.values(),
-                        (fused.take(idx) - raw.take(idx)).tolist() if fused is not None else [0.0] * len(idx)))
+                        lexical.take(idx).tolist() if lexical is not None else [0.0] * len(idx)))
     # The reported scores: the top-k values are the final scores unless a lesson banned a tool.
     shown_names = [names[i] for i in shown]
     shown_adj = adjusted.take(shown) if banned else best[:shown_n]
@@ -229,7 +240,7 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
     belt = ToolBelt(choices, tuple(alerts), prompt is not None, prompt, ScoreMap(shown_names, shown_adj), ScoreMap(shown_names, raw.take(shown)),
                     bounds, Timings(tok_ms, (t1 - t0) * 1e3 - tok_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3), query,
                     no_tool=bool(k) and not picked,
-                    lexical_scores=ScoreMap(shown_names, fused.take(shown) - raw.take(shown)) if fused is not None else {})
+                    lexical_scores=ScoreMap(shown_names, lexical.take(shown)) if lexical is not None else {}, entities=r["entities"])
     return trace("tool belt", belt)
 
 
