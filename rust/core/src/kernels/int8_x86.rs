@@ -145,13 +145,7 @@ pub unsafe fn rows_vnni(
     let n = out.len();
     debug_assert!(a_u.len() >= dim.div_ceil(64) * 64 && b_u.len() == a_u.len());
     let (pa, pb) = (a_u.as_ptr(), b_u.as_ptr());
-    let chunks = dim.div_ceil(64);
-    let tail = dim % 64;
-    let last_mask: __mmask64 = if tail == 0 {
-        u64::MAX
-    } else {
-        (1u64 << tail) - 1
-    };
+    let (chunks, last_mask) = chunks_of(dim);
     // Software prefetch ahead: hardware prefetchers stop at 4 KB pages, which
     // halves DRAM throughput when the rows are not cached (right after ONNX
     // Runtime ran, for instance).
@@ -227,13 +221,7 @@ pub unsafe fn rows_vnni_x4(
 ) {
     let m = outs[0].len();
     let (pa, pb) = (a_u.as_ptr(), b_u.as_ptr());
-    let chunks = dim.div_ceil(64);
-    let tail = dim % 64;
-    let last_mask: __mmask64 = if tail == 0 {
-        u64::MAX
-    } else {
-        (1u64 << tail) - 1
-    };
+    let (chunks, last_mask) = chunks_of(dim);
     let (vs1, vs2) = (_mm512_set1_ps(s1), _mm512_set1_ps(s2));
     let p = [
         segs[0].as_ptr(),
@@ -289,6 +277,20 @@ pub unsafe fn rows_vnni_x4(
             );
         }
     }
+}
+
+/// 64-byte chunks of a `dim`-code row, and the load mask of the last one.
+#[inline(always)]
+fn chunks_of(dim: usize) -> (usize, __mmask64) {
+    let tail = dim % 64;
+    (
+        dim.div_ceil(64),
+        if tail == 0 {
+            u64::MAX
+        } else {
+            (1u64 << tail) - 1
+        },
+    )
 }
 
 /// Both levels' accumulators for the four rows at `bases`.

@@ -170,15 +170,21 @@ mod tests {
         assert_eq!(idx, vec![3, 1, 6]);
     }
 
-    #[test]
-    fn matches_full_sort() {
-        let s: Vec<f32> = (0..500).map(|i| ((i * 7919) % 101) as f32 / 10.0).collect();
+    /// Every hit of `s`, sorted by [`hit_order`].
+    fn sorted(s: &[f32]) -> Vec<Hit> {
         let mut all: Vec<Hit> = s
             .iter()
             .enumerate()
             .map(|(i, &x)| Hit { score: x, index: i })
             .collect();
         all.sort_by(hit_order);
+        all
+    }
+
+    #[test]
+    fn matches_full_sort() {
+        let s: Vec<f32> = (0..500).map(|i| ((i * 7919) % 101) as f32 / 10.0).collect();
+        let all = sorted(&s);
         for k in [1, 5, 64, 500] {
             assert_eq!(top_k(&s, k), all[..k].to_vec());
         }
@@ -188,12 +194,7 @@ mod tests {
     fn any_push_order_and_merges_match_a_full_sort() {
         // Many ties, pushed out of index order, over several cuts and merges.
         let s: Vec<f32> = (0..2000).map(|i| ((i * 7919) % 37) as f32).collect();
-        let mut all: Vec<Hit> = s
-            .iter()
-            .enumerate()
-            .map(|(i, &x)| Hit { score: x, index: i })
-            .collect();
-        all.sort_by(hit_order);
+        let all = sorted(&s);
         for k in [1, 3, 37, 100] {
             let mut parts: Vec<TopK> = (0..3).map(|_| TopK::new(k)).collect();
             for i in (0..s.len()).rev() {
