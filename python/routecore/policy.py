@@ -122,8 +122,8 @@ class Policy:
     #: (the zero-label floor is fitted on the background's *best* tool score);
     #: ``"each"``, every candidate must pass it. The ``threshold`` selection (and
     #: a ``threshold`` given to ``tools()``) always reads it per candidate. On
-    #: MetaTool, "each" dropped the right tool from 45 % of the belts at the
-    #: calibrated floor, "best" from 14 % (BENCHMARKS.md, issue 12 §4).
+    #: MetaTool with e5, "each" dropped the right tool from 46 % of the belts at
+    #: the calibrated floor, "best" from 15 % (BENCHMARKS.md, issue 12 §4).
     tool_floor: Literal["best", "each"] = "best"
     #: The confidence gate of tool belts: a general tool (web search, ...) put in a belt
     #: when no candidate passes the floor, with a ``no_tool`` alert that names it.
