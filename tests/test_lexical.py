@@ -258,3 +258,20 @@ def test_bias_none_is_the_plain_step_and_a_bias_moves_it(storage):
     for bad in (np.zeros(n - 1, np.float32), np.full(n, np.nan, np.float32), np.full(n, -np.inf, np.float32)):
         with pytest.raises(_native.InvalidArgumentError):
             ix.score_routes(*args, bad)
+
+
+def test_label_bias_is_the_scaled_label_scores():
+    from routecore import RoutecoreError
+    from routecore.lexical import stop_words
+
+    ix = _native.LexicalIndex(list(stop_words()))
+    ix.add(["restart the nginx service", "show the kafka logs", "open an incident for the VPN", "kafka consumer lag"],
+           np.array([0, 1, 2, 1], np.uint32))
+    for q, w in [("kafka logs please", 0.04), ("vpn incident", 0.1234567), ("nothing shared here", 0.04), ("restart kafka", 0.0)]:
+        s, cover = ix.score_labels_covered(q, 3)
+        top = float(s.max())
+        want = None if not w or top <= 0 else s * np.float32(w * cover / top)
+        got = ix.label_bias(q, 3, w)
+        assert (got is None) == (want is None) and (got is None or np.array_equal(got, want)), q
+    with pytest.raises(RoutecoreError):
+        ix.label_bias("kafka", 2, 0.04)  # label codes up to 2 need n_labels >= 3

@@ -85,12 +85,7 @@ class LexicalTable:
         the query is indexed or ``weight`` is 0 (nothing to add)."""
         if not weight:
             return None
-        s, cover = self.index.score_labels_covered(query, self.n_labels)
-        top = float(s.max()) if len(s) else 0.0
-        if top <= 0:
-            return None
-        s *= np.float32(weight * cover / top)
-        return s
+        return self.index.label_bias(query, self.n_labels, weight)
 
     def scores(self, query: str) -> np.ndarray:
         """Per label, the best BM25 of its documents over the query's best, times the

@@ -94,6 +94,20 @@ impl PyLexicalIndex {
         Ok((PyArray1::from_vec(py, v), cover))
     }
 
+    /// The hybrid-scoring bias of each label (`LexicalIndex::label_bias`), or None.
+    fn label_bias<'py>(
+        &self,
+        py: Python<'py>,
+        query: &str,
+        n_labels: usize,
+        weight: f64,
+    ) -> PyResult<Option<Bound<'py, PyArray1<f32>>>> {
+        let v = py
+            .detach(|| self.inner.read().label_bias(query, n_labels, weight))
+            .map_err(PyRcErr)?;
+        Ok(v.map(|v| PyArray1::from_vec(py, v)))
+    }
+
     /// `score_labels` of each query: float32 `(len(queries), n_labels)`.
     #[pyo3(signature = (queries, n_labels, exclude_doc = None))]
     fn score_labels_batch<'py>(

@@ -210,6 +210,27 @@ impl LexicalIndex {
         Ok((out, cover))
     }
 
+    /// What each label's cosine gains in hybrid scoring: `weight` times its
+    /// best BM25 over the query's best, times the query's coverage, in
+    /// `[0, weight]`; `None` when `weight` is 0 or no label scores above 0
+    /// (nothing to add). One pass where Python took three (scores, max, scale).
+    pub fn label_bias(
+        &self,
+        query: &str,
+        n_labels: usize,
+        weight: f64,
+    ) -> Result<Option<Vec<f32>>> {
+        let (mut s, cover) = self.score_labels_covered(query, n_labels)?;
+        let top = s.iter().copied().fold(0f32, f32::max);
+        if weight == 0.0 || top <= 0.0 {
+            return Ok(None);
+        }
+        // The factor in f64, then f32: what `s *= np.float32(weight * cover / top)` gave.
+        let f = (weight * cover as f64 / top as f64) as f32;
+        s.iter_mut().for_each(|x| *x *= f);
+        Ok(Some(s))
+    }
+
     /// [`LexicalIndex::score_labels_covered`] of each query, with the
     /// documents `excluded[i]` (any order) left out of query `i`'s label
     /// maxima and coverage (leave-one-out calibration with near-duplicates;
