@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from routecore.errors import ConfigError
+from routecore.routing_metrics import emit
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,6 @@ class KnowledgeRouter:
 
     def select(self, query: str, *, domain: str | None = None, intent: str | None = None) -> KnowledgeSelection:
         """The collections for ``query``; ``domain`` and ``intent`` (from the caller's context) may match the map."""
-        from routecore.routing_metrics import emit
-
         return emit(self.metrics, self._select(query, domain, intent))
 
     def _select(self, query: str, domain: str | None, intent: str | None) -> KnowledgeSelection:

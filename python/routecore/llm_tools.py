@@ -137,7 +137,8 @@ class LLMToolRouter:
             client = llm_from_config(data.get("llm"), str(path), base_url=llm_url, model=llm_model)
             if client is None:
                 raise ConfigError(f"{path}: llm_tools: mode {cfg.mode!r} needs an 'llm:' section (the server)")
-        router = Router.from_config(path, llm_url=llm_url, llm_model=llm_model, **kw)
+        # One client for both: the router's LLM fallback (its routes, if any) and the tool choice.
+        router = Router.from_config(path, llm=client, llm_url=llm_url, llm_model=llm_model, **kw)
         return cls(router, mode=cfg.mode, hybrid_top=cfg.hybrid_top, hint=cfg.hint, client=client)
 
     def close(self) -> None:

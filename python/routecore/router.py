@@ -266,9 +266,9 @@ class Router:
         is re-embedded). ``vector``: the query's embedding, as in :meth:`route`.
         ``context`` (a :class:`routecore.context.Context` of this query) builds the
         search from the context (:meth:`~routecore.context.Context.search_text`: intent,
-        domain, entities, task), and its ``domain`` layer's label is the context domain
-        unless one is given; ``vector`` does not go with it. A router without tools
-        answers with an empty belt."""
+        domain, entities, task; the belt's ``query`` is that text), and its ``domain``
+        layer's label is the context domain unless one is given; ``vector`` does not go
+        with it. A router without tools answers with an empty belt."""
         if context is not None:
             if vector is not None:
                 raise InvalidArgumentError("tools(): give context= or vector=, not both (the context's search text is embedded)")

@@ -72,16 +72,9 @@ impl TopK {
     /// Keep the best `k` hits (unordered) and raise the floor to the k-th.
     fn cut(&mut self) {
         if self.hits.len() > self.k {
-            self.hits.select_nth_unstable_by(self.k - 1, hit_order);
+            let (_, kth, _) = self.hits.select_nth_unstable_by(self.k - 1, hit_order);
+            self.floor = self.floor.max(kth.score);
             self.hits.truncate(self.k);
-        }
-        if self.hits.len() == self.k {
-            let worst = self
-                .hits
-                .iter()
-                .map(|h| h.score)
-                .fold(f32::INFINITY, f32::min);
-            self.floor = self.floor.max(worst);
         }
     }
 
