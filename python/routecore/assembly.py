@@ -76,6 +76,8 @@ def build(routes: Sequence[RouteSpec], tools: Sequence[ToolSpec], *, encoder: En
                                  vec["tools"], owners["tools"], len(tools),
                                  lexical=lex["routes"] and (lex["routes"], texts["routes"]),
                                  tool_lexical=lex["tools"] and (lex["tools"], texts["tools"]))
+    if head is None and spec_policy.head == "exemplars" and len(routes) >= 2:
+        head, calibration = _exemplar_head(encoder, spec_policy, vec["routes"], owners["routes"], routes, calibration, lex, texts, progress)
     policy = spec_policy.resolve(calibration)
     route_table = RouteTable(routes, encoder=encoder, policy=policy, llm=llm, head=head, storage=storage, vectors=vec["routes"],
                              lexical=lex["routes"])
@@ -84,6 +86,37 @@ def build(routes: Sequence[RouteSpec], tools: Sequence[ToolSpec], *, encoder: En
     route_table.set_languages(spec_policy, calibration)
     tool_catalog.set_languages(spec_policy, calibration)
     return Parts(route_table, tool_catalog, calibration, n_todo, embed_ms)
+
+
+def _exemplar_head(encoder: EncoderLike, spec_policy: Policy, V: np.ndarray, owners: list[int], routes: Sequence[RouteSpec],
+                   calibration: Calibration | None, lex: dict[str, Any], texts: dict[str, list[str]],
+                   progress: ProgressArg) -> tuple[Any, Calibration | None]:
+    """The head of ``Policy(head="exemplars")`` and the calibration with its cuts
+    (a manual policy keeps no calibration: the head only brings its scope cut)."""
+    from routecore.background import background_languages, background_vectors, parallel_rows, parallel_vectors
+    from routecore.exemplar_head import fit_exemplar_head, language_cuts, with_head
+    from routecore.fits import Targets
+
+    base = calibration or for_router(encoder, spec_policy, V, owners, len(routes), np.zeros((0, V.shape[1]), np.float32), [], 0,
+                                     lexical=lex["routes"] and (lex["routes"], texts["routes"]))
+    targets = Targets(spec_policy.high_precision, spec_policy.route_precision, spec_policy.previous_precision)
+    weight = spec_policy.lexical_weight if spec_policy.lexical_weight is not None else base.lexical_weight
+    gain = None
+    if lex["routes"] is not None and weight and spec_policy.lexical:
+        # Each exemplar's lexical score with itself left out, as the router adds it (over the temperature).
+        temperature = spec_policy.temperature or base.temperature
+        gain = weight / temperature * lex["routes"].held_out(texts["routes"], [np.array([i]) for i in range(len(V))])
+    # The out-of-scope class holds background queries in the languages the exemplars are
+    # written in: others would teach the head that a language is out of scope.
+    B = background_vectors(encoder)
+    homes = {n for n, v in base.languages.items() if v.get("covered")}
+    if homes:
+        B = B[np.array([lang in homes for lang in background_languages()])]
+    fitted = fit_exemplar_head(V, np.asarray(owners), [r.name for r in routes], B, base, targets=targets, gain=gain, progress=progress)
+    if calibration is None or calibration.source != "zero-label":
+        return fitted.head, calibration
+    cuts = language_cuts(fitted.head, calibration.languages, parallel_vectors(encoder), parallel_rows())
+    return fitted.head, with_head(calibration, fitted, cuts)
 
 
 def known_vectors(table: ScoreTable) -> dict[str, np.ndarray]:

@@ -11,6 +11,8 @@ keeps it: on 150 routes x 100 exemplars the recomputation is most of an
 update's 1.8 s, see BENCHMARKS.md); a fitted or manual one is kept (its
 per-route values of removed routes dropped). A router with a
 fitted linear head refuses route changes: the head knows the old routes only.
+A head trained on the exemplars (``Policy(head="exemplars")``) is trained again
+with its calibration when routes change.
 """
 
 from __future__ import annotations
@@ -65,14 +67,19 @@ def apply(router: Any, *, add_routes: Sequence[RouteSpec] = (), update_routes: S
         tools = _merged(tc.specs, add_tools, update_tools, remove_tools, "tool")
         if not routes and not tools:
             raise ConfigError("an update may not remove every route and every tool")
-        if rt.head is not None and (add_routes or update_routes or remove_routes):
-            raise ConfigError("this router has a fitted head over its routes: refit it (routecore fit --head) instead of a live update")
         spec_policy = with_route_thresholds(router._given_policy, routes)
+        head, routes_changed = rt.head, bool(add_routes or update_routes or remove_routes)
+        calibration = assembly.kept_calibration(router.calibration, {r.name for r in routes}, recalibrate)
+        fitted = router.calibration is not None and router.calibration.source == "fitted"
+        if head is not None and routes_changed and (spec_policy.head != "exemplars" or fitted):
+            raise ConfigError("this router has a fitted head over its routes: refit it (routecore fit --head) instead of a live update")
+        if head is not None and spec_policy.head == "exemplars" and not fitted and (routes_changed or calibration is None):
+            # A head trained on the exemplars is trained again with the calibration its cuts belong to.
+            head, calibration = None, None
         known = {"routes": assembly.known_vectors(rt.table), "tools": assembly.known_vectors(tc.tools), "anti": assembly.known_vectors(tc.anti)}
         t0 = time.perf_counter()
-        parts = assembly.build(routes, tools, encoder=router.encoder, spec_policy=spec_policy, llm=rt.llm, memory=tc.memory, head=rt.head,
-                               storage=router._storage, calibration=assembly.kept_calibration(router.calibration, {r.name for r in routes}, recalibrate),
-                               known=known)
+        parts = assembly.build(routes, tools, encoder=router.encoder, spec_policy=spec_policy, llm=rt.llm, memory=tc.memory, head=head,
+                               storage=router._storage, calibration=calibration, known=known)
         total = (time.perf_counter() - t0) * 1e3
         router.spec_policy = spec_policy
         router._install(parts)

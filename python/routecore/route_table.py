@@ -19,7 +19,7 @@ from routecore.calibration import Calibration
 from routecore.decision import Alert, Decision, Entity, Exemplar, ScoreMap, Timings, trace
 from routecore.entities import EntityMatcher, entity_effects
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.languages import LanguagePolicies, language_alert
+from routecore.languages import LanguageDetector, LanguagePolicies, language_alert
 from routecore.lexical import LexicalTable
 from routecore.llm import LLMChoice, LLMRequest, LLMRouter
 from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, resolved, tier_of
@@ -83,6 +83,7 @@ class RouteTable:
         self.calibrated = "manual"  # where the policy's numbers come from (Router sets it)
         self.table = build_table(self.specs, encoder, storage, vectors)
         self.languages: LanguagePolicies | None = None  # set_languages
+        self.head_cuts: tuple[LanguageDetector, dict[str, float]] | None = None  # set_languages
         self.entities: EntityMatcher | None = None  # the Router's entities: section
         self._entity_routes = any(r.prefers_entities or r.requires_entities for r in self.specs)
 
@@ -90,6 +91,10 @@ class RouteTable:
         """Give queries in languages the exemplars do not cover their own policy
         (:mod:`routecore.languages`); a policy later set by hand is used as given."""
         self.languages = LanguagePolicies.build(self.policy, spec_policy, calibration)
+        # The head's out-of-scope cut per language the exemplars do not cover (routecore.exemplar_head).
+        cuts = {n: float(v["head_threshold"]) for n, v in calibration.languages.items() if "head_threshold" in v} if calibration else {}
+        detector = LanguageDetector.from_languages(calibration.languages) if cuts and calibration is not None else None
+        self.head_cuts = (detector, cuts) if detector is not None else None
 
     def policy_for(self, q: np.ndarray) -> tuple[Policy, str | None]:
         """The policy for query vector ``q`` and, when it is a language's own, that language."""
@@ -174,7 +179,7 @@ class RouteTable:
         r["lexical"], r["preferred"], found = pre.lexical, pre.preferred, pre.entities
         t2 = time.perf_counter()
         if self.head is not None:
-            self._apply_head(r, q)
+            self._apply_head(r, q, p)
         d = self._decide(text, r, previous, clarify, choose, p)
         d["entities"] = found
         t3 = time.perf_counter()
@@ -186,6 +191,9 @@ class RouteTable:
         if lang is not None:
             alerts.append(language_alert(lang, {k: (resolved(getattr(p, k), k), resolved(getattr(self.policy, k), k))
                                                 for k in ("min_score", "temperature")}))
+        elif r.get("head_language"):
+            hl, used, base = r["head_language"]
+            alerts.append(language_alert(hl, {"head_threshold": (used, base)}))
         dec = Decision(**d, alerts=tuple(alerts), timings=timings, query=text, previous_route=previous, error_message=self.policy.error_message, calibrated=self.calibrated)
         return trace("route decision", dec)
 
@@ -206,15 +214,31 @@ class RouteTable:
         """What each route's cosine gains from its lexical score for ``text`` (hybrid scoring), or None."""
         return self.lexical.bias(text, self.policy.lexical_weight or 0.0) if self.policy.lexical and self.lexical is not None else None
 
-    def _apply_head(self, r: dict[str, Any], q: np.ndarray) -> None:
-        """Replace softmax probabilities by the linear head's (O(routes x dim))."""
+    def _apply_head(self, r: dict[str, Any], q: np.ndarray, policy: Policy | None = None) -> None:
+        """Replace softmax probabilities by the linear head's (O(routes x dim)).
+
+        What the cosines gained before the decision (lexical scores, entity and context
+        boosts) moves the head's log-probabilities as it would move the cosine softmax's
+        (the gain over the temperature); the scope reads the head alone, as the cosine
+        cut reads the cosine."""
         p = self.head.proba(q)[0]
         cls = {c: i for i, c in enumerate(self.head.classes)}
         probs = np.array([p[cls[n]] if n in cls else 0.0 for n in self.table.names], dtype=np.float64)
         oos = float(p[cls[self.head.oos_class]]) if self.head.oos_class in cls else 0.0
+        threshold, lang = self.head.threshold, None
+        if self.head_cuts is not None:  # a query in a language the exemplars do not cover: its own cut
+            lang = self.head_cuts[0].detect(q)
+            threshold = self.head_cuts[1].get(lang, threshold)
+            r["head_language"] = (lang, threshold, self.head.threshold) if lang in self.head_cuts[1] else None
+        r["head_oos"] = oos >= probs.max() or probs.max() < threshold
         total = probs.sum()
-        r["probs"] = (probs / total if total > 0 else np.full(len(probs), 1 / len(probs))).astype(np.float32)
-        r["head_oos"] = oos >= probs.max() or probs.max() < self.head.threshold
+        probs = probs / total if total > 0 else np.full(len(probs), 1 / len(probs))
+        gain = np.asarray(r["adjusted"], np.float64) - np.asarray(r["dense"], np.float64)
+        if np.any(gain != 0):
+            logits = np.log(np.maximum(probs, 1e-30)) + gain / resolved((policy or self.policy).temperature, "temperature")
+            probs = np.exp(logits - logits.max())
+            probs /= probs.sum()
+        r["probs"] = probs.astype(np.float32)
 
     def _decide(self, text: str, r: dict[str, Any], previous: str | None, clarify: Decision | None, choose: Chooser | None = None,
                 policy: Policy | None = None) -> dict[str, Any]:
@@ -249,7 +273,7 @@ class RouteTable:
         # The scope reads the cosine (lexical hits move labels, not the scope), unless the query
         # holds an entity type the best route prefers: the config says such a query is its own.
         pref = r.get("preferred")
-        if r.get("head_oos") or (float(r["dense"][best]) < min_score and not (pref is not None and pref[best])):
+        if (r.get("head_oos") or float(r["dense"][best]) < min_score) and not (pref is not None and pref[best]):
             out.update(action="none", route=None, tier="low")
             return self._finish(out)
         if r["collision"] is not None and clarify is None:

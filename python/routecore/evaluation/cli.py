@@ -44,7 +44,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             router = Router.from_config(args.config, encoder=_encoder(args))
         elif args.train:
             router = R.build_router(D.load_routes(args.train), _encoder(args), shots=args.shots, seed=args.seed,
-                                    oos_label=args.oos_label, head=args.head, progress=progress)
+                                    oos_label=args.oos_label, head="exemplars" if args.head else False, progress=progress)
         else:
             raise SystemExit("routecore eval: give --bundle, --config or --train (or --tools for tool selection)")
         res = R.evaluate_routes(router, D.load_routes(args.data), oos_label=args.oos_label, progress=progress)
@@ -135,7 +135,9 @@ def add_eval_commands(sub: argparse._SubParsersAction[_P]) -> None:
     common.add_argument("--oos-label", default="oos", help="label of out-of-scope samples (default: oos)")
     common.add_argument("--shots", type=int, help="use a seeded sample of N exemplars per label")
     common.add_argument("--seed", type=int, default=0)
-    common.add_argument("--head", action="store_true", help="train a light linear head (with an out-of-scope class if present)")
+    common.add_argument("--head", action="store_true",
+                        help="train a light linear head: fit, on the train split (its out-of-scope rows as a class) and cut on --val; "
+                             "eval --train, on the exemplars with the background set as out of scope, calibrated zero-label")
     common.add_argument("--json", action="store_true", help="print results as JSON")
     common.add_argument("--no-progress", action="store_true", help="no progress bar")
 

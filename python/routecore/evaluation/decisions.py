@@ -27,7 +27,7 @@ def decide_vectors(router: Any, X: np.ndarray, texts: Sequence[str]) -> list[tup
         p, _ = rt.policy_for(x)
         r = table.score(x, p, [], p.top_exemplars, bias=rt.bias_and_entities(text, p).bias)
         if rt.head is not None:
-            rt._apply_head(r, x)
+            rt._apply_head(r, x, p)
         d = rt._decide("", r, None, None, policy=p)
         out.append((d["action"], d.get("route"), d["tier"]))
     return out

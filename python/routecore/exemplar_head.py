@@ -1,0 +1,245 @@
+"""A linear head trained on the routes' own exemplars, calibrated zero-label
+(``Policy(head="exemplars")``; issue 12).
+
+Softmax regression over the exemplar embeddings (:class:`LinearHead`), with the
+bundled background queries in the exemplars' own languages as one more class,
+out of scope (queries in other languages would teach it that a language is out
+of scope). No validation split is needed: the exemplars are split into
+``folds`` parts, a row and its nearest same-route near-copy always in one part,
+a head trained on the others scores each part, and those out-of-fold
+probabilities fit
+
+- the tiers (``high``/``margin`` at ``high_precision``, ``medium`` at
+  ``route_precision``, the previous-route pair at ``previous_precision``), read
+  on the head's in-scope probabilities as the router reads them, with and without
+  the lexical score's gain;
+- the head's out-of-scope cut (``LinearHead.threshold``) on its best in-scope
+  probability: it keeps :data:`IN_SCOPE_KEPT` of the out-of-fold exemplars the
+  head gets right (the background class rejects on its own when it wins);
+- per language the exemplars do not cover, that cut moved by how much less sure
+  the head is of the parallel set's sentences in that language
+  (:func:`language_cuts`).
+
+The head that serves is then trained on every row. It costs ``folds + 1``
+trainings at build time (seconds for 10k exemplars; a bundle keeps it), and
+O(routes x dim) per query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from routecore.calibration import Calibration
+from routecore.evaluation.head import LinearHead
+from routecore.fits import Targets, fit_medium, fit_tiers
+from routecore.held_out import near_duplicate_cut
+from routecore.languages import MIN_PAIRS, pairs
+from routecore.progress import Progress, ProgressArg
+
+#: The label of the background class; it cannot clash with a route name the head knows.
+OOS_CLASS = "\x00out-of-scope"
+#: Parts the exemplars are split into for the out-of-fold probabilities.
+FOLDS = 4
+#: The head's out-of-scope cut keeps this share of the out-of-fold exemplars it gets right.
+#: A cut between those rows and the background's (Youden's J, as for ``min_score``) sat
+#: far higher: the background class is learned, so held-out background rows score low,
+#: and it declined 30-48 % of MASSIVE's in-scope test queries (BENCHMARKS.md).
+IN_SCOPE_KEPT = 0.95
+#: Fewer out-of-fold rows than this and the tiers stay the cosine calibration's.
+MIN_ROWS = 20
+#: Language-specific fields the head's tiers replace (they were refitted on cosines).
+_TIER_KEYS = ("high", "margin", "medium", "previous_high", "previous_margin")
+
+
+@dataclass(frozen=True)
+class HeadFit:
+    """The head and the calibration fields its out-of-fold probabilities set."""
+
+    head: LinearHead
+    fields: dict[str, Any]
+    stats: dict[str, Any]
+
+
+def in_scope_probs(head: LinearHead, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(in-scope probabilities, out-of-scope probability, in-scope classes) of ``X``."""
+    P = head.proba(X)
+    keep = [i for i, c in enumerate(head.classes) if c != head.oos_class]
+    oos = P[:, head.classes.index(head.oos_class)] if head.oos_class in head.classes else np.zeros(len(P), P.dtype)
+    return P[:, keep], oos, [head.classes[i] for i in keep]
+
+
+def _near_copy_groups(V: np.ndarray, owners: np.ndarray, chunk: int = 1024) -> np.ndarray:
+    """A group id per row: a row and its nearest same-route exemplar share one when they
+    are near-copies (cosine at least the corpus-wide NEAR_DUPLICATE_QUANTILE of
+    same-route pairs), so that no row is scored out of fold by a head that saw its copy."""
+    if len(V) < 2:
+        return np.arange(len(V))
+    cut = float(near_duplicate_cut(V, owners, np.arange(len(V)))[0])
+    parent = np.arange(len(V))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = int(parent[i])
+        return i
+
+    for a in range(0, len(V), chunk):
+        C = V[a:a + chunk] @ V.T
+        C[np.arange(len(C)), np.arange(a, a + len(C))] = -np.inf
+        C[owners[a:a + chunk, None] != owners[None, :]] = -np.inf
+        nn = C.argmax(axis=1)
+        for i in np.flatnonzero(C[np.arange(len(C)), nn] >= cut).tolist():
+            x, y = find(a + i), find(int(nn[i]))
+            if x != y:
+                parent[max(x, y)] = min(x, y)
+    return np.array([find(i) for i in range(len(V))])
+
+
+def _folds(owners: np.ndarray, k: int, seed: int, groups: np.ndarray | None = None) -> np.ndarray:
+    """A fold per row, stratified by owner, each of ``groups`` in one fold; -1 (always
+    trained on) for the rows of an owner with a single group."""
+    rng = np.random.default_rng(seed)
+    out = np.full(len(owners), -1, np.int64)
+    groups = np.arange(len(owners)) if groups is None else groups
+    for o in np.unique(owners):
+        rows = np.flatnonzero(owners == o)
+        ids, inv = np.unique(groups[rows], return_inverse=True)
+        if len(ids) >= 2:
+            out[rows] = ((rng.permutation(len(ids)) + int(rng.integers(k))) % k)[inv]
+    return out
+
+
+def _top2(Q: np.ndarray, gold: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Best probability, margin and whether the best is ``gold``, per row of ``Q``."""
+    order = np.argsort(-Q, axis=1)[:, :2]
+    n = np.arange(len(Q))
+    top = Q[n, order[:, 0]]
+    second = Q[n, order[:, 1]] if Q.shape[1] > 1 else np.zeros(len(Q))
+    return top, top - second, order[:, 0] == gold
+
+
+def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], background: np.ndarray, base: Calibration, *,
+                      targets: Targets = Targets(), folds: int = FOLDS, epochs: int = 300, seed: int = 0,
+                      gain: np.ndarray | None = None, progress: ProgressArg = None) -> HeadFit:
+    """Train the head on ``V`` (rows of route ``owners``, routes ``names``) plus the
+    ``background`` rows that look like no exemplar, and fit its cuts out of fold.
+
+    A background row whose best exemplar cosine reaches ``base.match`` (the typical
+    score of a paraphrase under this encoder) may be in scope for these routes: it
+    is left out of the out-of-scope class. ``gain`` [rows, routes]: what each row's
+    routes gain before the decision (the lexical score, left out of its own row),
+    over the temperature; the tiers must then hold with it and without it, as the
+    cosine calibration's do."""
+    owners = np.asarray(owners, dtype=np.int64)
+    labels = np.array(names, dtype=object)[owners]
+    B = background
+    if len(B) and len(V):
+        B = B[(B @ V.T).max(axis=1) < base.match]
+    bar = Progress(folds + 1, "training the exemplar head", progress) if progress else None
+
+    def train(rows: np.ndarray, bg: np.ndarray) -> LinearHead:  # bg: a mask of background rows
+        h = LinearHead.fit(np.vstack([V[rows], B[bg]]), list(labels[rows]) + [OOS_CLASS] * int(bg.sum()),
+                           oos_label=OOS_CLASS, epochs=epochs, seed=seed)
+        if bar is not None:
+            bar.advance(1)
+        return h
+
+    groups = _near_copy_groups(V, owners)
+    fold, bfold = _folds(owners, folds, seed, groups), np.random.default_rng(seed + 1).permutation(len(B)) % folds
+    held = np.flatnonzero(fold >= 0)
+    fit_cuts = len(held) >= MIN_ROWS and len(names) >= 2
+    # Out of fold, per row: the in-scope probabilities (routes in ``names`` order), the best
+    # of them as the head gives it (the scope reads that), and whether the background class won.
+    Q = np.zeros((len(V), len(names)))
+    raw1, oos_first = np.zeros(len(V)), np.zeros(len(V), bool)
+    bg_raw, bg_first = np.zeros(len(B)), np.zeros(len(B), bool)
+    if fit_cuts:
+        for k in range(folds):
+            h = train(np.flatnonzero(fold != k), bfold != k)
+            rows = np.flatnonzero(fold == k)
+            P, o, cls = in_scope_probs(h, V[rows])
+            P = P[:, [cls.index(n) for n in names]]  # every route trains in every fold (stratified)
+            raw1[rows], oos_first[rows] = P.max(axis=1), o >= P.max(axis=1)
+            Q[rows] = P / P.sum(axis=1, keepdims=True)  # the router renormalises the in-scope probabilities
+            bq, bo, _ = in_scope_probs(h, B[bfold == k])
+            bg_raw[bfold == k], bg_first[bfold == k] = bq.max(axis=1), bo >= bq.max(axis=1)
+    head = train(np.arange(len(V)), np.ones(len(B), bool))
+    stats: dict[str, Any] = {"rows": int(len(V)), "groups": int(len(np.unique(groups))), "background": int(len(B)), "background_dropped": int(len(background) - len(B)),
+                             "folds": folds, "epochs": epochs}
+    fields: dict[str, Any] = {}
+    if fit_cuts:
+        p1, mg, right = _top2(Q[held], owners[held])
+        # Out of scope when the background class wins or the best in-scope probability is under
+        # the cut, which keeps IN_SCOPE_KEPT of the out-of-fold rows the head gets right.
+        kept = right & ~oos_first[held]
+        head.threshold = float(np.quantile(raw1[held][kept], 1.0 - IN_SCOPE_KEPT)) if kept.any() else 0.0
+        scoped = (raw1[held] >= head.threshold) & ~oos_first[held]
+        t1, tmg, tright = p1[scoped], mg[scoped], right[scoped]
+        if gain is not None and np.any(gain[held]):
+            G = np.log(np.maximum(Q[held][scoped], 1e-30)) + gain[held][scoped]
+            G = np.exp(G - G.max(axis=1, keepdims=True))
+            g1, gmg, gright = _top2(G / G.sum(axis=1, keepdims=True), owners[held][scoped])
+            t1, tmg, tright = np.concatenate([t1, g1]), np.concatenate([tmg, gmg]), np.concatenate([tright, gright])
+            stats["oof_top1_with_gain"] = float(gright.mean()) if len(gright) else None
+        tiers = fit_tiers(t1, tmg, tright, targets.high_precision)
+        prev = fit_tiers(t1, tmg, tright, targets.previous_precision) if tiers else None
+        medium = fit_medium(t1, tright, targets.route_precision)
+        if tiers is not None:
+            fields.update(high=tiers[0], margin=tiers[1])
+        if prev is not None:
+            fields.update(previous_high=prev[0], previous_margin=prev[1])
+        if medium is not None:
+            fields["medium"] = medium
+        routed = p1[scoped] >= fields.get("medium", base.medium)
+        stats.update(oof_top1=float(right.mean()), oof_kept=float(scoped.mean()), oof_routed=float(routed.sum() / len(held)),
+                     oof_routed_precision=float(right[scoped][routed].mean()) if routed.any() else None,
+                     background_rejected=float(((bg_raw < head.threshold) | bg_first).mean()) if len(B) else None)
+    else:
+        stats["cuts_fallback"] = True
+    stats["threshold"] = head.threshold
+    return HeadFit(head, fields, stats)
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    q = np.clip(p, 1e-6, 1 - 1e-6)
+    out: np.ndarray = np.log(q / (1 - q))
+    return out
+
+
+def language_cuts(head: LinearHead, languages: Mapping[str, Mapping[str, Any]], parallel: np.ndarray,
+                  rows: Sequence[tuple[int, str, str]]) -> dict[str, float]:
+    """The head's out-of-scope cut per language the exemplars do not cover (those the
+    cosine calibration adapted, :mod:`routecore.languages`): a query in such a language
+    gets a flatter head, so the cut moves by the median shift, in log-odds, of the
+    parallel sentences' best in-scope probability from a covered language to it. Only
+    sentences the head takes for in scope in the covered language count (the others
+    measure how out of scope they look, not how sure the head is of a route)."""
+    homes = [n for n, v in languages.items() if v.get("covered")]
+    out: dict[str, float] = {}
+    if not homes or not len(parallel) or head.threshold <= 0:
+        return out
+    P, oos, _ = in_scope_probs(head, parallel)
+    best = P.max(axis=1)
+    in_scope = (best >= head.threshold) & (oos < best)
+    for lang, v in languages.items():
+        if "offset" not in v:
+            continue
+        a, b = pairs(rows, homes, lang)
+        a, b = a[in_scope[a]], b[in_scope[a]]
+        if len(a) >= MIN_PAIRS:
+            shift = float(np.median(_logit(best[b]) - _logit(best[a])))
+            out[lang] = round(float(1 / (1 + np.exp(-(_logit(np.array([head.threshold]))[0] + shift)))), 6)
+    return out
+
+
+def with_head(base: Calibration, fit: HeadFit, cuts: Mapping[str, float] | None = None) -> Calibration:
+    """``base`` with the head's tiers, the cosine cut off (the head's decides the scope),
+    the languages' cosine tiers and cut dropped (the tool floor's offsets kept) and the
+    head's cut per language (``cuts``, :func:`language_cuts`) as ``head_threshold``."""
+    langs = {k: {f: v for f, v in d.items() if f not in _TIER_KEYS and f != "offset"} for k, d in base.languages.items()}
+    for k, t in (cuts or {}).items():
+        langs[k]["head_threshold"] = t
+    return replace(base, **fit.fields, min_score=0.0, per_route={}, languages=langs, stats={**base.stats, "head": fit.stats})
