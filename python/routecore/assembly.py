@@ -94,7 +94,7 @@ def _exemplar_head(encoder: EncoderLike, spec_policy: Policy, V: np.ndarray, own
     """The head of ``Policy(head="exemplars")`` and the calibration with its cuts
     (a manual policy keeps no calibration: the head only brings its scope cut)."""
     from routecore.background import background_languages, background_vectors, parallel_rows, parallel_vectors
-    from routecore.exemplar_head import fit_exemplar_head, language_cuts, with_head
+    from routecore.exemplar_head import fit_exemplar_head, language_fits, with_head
     from routecore.fits import Targets
 
     base = calibration or for_router(encoder, spec_policy, V, owners, len(routes), np.zeros((0, V.shape[1]), np.float32), [], 0,
@@ -115,8 +115,8 @@ def _exemplar_head(encoder: EncoderLike, spec_policy: Policy, V: np.ndarray, own
     fitted = fit_exemplar_head(V, np.asarray(owners), [r.name for r in routes], B, base, targets=targets, gain=gain, progress=progress)
     if calibration is None or calibration.source != "zero-label":
         return fitted.head, calibration
-    cuts = language_cuts(fitted.head, calibration.languages, parallel_vectors(encoder), parallel_rows())
-    return fitted.head, with_head(calibration, fitted, cuts)
+    per_language = language_fits(fitted, calibration.languages, parallel_vectors(encoder), parallel_rows(), targets)
+    return fitted.head, with_head(calibration, fitted, per_language)
 
 
 def known_vectors(table: ScoreTable) -> dict[str, np.ndarray]:

@@ -16,9 +16,9 @@ probabilities fit
 - the head's out-of-scope cut (``LinearHead.threshold``) on its best in-scope
   probability: it keeps :data:`IN_SCOPE_KEPT` of the out-of-fold exemplars the
   head gets right (the background class rejects on its own when it wins);
-- per language the exemplars do not cover, that cut moved by how much less sure
-  the head is of the parallel set's sentences in that language
-  (:func:`language_cuts`).
+- per language the exemplars do not cover, that cut and the tiers again, from
+  how the head's probabilities of the parallel set's sentences change from a
+  covered language to that one (:func:`language_fits`).
 
 The head that serves is then trained on every row. It costs ``folds + 1``
 trainings at build time (seconds for 10k exemplars; a bundle keeps it), and
@@ -36,7 +36,7 @@ from routecore.calibration import Calibration
 from routecore.evaluation.head import LinearHead
 from routecore.fits import Targets, fit_medium, fit_tiers
 from routecore.held_out import near_duplicate_cut
-from routecore.languages import MIN_PAIRS, pairs
+from routecore.languages import MIN_PAIRS, pairs, transfer
 from routecore.progress import Progress, ProgressArg
 
 #: The label of the background class; it cannot clash with a route name the head knows.
@@ -61,6 +61,8 @@ class HeadFit:
     head: LinearHead
     fields: dict[str, Any]
     stats: dict[str, Any]
+    #: The out-of-fold in-scope rows the tiers were fitted on: log-probabilities and routes.
+    oof: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def in_scope_probs(head: LinearHead, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -177,6 +179,7 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
         kept = right & ~oos_first[held]
         head.threshold = float(np.quantile(raw1[held][kept], 1.0 - IN_SCOPE_KEPT)) if kept.any() else 0.0
         scoped = (raw1[held] >= head.threshold) & ~oos_first[held]
+        oof = (np.log(np.maximum(Q[held][scoped], 1e-30)), owners[held][scoped])
         t1, tmg, tright = p1[scoped], mg[scoped], right[scoped]
         if gain is not None and np.any(gain[held]):
             G = np.log(np.maximum(Q[held][scoped], 1e-30)) + gain[held][scoped]
@@ -199,8 +202,9 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
                      background_rejected=float(((bg_raw < head.threshold) | bg_first).mean()) if len(B) else None)
     else:
         stats["cuts_fallback"] = True
+        oof = None
     stats["threshold"] = head.threshold
-    return HeadFit(head, fields, stats)
+    return HeadFit(head, fields, stats, oof)
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -209,37 +213,63 @@ def _logit(p: np.ndarray) -> np.ndarray:
     return out
 
 
-def language_cuts(head: LinearHead, languages: Mapping[str, Mapping[str, Any]], parallel: np.ndarray,
-                  rows: Sequence[tuple[int, str, str]]) -> dict[str, float]:
-    """The head's out-of-scope cut per language the exemplars do not cover (those the
-    cosine calibration adapted, :mod:`routecore.languages`): a query in such a language
-    gets a flatter head, so the cut moves by the median shift, in log-odds, of the
-    parallel sentences' best in-scope probability from a covered language to it. Only
-    sentences the head takes for in scope in the covered language count (the others
-    measure how out of scope they look, not how sure the head is of a route)."""
+def language_fits(fit: HeadFit, languages: Mapping[str, Mapping[str, Any]], parallel: np.ndarray,
+                  rows: Sequence[tuple[int, str, str]], targets: Targets = Targets(), seed: int = 0) -> dict[str, dict[str, float]]:
+    """Per language the exemplars do not cover (those the cosine calibration adapted,
+    :mod:`routecore.languages`), the head's own numbers for queries in it, measured on
+    the parallel sentences the head takes for in scope in a covered language:
+
+    - ``head_threshold``: the scope cut moved by the median shift, in log-odds, of
+      their best in-scope probability from the covered language to this one;
+    - the tiers and ``medium``: the out-of-fold rows' log-probabilities rescored as
+      this language's (the slope and noise of the same sentences' log-probabilities,
+      ``languages.transfer``) and the cuts fitted on them at the same targets: the
+      head is right on fewer queries of another language at the same probability.
+
+    Sentences the head declines in the covered language measure how out of scope they
+    look, not how sure it is of a route, and are left out."""
+    head = fit.head
     homes = [n for n, v in languages.items() if v.get("covered")]
-    out: dict[str, float] = {}
+    out: dict[str, dict[str, float]] = {}
     if not homes or not len(parallel) or head.threshold <= 0:
         return out
     P, oos, _ = in_scope_probs(head, parallel)
     best = P.max(axis=1)
     in_scope = (best >= head.threshold) & (oos < best)
+    logp = np.log(np.maximum(P / P.sum(axis=1, keepdims=True), 1e-30))
     for lang, v in languages.items():
         if "offset" not in v:
             continue
         a, b = pairs(rows, homes, lang)
         a, b = a[in_scope[a]], b[in_scope[a]]
-        if len(a) >= MIN_PAIRS:
-            shift = float(np.median(_logit(best[b]) - _logit(best[a])))
-            out[lang] = round(float(1 / (1 + np.exp(-(_logit(np.array([head.threshold]))[0] + shift)))), 6)
+        if len(a) < MIN_PAIRS:
+            continue
+        shift = float(np.median(_logit(best[b]) - _logit(best[a])))
+        fields = {"head_threshold": round(float(1 / (1 + np.exp(-(_logit(np.array([head.threshold]))[0] + shift)))), 6)}
+        if fit.oof is not None and len(fit.oof[1]):
+            slope, noise, _ = transfer(logp[a], logp[b])
+            rng = np.random.default_rng(seed)
+            L, gold = fit.oof
+            Z = slope * L + rng.normal(0.0, noise, L.shape)
+            Z = np.exp(Z - Z.max(axis=1, keepdims=True))
+            p1, mg, right = _top2(Z / Z.sum(axis=1, keepdims=True), gold)
+            medium, tiers = fit_medium(p1, right, targets.route_precision), fit_tiers(p1, mg, right, targets.high_precision)
+            prev = fit_tiers(p1, mg, right, targets.previous_precision) if tiers else None
+            fields.update({"medium": medium} if medium is not None else {})
+            fields.update({"high": tiers[0], "margin": tiers[1]} if tiers else {})
+            fields.update({"previous_high": prev[0], "previous_margin": prev[1]} if prev else {})
+            fields.update(head_slope=round(slope, 6), head_noise=round(noise, 6))
+        out[lang] = fields
     return out
 
 
-def with_head(base: Calibration, fit: HeadFit, cuts: Mapping[str, float] | None = None) -> Calibration:
-    """``base`` with the head's tiers, the cosine cut off (the head's decides the scope),
-    the languages' cosine tiers and cut dropped (the tool floor's offsets kept) and the
-    head's cut per language (``cuts``, :func:`language_cuts`) as ``head_threshold``."""
-    langs = {k: {f: v for f, v in d.items() if f not in _TIER_KEYS and f != "offset"} for k, d in base.languages.items()}
-    for k, t in (cuts or {}).items():
-        langs[k]["head_threshold"] = t
+def with_head(base: Calibration, fit: HeadFit, per_language: Mapping[str, Mapping[str, float]] | None = None) -> Calibration:
+    """``base`` with the head's tiers and the cosine cut off (the head's decides the
+    scope). Languages lose their cosine numbers (the tool floor's offset stays); those
+    in ``per_language`` (:func:`language_fits`) get the head's, with an ``offset`` of 0
+    so that their queries are decided under them."""
+    cosine = set(_TIER_KEYS) | {"offset", "slope", "noise", "temperature"}
+    langs = {k: {f: v for f, v in d.items() if f not in cosine} for k, d in base.languages.items()}
+    for k, fields in (per_language or {}).items():
+        langs[k].update(fields, offset=0.0)
     return replace(base, **fit.fields, min_score=0.0, per_route={}, languages=langs, stats={**base.stats, "head": fit.stats})

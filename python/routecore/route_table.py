@@ -188,12 +188,14 @@ class RouteTable:
         alerts = list(d.pop("alerts"))
         if truncated:
             alerts.append(Alert("truncated", "the query was truncated at the model's max_length"))
-        if lang is not None:
-            alerts.append(language_alert(lang, {k: (resolved(getattr(p, k), k), resolved(getattr(self.policy, k), k))
-                                                for k in ("min_score", "temperature")}))
-        elif r.get("head_language"):
-            hl, used, base = r["head_language"]
-            alerts.append(language_alert(hl, {"head_threshold": (used, base)}))
+        head_lang = r.get("head_language")
+        if lang is not None or head_lang:
+            # The numbers this language changed: the cosine cut and temperature, or the head's cut and tiers.
+            keys = ("min_score", "temperature") if self.head is None else ("medium", "high")
+            used = {k: (resolved(getattr(p, k), k), resolved(getattr(self.policy, k), k)) for k in keys}
+            if head_lang:
+                used["head_threshold"] = head_lang[1:]
+            alerts.append(language_alert(lang if lang is not None else str(head_lang[0] if head_lang else ""), used))
         dec = Decision(**d, alerts=tuple(alerts), timings=timings, query=text, previous_route=previous, error_message=self.policy.error_message, calibrated=self.calibrated)
         return trace("route decision", dec)
 
