@@ -136,7 +136,8 @@ def test_step_with_bias(benchmark, storage, bias_kind):
     _native.set_route_parallel_cutoff(1 << 62)  # one thread, as routers run it
     benchmark.group = f"routing step 150x100 d=384 {storage}: bias"
     benchmark.extra_info.update({"storage": storage, "bias": bias_kind})
-    fn = lambda: ix.score_routes(q, "max", 3, 0.05, ["dom1"], 1.15, 0.7, 0.08, 5, 10, 0.0, float("inf"), True, [], bias)  # noqa: E731
+    params = _native.StepParams(active_domains=["dom1"])
+    fn = lambda: ix.score_routes(q, params, bias)  # noqa: E731
     try:
         benchmark.pedantic(fn, rounds=400, warmup_rounds=10)
     finally:

@@ -30,6 +30,7 @@ def test_scoring_step(benchmark, d, threads, storage):
     stream_us = n * d * (4 if storage == "f32" else 1) / (bw * 1e9) * 1e6
     benchmark.group = f"scoring step 150x100 threads={threads}"
     benchmark.extra_info.update({"d": d, "threads": threads, "storage": storage, "bandwidth_gbps": bw, "stream_us": stream_us})
-    fn = lambda: impl.score_routes(q, "max", 3, 0.05, ["dom1"], 1.15, 0.7, 0.08, 5)  # noqa: E731
+    params = _native.StepParams(active_domains=["dom1"])
+    fn = lambda: impl.score_routes(q, params)  # noqa: E731
     benchmark.pedantic(fn, rounds=300, warmup_rounds=5)
     _native.set_route_parallel_cutoff(1 << 24)

@@ -31,12 +31,48 @@ def test_every_layer_from_one_encode(cr, encoder):
     assert len(calls) == 1  # one encode for four layers
     assert ctx.label("urgency") == "high" and ctx.label("domain") == "infrastructure"
     assert {e.kind for e in ctx.entities} == {"service", "incident_id"}
-    assert set(ctx.timings) == {"encode", "intent", "urgency", "sensitivity", "domain", "total"}
+    assert set(ctx.timings) == {"encode", "scoring", "intent", "urgency", "sensitivity", "domain", "total"}
     for r in ctx.layers.values():
         assert r.decision is not None and 0.0 <= r.probability <= 1.0 and r.tier in ("high", "medium", "low")
     assert json.loads(json.dumps(ctx.to_dict()))["layers"]["urgency"]["label"] == "high"
     with pytest.raises(KeyError, match="layers"):
         ctx.label("mood")
+
+
+def test_one_native_call_scores_every_layer_and_decides_as_route_does(cr, encoder, monkeypatch):
+    from routecore import _native, tables
+
+    calls = []
+    real = _native.score_many
+    monkeypatch.setattr(tables._native, "score_many", lambda *a: calls.append(len(a[0])) or real(*a))
+    queries = ["urgent: production is down, the Kafka cluster INC20481234 crashed", "can you review my pull request when you have time",
+               "write a poem about autumn", "my social security number is 078-05-1120, update my file"]
+    for query in queries:
+        ctx = cr.detect(query)
+        q = encoder.encode([query])[0]
+        for name, router in cr.layers.items():
+            d, ref = ctx.layers[name].decision, router.route(query, vector=q)
+            assert (d.action, d.route, d.tier, d.alerts) == (ref.action, ref.route, ref.tier, ref.alerts)
+            assert d.confidence == pytest.approx(ref.confidence, abs=1e-6)
+            assert dict(d.probabilities) == pytest.approx(dict(ref.probabilities), abs=1e-6)
+    assert calls == [len(cr.layers)] * len(queries)  # one call per query, every layer in it
+
+
+def test_score_many_checks_its_arguments(cr, encoder):
+    from routecore import _native
+    from routecore.errors import DimensionMismatchError, InvalidArgumentError
+
+    ix = [r.route_table.table.index._impl for r in cr.layers.values()]
+    q = encoder.encode(["hello"])[0]
+    p = _native.StepParams()
+    assert _native.score_many([], q, [], []) == []
+    with pytest.raises(InvalidArgumentError):
+        _native.score_many(ix, q, [p], [None])
+    with pytest.raises(DimensionMismatchError):
+        _native.score_many(ix[:1], q[:10], [p], [None])
+    other = _native.FlatIndex(8)
+    with pytest.raises(DimensionMismatchError):
+        _native.score_many([ix[0], other], q, [p, p], [None, None])
 
 
 def test_layers_decide_what_they_should(cr):

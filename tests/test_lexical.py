@@ -229,7 +229,7 @@ def routes(storage: str, seed: int = 0):
 def test_bias_none_is_the_plain_step_and_a_bias_moves_it(storage):
     ix, q = routes(storage)
     n = len(ix.label_names())
-    args = (q, "max", 3, 0.05, ["d1"], 1.15, 0.7, 0.08, 5, 3, 0.0, float("inf"), True, [])
+    args = (q, _native.StepParams(active_domains=["d1"], exact_top=3))
     plain, none = ix.score_routes(*args), ix.score_routes(*args, None)
     assert plain.keys() == none.keys() and "dense" not in plain
     for k in plain:

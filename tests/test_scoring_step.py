@@ -44,7 +44,7 @@ def reference(X, labels, names, q, how, n):
        st.integers(1, 8), st.floats(0.0, 0.2), st.integers(0, 10_000), st.booleans())
 def test_int8_step_is_exact_where_it_matters_and_bounded_elsewhere(n_routes, per, d, how, exact_top, band, seed, shuffle):
     ix, X, labels, q = make(n_routes, per, d, "int8", seed, shuffle=shuffle)
-    r = ix.score_routes(q, how, 3, 0.05, [], 1.15, 0.7, 0.08, 5, exact_top, band)
+    r = ix.score_routes(q, _native.StepParams(aggregation=how, exact_top=exact_top, exact_band=band))
     names = ix.label_names()
     ref, s = reference(X, labels, names, q, how, 3)
     bound = r["bound"]
@@ -75,13 +75,13 @@ def test_exact_storages_report_zero_bounds(storage):
 def test_int8_floor_and_affinity():
     ix, X, labels, q = make(50, 10, 96, "int8", 7)
     # A floor below every score makes every route exact.
-    r = ix.score_routes(q, exact_top=1, exact_band=0.0, exact_floor=-2.0)
+    r = ix.score_routes(q, _native.StepParams(exact_top=1, exact_band=0.0, exact_floor=-2.0))
     assert not r["bound"].any()
     # With a domain active, contenders are judged on adjusted scores.
-    a = ix.score_routes(q, active_domains=["d1"], exact_top=3, exact_band=0.0)
+    a = ix.score_routes(q, _native.StepParams(active_domains=["d1"], exact_top=3, exact_band=0.0))
     best = np.argsort(-a["adjusted"], kind="stable")[:3]
     assert not a["bound"][best].any()
     e = _native.FlatIndex(96, "f32")
     e.add(np.arange(len(X), dtype=np.uint64), X, labels, [f"d{(i // 10) % 3}" for i in range(len(X))])
-    b = e.score_routes(q, active_domains=["d1"])
+    b = e.score_routes(q, _native.StepParams(active_domains=["d1"]))
     np.testing.assert_allclose(a["adjusted"][best], b["adjusted"][best], atol=1e-5)

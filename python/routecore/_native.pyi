@@ -23,6 +23,8 @@ __all__ = [
     "RuntimeUnavailableError",
     "StorageIOError",
     "FlatIndex",
+    "StepParams",
+    "score_many",
     "Encoder",
     "LexicalIndex",
     "EntitySet",
@@ -58,21 +60,13 @@ class StorageIOError(RoutecoreError): ...
 # Stub-only alias (private, so stubtest does not look for it at runtime).
 _F32: TypeAlias = npt.NDArray[np.float32]
 
-# A pyo3 class: not subclassable at runtime.
 @final
-class FlatIndex:
-    """Flat exact index; inputs must be C-contiguous float32 (rank 1 or 2)."""
+class StepParams:
+    """The parameters of one routing step, built once per policy (keyword-only)."""
 
-    # pyo3 ``#[new]``: the constructor is ``__new__`` (``__init__`` is object's).
-    def __new__(cls, dim: int, storage: str = "f32", normalize: bool = True) -> FlatIndex: ...
-    def add(self, ids: npt.NDArray[np.uint64], vectors: _F32, labels: list[str] | None = None, domains: list[str] | None = None) -> None: ...
-    def update(self, ids: npt.NDArray[np.uint64], vectors: _F32, labels: list[str] | None = None, domains: list[str] | None = None) -> None: ...
-    def remove(self, ids: npt.NDArray[np.uint64]) -> None: ...
-    def search(self, queries: _F32, k: int) -> tuple[_F32, npt.NDArray[np.uint64], npt.NDArray[np.uint32]]: ...
-    def score_all(self, query: _F32) -> _F32: ...
-    def score_routes(
-        self,
-        query: _F32,
+    def __new__(
+        cls,
+        *,
         aggregation: str = "max",
         top_n: int = 3,
         temperature: float = 0.05,
@@ -86,8 +80,25 @@ class FlatIndex:
         exact_floor: float = ...,
         probabilities: bool = True,
         exact_routes: list[str] = ...,
-        bias: _F32 | None = None,
-    ) -> dict[str, Any]:
+    ) -> StepParams: ...
+
+def score_many(indexes: list[FlatIndex], query: _F32, params: list[StepParams], biases: list[_F32 | None]) -> list[dict[str, Any]]:
+    """One routing step per index on one query vector, in one call (GIL released once)."""
+    ...
+
+# A pyo3 class: not subclassable at runtime.
+@final
+class FlatIndex:
+    """Flat exact index; inputs must be C-contiguous float32 (rank 1 or 2)."""
+
+    # pyo3 ``#[new]``: the constructor is ``__new__`` (``__init__`` is object's).
+    def __new__(cls, dim: int, storage: str = "f32", normalize: bool = True) -> FlatIndex: ...
+    def add(self, ids: npt.NDArray[np.uint64], vectors: _F32, labels: list[str] | None = None, domains: list[str] | None = None) -> None: ...
+    def update(self, ids: npt.NDArray[np.uint64], vectors: _F32, labels: list[str] | None = None, domains: list[str] | None = None) -> None: ...
+    def remove(self, ids: npt.NDArray[np.uint64]) -> None: ...
+    def search(self, queries: _F32, k: int) -> tuple[_F32, npt.NDArray[np.uint64], npt.NDArray[np.uint32]]: ...
+    def score_all(self, query: _F32) -> _F32: ...
+    def score_routes(self, query: _F32, params: StepParams | None = None, bias: _F32 | None = None) -> dict[str, Any]:
         """One routing step. Keys: raw, bound, adjusted, probs, route_domains,
         top_scores, top_ids, top_labels, collision. With int8 storage, routes
         outside the exact set (``exact_top``/``exact_band``/``exact_floor``/``exact_routes``) keep

@@ -143,15 +143,26 @@ class ContextRouter:
         return cls(layers, entities)
 
     def detect(self, query: str) -> Context:
-        """Encode ``query`` once and decide every layer on that vector."""
+        """Encode ``query`` once and decide every layer on that vector: every layer's
+        table is scored in one native call (``tables.score_many``), then each layer's
+        rules decide. ``timings``: the encoder, that call, and each layer's rules."""
+        from routecore.tables import score_many
+
+        tables = [router.route_table for router in self.layers.values()]
+        for rt in tables:
+            rt._text(query, None, None)  # the checks of route(): a str, a table with routes
         t0 = time.perf_counter()
         enc = self.encoder.encode_with_stats([query])
         t1 = time.perf_counter()
+        q = enc.embeddings[0]
+        prepared = [rt.prepare(query, q) for rt in tables]
+        scored = score_many([rt.table for rt in tables], q, [rt.step(pp) for rt, pp in zip(tables, prepared)], [pp.pre.bias for pp in prepared])
+        t2 = time.perf_counter()
         results: dict[str, LayerResult] = {}
-        timings = {"encode": (t1 - t0) * 1e3}
-        for name, router in self.layers.items():
+        timings = {"encode": (t1 - t0) * 1e3, "scoring": (t2 - t1) * 1e3}
+        for (name, router), rt, pp, r in zip(self.layers.items(), tables, prepared, scored):
             ts = time.perf_counter()
-            d = router.route(query, vector=enc.embeddings[0])
+            d = router._emit(rt.decide(query, q, None, (), None, t0, enc.tokenize_ms, bool(enc.truncated), prepared=pp, scored=r))
             timings[name] = (time.perf_counter() - ts) * 1e3
             label = d.route if d.action == "route" else None
             results[name] = LayerResult(label, float(d.confidence), d.tier, d.action, d.alerts, d)

@@ -35,6 +35,18 @@ class PreScore(NamedTuple):
     preferred: np.ndarray | None  # routes that prefer a type the query holds
 
 
+class Prepared(NamedTuple):
+    """What a decision needs before its native step: the policy for the query (and its
+    language when it has its own), what the step adds to the cosines, the routes kept
+    exact, and when this began."""
+
+    policy: Policy
+    language: str | None
+    pre: PreScore
+    exact: list[str]
+    t1: float
+
+
 #: A call that picks a route for an LLM request (``LLMRouter.choose``, or its async stand-in).
 Chooser = Callable[[LLMRequest], LLMChoice]
 
@@ -167,15 +179,28 @@ class RouteTable:
 
         return list(executor.map(one, range(len(texts)))) if executor is not None else [one(i) for i in range(len(texts))]
 
-    def decide(self, text: str, q: np.ndarray, previous: str | None, context_domains: Sequence[str], clarify: Decision | None,
-               t0: float, tokenize_ms: float = 0.0, truncated: bool = False, choose: Chooser | None = None) -> Decision:
-        """The decision for ``text`` whose embedding is ``q``; ``t0`` is when its encoding began."""
+    def prepare(self, text: str, q: np.ndarray, previous: str | None = None, clarify: Decision | None = None) -> Prepared:
+        """The part of :meth:`decide` before the native step."""
         t1 = time.perf_counter()
         p, lang = self.policy_for(q)
         # The previous route and the clarified candidates may be lifted above the best routes: keep them exact.
         exact = ([previous] if previous else []) + (list(clarify.candidates) if clarify is not None else [])
-        pre = self.bias_and_entities(text, p)
-        r = self.table.score(q, p, list(context_domains), p.top_exemplars, exact=exact, bias=pre.bias)
+        return Prepared(p, lang, self.bias_and_entities(text, p), exact, t1)
+
+    def step(self, prepared: Prepared, context_domains: Sequence[str] = ()) -> Any:
+        """The native step's parameters for a prepared decision (``tables.score_many``)."""
+        p = prepared.policy
+        return self.table.step(p, list(context_domains), p.top_exemplars, exact=prepared.exact)
+
+    def decide(self, text: str, q: np.ndarray, previous: str | None, context_domains: Sequence[str], clarify: Decision | None,
+               t0: float, tokenize_ms: float = 0.0, truncated: bool = False, choose: Chooser | None = None,
+               prepared: Prepared | None = None, scored: dict[str, Any] | None = None) -> Decision:
+        """The decision for ``text`` whose embedding is ``q``; ``t0`` is when its encoding began.
+        ``prepared`` (:meth:`prepare`) and ``scored`` (its native step, done elsewhere: several
+        tables in one call) skip those parts."""
+        prep = prepared if prepared is not None else self.prepare(text, q, previous, clarify)
+        p, lang, pre, exact, t1 = prep
+        r = scored if scored is not None else self.table.score(q, p, list(context_domains), p.top_exemplars, exact=exact, bias=pre.bias)
         r["lexical"], r["preferred"], found = pre.lexical, pre.preferred, pre.entities
         t2 = time.perf_counter()
         if self.head is not None:

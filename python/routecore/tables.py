@@ -13,11 +13,12 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
+from routecore import _native
 from routecore._arrays import as_f32
 from routecore.decision import Alert
 from routecore.errors import DimensionMismatchError, InvalidArgumentError, NonFiniteError
 from routecore.index import VectorIndex
-from routecore.policy import Policy
+from routecore.policy import Policy, resolved
 from routecore.progress import Progress
 
 
@@ -56,6 +57,7 @@ class ScoreTable:
             storage = "int8" if len(texts) * dim >= AUTO_INT8_ELEMENTS else "f32"
         self.storage = storage
         self.index = VectorIndex(dim, backend="flat", storage=storage)
+        self._steps: dict[tuple[Any, ...], Any] = {}  # StepParams per distinct policy values (step())
         if len(texts):
             self.index.add(np.arange(len(texts)), vectors, [names[o] for o in owners], [domains[o] for o in owners])
         label_names = self.labels = self.index.label_names()
@@ -67,6 +69,32 @@ class ScoreTable:
         dom = {d: i for i, d in enumerate(sorted(set(domains)))}
         self.domain_ids = np.array([dom[d] for d in domains], dtype=np.uint32)
 
+    def step(self, policy: Policy, active: Sequence[str], top: int, aggregation: str | None = None, exact_top: int | None = None,
+             exact_floor: float = float("inf"), probabilities: bool = True, exact: Sequence[str] = ()) -> Any:
+        """The parameters of one native step (``_native.StepParams``) under ``policy``, kept
+        per distinct set of values: most calls of a router share one."""
+        key = (policy.temperature, aggregation or policy.aggregation, policy.top_n, tuple(active), policy.affinity_boost,
+               policy.affinity_penalty, policy.collision_gap, top, exact_top or policy.exact_top, policy.exact_band, exact_floor,
+               probabilities, tuple(exact))
+        p = self._steps.get(key)
+        if p is None:
+            if len(self._steps) >= 64:  # per-query exact routes (previous route, clarified candidates) vary
+                self._steps.clear()
+            p = self._steps[key] = _native.StepParams(
+                aggregation=key[1], top_n=policy.top_n, temperature=resolved(policy.temperature, "temperature"), active_domains=list(active),
+                boost=resolved(policy.affinity_boost, "affinity_boost"), penalty=resolved(policy.affinity_penalty, "affinity_penalty"),
+                collision_gap=resolved(policy.collision_gap, "collision_gap"), top_exemplars=top,
+                exact_top=key[8], exact_band=policy.exact_band, exact_floor=exact_floor, probabilities=probabilities, exact_routes=list(exact))
+        return p
+
+    def coded(self, bias: np.ndarray | None) -> np.ndarray | None:
+        """``bias`` (spec order) in label-code order, as the native step takes it."""
+        if bias is None:
+            return None
+        coded = np.zeros(len(self.labels), np.float32)
+        coded[self.codes] = bias
+        return coded
+
     def score(self, q: np.ndarray, policy: Policy, active: list[str], top: int, aggregation: str | None = None,
               exact_top: int | None = None, exact_floor: float = float("inf"), probabilities: bool = True,
               exact: Sequence[str] = (), bias: np.ndarray | None = None) -> dict[str, Any]:
@@ -74,19 +102,25 @@ class ScoreTable:
 
         ``bias`` (spec order) is added to each route's cosine before anything else
         (hybrid scoring); ``raw`` then holds the sums and ``dense`` the cosines."""
-        coded = None
-        if bias is not None:
-            coded = np.zeros(len(self.labels), np.float32)
-            coded[self.codes] = bias
-        r: dict[str, Any] = self.index._impl.score_routes(q, aggregation or policy.aggregation, policy.top_n, policy.temperature, active,
-                                          policy.affinity_boost, policy.affinity_penalty, policy.collision_gap, top,
-                                          exact_top or policy.exact_top, policy.exact_band, exact_floor, probabilities, list(exact), coded)
+        p = self.step(policy, active, top, aggregation, exact_top, exact_floor, probabilities, exact)
+        return self.in_spec_order(self.index._impl.score_routes(q, p, self.coded(bias)))
+
+    def in_spec_order(self, r: dict[str, Any]) -> dict[str, Any]:
+        """A native step's per-route arrays (label-code order) in spec order."""
         c = self.codes
         r["raw"], r["adjusted"], r["bound"] = r["raw"][c], r["adjusted"][c], r["bound"][c]
         r["dense"] = r["dense"][c] if r.get("dense") is not None else r["raw"]
-        if probabilities:
+        if len(r["probs"]):
             r["probs"] = r["probs"][c]
         return r
+
+
+def score_many(tables: Sequence[ScoreTable], q: np.ndarray, steps: Sequence[Any], biases: Sequence[np.ndarray | None]) -> list[dict[str, Any]]:
+    """One native step per table on the one vector ``q``, in one native call (context
+    layers); ``steps[i]`` (:meth:`ScoreTable.step`) and ``biases[i]`` (spec order) go with
+    ``tables[i]``. Results as :meth:`ScoreTable.score` gives them."""
+    out = _native.score_many([t.index._impl for t in tables], q, list(steps), [t.coded(b) for t, b in zip(tables, biases)])
+    return [t.in_spec_order(r) for t, r in zip(tables, out)]
 
 
 def query_vectors(vectors: Any, dim: int, n: int | None = None) -> np.ndarray:

@@ -6,7 +6,7 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
-use routecore_core::scoring::step::{score_routes_biased, StepParams};
+use routecore_core::scoring::step::{score_routes_biased, StepParams, StepResult};
 use routecore_core::scoring::Aggregation;
 use routecore_core::{persist, Error, FlatIndex, StorageKind};
 
@@ -56,7 +56,25 @@ fn name_list<'py>(
     PyList::new(py, codes.iter().map(|&c| &names[c as usize]))
 }
 
+/// What one routing step returns before conversion: the result, and the ids and
+/// label codes of its best exemplars (read under the same lock).
+type StepOut = (StepResult, Vec<u64>, Vec<u32>);
+
 impl PyFlatIndex {
+    /// One routing step under the read lock (no GIL needed).
+    fn step(
+        &self,
+        query: &[f32],
+        p: &StepParams,
+        bias: Option<&[f32]>,
+    ) -> routecore_core::Result<StepOut> {
+        let g = self.inner.read();
+        let r = score_routes_biased(&g, query, p, bias)?;
+        let ids: Vec<u64> = r.top.iter().map(|h| g.ids()[h.index]).collect();
+        let labels: Vec<u32> = r.top.iter().map(|h| g.label_codes()[h.index]).collect();
+        Ok((r, ids, labels))
+    }
+
     /// Convert one add/update batch and run `op` under the write lock, GIL released.
     fn write_batch(
         &self,
@@ -158,73 +176,27 @@ impl PyFlatIndex {
 
     /// One native routing step; see `routecore_core::scoring::step`. Returns a dict
     /// of arrays; with a `bias` (float32, one per label code), also `dense` and `top_dense`.
-    #[pyo3(signature = (query, aggregation = "max", top_n = 3, temperature = 0.05, active_domains = Vec::new(), boost = 1.15, penalty = 0.7, collision_gap = 0.08, top_exemplars = 5, exact_top = 10, exact_band = 0.0, exact_floor = f32::INFINITY, probabilities = true, exact_routes = Vec::new(), bias = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (query, params = None, bias = None))]
     fn score_routes<'py>(
         &self,
         py: Python<'py>,
         query: &Bound<'py, PyAny>,
-        aggregation: &str,
-        top_n: usize,
-        temperature: f32,
-        active_domains: Vec<String>,
-        boost: f32,
-        penalty: f32,
-        collision_gap: f32,
-        top_exemplars: usize,
-        exact_top: usize,
-        exact_band: f32,
-        exact_floor: f32,
-        probabilities: bool,
-        exact_routes: Vec<String>,
+        params: Option<PyRef<'py, PyStepParams>>,
         bias: Option<PyReadonlyArray1<'py, f32>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let q = F32Rows::extract(query, "query", self.inner.read().dim())?;
         let data = q.slice();
         let bias = bias.as_ref().map(|b| b.as_slice()).transpose()?;
-        let p = StepParams {
-            aggregation: Aggregation::parse(aggregation, top_n).map_err(PyRcErr)?,
-            temperature,
-            active_domains,
-            boost,
-            penalty,
-            collision_gap,
-            top_exemplars,
-            exact_top,
-            exact_band,
-            exact_floor,
-            probabilities,
-            exact_routes,
+        let default;
+        let p = match &params {
+            Some(p) => &p.inner,
+            None => {
+                default = PyStepParams::default().inner;
+                &default
+            }
         };
-        let (r, top_ids, top_labels) = py
-            .detach(|| {
-                let g = self.inner.read();
-                let r = score_routes_biased(&g, data, &p, bias)?;
-                let ids: Vec<u64> = r.top.iter().map(|h| g.ids()[h.index]).collect();
-                let labels: Vec<u32> = r.top.iter().map(|h| g.label_codes()[h.index]).collect();
-                Ok::<_, Error>((r, ids, labels))
-            })
-            .map_err(PyRcErr)?;
-        let d = PyDict::new(py);
-        d.set_item("raw", PyArray1::from_vec(py, r.raw))?;
-        d.set_item("bound", PyArray1::from_vec(py, r.bound))?;
-        d.set_item("adjusted", PyArray1::from_vec(py, r.adjusted))?;
-        d.set_item("probs", PyArray1::from_vec(py, r.probs))?;
-        d.set_item("route_domains", PyArray1::from_vec(py, r.route_domains))?;
-        d.set_item(
-            "top_scores",
-            PyArray1::from_vec(py, r.top.iter().map(|h| h.score).collect::<Vec<f32>>()),
-        )?;
-        d.set_item("top_ids", PyArray1::from_vec(py, top_ids))?;
-        d.set_item("top_labels", PyArray1::from_vec(py, top_labels))?;
-        d.set_item("collision", r.collision.map(|c| (c.first, c.second, c.gap)))?;
-        if let Some(v) = r.dense {
-            d.set_item("dense", PyArray1::from_vec(py, v))?;
-        }
-        if let Some(v) = r.top_dense {
-            d.set_item("top_dense", PyArray1::from_vec(py, v))?;
-        }
-        Ok(d)
+        let out = py.detach(|| self.step(data, p, bias)).map_err(PyRcErr)?;
+        step_dict(py, out)
     }
 
     fn label_names(&self) -> Vec<String> {
@@ -287,4 +259,143 @@ impl PyFlatIndex {
             inner: RwLock::new(idx),
         })
     }
+}
+
+/// The parameters of one routing step (`routecore_core::scoring::step::StepParams`):
+/// built once per policy on the Python side and passed whole to every step.
+#[pyclass(module = "routecore._native", name = "StepParams", frozen)]
+#[derive(Clone)]
+pub struct PyStepParams {
+    inner: StepParams,
+}
+
+impl Default for PyStepParams {
+    fn default() -> Self {
+        PyStepParams {
+            inner: StepParams::new(Aggregation::Max, 0.05),
+        }
+    }
+}
+
+#[pymethods]
+impl PyStepParams {
+    #[new]
+    #[pyo3(signature = (*, aggregation = "max", top_n = 3, temperature = 0.05, active_domains = Vec::new(), boost = 1.15,
+                        penalty = 0.7, collision_gap = 0.08, top_exemplars = 5, exact_top = 10, exact_band = 0.0,
+                        exact_floor = f32::INFINITY, probabilities = true, exact_routes = Vec::new()))]
+    #[allow(clippy::too_many_arguments)] // keyword-only, once per policy: the struct the steps take
+    fn new(
+        aggregation: &str,
+        top_n: usize,
+        temperature: f32,
+        active_domains: Vec<String>,
+        boost: f32,
+        penalty: f32,
+        collision_gap: f32,
+        top_exemplars: usize,
+        exact_top: usize,
+        exact_band: f32,
+        exact_floor: f32,
+        probabilities: bool,
+        exact_routes: Vec<String>,
+    ) -> PyResult<Self> {
+        Ok(PyStepParams {
+            inner: StepParams {
+                aggregation: Aggregation::parse(aggregation, top_n).map_err(PyRcErr)?,
+                temperature,
+                active_domains,
+                boost,
+                penalty,
+                collision_gap,
+                top_exemplars,
+                exact_top,
+                exact_band,
+                exact_floor,
+                probabilities,
+                exact_routes,
+            },
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("StepParams({:?})", self.inner)
+    }
+}
+
+/// The dict of one step's arrays (moved into numpy without copies).
+fn step_dict<'py>(
+    py: Python<'py>,
+    (r, top_ids, top_labels): StepOut,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("raw", PyArray1::from_vec(py, r.raw))?;
+    d.set_item("bound", PyArray1::from_vec(py, r.bound))?;
+    d.set_item("adjusted", PyArray1::from_vec(py, r.adjusted))?;
+    d.set_item("probs", PyArray1::from_vec(py, r.probs))?;
+    d.set_item("route_domains", PyArray1::from_vec(py, r.route_domains))?;
+    d.set_item(
+        "top_scores",
+        PyArray1::from_vec(py, r.top.iter().map(|h| h.score).collect::<Vec<f32>>()),
+    )?;
+    d.set_item("top_ids", PyArray1::from_vec(py, top_ids))?;
+    d.set_item("top_labels", PyArray1::from_vec(py, top_labels))?;
+    d.set_item("collision", r.collision.map(|c| (c.first, c.second, c.gap)))?;
+    if let Some(v) = r.dense {
+        d.set_item("dense", PyArray1::from_vec(py, v))?;
+    }
+    if let Some(v) = r.top_dense {
+        d.set_item("top_dense", PyArray1::from_vec(py, v))?;
+    }
+    Ok(d)
+}
+
+/// One routing step per index, all on one query vector, in one call with the GIL
+/// released once (context layers: one encode, several heads). ``params[i]`` and
+/// ``biases[i]`` go with ``indexes[i]``; every index must have the query's width.
+#[pyfunction]
+pub fn score_many<'py>(
+    py: Python<'py>,
+    indexes: Vec<Py<PyFlatIndex>>,
+    query: &Bound<'py, PyAny>,
+    params: Vec<PyRef<'py, PyStepParams>>,
+    biases: Vec<Option<PyReadonlyArray1<'py, f32>>>,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    if params.len() != indexes.len() || biases.len() != indexes.len() {
+        return Err(PyRcErr(Error::InvalidArgument(format!(
+            "score_many: {} indexes, {} params and {} biases (one each)",
+            indexes.len(),
+            params.len(),
+            biases.len()
+        )))
+        .into());
+    }
+    let Some(first) = indexes.first() else {
+        return Ok(Vec::new());
+    };
+    let dim = first.get().inner.read().dim();
+    if let Some(other) = indexes.iter().find(|ix| ix.get().inner.read().dim() != dim) {
+        return Err(PyRcErr(Error::DimensionMismatch {
+            expected: dim,
+            got: other.get().inner.read().dim(),
+        })
+        .into());
+    }
+    let q = F32Rows::extract(query, "query", dim)?;
+    let data = q.slice();
+    let biases = biases
+        .iter()
+        .map(|b| b.as_ref().map(|b| b.as_slice()).transpose())
+        .collect::<Result<Vec<_>, _>>()?;
+    let params: Vec<&StepParams> = params.iter().map(|p| &p.inner).collect();
+    let outs = py
+        .detach(|| {
+            indexes
+                .iter()
+                .zip(&params)
+                .zip(&biases)
+                .map(|((ix, p), b)| ix.get().step(data, p, *b))
+                .collect::<routecore_core::Result<Vec<_>>>()
+        })
+        .map_err(PyRcErr)?;
+    outs.into_iter().map(|o| step_dict(py, o)).collect()
 }

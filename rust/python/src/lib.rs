@@ -15,6 +15,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
     m.add_class::<index::PyFlatIndex>()?;
+    m.add_class::<index::PyStepParams>()?;
+    m.add_function(wrap_pyfunction!(index::score_many, m)?)?;
     m.add_class::<encoder::PyEncoder>()?;
     m.add_class::<lexical::PyLexicalIndex>()?;
     m.add_class::<entities::PyEntitySet>()?;
