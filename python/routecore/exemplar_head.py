@@ -73,10 +73,11 @@ def in_scope_probs(head: LinearHead, X: np.ndarray) -> tuple[np.ndarray, np.ndar
     return P[:, keep], oos, [head.classes[i] for i in keep]
 
 
-def _near_copy_groups(V: np.ndarray, owners: np.ndarray, chunk: int = 1024) -> np.ndarray:
+def _near_copy_groups(V: np.ndarray, owners: np.ndarray, chunk: int = 512) -> np.ndarray:
     """A group id per row: a row and its nearest same-route exemplar share one when they
     are near-copies (cosine at least the corpus-wide NEAR_DUPLICATE_QUANTILE of
-    same-route pairs), so that no row is scored out of fold by a head that saw its copy."""
+    same-route pairs), so that no row is scored out of fold by a head that saw its copy.
+    Cost: one Gram matrix per route, in row chunks."""
     if len(V) < 2:
         return np.arange(len(V))
     cut = float(near_duplicate_cut(V, owners, np.arange(len(V)))[0])
@@ -88,15 +89,18 @@ def _near_copy_groups(V: np.ndarray, owners: np.ndarray, chunk: int = 1024) -> n
             i = int(parent[i])
         return i
 
-    for a in range(0, len(V), chunk):
-        C = V[a:a + chunk] @ V.T
-        C[np.arange(len(C)), np.arange(a, a + len(C))] = -np.inf
-        C[owners[a:a + chunk, None] != owners[None, :]] = -np.inf
-        nn = C.argmax(axis=1)
-        for i in np.flatnonzero(C[np.arange(len(C)), nn] >= cut).tolist():
-            x, y = find(a + i), find(int(nn[i]))
-            if x != y:
-                parent[max(x, y)] = min(x, y)
+    for o in np.unique(owners):
+        rows = np.flatnonzero(owners == o)
+        if len(rows) < 2:
+            continue
+        for a in range(0, len(rows), chunk):
+            C = V[rows[a:a + chunk]] @ V[rows].T
+            C[np.arange(len(C)), np.arange(a, a + len(C))] = -np.inf  # not itself
+            nn = C.argmax(axis=1)
+            for i in np.flatnonzero(C[np.arange(len(C)), nn] >= cut).tolist():
+                x, y = find(int(rows[a + i])), find(int(rows[nn[i]]))
+                if x != y:
+                    parent[max(x, y)] = min(x, y)
     return np.array([find(i) for i in range(len(V))])
 
 
@@ -169,8 +173,8 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
             bq, bo, _ = in_scope_probs(h, B[bfold == k])
             bg_raw[bfold == k], bg_first[bfold == k] = bq.max(axis=1), bo >= bq.max(axis=1)
     head = train(np.arange(len(V)), np.ones(len(B), bool))
-    stats: dict[str, Any] = {"rows": int(len(V)), "groups": int(len(np.unique(groups))), "background": int(len(B)), "background_dropped": int(len(background) - len(B)),
-                             "folds": folds, "epochs": epochs}
+    stats: dict[str, Any] = {"rows": int(len(V)), "groups": int(len(np.unique(groups))), "background": int(len(B)),
+                             "background_dropped": int(len(background) - len(B)), "folds": folds, "epochs": epochs}
     fields: dict[str, Any] = {}
     if fit_cuts:
         p1, mg, right = _top2(Q[held], owners[held])
