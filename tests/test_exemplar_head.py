@@ -80,11 +80,12 @@ def test_a_tiny_config_and_a_single_route(encoder):
     tiny = [RouteSpec("weather", ("will it rain tomorrow", "forecast for paris")),
             RouteSpec("music", ("play some jazz", "next song please"))]
     r = Router(tiny, encoder=encoder, policy=Policy(head="exemplars"))
-    # Four exemplars hold out too few rows to fit cuts on: the head serves, the tiers stay the cosine calibration's.
-    assert r.head is not None and r.calibration.stats["head"].get("cuts_fallback") is True
-    assert r.head.threshold == 0.0 and 0 < r.policy.medium <= 1
+    # Four exemplars hold out too few rows to fit cuts on: no head, the calibrated cosines decide, and the stats say why.
+    st = r.calibration.stats["head"]
+    assert r.head is None and st.get("cuts_fallback") is True and "too few" in st["skipped"]
+    assert r.policy.min_score > 0 and 0 < r.policy.medium <= 1
     d = r.route("is it going to snow this weekend")
-    assert d.action in ("route", "clarify", "none") and (d.route in (None, "weather", "music"))
+    assert d.route == "weather" and d.action in ("route", "clarify")
     one = Router([tiny[0]], encoder=encoder, policy=Policy(head="exemplars"))
     assert one.head is None  # a softmax over one route says nothing
     assert one.route("will it rain tomorrow").route == "weather"

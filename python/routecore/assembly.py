@@ -113,6 +113,11 @@ def _exemplar_head(encoder: EncoderLike, spec_policy: Policy, V: np.ndarray, own
     if homes:
         B = B[np.array([lang in homes for lang in background_languages()])]
     fitted = fit_exemplar_head(V, np.asarray(owners), [r.name for r in routes], B, base, targets=targets, gain=gain, progress=progress)
+    if fitted.stats.get("cuts_fallback"):
+        # Too few exemplars to hold out: a head whose cuts nothing vouches for would decide
+        # worse than the calibrated cosines, so the router keeps those and says why.
+        note = {"head": {**fitted.stats, "skipped": "too few exemplars to fit the head's cuts out of fold"}}
+        return None, (replace(calibration, stats={**calibration.stats, **note}) if calibration is not None else None)
     if calibration is None or calibration.source != "zero-label":
         return fitted.head, calibration
     per_language = language_fits(fitted, calibration.languages, parallel_vectors(encoder), parallel_rows(), targets)

@@ -172,7 +172,9 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
             Q[rows] = P / P.sum(axis=1, keepdims=True)  # the router renormalises the in-scope probabilities
             bq, bo, _ = in_scope_probs(h, B[bfold == k])
             bg_raw[bfold == k], bg_first[bfold == k] = bq.max(axis=1), bo >= bq.max(axis=1)
-    head = train(np.arange(len(V)), np.ones(len(B), bool))
+    # Without out-of-fold cuts the head is not used (routecore.assembly): no need to train it.
+    head = train(np.arange(len(V)), np.ones(len(B), bool)) if fit_cuts else LinearHead(np.zeros((V.shape[1], 0), np.float32),
+                                                                                     np.zeros(0, np.float32), [])
     stats: dict[str, Any] = {"rows": int(len(V)), "groups": int(len(np.unique(groups))), "background": int(len(B)),
                              "background_dropped": int(len(background) - len(B)), "folds": folds, "epochs": epochs}
     fields: dict[str, Any] = {}
