@@ -34,6 +34,24 @@ def encoder():
     return Encoder.load()
 
 
+@pytest.fixture(scope="session")
+def it_ops_router(encoder):
+    """The IT-ops example router (read-only: a test that sets an attribute puts it back)."""
+    from routecore import Router
+    from routecore.examples import IT_OPS_ROUTES
+
+    return Router.from_config(IT_OPS_ROUTES, encoder=encoder)
+
+
+@pytest.fixture(scope="session")
+def tools_router(encoder):
+    """The example tool catalog's router (read-only, as ``it_ops_router``)."""
+    from routecore import Router
+    from routecore.examples import TOOLS
+
+    return Router.from_config(TOOLS, encoder=encoder)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def routecore_home(tmp_path_factory):
     """Caches (the CLI's embedded configs, eval embeddings) go to a temporary folder, never

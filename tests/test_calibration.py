@@ -24,9 +24,9 @@ def sane(p: Policy) -> None:
     assert p.affinity_penalty < 1 < p.affinity_boost
 
 
-@pytest.fixture(scope="module")
-def it_ops(encoder):
-    return Router.from_config(EX / "it_ops_routes.yaml", encoder=encoder)
+@pytest.fixture
+def it_ops(it_ops_router):
+    return it_ops_router
 
 
 def test_config_calibrates_for_the_encoder(it_ops, encoder):

@@ -7,17 +7,13 @@ import http.server
 import json
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import yaml
 
-from routecore import Router
 from routecore.errors import ConfigError
-from routecore.examples import __file__ as examples
 from routecore.llm_tools import LLMToolRouter, parse_selection
 
-TOOLS = Path(examples).parent / "tools.yaml"
 GOOD = {"selected_tools": ["restart_service", "get_system_logs"], "complexity": "medium", "execution_strategy": "iterative",
         "reasoning": "restart, then check the logs", "confidence": 0.8}
 
@@ -68,9 +64,9 @@ def llm():
     s.httpd.shutdown()
 
 
-@pytest.fixture(scope="module")
-def router(encoder):
-    return Router.from_config(TOOLS, encoder=encoder)
+@pytest.fixture
+def router(tools_router):
+    return tools_router
 
 
 @pytest.fixture()

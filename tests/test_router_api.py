@@ -8,8 +8,6 @@ import time
 import numpy as np
 import pytest
 
-from routecore import Router
-from routecore.cli import DEFAULT_ROUTES, DEFAULT_TOOLS
 from routecore.errors import DimensionMismatchError, InvalidArgumentError, NonFiniteError
 
 QUERIES = ["Peux-tu me donner l'état de l'incident INC20481234 ?", "what is the escalation path for a P1 on the billing platform",
@@ -18,14 +16,14 @@ QUERIES = ["Peux-tu me donner l'état de l'incident INC20481234 ?", "what is the
 TOOL_QUERIES = ["restart the payments service", "what is the weather in Hanoi", "show me the last errors of the API gateway", "bonjour"]
 
 
-@pytest.fixture(scope="module")
-def router(encoder):
-    return Router.from_config(DEFAULT_ROUTES, encoder=encoder)
+@pytest.fixture
+def router(it_ops_router):
+    return it_ops_router
 
 
-@pytest.fixture(scope="module")
-def tool_router(encoder):
-    return Router.from_config(DEFAULT_TOOLS, encoder=encoder)
+@pytest.fixture
+def tool_router(tools_router):
+    return tools_router
 
 
 def _same(a, b):

@@ -12,14 +12,14 @@ from routecore.errors import ConfigError
 EX = ROOT / "examples"
 
 
-@pytest.fixture(scope="module")
-def routes(encoder):
-    return Router.from_config(EX / "it_ops_routes.yaml", encoder=encoder)
+@pytest.fixture
+def routes(it_ops_router):
+    return it_ops_router
 
 
-@pytest.fixture(scope="module")
-def tools(encoder):
-    return Router.from_config(EX / "tools.yaml", encoder=encoder)
+@pytest.fixture
+def tools(tools_router):
+    return tools_router
 
 
 @pytest.mark.parametrize(

@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from routecore import Router, RoutingMetrics
+from routecore import RoutingMetrics
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.examples import IT_OPS_ROUTES, TOOLS
 from routecore.examples import __file__ as examples
 from routecore.knowledge import KnowledgeRouter
 from routecore.routing_metrics import report
@@ -24,14 +23,14 @@ QUERIES = ["le serveur de production est en panne depuis ce matin", "comment con
            "what is the escalation path for a P1 on the billing platform", "who painted the mona lisa"]
 
 
-@pytest.fixture(scope="module")
-def routes(encoder):
-    return Router.from_config(IT_OPS_ROUTES, encoder=encoder)
+@pytest.fixture
+def routes(it_ops_router):
+    return it_ops_router
 
 
-@pytest.fixture(scope="module")
-def tools(encoder):
-    return Router.from_config(TOOLS, encoder=encoder)
+@pytest.fixture
+def tools(tools_router):
+    return tools_router
 
 
 def test_route_decisions_against_feedback(routes, tmp_path):
