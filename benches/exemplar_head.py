@@ -64,7 +64,6 @@ def run(enc: Encoder, name: str, head: str, no_clinc_background: bool = False) -
     texts, gold = [s.text for s in test.samples], [s.label for s in test.samples]
     X = embed(enc, texts)
     dec = decide_vectors(router, X, texts)
-    rt = router.route_table
     conf = np.array([_confidence(router, x, t) for x, t in zip(X, texts)])
     routed = np.array([a == "route" for a, _, _ in dec])
     right = np.array([a == "route" and r == g for (a, r, _), g in zip(dec, gold)], dtype=np.float64)
@@ -83,7 +82,6 @@ def run(enc: Encoder, name: str, head: str, no_clinc_background: bool = False) -
     if router.head is not None and router.calibration is not None:
         st = router.calibration.stats.get("head", {})
         out["head_fit"] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in st.items()}
-    del rt
     return out
 
 

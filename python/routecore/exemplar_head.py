@@ -34,7 +34,7 @@ import numpy as np
 
 from routecore.calibration import Calibration
 from routecore.evaluation.head import LinearHead
-from routecore.fits import Targets, fit_medium, fit_tiers
+from routecore.fits import Targets, fit_medium, fit_tiers, softmax, top2
 from routecore.held_out import near_duplicate_cut
 from routecore.languages import MIN_PAIRS, pairs, transfer
 from routecore.progress import Progress, ProgressArg
@@ -118,13 +118,10 @@ def _folds(owners: np.ndarray, k: int, seed: int, groups: np.ndarray | None = No
     return out
 
 
-def _top2(Q: np.ndarray, gold: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Best probability, margin and whether the best is ``gold``, per row of ``Q``."""
-    order = np.argsort(-Q, axis=1)[:, :2]
-    n = np.arange(len(Q))
-    top = Q[n, order[:, 0]]
-    second = Q[n, order[:, 1]] if Q.shape[1] > 1 else np.zeros(len(Q))
-    return top, top - second, order[:, 0] == gold
+def _top2(P: np.ndarray, gold: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Best probability, margin and whether the best is ``gold``, per row of ``P``."""
+    p1, mg, arg = top2(P)
+    return p1, mg, arg == gold
 
 
 def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], background: np.ndarray, base: Calibration, *,
@@ -188,9 +185,7 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
         oof = (np.log(np.maximum(Q[held][scoped], 1e-30)), owners[held][scoped])
         t1, tmg, tright = p1[scoped], mg[scoped], right[scoped]
         if gain is not None and np.any(gain[held]):
-            G = np.log(np.maximum(Q[held][scoped], 1e-30)) + gain[held][scoped]
-            G = np.exp(G - G.max(axis=1, keepdims=True))
-            g1, gmg, gright = _top2(G / G.sum(axis=1, keepdims=True), owners[held][scoped])
+            g1, gmg, gright = _top2(softmax(oof[0] + gain[held][scoped], 1.0), oof[1])
             t1, tmg, tright = np.concatenate([t1, g1]), np.concatenate([tmg, gmg]), np.concatenate([tright, gright])
             stats["oof_top1_with_gain"] = float(gright.mean()) if len(gright) else None
         tiers = fit_tiers(t1, tmg, tright, targets.high_precision)
@@ -256,9 +251,7 @@ def language_fits(fit: HeadFit, languages: Mapping[str, Mapping[str, Any]], para
             slope, noise, _ = transfer(logp[a], logp[b])
             rng = np.random.default_rng(seed)
             L, gold = fit.oof
-            Z = slope * L + rng.normal(0.0, noise, L.shape)
-            Z = np.exp(Z - Z.max(axis=1, keepdims=True))
-            p1, mg, right = _top2(Z / Z.sum(axis=1, keepdims=True), gold)
+            p1, mg, right = _top2(softmax(slope * L + rng.normal(0.0, noise, L.shape), 1.0), gold)
             medium, tiers = fit_medium(p1, right, targets.route_precision), fit_tiers(p1, mg, right, targets.high_precision)
             prev = fit_tiers(p1, mg, right, targets.previous_precision) if tiers else None
             fields.update({"medium": medium} if medium is not None else {})

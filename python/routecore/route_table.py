@@ -96,6 +96,7 @@ class RouteTable:
         self.table = build_table(self.specs, encoder, storage, vectors)
         self.languages: LanguagePolicies | None = None  # set_languages
         self.head_cuts: tuple[LanguageDetector, dict[str, float]] | None = None  # set_languages
+        self._head_cols: tuple[Any, np.ndarray, int] | None = None  # _head_columns
         self.entities: EntityMatcher | None = None  # the Router's entities: section
         self._entity_routes = any(r.prefers_entities or r.requires_entities for r in self.specs)
 
@@ -241,6 +242,17 @@ class RouteTable:
         """What each route's cosine gains from its lexical score for ``text`` (hybrid scoring), or None."""
         return self.lexical.bias(text, self.policy.lexical_weight or 0.0) if self.policy.lexical and self.lexical is not None else None
 
+    def _head_columns(self) -> tuple[np.ndarray, int]:
+        """The head's column of each route (spec order) and of its out-of-scope class; a
+        name it lacks reads the extra column past its last one. Kept per head object."""
+        cached = self._head_cols
+        if cached is None or cached[0] is not self.head:
+            cls = {c: i for i, c in enumerate(self.head.classes)}
+            missing = len(self.head.classes)
+            cols = np.array([cls.get(n, missing) for n in self.table.names], dtype=np.int64)
+            cached = self._head_cols = (self.head, cols, cls.get(self.head.oos_class, missing))
+        return cached[1], cached[2]
+
     def _apply_head(self, r: dict[str, Any], q: np.ndarray, policy: Policy | None = None) -> None:
         """Replace softmax probabilities by the linear head's (O(routes x dim)).
 
@@ -248,10 +260,9 @@ class RouteTable:
         boosts) moves the head's log-probabilities as it would move the cosine softmax's
         (the gain over the temperature); the scope reads the head alone, as the cosine
         cut reads the cosine."""
-        p = self.head.proba(q)[0]
-        cls = {c: i for i, c in enumerate(self.head.classes)}
-        probs = np.array([p[cls[n]] if n in cls else 0.0 for n in self.table.names], dtype=np.float64)
-        oos = float(p[cls[self.head.oos_class]]) if self.head.oos_class in cls else 0.0
+        p = np.append(self.head.proba(q)[0].astype(np.float64), 0.0)  # the last entry: a class the head lacks
+        cols, oos_col = self._head_columns()
+        probs, oos = p[cols], float(p[oos_col])
         threshold, lang = self.head.threshold, None
         if self.head_cuts is not None:  # a query in a language the exemplars do not cover: its own cut
             lang = self.head_cuts[0].detect(q)
