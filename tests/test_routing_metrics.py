@@ -23,23 +23,13 @@ QUERIES = ["le serveur de production est en panne depuis ce matin", "comment con
            "what is the escalation path for a P1 on the billing platform", "who painted the mona lisa"]
 
 
-@pytest.fixture
-def routes(it_ops_router):
-    return it_ops_router
-
-
-@pytest.fixture
-def tools(tools_router):
-    return tools_router
-
-
-def test_route_decisions_against_feedback(routes, tmp_path):
+def test_route_decisions_against_feedback(it_ops_router, tmp_path):
     m = RoutingMetrics(log=tmp_path / "logs" / "decisions.jsonl")
-    routes.metrics = m
+    it_ops_router.metrics = m
     try:
-        ds = [routes.route(q) for q in QUERIES] + routes.route_batch(QUERIES[:2])
+        ds = [it_ops_router.route(q) for q in QUERIES] + it_ops_router.route_batch(QUERIES[:2])
     finally:
-        routes.metrics = None
+        it_ops_router.metrics = None
     assert len(m.records()) == 6
     # The truth: each decision's own route for the first three, out of scope for the last.
     truth = [d.route if d.action == "route" else "INCIDENT" for d in ds[:3]] + [None]
@@ -66,14 +56,14 @@ def test_route_decisions_against_feedback(routes, tmp_path):
     assert len((tmp_path / "logs" / "decisions.jsonl").read_text().splitlines()) == len(lines) + 1
 
 
-def test_tool_precision_recall_and_no_tool(tools):
+def test_tool_precision_recall_and_no_tool(tools_router):
     m = RoutingMetrics()
-    tools.metrics = m
+    tools_router.metrics = m
     try:
-        logs = tools.tools("device logs")
-        weather = tools.tools("what's the weather in Paris")
+        logs = tools_router.tools("device logs")
+        weather = tools_router.tools("what's the weather in Paris")
     finally:
-        tools.metrics = None
+        tools_router.metrics = None
     offered = [t.name for t in logs.tools if t.reason != "core"]
     assert offered and weather.no_tool
     m.feedback(logs, tools=[offered[0], "not_offered"])
@@ -106,9 +96,9 @@ def test_reliability_table_and_ece():
     assert report([])["routes"]["accuracy"] is None and report([])["reliability"]["ece"] is None
 
 
-def test_bad_feedback_logs_and_sinks(routes, tmp_path, caplog):
+def test_bad_feedback_logs_and_sinks(it_ops_router, tmp_path, caplog):
     m = RoutingMetrics()
-    d = routes.route(QUERIES[0])
+    d = it_ops_router.route(QUERIES[0])
     with pytest.raises(InvalidArgumentError, match="did not record"):
         m.feedback(d, route="INCIDENT")
     rid = m.record(d)
@@ -129,20 +119,20 @@ def test_bad_feedback_logs_and_sinks(routes, tmp_path, caplog):
     def broken(_):
         raise OSError("disk full")
 
-    routes.metrics = broken
+    it_ops_router.metrics = broken
     try:
         with caplog.at_level(logging.WARNING, logger="routecore"):
-            assert routes.route(QUERIES[1]).action  # the decision is still returned
+            assert it_ops_router.route(QUERIES[1]).action  # the decision is still returned
     finally:
-        routes.metrics = None
+        it_ops_router.metrics = None
     assert "disk full" in caplog.text
 
 
-def test_eval_reads_a_decision_log(routes, tmp_path):
+def test_eval_reads_a_decision_log(it_ops_router, tmp_path):
     log = tmp_path / "d.jsonl"
     m = RoutingMetrics(log=log)
     for q in QUERIES:
-        d = routes.route(q)
+        d = it_ops_router.route(q)
         m.record(d)
         m.feedback(d, route=d.route if d.action == "route" else None)
     p = subprocess.run([sys.executable, "-m", "routecore", "eval", "--log", str(log), "--json"], capture_output=True, text=True,
