@@ -78,7 +78,8 @@ def it_ops_rules():
 
 
 def manual(**kw):
-    """A Policy with every calibrated key pinned (MANUAL), then ``kw``."""
+    """A Policy with every calibrated key pinned (MANUAL) and the cosine softmax (no
+    exemplar head: these numbers are cosine ones), then ``kw``."""
     from routecore.policy import Policy
 
-    return Policy(**{**MANUAL, **kw})
+    return Policy(**{**MANUAL, "head": "off", **kw})

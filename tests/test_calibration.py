@@ -11,7 +11,7 @@ from routecore.calibration import (Calibration, background_texts, fit_min_score,
                                   zero_label)
 from routecore.errors import ConfigError
 from routecore.policy import CALIBRATED_KEYS, BiasRule, Policy
-from routecore.specs import RouteSpec, ToolSpec
+from routecore.specs import RouteSpec, ToolSpec, read_config_file
 
 EX = ROOT / "examples"
 
@@ -41,12 +41,14 @@ def test_config_calibrates_for_the_encoder(it_ops, encoder):
     assert d.calibrated == "zero-label" and '"calibrated": "zero-label"' in d.to_json()
 
 
-def test_another_encoder_gets_other_numbers(it_ops):
-    minilm = Router.from_config(EX / "it_ops_routes.yaml", encoder=Encoder.load(need_shared(MODELS / "all-minilm-l6-v2")))
+def test_another_encoder_gets_other_numbers(it_ops, encoder):
+    cosine = Policy.from_dict({**read_config_file(EX / "it_ops_routes.yaml")["policy"], "head": "off"})
+    minilm = Router.from_config(EX / "it_ops_routes.yaml", encoder=Encoder.load(need_shared(MODELS / "all-minilm-l6-v2")), policy=cosine)
+    e5 = Router.from_config(EX / "it_ops_routes.yaml", encoder=encoder, policy=cosine)
     sane(minilm.policy)
     # MiniLM spreads its cosines far wider than e5: the scale and the out-of-scope cut follow.
-    assert minilm.policy.temperature > 1.5 * it_ops.policy.temperature
-    assert minilm.policy.min_score < it_ops.policy.min_score - 0.1
+    assert minilm.policy.temperature > 1.5 * e5.policy.temperature and e5.policy.temperature == it_ops.policy.temperature
+    assert minilm.policy.min_score < e5.policy.min_score - 0.1
 
 
 def test_bundle_round_trips_its_calibration(tmp_path, it_ops, encoder):

@@ -29,7 +29,7 @@ def test_high_tier_fast_decisions_are_served_and_the_rest_escalate(cascade):
     assert fast.action == "route" and fast.tier == "high"
     served = [a for a in d.alerts if a.kind == "cascade"]
     assert served[0].data["served_by"] == "fast" and d.route == fast.route
-    hard = "Peux-tu me donner l'état de l'incident INC20481234 ?"  # French: MiniLM is English-only
+    hard = "personne ne peut se connecter au wifi du bureau depuis midi"  # French: MiniLM is English-only
     f = cascade.fast.route(hard)
     assert not (f.action == "route" and f.tier == "high")
     e = cascade.route(hard)

@@ -77,6 +77,18 @@ def test_ids_reach_their_route_and_nothing_gets_worse(it_ops):
     assert lost == 0 and gained >= 4  # measured: 12 -> 17 of 18 (BENCHMARKS.md)
 
 
+def test_an_out_of_scope_query_with_a_preferred_entity_goes_to_the_route_at_most_medium(it_ops):
+    """The head takes this status question for out of scope (no exemplar asks for a status);
+    INCIDENT prefers incident IDs, so the query is INCIDENT's, but not at the high tier."""
+    on, off = it_ops
+    q = "Peux-tu me donner l'état de l'incident INC20481234 ?"
+    d = on.route(q)
+    assert (d.action, d.route, d.tier) == ("route", "INCIDENT", "medium")
+    assert [a for a in d.alerts if a.kind == "entity_scope"]
+    assert off.route(q).action == "none"  # without the preference: declined
+    assert on.route("recipe for chocolate cake").action == "none"
+
+
 def test_decisions_list_entities_and_bundles_keep_them(it_ops, tmp_path, encoder):
     on, _ = it_ops
     d = on.route("où en est l'incident INC20502218 sur Kafka")

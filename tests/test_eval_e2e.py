@@ -78,9 +78,11 @@ def test_eval_builds_the_router_a_config_gets(tmp_path, clinc_slice):
     assert res["decisions"]["routed_accuracy"] > 0.8
 
 
-def test_eval_with_head_and_from_train(tmp_path, clinc_slice):
-    res = json.loads(run("eval", "--train", clinc_slice / "train.jsonl", "--head", "--data", clinc_slice / "test.jsonl", "--json").stdout)
-    assert res["in_scope_accuracy"] > 0.5
+def test_eval_from_train_takes_the_exemplar_head_unless_told(tmp_path, clinc_slice):
+    args = ("eval", "--train", clinc_slice / "train.jsonl", "--data", clinc_slice / "test.jsonl", "--json")
+    head, cosine = (json.loads(run(*args, *extra).stdout) for extra in ((), ("--no-head",)))
+    assert head["in_scope_accuracy"] > 0.5 and cosine["in_scope_accuracy"] > 0.5
+    assert head["decisions"] != cosine["decisions"]
 
 
 def test_fit_with_head_reports_the_heads_decisions(tmp_path, clinc_slice):

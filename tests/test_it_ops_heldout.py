@@ -37,21 +37,22 @@ def test_confidently_wrong_is_rarer_than_one_in_twenty(decisions):
         outcome["right" if right else "confidently_wrong" if d.action == "route" and d.tier == "high" else d.action] += 1
         assert d.calibrated == "zero-label"
     assert outcome["confidently_wrong"] < len(ROWS) / 20, outcome
-    # Most queries are routed right (27 of 40 on 2026-11-23); the rest are mostly clarified or declined.
-    assert outcome["right"] >= 24, outcome
+    # The default exemplar head: 32 of 40 right on 2026-11-25 (the cosine softmax: 27); the
+    # rest declined, or clarified by the config's RAG/INCIDENT rule.
+    assert outcome["right"] >= 29, outcome
 
 
-def test_the_exemplar_head_routes_more_and_none_confidently_wrong(encoder):
+def test_the_cosine_softmax_routes_fewer_and_none_confidently_wrong(encoder):
     from routecore.policy import Policy
     from routecore.specs import read_config_file
 
     cfg = ROOT / "examples" / "it_ops_routes.yaml"
-    r = Router.from_config(cfg, encoder=encoder, policy=Policy.from_dict({**read_config_file(cfg)["policy"], "head": "exemplars"}))
+    r = Router.from_config(cfg, encoder=encoder, policy=Policy.from_dict({**read_config_file(cfg)["policy"], "head": "off"}))
     outcome = Counter()
     for row in ROWS:
         d = r.route(row["text"])
         right = d.action == "route" and d.route == row["label"]
         outcome["right" if right else "confidently_wrong" if d.action == "route" and d.tier == "high" else d.action] += 1
     assert outcome["confidently_wrong"] < len(ROWS) / 20, outcome
-    # 33 of 40 right with the head on 2026-11-25 (27 with the cosine softmax).
-    assert outcome["right"] >= 30, outcome
+    # 27 of 40 right on 2026-11-25.
+    assert outcome["right"] >= 24, outcome

@@ -1,4 +1,5 @@
-"""Queries in a language the routes were not written in get their own cut and temperature."""
+"""Queries in a language the routes were not written in get their own cut and temperature
+(the cosine softmax's; tests/test_exemplar_head.py covers the head's per-language cuts)."""
 
 from __future__ import annotations
 
@@ -25,10 +26,12 @@ ROUTES = [
                         "reply to the last email", "delete the spam in my inbox", "forward this email to Tom")),
 ]
 
+COSINE = Policy(head="off")
+
 
 @pytest.fixture(scope="module")
 def english(encoder):
-    return Router(ROUTES, encoder=encoder)
+    return Router(ROUTES, encoder=encoder, policy=COSINE)
 
 
 def test_background_languages_are_detected(encoder):
@@ -88,7 +91,7 @@ def test_chinese_query_passes_a_cut_fitted_on_english(english, encoder):
 
 
 def test_explicit_values_win_over_the_language(encoder):
-    r = Router(ROUTES, encoder=encoder, policy=Policy(min_score=0.5, temperature=0.02))
+    r = Router(ROUTES, encoder=encoder, policy=Policy(min_score=0.5, temperature=0.02, head="off"))
     q = encoder.encode_with_stats(["明天会下雨吗"]).embeddings[0]
     p, lang = r.route_table.policy_for(q)
     assert lang == "zh" and (p.min_score, p.temperature) == (0.5, 0.02)
@@ -97,7 +100,7 @@ def test_explicit_values_win_over_the_language(encoder):
 
 
 def test_a_policy_set_by_hand_is_used_for_every_language(encoder):
-    r = Router(ROUTES, encoder=encoder)
+    r = Router(ROUTES, encoder=encoder, policy=COSINE)
     r.policy = replace(r.policy, min_score=0.2)
     d = r.route("明天会下雨吗")
     assert not [a for a in d.alerts if a.kind == "language"]

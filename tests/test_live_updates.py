@@ -122,7 +122,10 @@ def test_readers_never_see_a_route_of_neither_snapshot(encoder):
     threads = [threading.Thread(target=reader, args=(k,)) for k in range(16)] + [threading.Thread(target=writer)]
     for t in threads:
         t.start()
+    deadline = time.monotonic() + 60  # at least 10 s, and 6 snapshots (the head retrains on each)
     time.sleep(10)
+    while len(versions) <= 5 and time.monotonic() < deadline:
+        time.sleep(0.5)
     stop.set()
     for t in threads:
         t.join()
@@ -132,7 +135,7 @@ def test_readers_never_see_a_route_of_neither_snapshot(encoder):
 
 
 def test_recalibrate_false_keeps_the_zero_label_calibration(encoder):
-    r = Router(BASE, encoder=encoder)
+    r = Router(BASE, encoder=encoder, policy=Policy(head="off"))
     cal = r.calibration
     r.add_routes([WEATHER], recalibrate=False)
     assert r.calibration == cal and r.calibrated == "zero-label"

@@ -11,7 +11,7 @@ from stubs import StubEncoder, it_ops_rules, mix, unit
 from stubs import manual as _manual
 
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.policy import BiasRule, Policy
+from routecore.policy import CLARIFY, BiasRule, Policy
 from routecore.router import Router
 from routecore.specs import RouteSpec
 
@@ -99,6 +99,21 @@ def test_it_ops_bias_rules(cos, expected, rule):
     assert d.route == expected and rule in d.bias_rule
     if expected == "CLARIFY":
         assert d.action == "clarify" and len(d.candidates) >= 2
+
+
+def test_bias_rules_read_the_cosine_gap_either_way_and_three_way_ties_only_below_high():
+    from routecore.policy import bias_winner
+
+    p = manual(bias_rules=(BiasRule("A", "B", CLARIFY, within=0.05),), three_way_within=0.05)
+    names = ["A", "B", "C"]
+    # A head may rank the lower cosine first: the gap is read either way.
+    assert bias_winner(names, [0, 1, 2], [0.70, 0.74, 0.50], p)[0] == CLARIFY
+    assert bias_winner(names, [0, 1, 2], [0.70, 0.80, 0.50], p) is None
+    tie = [0.70, 0.69, 0.68]
+    assert "three-way" in bias_winner(names, [0, 1, 2], tie, p)[1]
+    # At the high tier the three-way tie is not asked; the pair's rule still is.
+    assert bias_winner(names, [0, 1, 2], tie, p, three_way=False)[1].startswith("A vs B")
+    assert bias_winner(["A", "C", "B"], [0, 1, 2], tie, p, three_way=False) is None
 
 
 def test_library_defaults_carry_no_domain_rules():

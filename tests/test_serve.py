@@ -394,7 +394,7 @@ def test_llm_fallback_in_batches_runs_in_parallel_and_is_counted(config, encoder
     from routecore.policy import Policy
 
     llm = SlowLLM()
-    r = Router.from_config(config, encoder=encoder, llm=llm, policy=Policy(high=0.99999, min_score=0.0))  # every turn asks the LLM
+    r = Router.from_config(config, encoder=encoder, llm=llm, policy=Policy(high=0.99999, min_score=0.0, head="off"))  # every turn asks the LLM
     bodies = [{"query": f"{q} {'boom' if i % 5 == 1 else 'slow' if i % 5 == 2 else ''} {i}"} for i, q in enumerate(QUERIES)]
     with ThreadServer(create_app(r, batching=Batching(window_ms=20, max_batch=16))) as s:
         got = asyncio.run(_concurrently(s.url, "/v1/route", bodies))

@@ -143,7 +143,7 @@ class Policy(Thresholds):  # its first fields are the thresholds a route can ove
     lexical: bool = True
     lexical_weight: Optional[NonNegative] = None
     tool_lexical_weight: Optional[NonNegative] = None
-    head: Literal["off", "exemplars"] = "off"
+    head: Literal["off", "exemplars"] = "exemplars"
     error_message: str = "Sorry, I could not handle this request. Please try again later."
 
 

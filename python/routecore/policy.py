@@ -30,7 +30,9 @@ def resolved(value: float | None, key: str) -> float:
 @dataclass(frozen=True)
 class BiasRule:
     """When the two best routes are ``a`` and ``b`` (either order) and their
-    adjusted scores are within ``within``, decide ``winner`` (a route or CLARIFY).
+    adjusted scores are within ``within``, decide ``winner`` (a route or CLARIFY),
+    whatever the tier: an exemplar head is sure of itself on a query that mixes two
+    routes (it adds up both routes' evidence), while their cosines stay close.
 
     ``within`` is a cosine gap; unset, it is one calibrated ``scale`` (a factor
     *e* between the two routes' probabilities, whatever the encoder)."""
@@ -156,7 +158,7 @@ class Policy:
     #: (routecore.exemplar_head), and it replaces the cosine ``min_score``. It costs
     #: seconds at build time for 10k exemplars (a bundle keeps it); with too few exemplars
     #: to hold out, the router keeps the cosines. ``"off"``: the softmax of the cosines.
-    head: Literal["off", "exemplars"] = "off"
+    head: Literal["off", "exemplars"] = "exemplars"
     #: What the caller says when every route of the fallback chain has failed.
     error_message: str = "Sorry, I could not handle this request. Please try again later."
 
@@ -264,18 +266,22 @@ def tier_of(p1: float, margin: float, high: float, high_margin: float, medium: f
     return "low"
 
 
-def bias_winner(names: Sequence[str], order: Sequence[int], top_adjusted: Sequence[float], policy: Policy) -> tuple[str, str] | None:
+def bias_winner(names: Sequence[str], order: Sequence[int], top_adjusted: Sequence[float], policy: Policy,
+                three_way: bool = True) -> tuple[str, str] | None:
     """(winner, rule text) when a bias rule fires for the best routes, else None.
 
     ``order`` holds the best routes (at least the best three when there are
-    three), ``top_adjusted`` their adjusted scores in the same order.
+    three) in the order of their probabilities, ``top_adjusted`` their adjusted
+    cosines in the same order. A rule reads the two best routes' cosine gap either
+    way: a head may rank the lower cosine first. ``three_way``: whether the
+    three-way tie may fire (the router asks it below the high tier only).
     """
-    if len(order) >= 3 and top_adjusted[0] - top_adjusted[2] <= resolved(policy.three_way_within, "three_way_within"):
+    if three_way and len(order) >= 3 and top_adjusted[0] - top_adjusted[2] <= resolved(policy.three_way_within, "three_way_within"):
         a, b, c = order[:3]
         return CLARIFY, f"three-way tie {names[a]}/{names[b]}/{names[c]} within {policy.three_way_within}"
     if len(order) >= 2:
         x, y = names[order[0]], names[order[1]]
-        gap = top_adjusted[0] - top_adjusted[1]
+        gap = abs(top_adjusted[0] - top_adjusted[1])
         for r in policy.bias_rules:
             if gap <= resolved(r.within, "bias rule within") and r.matches(x, y):
                 return r.winner, f"{r.a} vs {r.b} within {r.within} -> {r.winner}"

@@ -293,6 +293,8 @@ class RouteTable:
         top_p, order = _native.topk(probs, min(3, len(probs)))
         top_p, order = top_p.tolist(), order.tolist()
         top_adj = [adjusted.item(i) for i in order]  # no fancy indexing: it is slow on cold caches
+        if r.get("entity_scope"):  # only the routes preferring the query's entities compete
+            top_adj = [v if r["preferred"][i] else -np.inf for i, v in zip(order, top_adj)]
         best = order[0]
         bname = names[best]
         p1 = top_p[0]
@@ -308,16 +310,26 @@ class RouteTable:
             "top_exemplars": tuple(Exemplar(labels[c], texts[i], s) for i, c, s in zip(r["top_ids"].tolist(), r["top_labels"].tolist(), r.get("top_dense", r["top_scores"]).tolist())),
             "alerts": [], "action": "route", "candidates": (), "_llm_ms": 0.0,
         }
-        # The scope reads the cosine (lexical hits move labels, not the scope), unless the query
-        # holds an entity type the best route prefers: the config says such a query is its own.
+        # The scope reads the cosine or the head (lexical hits move labels, not the scope), unless
+        # the query holds an entity type a route prefers: the config says such a query is its own,
+        # so it goes to the best of the routes that prefer it.
         pref = r.get("preferred")
-        if (r.get("head_oos") or float(r["dense"][best]) < min_score) and not (pref is not None and pref[best]):
-            out.update(action="none", route=None, tier="low")
-            return self._finish(out)
+        if r.get("head_oos") or float(r["dense"][best]) < min_score:
+            if pref is not None and not pref[best] and clarify is None and not r.get("entity_scope"):
+                kept = np.where(pref, probs, 0.0)
+                kept = kept / kept.sum() if kept.sum() > 0 else pref / pref.sum()
+                return self._decide(text, {**r, "probs": kept.astype(np.float32), "entity_scope": True}, previous, clarify, choose, policy)
+            if pref is None or not pref[best]:
+                out.update(action="none", route=None, tier="low")
+                return self._finish(out)
+            # In scope by the config's rule, not by the scores: never the high tier.
+            tier = out["tier"] = "medium" if tier == "high" else tier
+            out["alerts"].append(Alert("entity_scope", f"out of scope for the {'head' if self.head is not None else 'cosine cut'}, but the "
+                                                       f"query holds an entity type that {bname} prefers"))
         if r["collision"] is not None and clarify is None:
             c = r["collision"]
             out["alerts"].append(collision_alert(labels[c[0]], labels[c[1]], c[2], self.table, "route"))
-        rule = bias_winner(names, order, top_adj, p) if tier != "high" else None
+        rule = bias_winner(names, order, top_adj, p, three_way=tier != "high")
         if rule:
             winner, text_rule = rule
             out["bias_rule"] = text_rule

@@ -44,7 +44,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             router = Router.from_config(args.config, encoder=_encoder(args))
         elif args.train:
             router = R.build_router(D.load_routes(args.train), _encoder(args), shots=args.shots, seed=args.seed,
-                                    oos_label=args.oos_label, head="exemplars" if args.head else False, progress=progress)
+                                    oos_label=args.oos_label, head=False if args.no_head else "exemplars", progress=progress)
         else:
             raise SystemExit("routecore eval: give --bundle, --config or --train (or --tools for tool selection)")
         res = R.evaluate_routes(router, D.load_routes(args.data), oos_label=args.oos_label, progress=progress)
@@ -136,8 +136,8 @@ def add_eval_commands(sub: argparse._SubParsersAction[_P]) -> None:
     common.add_argument("--shots", type=int, help="use a seeded sample of N exemplars per label")
     common.add_argument("--seed", type=int, default=0)
     common.add_argument("--head", action="store_true",
-                        help="train a light linear head: fit, on the train split (its out-of-scope rows as a class) and cut on --val; "
-                             "eval --train, on the exemplars with the background set as out of scope, calibrated zero-label")
+                        help="fit: train a light linear head on the train split (its out-of-scope rows as a class) and cut it on --val "
+                             "(without it, fit calibrates the cosine softmax); eval --train: the default, the zero-label exemplar head")
     common.add_argument("--json", action="store_true", help="print results as JSON")
     common.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -149,6 +149,7 @@ def add_eval_commands(sub: argparse._SubParsersAction[_P]) -> None:
     e.add_argument("--bundle", help="router bundle (from `routecore fit` or Router.save)")
     e.add_argument("--config", help="routes YAML/JSON")
     e.add_argument("--train", help="build the routes from this {text,label} JSONL")
+    e.add_argument("--no-head", action="store_true", help="eval --train: the cosine softmax (policy head: off) instead of the exemplar head")
     e.add_argument("--tools", help="tool catalog (JSONL with name/description, or YAML/JSON config): tool-selection mode")
     e.add_argument("--tools-in-rows", action="store_true",
                    help="tool-selection mode with no catalog file: every row lists its own candidates ({name, description})")

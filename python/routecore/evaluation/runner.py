@@ -78,10 +78,12 @@ def build_router(train: Dataset, encoder: Any, *, shots: int | None = None, seed
                  policy: Policy | None = None, head: bool | str = False, progress: bool = False) -> Router:
     """A router over ``train``'s labels. ``head``: ``True``, a linear head trained on the
     whole split (out-of-scope rows as a class) for ``fit`` to cut on validation;
-    ``"exemplars"``, the zero-label exemplar head (``Policy(head="exemplars")``)."""
+    ``"exemplars"``, the zero-label exemplar head (``Policy(head="exemplars")``, the
+    default of a router built from a config); ``False``, the cosine softmax
+    (``head="off"``, what ``fit`` calibrates)."""
     routes = routes_from_split(train, shots=shots, seed=seed, oos_label=oos_label)
-    if head == "exemplars":
-        policy, head = replace(policy or Policy(), head="exemplars"), False
+    policy = replace(policy or Policy(), head="exemplars" if head == "exemplars" else "off")
+    head = head is True
     texts = [t for r in routes for t in r.exemplars()]
     vecs = embed(encoder, texts, progress=progress, what="embedding exemplars")
     lin = None
@@ -89,7 +91,7 @@ def build_router(train: Dataset, encoder: Any, *, shots: int | None = None, seed
         X = embed(encoder, [s.text for s in train.samples], progress=progress, what="embedding train")
         lin = LinearHead.fit(X, [s.label for s in train.samples], oos_label=oos_label)
     # The policy a user gets from a config (low tier -> LLM, or clarify without one), calibrated zero-label.
-    return Router(routes, encoder=encoder, policy=policy or Policy(), head=lin, progress=progress,
+    return Router(routes, encoder=encoder, policy=policy, head=lin, progress=progress,
                   _vectors={"routes": vecs, "tools": np.zeros((0, encoder.dim), np.float32), "anti": np.zeros((0, encoder.dim), np.float32)})
 
 
