@@ -1,7 +1,9 @@
 """Encoder cascade (issue 19): MiniLM decides first, e5 only when MiniLM's decision is
 not a high-tier route. Routes from each train split, zero-label, both routers.
 
-    ROUTECORE_HOME=/tmp/rchome python benches/cascade.py [--fast PATH] [--strong PATH] [--sets clinc150,massive-en] [--timed 300]
+    ROUTECORE_HOME=/tmp/rchome python benches/cascade.py [--fast PATH] [--strong PATH] [--sets clinc150,massive-en] [--timed 300] [--head off]
+
+Both routers are the default's (the exemplar head); ``--head off``: the cosine softmax.
 
 Decisions: each router's decision step on cached embeddings (as `routecore eval`).
 Per set: the share served by the fast router alone; accuracy (a routed query right,
@@ -53,17 +55,19 @@ def main() -> None:
     ap.add_argument("--sets", default="clinc150,massive-en")
     ap.add_argument("--timed", type=int, default=300)
     ap.add_argument("--strong-shots", type=int, default=None, help="exemplars per route of the strong router")
+    ap.add_argument("--head", choices=["exemplars", "off"], default="exemplars", help="both routers' head (default: the default's)")
     ap.add_argument("--timing-only", action="store_true", help="the strong model is for latency only: no accuracy figures")
     a = ap.parse_args()
     load = lambda path, **kw: Encoder.load(path or None, **kw)  # noqa: E731 - "" or no path: the bundled e5
     fe, se = load(a.fast), load(a.strong)
     for name in a.sets.split(","):
         train, test = splits(name, "test")
-        fast, strong = build_router(train, fe), build_router(train, se, shots=a.strong_shots)
+        head = "exemplars" if a.head == "exemplars" else False
+        fast, strong = build_router(train, fe, head=head), build_router(train, se, shots=a.strong_shots, head=head)
         texts, gold = [s.text for s in test.samples], [s.label for s in test.samples]
         df = decide(fast, embed(fe, texts), texts)
         served = [a_ == "route" and t == "high" for a_, _, t, _ in df]
-        out = {"set": name, "fast": fe.model_id, "strong": se.model_id, "queries": len(gold),
+        out = {"set": name, "head": a.head, "fast": fe.model_id, "strong": se.model_id, "queries": len(gold),
                "served_by_fast": round(100 * float(np.mean(served)), 1), "fast_alone": figures(df, gold)}
         if not a.timing_only:
             ds = decide(strong, embed(se, texts), texts)

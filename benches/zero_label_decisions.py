@@ -51,7 +51,10 @@ def decide(router, X: np.ndarray, texts: list[str]) -> list[tuple[str, str | Non
     out = []
     for x, text in zip(X, texts):
         p, _ = rt.policy_for(x)
-        d = rt._decide("", table.score(x, p, [], p.top_exemplars, bias=rt.bias_and_entities(text, p).bias), None, None, policy=p)
+        r = table.score(x, p, [], p.top_exemplars, bias=rt.bias_and_entities(text, p).bias)
+        if rt.head is not None:  # the exemplar head (the default) or a fitted one
+            rt._apply_head(r, x, p)
+        d = rt._decide("", r, None, None, policy=p)
         out.append((d["action"], d.get("route"), d["tier"], float(d.get("confidence", 0.0))))
     return out
 
