@@ -152,3 +152,18 @@ def test_a_mutated_bundle_loads_or_raises_a_typed_error(saved_bundle, tmp_path, 
         return
     r.route("a0")  # whatever loaded routes
     r.tools("tool t")
+
+
+def test_each_top_level_key_of_bundle_json_deleted_loads_or_raises_a_typed_error(saved_bundle, tmp_path):
+    """Every key, not only those the fuzzer draws (a missing 'policy' once raised a KeyError)."""
+    keys = list(json.loads((saved_bundle / "bundle.json").read_text()))
+    for i, key in enumerate(keys):
+        d = tmp_path / f"b{i}"
+        shutil.copytree(saved_bundle, d)
+        meta = json.loads((d / "bundle.json").read_text())
+        del meta[key]
+        (d / "bundle.json").write_text(json.dumps(meta))
+        try:
+            Router.load(d, encoder=ENC).route("a0")
+        except RoutecoreError:
+            pass

@@ -206,6 +206,8 @@ def _load_generation(cls: type[_R], d: Path, meta: dict[str, Any], encoder: Enco
             raise ConfigError(f"{d}: the {name} table holds {len(ix)} rows that are not the {len(texts)} exemplars bundle.json lists; "
                               "save the bundle again")
         vecs[name] = v[order]
+    if "policy" not in meta and "policy" not in kw:
+        raise ConfigError(f"{d}: bundle.json lacks 'policy'")
     policy = kw.pop("policy", None) or Policy.from_dict(meta["policy"], f"{d / 'bundle.json'}: policy")
     lexical: dict[str, LexicalIndex] = {}
     for name in ("routes", "tools"):

@@ -25,11 +25,13 @@ def enabled() -> bool:
 
 
 def key(files: list[Path | None], model_id: str) -> str:
-    """The cache key of the config files' bytes, the model and routecore's version."""
+    """The cache key of the config files' bytes, the model, routecore's version and the
+    policy's defaults (a config that leaves a field unset follows them)."""
     from routecore import bundle
     from routecore._native import __version__
+    from routecore.policy import Policy
 
-    h = hashlib.sha256(f"{model_id}\0{__version__}\0{bundle.BUNDLE_VERSION}".encode())
+    h = hashlib.sha256(f"{model_id}\0{__version__}\0{bundle.BUNDLE_VERSION}\0{Policy()!r}".encode())
     for f in files:
         h.update(b"\0" + (f.read_bytes() if f is not None else b"-"))
     return h.hexdigest()[:32]
