@@ -28,13 +28,14 @@ from routecore.evaluation import datasets as D
 from routecore.evaluation.decisions import decide_vectors, decision_figures
 from routecore.evaluation.runner import build_router, embed
 
-SETS = {"clinc150": lambda: (D.clinc150("train"), D.clinc150("test")),
-        "banking77": lambda: (D.banking77("train"), D.banking77("test")),
-        "massive-en": lambda: (D.massive("en-US", "train"), D.massive("en-US", "test")),
-        "massive-fr": lambda: (D.massive("fr-FR", "train"), D.massive("fr-FR", "test")),
-        "massive-zh": lambda: (D.massive("zh-CN", "train"), D.massive("zh-CN", "test")),
-        "xling-fr": lambda: (D.massive("en-US", "train"), D.massive("fr-FR", "test")),
-        "xling-zh": lambda: (D.massive("en-US", "train"), D.massive("zh-CN", "test"))}
+#: Per set: (train, evaluation split) for ``--split test`` and ``--split dev`` (BANKING77 has no dev split).
+SETS = {"clinc150": lambda s: (D.clinc150("train"), D.clinc150("val" if s == "dev" else "test")),
+        "banking77": lambda s: (D.banking77("train"), D.banking77("test")),
+        "massive-en": lambda s: (D.massive("en-US", "train"), D.massive("en-US", s)),
+        "massive-fr": lambda s: (D.massive("fr-FR", "train"), D.massive("fr-FR", s)),
+        "massive-zh": lambda s: (D.massive("zh-CN", "train"), D.massive("zh-CN", s)),
+        "xling-fr": lambda s: (D.massive("en-US", "train"), D.massive("fr-FR", s)),
+        "xling-zh": lambda s: (D.massive("en-US", "train"), D.massive("zh-CN", s))}
 
 
 def trim(conf: np.ndarray, routed: np.ndarray, right: np.ndarray, p: float) -> float:
@@ -45,8 +46,8 @@ def trim(conf: np.ndarray, routed: np.ndarray, right: np.ndarray, p: float) -> f
     return float((ok[-1] + 1) / len(o)) if len(ok) else 0.0
 
 
-def run(enc: Encoder, name: str, head: str, no_clinc_background: bool = False) -> dict:
-    train, test = SETS[name]()
+def run(enc: Encoder, name: str, head: str, no_clinc_background: bool = False, split: str = "test") -> dict:
+    train, test = SETS[name](split)
     t0 = time.perf_counter()
     if no_clinc_background:
         from routecore import background
@@ -69,7 +70,7 @@ def run(enc: Encoder, name: str, head: str, no_clinc_background: bool = False) -
     right = np.array([a == "route" and r == g for (a, r, _), g in zip(dec, gold)], dtype=np.float64)
     high = np.array([a == "route" and t == "high" for a, _, t in dec])
     f = decision_figures(dec, gold)
-    out = {"set": name, "model": enc.model_id, "head": head + (" (no CLINC background)" if no_clinc_background else ""),
+    out = {"set": name, "split": split, "model": enc.model_id, "head": head + (" (no CLINC background)" if no_clinc_background else ""),
            "build_s": round(build_s, 1), **{k: round(v, 4) for k, v in f.items() if isinstance(v, float)},
            "high_share": round(float(high.mean()), 4), "high_precision": round(float(right[high].mean()), 4) if high.any() else None,
            "trim90": round(trim(conf, routed, right, 0.90), 4), "trim95": round(trim(conf, routed, right, 0.95), 4)}
@@ -99,13 +100,19 @@ def main() -> None:
     ap.add_argument("--model", default=None)
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--heads", default="off,exemplars")
+    ap.add_argument("--split", choices=["test", "dev"], default="test", help="dev: CLINC150 val, MASSIVE dev (to choose settings on)")
+    ap.add_argument("--in-scope-kept", type=float, help="override exemplar_head.IN_SCOPE_KEPT (a study of the scope cut)")
     a = ap.parse_args()
+    if a.in_scope_kept is not None:
+        from routecore import exemplar_head
+
+        exemplar_head.IN_SCOPE_KEPT = a.in_scope_kept
     enc = Encoder.load(a.model) if a.model else Encoder.load()
     for name in a.sets.split(","):
         for head in a.heads.split(","):
-            print(json.dumps(run(enc, name, head)), flush=True)
+            print(json.dumps(run(enc, name, head, split=a.split)), flush=True)
             if name == "clinc150" and head == "exemplars":
-                print(json.dumps(run(enc, name, head, no_clinc_background=True)), flush=True)
+                print(json.dumps(run(enc, name, head, no_clinc_background=True, split=a.split)), flush=True)
 
 
 if __name__ == "__main__":

@@ -5,13 +5,15 @@
 //! - [`scan`]: exact top-k scans over the storage, one query or a batch;
 //! - `scorer`: blocks of row scores for the scans, and the certified re-rank;
 //! - [`label_rows`]: per-label rows and domains, rebuilt after each write;
-//! - [`interner`]: interned label and domain strings.
+//! - [`interner`]: interned label and domain strings;
+//! - [`threads`]: the calling thread plus helpers, for parallel scans.
 
 pub mod interner;
 pub mod label_rows;
 pub mod scan;
 mod scorer;
 pub mod storage;
+pub mod threads;
 
 use std::borrow::Cow;
 use std::collections::HashMap;

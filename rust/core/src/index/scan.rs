@@ -1,10 +1,12 @@
 //! Exact top-k scans over [`Storage`]: one query or a batch, sequential or on the
-//! rayon pool above a size cutoff (weighted by storage kind and kernel), and
+//! caller plus helper threads ([`crate::index::threads`]) above a size cutoff (weighted by storage kind and kernel), and
 //! compact scans finished by an exact re-rank ([`crate::index::scorer`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
+
+use crate::index::threads::{scan_threads, shared_reduce};
 
 pub use crate::index::scorer::rerank_pool;
 use crate::index::scorer::{finish_compact, scan_batch_compact, scan_batch_f32, Scorer};
@@ -13,11 +15,12 @@ use crate::kernels::simd::dot_rows;
 use crate::kernels::topk::{Hit, TopK};
 
 /// Default number of scanned elements (rows × dim, weighted per storage kind
-/// and kernel: an f32 element on AVX2 counts 1, see `element_weight`) from
-/// which a search runs on several threads. Measured in `benches/` and
-/// `examples/scan_sizes.rs` (see BENCHMARKS.md): below this the rayon hand-off
-/// costs more than the second core gains.
-pub const DEFAULT_PARALLEL_CUTOFF: usize = 1 << 20;
+/// and kernel: an f32 element on AVX-512 counts 1, see `element_weight`) from
+/// which a search runs on several threads. Measured with
+/// `examples/scan_sizes.rs` (see BENCHMARKS.md): below this, starting the scan's
+/// helper threads ([`crate::index::threads`], about 40 µs) costs more than the
+/// second core gains.
+pub const DEFAULT_PARALLEL_CUTOFF: usize = 1 << 22;
 
 static PARALLEL_CUTOFF: AtomicUsize = AtomicUsize::new(DEFAULT_PARALLEL_CUTOFF);
 
@@ -52,35 +55,34 @@ pub fn set_route_parallel_cutoff(elements: usize) {
 
 /// Rows per parallel task: large enough to amortise scheduling, small enough to balance.
 fn chunk_rows(n: usize, dim: usize) -> usize {
-    let threads = rayon::current_num_threads().max(1);
+    let threads = scan_threads();
     let by_balance = n.div_ceil(threads * 4);
     let by_size = (1 << 16) / dim.max(1); // at least ~256 KB of f32 per task
     by_balance.max(by_size).max(1)
 }
 
 /// Work of one scanned element of `kind` on this CPU's kernel, in units of an
-/// f32 element on AVX2 (the unit of [`parallel_cutoff`]). Measured with
-/// `examples/scan_sizes.rs` (`CUTOFFS=max,1`), d = 384: on a 2-core AVX2 EPYC
-/// (2026-11-23) two threads beat one from about 3,000 f32 rows but only from
-/// about 20,000 int8 rows, and on the portable path at 1,000 rows; on a 2-core
-/// Zen 5 EPYC (2026-11-25) from 1,000 f32 rows (AVX-512F and AVX2 alike) and
-/// between 10,000 and 30,000 int8 rows on the VNNI kernel (at 10,000: 69 µs
-/// on two threads against 66 µs on one), so VNNI weighs as AVX2 does.
+/// f32 element on AVX-512 (the unit of [`parallel_cutoff`]). Measured with
+/// `examples/scan_sizes.rs` (`CUTOFFS=max,1`), d = 384, on a 2-core Zen 5 EPYC
+/// (2026-11-25, helpers started per scan): two threads beat one from about
+/// 10,000 f32 rows on AVX-512 and under 5,000 on the forced AVX2 path, and from
+/// 20,000–50,000 int8 rows on both the VNNI and the AVX2 kernels. The portable
+/// path is about 4× slower per row than AVX2.
 fn element_weight(kind: StorageKind) -> f64 {
-    use crate::kernels::simd::has_avx2_fma;
-    match (kind, has_avx2_fma()) {
-        (_, false) => 4.0,
-        (StorageKind::Int8, true) => 1.0 / 8.0,
-        (_, true) => 1.0,
+    use crate::kernels::simd::{has_avx2_fma, has_avx512f};
+    match (kind, has_avx2_fma(), has_avx512f()) {
+        (_, false, _) => 8.0,
+        (StorageKind::Int8, true, _) => 1.0 / 4.0,
+        (_, true, true) => 1.0,
+        (_, true, false) => 2.0,
     }
 }
 
-/// True when a scan of `n × d` rows of `kind` should use the rayon pool: never
-/// with one thread in the pool, otherwise from [`parallel_cutoff`] weighted
-/// elements.
+/// True when a scan of `n × d` rows of `kind` should run on several threads
+/// ([`crate::index::threads`]): never with one, otherwise from
+/// [`parallel_cutoff`] weighted elements.
 fn goes_parallel(kind: StorageKind, n: usize, d: usize) -> bool {
-    rayon::current_num_threads() > 1
-        && (n * d) as f64 * element_weight(kind) >= parallel_cutoff() as f64
+    scan_threads() > 1 && (n * d) as f64 * element_weight(kind) >= parallel_cutoff() as f64
 }
 
 fn scan_rows(sc: &Scorer, n: usize, k: usize) -> TopK {
@@ -89,16 +91,15 @@ fn scan_rows(sc: &Scorer, n: usize, k: usize) -> TopK {
         return sc.scan(0..n, k);
     }
     let step = chunk_rows(n, d);
-    (0..n.div_ceil(step))
-        .into_par_iter()
-        .map(|c| sc.scan(c * step..((c + 1) * step).min(n), k))
-        .reduce(
-            || TopK::new(k),
-            |mut a, b| {
-                a.merge(b);
-                a
-            },
-        )
+    shared_reduce(
+        n.div_ceil(step),
+        || TopK::new(k),
+        |c| sc.scan(c * step..((c + 1) * step).min(n), k),
+        |mut a, b| {
+            a.merge(b);
+            a
+        },
+    )
 }
 
 /// Top-k rows for one query. The caller checks `1 <= k <= len` and the query width.
@@ -112,7 +113,7 @@ pub fn search_one(s: &Storage, q: &[f32], k: usize) -> Vec<Hit> {
 }
 
 /// Per-query top-k over row ranges for a batch: `scan(rows)` gives one
-/// collector per query; large batches split the rows over the rayon pool.
+/// collector per query; large batches split the rows over the scan's threads.
 fn batch_over_rows(
     kind: StorageKind,
     n: usize,
@@ -126,18 +127,17 @@ fn batch_over_rows(
         return scan(0..n);
     }
     let step = chunk_rows(n, d);
-    (0..n.div_ceil(step))
-        .into_par_iter()
-        .map(|c| scan(c * step..((c + 1) * step).min(n)))
-        .reduce(
-            || (0..nq).map(|_| TopK::new(k)).collect(),
-            |mut a, b| {
-                for (x, y) in a.iter_mut().zip(b) {
-                    x.merge(y);
-                }
-                a
-            },
-        )
+    shared_reduce(
+        n.div_ceil(step),
+        || (0..nq).map(|_| TopK::new(k)).collect(),
+        |c| scan(c * step..((c + 1) * step).min(n)),
+        |mut a: Vec<TopK>, b| {
+            for (x, y) in a.iter_mut().zip(b) {
+                x.merge(y);
+            }
+            a
+        },
+    )
 }
 
 /// Top-k rows for each of `nq` queries stored row-major in `qs`.
