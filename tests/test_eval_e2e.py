@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import DATASETS, ROOT, need_shared
 
-from routecore import Encoder
+from routecore import Encoder, Router
 from routecore.errors import DatasetError
 from routecore.evaluation import datasets as D
 
@@ -83,6 +83,19 @@ def test_eval_from_train_takes_the_exemplar_head_unless_told(tmp_path, clinc_sli
     head, cosine = (json.loads(run(*args, *extra).stdout) for extra in ((), ("--no-head",)))
     assert head["in_scope_accuracy"] > 0.5 and cosine["in_scope_accuracy"] > 0.5
     assert head["decisions"] != cosine["decisions"]
+
+
+def test_fit_cuts_the_default_exemplar_head_unless_told(tmp_path, clinc_slice):
+    """fit calibrates the router a config gets (the exemplar head): its out-of-scope cut and its
+    tiers on the head's own probabilities; --no-head calibrates the cosine softmax."""
+    args = ("fit", "--train", clinc_slice / "train.jsonl", "--val", clinc_slice / "val.jsonl", "--json")
+    head = json.loads(run(*args, "--out", tmp_path / "h").stdout)
+    cosine = json.loads(run(*args, "--no-head", "--out", tmp_path / "c").stdout)
+    assert head["head_threshold"] is not None and cosine["head_threshold"] is None and cosine["head_tiers"] is None
+    back = Router.load(tmp_path / "h", encoder=Encoder.load())
+    assert back.head is not None and back.calibrated == "fitted"
+    if head["head_tiers"]:
+        assert back.policy.high == pytest.approx(head["head_tiers"]["high"])
 
 
 def test_fit_with_head_reports_the_heads_decisions(tmp_path, clinc_slice):

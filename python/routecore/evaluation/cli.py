@@ -89,8 +89,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
         return _fit_tools(args, progress)
     if not args.train:
         raise SystemExit("routecore fit: give --train (routes) or --tools (a tool catalog)")
+    head: bool | str = True if args.head else False if args.no_head else "exemplars"
     router = R.build_router(D.load_routes(args.train), _encoder(args), shots=args.shots, seed=args.seed, oos_label=args.oos_label,
-                            head=args.head, progress=progress)
+                            head=head, progress=progress)
     res = R.fit_router(router, D.load_routes(args.val), objective=args.objective, coverage=args.coverage, oos_label=args.oos_label, progress=progress)
     router.save(args.out, fitted=router.fitted)
     out = {"bundle": str(Path(args.out)), **router.fitted}
@@ -136,8 +137,10 @@ def add_eval_commands(sub: argparse._SubParsersAction[_P]) -> None:
     common.add_argument("--shots", type=int, help="use a seeded sample of N exemplars per label")
     common.add_argument("--seed", type=int, default=0)
     common.add_argument("--head", action="store_true",
-                        help="fit: train a light linear head on the train split (its out-of-scope rows as a class) and cut it on --val "
-                             "(without it, fit calibrates the cosine softmax); eval --train: the default, the zero-label exemplar head")
+                        help="fit: a light linear head trained on the whole train split (its out-of-scope rows as a class) instead of "
+                             "the default exemplar head, both cut on --val")
+    common.add_argument("--no-head", action="store_true",
+                        help="the cosine softmax (policy head: off) instead of the default exemplar head (eval --train, fit)")
     common.add_argument("--json", action="store_true", help="print results as JSON")
     common.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -149,7 +152,6 @@ def add_eval_commands(sub: argparse._SubParsersAction[_P]) -> None:
     e.add_argument("--bundle", help="router bundle (from `routecore fit` or Router.save)")
     e.add_argument("--config", help="routes YAML/JSON")
     e.add_argument("--train", help="build the routes from this {text,label} JSONL")
-    e.add_argument("--no-head", action="store_true", help="eval --train: the cosine softmax (policy head: off) instead of the exemplar head")
     e.add_argument("--tools", help="tool catalog (JSONL with name/description, or YAML/JSON config): tool-selection mode")
     e.add_argument("--tools-in-rows", action="store_true",
                    help="tool-selection mode with no catalog file: every row lists its own candidates ({name, description})")

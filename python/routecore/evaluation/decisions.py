@@ -5,7 +5,9 @@ objective on them.
 bias rules, clarification; the linear head when there is one) on query vectors,
 without encoding anything again, so `fit` scores exactly the decision the router
 makes. :func:`fit_routed_cut` then picks the ``medium`` cut that routes the most
-validation queries while the routed ones stay right on ``Policy.route_precision``.
+validation queries while the routed ones stay right on ``Policy.route_precision``;
+with a head, :func:`fit_head_tiers` first fits the tiers on the head's own
+probabilities (a cosine softmax's tiers mean nothing on them).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from routecore.calibration import wilson_lower
+from routecore.fits import fit_tiers, top2
 
 
 def decide_vectors(router: Any, X: np.ndarray, texts: Sequence[str]) -> list[tuple[str, str | None, str]]:
@@ -50,14 +53,14 @@ def decision_figures(decisions: Sequence[tuple[str, str | None, str]], gold: Seq
 
 
 def fit_routed_cut(router: Any, X: np.ndarray, texts: Sequence[str], gold: Sequence[str], oos_label: str = "oos",
-                   steps: int = 24) -> dict[str, Any]:
+                   steps: int = 48) -> dict[str, Any]:
     """Install the ``medium`` cut whose decisions route the most of ``X`` with the routed
     ones right on at least ``policy.route_precision`` (Wilson lower bound); when no cut
     gets there, the one with the best bound. Returns the decision figures at that cut."""
     cal = router.calibration
     target = router.policy.route_precision
     best: tuple[tuple[bool, float], float, dict[str, Any]] | None = None
-    for m in np.linspace(0.05, router.policy.high, steps):
+    for m in np.linspace(0.05, 0.99, steps):  # above `high` too: a head's high tier may rest on its margin
         router.calibrate(replace(cal, medium=float(m)))
         f = decision_figures(decide_vectors(router, X, texts), gold, oos_label)
         n_routed = round(f["routed_share"] * len(gold))
@@ -68,3 +71,34 @@ def fit_routed_cut(router: Any, X: np.ndarray, texts: Sequence[str], gold: Seque
     assert best is not None
     router.calibrate(replace(cal, medium=best[1]))
     return {"medium": best[1], "target_precision": target, **best[2]}
+
+
+def fit_head_tiers(router: Any, X: np.ndarray, texts: Sequence[str], gold: Sequence[str]) -> dict[str, float]:
+    """Install ``high``/``margin`` (at ``Policy.high_precision``) and the previous route's
+    pair (at ``Policy.previous_precision``) fitted on the probabilities the router's head
+    gives the in-scope rows of ``X`` it keeps in scope, as the router reads them (lexical
+    gain included). Returns what it installed; nothing when too few rows pass."""
+    table, rt, names = router._routes, router.route_table, [r.name for r in router.route_specs]
+    rows: list[tuple[float, float, bool]] = []
+    for x, text, g in zip(X, texts, gold):
+        if g not in names:
+            continue
+        p, _ = rt.policy_for(x)
+        r = table.score(x, p, [], p.top_exemplars, bias=rt.bias_and_entities(text, p).bias)
+        rt._apply_head(r, x, p)
+        if not r["head_oos"]:
+            p1, mg, arg = top2(np.asarray(r["probs"], np.float64)[None, :])
+            rows.append((float(p1[0]), float(mg[0]), names[int(arg[0])] == g))
+    if not rows:
+        return {}
+    p1s, mgs, right = (np.array(c) for c in zip(*rows))
+    fields: dict[str, float] = {}
+    tiers = fit_tiers(p1s, mgs, right, router.policy.high_precision)
+    if tiers is not None:
+        fields.update(high=tiers[0], margin=tiers[1])
+        prev = fit_tiers(p1s, mgs, right, router.policy.previous_precision)
+        if prev is not None:
+            fields.update(previous_high=prev[0], previous_margin=prev[1])
+    if fields:
+        router.calibrate(replace(router.calibration, **fields))
+    return fields

@@ -18,7 +18,7 @@ from routecore.errors import DatasetError
 from routecore.evaluation import metrics as M
 from routecore.evaluation.calibrate import FitResult, fit, objective_many
 from routecore.evaluation.datasets import Dataset
-from routecore.evaluation.decisions import fit_routed_cut
+from routecore.evaluation.decisions import fit_head_tiers, fit_routed_cut
 from routecore.evaluation.head import LinearHead
 from routecore.lexical import fit_weight
 from routecore.policy import Policy
@@ -133,13 +133,17 @@ def fit_router(router: Router, val: Dataset, *, objective: str = "accuracy", cov
     router.calibrate(replace(base, source="fitted", temperature=res.temperature, high=res.high, margin=res.margin, lexical_weight=lex_w,
                              min_score=float(np.clip(min_score, 0.0, 1.0)), per_route=per_route,
                              stats={**base.stats, "fit_objective": res.objective, "fit_value": res.value}))
+    texts = [s.text for s in val.samples]
+    # A head's probabilities are not the cosine softmax's that `res` fitted the tiers on.
+    head_tiers = fit_head_tiers(router, X, texts, gold) if router.head is not None else {}
     # End to end: the routed cut that the router's own decisions (head included) need on
     # this split, and the figures of those decisions, which is what fit reports.
-    decisions = fit_routed_cut(router, X, [s.text for s in val.samples], gold, oos_label)
+    decisions = fit_routed_cut(router, X, texts, gold, oos_label)
     cal = router.calibration
     assert cal is not None  # calibrate() above installed one (fit_routed_cut only replaces it)
     router.calibrate(replace(cal, stats={**cal.stats, "validation_decisions": decisions}))
-    router.fitted = res.to_dict() | {"head_threshold": getattr(router.head, "threshold", None), "decisions": decisions}
+    router.fitted = res.to_dict() | {"head_threshold": getattr(router.head, "threshold", None), "head_tiers": head_tiers or None,
+                                     "decisions": decisions}
     return res
 
 
