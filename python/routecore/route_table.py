@@ -316,7 +316,7 @@ class RouteTable:
         pref = r.get("preferred")
         if r.get("head_oos") or float(r["dense"][best]) < min_score:
             if pref is not None and not pref[best] and clarify is None and not r.get("entity_scope"):
-                kept = np.where(pref, probs, 0.0)
+                kept = np.where(pref, r["probs"], 0.0)  # before the previous-route boost, which the next pass applies
                 kept = kept / kept.sum() if kept.sum() > 0 else pref / pref.sum()
                 return self._decide(text, {**r, "probs": kept.astype(np.float32), "entity_scope": True}, previous, clarify, choose, policy)
             if pref is None or not pref[best]:
