@@ -151,13 +151,14 @@ class Policy:
     lexical: bool = True
     lexical_weight: float | None = None
     tool_lexical_weight: float | None = None
-    #: ``"exemplars"``: route probabilities come from a linear head (softmax regression)
+    #: ``"exemplars"`` (the default): route probabilities come from a linear head (softmax regression)
     #: trained on the routes' exemplars when the router is built, with the bundled
     #: background queries in the exemplars' languages as an out-of-scope class; its tiers
     #: and its out-of-scope cut are calibrated zero-label on out-of-fold exemplars
     #: (routecore.exemplar_head), and it replaces the cosine ``min_score``. It costs
-    #: seconds at build time for 10k exemplars (a bundle keeps it); with too few exemplars
-    #: to hold out, the router keeps the cosines. ``"off"``: the softmax of the cosines.
+    #: under a second for a few hundred exemplars and about 30 s for 15,000 at build time
+    #: (a bundle keeps it); with too few exemplars to hold out, the router keeps the
+    #: cosines. ``"off"``: the softmax of the cosines.
     head: Literal["off", "exemplars"] = "exemplars"
     #: What the caller says when every route of the fallback chain has failed.
     error_message: str = "Sorry, I could not handle this request. Please try again later."
