@@ -1,6 +1,7 @@
 //! Exact top-k scans over [`Storage`]: one query or a batch, sequential or on the
-//! caller plus helper threads ([`crate::index::threads`]) above a size cutoff (weighted by storage kind and kernel), and
-//! compact scans finished by an exact re-rank ([`crate::index::scorer`]).
+//! caller plus helper threads ([`crate::index::threads`]) above a size cutoff
+//! (weighted by storage kind and kernel), and compact scans finished by an exact
+//! re-rank ([`crate::index::scorer`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
