@@ -141,3 +141,17 @@ def test_recalibrate_false_keeps_the_zero_label_calibration(encoder):
     assert r.calibration == cal and r.calibrated == "zero-label"
     r.remove_routes(["weather"])
     assert r.calibration is not cal and r.calibration.source == "zero-label"
+
+
+def test_recalibrate_false_trains_only_the_exemplar_head_and_keeps_its_cuts(encoder):
+    """With the default exemplar head, recalibrate=False trains the serving head again (it must
+    know the new route) and keeps its out-of-scope cut and the calibration's tiers."""
+    routes = [RouteSpec(s.name, s.utterances + tuple(f"{u} please" for u in s.utterances)) for s in BASE]
+    r = Router(routes, encoder=encoder)
+    assert r.head is not None, r.calibration.stats.get("head")
+    cal, cut = r.calibration, r.head.threshold
+    r.add_routes([WEATHER], recalibrate=False)
+    assert r.calibration == cal and r.head.threshold == cut and "weather" in r.head.classes
+    assert r.route("will it rain in Paris tomorrow").route == "weather"
+    r.add_routes([RouteSpec("music", ("play some jazz", "next song", "turn the music up", "pause the playlist"))])
+    assert r.calibration is not cal and r.calibration.source == "zero-label" and "music" in r.head.classes

@@ -36,13 +36,15 @@ class Parts:
 def build(routes: Sequence[RouteSpec], tools: Sequence[ToolSpec], *, encoder: EncoderLike, spec_policy: Policy, llm: Any = None,
           memory: Any = None, head: Any = None, storage: str = "auto", calibration: Calibration | None = None,
           vectors: dict[str, np.ndarray] | None = None, known: dict[str, dict[str, np.ndarray]] | None = None,
-          lexical: dict[str, Any] | None = None, progress: ProgressArg = None) -> Parts:
+          lexical: dict[str, Any] | None = None, progress: ProgressArg = None, head_threshold: float | None = None) -> Parts:
     """The parts of a router over ``routes`` and ``tools``.
 
     ``vectors``: each table's exemplar embeddings in exemplar order (a bundle's);
     ``known``: per table, embeddings by text to reuse (a live update); other texts
     are embedded. Without ``calibration`` the policy's unset numbers are
-    calibrated zero-label (unless every one is set)."""
+    calibrated zero-label (unless every one is set). ``head_threshold``: the exemplar
+    head's out-of-scope cut to keep with ``calibration``'s tiers (only the serving head
+    is trained again)."""
     vec = dict(vectors or {})
     owners: dict[str, list[int]] = {}
     texts: dict[str, list[str]] = {}
@@ -77,7 +79,8 @@ def build(routes: Sequence[RouteSpec], tools: Sequence[ToolSpec], *, encoder: En
                                  lexical=lex["routes"] and (lex["routes"], texts["routes"]),
                                  tool_lexical=lex["tools"] and (lex["tools"], texts["tools"]))
     if head is None and spec_policy.head == "exemplars" and len(routes) >= 2:
-        head, calibration = _exemplar_head(encoder, spec_policy, vec["routes"], owners["routes"], routes, calibration, lex, texts, progress)
+        head, calibration = _exemplar_head(encoder, spec_policy, vec["routes"], owners["routes"], routes, calibration, lex, texts, progress,
+                                           head_threshold)
     policy = spec_policy.resolve(calibration)
     route_table = RouteTable(routes, encoder=encoder, policy=policy, llm=llm, head=head, storage=storage, vectors=vec["routes"],
                              lexical=lex["routes"])
@@ -90,11 +93,13 @@ def build(routes: Sequence[RouteSpec], tools: Sequence[ToolSpec], *, encoder: En
 
 def _exemplar_head(encoder: EncoderLike, spec_policy: Policy, V: np.ndarray, owners: list[int], routes: Sequence[RouteSpec],
                    calibration: Calibration | None, lex: dict[str, Any], texts: dict[str, list[str]],
-                   progress: ProgressArg) -> tuple[Any, Calibration | None]:
+                   progress: ProgressArg, head_threshold: float | None = None) -> tuple[Any, Calibration | None]:
     """The head of ``Policy(head="exemplars")`` and the calibration with its cuts
-    (a manual policy keeps no calibration: the head only brings its scope cut)."""
+    (a manual policy keeps no calibration: the head only brings its scope cut). With
+    ``head_threshold`` and a ``calibration`` that holds a head's cuts, only the serving
+    head is trained and both are kept (a live update with ``recalibrate=False``)."""
     from routecore.background import background_languages, background_vectors, parallel_rows, parallel_vectors
-    from routecore.exemplar_head import fit_exemplar_head, language_fits, with_head
+    from routecore.exemplar_head import fit_exemplar_head, language_fits, serving_head, with_head
     from routecore.fits import Targets
 
     base = calibration or for_router(encoder, spec_policy, V, owners, len(routes), np.zeros((0, V.shape[1]), np.float32), [], 0,
@@ -112,6 +117,8 @@ def _exemplar_head(encoder: EncoderLike, spec_policy: Policy, V: np.ndarray, own
     homes = {n for n, v in base.languages.items() if v.get("covered")}
     if homes:
         B = B[np.array([lang in homes for lang in background_languages()])]
+    if head_threshold is not None and calibration is not None:
+        return serving_head(V, np.asarray(owners), [r.name for r in routes], B, base, head_threshold), calibration
     fitted = fit_exemplar_head(V, np.asarray(owners), [r.name for r in routes], B, base, targets=targets, gain=gain, progress=progress)
     if fitted.stats.get("cuts_fallback"):
         # Too few exemplars to hold out: a head whose cuts nothing vouches for would decide

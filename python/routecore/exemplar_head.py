@@ -138,9 +138,7 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
     cosine calibration's do."""
     owners = np.asarray(owners, dtype=np.int64)
     labels = np.array(names, dtype=object)[owners]
-    B = background
-    if len(B) and len(V):
-        B = B[(B @ V.T).max(axis=1) < base.match]
+    B = _out_of_scope_rows(background, V, base)
     bar = Progress(folds + 1, "training the exemplar head", progress) if progress else None
 
     def train(rows: np.ndarray, bg: np.ndarray) -> LinearHead:  # bg: a mask of background rows
@@ -206,6 +204,24 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
         oof = None
     stats["threshold"] = head.threshold
     return HeadFit(head, fields, stats, oof)
+
+
+def _out_of_scope_rows(background: np.ndarray, V: np.ndarray, base: Calibration) -> np.ndarray:
+    """The background rows that look like no exemplar (under ``base.match``, the typical
+    score of a paraphrase): the head's out-of-scope class."""
+    return background[(background @ V.T).max(axis=1) < base.match] if len(background) and len(V) else background
+
+
+def serving_head(V: np.ndarray, owners: np.ndarray, names: list[str], background: np.ndarray, base: Calibration, threshold: float,
+                 *, epochs: int = 300, seed: int = 0) -> LinearHead:
+    """Only the head that serves, trained as :func:`fit_exemplar_head` trains it, with the
+    out-of-scope cut ``threshold`` kept from an earlier fit (a live update with
+    ``recalibrate=False``: one training instead of ``FOLDS + 1``, the cuts unchanged)."""
+    labels = np.array(names, dtype=object)[np.asarray(owners, dtype=np.int64)]
+    B = _out_of_scope_rows(background, V, base)
+    head = LinearHead.fit(np.vstack([V, B]), list(labels) + [OOS_CLASS] * len(B), oos_label=OOS_CLASS, epochs=epochs, seed=seed)
+    head.threshold = threshold
+    return head
 
 
 def _logit(p: np.ndarray) -> np.ndarray:

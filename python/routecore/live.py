@@ -11,8 +11,10 @@ keeps it: on 150 routes x 100 exemplars the recomputation is most of an
 update's 1.8 s, see BENCHMARKS.md); a fitted or manual one is kept (its
 per-route values of removed routes dropped). A router with a
 fitted linear head refuses route changes: the head knows the old routes only.
-A head trained on the exemplars (``Policy(head="exemplars")``) is trained again
-with its calibration when routes change.
+A head trained on the exemplars (``Policy(head="exemplars")``, the default) is
+trained again with its calibration when routes change (its five trainings: about
+as long as building the router); with ``recalibrate=False`` only the serving head
+is trained again, and its cuts and the calibration stay.
 """
 
 from __future__ import annotations
@@ -73,13 +75,16 @@ def apply(router: Any, *, add_routes: Sequence[RouteSpec] = (), update_routes: S
         fitted = router.calibration is not None and router.calibration.source == "fitted"
         if head is not None and routes_changed and (spec_policy.head != "exemplars" or fitted):
             raise ConfigError("this router has a fitted head over its routes: refit it (routecore fit --head) instead of a live update")
+        head_threshold = None
         if head is not None and spec_policy.head == "exemplars" and not fitted and (routes_changed or calibration is None):
-            # A head trained on the exemplars is trained again with the calibration its cuts belong to.
-            head, calibration = None, None
+            # A head trained on the exemplars is trained again: with new cuts and the calibration they
+            # belong to, or, with ``recalibrate=False``, alone (the cuts and the calibration stay).
+            head_threshold = head.threshold if calibration is not None else None
+            head = None
         known = {"routes": assembly.known_vectors(rt.table), "tools": assembly.known_vectors(tc.tools), "anti": assembly.known_vectors(tc.anti)}
         t0 = time.perf_counter()
         parts = assembly.build(routes, tools, encoder=router.encoder, spec_policy=spec_policy, llm=rt.llm, memory=tc.memory, head=head,
-                               storage=router._storage, calibration=calibration, known=known)
+                               storage=router._storage, calibration=calibration, known=known, head_threshold=head_threshold)
         total = (time.perf_counter() - t0) * 1e3
         router.spec_policy = spec_policy
         router._install(parts)
