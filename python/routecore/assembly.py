@@ -104,13 +104,6 @@ def _exemplar_head(encoder: EncoderLike, spec_policy: Policy, V: np.ndarray, own
 
     base = calibration or for_router(encoder, spec_policy, V, owners, len(routes), np.zeros((0, V.shape[1]), np.float32), [], 0,
                                      lexical=lex["routes"] and (lex["routes"], texts["routes"]))
-    targets = Targets(spec_policy.high_precision, spec_policy.route_precision, spec_policy.previous_precision)
-    weight = spec_policy.lexical_weight if spec_policy.lexical_weight is not None else base.lexical_weight
-    gain = None
-    if lex["routes"] is not None and weight and spec_policy.lexical:
-        # Each exemplar's lexical score with itself left out, as the router adds it (over the temperature).
-        temperature = spec_policy.temperature or base.temperature
-        gain = weight / temperature * lex["routes"].held_out(texts["routes"], [np.array([i]) for i in range(len(V))])
     # The out-of-scope class holds background queries in the languages the exemplars are
     # written in: others would teach the head that a language is out of scope.
     B = background_vectors(encoder)
@@ -119,6 +112,13 @@ def _exemplar_head(encoder: EncoderLike, spec_policy: Policy, V: np.ndarray, own
         B = B[np.array([lang in homes for lang in background_languages()])]
     if head_threshold is not None and calibration is not None:
         return serving_head(V, np.asarray(owners), [r.name for r in routes], B, base, head_threshold), calibration
+    targets = Targets(spec_policy.high_precision, spec_policy.route_precision, spec_policy.previous_precision)
+    weight = spec_policy.lexical_weight if spec_policy.lexical_weight is not None else base.lexical_weight
+    gain = None
+    if lex["routes"] is not None and weight and spec_policy.lexical:
+        # Each exemplar's lexical score with itself left out, as the router adds it (over the temperature).
+        temperature = spec_policy.temperature or base.temperature
+        gain = weight / temperature * lex["routes"].held_out(texts["routes"], [np.array([i]) for i in range(len(V))])
     fitted = fit_exemplar_head(V, np.asarray(owners), [r.name for r in routes], B, base, targets=targets, gain=gain, progress=progress)
     if fitted.stats.get("cuts_fallback"):
         # Too few exemplars to hold out: a head whose cuts nothing vouches for would decide
