@@ -24,38 +24,33 @@ def sane(p: Policy) -> None:
     assert p.affinity_penalty < 1 < p.affinity_boost
 
 
-@pytest.fixture
-def it_ops(it_ops_router):
-    return it_ops_router
-
-
-def test_config_calibrates_for_the_encoder(it_ops, encoder):
-    assert it_ops.calibrated == "zero-label" and it_ops.calibration.source == "zero-label"
-    sane(it_ops.policy)
+def test_config_calibrates_for_the_encoder(it_ops_router, encoder):
+    assert it_ops_router.calibrated == "zero-label" and it_ops_router.calibration.source == "zero-label"
+    sane(it_ops_router.policy)
     # The held-out exemplars and the background set were used.
-    st = it_ops.calibration.stats
+    st = it_ops_router.calibration.stats
     assert st["held_out"] > 20 and st["background"] == len(background_texts()[0])
     # Bias rules of the example config get a width of one calibrated scale.
-    assert all(r.within == pytest.approx(it_ops.calibration.scale) for r in it_ops.policy.bias_rules)
-    d = it_ops.route("le serveur de production est en panne")
+    assert all(r.within == pytest.approx(it_ops_router.calibration.scale) for r in it_ops_router.policy.bias_rules)
+    d = it_ops_router.route("le serveur de production est en panne")
     assert d.calibrated == "zero-label" and '"calibrated": "zero-label"' in d.to_json()
 
 
-def test_another_encoder_gets_other_numbers(it_ops, encoder):
+def test_another_encoder_gets_other_numbers(it_ops_router, encoder):
     cosine = Policy.from_dict({**read_config_file(EX / "it_ops_routes.yaml")["policy"], "head": "off"})
     minilm = Router.from_config(EX / "it_ops_routes.yaml", encoder=Encoder.load(need_shared(MODELS / "all-minilm-l6-v2")), policy=cosine)
     e5 = Router.from_config(EX / "it_ops_routes.yaml", encoder=encoder, policy=cosine)
     sane(minilm.policy)
     # MiniLM spreads its cosines far wider than e5: the scale and the out-of-scope cut follow.
-    assert minilm.policy.temperature > 1.5 * e5.policy.temperature and e5.policy.temperature == it_ops.policy.temperature
+    assert minilm.policy.temperature > 1.5 * e5.policy.temperature and e5.policy.temperature == it_ops_router.policy.temperature
     assert minilm.policy.min_score < e5.policy.min_score - 0.1
 
 
-def test_bundle_round_trips_its_calibration(tmp_path, it_ops, encoder):
-    it_ops.save(tmp_path / "b")
+def test_bundle_round_trips_its_calibration(tmp_path, it_ops_router, encoder):
+    it_ops_router.save(tmp_path / "b")
     back = Router.load(tmp_path / "b", encoder=encoder)
-    assert back.calibration == it_ops.calibration and back.policy == it_ops.policy
-    assert back.spec_policy == it_ops.spec_policy and back.spec_policy.temperature is None
+    assert back.calibration == it_ops_router.calibration and back.policy == it_ops_router.policy
+    assert back.spec_policy == it_ops_router.spec_policy and back.spec_policy.temperature is None
 
 
 def test_manual_values_win(encoder):

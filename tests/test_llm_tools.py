@@ -64,11 +64,6 @@ def llm():
     s.httpd.shutdown()
 
 
-@pytest.fixture
-def router(tools_router):
-    return tools_router
-
-
 @pytest.fixture()
 def server(llm):
     llm.answer, llm.status, llm.delay = f"<tool_selection>{json.dumps(GOOD)}</tool_selection>", 200, 0.0
@@ -79,9 +74,9 @@ def server(llm):
 QUERY = "the nginx service on web-3 keeps crashing, restart it and tell me why"
 
 
-def test_good_answer_in_both_modes(router, server):
+def test_good_answer_in_both_modes(tools_router, server):
     for mode in ("llm", "hybrid"):
-        r = LLMToolRouter(router, server.url, "m", mode=mode, hybrid_top=5)
+        r = LLMToolRouter(tools_router, server.url, "m", mode=mode, hybrid_top=5)
         got = r.select(QUERY)
         assert got.source == "llm" and got.fallback is None and got.tools == ("restart_service", "get_system_logs")
         assert (got.complexity, got.execution_strategy, got.confidence) == ("medium", "iterative", 0.8)
@@ -89,14 +84,14 @@ def test_good_answer_in_both_modes(router, server):
         assert got.schemas[0]["function"]["parameters"]["properties"]  # the full schema, not the summary
         prompt = server.requests[-1]["messages"][0]["content"]
         catalog = prompt.split("\n\n")[0].split("\n")[1:]  # one summary line per candidate
-        ranked = router.tools(QUERY, top_k=5, threshold=0.0).names  # hybrid: the best 5 (and the core tools)
-        assert len(catalog) == (len(router.tool_specs) if mode == "llm" else len(ranked))
+        ranked = tools_router.tools(QUERY, top_k=5, threshold=0.0).names  # hybrid: the best 5 (and the core tools)
+        assert len(catalog) == (len(tools_router.tool_specs) if mode == "llm" else len(ranked))
         assert "<tool_selection>" in prompt and "semantic search suggests" in prompt
         r.close()
 
 
-def test_unknown_names_are_dropped_and_reported(router, server):
-    r = LLMToolRouter(router, server.url, "m", mode="llm")
+def test_unknown_names_are_dropped_and_reported(tools_router, server):
+    r = LLMToolRouter(tools_router, server.url, "m", mode="llm")
     server.answer = '<tool_selection>{"selected_tools": ["restart_service", "format_disk"], "complexity": "huge"}</tool_selection>'
     got = r.select(QUERY)
     assert got.tools == ("restart_service",) and got.dropped == ("format_disk",) and got.source == "llm"
@@ -104,7 +99,7 @@ def test_unknown_names_are_dropped_and_reported(router, server):
     server.answer = '<tool_selection>{"selected_tools": ["format_disk"]}</tool_selection>'
     got = r.select(QUERY)
     assert got.source == "semantic" and "unknown" in got.fallback and got.dropped == ("format_disk",)
-    assert got.tools == tuple(router.tools(QUERY).names)
+    assert got.tools == tuple(tools_router.tools(QUERY).names)
 
 
 @pytest.mark.parametrize("answer, why", [
@@ -113,32 +108,32 @@ def test_unknown_names_are_dropped_and_reported(router, server):
     ("RAW:this is not json", "not a chat completion"),
     ('<tool_selection>{"complexity": "simple"}</tool_selection>', "no selected_tools"),
 ])
-def test_garbage_falls_back_to_the_semantic_belt(router, server, answer, why):
+def test_garbage_falls_back_to_the_semantic_belt(tools_router, server, answer, why):
     server.answer = answer
-    got = LLMToolRouter(router, server.url, "m").select(QUERY)
+    got = LLMToolRouter(tools_router, server.url, "m").select(QUERY)
     assert got.source == "semantic" and why in got.fallback
-    assert got.tools == tuple(router.tools(QUERY).names) and got.belt is not None
+    assert got.tools == tuple(tools_router.tools(QUERY).names) and got.belt is not None
 
 
-def test_timeouts_and_http_errors_fall_back(router, server):
+def test_timeouts_and_http_errors_fall_back(tools_router, server):
     server.status = 503
-    got = LLMToolRouter(router, server.url, "m").select(QUERY)
+    got = LLMToolRouter(tools_router, server.url, "m").select(QUERY)
     assert got.source == "semantic" and "HTTP 503" in got.fallback
     server.status, server.delay = 200, 1.0
     t = time.perf_counter()
-    got = LLMToolRouter(router, server.url, "m", timeout=0.2).select(QUERY)
+    got = LLMToolRouter(tools_router, server.url, "m", timeout=0.2).select(QUERY)
     assert got.source == "semantic" and "too slow" in got.fallback and time.perf_counter() - t < 0.9
 
 
-def test_semantic_mode_and_bad_settings(router):
-    got = LLMToolRouter(router, mode="semantic").select(QUERY)
-    assert got.source == "semantic" and got.fallback is None and got.tools == tuple(router.tools(QUERY).names)
+def test_semantic_mode_and_bad_settings(tools_router):
+    got = LLMToolRouter(tools_router, mode="semantic").select(QUERY)
+    assert got.source == "semantic" and got.fallback is None and got.tools == tuple(tools_router.tools(QUERY).names)
     with pytest.raises(ConfigError, match="mode"):
-        LLMToolRouter(router, "http://127.0.0.1:9/v1", "m", mode="magic")  # type: ignore[arg-type]
+        LLMToolRouter(tools_router, "http://127.0.0.1:9/v1", "m", mode="magic")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="base_url"):
-        LLMToolRouter(router, mode="llm")
+        LLMToolRouter(tools_router, mode="llm")
     with pytest.raises(ConfigError, match="hybrid_top"):
-        LLMToolRouter(router, "http://127.0.0.1:9/v1", "m", hybrid_top=0)
+        LLMToolRouter(tools_router, "http://127.0.0.1:9/v1", "m", hybrid_top=0)
 
 
 def test_parser_is_tolerant():

@@ -16,61 +16,51 @@ QUERIES = ["Peux-tu me donner l'état de l'incident INC20481234 ?", "what is the
 TOOL_QUERIES = ["restart the payments service", "what is the weather in Hanoi", "show me the last errors of the API gateway", "bonjour"]
 
 
-@pytest.fixture
-def router(it_ops_router):
-    return it_ops_router
-
-
-@pytest.fixture
-def tool_router(tools_router):
-    return tools_router
-
-
 def _same(a, b):
     assert (a.action, a.route, a.tier, a.candidates, a.alerts) == (b.action, b.route, b.tier, b.candidates, b.alerts)
     assert a.confidence == pytest.approx(b.confidence, abs=1e-6) and dict(a.raw_scores) == pytest.approx(dict(b.raw_scores), abs=1e-6)
 
 
-def test_route_batch_equals_single_calls(router, encoder):
+def test_route_batch_equals_single_calls(it_ops_router, encoder):
     encoder.clear_cache()
-    batch = router.route_batch(QUERIES, previous=[None, None, None, "GENERAL", None, None, None, None] if "GENERAL" in router._route_by_name else None)
+    batch = it_ops_router.route_batch(QUERIES, previous=[None, None, None, "GENERAL", None, None, None, None] if "GENERAL" in it_ops_router._route_by_name else None)
     encoder.clear_cache()
     for d, q in zip(batch, QUERIES):
-        _same(d, router.route(q, previous=d.previous_route))
+        _same(d, it_ops_router.route(q, previous=d.previous_route))
         assert d.timings.total > 0
-    assert router.route_batch([]) == []
+    assert it_ops_router.route_batch([]) == []
 
 
-def test_route_batch_arguments_are_checked(router):
+def test_route_batch_arguments_are_checked(it_ops_router):
     with pytest.raises(InvalidArgumentError, match="use route"):
-        router.route_batch("one query")
+        it_ops_router.route_batch("one query")
     with pytest.raises(InvalidArgumentError, match="previous: 1 values for 2 queries"):
-        router.route_batch(["a", "b"], previous=["GENERAL"])
+        it_ops_router.route_batch(["a", "b"], previous=["GENERAL"])
     with pytest.raises(InvalidArgumentError, match="unknown previous route"):
-        router.route_batch(["a"], previous="NOPE")
+        it_ops_router.route_batch(["a"], previous="NOPE")
 
 
-def test_tools_batch_equals_single_calls(tool_router, encoder):
+def test_tools_batch_equals_single_calls(tools_router, encoder):
     encoder.clear_cache()
-    belts = tool_router.tools_batch(TOOL_QUERIES, top_k=3)
+    belts = tools_router.tools_batch(TOOL_QUERIES, top_k=3)
     encoder.clear_cache()
     for b, q in zip(belts, TOOL_QUERIES):
-        s = tool_router.tools(q, top_k=3)
+        s = tools_router.tools(q, top_k=3)
         assert [(t.name, t.reason) for t in b.tools] == [(t.name, t.reason) for t in s.tools]
         assert [t.score for t in b.tools] == pytest.approx([t.score for t in s.tools], abs=1e-6)
         assert b.no_tool == s.no_tool
 
 
-def test_vectors_in_give_the_same_decisions(router, tool_router, encoder):
+def test_vectors_in_give_the_same_decisions(it_ops_router, tools_router, encoder):
     v = encoder.encode(QUERIES)
     for q, row in zip(QUERIES, v):
-        _same(router.route(q, vector=row), router.route(q))
-    _same(router.route(QUERIES[0], vector=(v[0] * 3).astype(np.float64).tolist()), router.route(QUERIES[0]))  # normalised, converted
-    for d, q in zip(router.route_batch(QUERIES, vectors=v), QUERIES):
-        _same(d, router.route(q))
+        _same(it_ops_router.route(q, vector=row), it_ops_router.route(q))
+    _same(it_ops_router.route(QUERIES[0], vector=(v[0] * 3).astype(np.float64).tolist()), it_ops_router.route(QUERIES[0]))  # normalised, converted
+    for d, q in zip(it_ops_router.route_batch(QUERIES, vectors=v), QUERIES):
+        _same(d, it_ops_router.route(q))
     tv = encoder.encode(TOOL_QUERIES)
-    assert tool_router.tools(TOOL_QUERIES[0], vector=tv[0]).names == tool_router.tools(TOOL_QUERIES[0]).names
-    assert [b.names for b in tool_router.tools_batch(TOOL_QUERIES, vectors=tv)] == [tool_router.tools(q).names for q in TOOL_QUERIES]
+    assert tools_router.tools(TOOL_QUERIES[0], vector=tv[0]).names == tools_router.tools(TOOL_QUERIES[0]).names
+    assert [b.names for b in tools_router.tools_batch(TOOL_QUERIES, vectors=tv)] == [tools_router.tools(q).names for q in TOOL_QUERIES]
 
 
 @pytest.mark.parametrize(("vec", "err"), [
@@ -80,26 +70,26 @@ def test_vectors_in_give_the_same_decisions(router, tool_router, encoder):
     (np.zeros(384, np.float32), NonFiniteError),
     ("not a vector", InvalidArgumentError),
 ])
-def test_bad_vectors_raise_typed_errors(router, tool_router, encoder, vec, err):
+def test_bad_vectors_raise_typed_errors(it_ops_router, tools_router, encoder, vec, err):
     if isinstance(vec, np.ndarray) and vec.shape == (384,) and encoder.dim != 384:
         vec = np.resize(vec, encoder.dim)
     with pytest.raises(err):
-        router.route("x", vector=vec)
+        it_ops_router.route("x", vector=vec)
     with pytest.raises(err):
-        tool_router.tools("x", vector=vec)
+        tools_router.tools("x", vector=vec)
 
 
-def test_batch_vectors_must_match_the_queries(router, encoder):
+def test_batch_vectors_must_match_the_queries(it_ops_router, encoder):
     with pytest.raises(DimensionMismatchError, match="expected 2 x"):
-        router.route_batch(["a", "b"], vectors=np.ones((3, encoder.dim), np.float32))
+        it_ops_router.route_batch(["a", "b"], vectors=np.ones((3, encoder.dim), np.float32))
 
 
-def test_async_calls_match_and_1000_concurrent_calls_complete(router, tool_router):
+def test_async_calls_match_and_1000_concurrent_calls_complete(it_ops_router, tools_router):
     async def main():
-        single = await router.aroute(QUERIES[0])
-        batch = await router.aroute_batch(QUERIES[:3])
-        belt = await tool_router.atools(TOOL_QUERIES[0], top_k=2)
-        belts = await tool_router.atools_batch(TOOL_QUERIES[:2])
+        single = await it_ops_router.aroute(QUERIES[0])
+        batch = await it_ops_router.aroute_batch(QUERIES[:3])
+        belt = await tools_router.atools(TOOL_QUERIES[0], top_k=2)
+        belts = await tools_router.atools_batch(TOOL_QUERIES[:2])
         lags: list[float] = []
         stop = asyncio.Event()
 
@@ -110,26 +100,26 @@ def test_async_calls_match_and_1000_concurrent_calls_complete(router, tool_route
                 lags.append(time.perf_counter() - t - 0.005)
 
         tick = asyncio.create_task(ticker())
-        many = await asyncio.gather(*(router.aroute(QUERIES[i % len(QUERIES)]) for i in range(1000)))
+        many = await asyncio.gather(*(it_ops_router.aroute(QUERIES[i % len(QUERIES)]) for i in range(1000)))
         stop.set()
         await tick
         return single, batch, belt, belts, many, lags
 
     single, batch, belt, belts, many, lags = asyncio.run(main())
-    _same(single, router.route(QUERIES[0]))
+    _same(single, it_ops_router.route(QUERIES[0]))
     for d, q in zip(batch, QUERIES):
-        _same(d, router.route(q))
-    assert belt.names == tool_router.tools(TOOL_QUERIES[0], top_k=2).names and len(belts) == 2
+        _same(d, it_ops_router.route(q))
+    assert belt.names == tools_router.tools(TOOL_QUERIES[0], top_k=2).names and len(belts) == 2
     assert len(many) == 1000 and all(d.action in ("route", "clarify", "none") for d in many)
     for i, d in enumerate(many[:16]):
-        _same(d, router.route(QUERIES[i % len(QUERIES)]))
+        _same(d, it_ops_router.route(QUERIES[i % len(QUERIES)]))
     assert len(lags) > 1  # the loop kept ticking while 1000 calls ran (its lag is a benchmark figure)
 
 
-def test_route_batch_in_an_executor_gives_the_same_decisions(router):
+def test_route_batch_in_an_executor_gives_the_same_decisions(it_ops_router):
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(4) as ex:
-        par = router.route_batch(QUERIES, executor=ex)
-    for a, b in zip(par, router.route_batch(QUERIES)):
+        par = it_ops_router.route_batch(QUERIES, executor=ex)
+    for a, b in zip(par, it_ops_router.route_batch(QUERIES)):
         _same(a, b)
