@@ -142,8 +142,7 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
     bar = Progress(folds + 1, "training the exemplar head", progress) if progress else None
 
     def train(rows: np.ndarray, bg: np.ndarray) -> LinearHead:  # bg: a mask of background rows
-        h = LinearHead.fit(np.vstack([V[rows], B[bg]]), list(labels[rows]) + [OOS_CLASS] * int(bg.sum()),
-                           oos_label=OOS_CLASS, epochs=epochs, seed=seed)
+        h = _train(V[rows], labels[rows], B[bg], epochs, seed)
         if bar is not None:
             bar.advance(1)
         return h
@@ -212,14 +211,18 @@ def _out_of_scope_rows(background: np.ndarray, V: np.ndarray, base: Calibration)
     return background[(background @ V.T).max(axis=1) < base.match] if len(background) and len(V) else background
 
 
+def _train(X: np.ndarray, labels: np.ndarray, B: np.ndarray, epochs: int, seed: int) -> LinearHead:
+    """A head over the rows ``X`` (routes ``labels``) and the out-of-scope rows ``B``."""
+    return LinearHead.fit(np.vstack([X, B]), list(labels) + [OOS_CLASS] * len(B), oos_label=OOS_CLASS, epochs=epochs, seed=seed)
+
+
 def serving_head(V: np.ndarray, owners: np.ndarray, names: list[str], background: np.ndarray, base: Calibration, threshold: float,
                  *, epochs: int = 300, seed: int = 0) -> LinearHead:
     """Only the head that serves, trained as :func:`fit_exemplar_head` trains it, with the
     out-of-scope cut ``threshold`` kept from an earlier fit (a live update with
     ``recalibrate=False``: one training instead of ``FOLDS + 1``, the cuts unchanged)."""
     labels = np.array(names, dtype=object)[np.asarray(owners, dtype=np.int64)]
-    B = _out_of_scope_rows(background, V, base)
-    head = LinearHead.fit(np.vstack([V, B]), list(labels) + [OOS_CLASS] * len(B), oos_label=OOS_CLASS, epochs=epochs, seed=seed)
+    head = _train(V, labels, _out_of_scope_rows(background, V, base), epochs, seed)
     head.threshold = threshold
     return head
 
