@@ -4,7 +4,8 @@
 label) and `Router.tools()` at 10,000 tools (MetaTool's 199 descriptions, replicated with
 numbered names), with an encoder that returns precomputed e5 vectors instantly: the time
 measured is everything but the encoder. Same router, lexical weight 0 (pass off) vs the
-weight it would use; queries cycle over 64 real test queries.
+weight it would use; queries cycle over 64 real test queries. "tools 10k stemmed" is the
+same catalog with the terms `fit --tools` picks on MetaTool (English stems, BM25 b = 0).
 
     pytest benches/bench_hybrid_cost.py --benchmark-only
     python benches/bench_hybrid_cost.py     # block-interleaved and per-call paired shares
@@ -66,14 +67,21 @@ def tools_case():
     return [], specs, queries, enc
 
 
-@pytest.mark.parametrize("case", ["route 150x100", "tools 10k"])
+def case_router(case: str, lexical: bool = True, w: float = 0.04) -> tuple[Router, list[str]]:
+    """The router of ``case`` and its queries."""
+    routes, tools, queries, enc = (routes_case if case.startswith("route") else tools_case)()
+    r = Router(routes, tools, encoder=enc, policy=manual(lexical=lexical, lexical_weight=w, tool_lexical_weight=w))
+    if case.endswith("stemmed"):
+        r.tool_catalog.lexical = r.tool_catalog.lexical_table("english", 0.0)
+    return r, queries
+
+
+@pytest.mark.parametrize("case", ["route 150x100", "tools 10k", "tools 10k stemmed"])
 @pytest.mark.parametrize("lexical", [False, True])
 def test_non_encoder_time(benchmark, case, lexical):
-    routes, tools, queries, enc = (routes_case if case.startswith("route") else tools_case)()
-    w = 0.04 if lexical else 0.0
-    r = Router(routes, tools, encoder=enc, policy=manual(lexical=lexical, lexical_weight=w, tool_lexical_weight=w))
+    r, queries = case_router(case, lexical, 0.04 if lexical else 0.0)
     it = itertools.cycle(queries)
-    fn = (lambda: r.route(next(it))) if routes else (lambda: r.tools(next(it)))
+    fn = (lambda: r.route(next(it))) if case.startswith("route") else (lambda: r.tools(next(it)))
     benchmark.group = f"non-encoder {case}"
     benchmark.extra_info["lexical_memory_bytes"] = (r.route_table.lexical or r.tool_catalog.lexical).index.memory_bytes if lexical else 0
     benchmark.pedantic(fn, rounds=400, warmup_rounds=20)
@@ -84,10 +92,9 @@ def interleaved(case: str, blocks: int = 15, per_block: int = 200) -> dict:
     median over blocks of each block's median call time (ms), off and on."""
     import time
 
-    routes, tools, queries, enc = (routes_case if case.startswith("route") else tools_case)()
-    r = Router(routes, tools, encoder=enc, policy=manual(lexical=True, lexical_weight=0.04, tool_lexical_weight=0.04))
+    r, queries = case_router(case)
     on, off = r.policy, r.policy.with_overrides(lexical=False)
-    call = r.route if routes else r.tools
+    call = r.route if case.startswith("route") else r.tools
     it = itertools.cycle(queries)
     res: dict[str, list[float]] = {"off": [], "on": []}
     for b in range(2 * blocks):
@@ -109,10 +116,9 @@ def paired(case: str, rounds: int = 6) -> dict:
     median call with the pass on."""
     import time
 
-    routes, tools, queries, enc = (routes_case if case.startswith("route") else tools_case)()
-    r = Router(routes, tools, encoder=enc, policy=manual(lexical=True, lexical_weight=0.04, tool_lexical_weight=0.04))
+    r, queries = case_router(case)
     on, off = r.policy, r.policy.with_overrides(lexical=False)
-    call = r.route if routes else r.tools
+    call = r.route if case.startswith("route") else r.tools
     out: dict = {"case": case}
     for order in (("off", "on"), ("on", "off")):
         diff, t_on = [], []
@@ -136,6 +142,6 @@ if __name__ == "__main__":
     import sys
 
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "tests"))
-    for case in ("route 150x100", "tools 10k"):
+    for case in sys.argv[1:] or ("route 150x100", "tools 10k", "tools 10k stemmed"):
         print(json.dumps(interleaved(case)), flush=True)
         print(json.dumps(paired(case)), flush=True)

@@ -275,3 +275,41 @@ def test_label_bias_is_the_scaled_label_scores():
         assert (got is None) == (want is None) and (got is None or np.array_equal(got, want)), q
     with pytest.raises(RoutecoreError):
         ix.label_bias("kafka", 2, 0.04)  # label codes up to 2 need n_labels >= 3
+
+
+def test_a_stemmed_index_matches_inflected_forms_and_keeps_its_stemmer():
+    from routecore.errors import ConfigError, InvalidArgumentError
+    from routecore.lexical import DEFAULT_B, LexicalTable, stop_words
+
+    assert LexicalIndex().b == DEFAULT_B
+    docs, names = ["Search flights between two airports", "Weather forecasts for a city"], ["search_flights", "get_weather"]
+    plain = LexicalTable(docs, [0, 1], 2, names)
+    stemmed = LexicalTable(docs, [0, 1], 2, names, stemmer="english", b=0.25)
+    assert plain.index.stemmer == "none" and stemmed.index.stemmer == "english" and stemmed.index.b == 0.25
+    assert stemmed.index.terms("Searching flight forecast") == ["search", "flight", "forecast"]
+    q = "a forecast for the city"
+    assert plain.scores(q)[1] < stemmed.scores(q)[1] == 1.0  # "forecast" finds "forecasts" only when stemmed
+    assert LexicalIndex.from_bytes(stemmed.index.to_bytes()).stemmer == "english"
+    # Stop words are counted by term: "years" and "year" count together.
+    assert {"year", "years"} <= set(stop_words("english")) and "year" not in stop_words("none")
+    with pytest.raises(ConfigError, match="stemmer must be one of"):
+        LexicalTable(docs, [0, 1], 2, stemmer="porter")
+    with pytest.raises(InvalidArgumentError, match="unknown stemmer"):
+        LexicalIndex(stemmer="porter")
+
+
+def test_fit_form_stems_when_the_validation_rows_need_it():
+    from routecore.lexical import DEFAULT_B, LexicalTable, fit_form
+
+    docs, names = ["book flights", "weather report"], ["flights", "weather"]
+    queries = ["booking a flight", "the flight i booked", "flight bookings please", "booking flight now"]
+    dense = np.tile(np.array([0.50, 0.51], np.float32), (len(queries), 1))  # the dense scores prefer the wrong tool
+
+    def table_for(stemmer: str, b: float) -> LexicalTable:
+        return LexicalTable(docs, [0, 1], 2, names, stemmer=stemmer, b=b)
+
+    stemmer, b, w, stats, tried = fit_form(table_for, queries, dense, np.zeros(len(queries), int), 0.01)
+    assert (stemmer, b) == ("english", DEFAULT_B) and w > 0.01  # ties go to the first form that gains
+    assert tried["none/0.75"] == 0.0 and tried["english/0.75"] == 1.0 and stats["lexical_heldout_accuracy_fused"] == 1.0
+    # No form helps: the unstemmed default, weight 0.
+    assert fit_form(table_for, ["rain"] * 4, dense, np.zeros(4, int), 0.01)[:3] == ("none", DEFAULT_B, 0.0)

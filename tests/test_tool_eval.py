@@ -121,3 +121,36 @@ def test_fit_tools_writes_a_fitted_bundle(tmp_path):
 
     r = Router.load(tmp_path / "b", encoder=Encoder.load())
     assert r.calibrated == "fitted" and r.policy.tool_lexical_weight == out["tool_lexical_weight"]
+    # The stemmer and BM25 b chosen with the weight are the saved index's and the calibration's.
+    assert out["tool_lexical_stemmer"] in ("none", "english", "french") and set(out["forms_val_top1"]) >= {"none/0.75", "english/0"}
+    index = r.tool_catalog.lexical.index
+    assert (index.stemmer, index.b) == (out["tool_lexical_stemmer"], out["tool_lexical_b"])
+    assert (r.calibration.tool_lexical_stemmer, r.calibration.tool_lexical_b) == (index.stemmer, index.b)
+
+
+def test_a_calibration_with_a_stemmer_rebuilds_the_tools_lexical_table_and_bundles_keep_it(tmp_path, tools_router):
+    from dataclasses import replace
+
+    from routecore import Encoder
+    from routecore.calibration import Calibration
+    from routecore.errors import ConfigError
+
+    from routecore.examples import TOOLS
+
+    r = Router.from_config(TOOLS, encoder=tools_router.encoder)
+    assert r.tool_catalog.lexical.index.stemmer == "none"
+    r.calibrate(replace(r.calibration, source="fitted", tool_lexical_stemmer="english", tool_lexical_b=0.25))
+    index = r.tool_catalog.lexical.index
+    assert (index.stemmer, index.b) == ("english", 0.25)
+    r.save(tmp_path / "b")
+    back = Router.load(tmp_path / "b", encoder=Encoder.load())
+    assert (back.tool_catalog.lexical.index.stemmer, back.tool_catalog.lexical.index.b) == ("english", 0.25)
+    q = "show me the journald entries of the api unit"
+    assert dict(back.tools(q).scores) == pytest.approx(dict(r.tools(q).scores), abs=1e-5)
+    # A live update keeps the fitted calibration, so the new table is stemmed alike.
+    r.add_tools([ToolSpec(name="restart_unit", description="Restart a systemd unit")])
+    assert (r.tool_catalog.lexical.index.stemmer, r.tool_catalog.lexical.index.b) == ("english", 0.25)
+    with pytest.raises(ConfigError, match="tool_lexical_stemmer must be one of"):
+        Calibration.from_dict({**r.calibration.to_dict(), "tool_lexical_stemmer": "porter"})
+    with pytest.raises(ConfigError, match="tool_lexical_b must be"):
+        Calibration.from_dict({**r.calibration.to_dict(), "tool_lexical_b": 2})

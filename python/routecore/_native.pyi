@@ -154,15 +154,17 @@ class EntitySet:
 class LexicalIndex:
     """BM25 index over short texts, each with a label code (see ``routecore_core::lexical``).
 
-    Tokens: ``tokens(text)``. Stop words are folded like tokens and never indexed.
+    Tokens: ``tokens(text)``; terms: the tokens stemmed by ``stemmer`` (``"none"``, ``"english"``,
+    ``"french"``: Snowball, on plain ASCII words of 3+ letters). Stop words are folded and stemmed
+    like tokens and never indexed.
     Queries take a shared lock and release the GIL."""
 
     NO_DOC: int
     """``exclude_doc`` entry meaning "no document" (2**32 - 1)."""
 
     # pyo3 ``#[new]``; defaults: no stop words, k1 = 1.2, b = 0.75 (Rust constants, so the runtime
-    # signature shows ``...``).
-    def __new__(cls, stop_words: list[str] = ..., k1: float = ..., b: float = ...) -> LexicalIndex: ...
+    # signature shows ``...``), no stemmer. An unknown stemmer raises InvalidArgumentError.
+    def __new__(cls, stop_words: list[str] = ..., k1: float = ..., b: float = ..., stemmer: str = "none") -> LexicalIndex: ...
     def add(self, texts: list[str], labels: npt.NDArray[np.uint32] | list[int]) -> None:
         """Documents get ids ``len(self) ..``, in order; idf and lengths are updated for all."""
     def score_labels(self, query: str, n_labels: int) -> _F32:
@@ -188,10 +190,12 @@ class LexicalIndex:
         coverage; idf and average length still count them)."""
     @staticmethod
     def tokens(text: str) -> list[str]: ...
+    def terms(self, text: str) -> list[str]:
+        """The index terms of ``text``: ``tokens(text)`` stemmed by this index's stemmer (stop words kept)."""
     def labels(self) -> npt.NDArray[np.uint32]:
         """The label code of each document (a copy)."""
     def stop_words(self) -> list[str]:
-        """The folded stop words, sorted."""
+        """The folded (and stemmed) stop words, sorted."""
     def to_bytes(self) -> bytes: ...
     @staticmethod
     def from_bytes(data: bytes) -> LexicalIndex: ...
@@ -208,6 +212,8 @@ class LexicalIndex:
     def k1(self) -> float: ...
     @property
     def b(self) -> float: ...
+    @property
+    def stemmer(self) -> str: ...
 
 def lexical_tokens(text: str) -> list[str]:
     """The tokens of ``text`` as ``LexicalIndex`` sees them."""

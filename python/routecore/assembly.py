@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from routecore.calibration import Calibration, for_router
-from routecore.lexical import LexicalTable
+from routecore.lexical import DEFAULT_B, LexicalTable
 from routecore.policy import Policy
 from routecore.progress import Progress, ProgressArg
 from routecore.route_table import RouteTable
@@ -71,8 +71,10 @@ def build(routes: Sequence[RouteSpec], tools: Sequence[ToolSpec], *, encoder: En
             lex["routes"] = (LexicalTable.from_index(saved["routes"], owners["routes"], len(routes)) if saved.get("routes")
                              else LexicalTable(texts["routes"], owners["routes"], len(routes)))
         if tools:
+            # A calibration given with the parts (a bundle, a live update) keeps its fitted stemmer and b.
+            stemmer, b = (calibration.tool_lexical_stemmer, calibration.tool_lexical_b) if calibration else ("none", DEFAULT_B)
             lex["tools"] = (LexicalTable.from_index(saved["tools"], owners["tools"], len(tools)) if saved.get("tools")
-                            else LexicalTable(texts["tools"], owners["tools"], len(tools), [t.name for t in tools]))
+                            else LexicalTable(texts["tools"], owners["tools"], len(tools), [t.name for t in tools], stemmer=stemmer, b=b))
     if calibration is None and not spec_policy.is_manual():
         calibration = for_router(encoder, spec_policy, vec["routes"], owners["routes"], len(routes),
                                  vec["tools"], owners["tools"], len(tools),

@@ -60,6 +60,7 @@ from routecore.held_out import near_duplicate_cut as near_duplicate_cut
 from routecore.held_out import nearest_same as nearest_same
 from routecore.held_out import route_scores as route_scores
 from routecore.languages import fit_languages, language_fields, offsets
+from routecore.lexical import STEMMERS
 
 #: Fewer held-out rows than this and the fits fall back to probability-space defaults.
 MIN_ROWS = 20
@@ -88,6 +89,9 @@ class Calibration:
     #: Weights of the lexical (BM25) score added to routes' and tools' cosines (0: off; see routecore.lexical).
     lexical_weight: float = 0.0
     tool_lexical_weight: float = 0.0
+    #: The tools' lexical terms and BM25 ``b`` (``routecore fit --tools`` picks them; see routecore.lexical).
+    tool_lexical_stemmer: str = "none"
+    tool_lexical_b: float = 0.75
     #: Per-route overrides (``routecore fit``: per-route ``min_score``).
     per_route: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     #: Per background language: its centroid and whether the exemplars cover it; for the
@@ -102,6 +106,11 @@ class Calibration:
             v = getattr(self, k)
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
                 raise ConfigError(f"calibration: {k} must be a finite number > 0, got {v!r}")
+        if self.tool_lexical_stemmer not in STEMMERS:
+            raise ConfigError(f"calibration: tool_lexical_stemmer must be one of {STEMMERS}, got {self.tool_lexical_stemmer!r}")
+        b = self.tool_lexical_b
+        if not (isinstance(b, (int, float)) and 0.0 <= b <= 1.0):
+            raise ConfigError(f"calibration: tool_lexical_b must be a number in [0, 1], got {b!r}")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -20,7 +20,7 @@ from routecore.lexical import LexicalTable
 from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
 from routecore.specs import ToolSpec
-from routecore.tables import EncoderLike, build_table
+from routecore.tables import EncoderLike, build_table, exemplar_texts
 
 
 class ToolCatalog:
@@ -60,6 +60,19 @@ class ToolCatalog:
         """Give queries in languages the tools' exemplars do not cover their own tool floor
         (:mod:`routecore.languages`); a policy later set by hand is used as given."""
         self.languages = LanguagePolicies.build(self.policy, spec_policy, calibration, "tool_offset")
+        if calibration is not None:
+            self.set_lexical_form(calibration.tool_lexical_stemmer, calibration.tool_lexical_b)
+
+    def lexical_table(self, stemmer: str, b: float) -> LexicalTable:
+        """A BM25 table of the tools (names and exemplars) with terms stemmed by ``stemmer`` and length norm ``b``."""
+        texts, owners = exemplar_texts(self.specs)
+        return LexicalTable(texts, owners, len(self.specs), [t.name for t in self.specs], stemmer=stemmer, b=b)
+
+    def set_lexical_form(self, stemmer: str, b: float) -> None:
+        """Rebuild the lexical table when its stemmer or ``b`` differ (a fitted calibration's)."""
+        lex = self.lexical
+        if lex is not None and (lex.index.stemmer != stemmer or abs(lex.index.b - b) > 1e-6):
+            self.lexical = self.lexical_table(stemmer, b)
 
     def lexical_bias(self, text: str) -> np.ndarray | None:
         """What each tool's cosine gains from its lexical score for ``text`` (hybrid scoring), or None."""

@@ -121,7 +121,8 @@ def _fit_tools(args: argparse.Namespace, progress: bool) -> int:
     fitted = T.fit_tools(router, val, rows=rows, progress=progress)
     router.save(args.out, fitted=fitted)
     print(json.dumps({"bundle": str(Path(args.out)), **fitted}) if args.json else
-          f"fitted the tools' lexical weight {fitted['tool_lexical_weight']:.4f} on {fitted['val_rows']} rows; bundle written to {args.out}")
+          f"fitted the tools' lexical weight {fitted['tool_lexical_weight']:.4f} (stemmer {fitted['tool_lexical_stemmer']}, "
+          f"BM25 b {fitted['tool_lexical_b']:g}) on {fitted['val_rows']} rows; bundle written to {args.out}")
     return 0
 
 

@@ -112,13 +112,15 @@ def evaluate_tools(router: Router, data: Dataset, *, ks: Sequence[int] = (1, 3, 
 
 
 def fit_tools(router: Router, val: Dataset, *, rows: RowTools | None = None, progress: bool = False) -> dict[str, Any]:
-    """Fit the tools' lexical weight on ``val`` (rows with gold tools: the first gold
-    tool's rank) and install it as a fitted calibration; returns what was fitted."""
+    """Fit the tools' lexical pass on ``val`` (rows with gold tools: the first gold tool's
+    rank) and install it as a fitted calibration; returns what was fitted.
+
+    The stemmer, BM25 ``b`` and weight are chosen together (:func:`routecore.lexical.fit_form`)."""
     from dataclasses import replace
 
     from routecore.calibration import route_scores
     from routecore.evaluation.runner import embed
-    from routecore.lexical import fit_weight
+    from routecore.lexical import fit_form
 
     cat, cal = router.tool_catalog, router.calibration
     if cal is None or cat.lexical is None or not router.spec_policy.lexical:
@@ -129,11 +131,13 @@ def fit_tools(router: Router, val: Dataset, *, rows: RowTools | None = None, pro
         raise DatasetError(f"{val.name}: no row with a gold tool from the whole catalog to fit on")
     ids, V, labels, _ = cat.tools.index.vectors()
     owners = np.array([cat.tools.pos[n] for n in labels])
-    Q = embed(router.encoder, [val.samples[i].query for i in keep], progress=progress, what="embedding val")
+    queries = [val.samples[i].query for i in keep]
+    Q = embed(router.encoder, queries, progress=progress, what="embedding val")
     S = route_scores(Q, V, owners, len(cat.specs))
-    L = cat.lexical.scores_batch([val.samples[i].query for i in keep])
     gold = np.array([cat.tools.pos[rows.gold[i][0]] for i in keep])
-    w, stats = fit_weight(S, L, gold, cal.scale, gain_share=1.0)
-    router.calibrate(replace(cal, source="fitted", tool_lexical_weight=w, stats={**cal.stats, **{f"tools_{k}": v for k, v in stats.items()}}))
-    router.fitted = {"tool_lexical_weight": w, "val_rows": len(keep), **stats}
+    stemmer, b, w, stats, tried = fit_form(cat.lexical_table, queries, S, gold, cal.scale)
+    router.calibrate(replace(cal, source="fitted", tool_lexical_weight=w, tool_lexical_stemmer=stemmer, tool_lexical_b=b,
+                             stats={**cal.stats, **{f"tools_{k}": v for k, v in stats.items()}}))
+    fitted = {"tool_lexical_weight": w, "tool_lexical_stemmer": stemmer, "tool_lexical_b": b}
+    router.fitted = {**fitted, "val_rows": len(keep), **stats, "forms_val_top1": tried}
     return router.fitted

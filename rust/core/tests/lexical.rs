@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use proptest::prelude::*;
-use routecore_core::lexical::{fold, tokens, LexicalIndex, NO_DOC};
+use routecore_core::lexical::{fold, tokens, LexicalIndex, Stemmer, NO_DOC};
 use routecore_core::Error;
 
 /// Characters that exercise every path of the tokenizer.
@@ -40,14 +40,30 @@ proptest! {
     }
 }
 
-/// BM25 by the book, in f64: per document, over the query's distinct tokens.
-fn reference(docs: &[String], stop: &[&str], query: &str, k1: f64, b: f64) -> Vec<f64> {
-    let keep = |t: &String| !stop.contains(&t.as_str());
+/// BM25 by the book, in f64: per document, over the query's distinct terms
+/// (tokens stemmed by `stemmer`; stop words stemmed alike).
+fn reference(
+    docs: &[String],
+    stop: &[&str],
+    query: &str,
+    k1: f64,
+    b: f64,
+    stemmer: Stemmer,
+) -> Vec<f64> {
+    let st = stemmer.terms();
+    let terms = |text: &str| -> Vec<String> {
+        tokens(text)
+            .iter()
+            .map(|t| st.term(t).into_owned())
+            .collect()
+    };
+    let stop: Vec<String> = stop.iter().flat_map(|w| terms(w)).collect();
+    let keep = |t: &String| !stop.contains(t);
     let bags: Vec<HashMap<String, f64>> = docs
         .iter()
         .map(|d| {
             let mut m = HashMap::new();
-            tokens(d)
+            terms(d)
                 .into_iter()
                 .filter(keep)
                 .for_each(|t| *m.entry(t).or_insert(0.0) += 1.0);
@@ -58,7 +74,7 @@ fn reference(docs: &[String], stop: &[&str], query: &str, k1: f64, b: f64) -> Ve
     let n = docs.len() as f64;
     let avg = lens.iter().sum::<f64>() / n;
     let avg = if avg > 0.0 { avg } else { 1.0 };
-    let q: HashSet<String> = tokens(query).into_iter().filter(keep).collect();
+    let q: HashSet<String> = terms(query).into_iter().filter(keep).collect();
     bags.iter()
         .zip(&lens)
         .map(|(m, &len)| {
@@ -93,6 +109,12 @@ const WORDS: &[&str] = &[
     "Ticket",
     "reset",
     "password",
+    "flight",
+    "searching",
+    "searches",
+    "recherches",
+    "recherche",
+    "the_flights",
 ];
 
 fn corpus() -> impl Strategy<Value = (Vec<String>, Vec<u32>, Vec<String>)> {
@@ -121,13 +143,14 @@ proptest! {
                                   runs in any::<bool>(),
                                   k1 in prop_oneof![Just(1.2f32), 0.0f32..3.0],
                                   b in prop_oneof![Just(0.75f32), 0.0f32..=1.0],
-                                  split in 0usize..25) {
+                                  split in 0usize..25,
+                                  stemmer in proptest::sample::select(Stemmer::ALL.to_vec())) {
         if runs {
             // Labels in runs, as tables add them: the dense path's run maxima.
             labels.sort_unstable();
         }
-        let stop = ["the", "de"];
-        let mut ix = LexicalIndex::new(&stop, k1, b).unwrap();
+        let stop = ["the", "de", "searches"];
+        let mut ix = LexicalIndex::with_stemmer(&stop, k1, b, stemmer).unwrap();
         // Two batches give the same index as one.
         let cut = split.min(docs.len());
         ix.add(&docs[..cut], &labels[..cut]).unwrap();
@@ -136,7 +159,7 @@ proptest! {
         let ex: Vec<u32> = (0..queries.len()).map(|i| if i % 2 == 0 { NO_DOC } else { (i % docs.len()) as u32 }).collect();
         let batch = ix.score_labels_batch(&queries, n_labels, Some(&ex)).unwrap();
         for (i, q) in queries.iter().enumerate() {
-            let want = reference(&docs, &stop, q, k1 as f64, b as f64);
+            let want = reference(&docs, &stop, q, k1 as f64, b as f64, stemmer);
             let got = ix.score_docs(q);
             for (g, w) in got.iter().zip(&want) {
                 prop_assert!(close(*g, *w), "doc score {} vs {} for {:?}", g, w, q);
@@ -155,6 +178,7 @@ proptest! {
         // The file gives back the same scores, bit for bit.
         let back = LexicalIndex::from_bytes(&ix.to_bytes(), Path::new("mem")).unwrap();
         prop_assert_eq!(back.n_terms(), ix.n_terms());
+        prop_assert_eq!(back.stemmer(), stemmer);
         for q in &queries {
             prop_assert_eq!(back.score_docs(q), ix.score_docs(q));
         }
@@ -319,7 +343,9 @@ fn damaged_files_are_typed_errors() {
     let n_post = ix.n_postings();
     let last_doc = b.len() - 2 * n_post - 4;
     let cases: Vec<(usize, u32)> = vec![
-        (8, 2),                   // another format version
+        (8, 3),                   // a later format version
+        (8, 0),                   // no format version
+        (12, 3),                  // an unknown stemmer code
         (stop_end, u32::MAX),     // a huge document count
         (stop_end, 3),            // one document fewer than the arrays hold
         (terms_at, u32::MAX),     // a huge term count
@@ -345,6 +371,44 @@ fn damaged_files_are_typed_errors() {
     t[stop_end - 3..stop_end].copy_from_slice(b"THE");
     reseal(&mut t);
     assert!(corrupt(&t));
+}
+
+#[test]
+fn version_1_files_load_unstemmed_and_keep_their_scores() {
+    let ix = sample();
+    let mut v1 = ix.to_bytes();
+    v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+    reseal(&mut v1);
+    let back = LexicalIndex::from_bytes(&v1, Path::new("mem")).unwrap();
+    assert_eq!(back.stemmer(), Stemmer::None);
+    assert_eq!(back.score_docs("get logs"), ix.score_docs("get logs"));
+    // Version 1 had no stemmer: its own field must be 0.
+    v1[12..16].copy_from_slice(&1u32.to_le_bytes());
+    reseal(&mut v1);
+    assert!(corrupt(&v1));
+}
+
+#[test]
+fn stemmed_index_matches_inflected_forms_and_round_trips() {
+    let mut ix = LexicalIndex::with_stemmer(&["searches"], 1.2, 0.75, Stemmer::English).unwrap();
+    ix.add(
+        &["search_flights to Paris", "get the weather forecasts"],
+        &[0, 1],
+    )
+    .unwrap();
+    assert_eq!(ix.terms_of("Searching flights"), ["search", "flight"]);
+    // The stop word drops every form that stems like it.
+    assert_eq!(ix.stop_words(), ["search"]);
+    let s = ix.score_labels("a flight forecast", 2).unwrap();
+    assert!(s[0] > 0.0 && s[1] > 0.0);
+    let back = LexicalIndex::from_bytes(&ix.to_bytes(), Path::new("mem")).unwrap();
+    assert_eq!(back.stemmer(), Stemmer::English);
+    assert_eq!(back.to_bytes(), ix.to_bytes());
+    assert_eq!(back.score_labels("a flight forecast", 2).unwrap(), s);
+    assert!(matches!(
+        "porter".parse::<Stemmer>(),
+        Err(Error::InvalidArgument(_))
+    ));
 }
 
 #[test]

@@ -56,9 +56,9 @@ impl PyLexicalIndex {
     const NO_DOC: u32 = NO_DOC;
 
     #[new]
-    #[pyo3(signature = (stop_words = Vec::new(), k1 = lexical::DEFAULT_K1, b = lexical::DEFAULT_B))]
-    fn new(stop_words: Vec<String>, k1: f32, b: f32) -> PyRcResult<Self> {
-        Ok(LexicalIndex::new(&stop_words, k1, b)?.into())
+    #[pyo3(signature = (stop_words = Vec::new(), k1 = lexical::DEFAULT_K1, b = lexical::DEFAULT_B, stemmer = "none"))]
+    fn new(stop_words: Vec<String>, k1: f32, b: f32, stemmer: &str) -> PyRcResult<Self> {
+        Ok(LexicalIndex::with_stemmer(&stop_words, k1, b, stemmer.parse()?)?.into())
     }
 
     /// Add documents with their label codes (uint32 array or list of ints).
@@ -198,6 +198,11 @@ impl PyLexicalIndex {
         py.detach(|| lexical::tokens(text))
     }
 
+    /// The index terms of `text`: its tokens stemmed by this index's stemmer.
+    fn terms(&self, py: Python<'_>, text: &str) -> Vec<String> {
+        py.detach(|| self.inner.read().terms_of(text))
+    }
+
     /// The label code of each document (uint32, document order).
     fn labels<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
         PyArray1::from_vec(py, self.inner.read().doc_labels().to_vec())
@@ -248,6 +253,10 @@ impl PyLexicalIndex {
     #[getter]
     fn b(&self) -> f32 {
         self.inner.read().b()
+    }
+    #[getter]
+    fn stemmer(&self) -> &'static str {
+        self.inner.read().stemmer().name()
     }
 }
 

@@ -3,6 +3,7 @@
 //!
 //! - [`tokenize`]: the word tokenizer (accent folding, runs with their
 //!   `_ - .`/camelCase parts, CJK unigrams and bigrams);
+//! - [`stem`]: the optional Snowball stemmer that turns tokens into terms;
 //! - [`score`]: BM25 per document and the best document per label, one query
 //!   or a batch, with a document left out per query (leave-one-out calibration).
 //!
@@ -43,6 +44,7 @@
 //! term map) and `unicode-normalization-alignments` (NFKD, via `tokenizers`).
 
 pub mod score;
+pub mod stem;
 pub mod tokenize;
 
 use rayon::prelude::*;
@@ -52,6 +54,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::persist::lexical as file;
+pub use stem::Stemmer;
 pub use tokenize::{fold, for_each_token, tokens};
 
 /// Default BM25 term-frequency saturation.
@@ -72,6 +75,8 @@ const ADD_CHUNK: usize = 8192;
 pub struct LexicalIndex {
     pub(crate) k1: f32,
     pub(crate) b: f32,
+    pub(crate) stemmer: Stemmer,
+    /// Folded and stemmed.
     pub(crate) stop: FxHashSet<Box<str>>,
     pub(crate) terms: FxHashMap<Box<str>, u32>,
     /// Postings of term `t`: `offsets[t]..offsets[t + 1]`.
@@ -93,22 +98,35 @@ pub struct LexicalIndex {
 type DocTerms = (Vec<(String, u32)>, u32);
 
 impl LexicalIndex {
-    /// An empty index. `stop_words` are folded ([`fold`]) and never indexed;
-    /// `k1 >= 0` and `0 <= b <= 1` (finite).
+    /// An empty index without stemming. `stop_words` are folded ([`fold`]) and
+    /// never indexed; `k1 >= 0` and `0 <= b <= 1` (finite).
     pub fn new<S: AsRef<str>>(stop_words: &[S], k1: f32, b: f32) -> Result<Self> {
+        Self::with_stemmer(stop_words, k1, b, Stemmer::None)
+    }
+
+    /// An empty index whose terms are tokens stemmed by `stemmer` ([`stem`]);
+    /// the stop words are folded and stemmed the same way.
+    pub fn with_stemmer<S: AsRef<str>>(
+        stop_words: &[S],
+        k1: f32,
+        b: f32,
+        stemmer: Stemmer,
+    ) -> Result<Self> {
         if !(k1.is_finite() && k1 >= 0.0 && (0.0..=1.0).contains(&b)) {
             return Err(Error::InvalidArgument(format!(
                 "BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}"
             )));
         }
+        let terms = stemmer.terms();
         let stop = stop_words
             .iter()
-            .map(|w| fold(w.as_ref()).into_boxed_str())
+            .map(|w| terms.term(&fold(w.as_ref())).into_owned().into_boxed_str())
             .filter(|w| !w.is_empty())
             .collect();
         Ok(LexicalIndex {
             k1,
             b,
+            stemmer,
             stop,
             terms: FxHashMap::default(),
             offsets: vec![0],
@@ -146,7 +164,18 @@ impl LexicalIndex {
     pub fn b(&self) -> f32 {
         self.b
     }
-    /// The (folded) stop words, sorted.
+    /// The stemmer that makes terms of tokens.
+    pub fn stemmer(&self) -> Stemmer {
+        self.stemmer
+    }
+    /// The index terms of `text`: its tokens ([`tokens`]) stemmed, stop words included.
+    pub fn terms_of(&self, text: &str) -> Vec<String> {
+        let terms = self.stemmer.terms();
+        let mut out = Vec::new();
+        for_each_token(text, |t| out.push(terms.term(t).into_owned()));
+        out
+    }
+    /// The (folded, stemmed) stop words, sorted.
     pub fn stop_words(&self) -> Vec<&str> {
         let mut v: Vec<&str> = self.stop.iter().map(|w| &**w).collect();
         v.sort_unstable();
@@ -218,7 +247,9 @@ impl LexicalIndex {
     fn doc_terms(&self, text: &str) -> DocTerms {
         let mut counts: FxHashMap<String, u32> = FxHashMap::default();
         let mut len = 0u32;
+        let terms = self.stemmer.terms();
         for_each_token(text, |t| {
+            let t = &*terms.term(t);
             if self.stop.contains(t) {
                 return;
             }

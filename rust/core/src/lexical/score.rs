@@ -79,12 +79,16 @@ impl LexicalIndex {
         if let Some(u) = unknown.as_deref_mut() {
             u.clear();
         }
-        for_each_token(query, |t| match self.terms.get(t) {
-            Some(&id) => out.push(id),
-            None => {
-                if let Some(u) = unknown.as_deref_mut() {
-                    if !self.stop.contains(t) {
-                        u.push(rustc_hash::FxBuildHasher.hash_one(t));
+        let stem = self.stemmer.terms();
+        for_each_token(query, |t| {
+            let t = stem.term(t);
+            match self.terms.get(&*t) {
+                Some(&id) => out.push(id),
+                None => {
+                    if let Some(u) = unknown.as_deref_mut() {
+                        if !self.stop.contains(&*t) {
+                            u.push(rustc_hash::FxBuildHasher.hash_one(&*t));
+                        }
                     }
                 }
             }

@@ -14,13 +14,17 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{atomic, frame, put_strs, put_u32, Reader};
 use crate::error::{Error, Result};
-use crate::lexical::LexicalIndex;
+use crate::lexical::{LexicalIndex, Stemmer};
 
 /// File magic.
 pub const MAGIC: &[u8; 8] = b"RCLEXIX\0";
-/// Current format version.
-pub const FORMAT_VERSION: u32 = 1;
-/// magic, version, reserved, payload length, CRC-32.
+/// Current format version: 2 stores the stemmer's code in the header's own
+/// field ([`crate::lexical::Stemmer::code`]); version 1 files (field 0, no
+/// stemmer) are still read.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format version read.
+pub const OLDEST_VERSION: u32 = 1;
+/// magic, version, stemmer code, payload length, CRC-32.
 /// The length of a lexical index file's header (magic, version, own fields, payload length, CRC).
 pub const HEADER_LEN: usize = 8 + 4 + 4 + 8 + 4;
 
@@ -52,7 +56,7 @@ pub fn to_bytes(index: &LexicalIndex) -> Vec<u8> {
     let mut header = Vec::with_capacity(HEADER_LEN + p.len());
     header.extend_from_slice(MAGIC);
     put_u32(&mut header, FORMAT_VERSION);
-    put_u32(&mut header, 0);
+    put_u32(&mut header, index.stemmer.code());
     frame::seal(header, &p)
 }
 
@@ -101,13 +105,26 @@ pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<LexicalIndex> {
         path: path.to_path_buf(),
         reason,
     };
-    let (_, payload) =
-        frame::open(bytes, MAGIC, FORMAT_VERSION, HEADER_LEN, "lexical index").map_err(corrupt)?;
+    // Older versions open as themselves; frame::open rejects any other.
+    let version = match bytes.get(8..12) {
+        Some(v) => u32::from_le_bytes(v.try_into().unwrap()).clamp(OLDEST_VERSION, FORMAT_VERSION),
+        None => FORMAT_VERSION,
+    };
+    let (header, payload) =
+        frame::open(bytes, MAGIC, version, HEADER_LEN, "lexical index").map_err(corrupt)?;
+    let code = u32::from_le_bytes(header[12..16].try_into().unwrap());
+    let stemmer = match (version, Stemmer::from_code(code)) {
+        (1, _) if code != 0 => None,
+        (_, s) => s,
+    }
+    .ok_or_else(|| corrupt(format!("unknown stemmer code {code}")))?;
     let mut r = Reader {
         buf: payload,
         pos: 0,
     };
-    let index = parse(&mut r).map_err(corrupt)?;
+    let mut index = parse(&mut r).map_err(corrupt)?;
+    // The stored stop words are already stemmed (`parse` only checked that they are folded).
+    index.stemmer = stemmer;
     if r.pos != payload.len() {
         return Err(corrupt("trailing bytes after payload".into()));
     }
