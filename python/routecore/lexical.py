@@ -68,10 +68,10 @@ def stop_words(stemmer: str = "none") -> tuple[str, ...]:
     seen: dict[str, int] = {}
     forms: dict[str, set[str]] = {}
     for t in texts:
-        tokens = index.tokens(t)
-        for w, term in zip(tokens, index.terms(t)):
+        terms = index.terms(t)
+        for w, term in zip(index.tokens(t), terms):
             forms.setdefault(term, set()).add(w)
-        for term in set(index.terms(t)):
+        for term in set(terms):
             seen[term] = seen.get(term, 0) + 1
     return tuple(sorted(w for term, n in seen.items() if n >= STOP_SHARE * len(texts) for w in forms[term]))
 
