@@ -225,7 +225,7 @@ impl LexicalIndex {
         weight: f64,
     ) -> Result<Option<Vec<f32>>> {
         let (mut s, cover) = self.score_labels_covered(query, n_labels)?;
-        let top = s.iter().copied().fold(0f32, f32::max);
+        let top = lane_max(&s);
         if weight == 0.0 || top <= 0.0 {
             return Ok(None);
         }
@@ -415,6 +415,23 @@ impl LexicalIndex {
             }
         }
     }
+}
+
+/// The largest of `v` and 0, in eight lanes so that it vectorises (`f32::max`'s
+/// NaN rule kept the fold scalar: 2 µs over 10,000 tool labels; scores are NaN-free).
+fn lane_max(v: &[f32]) -> f32 {
+    let mut m = [0f32; 8];
+    let mut chunks = v.chunks_exact(8);
+    for c in &mut chunks {
+        for l in 0..8 {
+            m[l] = if c[l] > m[l] { c[l] } else { m[l] };
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .chain(&m)
+        .fold(0f32, |a, &x| if x > a { x } else { a })
 }
 
 /// Document ids sorted and distinct (a repeated id must not count twice).
