@@ -121,6 +121,15 @@ def test_fit_tools_writes_a_fitted_bundle(tmp_path):
 
     r = Router.load(tmp_path / "b", encoder=Encoder.load())
     assert r.calibrated == "fitted" and r.policy.tool_lexical_weight == out["tool_lexical_weight"]
+    # `eval --bundle` on tool rows evaluates the fitted bundle's own catalog.
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"query": "will it rain in Lyon tomorrow", "tools": ["get_weather"]}\n'
+                    '{"query": "a room for two nights in Rome", "tools": ["book_hotel"]}\n')
+    p = subprocess.run([sys.executable, "-m", "routecore", "eval", "--bundle", str(tmp_path / "b"), "--data", str(rows), "--json", "--no-progress"],
+                       capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)
+    assert res["n"] == 2 and res["recall@5"] == 1.0
     # The stemmer and BM25 b chosen with the weight are the saved index's and the calibration's.
     assert out["tool_lexical_stemmer"] in ("none", "english", "french") and set(out["forms_val_top1"]) >= {"none/0.75", "english/0"}
     index = r.tool_catalog.lexical.index

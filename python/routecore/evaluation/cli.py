@@ -25,17 +25,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return _eval_log(args)
     if not args.data:
         raise SystemExit("routecore eval: give --data (a labelled JSONL) or --log (a decision log)")
-    if args.tools or args.tools_in_rows:
+    if args.tools or args.tools_in_rows or (args.bundle and D.is_tool_queries(args.data)):
         from routecore.evaluation import tool_eval as T
 
-        enc = _encoder(args)
         data = D.load_tool_queries(args.data)
-        if args.tools and not str(args.tools).endswith(".jsonl"):
-            router = Router.from_config(args.tools, encoder=enc)
-            rows = None
+        if args.bundle and not (args.tools or args.tools_in_rows):  # a `fit --tools` bundle: its own catalog
+            router, rows = Router.load(args.bundle), None
+        elif args.tools and not str(args.tools).endswith(".jsonl"):
+            router, rows = Router.from_config(args.tools, encoder=_encoder(args)), None
         else:
             catalog, rows = T.rows_catalog(data, D.load_tool_catalog(args.tools) if args.tools else None)
-            router = T.tools_router(catalog, enc, progress)
+            router = T.tools_router(catalog, _encoder(args), progress)
         res = T.evaluate_tools(router, data, progress=progress, rows=rows)
     else:
         if args.bundle:

@@ -112,6 +112,13 @@ def load_tool_queries(path: str | os.PathLike[str]) -> Dataset:
     return Dataset(str(path), out)
 
 
+def is_tool_queries(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path``'s first row is a tool-selection row (``query`` and ``tools``), not a route row."""
+    for _, o in read_jsonl(path):
+        return "query" in o and "tools" in o
+    return False
+
+
 def load_tool_catalog(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """``{"name", "description", ...}`` lines (MetaTool's tools.jsonl); duplicate names are an error."""
     seen: dict[str, int] = {}
