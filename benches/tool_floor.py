@@ -21,7 +21,8 @@ as `metatool_no_tool`).
 
 `--knn` adds a query-level rule that is not shipped (research for issue 12 §4):
 g(q) = mean of the query's 3 best tool cosines − mean of its 20 best cosines to
-the background's English rows written for this project; the belt is empty when
+the background's English rows written for this project (`--knn-rows`: or every English
+row, or all rows); the belt is empty when
 g(q) < the 0.90 quantile of g over those rows (each left out of its own mean).
 """
 
@@ -73,6 +74,9 @@ def main() -> None:
     ap.add_argument("--model", default=None)
     ap.add_argument("--check", type=int, default=50, help="queries per set checked against router.tools()")
     ap.add_argument("--knn", action="store_true", help="also the kNN3-20 query-level rule (not shipped)")
+    ap.add_argument("--knn-rows", default="en-routecore", choices=("en-routecore", "en", "all"),
+                    help="the background rows kNN3-20 reads: English ones written for this project (default), every "
+                         "English one (CLINC150-derived included), or all")
     a = ap.parse_args()
     enc = Encoder.load(a.model, cache_size=0)
     queries, catalog = D.metatool("single_tool")
@@ -126,7 +130,8 @@ def main() -> None:
     print(json.dumps({"gold_lost_best_at_oos_no_tool_0.80": round(float((mt_best < np.quantile(oos_best, 0.80)).mean()), 4)}))
     if a.knn:
         langs = [json.loads(line)["lang"] for line in open(Path(routecore.__file__).parent / "data" / "background.jsonl")]
-        mine = np.array([lang == "en" and src == "routecore" for lang, src in zip(langs, sources)])
+        mine = np.array([a.knn_rows == "all" or (lang == "en" and (a.knn_rows == "en" or src == "routecore"))
+                         for lang, src in zip(langs, sources)])
         knn_gate(T, B[mine], Qm, Qc[oos])
     lo, hi = np.quantile(np.concatenate([oos_best, gold_score]), [0.01, 0.99])
     for f in np.round(np.linspace(lo, hi, 15), 3):
