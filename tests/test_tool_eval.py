@@ -18,7 +18,7 @@ from routecore.evaluation import datasets as D
 from routecore.evaluation import metrics as M
 from routecore.evaluation.tool_eval import evaluate_tools, rows_catalog
 from routecore.router import Router
-from routecore.specs import ToolSpec
+from routecore.specs import RouteSpec, ToolSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ROOT / "tests" / "data" / "tool_shapes.jsonl"
@@ -163,3 +163,23 @@ def test_a_calibration_with_a_stemmer_rebuilds_the_tools_lexical_table_and_bundl
         Calibration.from_dict({**r.calibration.to_dict(), "tool_lexical_stemmer": "porter"})
     with pytest.raises(ConfigError, match="tool_lexical_b must be"):
         Calibration.from_dict({**r.calibration.to_dict(), "tool_lexical_b": 2})
+
+
+def test_stemmers_set_in_the_policy_win_over_the_fit(tmp_path, encoder):
+    from routecore.errors import ConfigError
+    from routecore.evaluation.tool_eval import fit_tools
+    from routecore.policy import Policy
+
+    tools = [ToolSpec(t["name"], t["description"]) for t in CATALOG]
+    routes = [RouteSpec("weather", ("what is the forecast", "will it rain")), RouteSpec("travel", ("book flights", "find hotels"))]
+    r = Router(routes, tools, encoder=encoder, policy=Policy(head="off", lexical_stemmer="english", tool_lexical_stemmer="french"))
+    assert r.route_table.lexical.index.stemmer == "english" and r.tool_catalog.lexical.index.stemmer == "french"
+    val = tmp_path / "val.jsonl"
+    val.write_text("".join(json.dumps({"query": q, "tools": [t]}) + "\n" for q, t in [
+        ("forecasts for Paris", "get_weather"), ("searching flights to Oslo", "search_flights"), ("booking hotels", "book_hotel")]))
+    fitted = fit_tools(r, D.load_tool_queries(val))
+    # Only the policy's stemmer was tried, and the calibration does not override it.
+    assert fitted["tool_lexical_stemmer"] == "french" and all(k.startswith("french/") for k in fitted["forms_val_top1"])
+    assert r.tool_catalog.lexical.index.stemmer == "french"
+    with pytest.raises(ConfigError, match="lexical_stemmer"):
+        Policy(lexical_stemmer="porter")  # type: ignore[arg-type]

@@ -69,10 +69,12 @@ def build(routes: Sequence[RouteSpec], tools: Sequence[ToolSpec], *, encoder: En
         saved = lexical or {}
         if routes:
             lex["routes"] = (LexicalTable.from_index(saved["routes"], owners["routes"], len(routes)) if saved.get("routes")
-                             else LexicalTable(texts["routes"], owners["routes"], len(routes)))
+                             else LexicalTable(texts["routes"], owners["routes"], len(routes), stemmer=spec_policy.lexical_stemmer))
         if tools:
-            # A calibration given with the parts (a bundle, a live update) keeps its fitted stemmer and b.
+            # A calibration given with the parts (a bundle, a live update) keeps its fitted stemmer and b;
+            # a stemmer set in the policy wins.
             stemmer, b = (calibration.tool_lexical_stemmer, calibration.tool_lexical_b) if calibration else ("none", DEFAULT_B)
+            stemmer = spec_policy.tool_lexical_stemmer or stemmer
             lex["tools"] = (LexicalTable.from_index(saved["tools"], owners["tools"], len(tools)) if saved.get("tools")
                             else LexicalTable(texts["tools"], owners["tools"], len(tools), [t.name for t in tools], stemmer=stemmer, b=b))
     if calibration is None and not spec_policy.is_manual():

@@ -143,6 +143,8 @@ class Policy(Thresholds):  # its first fields are the thresholds a route can ove
     lexical: bool = True
     lexical_weight: Optional[NonNegative] = None
     tool_lexical_weight: Optional[NonNegative] = None
+    lexical_stemmer: Literal["none", "english", "french"] = "none"
+    tool_lexical_stemmer: Optional[Literal["none", "english", "french"]] = None
     head: Literal["off", "exemplars"] = "exemplars"
     error_message: str = "Sorry, I could not handle this request. Please try again later."
 

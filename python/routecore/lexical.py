@@ -171,23 +171,25 @@ def fit_weight(dense: np.ndarray, lex: np.ndarray, gold: np.ndarray, scale: floa
 
 
 def fit_form(table_for: Callable[[str, float], LexicalTable], queries: Sequence[str], dense: np.ndarray, gold: np.ndarray,
-             scale: float) -> tuple[str, float, float, dict[str, float], dict[str, float]]:
+             scale: float, stemmer: str | None = None) -> tuple[str, float, float, dict[str, float], dict[str, float]]:
     """The lexical form of a catalog fitted on a validation split: each (stemmer, ``b``) of
     :data:`TOOL_FORMS` gets its weight (:func:`fit_weight`, the best gain: real queries),
     and the form whose fused top-1 is the highest wins (the first, unstemmed with the
     core's ``b``, on ties, or when no weight helps). ``table_for(stemmer, b)`` builds the
     table; ``dense``: the queries' cosines [rows, labels]; ``gold``: each row's label.
+    ``stemmer`` (a policy's): only the forms with that stemmer are tried.
     Returns the stemmer, ``b``, weight, :func:`fit_weight`'s stats and each form's top-1."""
+    forms = [f for f in TOOL_FORMS if stemmer is None or f[0] == stemmer]
     best: tuple[float, str, float, float, dict[str, float]] | None = None
     tried: dict[str, float] = {}
-    for stemmer, b in TOOL_FORMS:
-        w, stats = fit_weight(dense, table_for(stemmer, b).scores_batch(list(queries)), gold, scale, gain_share=1.0)
+    for s, b in forms:
+        w, stats = fit_weight(dense, table_for(s, b).scores_batch(list(queries)), gold, scale, gain_share=1.0)
         acc = stats.get("lexical_heldout_accuracy_fused", 0.0)
-        tried[f"{stemmer}/{b:g}"] = round(acc, 5)
+        tried[f"{s}/{b:g}"] = round(acc, 5)
         if w and (best is None or acc > best[0]):
-            best = (acc, stemmer, b, w, stats)
+            best = (acc, s, b, w, stats)
     if best is None:
-        return TOOL_FORMS[0][0], TOOL_FORMS[0][1], 0.0, fit_weight(dense, np.zeros_like(dense), gold, scale)[1], tried
+        return forms[0][0], forms[0][1], 0.0, fit_weight(dense, np.zeros_like(dense), gold, scale)[1], tried
     return best[1], best[2], best[3], best[4], tried
 
 

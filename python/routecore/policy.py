@@ -151,6 +151,11 @@ class Policy:
     lexical: bool = True
     lexical_weight: float | None = None
     tool_lexical_weight: float | None = None
+    #: The Snowball stemmer of the routes' lexical terms (``"none"``, ``"english"``,
+    #: ``"french"``), and of the tools' (unset: the one ``routecore fit --tools`` chose, else
+    #: none). Stemming is off by default: it cost up to half a point of top-1 on intent sets.
+    lexical_stemmer: Literal["none", "english", "french"] = "none"
+    tool_lexical_stemmer: Literal["none", "english", "french"] | None = None
     #: ``"exemplars"`` (the default): route probabilities come from a linear head (softmax regression)
     #: trained on the routes' exemplars when the router is built, with the bundled
     #: background queries in the exemplars' languages as an out-of-scope class; its tiers

@@ -61,7 +61,7 @@ class ToolCatalog:
         (:mod:`routecore.languages`); a policy later set by hand is used as given."""
         self.languages = LanguagePolicies.build(self.policy, spec_policy, calibration, "tool_offset")
         if calibration is not None:
-            self.set_lexical_form(calibration.tool_lexical_stemmer, calibration.tool_lexical_b)
+            self.set_lexical_form(spec_policy.tool_lexical_stemmer or calibration.tool_lexical_stemmer, calibration.tool_lexical_b)
 
     def lexical_table(self, stemmer: str, b: float) -> LexicalTable:
         """A BM25 table of the tools (names and exemplars) with terms stemmed by ``stemmer`` and length norm ``b``."""

@@ -135,7 +135,7 @@ def fit_tools(router: Router, val: Dataset, *, rows: RowTools | None = None, pro
     Q = embed(router.encoder, queries, progress=progress, what="embedding val")
     S = route_scores(Q, V, owners, len(cat.specs))
     gold = np.array([cat.tools.pos[rows.gold[i][0]] for i in keep])
-    stemmer, b, w, stats, tried = fit_form(cat.lexical_table, queries, S, gold, cal.scale)
+    stemmer, b, w, stats, tried = fit_form(cat.lexical_table, queries, S, gold, cal.scale, router.spec_policy.tool_lexical_stemmer)
     router.calibrate(replace(cal, source="fitted", tool_lexical_weight=w, tool_lexical_stemmer=stemmer, tool_lexical_b=b,
                              stats={**cal.stats, **{f"tools_{k}": v for k, v in stats.items()}}))
     fitted = {"tool_lexical_weight": w, "tool_lexical_stemmer": stemmer, "tool_lexical_b": b}
