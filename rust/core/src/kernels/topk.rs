@@ -258,6 +258,27 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn keys_order_as_hit_order_on_any_scores(a in proptest::num::f32::ANY, b in proptest::num::f32::ANY,
+                                                 i in 0usize..4, j in 0usize..4) {
+            proptest::prop_assume!(!a.is_nan() && !b.is_nan());
+            let (x, y) = (Hit { score: a, index: i }, Hit { score: b, index: j });
+            proptest::prop_assert_eq!(hit_key(&x).cmp(&hit_key(&y)), hit_order(&x, &y));
+        }
+
+        #[test]
+        fn extend_from_matches_a_full_sort(s in proptest::collection::vec(-4i8..4, 0..200), k in 1usize..40) {
+            // Few distinct values: many ties, blocks that pass the floor partly.
+            let s: Vec<f32> = s.into_iter().map(|v| v as f32 / 2.0).collect();
+            let mut want = sorted(&s);
+            want.truncate(k);
+            let mut t = TopK::new(k);
+            t.extend_from(&s, 0);
+            proptest::prop_assert_eq!(t.into_sorted(), want);
+        }
+    }
+
     #[test]
     fn infinities_are_ordered() {
         let s = [f32::NEG_INFINITY, 1.0, f32::INFINITY];
