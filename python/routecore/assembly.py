@@ -10,13 +10,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from routecore.calibration import Calibration, for_router
-from routecore.lexical import DEFAULT_B, LexicalTable
+from routecore.lexical import LexicalTable
 from routecore.policy import Policy
 from routecore.progress import Progress, ProgressArg
 from routecore.route_table import RouteTable
 from routecore.specs import RouteSpec, ToolSpec
 from routecore.tables import EncoderLike, ScoreTable, embed_texts, exemplar_texts
-from routecore.tool_catalog import ToolCatalog
+from routecore.tool_catalog import ToolCatalog, lexical_form
 
 #: The exemplar tables of a router: (key, which specs, the attribute holding the texts).
 KEYS = (("routes", "routes", "exemplars"), ("tools", "tools", "exemplars"), ("anti", "tools", "anti_patterns"))
@@ -71,10 +71,7 @@ def build(routes: Sequence[RouteSpec], tools: Sequence[ToolSpec], *, encoder: En
             lex["routes"] = (LexicalTable.from_index(saved["routes"], owners["routes"], len(routes)) if saved.get("routes")
                              else LexicalTable(texts["routes"], owners["routes"], len(routes), stemmer=spec_policy.lexical_stemmer))
         if tools:
-            # A calibration given with the parts (a bundle, a live update) keeps its fitted stemmer and b;
-            # a stemmer set in the policy wins.
-            stemmer, b = (calibration.tool_lexical_stemmer, calibration.tool_lexical_b) if calibration else ("none", DEFAULT_B)
-            stemmer = spec_policy.tool_lexical_stemmer or stemmer
+            stemmer, b = lexical_form(spec_policy, calibration)  # a bundle's or a live update's calibration keeps its fit
             lex["tools"] = (LexicalTable.from_index(saved["tools"], owners["tools"], len(tools)) if saved.get("tools")
                             else LexicalTable(texts["tools"], owners["tools"], len(tools), [t.name for t in tools], stemmer=stemmer, b=b))
     if calibration is None and not spec_policy.is_manual():

@@ -20,11 +20,13 @@ languages), so "what", "comment" or "什么" carry no weight in any language the
 background covers.
 
 Terms may be stemmed (``stemmer``: Snowball ``"english"`` or ``"french"`` on plain
-words; ``"none"`` by default). Stemming is a fitted choice, not a default: on the
-intent sets it cost up to half a point of top-1 (MASSIVE en-US, CLINC150) while it
-lifted tool recall on MetaTool, so ``routecore fit --tools`` picks the tools' stemmer
-and BM25 ``b`` on the validation split with the weight (:data:`TOOL_FORMS`), and the
-calibration keeps them (``tool_lexical_stemmer``, ``tool_lexical_b``).
+words; ``"none"`` by default). Stemming is a fitted or a configured choice, not a
+default: on the intent sets it cost up to half a point of top-1 (MASSIVE en-US,
+CLINC150) while it lifted tool recall on MetaTool, so ``routecore fit --tools`` picks
+the tools' stemmer and BM25 ``b`` on the validation split with the weight
+(:data:`TOOL_FORMS`), the calibration keeps them (``tool_lexical_stemmer``,
+``tool_lexical_b``), and ``Policy.lexical_stemmer`` / ``tool_lexical_stemmer`` set
+them by hand.
 """
 
 from __future__ import annotations

@@ -161,6 +161,7 @@ class Router:
         self.policy = self.spec_policy.resolve(calibration)
         self.route_table.set_languages(self.spec_policy, calibration)
         self.tool_catalog.set_languages(self.spec_policy, calibration)
+        self.tool_catalog.set_lexical_form(self.spec_policy, calibration)  # a fitted stemmer and b
         self.route_table.calibrated = self.calibrated
 
     @classmethod

@@ -16,11 +16,18 @@ from routecore.calibration import Calibration
 from routecore.entities import EntityMatcher
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.languages import LanguagePolicies
-from routecore.lexical import LexicalTable
+from routecore.lexical import DEFAULT_B, LexicalTable
 from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
 from routecore.specs import ToolSpec
 from routecore.tables import EncoderLike, build_table, exemplar_texts
+
+
+def lexical_form(spec_policy: Policy, calibration: Calibration | None) -> tuple[str, float]:
+    """The tools' lexical stemmer and BM25 ``b``: the policy's stemmer when set, else the
+    calibration's (the one ``routecore fit --tools`` chose), else none; ``b`` the calibration's."""
+    stemmer, b = (calibration.tool_lexical_stemmer, calibration.tool_lexical_b) if calibration else ("none", DEFAULT_B)
+    return spec_policy.tool_lexical_stemmer or stemmer, b
 
 
 class ToolCatalog:
@@ -60,17 +67,17 @@ class ToolCatalog:
         """Give queries in languages the tools' exemplars do not cover their own tool floor
         (:mod:`routecore.languages`); a policy later set by hand is used as given."""
         self.languages = LanguagePolicies.build(self.policy, spec_policy, calibration, "tool_offset")
-        if calibration is not None:
-            self.set_lexical_form(spec_policy.tool_lexical_stemmer or calibration.tool_lexical_stemmer, calibration.tool_lexical_b)
 
     def lexical_table(self, stemmer: str, b: float) -> LexicalTable:
         """A BM25 table of the tools (names and exemplars) with terms stemmed by ``stemmer`` and length norm ``b``."""
         texts, owners = exemplar_texts(self.specs)
         return LexicalTable(texts, owners, len(self.specs), [t.name for t in self.specs], stemmer=stemmer, b=b)
 
-    def set_lexical_form(self, stemmer: str, b: float) -> None:
-        """Rebuild the lexical table when its stemmer or ``b`` differ (a fitted calibration's)."""
+    def set_lexical_form(self, spec_policy: Policy, calibration: Calibration | None) -> None:
+        """Rebuild the lexical table when its stemmer or ``b`` are not :func:`lexical_form`'s
+        (a calibration put in force by ``routecore fit --tools``)."""
         lex = self.lexical
+        stemmer, b = lexical_form(spec_policy, calibration)
         if lex is not None and (lex.index.stemmer != stemmer or abs(lex.index.b - b) > 1e-6):
             self.lexical = self.lexical_table(stemmer, b)
 
