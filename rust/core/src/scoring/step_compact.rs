@@ -13,6 +13,7 @@
 //! With a per-route bias, intervals, contenders and the best exemplars are
 //! judged on the biased scores; routes at `-inf` are never contenders.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::error::Result;
@@ -230,13 +231,27 @@ fn contenders(
         // -inf × 0 (no rows, zero multiplier) is NaN: never a lower bound.
         (if a.is_nan() { f32::NEG_INFINITY } else { a }, b)
     };
-    let (alo, ahi): (Vec<f32>, Vec<f32>) = match bias {
-        None => (0..n_routes)
-            .map(|r| interval(lb[r], ub[r], mult[r]))
-            .unzip(),
-        Some(o) => (0..n_routes)
-            .map(|r| interval(lb[r] + o[r], ub[r] + o[r], mult[r]))
-            .unzip(),
+    // No active domain (multipliers all 1): the intervals are the bounds plus
+    // the bias, in loops that vectorise.
+    let unit = mult.iter().all(|&m| m == 1.0);
+    let (alo, ahi): (Cow<[f32]>, Cow<[f32]>) = match bias {
+        None if unit => (Cow::Borrowed(lb), Cow::Borrowed(ub)),
+        Some(o) if unit => (
+            lb.iter().zip(o).map(|(l, o)| l + o).collect(),
+            ub.iter().zip(o).map(|(u, o)| u + o).collect(),
+        ),
+        None => {
+            let (a, b): (Vec<f32>, Vec<f32>) = (0..n_routes)
+                .map(|r| interval(lb[r], ub[r], mult[r]))
+                .unzip();
+            (a.into(), b.into())
+        }
+        Some(o) => {
+            let (a, b): (Vec<f32>, Vec<f32>) = (0..n_routes)
+                .map(|r| interval(lb[r] + o[r], ub[r] + o[r], mult[r]))
+                .unzip();
+            (a.into(), b.into())
+        }
     };
     let best = alo.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut kth = TopK::new(p.exact_top.clamp(1, n_routes.max(1)));
@@ -246,11 +261,12 @@ fn contenders(
         .last()
         .map_or(f32::NEG_INFINITY, |h| h.score);
     let tau = kth_lo.min(best - p.exact_band).min(p.exact_floor);
-    let mut c: Vec<bool> = ahi.iter().map(|&h| h >= tau || h.is_nan()).collect();
-    if let Some(o) = bias {
-        c.iter_mut()
+    match bias {
+        None => ahi.iter().map(|&h| h >= tau || h.is_nan()).collect(),
+        Some(o) => ahi
+            .iter()
             .zip(o)
-            .for_each(|(c, o)| *c &= *o != f32::NEG_INFINITY);
+            .map(|(&h, &o)| (h >= tau || h.is_nan()) & (o != f32::NEG_INFINITY))
+            .collect(),
     }
-    c
 }
