@@ -171,9 +171,10 @@ class LexicalIndex:
         """Per label code ``0..n_labels``: the best BM25 over its documents (0: no shared token)."""
     def score_labels_covered(self, query: str, n_labels: int) -> tuple[_F32, float]:
         """``(score_labels(query, n_labels), coverage(query))`` from one tokenization."""
-    def label_bias(self, query: str, n_labels: int, weight: float) -> _F32 | None:
+    def label_bias(self, query: str, n_labels: int, weight: float, lead: int = 0) -> _F32 | None:
         """What each label's cosine gains in hybrid scoring: ``weight`` x its best BM25 over the query's
-        best x the query's coverage; None when ``weight`` is 0 or no label scores above 0."""
+        best x the query's coverage, label ``l`` at ``lead + l`` after ``lead`` zeros; None when ``weight``
+        is 0 or no label scores above 0."""
     def score_labels_batch(self, queries: list[str], n_labels: int, exclude_doc: npt.NDArray[np.uint32] | list[int] | None = None) -> _F32:
         """(len(queries), n_labels) float32; ``exclude_doc[i]`` (``NO_DOC``: none) is left out of query i's
         label maxima (leave-one-out; idf and average length still count it)."""

@@ -108,13 +108,15 @@ class LexicalTable:
             raise ConfigError(f"the lexical index holds {len(index)} documents that are not the {len(self.owners)} exemplars of its table")
         return self
 
-    def bias(self, query: str, weight: float) -> np.ndarray | None:
+    def bias(self, query: str, weight: float, lead: int = 0) -> np.ndarray | None:
         """What each label's cosine gains: ``weight`` times its best BM25 over the query's
         best, times the query's coverage, in [0, ``weight``]; ``None`` when no token of
-        the query is indexed or ``weight`` is 0 (nothing to add)."""
+        the query is indexed or ``weight`` is 0 (nothing to add). With ``lead``, the
+        array starts with that many zeros: a :class:`~routecore.tables.ScoreTable`
+        whose :attr:`~routecore.tables.ScoreTable.lead` it is takes it without a copy."""
         if not weight:
             return None
-        return self.index.label_bias(query, self.n_labels, weight)
+        return self.index.label_bias(query, self.n_labels, weight, lead)
 
     def scores(self, query: str) -> np.ndarray:
         """Per label, the best BM25 of its documents over the query's best, times the

@@ -66,6 +66,9 @@ class ScoreTable:
         codes = np.array([code_of.get(n, 0) for n in names], dtype=np.int64)
         # Names interned in spec order (code 0 is the empty label): a slice, not a gather.
         self.codes: np.ndarray | slice = slice(1, len(names) + 1) if np.array_equal(codes, np.arange(1, len(names) + 1)) else codes
+        #: 1 when the label codes are the specs' positions + 1 (a per-spec array after one
+        #: zero is then in code order: see :meth:`coded`), else 0.
+        self.lead = 1 if isinstance(self.codes, slice) else 0
         dom = {d: i for i, d in enumerate(sorted(set(domains)))}
         self.domain_ids = np.array([dom[d] for d in domains], dtype=np.uint32)
 
@@ -88,9 +91,11 @@ class ScoreTable:
         return p
 
     def coded(self, bias: np.ndarray | None) -> np.ndarray | None:
-        """``bias`` (spec order) in label-code order, as the native step takes it."""
-        if bias is None:
-            return None
+        """``bias`` (spec order) in label-code order, as the native step takes it. A bias
+        already in code order (:attr:`lead` zeros then spec order, one entry per label
+        code, as :meth:`~routecore.lexical.LexicalTable.bias` makes it) is taken as it is."""
+        if bias is None or (self.lead and len(bias) == len(self.labels)):
+            return bias
         coded = np.zeros(len(self.labels), np.float32)
         coded[self.codes] = bias
         return coded

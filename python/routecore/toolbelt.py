@@ -60,7 +60,8 @@ def _ranked_scores(catalog: ToolCatalog, q: np.ndarray, context_domain: str | No
                     lessons.append((j, bool(use[i])))
     demoted = hit.nonzero()[0].tolist() if hit is not None else []
     exact = [names[j] for j in demoted] + [names[j] for j, _ in lessons]
-    lexical = bias = catalog.lexical_bias(text)
+    lex = catalog.lexical_bias(text)
+    bias, lexical = lex if lex is not None else (None, None)  # code order (the step's), spec order
     found = catalog.entities.find(text) if catalog.entities is not None and text else ()
     required_missing = False
     if catalog.entity_tools:  # entity preferences and requirements, as for routes
@@ -194,6 +195,7 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
     # One exact native top-m (ties to the lower index): O(tools), no full sort.
     shown_n = min(p.report_scores, finite_n)
     best, ranked = _native.topk(finite, max(m, shown_n)) if max(m, shown_n) else (np.zeros(0, np.float32), np.zeros(0, np.uint64))
+    shown_ix = ranked[:shown_n]  # numpy indices for the arrays' take()
     ranked = ranked.tolist()  # plain ints: numpy scalars are slow to index with
     order, shown = ranked[:m], ranked[:shown_n]
     picked = 0
@@ -230,17 +232,17 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
                         lexical.take(idx).tolist() if lexical is not None else [0.0] * len(idx)))
     # The reported scores: the top-k values are the final scores unless a lesson banned a tool.
     shown_names = [names[i] for i in shown]
-    shown_adj = adjusted.take(shown) if banned else best[:shown_n]
+    shown_adj = adjusted.take(shown_ix) if banned else best[:shown_n]
     bounds: ScoreMap | dict[str, float] = {}
     if table.storage == "int8":
-        b = bound.take(shown)
+        b = bound.take(shown_ix)
         estimated = np.flatnonzero(b).tolist()
         bounds = ScoreMap([shown_names[j] for j in estimated], b.take(estimated))
     t3 = time.perf_counter()
-    belt = ToolBelt(choices, tuple(alerts), prompt is not None, prompt, ScoreMap(shown_names, shown_adj), ScoreMap(shown_names, raw.take(shown)),
+    belt = ToolBelt(choices, tuple(alerts), prompt is not None, prompt, ScoreMap(shown_names, shown_adj), ScoreMap(shown_names, raw.take(shown_ix)),
                     bounds, Timings(tok_ms, (t1 - t0) * 1e3 - tok_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3), query,
                     no_tool=bool(k) and not picked,
-                    lexical_scores=ScoreMap(shown_names, lexical.take(shown)) if lexical is not None else {}, entities=r["entities"])
+                    lexical_scores=ScoreMap(shown_names, lexical.take(shown_ix)) if lexical is not None else {}, entities=r["entities"])
     return trace("tool belt", belt)
 
 

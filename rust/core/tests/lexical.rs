@@ -140,14 +140,17 @@ proptest! {
 
     #[test]
     fn bm25_matches_the_reference((docs, mut labels, queries) in corpus(),
-                                  runs in any::<bool>(),
+                                  order in 0u8..3,
                                   k1 in prop_oneof![Just(1.2f32), 0.0f32..3.0],
                                   b in prop_oneof![Just(0.75f32), 0.0f32..=1.0],
                                   split in 0usize..25,
                                   stemmer in proptest::sample::select(Stemmer::ALL.to_vec())) {
-        if runs {
+        match order {
             // Labels in runs, as tables add them: the dense path's run maxima.
-            labels.sort_unstable();
+            1 => labels.sort_unstable(),
+            // One document per label, in order (tool descriptions): scores go straight to labels.
+            2 => labels = (0..docs.len() as u32).collect(),
+            _ => {}
         }
         let stop = ["the", "de", "searches"];
         let mut ix = LexicalIndex::with_stemmer(&stop, k1, b, stemmer).unwrap();
@@ -155,7 +158,7 @@ proptest! {
         let cut = split.min(docs.len());
         ix.add(&docs[..cut], &labels[..cut]).unwrap();
         ix.add(&docs[cut..], &labels[cut..]).unwrap();
-        let n_labels = 6;
+        let n_labels = docs.len().max(6);
         let ex: Vec<u32> = (0..queries.len()).map(|i| if i % 2 == 0 { NO_DOC } else { (i % docs.len()) as u32 }).collect();
         let batch = ix.score_labels_batch(&queries, n_labels, Some(&ex)).unwrap();
         for (i, q) in queries.iter().enumerate() {
@@ -300,6 +303,27 @@ fn labels_stop_words_and_arguments() {
     assert!(e.memory_bytes() < 4096);
     e.add(&["a b", ""], &[0, 0]).unwrap();
     assert_eq!((e.n_terms(), e.n_postings()), (2, 2));
+}
+
+#[test]
+fn label_bias_is_the_scaled_label_scores_after_its_lead() {
+    let ix = sample();
+    let (s, cover) = ix
+        .score_labels_covered("get the logs, INC12291856", 3)
+        .unwrap();
+    let top = s.iter().copied().fold(0.0, f32::max);
+    let f = (0.04 * cover as f64 / top as f64) as f32;
+    let want: Vec<f32> = s.iter().map(|x| x * f).collect();
+    for lead in [0, 1, 3] {
+        let b = ix
+            .label_bias("get the logs, INC12291856", 3, 0.04, lead)
+            .unwrap()
+            .unwrap();
+        assert_eq!((&b[..lead], &b[lead..]), (&vec![0.0; lead][..], &want[..]));
+    }
+    assert_eq!(ix.label_bias("the", 3, 0.04, 1).unwrap(), None);
+    assert_eq!(ix.label_bias("logs", 3, 0.0, 1).unwrap(), None);
+    assert!(ix.label_bias("logs", 2, 0.04, 1).is_err());
 }
 
 /// Recompute the CRC of a modified file so that only the structure checks can catch it.

@@ -94,16 +94,18 @@ impl PyLexicalIndex {
         Ok((PyArray1::from_vec(py, v), cover))
     }
 
-    /// The hybrid-scoring bias of each label (`LexicalIndex::label_bias`), or None.
+    /// The hybrid-scoring bias of each label after `lead` zeros (`LexicalIndex::label_bias`), or None.
+    #[pyo3(signature = (query, n_labels, weight, lead = 0))]
     fn label_bias<'py>(
         &self,
         py: Python<'py>,
         query: &str,
         n_labels: usize,
         weight: f64,
+        lead: usize,
     ) -> PyResult<Option<Bound<'py, PyArray1<f32>>>> {
         let v = py
-            .detach(|| self.inner.read().label_bias(query, n_labels, weight))
+            .detach(|| self.inner.read().label_bias(query, n_labels, weight, lead))
             .map_err(PyRcErr)?;
         Ok(v.map(|v| PyArray1::from_vec(py, v)))
     }

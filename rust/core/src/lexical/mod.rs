@@ -92,6 +92,9 @@ pub struct LexicalIndex {
     runs: Vec<u32>,
     /// Derived: the largest label, if any document.
     max_label: Option<u32>,
+    /// Derived: document `d` is labelled `d`, for every `d` (one document per
+    /// label, in order: tool catalogs of descriptions).
+    identity: bool,
 }
 
 /// The distinct non-stop tokens of one document with their counts, and its length.
@@ -137,6 +140,7 @@ impl LexicalIndex {
             weight: Vec::new(),
             runs: vec![0],
             max_label: None,
+            identity: true,
         })
     }
 
@@ -324,6 +328,11 @@ impl LexicalIndex {
             .chain([self.len() as u32])
             .collect();
         self.max_label = self.doc_label.iter().copied().max();
+        self.identity = self
+            .doc_label
+            .iter()
+            .enumerate()
+            .all(|(d, &l)| l as usize == d);
     }
 
     /// Heap bytes held by the index: the arrays by capacity, the hash tables by

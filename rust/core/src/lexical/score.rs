@@ -218,21 +218,29 @@ impl LexicalIndex {
     /// best BM25 over the query's best, times the query's coverage, in
     /// `[0, weight]`; `None` when `weight` is 0 or no label scores above 0
     /// (nothing to add). One pass where Python took three (scores, max, scale).
+    ///
+    /// The vector starts with `lead` zeros, then label `l` at `lead + l`: a
+    /// routing index whose label codes are these labels shifted by `lead` (its
+    /// code 0 is the empty label) takes it as its bias without a copy.
     pub fn label_bias(
         &self,
         query: &str,
         n_labels: usize,
         weight: f64,
+        lead: usize,
     ) -> Result<Option<Vec<f32>>> {
-        let (mut s, cover) = self.score_labels_covered(query, n_labels)?;
-        let top = lane_max(&s);
+        self.check_labels(n_labels)?;
+        let mut out = vec![0.0; lead + n_labels];
+        let s = &mut out[lead..];
+        let cover = with_scratch(self.len(), |sc| self.covered_into(query, &[], s, sc));
+        let top = lane_max(s);
         if weight == 0.0 || top <= 0.0 {
             return Ok(None);
         }
         // The factor in f64, then f32: what `s *= np.float32(weight * cover / top)` gave.
         let f = (weight * cover as f64 / top as f64) as f32;
         s.iter_mut().for_each(|x| *x *= f);
-        Ok(Some(s))
+        Ok(Some(out))
     }
 
     /// [`LexicalIndex::score_labels_covered`] of each query, with the
@@ -354,6 +362,11 @@ impl LexicalIndex {
             terms,
             ..
         } = s;
+        if self.identity && exclude.is_empty() {
+            // One document per label, in order: each label's best is its document's score.
+            self.accumulate::<false>(terms, out, touched);
+            return;
+        }
         let postings: usize = terms
             .iter()
             .map(|&t| (self.offsets[t as usize + 1] - self.offsets[t as usize]) as usize)
