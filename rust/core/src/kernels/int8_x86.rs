@@ -146,19 +146,21 @@ pub unsafe fn rows_vnni(
     debug_assert!(a_u.len() >= dim.div_ceil(64) * 64 && b_u.len() == a_u.len());
     let (pa, pb) = (a_u.as_ptr(), b_u.as_ptr());
     let (chunks, last_mask) = chunks_of(dim);
-    // Software prefetch ahead: hardware prefetchers stop at 4 KB pages, which
-    // halves DRAM throughput when the rows are not cached (right after ONNX
-    // Runtime ran, for instance).
+    // Software prefetch ahead (none where `prefetch_distance` is 0): hardware
+    // prefetchers stop at 4 KB pages, which halves DRAM throughput on Zen 5
+    // when the rows are not cached (right after ONNX Runtime ran, for instance).
     let ahead = prefetch_distance() * dim;
     let (vs1, vs2) = (_mm512_set1_ps(s1), _mm512_set1_ps(s2));
     let mut i = 0;
     while i + 16 <= n {
         let base = rows.as_ptr().add(i * dim);
-        prefetch_range(
-            rows.as_ptr(),
-            i * dim + ahead,
-            (i * dim + ahead + 16 * dim).min(n * dim),
-        );
+        if ahead > 0 {
+            prefetch_range(
+                rows.as_ptr(),
+                i * dim + ahead,
+                (i * dim + ahead + 16 * dim).min(n * dim),
+            );
+        }
         // Sub-pass g takes rows g, g+4, g+8, g+12, so that the transpose
         // below leaves row j in lane j.
         let mut ta = [_mm512_setzero_si512(); 4];
@@ -205,6 +207,7 @@ pub unsafe fn rows_vnni(
 /// thread, `examples/scan_sizes.rs`) a 100,000 × 384 search took 0.60–0.80 ms
 /// against 0.89–0.96 ms as one stream, 1,000,000 × 384 11.6–12.3 against
 /// 12.7–13.7 ms; without the prefetch the four streams were twice as slow.
+/// On Zen 4 the prefetch is what slows it (`simd_int8::prefetch_distance`).
 ///
 /// # Safety
 /// As [`rows_vnni`], for each segment `segs[r]` (`outs[r].len() × dim` codes,
@@ -234,8 +237,10 @@ pub unsafe fn rows_vnni_x4(
     let ahead = prefetch_distance().div_ceil(4) * dim;
     let mut j = 0;
     while j + 4 <= m {
-        for q in p {
-            prefetch_range(q, j * dim + ahead, (j * dim + ahead + 4 * dim).min(m * dim));
+        if ahead > 0 {
+            for q in p {
+                prefetch_range(q, j * dim + ahead, (j * dim + ahead + 4 * dim).min(m * dim));
+            }
         }
         let (mut ta, mut tb) = ([_mm512_setzero_si512(); 4], [_mm512_setzero_si512(); 4]);
         for g in 0..4 {

@@ -434,15 +434,43 @@ pub fn dot_i8_rows_fallback(rows: &[i8], dim: usize, q: &QueryI8, sums: &[i32], 
     }
 }
 
-/// Rows prefetched ahead by the VNNI kernel (`ROUTECORE_PREFETCH_ROWS`, default
-/// 16). On 15,000 × 384 rows evicted from cache, the VNNI kernel read about
-/// 34 GB/s at 8 and 16 and 30 GB/s at 32 (`examples/int8_pass.rs`, BENCHMARKS.md §1).
+/// Rows prefetched ahead by the VNNI kernel (`ROUTECORE_PREFETCH_ROWS`; 0: no
+/// software prefetch). The default depends on the core, as measured:
+/// - 16 rows, except on Zen 4. On 15,000 × 384 rows evicted from cache, a
+///   Zen 5 EPYC read about 34 GB/s at 8 and 16 and 30 GB/s at 32
+///   (`examples/int8_pass.rs`, BENCHMARKS.md §1), and twice as slow without.
+/// - 0 on Zen 4 (AMD family 19h with AVX-512): every prefetch distance from
+///   1 row up made its scans slower, 10,000 × 384 70 → 85 µs and 100,000 × 384
+///   1.14 → 1.7–2.2 ms (one thread, `examples/scan_sizes.rs`, 2026-11-26).
 pub(crate) fn prefetch_distance() -> usize {
     static D: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *D.get_or_init(|| {
         std::env::var("ROUTECORE_PREFETCH_ROWS")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(16)
+            .unwrap_or(if is_zen4() { 0 } else { 16 })
     })
+}
+
+/// An AMD family 19h core with AVX-512 (Zen 4; Zen 3 has no AVX-512).
+fn is_zen4() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid;
+        // SAFETY: CPUID leaves 0 and 1 exist on every x86-64 CPU (`__cpuid` is unsafe on older compilers).
+        #[allow(unused_unsafe)]
+        let (v, f) = unsafe { (__cpuid(0), __cpuid(1)) };
+        let amd = (v.ebx, v.edx, v.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163); // "AuthenticAMD"
+        let family = ((f.eax >> 8) & 0xF)
+            + if (f.eax >> 8) & 0xF == 0xF {
+                (f.eax >> 20) & 0xFF
+            } else {
+                0
+            };
+        amd && family == 0x19 && std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
