@@ -232,41 +232,44 @@ fn contenders(
         (if a.is_nan() { f32::NEG_INFINITY } else { a }, b)
     };
     // No active domain (multipliers all 1): the intervals are the bounds plus
-    // the bias, in loops that vectorise.
+    // the bias, in loops that vectorise, and the upper ends are not stored.
     let unit = mult.iter().all(|&m| m == 1.0);
-    let (alo, ahi): (Cow<[f32]>, Cow<[f32]>) = match bias {
-        None if unit => (Cow::Borrowed(lb), Cow::Borrowed(ub)),
-        Some(o) if unit => (
-            lb.iter().zip(o).map(|(l, o)| l + o).collect(),
-            ub.iter().zip(o).map(|(u, o)| u + o).collect(),
-        ),
+    let (alo, ahi): (Cow<[f32]>, Option<Vec<f32>>) = match bias {
+        None if unit => (Cow::Borrowed(lb), None),
+        Some(o) if unit => (lb.iter().zip(o).map(|(l, o)| l + o).collect(), None),
         None => {
             let (a, b): (Vec<f32>, Vec<f32>) = (0..n_routes)
                 .map(|r| interval(lb[r], ub[r], mult[r]))
                 .unzip();
-            (a.into(), b.into())
+            (a.into(), Some(b))
         }
         Some(o) => {
             let (a, b): (Vec<f32>, Vec<f32>) = (0..n_routes)
                 .map(|r| interval(lb[r] + o[r], ub[r] + o[r], mult[r]))
                 .unzip();
-            (a.into(), b.into())
+            (a.into(), Some(b))
         }
     };
-    let best = alo.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    // The best lower bounds, sorted: the first is the best of all (no NaN here).
     let mut kth = TopK::new(p.exact_top.clamp(1, n_routes.max(1)));
     kth.extend_from(&alo, 0);
-    let kth_lo = kth
-        .into_sorted()
-        .last()
-        .map_or(f32::NEG_INFINITY, |h| h.score);
+    let top = kth.into_sorted();
+    let best = top.first().map_or(f32::NEG_INFINITY, |h| h.score);
+    let kth_lo = top.last().map_or(f32::NEG_INFINITY, |h| h.score);
     let tau = kth_lo.min(best - p.exact_band).min(p.exact_floor);
-    match bias {
-        None => ahi.iter().map(|&h| h >= tau || h.is_nan()).collect(),
-        Some(o) => ahi
+    let reaches = |h: f32| h >= tau || h.is_nan();
+    match (ahi, bias) {
+        (Some(ahi), None) => ahi.into_iter().map(reaches).collect(),
+        (Some(ahi), Some(o)) => ahi
+            .into_iter()
+            .zip(o)
+            .map(|(h, &o)| reaches(h) & (o != f32::NEG_INFINITY))
+            .collect(),
+        (None, None) => ub.iter().map(|&h| reaches(h)).collect(),
+        (None, Some(o)) => ub
             .iter()
             .zip(o)
-            .map(|(&h, &o)| (h >= tau || h.is_nan()) & (o != f32::NEG_INFINITY))
+            .map(|(&u, &o)| reaches(u + o) & (o != f32::NEG_INFINITY))
             .collect(),
     }
 }
