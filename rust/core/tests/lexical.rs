@@ -326,6 +326,68 @@ fn label_bias_is_the_scaled_label_scores_after_its_lead() {
     assert!(ix.label_bias("logs", 2, 0.04, 1).is_err());
 }
 
+#[test]
+fn label_maxima_of_large_indexes_match_the_document_scores() {
+    // Enough documents for several accumulator windows of the dense path, with
+    // labels in long runs (routes), in short runs and shuffled.
+    let n = 9_500usize;
+    let mut state = 7u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as usize
+    };
+    let docs: Vec<String> = (0..n)
+        .map(|_| {
+            (0..1 + next() % 6)
+                .map(|_| WORDS[next() % WORDS.len()])
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    let queries = [
+        "kafka logs",
+        "the server error restart",
+        "vpn",
+        "flight search weather",
+    ];
+    for labels in [
+        (0..n).map(|d| (d / 100) as u32).collect::<Vec<u32>>(),
+        (0..n).map(|d| (d / 3) as u32).collect(),
+        (0..n).map(|_| (next() % 150) as u32).collect(),
+    ] {
+        let mut ix = LexicalIndex::new(&["the"], 1.2, 0.75).unwrap();
+        ix.add(&docs, &labels).unwrap();
+        let n_labels = *labels.iter().max().unwrap() as usize + 1;
+        for q in queries {
+            let per_doc = ix.score_docs(q);
+            let mut want = vec![0f32; n_labels];
+            for (d, &s) in per_doc.iter().enumerate() {
+                let l = labels[d] as usize;
+                want[l] = want[l].max(s);
+            }
+            assert_eq!(ix.score_labels(q, n_labels).unwrap(), want, "{q}");
+            // A document left out in the last window.
+            let gone = (n - 2) as u32;
+            let mut w2 = vec![0f32; n_labels];
+            for (d, &s) in per_doc
+                .iter()
+                .enumerate()
+                .filter(|&(d, _)| d as u32 != gone)
+            {
+                w2[labels[d] as usize] = w2[labels[d] as usize].max(s);
+            }
+            assert_eq!(
+                ix.score_labels_batch(&[q], n_labels, Some(&[gone]))
+                    .unwrap(),
+                w2,
+                "{q}"
+            );
+        }
+    }
+}
+
 /// Recompute the CRC of a modified file so that only the structure checks can catch it.
 fn reseal(b: &mut [u8]) {
     let mut h = crc32fast::Hasher::new();
