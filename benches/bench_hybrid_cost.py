@@ -9,6 +9,12 @@ same catalog with the terms `fit --tools` picks on MetaTool (English stems, BM25
 
     pytest benches/bench_hybrid_cost.py --benchmark-only
     python benches/bench_hybrid_cost.py     # block-interleaved and per-call paired shares
+    python benches/bench_hybrid_cost.py --real "tools 10k"   # queries through the real e5 encoder
+
+``--real``: the same router, but each query is encoded by the bundled e5 model as in
+use (ONNX Runtime between two calls evicts the caches the scoring step reads); the
+time measured is the call's own non-encoder time, ``total - tokenize - encode`` of
+its :class:`~routecore.decision.Timings`.
 """
 
 from __future__ import annotations
@@ -137,11 +143,37 @@ def paired(case: str, rounds: int = 6) -> dict:
     return out
 
 
+def real_encoder(case: str, blocks: int = 10, per_block: int = 64) -> dict:
+    """:func:`interleaved` with every query encoded by the real e5 model (no cache): the
+    median over blocks of each block's median non-encoder time (ms), off and on."""
+    r, queries = case_router(case)
+    r.encoder = e5()  # the route table's and the tool catalog's
+    on, off = r.policy, r.policy.with_overrides(lexical=False)
+    call = r.route if case.startswith("route") else r.tools
+    it = itertools.cycle(queries)
+    res: dict[str, list[float]] = {"off": [], "on": []}
+    for b in range(2 * blocks):
+        key = "on" if b % 2 else "off"
+        r.policy = on if key == "on" else off
+        ts = []
+        for _ in range(per_block):
+            t = call(next(it)).timings
+            ts.append(t.total - t.tokenize - t.encode)
+        res[key].append(float(np.median(ts)))
+    off_ms, on_ms = float(np.median(res["off"])), float(np.median(res["on"]))
+    return {"case": case, "encoder": "e5", "off_ms": round(off_ms, 4), "on_ms": round(on_ms, 4), "ratio": round(on_ms / off_ms, 3)}
+
+
 if __name__ == "__main__":
     import json
     import sys
 
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "tests"))
-    for case in sys.argv[1:] or ("route 150x100", "tools 10k", "tools 10k stemmed"):
+    args = sys.argv[1:]
+    real = "--real" in args
+    for case in [a for a in args if a != "--real"] or ("route 150x100", "tools 10k", "tools 10k stemmed"):
+        if real:
+            print(json.dumps(real_encoder(case)), flush=True)
+            continue
         print(json.dumps(interleaved(case)), flush=True)
         print(json.dumps(paired(case)), flush=True)
