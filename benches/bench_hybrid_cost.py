@@ -93,12 +93,9 @@ def test_non_encoder_time(benchmark, case, lexical):
     benchmark.pedantic(fn, rounds=400, warmup_rounds=20)
 
 
-def interleaved(case: str, blocks: int = 15, per_block: int = 200) -> dict:
-    """One router, the lexical pass toggled between alternating blocks of calls: the
-    median over blocks of each block's median call time (ms), off and on."""
-    import time
-
-    r, queries = case_router(case)
+def _blocks(r: Router, queries: list[str], case: str, blocks: int, per_block: int, timed) -> dict[str, float]:
+    """The lexical pass toggled between alternating blocks of calls: the median over
+    blocks of each block's median ``timed(call, query)`` (ms), off and on."""
     on, off = r.policy, r.policy.with_overrides(lexical=False)
     call = r.route if case.startswith("route") else r.tools
     it = itertools.cycle(queries)
@@ -106,14 +103,23 @@ def interleaved(case: str, blocks: int = 15, per_block: int = 200) -> dict:
     for b in range(2 * blocks):
         key = "on" if b % 2 else "off"
         r.policy = on if key == "on" else off
-        ts = []
-        for _ in range(per_block):
-            t0 = time.perf_counter()
-            call(next(it))
-            ts.append(time.perf_counter() - t0)
-        res[key].append(float(np.median(ts)) * 1e3)
+        res[key].append(float(np.median([timed(call, next(it)) for _ in range(per_block)])))
     off_ms, on_ms = float(np.median(res["off"])), float(np.median(res["on"]))
-    return {"case": case, "off_ms": round(off_ms, 4), "on_ms": round(on_ms, 4), "ratio": round(on_ms / off_ms, 3)}
+    return {"off_ms": round(off_ms, 4), "on_ms": round(on_ms, 4), "ratio": round(on_ms / off_ms, 3)}
+
+
+def interleaved(case: str, blocks: int = 15, per_block: int = 200) -> dict:
+    """One router, the lexical pass toggled between alternating blocks of calls: the
+    median over blocks of each block's median call time (ms), off and on."""
+    import time
+
+    def wall(call, q):
+        t0 = time.perf_counter()
+        call(q)
+        return (time.perf_counter() - t0) * 1e3
+
+    r, queries = case_router(case)
+    return {"case": case, **_blocks(r, queries, case, blocks, per_block, wall)}
 
 
 def paired(case: str, rounds: int = 6) -> dict:
@@ -146,22 +152,14 @@ def paired(case: str, rounds: int = 6) -> dict:
 def real_encoder(case: str, blocks: int = 10, per_block: int = 64) -> dict:
     """:func:`interleaved` with every query encoded by the real e5 model (no cache): the
     median over blocks of each block's median non-encoder time (ms), off and on."""
+
+    def non_encoder(call, q):
+        t = call(q).timings
+        return t.total - t.tokenize - t.encode
+
     r, queries = case_router(case)
     r.encoder = e5()  # the route table's and the tool catalog's
-    on, off = r.policy, r.policy.with_overrides(lexical=False)
-    call = r.route if case.startswith("route") else r.tools
-    it = itertools.cycle(queries)
-    res: dict[str, list[float]] = {"off": [], "on": []}
-    for b in range(2 * blocks):
-        key = "on" if b % 2 else "off"
-        r.policy = on if key == "on" else off
-        ts = []
-        for _ in range(per_block):
-            t = call(next(it)).timings
-            ts.append(t.total - t.tokenize - t.encode)
-        res[key].append(float(np.median(ts)))
-    off_ms, on_ms = float(np.median(res["off"])), float(np.median(res["on"]))
-    return {"case": case, "encoder": "e5", "off_ms": round(off_ms, 4), "on_ms": round(on_ms, 4), "ratio": round(on_ms / off_ms, 3)}
+    return {"case": case, "encoder": "e5", **_blocks(r, queries, case, blocks, per_block, non_encoder)}
 
 
 if __name__ == "__main__":
