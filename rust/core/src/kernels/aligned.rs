@@ -2,7 +2,8 @@
 //! boundary. Rows of the vector tables live in it. A large `Vec` starts 16
 //! bytes past a line, so every 64-byte load of the VNNI kernel (and every
 //! other 32-byte AVX2 load) straddled two lines: on 15,000 × 384 int8 rows hot
-//! in L3 the kernel took 4.4–4.5 ns per row, against 4.0–4.1 aligned.
+//! in L3 the kernel took 4.4–4.5 ns per row, against 4.0–4.1 aligned. Large
+//! buffers ask for transparent huge pages on Linux ([`advise_huge_pages`]).
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -72,8 +73,15 @@ impl<T: Plain> AlignedVec<T> {
 
     /// Room for `extra` more elements without reallocating.
     pub fn reserve(&mut self, extra: usize) {
-        let want = (self.len + extra).div_ceil(Self::PER_LINE);
-        self.lines.reserve(want.saturating_sub(self.lines.len()));
+        self.grow_to((self.len + extra).div_ceil(Self::PER_LINE));
+    }
+
+    /// Capacity for `lines` lines; a new allocation asks for huge pages.
+    fn grow_to(&mut self, lines: usize) {
+        if lines > self.lines.capacity() {
+            self.lines.reserve(lines - self.lines.len());
+            advise_huge_pages(&self.lines);
+        }
     }
 
     /// Set the length to `n`: new elements are zero, extra ones dropped.
@@ -85,7 +93,9 @@ impl<T: Plain> AlignedVec<T> {
             let zero: T = unsafe { std::mem::zeroed() };
             self[n..len].fill(zero);
         }
-        self.lines.resize(n.div_ceil(Self::PER_LINE), ZERO);
+        let lines = n.div_ceil(Self::PER_LINE);
+        self.grow_to(lines);
+        self.lines.resize(lines, ZERO);
         self.len = n;
     }
 
@@ -112,6 +122,29 @@ impl<T: Plain> AlignedVec<T> {
         }
     }
 }
+
+/// Ask Linux for transparent huge pages over the 2 MiB-aligned part of a
+/// buffer of at least [`HUGE_PAGES_FROM`] bytes, before its pages are touched
+/// (numpy does the same for its arrays). Scans of tables read from DRAM miss
+/// the TLB on every 4 KB page otherwise: on the Zen 4 EPYC, one thread,
+/// 100,000 × 384 f32 rows 5.7–5.8 → 5.2 ms, int8 1.13 → 1.03–1.05 ms.
+fn advise_huge_pages(lines: &Vec<Line>) {
+    let bytes = lines.capacity() * 64;
+    #[cfg(target_os = "linux")]
+    if bytes >= HUGE_PAGES_FROM {
+        const HUGE: usize = 2 << 20;
+        let start = (lines.as_ptr() as usize).next_multiple_of(HUGE);
+        let end = (lines.as_ptr() as usize + bytes) / HUGE * HUGE;
+        if end > start {
+            // SAFETY: advice only, on pages of this live allocation; failure changes nothing.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        }
+    }
+    let _ = bytes;
+}
+
+/// Buffers from this size on ask for huge pages (numpy's threshold).
+const HUGE_PAGES_FROM: usize = 4 << 20;
 
 impl<T: Plain> Deref for AlignedVec<T> {
     type Target = [T];
