@@ -27,9 +27,9 @@ from routecore.specs import RouteSpec, check_thresholds
 from routecore.tables import EncoderLike, build_table, collision_alert, per_query, query_vectors
 
 class PreScore(NamedTuple):
-    """What the scoring step adds to each route's cosine (spec order), and why."""
+    """What the scoring step adds to each route's cosine, and why (spec order but ``bias``)."""
 
-    bias: np.ndarray | None  # lexical + entities (None: nothing)
+    bias: np.ndarray | None  # lexical + entities (None: nothing); spec or label-code order (ScoreTable.coded takes both)
     lexical: np.ndarray | None  # the lexical score alone
     entities: tuple[Entity, ...]  # the query's entities
     preferred: np.ndarray | None  # routes that prefer a type the query holds
@@ -228,7 +228,8 @@ class RouteTable:
     def bias_and_entities(self, text: str, p: Policy) -> PreScore:
         """What each route's cosine gains before the decision (its lexical score, plus
         the entities it prefers or requires), its parts, and the query's entities."""
-        lexical = bias = self.lexical_bias(text)
+        lex = self.lexical_bias(text)
+        bias, lexical = lex if lex is not None else (None, None)  # code order (the step's), spec order
         found = self.entities.find(text) if self.entities is not None else ()
         preferred = None
         if self._entity_routes:
@@ -238,9 +239,11 @@ class RouteTable:
                 bias = eb if lexical is None else lexical + eb
         return PreScore(bias, lexical, found, preferred)
 
-    def lexical_bias(self, text: str) -> np.ndarray | None:
-        """What each route's cosine gains from its lexical score for ``text`` (hybrid scoring), or None."""
-        return self.lexical.bias(text, self.policy.lexical_weight or 0.0) if self.policy.lexical and self.lexical is not None else None
+    def lexical_bias(self, text: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """What each route's cosine gains from its lexical score for ``text`` (hybrid scoring),
+        in code and in spec order (:meth:`ScoreTable.lexical_bias`), or None."""
+        lexical = self.lexical if self.policy.lexical else None
+        return self.table.lexical_bias(lexical, text, self.policy.lexical_weight or 0.0)
 
     def _head_columns(self) -> tuple[np.ndarray, int]:
         """The head's column of each route (spec order) and of its out-of-scope class; a

@@ -18,6 +18,7 @@ from routecore._arrays import as_f32
 from routecore.decision import Alert
 from routecore.errors import DimensionMismatchError, InvalidArgumentError, NonFiniteError
 from routecore.index import VectorIndex
+from routecore.lexical import LexicalTable
 from routecore.policy import Policy, resolved
 from routecore.progress import Progress
 
@@ -89,6 +90,15 @@ class ScoreTable:
                 collision_gap=resolved(policy.collision_gap, "collision_gap"), top_exemplars=top,
                 exact_top=key[8], exact_band=policy.exact_band, exact_floor=exact_floor, probabilities=probabilities, exact_routes=list(exact))
         return p
+
+    def lexical_bias(self, lexical: LexicalTable | None, text: str, weight: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """What each spec's cosine gains from ``lexical``'s score for ``text`` (hybrid scoring):
+        in this table's label-code order when :attr:`lead` allows it (:meth:`coded` then takes
+        it without a copy), and its view in spec order; None when there is nothing to add."""
+        if lexical is None or not text:
+            return None
+        coded = lexical.bias(text, weight, self.lead)
+        return None if coded is None else (coded, coded[self.lead:])
 
     def coded(self, bias: np.ndarray | None) -> np.ndarray | None:
         """``bias`` (spec order) in label-code order, as the native step takes it. A bias

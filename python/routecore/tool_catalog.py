@@ -82,12 +82,10 @@ class ToolCatalog:
             self.lexical = self.lexical_table(stemmer, b)
 
     def lexical_bias(self, text: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """What each tool's cosine gains from its lexical score for ``text`` (hybrid scoring):
-        in label-code order for the tools' table (:meth:`ScoreTable.coded`) and its view in
-        spec order; or None."""
-        on = self.policy.lexical and self.lexical is not None and text
-        coded = self.lexical.bias(text, self.policy.tool_lexical_weight or 0.0, self.tools.lead) if on else None  # type: ignore[union-attr]
-        return None if coded is None else (coded, coded[self.tools.lead:])
+        """What each tool's cosine gains from its lexical score for ``text`` (hybrid scoring),
+        in code and in spec order (:meth:`ScoreTable.lexical_bias`), or None."""
+        lexical = self.lexical if self.policy.lexical else None
+        return self.tools.lexical_bias(lexical, text, self.policy.tool_lexical_weight or 0.0)
 
     def discovery_tools(self, prefixes: tuple[str, ...]) -> dict[str, list[str]]:
         """Plugin -> its tools whose names start with one of ``prefixes`` (cached)."""
