@@ -88,3 +88,22 @@ fn route_rows_follow_writes() {
     assert_eq!(i.route_rows(b), &[] as &[u32]);
     assert_eq!(i.label_runs(), &[0, 2]); // a, a: one run
 }
+
+#[test]
+fn prepared_queries_are_aligned_copies_normalised_only_when_asked() {
+    // A query slice one float past a cache line, as numpy often hands it over.
+    let raw: Vec<f32> = (0..2 * 384 + 1).map(|i| (i % 5) as f32 - 2.0).collect();
+    let q = &raw[1..];
+    for normalize in [true, false] {
+        let i = FlatIndex::new(384, StorageKind::F32, normalize).unwrap();
+        let (nq, p) = i.prepare_queries(q).unwrap();
+        assert_eq!(nq, 2);
+        assert_eq!(p.as_ptr() as usize % 64, 0, "normalize={normalize}");
+        if normalize {
+            let n: f32 = p[..384].iter().map(|x| x * x).sum();
+            assert!((n - 1.0).abs() < 1e-5);
+        } else {
+            assert_eq!(&p[..], q);
+        }
+    }
+}

