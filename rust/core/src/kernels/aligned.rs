@@ -76,6 +76,16 @@ impl<T: Plain> AlignedVec<T> {
         self.grow_to((self.len + extra).div_ceil(Self::PER_LINE));
     }
 
+    /// [`Self::reserve`] that reports a failed allocation instead of aborting.
+    pub fn try_reserve(&mut self, extra: usize) -> Result<(), std::collections::TryReserveError> {
+        let lines = self.len.saturating_add(extra).div_ceil(Self::PER_LINE);
+        if lines > self.lines.capacity() {
+            self.lines.try_reserve(lines - self.lines.len())?;
+            advise_huge_pages(&self.lines);
+        }
+        Ok(())
+    }
+
     /// Capacity for `lines` lines; a new allocation asks for huge pages.
     fn grow_to(&mut self, lines: usize) {
         if lines > self.lines.capacity() {
@@ -222,5 +232,14 @@ mod tests {
         let mut h: AlignedVec<half::f16> = AlignedVec::new();
         h.extend([half::f16::from_f32(0.5); 33]);
         assert_eq!((h.len(), h[32].to_f32()), (33, 0.5));
+    }
+
+    #[test]
+    fn try_reserve_reports_an_impossible_size() {
+        let mut a: AlignedVec<f32> = AlignedVec::new();
+        assert!(a.try_reserve(usize::MAX / 2).is_err());
+        a.try_reserve(1000).unwrap();
+        a.extend_from_slice(&[1.0; 1000]);
+        assert_eq!((a.len(), a.as_ptr() as usize % 64), (1000, 0));
     }
 }
