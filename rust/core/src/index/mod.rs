@@ -310,7 +310,7 @@ impl FlatIndex {
     /// scans re-read the query from L1 for every row, and a query that is not
     /// 64-byte aligned splits every 64-byte load across two lines: the AVX-512
     /// f32 scan of 1,000 × 1024 rows took 52 µs with a 16-byte-aligned query
-    /// and 43 µs with an aligned one (Zen 4, 2026-11-26).
+    /// and 44 µs with an aligned one (Zen 4, 2026-11-26).
     pub fn prepare_queries(&self, queries: &[f32]) -> Result<(usize, AlignedVec<f32>)> {
         let nq = check_rows(queries, self.dim(), "queries")?;
         if nq == 0 {
