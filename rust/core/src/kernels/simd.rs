@@ -363,7 +363,15 @@ mod x86 {
         let d = q.len();
         let [o0, o1, o2, o3] = outs;
         for j in 0..o0.len() {
-            let r = segs.map(|g| g.get_unchecked(j * d..(j + 1) * d));
+            let (a, b) = (j * d, (j + 1) * d);
+            // Plain indexing, not `array::map`: the closure was not inlined
+            // (9 % of a 10,000 × 384 scan in `perf`).
+            let r = [
+                segs[0].get_unchecked(a..b),
+                segs[1].get_unchecked(a..b),
+                segs[2].get_unchecked(a..b),
+                segs[3].get_unchecked(a..b),
+            ];
             [o0[j], o1[j], o2[j], o3[j]] = dot4_avx2(q, r);
         }
     }
