@@ -208,7 +208,8 @@ class LexicalIndex:
     def n_terms(self) -> int: ...
     @property
     def memory_bytes(self) -> int:
-        """Heap bytes of the index (tables by bucket, arrays by capacity; not the per-thread query buffer)."""
+        """Heap bytes of the index (tables by bucket, arrays by capacity). Not counted: the per-thread query
+        buffer, and the per-thread stem caches all stemmed indexes share (at most 8,192 words a stemmer and thread)."""
     @property
     def k1(self) -> float: ...
     @property

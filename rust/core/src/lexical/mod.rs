@@ -337,8 +337,9 @@ impl LexicalIndex {
 
     /// Heap bytes held by the index: the arrays by capacity, the hash tables by
     /// bucket (key, value and control byte) and each term's own allocation as
-    /// glibc malloc sizes it. The per-thread query scratch (4 bytes a document
-    /// on each thread that queried) is not counted.
+    /// glibc malloc sizes it. Not counted: the per-thread query scratch (4 bytes
+    /// a document on each thread that queried), and the per-thread stem caches
+    /// that every stemmed index shares (at most 8,192 words a stemmer and thread).
     pub fn memory_bytes(&self) -> usize {
         fn vec_bytes<T>(v: &Vec<T>) -> usize {
             v.capacity() * std::mem::size_of::<T>()
