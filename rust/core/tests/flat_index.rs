@@ -106,4 +106,11 @@ fn prepared_queries_are_aligned_copies_normalised_only_when_asked() {
             assert_eq!(&p[..], q);
         }
     }
+    // Aligned queries that need no normalising are read in place.
+    let mut a = routecore_core::kernels::aligned::AlignedVec::new();
+    a.extend_from_slice(q);
+    let i = FlatIndex::new(384, StorageKind::F32, false).unwrap();
+    let (_, p) = i.prepare_queries(&a).unwrap();
+    assert!(matches!(p, Queries::Borrowed(_)));
+    assert_eq!(p.as_ptr(), a.as_ptr());
 }
