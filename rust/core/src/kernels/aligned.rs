@@ -140,6 +140,9 @@ impl<T: Plain> AlignedVec<T> {
                 self.truncate(n);
                 return;
             }
+            if it.size_hint().1 == Some(0) {
+                return; // an exact hint: no growth step to undo
+            }
         }
     }
 }
