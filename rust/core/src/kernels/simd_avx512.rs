@@ -9,6 +9,8 @@ use std::arch::x86_64::*;
 
 use half::f16;
 
+use crate::kernels::simd::row_of_each;
+
 /// Mask of the first `r` lanes (`r < 16`).
 #[inline(always)]
 fn lanes(r: usize) -> __mmask16 {
@@ -107,14 +109,7 @@ pub unsafe fn dot_rows_x4(segs: [&[f32]; 4], q: &[f32], outs: [&mut [f32]; 4]) {
     let d = q.len();
     let [o0, o1, o2, o3] = outs;
     for j in 0..o0.len() {
-        let (a, b) = (j * d, (j + 1) * d);
-        let r = [
-            segs[0].get_unchecked(a..b),
-            segs[1].get_unchecked(a..b),
-            segs[2].get_unchecked(a..b),
-            segs[3].get_unchecked(a..b),
-        ];
-        [o0[j], o1[j], o2[j], o3[j]] = dot4(q, r);
+        [o0[j], o1[j], o2[j], o3[j]] = dot4(q, row_of_each(segs, j, d));
     }
 }
 
