@@ -123,3 +123,56 @@ def test_tools_search_from_a_context(cr, encoder):
     plain = cr.detect("hello there")  # nothing decided, no entity: the query as it is
     if all(r.label is None for n, r in plain.layers.items() if n in ("intent", "domain")):
         assert plain.search_text() == "hello there"
+
+
+def test_default_layers_say_which_are_exhaustive(cr):
+    assert cr.exhaustive == {"urgency", "sensitivity"}  # intent (default) and domain (context.yaml) are open
+
+
+def test_an_exhaustive_layer_always_names_one_of_its_labels(cr):
+    """Urgency and sensitivity have no "out of scope": a query the layer's decision declines
+    still gets its most probable label, at that decision's tier, and says so."""
+    q = "when you have a minute, could you tidy the wording of this README"
+    ctx = cr.detect(q)
+    layers = {"urgency": ["low", "medium", "high"],
+              "sensitivity": ["public", "internal", "pii", "safety_critical"]}
+    for name, labels in layers.items():
+        r, d = ctx.layers[name], ctx.layers[name].decision
+        assert r.label in labels and r.action == "route", (name, r)
+        assert r.tier == d.tier and r.probability == pytest.approx(d.probabilities[r.label])
+        if d.action == "route":
+            assert r.label == d.route and r.declined is None
+        else:  # declined by the decision: the best label by probability, and an alert that says so
+            assert r.declined == d.action
+            assert d.probabilities[r.label] == max(d.probabilities[n] for n in labels)
+            alert = next(a for a in r.alerts if a.kind == "exhaustive")
+            want = {"layer": name, "declined": d.action, "label": r.label, "probability": r.probability}
+            assert alert.data == want
+            assert d.route != r.label  # the decision itself is left as the layer's router made it
+    out = json.loads(json.dumps(ctx.to_dict()))["layers"]
+    assert out["urgency"]["label"] == ctx.label("urgency")
+    assert out["urgency"]["declined"] == ctx.layers["urgency"].declined
+
+
+def test_an_open_layer_may_still_decline(cr):
+    ctx = cr.detect("what's a good pasta recipe")
+    domain = ctx.layers["domain"]
+    assert domain.label is None and domain.action in ("none", "clarify") and domain.declined is None
+    assert domain.action == domain.decision.action and not any(a.kind == "exhaustive" for a in domain.alerts)
+    assert ctx.label("urgency") is not None and ctx.label("sensitivity") is not None  # exhaustive: named
+
+
+def test_open_is_set_per_layer_in_the_config(tmp_path, encoder):
+    cfg = tmp_path / "c.yaml"
+    text = CONTEXT.read_text(encoding="utf-8").replace("  domain:\n", "  domain:\n    open: false\n")
+    cfg.write_text(text, encoding="utf-8")
+    closed = ContextRouter.from_config(cfg, encoder=encoder, defaults=False)
+    assert closed.exhaustive == {"domain"}
+    r = closed.detect("what's a good pasta recipe").layers["domain"]
+    assert r.label in ("billing", "infrastructure", "people") and r.declined in ("none", "clarify")
+    cfg.write_text("layers:\n  domain:\n    open: 'no'\n    routes: [{name: a, utterances: [x]}]\n",
+                   encoding="utf-8")
+    with pytest.raises(ConfigError, match="open"):
+        ContextRouter.from_config(cfg, encoder=encoder, defaults=False)
+    with pytest.raises(ConfigError, match="exhaustive layers \\['mood'\\] are not layers"):
+        ContextRouter(closed.layers, exhaustive=["mood"])

@@ -14,6 +14,10 @@ Fixtures in tests/data/semantic_router/:
   ``semantic_router/layer.py`` (``LayerConfig.to_file``: ``yaml.safe_dump`` with sorted
   keys) and the 0.0.x ``Route`` (one ``function_schema`` as ``get_schema`` made it:
   ``name, description, signature, output``; no ``metadata``).
+- ``sr0_docs_example.json``: semantic-router's own documented example (its README: the
+  ``politics`` and ``chitchat`` routes, five utterances each), as 0.1.x ``to_file`` writes it
+  with its default ``HuggingFaceEncoder`` (all-MiniLM-L6-v2, ``score_threshold`` 0.5 on every
+  route).
 """
 
 from __future__ import annotations
@@ -23,17 +27,25 @@ import importlib.util
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from routecore import Router
 from routecore.errors import ConfigError
-from routecore.importers.semantic_router import add_import_command, read_semantic_router, router_from_semantic_router, write_config
+from routecore.importers.semantic_router import (ImportNote, add_import_command, read_semantic_router,
+                                                 router_from_semantic_router, write_config)
 from routecore.specs import parse_config, read_config_file
 
+# Reading a file with cosine thresholds notes that they were dropped; the tests that check the
+# note catch it (pytest.warns), the others need not print it.
+pytestmark = pytest.mark.filterwarnings("ignore::routecore.importers.semantic_router.ImportNote")
+
 DATA = Path(__file__).resolve().parent / "data" / "semantic_router"
+DOCS = DATA / "sr0_docs_example.json"
 SINGLE = ["sr1_indexed.json", "sr1_indexed.yaml", "sr1_decision.yaml", "sr0_router_config.json", "sr0_layer_config.yaml"]
 FILES = SINGLE + ["sr1_chain.json"]
 COSINE = {"sr1_indexed.json", "sr1_indexed.yaml", "sr0_router_config.json", "sr0_layer_config.yaml"}
@@ -47,7 +59,7 @@ def raw(path: Path) -> Any:
 @pytest.mark.parametrize("name", SINGLE)
 def test_single_router_files_keep_everything(name: str) -> None:
     src = raw(DATA / name)
-    doc = read_semantic_router(DATA / name)
+    doc = read_semantic_router(DATA / name, thresholds=True)
     routes, _ = parse_config(doc, name)
     assert [r.name for r in routes] == [r["name"] for r in src["routes"]]
     layout = "1.x" if "router_type" in src else "0.x"
@@ -105,10 +117,60 @@ def test_chain_routes_are_merged_by_name() -> None:
     assert by["weather"]["metadata"]["semantic_router"]["router"]["routers"][1]["model"]["type"] == "typesafe"
 
 
+@pytest.mark.parametrize("name", SINGLE)
+def test_thresholds_are_dropped_by_default_and_a_note_says_so(name: str) -> None:
+    src = raw(DATA / name)
+    key = "confidence_threshold" if "router_type" in src else "score_threshold"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        doc = read_semantic_router(DATA / name)
+    assert doc == read_semantic_router(DATA / name, thresholds=False)
+    assert "policy" not in doc and all("thresholds" not in r for r in doc["routes"])
+    for out, r in zip(doc["routes"], src["routes"]):
+        assert out["metadata"]["semantic_router"].get(key) == r[key]  # kept where the user can find it
+    notes = [str(w.message) for w in caught if issubclass(w.category, ImportNote)]
+    if name in COSINE:  # a cosine floor was left out: one note names the file and what was dropped
+        assert len(notes) == 1 and str(DATA / name) in notes[0] and "routecore calibrates its own" in notes[0]
+        named = [r["name"] for r in src["routes"] if r[key] is not None]
+        assert all(f"{key} " in notes[0] and n in notes[0] for n in named)
+    else:  # probabilities, never mapped: nothing to say
+        assert notes == []
+
+
 def test_no_thresholds_keeps_them_in_metadata_only() -> None:
-    doc = read_semantic_router(DATA / "sr1_indexed.json", thresholds=False)
+    dropped = r"confidence_threshold 0\.42 on weather;.*confidence_threshold 0\.3 on the router"
+    with pytest.warns(ImportNote, match=dropped):
+        doc = read_semantic_router(DATA / "sr1_indexed.json", thresholds=False)
     assert "policy" not in doc and all("thresholds" not in r for r in doc["routes"])
     assert doc["routes"][0]["metadata"]["semantic_router"]["confidence_threshold"] == 0.42
+    assert doc["routes"][0]["metadata"]["semantic_router"]["router"]["confidence_threshold"] == 0.3
+
+
+def test_docs_example_default_drops_the_cosine_floor() -> None:
+    with pytest.warns(ImportNote, match=r"score_threshold 0\.5 on politics, chitchat\).*thresholds=True"):
+        doc = read_semantic_router(DOCS)
+    assert [r["name"] for r in doc["routes"]] == ["politics", "chitchat"]
+    assert "policy" not in doc and all("thresholds" not in r for r in doc["routes"])
+    assert all(r["metadata"]["semantic_router"]["score_threshold"] == 0.5 for r in doc["routes"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ImportNote)  # the opt-in keeps them as they are, with nothing to note
+        kept = read_semantic_router(DOCS, thresholds=True)
+    assert [r["thresholds"] for r in kept["routes"]] == [{"min_score": 0.5}, {"min_score": 0.5}]
+
+
+def test_docs_example_routes_in_scope_and_declines_off_topic(encoder: Any) -> None:
+    """semantic-router's README example, loaded as a user would: its 0.5 floor sat far below the
+    bundled encoder's cosines (about 0.8 between unrelated sentences), so it routed everything;
+    routecore's own calibration routes the politics question and declines the rest."""
+    with pytest.warns(ImportNote):
+        router = Router.from_semantic_router(DOCS, encoder=encoder)
+    assert router.spec_policy.min_score is None and not router.route_table.policy.per_route
+    d = router.route("don't you love politics?")  # the README's own query
+    assert (d.action, d.route) == ("route", "politics"), d
+    # The second is semantic-router's README's own query that no route matches.
+    for off_topic in ("what's a good pasta recipe", "I'm interested in learning about llama 2"):
+        d = router.route(off_topic)
+        assert d.action in ("none", "clarify"), (off_topic, d.action, d.route, d.raw_scores)
 
 
 @pytest.mark.parametrize("change", [{"calibrator": {"method": "platt", "params": {"a": [8.0], "b": [-4.0]}}},
@@ -116,7 +178,9 @@ def test_no_thresholds_keeps_them_in_metadata_only() -> None:
 def test_calibrated_or_hybrid_thresholds_are_not_cosines(tmp_path: Path, change: dict[str, Any]) -> None:
     p = tmp_path / "r.json"
     p.write_text(json.dumps({**raw(DATA / "sr1_indexed.json"), **change}))
-    doc = read_semantic_router(p)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ImportNote)  # not cosine floors: nothing dropped to note
+        doc = read_semantic_router(p, thresholds=True)
     assert "policy" not in doc and all("thresholds" not in r for r in doc["routes"])
     assert doc["routes"][0]["metadata"]["semantic_router"]["router"][next(iter(change))] == next(iter(change.values()))
 
@@ -126,8 +190,8 @@ def test_out_of_range_threshold_is_kept_but_not_mapped(tmp_path: Path) -> None:
     src["routes"][0]["score_threshold"] = 1.7
     p = tmp_path / "r.json"
     p.write_text(json.dumps(src))
-    with pytest.warns(UserWarning, match="get_time"):
-        doc = read_semantic_router(p)
+    with pytest.warns(UserWarning, match="get_time.*not a cosine floor"):
+        doc = read_semantic_router(p, thresholds=True)
     assert "thresholds" not in doc["routes"][0]
     assert doc["routes"][0]["metadata"]["semantic_router"]["score_threshold"] == 1.7
 
@@ -225,11 +289,19 @@ def test_cli_prints_yaml_or_json(capsys: pytest.CaptureFixture[str]) -> None:
     f = str(DATA / "sr1_indexed.yaml")
     expected = read_semantic_router(f)
     assert run_cli(["import", "semantic-router", f]) == 0
-    assert yaml.safe_load(capsys.readouterr().out) == expected
+    out, err = capsys.readouterr()
+    assert yaml.safe_load(out) == expected and "policy" not in expected
+    assert err.startswith("note: ") and "confidence_threshold 0.3 on the router" in err
+    assert "--thresholds" in err
     assert run_cli(["import", "semantic-router", f, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == expected
-    assert run_cli(["import", "semantic-router", f, "--json", "--no-thresholds"]) == 0
-    assert "policy" not in json.loads(capsys.readouterr().out)
+    assert run_cli(["import", "semantic-router", f, "--json", "--no-thresholds"]) == 0  # the old flag, a no-op
+    assert json.loads(capsys.readouterr().out) == expected
+    assert run_cli(["import", "semantic-router", f, "--json", "--thresholds"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == read_semantic_router(f, thresholds=True)
+    assert json.loads(out)["policy"] == {"min_score": 0.3}
+    assert err == ""
     with pytest.raises(SystemExit):
         run_cli(["import", "rasa", f])
 
@@ -259,7 +331,10 @@ def test_regenerated_files(tmp_path: Path) -> None:
 
 
 def test_router_routes_a_query(encoder: Any) -> None:
+    kept = router_from_semantic_router(DATA / "sr1_indexed.json", encoder=encoder, thresholds=True)
+    assert kept.spec_policy.min_score == 0.3
     router = router_from_semantic_router(DATA / "sr1_indexed.json", encoder=encoder)
-    assert router.spec_policy.min_score == 0.3
-    d = router.route("will it rain in Paris tomorrow?")
-    assert d.route == "weather" and d.action != "none"
+    assert router.spec_policy.min_score is None
+    for r in (kept, router):
+        d = r.route("will it rain in Paris tomorrow?")
+        assert d.route == "weather" and d.action != "none"

@@ -26,20 +26,30 @@ out) and the route's other fields (``function_schemas``, ``llm``, ``score_thresh
 added up, first description); each source route's fields are then listed under
 ``semantic_router.sources``.
 
-Thresholds. A semantic-router threshold is a cosine floor in two cases: 0.x, where a route
-matches when the best cosine of its hits in the top_k is above its ``score_threshold``
-(``RouteLayer._check_threshold``), and a 1.x ``indexed`` router with no calibrator and no
+Thresholds. By default they are dropped: kept in each route's ``metadata.semantic_router``
+(``score_threshold``, ``confidence_threshold``; a 1.x router's own in ``router``) and not used,
+and routecore calibrates its own out-of-scope cut and tiers zero-label for the encoder in use.
+An :class:`ImportNote` warning says so, naming the thresholds and the file; ``routecore
+import`` prints it on stderr. Why: where a semantic-router threshold is a cosine floor, it
+sits on *its* encoder's cosine scale. That is so in 0.x, where a route matches when the best
+cosine of its hits in the top_k is above its ``score_threshold``
+(``RouteLayer._check_threshold``), and in a 1.x ``indexed`` router with no calibrator and no
 sparse encoder, where a route is returned when the aggregated cosine of its hits (mean by
-default) reaches its ``confidence_threshold``, else the router's. Then a route's threshold
-becomes its ``thresholds.min_score`` and the 1.x router-level one ``policy.min_score``:
-routecore answers no route when the best route's cosine is below it. Elsewhere (a decision
-router, a calibrator, hybrid scores, a chain or merge) thresholds are probabilities or mixed
-scores: they are kept in metadata only, and routecore calibrates its own. The encoder-level
-default of 0.x (the encoder's ``score_threshold``) is not in the files; 0.x wrote it into
-every route when a layer was built, so saved routes usually carry it. Caveats: cosines differ
-between encoders, so a floor tuned for semantic-router's encoder may not suit routecore's
-(``thresholds=False``, ``--no-thresholds``: keep them in metadata only); semantic-router
-1.x falls through to the next route that clears its bar, routecore answers no route.
+default) reaches its ``confidence_threshold``, else the router's. semantic-router's
+documented example writes ``score_threshold: 0.5`` (its HuggingFace encoder's default) on
+every route; with routecore's bundled e5 model, whose cosines sit near 0.8 even between
+unrelated sentences, a 0.5 floor never fires: "what's a good pasta recipe" went to
+``politics``. Elsewhere (a decision router, a calibrator, hybrid scores, a chain or merge)
+thresholds are probabilities or mixed scores, which routecore never used.
+
+``thresholds=True`` (``--thresholds``) keeps them as they are, for a routecore encoder on the
+same cosine scale: in the two cosine cases a route's threshold becomes its
+``thresholds.min_score`` and a 1.x router-level ``confidence_threshold`` ``policy.min_score``,
+so routecore answers no route when the best route's cosine is below it (a value outside [0, 1]
+stays in metadata, with a warning). The encoder-level default of 0.x (the encoder's
+``score_threshold``) is not in the files; 0.x wrote it into every route when a layer was built,
+so saved routes usually carry it. semantic-router 1.x falls through to the next route that
+clears its bar; routecore answers no route.
 """
 
 from __future__ import annotations
@@ -64,14 +74,22 @@ _ROUTE_KEYS = ("name", "utterances", "description", "metadata")
 _KINDS = ("indexed", "decision", "chain", "merge")
 
 
-def read_semantic_router(path: str | os.PathLike[str], *, thresholds: bool = True) -> dict[str, Any]:
+class ImportNote(UserWarning):
+    """What an import changed on purpose, for the user to know: semantic-router's cosine
+    thresholds left in metadata in favour of routecore's calibration (module docstring)."""
+
+
+def read_semantic_router(path: str | os.PathLike[str], *, thresholds: bool = False) -> dict[str, Any]:
     """A routecore config document (``{"routes": [...], "policy"?: {...}}``) from a
     semantic-router saved config (module docstring: layouts and mapping).
 
-    ``thresholds=False`` keeps semantic-router's thresholds in metadata only. The document
-    is checked with :func:`routecore.specs.parse_config`. Raises :class:`ConfigError`
-    naming the file (and the route) for unreadable or malformed files, routes with
-    neither utterances nor a description, and non-text utterances."""
+    semantic-router's thresholds are kept in metadata only, and routecore calibrates its
+    own; where they were cosine floors an :class:`ImportNote` warning names them.
+    ``thresholds=True`` maps the cosine floors to ``min_score`` as they are (module
+    docstring, "Thresholds"). The document is checked with
+    :func:`routecore.specs.parse_config`. Raises :class:`ConfigError` naming the file
+    (and the route) for unreadable or malformed files, routes with neither utterances nor
+    a description, and non-text utterances."""
     p = Path(path)
     data = _load(p)
     if not isinstance(data, dict):
@@ -83,13 +101,31 @@ def read_semantic_router(path: str | os.PathLike[str], *, thresholds: bool = Tru
         layout, sources, cosine = "0.x", [("", data["routes"])], True
     else:
         raise ConfigError(f"{p}: not a semantic-router config: no router_type (1.x) and no routes (0.x)")
-    routes = _routes(p, layout, _settings(data), sources, cosine and thresholds)
+    dropped: list[tuple[str, str, float]] = []  # (field, route or "the router", value) of the floors left out
+    routes = _routes(p, layout, _settings(data), sources, cosine, thresholds, dropped)
     doc: dict[str, Any] = {"routes": routes}
-    floor = _threshold(data.get("confidence_threshold"), f"{p}: confidence_threshold", cosine and thresholds and layout == "1.x")
+    at_router = cosine and layout == "1.x"
+    top = data.get("confidence_threshold")
+    floor = _threshold(top, f"{p}: confidence_threshold", at_router and thresholds)
     if floor is not None:
         doc["policy"] = {"min_score": floor}
+    elif at_router and not thresholds and top is not None:
+        dropped.append(("confidence_threshold", "the router", float(top)))
     parse_config(doc, str(p))  # what is returned is a config routecore accepts
+    if dropped:
+        warnings.warn(ImportNote(_dropped_note(p, dropped)), stacklevel=2)
     return doc
+
+
+def _dropped_note(p: Path, dropped: list[tuple[str, str, float]]) -> str:
+    """The note that names the thresholds an import left in metadata, grouped by field and value."""
+    groups: dict[tuple[str, float], list[str]] = {}
+    for key, owner, value in dropped:
+        groups.setdefault((key, value), []).append(owner)
+    named = "; ".join(f"{key} {value:g} on {', '.join(owners)}" for (key, value), owners in groups.items())
+    return (f"{p}: semantic-router's thresholds ({named}) are cosine floors on its own encoder's scale: "
+            f"kept in metadata (semantic_router) only, routecore calibrates its own out-of-scope cut; "
+            f"thresholds=True (routecore import --thresholds) keeps them as min_score")
 
 
 def write_config(doc: dict[str, Any], out_path: str | Path, *, force: bool = False) -> Path:
@@ -110,8 +146,10 @@ def write_config(doc: dict[str, Any], out_path: str | Path, *, force: bool = Fal
     return p
 
 
-def router_from_semantic_router(path: str | os.PathLike[str], *, thresholds: bool = True, **router_kw: Any) -> Router:
-    """A :class:`routecore.Router` over the routes of a semantic-router config file.
+def router_from_semantic_router(path: str | os.PathLike[str], *, thresholds: bool = False,
+                                **router_kw: Any) -> Router:
+    """A :class:`routecore.Router` over the routes of a semantic-router config file
+    (``thresholds``: as :func:`read_semantic_router`, whose :class:`ImportNote` it passes on).
     ``router_kw`` go to ``Router`` (``encoder``, ``policy``...); a given ``policy``
     replaces the imported one."""
     from routecore.policy import Policy
@@ -130,22 +168,33 @@ def add_import_command(sub: argparse._SubParsersAction[_P]) -> None:
     """Register ``routecore import semantic-router FILE [-o OUT] [--force] [--json]``."""
     i = sub.add_parser("import", help="convert another router's saved config to a routecore config",
                        description="Convert a semantic-router route config (JSON/YAML, 0.x or 1.x) to a routecore config: "
-                                   "routes, utterances, descriptions, per-route thresholds, function schemas and metadata.")
+                                   "routes, utterances, descriptions, function schemas and metadata. "
+                                   "semantic-router's thresholds are kept in metadata: routecore calibrates "
+                                   "its own (--thresholds keeps them).")
     i.add_argument("source", choices=sorted(_READERS), help="the format of FILE")
     i.add_argument("file", help="the saved config to convert")
     i.add_argument("-o", "--output", help="write the config here (.yaml/.yml: YAML, otherwise JSON); default: YAML on stdout")
     i.add_argument("--force", action="store_true", help="overwrite --output if it exists")
-    i.add_argument("--no-thresholds", action="store_true",
-                   help="keep the source's thresholds in metadata only (routecore calibrates its own)")
+    i.add_argument("--thresholds", dest="thresholds", action="store_true", default=False,
+                   help="map the source's cosine thresholds to min_score as they are "
+                        "(they sit on its encoder's scale)")
+    i.add_argument("--no-thresholds", dest="thresholds", action="store_false",
+                   help="keep the source's thresholds in metadata only, routecore calibrates its own "
+                        "(the default)")
     i.add_argument("--json", action="store_true", help="print the config as JSON on stdout")
     i.set_defaults(func=cmd_import)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    """Run ``routecore import``; errors (:class:`ConfigError`) are reported by the caller's ``main``."""
+    """Run ``routecore import``; errors (:class:`ConfigError`) are reported by the caller's ``main``.
+    The import's notes and warnings go to stderr, one line each."""
     import yaml
 
-    doc = _READERS[args.source](args.file, thresholds=not args.no_thresholds)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        doc = _READERS[args.source](args.file, thresholds=args.thresholds)
+    for w in caught:
+        print(f"{'note' if issubclass(w.category, ImportNote) else 'warning'}: {w.message}", file=sys.stderr)
     if args.output:
         out = write_config(doc, args.output, force=args.force)
         if not args.json:
@@ -254,8 +303,11 @@ def _route(r: Any, where: str) -> tuple[str, list[str], str, dict[str, Any], dic
     return name, list(utterances), description, dict(metadata), extra
 
 
-def _routes(p: Path, layout: str, settings: dict[str, Any], sources: list[tuple[str, Any]], cosine: bool) -> list[dict[str, Any]]:
-    """routecore routes from every source's routes; same names across sources are merged."""
+def _routes(p: Path, layout: str, settings: dict[str, Any], sources: list[tuple[str, Any]], cosine: bool,
+            keep: bool, dropped: list[tuple[str, str, float]]) -> list[dict[str, Any]]:
+    """routecore routes from every source's routes; same names across sources are merged.
+    Cosine floors (``cosine``) become ``thresholds.min_score`` when ``keep``, else they are
+    listed in ``dropped`` (field, route, value)."""
     merged: dict[str, dict[str, Any]] = {}
     nested = len(sources) > 1
     for at, routes in sources:
@@ -291,8 +343,10 @@ def _routes(p: Path, layout: str, settings: dict[str, Any], sources: list[tuple[
             else:
                 info.update(extra)
             key = "score_threshold" if layout == "0.x" else "confidence_threshold"
-            floor = _threshold(extra.get(key), f"{where} ({name!r}): {key}", cosine)
+            floor = _threshold(extra.get(key), f"{where} ({name!r}): {key}", cosine and keep)
             if floor is not None:
                 out["thresholds"] = {"min_score": floor}
+            elif cosine and not keep and extra.get(key) is not None:
+                dropped.append((key, name, float(extra[key])))
     keys = ("name", "utterances", "description", "thresholds", "metadata")  # a fixed order, empty fields left out
     return [{k: r[k] for k in keys if r.get(k)} for r in merged.values()]
