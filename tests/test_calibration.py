@@ -25,7 +25,8 @@ def sane(p: Policy) -> None:
 
 
 def test_config_calibrates_for_the_encoder(it_ops_router, encoder):
-    assert it_ops_router.calibrated == "zero-label" and it_ops_router.calibration.source == "zero-label"
+    # The bundled model has a decision prior: the head's cuts come from it (routecore.prior).
+    assert it_ops_router.calibrated == "prior" and it_ops_router.calibration.source == "prior"
     sane(it_ops_router.policy)
     # The held-out exemplars and the background set were used.
     st = it_ops_router.calibration.stats
@@ -33,7 +34,7 @@ def test_config_calibrates_for_the_encoder(it_ops_router, encoder):
     # Bias rules of the example config get a width of one calibrated scale.
     assert all(r.within == pytest.approx(it_ops_router.calibration.scale) for r in it_ops_router.policy.bias_rules)
     d = it_ops_router.route("le serveur de production est en panne")
-    assert d.calibrated == "zero-label" and '"calibrated": "zero-label"' in d.to_json()
+    assert d.calibrated == "prior" and '"calibrated": "prior"' in d.to_json()
 
 
 def test_another_encoder_gets_other_numbers(it_ops_router, encoder):

@@ -100,7 +100,8 @@ def _exemplar_head(encoder: EncoderLike, spec_policy: Policy, V: np.ndarray, own
     ``head_threshold`` and a ``calibration`` that holds a head's cuts, only the serving
     head is trained and both are kept (a live update with ``recalibrate=False``)."""
     from routecore.background import background_languages, background_vectors, parallel_rows, parallel_vectors
-    from routecore.exemplar_head import fit_exemplar_head, language_fits, serving_head, with_head
+    from routecore.exemplar_head import fit_exemplar_head, language_fits, prior_fit, serving_head, with_head
+    from routecore.prior import prior_for
     from routecore.fits import Targets
 
     base = calibration or for_router(encoder, spec_policy, V, owners, len(routes), np.zeros((0, V.shape[1]), np.float32), [], 0,
@@ -113,14 +114,18 @@ def _exemplar_head(encoder: EncoderLike, spec_policy: Policy, V: np.ndarray, own
         B = B[np.array([lang in homes for lang in background_languages()])]
     if head_threshold is not None and calibration is not None:
         return serving_head(V, np.asarray(owners), [r.name for r in routes], B, base, head_threshold), calibration
+    prior = prior_for(str(getattr(encoder, "model_id", "")))
+    if prior is not None and (calibration is None or calibration.source == "zero-label"):
+        # The model's measured prior holds the cuts: one training, no folds (routecore.prior).
+        head = serving_head(V, np.asarray(owners), [r.name for r in routes], B, base, 0.0)
+        fit = prior_fit(head, prior, base)
+        if calibration is None:
+            return head, None
+        per_language = language_fits(fit, calibration.languages, parallel_vectors(encoder), parallel_rows())
+        return head, replace(with_head(calibration, fit, per_language), source="prior")
     targets = Targets(spec_policy.high_precision, spec_policy.route_precision, spec_policy.previous_precision)
-    weight = spec_policy.lexical_weight if spec_policy.lexical_weight is not None else base.lexical_weight
-    gain = None
-    if lex["routes"] is not None and weight and spec_policy.lexical:
-        # Each exemplar's lexical score with itself left out, as the router adds it (over the temperature).
-        temperature = spec_policy.temperature or base.temperature
-        gain = weight / temperature * lex["routes"].held_out(texts["routes"], [np.array([i]) for i in range(len(V))])
-    fitted = fit_exemplar_head(V, np.asarray(owners), [r.name for r in routes], B, base, targets=targets, gain=gain, progress=progress)
+    # No lexical gain: the router does not add the lexical score to the head's probabilities.
+    fitted = fit_exemplar_head(V, np.asarray(owners), [r.name for r in routes], B, base, targets=targets, progress=progress)
     if fitted.stats.get("cuts_fallback"):
         # Too few exemplars to hold out: a head whose cuts nothing vouches for would decide
         # worse than the calibrated cosines, so the router keeps those and says why.
@@ -144,6 +149,6 @@ def kept_calibration(calibration: Calibration | None, route_names: set[str], rec
     """The calibration a live update keeps: a fitted or manual one, or a zero-label one
     when not ``recalibrate`` (with the per-route values of routes that remain);
     ``None`` (recompute) for a zero-label one otherwise."""
-    if calibration is None or (calibration.source == "zero-label" and recalibrate):
+    if calibration is None or (calibration.source in ("zero-label", "prior") and recalibrate):
         return None
     return replace(calibration, per_route={k: v for k, v in calibration.per_route.items() if k in route_names})

@@ -10,7 +10,10 @@ and licences.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -37,19 +40,91 @@ def background_languages() -> tuple[str, ...]:
 
 
 _EMBEDDED: dict[tuple[str, str], np.ndarray] = {}
+#: The embeddings of both sets, shipped in a bundled model's folder (scripts/make_calibration_sets.py)
+#: or cached for any other model under ``$ROUTECORE_HOME/calibration/``.
+SETS_FILE = "calibration-sets.npz"
 
 
-def _embedded(which: str, texts: list[str], encoder: Any) -> np.ndarray:
-    """``texts`` embedded by ``encoder``, kept per set and model for the process."""
-    key = (which, encoder.model_id)
-    if key not in _EMBEDDED:
-        _EMBEDDED[key] = np.concatenate([encoder.encode_with_stats(texts[i:i + 64]).embeddings for i in range(0, len(texts), 64)])
-    return _EMBEDDED[key]
+def sets_digest() -> str:
+    """A digest of both sets' texts: embeddings of other texts are never reused."""
+    h = hashlib.sha256()
+    for t in background_texts()[0] + tuple(t for _, _, t in parallel_rows()):
+        h.update(t.encode("utf-8") + b"\x1f")
+    return h.hexdigest()[:16]
+
+
+def _stored(path: Path, model_id: str) -> dict[str, np.ndarray] | None:
+    """Both sets' embeddings from ``path`` when it holds this model's and these texts'."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if str(z["model_id"]) != model_id or str(z["digest"]) != sets_digest():
+                return None
+            return {k: np.ascontiguousarray(z[k], dtype=np.float32) for k in ("background", "parallel")}
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def _cache_path(model_id: str) -> Path | None:
+    """Where another model's set embeddings are cached (None: caching off, ROUTECORE_NO_CACHE=1)."""
+    from routecore.config_cache import enabled
+    from routecore.models import home
+
+    return home() / "calibration" / f"{model_id.replace(':', '_')}.npz" if enabled() else None
+
+
+def write_sets(path: Path, model_id: str, sets: dict[str, np.ndarray]) -> None:
+    """Write both sets' embeddings to ``path`` atomically (a temporary name, then a rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, model_id=np.array(model_id), digest=np.array(sets_digest()), **sets)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def encode_sets(encoder: Any) -> dict[str, np.ndarray]:
+    """Both sets embedded by ``encoder``, 64 texts a call."""
+    out = {}
+    for which, texts in (("background", list(background_texts()[0])), ("parallel", [t for _, _, t in parallel_rows()])):
+        out[which] = np.concatenate([encoder.encode_with_stats(texts[i:i + 64]).embeddings for i in range(0, len(texts), 64)])
+    return out
+
+
+def _embedded(which: str, encoder: Any) -> np.ndarray:
+    """One set embedded by ``encoder``, kept per model for the process: from the model folder's
+    shipped file, else from the cache, else encoded (and cached)."""
+    model_id = encoder.model_id
+    if (which, model_id) not in _EMBEDDED:
+        onnx = getattr(encoder, "onnx_path", None)
+        sets = _stored(Path(onnx).parent / SETS_FILE, model_id) if onnx is not None else None
+        cache = _cache_path(model_id) if sets is None else None
+        if sets is None and cache is not None:
+            sets = _stored(cache, model_id)
+        if sets is None:
+            sets = encode_sets(encoder)
+            if cache is not None:
+                try:
+                    write_sets(cache, model_id, sets)
+                except OSError:  # a read-only cache: embed again next time
+                    pass
+        for k, v in sets.items():
+            _EMBEDDED[(k, model_id)] = v
+    return _EMBEDDED[(which, model_id)]
 
 
 def background_vectors(encoder: Any) -> np.ndarray:
     """The background set embedded by ``encoder`` (kept per model for the process)."""
-    return _embedded("background", list(background_texts()[0]), encoder)
+    return _embedded("background", encoder)
 
 
 #: Everyday requests with their translations (routecore.languages; scripts/make_background.py).
@@ -65,4 +140,4 @@ def parallel_rows() -> tuple[tuple[int, str, str], ...]:
 
 def parallel_vectors(encoder: Any) -> np.ndarray:
     """The parallel set embedded by ``encoder``, in the order of :func:`parallel_rows` (kept per model)."""
-    return _embedded("parallel", [t for _, _, t in parallel_rows()], encoder)
+    return _embedded("parallel", encoder)

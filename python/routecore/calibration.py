@@ -44,6 +44,7 @@ from routecore.background import background_vectors as background_vectors
 from routecore.background import parallel_rows as parallel_rows
 from routecore.background import parallel_vectors as parallel_vectors
 from routecore.errors import ConfigError
+from routecore.fits import TEMPERATURE_FLOOR
 from routecore.fits import Targets as Targets
 from routecore.fits import fit_medium as fit_medium
 from routecore.fits import fit_min_score as fit_min_score
@@ -64,7 +65,9 @@ from routecore.lexical import STEMMERS
 
 #: Fewer held-out rows than this and the fits fall back to probability-space defaults.
 MIN_ROWS = 20
-SOURCES = ("zero-label", "fitted", "manual")
+#: Where the numbers come from: the exemplars (zero-label), a model's measured prior
+#: (routecore.prior), a validation split (routecore fit), or the config.
+SOURCES = ("zero-label", "prior", "fitted", "manual")
 #: Without held-out rows, a table of at least this many labels takes its temperature from the
 #: background: half the median gap between an unrelated query's best and this-th best label.
 SPREAD_LABELS = 10
@@ -92,6 +95,9 @@ class Calibration:
     #: The tools' lexical terms and BM25 ``b`` (``routecore fit --tools`` picks them; see routecore.lexical).
     tool_lexical_stemmer: str = "none"
     tool_lexical_b: float = 0.75
+    #: A clarification names the best routes until their probabilities add up to this
+    #: (two or three routes; a model's prior sets it, routecore.prior).
+    clarify_mass: float | None = None
     #: Per-route overrides (``routecore fit``: per-route ``min_score``).
     per_route: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     #: Per background language: its centroid and whether the exemplars cover it; for the
@@ -226,6 +232,12 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         # The cosines' temperature, with or without a lexical weight: a query whose words the
         # exemplars do not hold (another language, a paraphrase) is scored on cosines alone.
         temperature = dense_temperature if dense_temperature is not None else fit_temperature(S, gold)
+        if temperature <= TEMPERATURE_FLOOR and S_dup_dense is not S_dense:
+            # Separable held-out rows (each has a near-copy of its own route) push the fit to the grid's
+            # floor, and every probability to 1: fit it on the rows without their near-copies, as a real
+            # query has none.
+            temperature = fit_temperature(S_dup_dense, gold)
+            stats["temperature_from"] = "rows without near-copies (the plain fit was at the grid's floor)"
     elif R >= SPREAD_LABELS and len(Bm):
         # Nothing to hold out (one description per tool): an unrelated query spreads its
         # probability over its SPREAD_LABELS best labels, which span two temperatures.
@@ -267,6 +279,10 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
     previous_high, previous_margin = prev or (min(high, 0.70), min(margin, 0.10))
     medium = medium if medium is not None else 0.50  # a cut on p1 alone, independent of the (p1, margin) pair
     min_score = fit_min_score(best[scope_arg == gold] if len(best) else best, B)
+    # How often an exemplar's nearest other exemplars are of its own route (cosines alone): how
+    # separable the routes are, which sets the decision prior's cut (routecore.prior).
+    stats["top1_dense"] = float((S_dense.argmax(axis=1) == gold).mean()) if len(rows) else None
+    stats["exemplars_per_route"] = float(len(V) / max(R, 1))
     stats.update(top1_accuracy=float(correct.mean()) if len(rows) else None,
                  high_coverage=float(((t1 >= high) & (tmg >= margin)).mean()) if len(rows) else None,
                  routed_coverage=float((p1 >= medium).mean()) if len(rows) else None,
@@ -301,6 +317,23 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
     return Calibration("zero-label", temperature, high, margin, medium, previous_high, previous_margin, clip(min_score),
                        temperature, clip(match, -1.0), clip(unrelated, -1.0), None if tool_floor is None else clip(tool_floor),
                        lexical_weight=lexical_weight, tool_lexical_weight=tool_lexical_weight, languages=languages, stats=stats)
+
+
+def fallback_note(cal: Calibration | None) -> str | None:
+    """A line for the decisions of a router whose zero-label fit fell back to constants (too
+    few held-out rows, and no measured prior for its model: routecore.prior), else None."""
+    if cal is None or cal.source != "zero-label":
+        return None
+    st = cal.stats
+    used = []
+    if st.get("tiers_fallback"):
+        used.append(f"tiers high {cal.high:.2f} / margin {cal.margin:.2f} / medium {cal.medium:.2f}")
+    if st.get("temperature_fallback") is True:
+        used.append(f"temperature {cal.temperature:.4f} (a tenth of the match-unrelated spread)")
+    if not used:
+        return None
+    return (f"calibration fallback: {st.get('held_out', 0)} held-out exemplars (< {MIN_ROWS}) and no measured prior for "
+            f"this model, so these are constants, not fits: " + "; ".join(used))
 
 
 def _best_background(dense: np.ndarray, lexical: np.ndarray | None, weight: float, cosine: bool = False) -> np.ndarray:

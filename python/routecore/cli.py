@@ -10,6 +10,8 @@ from typing import Any, NoReturn, Sequence
 
 from routecore.examples import IT_OPS_ROUTES as DEFAULT_ROUTES
 from routecore.examples import TOOLS as DEFAULT_TOOLS
+from routecore.reasons import NONE_OF_THESE
+
 #: Routes ``routecore route`` prints (``--all`` prints every one).
 TOP_SHOWN = 5
 
@@ -67,10 +69,15 @@ def cmd_route(args: argparse.Namespace) -> int:
         print(d.to_json(indent=2))
         return 0
     print(f"action: {d.action}  route: {d.route}  tier: {d.tier}  confidence: {d.confidence:.3f}  margin: {d.margin:.3f}  calibrated: {d.calibrated}")
+    if d.reason is not None:
+        print(f"reason [{d.reason.code}]: {d.reason.message}")
+    if d.out_of_scope is not None:  # the routes' probabilities below share the rest
+        print(f"  {NONE_OF_THESE:<12} p={d.out_of_scope:.3f}")
+    share = 1.0 - d.out_of_scope if d.out_of_scope is not None else 1.0  # the routes share the rest
     ranked = sorted(d.probabilities.items(), key=lambda kv: -kv[1])
     for name, p in ranked if args.all else ranked[:TOP_SHOWN]:
         lex = d.lexical_scores.get(name, 0.0)
-        print(f"  {name:<12} p={p:.3f}  raw={d.raw_scores[name]:.3f}" + (f"  lexical=+{lex:.3f}" if lex else "") + f"  adjusted={d.adjusted_scores[name]:.3f}")
+        print(f"  {name:<12} p={p * share:.3f}  raw={d.raw_scores[name]:.3f}" + (f"  lexical=+{lex:.3f}" if lex else "") + f"  adjusted={d.adjusted_scores[name]:.3f}")
     if len(ranked) > TOP_SHOWN and not args.all:
         print(f"  ... {len(ranked) - TOP_SHOWN} more routes (--all shows them)")
     if d.question:
@@ -86,6 +93,8 @@ def cmd_tools(args: argparse.Namespace) -> int:
     if args.json:
         print(belt.to_json(indent=2))
         return 0
+    if belt.reason is not None:
+        print(f"reason [{belt.reason.code}]: {belt.reason.message}")
     for t in belt.tools:
         print(f"  {t.name:<22} {t.domain:<16} score={t.score:.3f}" + (f" (lexical +{t.lexical_score:.3f})" if t.lexical_score else "") + f" ({t.reason})")
     for a in belt.alerts:

@@ -75,6 +75,8 @@ class Route(_Strict):
     metadata: Dict[str, Any] = {}
     prefers_entities: List[Name] = []
     requires_entities: List[Name] = []
+    #: How a clarification question names the route ("a refund"); unset, its description.
+    label: str = ""
 
 
 class Tool(_Finite):
@@ -119,6 +121,7 @@ class Policy(Thresholds):  # its first fields are the thresholds a route can ove
     bias_rules: Tuple[BiasRule, ...] = ()
     three_way_within: Optional[Unit] = None
     low_action: Literal["llm", "clarify", "none"] = "llm"
+    clarify_mass: Optional[Unit] = None
     collision_gap: Optional[Unit] = None
     affinity_boost: Optional[NonNegative] = None
     affinity_penalty: Optional[NonNegative] = None
@@ -212,10 +215,12 @@ class LLMTools(_Strict):
 
 
 class ContextLayer(_Strict):
-    """One layer of a context config (routecore.context): its labels as routes, and their policy."""
+    """One layer of a context config (routecore.context): its labels as routes, their policy, and
+    whether it may decline (``open``, the default) or always names one of its labels (``open: false``)."""
 
     routes: List[Route]
     policy: Policy = field(default_factory=Policy)
+    open: bool = True
 
 
 class Config(_Strict):

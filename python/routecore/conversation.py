@@ -10,11 +10,67 @@ of both. LangChain is never imported here: its messages are recognised by their
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from typing import Any, Mapping, Sequence
 
 from routecore.errors import InvalidArgumentError
 
-__all__ = ["HUMAN_ROLES", "routing_query"]
+__all__ = ["HUMAN_ROLES", "LONG_QUERY_CHARS", "head_of", "normalize_query", "routing_text", "routing_query"]
+
+#: A query longer than this many characters (a pasted report, a log) is routed by its start:
+#: its first paragraph when that fits, else its first LONG_QUERY_CHARS characters. The encoder
+#: would otherwise mean-pool a few words of request with hundreds of tokens of paste, and
+#: spend about half a second on them (BENCHMARKS.md, robustness).
+LONG_QUERY_CHARS = 1000
+
+
+_PUNCT_RUN = re.compile(r"([!?.,;:~*#=_-])\1+")
+_SPACE = re.compile(r"\s+")
+_REPEAT = re.compile(r"\b(\w+)(\s+\1\b)+", re.IGNORECASE)
+
+
+def normalize_query(text: str) -> str:
+    """``text`` as the encoder should read it: emoji and other pictographs dropped, runs of one
+    punctuation mark (``!!!``) and of one word said twice (``down down``) folded, white space
+    folded, and a shouted text (four letters in five upper case) put in lower case. A clean
+    query is left as it is. (BENCHMARKS.md, robustness: each fold measured on dev queries.)"""
+    out = "".join(ch for ch in text if unicodedata.category(ch) not in ("So", "Cs") and ch not in "\u200d\ufe0f\ufe0e")
+    out = _PUNCT_RUN.sub(r"\1", out)
+    out = _REPEAT.sub(r"\1", out)
+    out = _SPACE.sub(" ", out).strip()
+    letters = [ch for ch in out if ch.isalpha()]
+    if len(letters) >= 4 and sum(ch.isupper() for ch in letters) >= 0.8 * len(letters):
+        out = out.lower()
+    return out
+
+
+def routing_text(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The text a router encodes for ``text`` (:func:`normalize_query` of :func:`head_of`; empty when
+    nothing is left) and the alerts it calls for, as ``(kind, message)``: ``long_query`` (routed by
+    its start), ``invalid_text`` (lone surrogates, which no encoder can read, were removed)."""
+    head, long = head_of(text)
+    notes: list[tuple[str, str]] = [("long_query", long)] if long else []
+    bad = sum(1 for ch in head if unicodedata.category(ch) == "Cs")
+    if bad:
+        notes.append(("invalid_text", f"{bad} lone surrogate(s) removed: they are not valid Unicode text"))
+    return normalize_query(head), tuple(notes)
+
+
+def head_of(text: str, limit: int = LONG_QUERY_CHARS) -> tuple[str, str | None]:
+    """(the part of ``text`` to route by, an alert line or None): ``text`` itself when it
+    has at most ``limit`` characters, else its first paragraph when that is shorter, else
+    its first ``limit`` characters cut at a space."""
+    if len(text) <= limit:
+        return text, None
+    first = text.lstrip().split("\n\n", 1)[0].strip()
+    if not first or len(first) > limit:
+        cut = text[:limit]
+        first = cut.rsplit(None, 1)[0] if " " in cut.strip() else cut
+        what = f"its first {len(first)} characters"
+    else:
+        what = f"its first paragraph ({len(first)} characters)"
+    return first, f"a long query ({len(text)} characters) was routed by {what}"
 
 #: Roles (dicts) and types (LangChain messages) that mark a human turn.
 HUMAN_ROLES = ("user", "human")

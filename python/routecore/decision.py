@@ -93,6 +93,38 @@ class Alert:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+#: Every reason code a :class:`Decision` or a :class:`ToolBelt` can carry, with what it means
+#: (README.md, "Actions and reasons", lists the same).
+REASON_CODES: dict[str, str] = {
+    "confident": "routed: the best route clears the high tier",
+    "likely": "routed: the best route clears the routing cut, below the high tier",
+    "previous_route": "routed: the previous route's own (lower) tier lets the conversation continue there",
+    "bias_rule": "routed (or clarified) by a bias rule of the config between two plausible routes",
+    "entity": "routed to a route that prefers an entity type the query holds, though the scores alone were out of scope",
+    "llm": "the LLM fallback chose the route (or asked to clarify)",
+    "tie": "clarify: two or three routes are all plausible and none clears the routing cut",
+    "low_confidence": "clarify or none: no route clears the routing cut, and nothing says the query is out of scope",
+    "out_of_scope": "none: the query looks like none of the routes (the out-of-scope evidence is named)",
+    "llm_failed": "the LLM fallback failed: the decision is the one a router without an LLM makes",
+    "empty_query": "none: the query is empty or blank",
+    "error": "error: the encoder failed and no LLM could answer",
+    "tools": "tool belt: the tools that clear the floor",
+    "no_tool": "tool belt: no candidate tool clears the floor (core or fallback tools only)",
+}
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a decision (or a tool belt) came out as it did: a stable ``code`` (one of
+    :data:`REASON_CODES`) and one human line that names the numbers compared."""
+
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
 @dataclass(frozen=True)
 class Timings:
     """Milliseconds per stage.
@@ -123,7 +155,8 @@ class Decision:
     """What to do with a user turn.
 
     ``action`` is ``route`` (use ``route``), ``clarify`` (ask ``question``, choosing
-    among ``candidates``), ``none`` (out of scope) or ``error``.
+    among ``candidates``), ``none`` (out of scope, or declined) or ``error``; ``reason``
+    says why, with the numbers compared.
     """
 
     action: str
@@ -159,6 +192,11 @@ class Decision:
     lexical_scores: Mapping[str, float] = field(default_factory=dict)
     #: The query's entities (routecore.entities), when the router has an ``entities:`` section.
     entities: tuple[Entity, ...] = ()
+    #: Why: a code of :data:`REASON_CODES` and a line with the numbers compared.
+    reason: Reason | None = None
+    #: The exemplar head's probability that the query is none of the routes (``probabilities``
+    #: are the routes' share of the rest); None without a head.
+    out_of_scope: float | None = None
 
     @property
     def collision(self) -> bool:
@@ -201,6 +239,8 @@ class Decision:
             for k, item in (("top_exemplars", Exemplar), ("alerts", Alert), ("entities", Entity)):
                 if k in kw:
                     kw[k] = tuple(item(**x) for x in kw[k])
+            if isinstance(kw.get("reason"), Mapping):
+                kw["reason"] = Reason(**kw["reason"])
             for k in ("candidates", "fallback_chain"):
                 if k in kw:
                     kw[k] = tuple(kw[k])
@@ -246,6 +286,8 @@ class ToolBelt:
     lexical_scores: Mapping[str, float] = field(default_factory=dict)
     #: The query's entities (routecore.entities), which tools may prefer or require.
     entities: tuple[Entity, ...] = ()
+    #: Why: ``tools``, ``no_tool``, ``empty_query`` or ``error``, with the numbers compared.
+    reason: Reason | None = None
 
     @property
     def names(self) -> list[str]:

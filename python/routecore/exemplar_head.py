@@ -205,6 +205,18 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
     return HeadFit(head, fields, stats, oof)
 
 
+def prior_fit(head: LinearHead, prior: Any, base: Calibration) -> HeadFit:
+    """The :class:`HeadFit` of a head whose cuts come from a model's measured prior
+    (:class:`routecore.prior.DecisionPrior`) at the config's separability (``base.stats``)
+    instead of out-of-fold probabilities."""
+    top1 = base.stats.get("top1_dense")
+    per_route = float(base.stats.get("exemplars_per_route") or 1.0)
+    # A config with no exemplar to hold out (one per route): separability 0.5, kept within the prior's span.
+    cuts = prior.cuts(float(top1) if top1 is not None else 0.5, per_route, int(base.stats.get("routes") or 2))
+    return HeadFit(head, cuts, {"prior": prior.source, "threshold": head.threshold, "folds": 0, "top1_dense": top1,
+                                "exemplars_per_route": per_route}, None)
+
+
 def _out_of_scope_rows(background: np.ndarray, V: np.ndarray, base: Calibration) -> np.ndarray:
     """The background rows that look like no exemplar (under ``base.match``, the typical
     score of a paraphrase): the head's out-of-scope class."""

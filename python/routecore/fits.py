@@ -17,6 +17,10 @@ def softmax(S: np.ndarray, temperature: float) -> np.ndarray:
     return probs
 
 
+#: The lowest temperature :func:`fit_temperature` returns (the floor of its grid).
+TEMPERATURE_FLOOR = 0.005
+
+
 def fit_temperature(S: np.ndarray, gold: np.ndarray) -> float:
     """Temperature minimising the softmax NLL of the gold columns (``gold`` >= 0), on a
     geometric grid. The NLL is convex in 1 / temperature, so a ternary search over the
@@ -24,7 +28,7 @@ def fit_temperature(S: np.ndarray, gold: np.ndarray) -> float:
     keep = gold >= 0
     s, y = S[keep].astype(np.float64), gold[keep]
     s = np.where(np.isfinite(s), s, s[np.isfinite(s)].min() - 1.0 if np.isfinite(s).any() else 0.0)
-    grid = np.geomspace(0.005, 0.5, 80)  # perfectly separated rows would push it down without bound
+    grid = np.geomspace(TEMPERATURE_FLOOR, 0.5, 80)  # perfectly separated rows would push it down without bound
     s = s - s.max(axis=1, keepdims=True)  # the shift cancels in the NLL; z <= 0 for every temperature
     gold_s = s[np.arange(len(y)), y]
     seen: dict[int, float] = {}

@@ -99,6 +99,10 @@ class Policy:
     bias_rules: tuple[BiasRule, ...] = DEFAULT_BIAS_RULES
     three_way_within: float | None = None
     low_action: Literal["llm", "clarify", "none"] = "llm"
+    #: A clarification names the best routes until their probabilities add up to this: two
+    #: routes, or three when the best two hold less. Unset: the model's prior (routecore.prior),
+    #: else two routes.
+    clarify_mass: float | None = None
     collision_gap: float | None = None
     #: Score multipliers for routes/tools in (out of) the active context domain;
     #: unset, they move a typical match by +2 / -4 calibrated scales.
@@ -204,6 +208,8 @@ class Policy:
                   "tool_lexical_weight": cal.tool_lexical_weight, **scaled, **similar}
         fit_keys = {"temperature", "high", "margin", "medium", "min_score", "lexical_weight", "tool_lexical_weight"} if fitted else set()
         changes: dict[str, Any] = {k: v for k, v in values.items() if getattr(self, k) is None or k in fit_keys}
+        if self.clarify_mass is None and cal.clarify_mass is not None:
+            changes["clarify_mass"] = cal.clarify_mass
         changes["bias_rules"] = tuple(r if r.within is not None else replace(r, within=SCALE_UNITS["bias_within"] * cal.scale)
                                       for r in self.bias_rules)
         if fitted and cal.per_route:
@@ -273,7 +279,7 @@ def tier_of(p1: float, margin: float, high: float, high_margin: float, medium: f
 
 
 def bias_winner(names: Sequence[str], order: Sequence[int], top_adjusted: Sequence[float], policy: Policy,
-                three_way: bool = True) -> tuple[str, str] | None:
+                three_way: bool = True, top_probs: Sequence[float] | None = None) -> tuple[str, str] | None:
     """(winner, rule text) when a bias rule fires for the best routes, else None.
 
     ``order`` holds the best routes (at least the best three when there are
@@ -281,14 +287,29 @@ def bias_winner(names: Sequence[str], order: Sequence[int], top_adjusted: Sequen
     cosines in the same order. A rule reads the two best routes' cosine gap either
     way: a head may rank the lower cosine first. ``three_way``: whether the
     three-way tie may fire (the router asks it below the high tier only).
+
+    ``top_probs``: the same routes' probabilities. A rule (and the three-way tie)
+    then chooses only between plausible routes: each route's probability must be
+    within the rule's window of the best one (``p >= p1 * exp(-within / temperature)``,
+    the window read in probability), so that a head sure of one route is not
+    overruled by close cosines.
     """
-    if three_way and len(order) >= 3 and top_adjusted[0] - top_adjusted[2] <= resolved(policy.three_way_within, "three_way_within"):
+
+    def plausible(i: int, within: float) -> bool:
+        if top_probs is None or not top_probs[0] > 0:
+            return True
+        t = resolved(policy.temperature, "temperature")
+        return bool(top_probs[i] >= top_probs[0] * np.exp(-within / t))
+
+    tw = resolved(policy.three_way_within, "three_way_within") if three_way and len(order) >= 3 else 0.0
+    if three_way and len(order) >= 3 and top_adjusted[0] - top_adjusted[2] <= tw and plausible(1, tw) and plausible(2, tw):
         a, b, c = order[:3]
         return CLARIFY, f"three-way tie {names[a]}/{names[b]}/{names[c]} within {policy.three_way_within}"
     if len(order) >= 2:
         x, y = names[order[0]], names[order[1]]
         gap = abs(top_adjusted[0] - top_adjusted[1])
         for r in policy.bias_rules:
-            if gap <= resolved(r.within, "bias rule within") and r.matches(x, y):
+            within = resolved(r.within, "bias rule within")
+            if gap <= within and r.matches(x, y) and plausible(1, within):
                 return r.winner, f"{r.a} vs {r.b} within {r.within} -> {r.winner}"
     return None

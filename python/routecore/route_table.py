@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Executor
+from dataclasses import replace
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from routecore import _native
+from routecore import _native, reasons
 from routecore.calibration import Calibration
-from routecore.decision import Alert, Decision, Entity, Exemplar, ScoreMap, Timings, trace
+from routecore.conversation import routing_text
+from routecore.decision import Alert, Decision, Entity, Exemplar, Reason, ScoreMap, Timings, trace
 from routecore.entities import EntityMatcher, entity_effects
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.languages import LanguageDetector, LanguagePolicies, language_alert
@@ -45,6 +47,12 @@ class Prepared(NamedTuple):
     pre: PreScore
     exact: list[str]
     t1: float
+
+
+def _noted(d: Decision, notes: tuple[tuple[str, str], ...]) -> Decision:
+    """``d`` with the alerts of what :func:`routing_text` did to its query (routed by its start,
+    lone surrogates removed)."""
+    return d if not notes else replace(d, alerts=d.alerts + tuple(Alert(k, m) for k, m in notes))
 
 
 #: A call that picks a route for an LLM request (``LLMRouter.choose``, or its async stand-in).
@@ -93,6 +101,7 @@ class RouteTable:
         self.by_name = {r.name: r for r in self.specs}
         self.encoder, self.policy, self.llm, self.head, self.lexical = encoder, policy, llm, head, lexical
         self.calibrated = "manual"  # where the policy's numbers come from (Router sets it)
+        self.calibration_note: str | None = None  # set by Router when the calibration fell back to constants
         self.table = build_table(self.specs, encoder, storage, vectors)
         self.languages: LanguagePolicies | None = None  # set_languages
         self.head_cuts: tuple[LanguageDetector, dict[str, float]] | None = None  # set_languages
@@ -138,14 +147,21 @@ class RouteTable:
 
         ``choose`` replaces ``llm.choose`` for this call (:mod:`routecore.aio`)."""
         text = self._text(query, previous, clarify)
+        if not query.strip():
+            return trace("route decision", self.empty(text, previous))
         t0 = time.perf_counter()
+        text, notes = routing_text(text)
+        if not text:  # nothing left to read (emoji only, lone surrogates)
+            return trace("route decision", _noted(self.empty(text, previous), notes))
         if vector is not None:
-            return self.decide(text, query_vectors(vector, self.encoder.dim)[0], previous, context_domains, clarify, t0, choose=choose)
+            d = self.decide(text, query_vectors(vector, self.encoder.dim)[0], previous, context_domains, clarify, t0, choose=choose)
+            return _noted(d, notes)
         try:
             enc = self.encoder.encode_with_stats([text])
         except Exception as e:  # noqa: BLE001 - degrade to the LLM, never crash
             return trace("route decision", self._degraded(text, previous, e, t0, choose))
-        return self.decide(text, enc.embeddings[0], previous, context_domains, clarify, t0, enc.tokenize_ms, bool(enc.truncated), choose)
+        d = self.decide(text, enc.embeddings[0], previous, context_domains, clarify, t0, enc.tokenize_ms, bool(enc.truncated), choose)
+        return _noted(d, notes)
 
     def route_batch(self, queries: Sequence[str], *, previous: str | Sequence[str | None] | None = None,
                     context_domains: Sequence[str] = (), vectors: Any = None, choose: Chooser | None = None,
@@ -158,7 +174,8 @@ class RouteTable:
             raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
         queries = list(queries)
         prev = per_query(previous, len(queries), "previous")
-        texts = [self._text(q, p, None) for q, p in zip(queries, prev)]
+        heads = [routing_text(self._text(q, p, None)) for q, p in zip(queries, prev)]
+        texts, notes = [h[0] for h in heads], [h[1] for h in heads]
         if not texts:
             return []
         t0 = time.perf_counter()
@@ -175,8 +192,11 @@ class RouteTable:
         share = (t1 - t0) / len(texts)  # each decision reports its share of the batch's encoder call
 
         def one(i: int) -> Decision:
+            if not texts[i]:
+                return trace("route decision", _noted(self.empty(texts[i], prev[i]), notes[i]))
             start = time.perf_counter() - share
-            return self.decide(texts[i], embs[i], prev[i], context_domains, None, start, tok_ms / len(texts), i in truncated, choose)
+            d = self.decide(texts[i], embs[i], prev[i], context_domains, None, start, tok_ms / len(texts), i in truncated, choose)
+            return _noted(d, notes[i])
 
         return list(executor.map(one, range(len(texts)))) if executor is not None else [one(i) for i in range(len(texts))]
 
@@ -202,7 +222,8 @@ class RouteTable:
         prep = prepared if prepared is not None else self.prepare(text, q, previous, clarify)
         p, lang, pre, exact, t1 = prep
         r = scored if scored is not None else self.table.score(q, p, list(context_domains), p.top_exemplars, exact=exact, bias=pre.bias)
-        r["lexical"], r["preferred"], found = pre.lexical, pre.preferred, pre.entities
+        r["lexical"], r["preferred"], r["entities"] = pre.lexical, pre.preferred, pre.entities
+        found = pre.entities
         t2 = time.perf_counter()
         if self.head is not None:
             self._apply_head(r, q, p)
@@ -214,6 +235,8 @@ class RouteTable:
         alerts = list(d.pop("alerts"))
         if truncated:
             alerts.append(Alert("truncated", "the query was truncated at the model's max_length"))
+        if self.calibration_note is not None:
+            alerts.append(Alert("calibration_fallback", self.calibration_note))
         head_lang = r.get("head_language")
         if lang is not None or head_lang:
             # The numbers this language changed: the cosine cut and temperature, or the head's cut and tiers.
@@ -272,9 +295,15 @@ class RouteTable:
             threshold = self.head_cuts[1].get(lang, threshold)
             r["head_language"] = (lang, threshold, self.head.threshold) if lang in self.head_cuts[1] else None
         r["head_oos"] = oos >= probs.max() or probs.max() < threshold
+        r["head_p1"], r["head_oos_p"], r["head_threshold"] = float(probs.max()), oos, threshold
         total = probs.sum()
         probs = probs / total if total > 0 else np.full(len(probs), 1 / len(probs))
         gain = np.asarray(r["adjusted"], np.float64) - np.asarray(r["dense"], np.float64)
+        if r.get("lexical") is not None:
+            # The lexical score moves the cosine softmax, not the head: the head already read the
+            # words, and the gain over a per-config weight made its probabilities swing between
+            # samples of one config (BENCHMARKS.md, few-shot decisions).
+            gain = gain - np.asarray(r["lexical"], np.float64)
         if np.any(gain != 0):
             logits = np.log(np.maximum(probs, 1e-30)) + gain / resolved((policy or self.policy).temperature, "temperature")
             probs = np.exp(logits - logits.max())
@@ -302,7 +331,8 @@ class RouteTable:
         bname = names[best]
         p1 = top_p[0]
         p2 = top_p[1] if len(order) > 1 else 0.0
-        high, margin_th, medium, min_score = p.thresholds(bname, prev_i == best and p.previous_strategy == "thresholds")
+        continuing = prev_i == best and p.previous_strategy == "thresholds"
+        high, margin_th, medium, min_score = p.thresholds(bname, continuing)
         tier = tier_of(p1, p1 - p2, high, margin_th, medium)
         labels, pos, texts = self.table.labels, self.table.pos, self.table.texts
         out: dict[str, Any] = {
@@ -310,92 +340,155 @@ class RouteTable:
             "probabilities": ScoreMap(names, probs, pos), "raw_scores": ScoreMap(names, r["dense"], pos),
             "lexical_scores": ScoreMap(names, r["lexical"], pos) if r.get("lexical") is not None else {},
             "adjusted_scores": ScoreMap(names, adjusted, pos), "score_bounds": ScoreMap(names, r["bound"], pos),
-            "top_exemplars": tuple(Exemplar(labels[c], texts[i], s) for i, c, s in zip(r["top_ids"].tolist(), r["top_labels"].tolist(), r.get("top_dense", r["top_scores"]).tolist())),
-            "alerts": [], "action": "route", "candidates": (), "_llm_ms": 0.0,
+            "top_exemplars": tuple(Exemplar(labels[c], texts[i], s) for i, c, s in zip(r["top_ids"].tolist(), r["top_labels"].tolist(),
+                                                                                     r.get("top_dense", r["top_scores"]).tolist())),
+            "alerts": [], "action": "route", "candidates": (), "_llm_ms": 0.0, "out_of_scope": r.get("head_oos_p"),
         }
         # The scope reads the cosine or the head (lexical hits move labels, not the scope), unless
         # the query holds an entity type a route prefers: the config says such a query is its own,
         # so it goes to the best of the routes that prefer it.
         pref = r.get("preferred")
+        in_scope_by_entity = False
         if r.get("head_oos") or float(r["dense"][best]) < min_score:
             if pref is not None and not pref[best] and clarify is None and not r.get("entity_scope"):
                 kept = np.where(pref, r["probs"], 0.0)  # before the previous-route boost, which the next pass applies
                 kept = kept / kept.sum() if kept.sum() > 0 else pref / pref.sum()
                 return self._decide(text, {**r, "probs": kept.astype(np.float32), "entity_scope": True}, previous, clarify, choose, policy)
             if pref is None or not pref[best]:
-                out.update(action="none", route=None, tier="low")
+                out.update(action="none", route=None, tier="low", reason=self._scope_reason(r, bname, min_score))
                 return self._finish(out)
             # In scope by the config's rule, not by the scores: never the high tier.
             tier = out["tier"] = "medium" if tier == "high" else tier
+            in_scope_by_entity = True
             out["alerts"].append(Alert("entity_scope", f"out of scope for the {'head' if self.head is not None else 'cosine cut'}, but the "
                                                        f"query holds an entity type that {bname} prefers"))
         if r["collision"] is not None and clarify is None:
             c = r["collision"]
             out["alerts"].append(collision_alert(labels[c[0]], labels[c[1]], c[2], self.table, "route"))
-        rule = bias_winner(names, order, top_adj, p, three_way=tier != "high")
+        rule = bias_winner(names, order, top_adj, p, three_way=tier != "high", top_probs=top_p)
         if rule:
             winner, text_rule = rule
             out["bias_rule"] = text_rule
             if winner == CLARIFY:
-                return self._finish(self._clarify(out, [names[i] for i, v in zip(order, top_adj) if v > -np.inf][:3 if "three-way" in text_rule else 2]))
+                three = "three-way" in text_rule
+                out["reason"] = reasons.three_way(text_rule) if three else reasons.bias_rule(text_rule, p1, p2)
+                return self._finish(self._clarify(out, [names[i] for i, v in zip(order, top_adj) if v > -np.inf][:3 if three else 2]))
             out["route"] = winner
+            out["reason"] = reasons.bias_rule(text_rule, p1, p2)
             return self._finish(out)
+        if in_scope_by_entity:
+            kinds = ", ".join(sorted({e.kind for e in r.get("entities", ())})) or "an entity type"
+            out["reason"] = reasons.entity(bname, kinds)
         if tier == "high":
+            out.setdefault("reason", reasons.confident(bname, p1, high, p1 - p2, margin_th, continuing))
             return self._finish(out)
         if tier == "medium":
             out["hint"] = bname
-            return self._finish(self._ask_llm(text, out, previous, choose) if self.llm else out)
+            out.setdefault("reason", reasons.likely(bname, p1, medium, high))
+            return self._finish(self._ask_llm(text, out, previous, choose, lambda: out) if self.llm else out)
+        return self._finish(self._low(text, out, names, order, top_p, p, previous, choose))
+
+    def _low(self, text: str, out: dict[str, Any], names: Sequence[str], order: list[int], top_p: list[float], p: Policy,
+             previous: str | None, choose: Chooser | None) -> dict[str, Any]:
+        """A low-tier decision: the LLM when the policy asks it and there is one, else ``none``
+        or a clarification (the LLM's failure ends there too)."""
+        bname, p1, medium = names[order[0]], top_p[0], resolved(p.medium, "medium")
+
+        def without_llm() -> dict[str, Any]:
+            if p.low_action == "none":
+                out.update(action="none", route=None, reason=reasons.low_confidence(bname, p1, medium, "declined (low_action 'none')"))
+                return out
+            if p.low_action == "llm" and self.llm is None:  # no LLM to ask: say so
+                out["fallback"] = "low confidence and no LLM is configured (low_action 'llm'): asked the user to clarify instead"
+                out["alerts"].append(Alert("fallback", out["fallback"]))
+            n = 3 if len(order) > 2 and p.clarify_mass is not None and sum(top_p[:2]) < p.clarify_mass else 2
+            shown = [names[i] for i in order[:n]]
+            # A tie when every option is within one scale (a factor e) of the best; else just unsure.
+            if top_p[len(shown) - 1] >= p1 / np.e:
+                out["reason"] = reasons.tie(shown, top_p[:len(shown)], medium)
+            else:
+                out["reason"] = reasons.low_confidence(bname, p1, medium, "asked which of " + " / ".join(shown))
+            return self._clarify(out, shown)
+
         if p.low_action == "llm" and self.llm:
-            return self._finish(self._ask_llm(text, out, previous, choose))
-        if p.low_action == "none":
-            out.update(action="none", route=None)
-            return self._finish(out)
-        if p.low_action == "llm":  # no LLM to ask: say so
-            out["fallback"] = "low confidence and no LLM is configured (low_action 'llm'): asked the user to clarify instead"
-            out["alerts"].append(Alert("fallback", out["fallback"]))
-        return self._finish(self._clarify(out, [names[i] for i in order[:2]]))
+            return self._ask_llm(text, out, previous, choose, without_llm)
+        return without_llm()
+
+    def _scope_reason(self, r: dict[str, Any], best: str, min_score: float) -> Reason:
+        """Why a query is out of scope: the head's numbers, or the cosine cut."""
+        if r.get("head_oos"):
+            return reasons.out_of_scope_head(best, float(r.get("head_p1", 0.0)), float(r.get("head_oos_p", 0.0)),
+                                             float(r.get("head_threshold", 0.0)))
+        return reasons.out_of_scope_cosine(best, float(r["dense"][self.table.names.index(best)]), min_score)
 
     def _finish(self, out: dict[str, Any]) -> dict[str, Any]:
         out["fallback_chain"] = self.fallback_chain(out["route"]) if out.get("route") else ()
         return out
 
     def _clarify(self, out: dict[str, Any], candidates: list[str]) -> dict[str, Any]:
-        desc = [self.by_name[c].description or c for c in candidates]
-        q = "Do you mean: " + " or ".join(f"{d} ({c})" for c, d in zip(candidates, desc)) + "?"
-        out.update(action="clarify", route=CLARIFY, candidates=tuple(candidates), question=q)
+        out.update(action="clarify", route=CLARIFY, candidates=tuple(candidates), question=self.question(candidates))
         return out
 
-    def _ask_llm(self, text: str, out: dict[str, Any], previous: str | None, choose: Chooser | None = None) -> dict[str, Any]:
+    def question(self, candidates: Sequence[str]) -> str:
+        """The clarification question that names ``candidates`` by label, else description, else name."""
+        shown = [self.by_name[c].shown if c in self.by_name else c for c in candidates]
+        if len(shown) == 1:
+            return f"Do you mean {shown[0]}?"
+        return "Do you mean " + ", ".join(shown[:-1]) + f" or {shown[-1]}?"
+
+    def _ask_llm(self, text: str, out: dict[str, Any], previous: str | None, choose: Chooser | None,
+                 without: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """The LLM's decision; ``without()`` (what a router without an LLM decides) when it fails
+        or names a route this router does not have."""
         req = LLMRequest(text, [(r.name, r.description) for r in self.specs], out["adjusted_scores"], previous,
                          [f"{b.a} vs {b.b} within {b.within}: {b.winner}" for b in self.policy.bias_rules], out.get("hint"))
         t = time.perf_counter()
+        tier, p1 = out["tier"], out["confidence"]
         try:
             choice = (choose or self.llm.choose)(req)  # type: ignore[union-attr]
+            if choice.route != CLARIFY and choice.route not in self.by_name:
+                raise InvalidArgumentError(f"the LLM answered an unknown route {choice.route!r}")
             out["used_llm"] = True
             if choice.route == CLARIFY:
                 order = sorted(out["probabilities"], key=lambda n: -out["probabilities"][n])
                 self._clarify(out, order[:2])
+                out["reason"] = reasons.llm(None, tier, p1)
             else:
-                out.update(route=choice.route, action="route")
-        except Exception as e:  # noqa: BLE001 - any LLM failure falls back to semantics
-            out["fallback"] = f"llm failed ({type(e).__name__}: {e}); used the best semantic route"
+                out.update(route=choice.route, action="route", reason=reasons.llm(choice.route, tier, p1))
+        except Exception as e:  # noqa: BLE001 - any LLM failure ends where no LLM would
+            err = f"{type(e).__name__}: {e}"
+            out = without()
+            out["fallback"] = f"llm failed ({err}); decided as without an LLM"
             out["alerts"].append(Alert("fallback", out["fallback"]))
-            out.update(action="route")
+            out["reason"] = reasons.llm_failed(err, out["reason"])
         out["_llm_ms"] = (time.perf_counter() - t) * 1e3
         return out
 
     def _degraded(self, text: str, previous: str | None, err: Exception, t0: float, choose: Chooser | None = None) -> Decision:
         base: dict[str, Any] = {"probabilities": {}, "raw_scores": {}, "adjusted_scores": {}, "confidence": 0.0, "margin": 0.0, "tier": "low"}
         alerts = [Alert("encoder_error", f"encoder failed: {type(err).__name__}: {err}")]
+        common: dict[str, Any] = dict(calibrated=self.calibrated, query=text, previous_route=previous, error_message=self.policy.error_message)
+        llm_err = None
         if self.llm is not None:
             try:
                 req = LLMRequest(text, [(r.name, r.description) for r in self.specs], {}, previous)
                 choice = (choose or self.llm.choose)(req)
-                return Decision(action="clarify" if choice.route == CLARIFY else "route", route=choice.route, used_llm=True, calibrated=self.calibrated,
-                                fallback="encoder failed; routed by the LLM", alerts=tuple(alerts), query=text, previous_route=previous,
-                                fallback_chain=self.fallback_chain(choice.route), error_message=self.policy.error_message, timings=Timings(total=(time.perf_counter() - t0) * 1e3), **base)
+                if choice.route != CLARIFY and choice.route not in self.by_name:
+                    raise InvalidArgumentError(f"the LLM answered an unknown route {choice.route!r}")
+                clar = choice.route == CLARIFY
+                return Decision(action="clarify" if clar else "route", route=choice.route, used_llm=True,
+                                fallback="encoder failed; routed by the LLM", alerts=tuple(alerts),
+                                fallback_chain=self.fallback_chain(choice.route), reason=reasons.llm(None if clar else choice.route, "low", 0.0),
+                                timings=Timings(total=(time.perf_counter() - t0) * 1e3), **common, **base)
             except Exception as e2:  # noqa: BLE001
-                alerts.append(Alert("llm_error", f"LLM failed too: {type(e2).__name__}: {e2}"))
-        return Decision(action="error", route=None, fallback="encoder failed and no LLM router could answer", alerts=tuple(alerts), calibrated=self.calibrated,
-                        error_message=self.policy.error_message,
-                        query=text, previous_route=previous, timings=Timings(total=(time.perf_counter() - t0) * 1e3), **base)
+                llm_err = f"{type(e2).__name__}: {e2}"
+                alerts.append(Alert("llm_error", f"LLM failed too: {llm_err}"))
+        return Decision(action="error", route=None, fallback="encoder failed and no LLM router could answer", alerts=tuple(alerts),
+                        reason=reasons.encoder_error(f"{type(err).__name__}: {err}", llm_err),
+                        timings=Timings(total=(time.perf_counter() - t0) * 1e3), **common, **base)
+
+    def empty(self, text: str, previous: str | None) -> Decision:
+        """The decision for an empty or blank query: ``none``, reason ``empty_query``, nothing encoded."""
+        return Decision(action="none", route=None, tier="low", confidence=0.0, margin=0.0, probabilities={}, raw_scores={},
+                        adjusted_scores={}, reason=reasons.empty_query(), calibrated=self.calibrated, query=text,
+                        previous_route=previous, error_message=self.policy.error_message)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 import numpy as np
 
 from routecore import assembly, bundle, live
-from routecore.calibration import Calibration
+from routecore.calibration import Calibration, fallback_note
 from routecore.entities import EntityConfig, EntityMatcher, check_route_entities
 from routecore.decision import Decision, ToolBelt
 from routecore.errors import ConfigError, InvalidArgumentError
@@ -147,6 +147,7 @@ class Router:
         self.calibration = parts.calibration
         self.route_table, self.tool_catalog = parts.route_table, parts.tool_catalog
         self.route_table.calibrated = self.calibrated
+        self.route_table.calibration_note = fallback_note(self.calibration) if self.calibrated == "zero-label" else None
 
     @property
     def calibrated(self) -> str:
@@ -163,6 +164,7 @@ class Router:
         self.tool_catalog.set_languages(self.spec_policy, calibration)
         self.tool_catalog.set_lexical_form(self.spec_policy, calibration)  # a fitted stemmer and b
         self.route_table.calibrated = self.calibrated
+        self.route_table.calibration_note = fallback_note(self.calibration) if self.calibrated == "zero-label" else None
 
     @classmethod
     def from_config(cls, path: str | os.PathLike[str], **kw: Any) -> Router:

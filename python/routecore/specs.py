@@ -32,10 +32,17 @@ class RouteSpec:
     #: Entity types (routecore.entities) that lift this route when the query holds one / without which it is left out.
     prefers_entities: tuple[str, ...] = ()
     requires_entities: tuple[str, ...] = ()
+    #: How a clarification question names this route ("a refund"); unset, its description, else its name.
+    label: str = ""
 
     def __post_init__(self) -> None:
         if not _TRUSTED.on:
             _check_spec(self, "route")
+
+    @property
+    def shown(self) -> str:
+        """The words a clarification question uses for this route."""
+        return self.label or self.description or self.name
 
     def exemplars(self) -> list[str]:
         ex = list(self.utterances)
@@ -139,7 +146,8 @@ def _check_spec(spec: RouteSpec | ToolSpec, kind: str) -> None:
 def _route(r: Any, i: int, where: str) -> RouteSpec:
     spec = RouteSpec(name=r.name, utterances=tuple(r.utterances), description=r.description, domain=r.domain,
                      thresholds=check_thresholds(where, r.thresholds), fallback_on_error=r.fallback_on_error,
-                     metadata=r.metadata, prefers_entities=tuple(r.prefers_entities), requires_entities=tuple(r.requires_entities))
+                     metadata=r.metadata, prefers_entities=tuple(r.prefers_entities), requires_entities=tuple(r.requires_entities),
+                     label=r.label)
     if not spec.exemplars():
         raise ConfigError(f"{where}: routes[{i}] ({r.name!r}) has neither utterances nor a description")
     return spec

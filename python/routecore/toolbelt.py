@@ -12,7 +12,8 @@ import numpy as np
 
 from routecore import _native
 from routecore.catalog import MORE_TOOLS, Catalog, build_catalog
-from routecore.decision import Alert, ScoreMap, Timings, ToolBelt, ToolChoice, trace
+from routecore.conversation import routing_text
+from routecore.decision import Alert, Reason, ScoreMap, Timings, ToolBelt, ToolChoice, trace
 from routecore.entities import entity_effects
 from routecore.errors import InvalidArgumentError, RoutecoreError
 from routecore.languages import language_alert
@@ -98,8 +99,8 @@ def _allowed(catalog: ToolCatalog, candidates: Sequence[str] | None) -> np.ndarr
     return mask
 
 
-def _empty_belt(query: str, why: str) -> ToolBelt:
-    return trace("tool belt", ToolBelt((), (Alert("no_tool", why),), query=query, no_tool=True))
+def _empty_belt(query: str, why: str, code: str = "no_tool") -> ToolBelt:
+    return trace("tool belt", ToolBelt((), (Alert("no_tool", why),), query=query, no_tool=True, reason=Reason(code, why)))
 
 
 def _checked(query: Any, top_k: int | None, threshold: float | None, p: Any) -> tuple[int, float | None]:
@@ -126,7 +127,7 @@ def select_tools_batch(catalog: ToolCatalog, queries: Sequence[str], context_dom
     if vectors is not None:
         embs, tok_ms = query_vectors(vectors, catalog.encoder.dim, len(queries)), 0.0
     else:
-        enc = catalog.encoder.encode_with_stats(queries)
+        enc = catalog.encoder.encode_with_stats([routing_text(q)[0] for q in queries])
         embs, tok_ms = enc.embeddings, enc.tokenize_ms
     share = (time.perf_counter() - t0) * 1e3 / len(queries)
     return [select_tools(catalog, q, context_domain, top_k, threshold, candidates=candidates, encoded=(embs[i], tok_ms / len(queries), share))
@@ -144,6 +145,8 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
     k, th = _checked(query, top_k, threshold, p)
     if not catalog.specs:
         return _empty_belt(query, "this router has no tools")
+    if not routing_text(query)[0]:
+        return _empty_belt(query, "the query is empty or blank", "empty_query")
     allowed = _allowed(catalog, candidates)
     if allowed is not None and not allowed.any():
         return _empty_belt(query, "no candidate tools were given")
@@ -152,23 +155,25 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
     each = by_threshold or p.tool_floor == "each"  # else the floor gates the belt on its best candidate
     wanted = k + len(catalog.core) + len(exclude or ())
     t0 = time.perf_counter()
+    routed, notes = routing_text(query)
     if encoded is not None:
         q, tok_ms, enc_ms = encoded
         t0 -= enc_ms / 1e3
     elif vector is not None:
         q, tok_ms = query_vectors(vector, catalog.encoder.dim)[0], 0.0
     else:
-        enc = catalog.encoder.encode_with_stats([query])
+        enc = catalog.encoder.encode_with_stats([routed])
         q, tok_ms = enc.embeddings[0], enc.tokenize_ms
     t1 = time.perf_counter()
     alerts: list[Alert] = []
+    alerts.extend(Alert(k, m) for k, m in notes)
     if threshold is None and catalog.languages is not None:  # a calibrated floor follows the query's language
         pl, lang = catalog.languages.policy_for(p, q)
         if lang is not None and pl.tool_threshold is not None and th is not None and pl.tool_threshold != th:
             alerts.append(language_alert(lang, {"tool_threshold": (pl.tool_threshold, th)}))
             th = floor = pl.tool_threshold
     # The best ``wanted`` tools are exact, which is all the floor and the cap look at.
-    r, adjusted, banned, changed = _ranked_scores(catalog, q, context_domain, max(p.exact_top, wanted), float("inf"), alerts, query)
+    r, adjusted, banned, changed = _ranked_scores(catalog, q, context_domain, max(p.exact_top, wanted), float("inf"), alerts, routed)
     raw, bound, table = r["dense"], r["bound"], catalog.tools
     lexical = r["lexical"]  # what the lexical pass added (entities' effects are in the adjusted scores only)
     if allowed is not None:  # the tools outside the candidates never enter the belt
@@ -239,10 +244,16 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
         estimated = np.flatnonzero(b).tolist()
         bounds = ScoreMap([shown_names[j] for j in estimated], b.take(estimated))
     t3 = time.perf_counter()
+    top = f"{names[order[0]]} {best.item(0):.3f}" if order else "no candidate"
+    if picked:
+        why = Reason("tools", f"{picked} tool(s) offered; the best, {top}, >= the floor {floor:.3f}")
+    else:
+        why = Reason("no_tool", f"the best tool {top} < the floor {floor:.3f}")
     belt = ToolBelt(choices, tuple(alerts), prompt is not None, prompt, ScoreMap(shown_names, shown_adj), ScoreMap(shown_names, raw.take(shown_ix)),
                     bounds, Timings(tok_ms, (t1 - t0) * 1e3 - tok_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3), query,
                     no_tool=bool(k) and not picked,
-                    lexical_scores=ScoreMap(shown_names, lexical.take(shown_ix)) if lexical is not None else {}, entities=r["entities"])
+                    lexical_scores=ScoreMap(shown_names, lexical.take(shown_ix)) if lexical is not None else {}, entities=r["entities"],
+                    reason=why)
     return trace("tool belt", belt)
 
 

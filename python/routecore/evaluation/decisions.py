@@ -12,6 +12,7 @@ probabilities (a cosine softmax's tiers mean nothing on them).
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Any, Sequence
 
@@ -23,16 +24,12 @@ from routecore.fits import fit_tiers, top2
 
 def decide_vectors(router: Any, X: np.ndarray, texts: Sequence[str]) -> list[tuple[str, str | None, str]]:
     """(action, route, tier) of ``router``'s decision for each query (vector ``X[i]`` of text
-    ``texts[i]``, whose lexical score counts as in ``route()``; no previous route, no context)."""
-    table, rt = router._routes, router.route_table
+    ``texts[i]``; no previous route, no context): the route table's own decision step."""
+    rt = router.route_table
     out = []
     for x, text in zip(X, texts):
-        p, _ = rt.policy_for(x)
-        r = table.score(x, p, [], p.top_exemplars, bias=rt.bias_and_entities(text, p).bias)
-        if rt.head is not None:
-            rt._apply_head(r, x, p)
-        d = rt._decide("", r, None, None, policy=p)
-        out.append((d["action"], d.get("route"), d["tier"]))
+        d = rt.decide(text, x, None, (), None, time.perf_counter())
+        out.append((d.action, d.route, d.tier))
     return out
 
 
@@ -78,16 +75,14 @@ def fit_head_tiers(router: Any, X: np.ndarray, texts: Sequence[str], gold: Seque
     pair (at ``Policy.previous_precision``) fitted on the probabilities the router's head
     gives the in-scope rows of ``X`` it keeps in scope, as the router reads them (lexical
     gain included). Returns what it installed; nothing when too few rows pass."""
-    table, rt, names = router._routes, router.route_table, [r.name for r in router.route_specs]
+    rt, names = router.route_table, [r.name for r in router.route_specs]
     rows: list[tuple[float, float, bool]] = []
     for x, text, g in zip(X, texts, gold):
         if g not in names:
             continue
-        p, _ = rt.policy_for(x)
-        r = table.score(x, p, [], p.top_exemplars, bias=rt.bias_and_entities(text, p).bias)
-        rt._apply_head(r, x, p)
-        if not r["head_oos"]:
-            p1, mg, arg = top2(np.asarray(r["probs"], np.float64)[None, :])
+        d = rt.decide(text, x, None, (), None, time.perf_counter())
+        if d.reason is None or d.reason.code != "out_of_scope":
+            p1, mg, arg = top2(np.array([d.probabilities[n] for n in names], np.float64)[None, :])
             rows.append((float(p1[0]), float(mg[0]), names[int(arg[0])] == g))
     if not rows:
         return {}
