@@ -20,7 +20,8 @@ QUERIES = ["Peux-tu me donner l'état de l'incident INC20481234 ?", "how do I re
 
 def head_policy(**kw):
     data = read_config_file(EX / "it_ops_routes.yaml")
-    return Policy.from_dict({**data.get("policy", {}), "head": "exemplars", **kw})
+    # The out-of-fold fit (zero-label): the decision prior of the bundled model is tested in test_few_shot.py.
+    return Policy.from_dict({**data.get("policy", {}), "head": "exemplars", "prior": False, **kw})
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +80,7 @@ def test_explicit_values_win_over_the_heads_cuts(encoder):
 def test_a_tiny_config_and_a_single_route(encoder):
     tiny = [RouteSpec("weather", ("will it rain tomorrow", "forecast for paris")),
             RouteSpec("music", ("play some jazz", "next song please"))]
-    r = Router(tiny, encoder=encoder, policy=Policy(head="exemplars"))
+    r = Router(tiny, encoder=encoder, policy=Policy(head="exemplars", prior=False))
     # Four exemplars hold out too few rows to fit cuts on: no head, the calibrated cosines decide, and the stats say why.
     st = r.calibration.stats["head"]
     assert r.head is None and st.get("cuts_fallback") is True and "too few" in st["skipped"]
@@ -106,7 +107,7 @@ def test_other_languages_get_their_own_cut_and_are_not_taught_out_of_scope(encod
     # Routes made of the parallel set's English sentences: the head takes every one of them
     # for in scope, so each other language's cut is measured on all of them.
     en = [t for _, lang, t in parallel_rows() if lang == "en"]
-    r = Router([RouteSpec(f"r{k}", tuple(en[k::3])) for k in range(3)], encoder=encoder, policy=Policy(head="exemplars"))
+    r = Router([RouteSpec(f"r{k}", tuple(en[k::3])) for k in range(3)], encoder=encoder, policy=Policy(head="exemplars", prior=False))
     langs = r.calibration.languages
     homes = {n for n, v in langs.items() if v.get("covered")}
     assert homes == {"en"}

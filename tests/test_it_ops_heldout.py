@@ -35,7 +35,7 @@ def test_confidently_wrong_is_rarer_than_one_in_twenty(decisions):
     for row, d in decisions:
         right = d.action == "route" and d.route == row["label"]
         outcome["right" if right else "confidently_wrong" if d.action == "route" and d.tier == "high" else d.action] += 1
-        assert d.calibrated == "zero-label"
+        assert d.calibrated == "prior"  # the bundled model's decision prior (routecore.prior)
     assert outcome["confidently_wrong"] < len(ROWS) / 20, outcome
     # The default exemplar head: 32 of 40 right on 2026-11-25 (the cosine softmax: 27); the
     # rest declined, or clarified by the config's RAG/INCIDENT rule.

@@ -31,7 +31,7 @@ def test_add_update_remove_embed_only_what_is_new(encoder):
     u = r.remove_routes(["weather"])
     assert u.embedded == 0 and [s.name for s in r.route_specs] == ["billing", "shipping", "account"]
     assert r.route("will it rain in Lyon tomorrow").route != "weather"
-    assert r.calibrated == "zero-label"
+    assert r.calibrated == "prior"  # recomputed for the new routes from the bundled model's prior
 
 
 def test_updated_router_matches_a_fresh_one_and_its_bundle(encoder, tmp_path):
@@ -157,4 +157,4 @@ def test_recalibrate_false_trains_only_the_exemplar_head_and_keeps_its_cuts(enco
     assert r.calibration == cal and r.head.threshold == cut and "weather" in r.head.classes
     assert r.route("will it rain in Paris tomorrow").route == "weather"
     r.add_routes([RouteSpec("music", ("play some jazz", "next song", "turn the music up", "pause the playlist"))])
-    assert r.calibration is not cal and r.calibration.source == "zero-label" and "music" in r.head.classes
+    assert r.calibration is not cal and r.calibration.source == "prior" and "music" in r.head.classes

@@ -71,7 +71,7 @@ def test_bundle_with_real_model(tmp_path, it_ops_router, encoder):
     back = Router.load(tmp_path / "b")
     q = "le VPN ne marche plus"
     assert back.route(q).probabilities == pytest.approx(it_ops_router.route(q).probabilities, abs=1e-6)
-    assert back.calibrated == it_ops_router.calibrated == "zero-label" and back.calibration == it_ops_router.calibration
+    assert back.calibrated == it_ops_router.calibrated == "prior" and back.calibration == it_ops_router.calibration
     minilm = need_shared(MODELS / "all-minilm-l6-v2")
     with pytest.raises(ConfigError, match="rebuild the bundle"):
         Router.load(tmp_path / "b", encoder=Encoder.load(minilm))

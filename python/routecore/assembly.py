@@ -114,11 +114,11 @@ def _exemplar_head(encoder: EncoderLike, spec_policy: Policy, V: np.ndarray, own
         B = B[np.array([lang in homes for lang in background_languages()])]
     if head_threshold is not None and calibration is not None:
         return serving_head(V, np.asarray(owners), [r.name for r in routes], B, base, head_threshold), calibration
-    prior = prior_for(str(getattr(encoder, "model_id", "")))
+    prior = prior_for(str(getattr(encoder, "model_id", ""))) if spec_policy.prior else None
     if prior is not None and (calibration is None or calibration.source == "zero-label"):
         # The model's measured prior holds the cuts: one training, no folds (routecore.prior).
         head = serving_head(V, np.asarray(owners), [r.name for r in routes], B, base, 0.0)
-        fit = prior_fit(head, prior, base)
+        fit = prior_fit(head, prior, base, B, V)
         if calibration is None:
             return head, None
         per_language = language_fits(fit, calibration.languages, parallel_vectors(encoder), parallel_rows())

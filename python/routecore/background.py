@@ -78,7 +78,8 @@ def write_sets(path: Path, model_id: str, sets: dict[str, np.ndarray]) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, model_id=np.array(model_id), digest=np.array(sets_digest()), **sets)
+            np.savez(f, model_id=np.array(model_id), digest=np.array(sets_digest()), background=sets["background"],
+                     parallel=sets["parallel"])
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:

@@ -232,12 +232,12 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         # The cosines' temperature, with or without a lexical weight: a query whose words the
         # exemplars do not hold (another language, a paraphrase) is scored on cosines alone.
         temperature = dense_temperature if dense_temperature is not None else fit_temperature(S, gold)
-        if temperature <= TEMPERATURE_FLOOR and S_dup_dense is not S_dense:
+        if temperature <= TEMPERATURE_FLOOR and S_tier_dense is not S_dense:
             # Separable held-out rows (each has a near-copy of its own route) push the fit to the grid's
-            # floor, and every probability to 1: fit it on the rows without their near-copies, as a real
-            # query has none.
-            temperature = fit_temperature(S_dup_dense, gold)
-            stats["temperature_from"] = "rows without near-copies (the plain fit was at the grid's floor)"
+            # floor, and every probability to 1: fit it on the rows that lose their nearest same-route
+            # exemplars (those the high tier is fitted on), as a query that paraphrases no exemplar.
+            temperature = fit_temperature(S_tier_dense, gold)
+            stats["temperature_from"] = "rows without their nearest exemplars (the plain fit was at the grid's floor)"
     elif R >= SPREAD_LABELS and len(Bm):
         # Nothing to hold out (one description per tool): an unrelated query spreads its
         # probability over its SPREAD_LABELS best labels, which span two temperatures.

@@ -149,6 +149,7 @@ class Policy(Thresholds):  # its first fields are the thresholds a route can ove
     lexical_stemmer: Literal["none", "english", "french"] = "none"
     tool_lexical_stemmer: Optional[Literal["none", "english", "french"]] = None
     head: Literal["off", "exemplars"] = "exemplars"
+    prior: bool = True
     error_message: str = "Sorry, I could not handle this request. Please try again later."
 
 

@@ -26,7 +26,7 @@ LONG_QUERY_CHARS = 1000
 
 
 _PUNCT_RUN = re.compile(r"([!?.,;:~*#=_-])\1+")
-_SPACE = re.compile(r"\s+")
+_SPACE = re.compile(r"[^\S\n]+")
 _REPEAT = re.compile(r"\b(\w+)(\s+\1\b)+", re.IGNORECASE)
 
 
@@ -38,7 +38,7 @@ def normalize_query(text: str) -> str:
     out = "".join(ch for ch in text if unicodedata.category(ch) not in ("So", "Cs") and ch not in "\u200d\ufe0f\ufe0e")
     out = _PUNCT_RUN.sub(r"\1", out)
     out = _REPEAT.sub(r"\1", out)
-    out = _SPACE.sub(" ", out).strip()
+    out = _SPACE.sub(" ", out).strip()  # line breaks are kept: a clarified query is "question\nanswer"
     letters = [ch for ch in out if ch.isalpha()]
     if len(letters) >= 4 and sum(ch.isupper() for ch in letters) >= 0.8 * len(letters):
         out = out.lower()

@@ -205,16 +205,20 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
     return HeadFit(head, fields, stats, oof)
 
 
-def prior_fit(head: LinearHead, prior: Any, base: Calibration) -> HeadFit:
+def prior_fit(head: LinearHead, prior: Any, base: Calibration, background: np.ndarray, V: np.ndarray) -> HeadFit:
     """The :class:`HeadFit` of a head whose cuts come from a model's measured prior
     (:class:`routecore.prior.DecisionPrior`) at the config's separability (``base.stats``)
     instead of out-of-fold probabilities."""
     top1 = base.stats.get("top1_dense")
     per_route = float(base.stats.get("exemplars_per_route") or 1.0)
-    # A config with no exemplar to hold out (one per route): separability 0.5, kept within the prior's span.
-    cuts = prior.cuts(float(top1) if top1 is not None else 0.5, per_route, int(base.stats.get("routes") or 2))
+    if top1 is None:  # nothing to hold out (one exemplar per route): the middle of the separability the prior saw
+        lo, hi = prior.span.get("top1_dense", (0.5, 0.5))
+        top1 = (float(lo) + float(hi)) / 2
+    cuts = prior.cuts(float(top1), per_route, int(base.stats.get("routes") or 2))
+    kept = len(_out_of_scope_rows(background, V, base))
     return HeadFit(head, cuts, {"prior": prior.source, "threshold": head.threshold, "folds": 0, "top1_dense": top1,
-                                "exemplars_per_route": per_route}, None)
+                                "exemplars_per_route": per_route, "rows": int(len(V)), "background": kept,
+                                "background_dropped": int(len(background) - kept)}, None)
 
 
 def _out_of_scope_rows(background: np.ndarray, V: np.ndarray, base: Calibration) -> np.ndarray:

@@ -169,6 +169,10 @@ class Policy:
     #: (a bundle keeps it); with too few exemplars to hold out, the router keeps the
     #: cosines. ``"off"``: the softmax of the cosines.
     head: Literal["off", "exemplars"] = "exemplars"
+    #: With the exemplar head: take its cuts from the model's measured decision prior when
+    #: routecore ships one (routecore.prior; ``calibrated="prior"``, one training). ``false``: fit
+    #: them out of fold on the exemplars (``zero-label``, five trainings).
+    prior: bool = True
     #: What the caller says when every route of the fallback chain has failed.
     error_message: str = "Sorry, I could not handle this request. Please try again later."
 

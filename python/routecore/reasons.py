@@ -22,6 +22,10 @@ def likely(route: str, p1: float, medium: float, high: float) -> Reason:
     return Reason("likely", f"{route} {p1:.2f} >= the routing cut {medium:.2f} (below the high tier {high:.2f})")
 
 
+def answered(route: str, p1: float, offered: list[str]) -> Reason:
+    return Reason("likely", f"{route} {p1:.2f} is the best of the routes the clarification offered ({' / '.join(offered)})")
+
+
 def out_of_scope_head(best: str, p_best: float, p_oos: float, threshold: float) -> Reason:
     if p_oos >= p_best:
         return Reason("out_of_scope", f"out of scope: '{NONE_OF_THESE}' {p_oos:.2f} against {best} {p_best:.2f}")

@@ -334,6 +334,10 @@ class RouteTable:
         continuing = prev_i == best and p.previous_strategy == "thresholds"
         high, margin_th, medium, min_score = p.thresholds(bname, continuing)
         tier = tier_of(p1, p1 - p2, high, margin_th, medium)
+        if clarify is not None and clarify.candidates and tier == "low":
+            # The user answered a clarification: the best of the routes it offered, never asked again. (Its
+            # probabilities are the cosine softmax among them, on another scale than the routing cut.)
+            tier = "medium"
         labels, pos, texts = self.table.labels, self.table.pos, self.table.texts
         out: dict[str, Any] = {
             "route": bname, "tier": tier, "confidence": p1, "margin": p1 - p2,
@@ -349,7 +353,9 @@ class RouteTable:
         # so it goes to the best of the routes that prefer it.
         pref = r.get("preferred")
         in_scope_by_entity = False
-        if r.get("head_oos") or float(r["dense"][best]) < min_score:
+        # A low-tier query that holds an entity type only other routes prefer is theirs too.
+        unsure = tier == "low" and pref is not None and bool(pref.any()) and not pref[best]
+        if r.get("head_oos") or float(r["dense"][best]) < min_score or unsure or r.get("entity_scope"):
             if pref is not None and not pref[best] and clarify is None and not r.get("entity_scope"):
                 kept = np.where(pref, r["probs"], 0.0)  # before the previous-route boost, which the next pass applies
                 kept = kept / kept.sum() if kept.sum() > 0 else pref / pref.sum()
@@ -360,8 +366,8 @@ class RouteTable:
             # In scope by the config's rule, not by the scores: never the high tier.
             tier = out["tier"] = "medium" if tier == "high" else tier
             in_scope_by_entity = True
-            out["alerts"].append(Alert("entity_scope", f"out of scope for the {'head' if self.head is not None else 'cosine cut'}, but the "
-                                                       f"query holds an entity type that {bname} prefers"))
+            out["alerts"].append(Alert("entity_scope", f"the query holds an entity type that {bname} prefers: routed by the config's "
+                                                       f"rule, not by the scores (at most the medium tier)"))
         if r["collision"] is not None and clarify is None:
             c = r["collision"]
             out["alerts"].append(collision_alert(labels[c[0]], labels[c[1]], c[2], self.table, "route"))
@@ -384,6 +390,8 @@ class RouteTable:
             return self._finish(out)
         if tier == "medium":
             out["hint"] = bname
+            if clarify is not None and clarify.candidates and p1 < medium:
+                out.setdefault("reason", reasons.answered(bname, p1, list(clarify.candidates)))
             out.setdefault("reason", reasons.likely(bname, p1, medium, high))
             return self._finish(self._ask_llm(text, out, previous, choose, lambda: out) if self.llm else out)
         return self._finish(self._low(text, out, names, order, top_p, p, previous, choose))
@@ -401,7 +409,9 @@ class RouteTable:
             if p.low_action == "llm" and self.llm is None:  # no LLM to ask: say so
                 out["fallback"] = "low confidence and no LLM is configured (low_action 'llm'): asked the user to clarify instead"
                 out["alerts"].append(Alert("fallback", out["fallback"]))
-            n = 3 if len(order) > 2 and p.clarify_mass is not None and sum(top_p[:2]) < p.clarify_mass else 2
+            # A third option when the best two hold less than the clarify mass and it is plausible beside the second.
+            third = len(order) > 2 and p.clarify_mass is not None and sum(top_p[:2]) < p.clarify_mass and top_p[2] >= top_p[1] / np.e
+            n = 3 if third else 2
             shown = [names[i] for i in order[:n]]
             # A tie when every option is within one scale (a factor e) of the best; else just unsure.
             if top_p[len(shown) - 1] >= p1 / np.e:

@@ -146,6 +146,10 @@ class Router:
         parts.route_table.entities = parts.tool_catalog.entities = self._entity_matcher
         self.calibration = parts.calibration
         self.route_table, self.tool_catalog = parts.route_table, parts.tool_catalog
+        self._sync_calibration()
+
+    def _sync_calibration(self) -> None:
+        """What the route table reads of the calibration in force: its source and the fallback alert's line."""
         self.route_table.calibrated = self.calibrated
         self.route_table.calibration_note = fallback_note(self.calibration) if self.calibrated == "zero-label" else None
 
@@ -163,7 +167,7 @@ class Router:
         self.route_table.set_languages(self.spec_policy, calibration)
         self.tool_catalog.set_languages(self.spec_policy, calibration)
         self.tool_catalog.set_lexical_form(self.spec_policy, calibration)  # a fitted stemmer and b
-        self.route_table.calibrated = self.calibrated
+        self._sync_calibration()
         self.route_table.calibration_note = fallback_note(self.calibration) if self.calibrated == "zero-label" else None
 
     @classmethod
