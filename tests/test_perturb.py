@@ -1,0 +1,38 @@
+"""The robustness suite's perturbations (routecore.evaluation.perturb): deterministic, bounded, and the
+router's own normalisation undoes the harmless ones."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from routecore.conversation import normalize_query
+from routecore.evaluation.perturb import PERTURBATIONS, emoji, long_input, repeat, shout, typos
+
+TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=200)
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXT, st.integers(0, 5))
+def test_every_perturbation_is_deterministic(text, seed):
+    for f in PERTURBATIONS.values():
+        assert f(text, seed) == f(text, seed)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="abcdefghij klmnop", min_size=20, max_size=200), st.integers(0, 5))
+def test_typos_touch_about_the_share_asked(text, seed):
+    t = typos(text, 0.10, seed)
+    assert abs(len(t) - len(text)) <= max(3, len(text) // 5)
+    assert typos(text, 0.0, seed) == text
+
+
+def test_long_inputs_keep_the_query_first_and_have_the_size_asked():
+    t = long_input("the production server is down", 20_000)
+    assert t.startswith("the production server is down\n\n") and len(t) == 20_000
+
+
+def test_normalisation_undoes_emoji_shouting_and_repeats():
+    q = "the production server is down"
+    assert normalize_query(emoji(q, 1)).startswith(q) and normalize_query(shout(q)) == q
+    assert normalize_query(repeat(q, 2)) == q
