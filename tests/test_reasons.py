@@ -140,3 +140,30 @@ def test_noise_around_a_query_is_folded_before_it_is_encoded():
     long = "the production server is down\n\n" + "x " * 5000
     text, notes = routing_text(long)
     assert text == "the production server is down" and notes[0][0] == "long_query"
+
+
+def test_bad_arguments_raise_typed_errors(it_ops_router, encoder, tmp_path):
+    """Issue 36 §7-§9: a (2, dim) vector, context_domains=None, threads='2', a huge cache; bundle.json's mode."""
+    from routecore import Encoder, RoutecoreError
+
+    v = encoder.encode(["le serveur est en panne", "the VPN is down"])
+    with pytest.raises(RoutecoreError):
+        it_ops_router.route("x", vector=v)  # two rows for one query: refused, not the first row
+    with pytest.raises(RoutecoreError):
+        it_ops_router.route("le serveur est en panne", context_domains=None)
+    with pytest.raises(RoutecoreError):
+        Encoder.load(threads="2")
+    with pytest.raises(RoutecoreError):
+        Encoder.load(cache_size=2**62)
+    it_ops_router.save(tmp_path / "b")
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "b").iterdir() if p.is_file()}
+    assert len(set(modes.values())) == 1, modes  # bundle.json as readable as the tables (the umask's mode)
+    assert modes["bundle.json"] == 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -13,12 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from routecore.atomic import temp_beside
 
 #: Where the background set lives.
 BACKGROUND_FILE = Path(__file__).resolve().parent / "data" / "background.jsonl"
@@ -75,22 +76,15 @@ def _cache_path(model_id: str) -> Path | None:
 def write_sets(path: Path, model_id: str, sets: dict[str, np.ndarray]) -> None:
     """Write both sets' embeddings to ``path`` atomically (a temporary name, then a rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    fd, tmp = temp_beside(path, f".{path.stem}.")
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, model_id=np.array(model_id), digest=np.array(sets_digest()), background=sets["background"],
                      parallel=sets["parallel"])
-        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def encode_sets(encoder: Any) -> dict[str, np.ndarray]:

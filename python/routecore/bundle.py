@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import uuid
 from dataclasses import asdict
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any, Iterator, Sequence, TypeVar
 import numpy as np
 
 from routecore._native import LexicalIndex
+from routecore.atomic import temp_beside
 from routecore.calibration import Calibration
 from routecore.errors import ConfigError, RoutecoreError
 from routecore.index import VectorIndex
@@ -87,7 +87,7 @@ def _save_locked(router: Any, d: Path, fitted: dict[str, Any] | None) -> None:
     if router.head is not None:
         files["head"] = _write(d, f"head.{gen}.npz", router.head.save, flush=True)
         meta["head"] = files["head"]["file"]
-    fd, tmp = tempfile.mkstemp(prefix=".bundle.", suffix=".json", dir=d)
+    fd, tmp = temp_beside(d / "bundle.json", ".bundle.", ".json")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(json.dumps(meta, indent=1, ensure_ascii=False))

@@ -40,6 +40,10 @@ class CacheStats:
     capacity: int
 
 
+#: The largest query cache, in entries (its hash map is allocated up front; 2**62 made the native allocation panic).
+MAX_CACHE = 1 << 20
+
+
 class Encoder:
     """A loaded sentence-embedding model (ONNX Runtime, run from Rust).
 
@@ -75,10 +79,10 @@ class Encoder:
                 Turning it off frees the cores sooner but made a MiniLM encode
                 ~0.6 ms slower on 2 cores (BENCHMARKS.md).
         """
-        if threads is not None and not 1 <= threads <= MAX_THREADS:
-            raise InvalidArgumentError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
-        if cache_size < 0:
-            raise InvalidArgumentError(f"cache_size must be >= 0, got {cache_size}")
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS):
+            raise InvalidArgumentError(f"threads must be a whole number between 1 and {MAX_THREADS}, got {threads!r}")
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or not 0 <= cache_size <= MAX_CACHE:
+            raise InvalidArgumentError(f"cache_size must be a whole number between 0 and {MAX_CACHE}, got {cache_size!r}")
         folder = models.resolve(path_or_name)
         lib = onnxruntime_library(runtime_path)
         native = _native.Encoder.load(str(folder), str(lib), variant, threads, cache_size, spinning)

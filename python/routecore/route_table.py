@@ -131,6 +131,14 @@ class RouteTable:
             cur = self.by_name[cur].fallback_on_error
         return tuple(chain)
 
+    @staticmethod
+    def domains(context_domains: Any) -> list[str]:
+        """``context_domains`` as a list of names, or :class:`InvalidArgumentError`."""
+        if isinstance(context_domains, str) or not isinstance(context_domains, (list, tuple, set, frozenset)) \
+                or not all(isinstance(d, str) for d in context_domains):
+            raise InvalidArgumentError(f"context_domains must be a list of domain names (or empty), got {context_domains!r}")
+        return list(context_domains)
+
     def _text(self, query: Any, previous: str | None, clarify: Decision | None) -> str:
         """The text to embed for ``query``, after checking the arguments."""
         if not self.specs:
@@ -147,6 +155,7 @@ class RouteTable:
 
         ``choose`` replaces ``llm.choose`` for this call (:mod:`routecore.aio`)."""
         text = self._text(query, previous, clarify)
+        context_domains = self.domains(context_domains)
         if not query.strip():
             return trace("route decision", self.empty(text, previous))
         t0 = time.perf_counter()
@@ -154,7 +163,7 @@ class RouteTable:
         if not text:  # nothing left to read (emoji only, lone surrogates)
             return trace("route decision", _noted(self.empty(text, previous), notes))
         if vector is not None:
-            d = self.decide(text, query_vectors(vector, self.encoder.dim)[0], previous, context_domains, clarify, t0, choose=choose)
+            d = self.decide(text, query_vectors(vector, self.encoder.dim, 1)[0], previous, context_domains, clarify, t0, choose=choose)
             return _noted(d, notes)
         try:
             enc = self.encoder.encode_with_stats([text])
@@ -174,6 +183,7 @@ class RouteTable:
             raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
         queries = list(queries)
         prev = per_query(previous, len(queries), "previous")
+        context_domains = self.domains(context_domains)
         heads = [routing_text(self._text(q, p, None)) for q, p in zip(queries, prev)]
         texts, notes = [h[0] for h in heads], [h[1] for h in heads]
         if not texts:

@@ -160,7 +160,7 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
         q, tok_ms, enc_ms = encoded
         t0 -= enc_ms / 1e3
     elif vector is not None:
-        q, tok_ms = query_vectors(vector, catalog.encoder.dim)[0], 0.0
+        q, tok_ms = query_vectors(vector, catalog.encoder.dim, 1)[0], 0.0
     else:
         enc = catalog.encoder.encode_with_stats([routed])
         q, tok_ms = enc.embeddings[0], enc.tokenize_ms
