@@ -111,3 +111,12 @@ def test_a_second_call_reuses_the_embedded_config(tmp_path):
     assert first["route"] == second["route"] == third["route"] == "B" and first["confidence"] == pytest.approx(third["confidence"], abs=1e-6)
     cfg.write_text(cfg.read_text() + "  - name: C\n    utterances: [printer jam]\n", encoding="utf-8")
     assert "C" in call()["probabilities"] and len(list((env_home / "configs").iterdir())) == 2  # a changed config is a new entry
+
+
+def test_a_non_utf8_argument_is_routed_with_an_alert_not_a_traceback():
+    """Issue 36 §2: Python hands undecodable argument bytes over as lone surrogates; the router removes them."""
+    p = subprocess.run([sys.executable, "-m", "routecore", "route", "--json", b"le serveur est en panne \xff\xfe"],
+                       capture_output=True, timeout=300, cwd=ROOT)
+    assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr
+    d = json.loads(p.stdout)
+    assert d["action"] == "route" and any(a["kind"] == "invalid_text" for a in d["alerts"])
