@@ -19,8 +19,11 @@ import time
 
 def call() -> float:
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "routecore", "route", "le serveur de production est en panne"], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "routecore", "route", "le serveur de production est en panne"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return time.perf_counter() - t
 
 
@@ -30,7 +33,9 @@ def main() -> None:
     a = ap.parse_args()
     first = call()
     warm = [call() for _ in range(a.rounds)]
-    print(f"first {first:.2f} s; warm median {statistics.median(warm):.2f} s, max {max(warm):.2f} s ({a.rounds} calls)")
+    print(
+        f"first {first:.2f} s; warm median {statistics.median(warm):.2f} s, max {max(warm):.2f} s ({a.rounds} calls)"
+    )
 
 
 if __name__ == "__main__":

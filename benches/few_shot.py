@@ -42,8 +42,13 @@ from routecore.evaluation.runner import embed, routes_from_split
 from routecore.policy import Policy
 from routecore.router import Router
 
-SETS = {"clinc150": ("clinc150", None), "banking77": ("banking77", None), "massive-en": ("massive", "en-US"),
-        "massive-fr": ("massive", "fr-FR"), "massive-zh": ("massive", "zh-CN")}
+SETS = {
+    "clinc150": ("clinc150", None),
+    "banking77": ("banking77", None),
+    "massive-en": ("massive", "en-US"),
+    "massive-fr": ("massive", "fr-FR"),
+    "massive-zh": ("massive", "zh-CN"),
+}
 #: Precision target per set (MASSIVE fr/zh: 0.90, issue 34).
 TARGET = {"massive-fr": 0.90, "massive-zh": 0.90}
 
@@ -107,8 +112,16 @@ def build(enc: Any, train: D.Dataset, vec: dict[str, np.ndarray], k: int, seed: 
     return Router(routes, encoder=enc, policy=Policy(), _vectors={"routes": V, "tools": empty, "anti": empty})
 
 
-def run_one(enc: Any, train: D.Dataset, vec: dict[str, np.ndarray], X: np.ndarray, test: D.Dataset, k: int, seed: int,
-            P: float) -> dict[str, float]:
+def run_one(
+    enc: Any,
+    train: D.Dataset,
+    vec: dict[str, np.ndarray],
+    X: np.ndarray,
+    test: D.Dataset,
+    k: int,
+    seed: int,
+    P: float,
+) -> dict[str, float]:
     t = time.perf_counter()
     router = build(enc, train, vec, k, seed)
     build_s = time.perf_counter() - t
@@ -126,10 +139,13 @@ def run_one(enc: Any, train: D.Dataset, vec: dict[str, np.ndarray], X: np.ndarra
     hi_wrong = routed & (np.array([d.tier for d in decs]) == "high") & (route != gold)
     n_in = int(ins.sum())
     out = {
-        "top1": float(top1[ins].mean()), "routed": float(routed[ins].mean()),
+        "top1": float(top1[ins].mean()),
+        "routed": float(routed[ins].mean()),
         "prec": float(right[routed].mean()) if routed.any() else float("nan"),
-        "right": float(right[ins].mean()), "hiwrong": float(hi_wrong.mean()),
-        "clarify": float(clar[ins].mean()), "none": float((act == "none")[ins].mean()),
+        "right": float(right[ins].mean()),
+        "hiwrong": float(hi_wrong.mean()),
+        "clarify": float(clar[ins].mean()),
+        "none": float((act == "none")[ins].mean()),
         "opts": float(np.mean(opts)) if opts else float("nan"),
         "oracle": oracle(conf, top1 & ins, n_in, P),
         "auroc": float(M.auroc(conf[ins & top1].tolist(), conf[ins & ~top1].tolist()) or float("nan")),
@@ -157,8 +173,22 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="also write every run's figures here")
     a = ap.parse_args()
     enc = Encoder.load(a.model) if a.model else Encoder.load()
-    print(f"# model {enc.model_id}, split {a.split}, seeds {a.seeds}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    cols = ("top1", "routed", "prec", "right", "hiwrong", "clarify", "none", "opts", "oos_none", "oracle", "auroc")
+    print(
+        f"# model {enc.model_id}, split {a.split}, seeds {a.seeds}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    )
+    cols = (
+        "top1",
+        "routed",
+        "prec",
+        "right",
+        "hiwrong",
+        "clarify",
+        "none",
+        "opts",
+        "oos_none",
+        "oracle",
+        "auroc",
+    )
     print("| set | k | " + " | ".join(cols) + " | routed spread | build s |")
     print("|---" * (len(cols) + 4) + "|")
     runs = []
@@ -172,11 +202,18 @@ def main() -> None:
         for k in (int(x) for x in a.shots.split(",")):
             rs = [run_one(enc, train, vec, X, test, k, seed, P) for seed in range(a.seeds)]
             runs += [{"set": name, "k": k, "seed": s, **r} for s, r in enumerate(rs)]
-            mean = {c: float(np.nanmean([r[c] for r in rs])) if all(c in r for r in rs) else float("nan") for c in cols}
+            mean = {
+                c: float(np.nanmean([r[c] for r in rs])) if all(c in r for r in rs) else float("nan")
+                for c in cols
+            }
             spread = max(r["routed"] for r in rs) - min(r["routed"] for r in rs)
             cells = [f"{mean[c]:.3f}" if c == "auroc" else f"{100 * mean[c]:.1f}" for c in cols]
-            print(f"| {name} | {k} | " + " | ".join(cells) + f" | {100 * spread:.1f} | {np.mean([r['build'] for r in rs]):.2f} |",
-                  flush=True)
+            print(
+                f"| {name} | {k} | "
+                + " | ".join(cells)
+                + f" | {100 * spread:.1f} | {np.mean([r['build'] for r in rs]):.2f} |",
+                flush=True,
+            )
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:
             json.dump({"model": enc.model_id, "split": a.split, "runs": runs}, f, indent=1)

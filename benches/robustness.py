@@ -39,7 +39,9 @@ def main() -> None:
     ap.add_argument("--split", default="dev", choices=("dev", "test"))
     a = ap.parse_args()
     enc = Encoder.load(a.model) if a.model else Encoder.load()
-    print(f"# model {enc.model_id}, split {a.split}, k {a.shots}, seeds {a.seeds}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(
+        f"# model {enc.model_id}, split {a.split}, k {a.shots}, seeds {a.seeds}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    )
     kinds = ["clean", *PERTURBATIONS]
     print("| set | " + " | ".join(kinds) + " | worst drop |")
     print("|---" * (len(kinds) + 2) + "|")

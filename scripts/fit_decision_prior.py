@@ -65,15 +65,24 @@ def dump(model: str | None, out: str, seeds: int) -> None:
             for k in (5, 10, 20):
                 for seed in range(seeds):
                     routes = routes_from_split(train, shots=k, seed=seed)
-                    if n_routes:  # a config of a few routes: a seeded subset, and the dev queries of those routes
+                    if (
+                        n_routes
+                    ):  # a config of a few routes: a seeded subset, and the dev queries of those routes
                         pick = np.random.default_rng(1000 + seed).choice(len(routes), n_routes, replace=False)
                         routes = [routes[i] for i in sorted(pick)]
                     names = [s.name for s in routes]
-                    keep = np.array([s.label in names or (not n_routes and s.label == "oos") for s in dev.samples])
+                    keep = np.array(
+                        [s.label in names or (not n_routes and s.label == "oos") for s in dev.samples]
+                    )
                     V = np.stack([vec[t] for r in routes for t in r.exemplars()])
                     owners = np.array([i for i, r in enumerate(routes) for _ in r.exemplars()])
                     e = np.zeros((0, enc.dim), np.float32)
-                    r = Router(routes, encoder=enc, policy=Policy(head="off"), _vectors={"routes": V, "tools": e, "anti": e})
+                    r = Router(
+                        routes,
+                        encoder=enc,
+                        policy=Policy(head="off"),
+                        _vectors={"routes": V, "tools": e, "anti": e},
+                    )
                     B = background_vectors(enc)
                     homes = {n for n, v in r.calibration.languages.items() if v.get("covered")}
                     if homes:
@@ -84,8 +93,13 @@ def dump(model: str | None, out: str, seeds: int) -> None:
                     rows[f"{name}|R{len(routes)}|{k}|{seed}"] = {
                         "P": np.array([[d.probabilities[n] for n in names] for d in decs], np.float32),
                         "oos": np.array([d.out_of_scope for d in decs], np.float32),
-                        "gold": np.array([names.index(s.label) if s.label in names else -1
-                                          for s, k_ in zip(dev.samples, keep) if k_]),
+                        "gold": np.array(
+                            [
+                                names.index(s.label) if s.label in names else -1
+                                for s, k_ in zip(dev.samples, keep)
+                                if k_
+                            ]
+                        ),
                         "config": np.array([st["top1_dense"], st["exemplars_per_route"], len(routes)]),
                     }
                     print(name, len(routes), k, seed, flush=True)
@@ -106,9 +120,18 @@ def _runs(rows: dict[str, dict[str, np.ndarray]]) -> dict[str, list[dict[str, np
         order = np.argsort(-P, axis=1)[:, :3]
         top = np.take_along_axis(P, order, axis=1)
         gold = v["gold"]
-        out.setdefault(key.rsplit("|", 1)[0], []).append({
-            "p1": top[:, 0], "none": v["oos"] >= top[:, 0] * (1.0 - v["oos"]), "right": order[:, 0] == gold,
-            "ins": gold >= 0, "top": top, "order": order, "gold": gold, "config": v["config"]})
+        out.setdefault(key.rsplit("|", 1)[0], []).append(
+            {
+                "p1": top[:, 0],
+                "none": v["oos"] >= top[:, 0] * (1.0 - v["oos"]),
+                "right": order[:, 0] == gold,
+                "ins": gold >= 0,
+                "top": top,
+                "order": order,
+                "gold": gold,
+                "config": v["config"],
+            }
+        )
     return out
 
 
@@ -124,7 +147,9 @@ def fit_weights(groups: dict[str, list[dict[str, np.ndarray]]], l2: float = 1.0)
     """Logistic regression (Newton, L2) of "routed and right" on the design of every run's queries
     (those the head does not take for out of scope)."""
     X = np.vstack([_design(r["p1"][~r["none"]], r["config"]) for runs in groups.values() for r in runs])
-    y = np.concatenate([(r["right"] & r["ins"])[~r["none"]] for runs in groups.values() for r in runs]).astype(float)
+    y = np.concatenate(
+        [(r["right"] & r["ins"])[~r["none"]] for runs in groups.values() for r in runs]
+    ).astype(float)
     w = np.zeros(X.shape[1])
     for _ in range(30):
         p = 1 / (1 + np.exp(-X @ w))
@@ -133,7 +158,9 @@ def fit_weights(groups: dict[str, list[dict[str, np.ndarray]]], l2: float = 1.0)
     return [round(float(v), 6) for v in w]
 
 
-def cut_of(w: list[float], tau: float, config: np.ndarray, span: dict[str, list[float]] | None = None) -> float:
+def cut_of(
+    w: list[float], tau: float, config: np.ndarray, span: dict[str, list[float]] | None = None
+) -> float:
     """The cut on p1 at level ``tau`` for a config, as routecore.prior computes it."""
     from routecore.prior import config_features, cut_for
 
@@ -173,12 +200,28 @@ def choose(groups: dict[str, list[dict[str, np.ndarray]]]) -> dict[str, object]:
     medium = lowest({k: TARGET.get(k.split("|")[0], 0.95) for k in groups})
     high = lowest({k: 0.99 for k in groups})
     previous = lowest({k: 0.90 for k in groups})
-    mass = next((float(m) for m in np.round(np.arange(0.5, 1.0, 0.02), 2)
-                 if all(_options_hold(runs, w, medium, m) >= 0.90 for runs in groups.values())), 1.0)
+    mass = next(
+        (
+            float(m)
+            for m in np.round(np.arange(0.5, 1.0, 0.02), 2)
+            if all(_options_hold(runs, w, medium, m) >= 0.90 for runs in groups.values())
+        ),
+        1.0,
+    )
     C = np.array([r["config"] for runs in groups.values() for r in runs])
-    span = {"top1_dense": [float(C[:, 0].min()), float(C[:, 0].max())], "per_route": [float(C[:, 1].min()), float(C[:, 1].max())],
-            "routes": [float(C[:, 2].min()), float(C[:, 2].max())]}
-    return {"weights": w, "medium": medium, "high": high, "previous_high": previous, "clarify_mass": mass, "span": span}
+    span = {
+        "top1_dense": [float(C[:, 0].min()), float(C[:, 0].max())],
+        "per_route": [float(C[:, 1].min()), float(C[:, 1].max())],
+        "routes": [float(C[:, 2].min()), float(C[:, 2].max())],
+    }
+    return {
+        "weights": w,
+        "medium": medium,
+        "high": high,
+        "previous_high": previous,
+        "clarify_mass": mass,
+        "span": span,
+    }
 
 
 def report(groups: dict[str, list[dict[str, np.ndarray]]], prior: dict[str, object]) -> str:
@@ -188,10 +231,14 @@ def report(groups: dict[str, list[dict[str, np.ndarray]]], prior: dict[str, obje
     for key, runs in groups.items():
         cuts = [cut_of(w, tau, r["config"]) for r in runs]
         routed = [float(((r["p1"] >= c) & ~r["none"])[r["ins"]].mean()) for r, c in zip(runs, cuts)]
-        right = [float(((r["p1"] >= c) & ~r["none"] & r["right"])[r["ins"]].mean()) for r, c in zip(runs, cuts)]
-        line.append(f"{key}: routed {100 * np.mean(routed):.1f} (spread {100 * (max(routed) - min(routed)):.1f}) "
-                    f"prec {100 * _precision(runs, w, tau):.1f} right {100 * np.mean(right):.1f} "
-                    f"options {100 * _options_hold(runs, w, tau, mass):.1f} cuts {' '.join(f'{c:.2f}' for c in cuts)}")
+        right = [
+            float(((r["p1"] >= c) & ~r["none"] & r["right"])[r["ins"]].mean()) for r, c in zip(runs, cuts)
+        ]
+        line.append(
+            f"{key}: routed {100 * np.mean(routed):.1f} (spread {100 * (max(routed) - min(routed)):.1f}) "
+            f"prec {100 * _precision(runs, w, tau):.1f} right {100 * np.mean(right):.1f} "
+            f"options {100 * _options_hold(runs, w, tau, mass):.1f} cuts {' '.join(f'{c:.2f}' for c in cuts)}"
+        )
     return "\n".join(line)
 
 
@@ -208,8 +255,10 @@ def fit(path: str, write: bool) -> None:
         print(f"-- {s}\n{report(mine, choose(other))}")
     if write:
         table = json.loads(PRIORS.read_text()) if PRIORS.is_file() else {"models": {}}
-        table["models"][data["model_id"]] = {**prior, "source": f"dev splits of {', '.join(sets)}; k = 5, 10, 20; "
-                                                                 f"scripts/fit_decision_prior.py"}
+        table["models"][data["model_id"]] = {
+            **prior,
+            "source": f"dev splits of {', '.join(sets)}; k = 5, 10, 20; scripts/fit_decision_prior.py",
+        }
         PRIORS.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {PRIORS}")
 

@@ -14,14 +14,54 @@ from routecore.prior import DecisionPrior, config_features, cut_for, p_right, pr
 from routecore.specs import RouteSpec
 
 SHOP = [
-    RouteSpec("ORDER_STATUS", ("where is my order", "has my package shipped yet", "track my parcel", "when will my order arrive",
-                               "my delivery is late", "what's the status of order 1234"), label="where your order is"),
-    RouteSpec("REFUND", ("I want my money back", "how do I get a refund", "refund this item please", "I returned it, where is my refund",
-                         "can I get reimbursed for the broken product", "request a refund"), label="a refund"),
-    RouteSpec("BILLING", ("why was my card charged", "I see a strange charge on my statement", "update my payment method",
-                          "my invoice is wrong", "change the credit card on file", "download my invoice"), label="a billing question"),
-    RouteSpec("ACCOUNT", ("reset my password", "I can't log in", "change my email address", "delete my account",
-                          "enable two-factor authentication", "update my profile name"), label="your account"),
+    RouteSpec(
+        "ORDER_STATUS",
+        (
+            "where is my order",
+            "has my package shipped yet",
+            "track my parcel",
+            "when will my order arrive",
+            "my delivery is late",
+            "what's the status of order 1234",
+        ),
+        label="where your order is",
+    ),
+    RouteSpec(
+        "REFUND",
+        (
+            "I want my money back",
+            "how do I get a refund",
+            "refund this item please",
+            "I returned it, where is my refund",
+            "can I get reimbursed for the broken product",
+            "request a refund",
+        ),
+        label="a refund",
+    ),
+    RouteSpec(
+        "BILLING",
+        (
+            "why was my card charged",
+            "I see a strange charge on my statement",
+            "update my payment method",
+            "my invoice is wrong",
+            "change the credit card on file",
+            "download my invoice",
+        ),
+        label="a billing question",
+    ),
+    RouteSpec(
+        "ACCOUNT",
+        (
+            "reset my password",
+            "I can't log in",
+            "change my email address",
+            "delete my account",
+            "enable two-factor authentication",
+            "update my profile name",
+        ),
+        label="your account",
+    ),
 ]
 
 
@@ -39,15 +79,21 @@ def test_the_bundled_model_has_a_prior_and_says_so(shop, encoder):
 
 
 def test_in_scope_paraphrases_route_and_off_topic_is_none(shop):
-    queries = {"is my package on its way": "ORDER_STATUS", "I'd like a refund for this jacket": "REFUND",
-               "there's a charge on my card I don't recognise": "BILLING", "I forgot my password": "ACCOUNT"}
+    queries = {
+        "is my package on its way": "ORDER_STATUS",
+        "I'd like a refund for this jacket": "REFUND",
+        "there's a charge on my card I don't recognise": "BILLING",
+        "I forgot my password": "ACCOUNT",
+    }
     for q, want in queries.items():
         d = shop.route(q)
         assert d.action == "route" and d.route == want, (q, d.reason)
     for q in ("what's the weather tomorrow in Lyon", "give me a recipe for pancakes"):
         d = shop.route(q)
         assert d.action == "none" and d.reason.code == "out_of_scope", (q, d.reason)
-        assert d.out_of_scope is not None and d.out_of_scope > max(d.probabilities.values()) * (1 - d.out_of_scope)
+        assert d.out_of_scope is not None and d.out_of_scope > max(d.probabilities.values()) * (
+            1 - d.out_of_scope
+        )
 
 
 def test_a_query_between_two_routes_is_clarified_not_declined(shop):
@@ -79,8 +125,20 @@ def test_prior_cuts_are_levels_of_its_model_and_stay_within_their_span():
 
 
 def test_a_fallback_calibration_says_its_constants_are_not_fits():
-    cal = Calibration("zero-label", 0.02, 0.85, 0.15, 0.5, 0.7, 0.1, 0.3, 0.02, 0.9, 0.8,
-                      stats={"tiers_fallback": True, "held_out": 3})
+    cal = Calibration(
+        "zero-label",
+        0.02,
+        0.85,
+        0.15,
+        0.5,
+        0.7,
+        0.1,
+        0.3,
+        0.02,
+        0.9,
+        0.8,
+        stats={"tiers_fallback": True, "held_out": 3},
+    )
     note = fallback_note(cal)
     assert note and "constants" in note and "0.85" in note
     assert fallback_note(Calibration("prior", 0.02, 0.85, 0.15, 0.5, 0.7, 0.1, 0.3, 0.02, 0.9, 0.8)) is None
@@ -100,7 +158,10 @@ def test_a_few_shot_config_of_a_dev_set_routes_most_queries_precisely(encoder):
     """Twelve CLINC150 intents, 5 train utterances each, against their val queries (dev split)."""
     import json
 
-    rows = [json.loads(line) for line in need_shared(DATASETS / "clinc150" / "train.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line)
+        for line in need_shared(DATASETS / "clinc150" / "train.jsonl").read_text().splitlines()
+    ]
     val = [json.loads(line) for line in (DATASETS / "clinc150" / "val.jsonl").read_text().splitlines()]
     labels = sorted({r["label"] for r in rows if r["label"] != "oos"})
     pick = [labels[i] for i in np.random.default_rng(7).choice(len(labels), 12, replace=False)]
@@ -112,4 +173,8 @@ def test_a_few_shot_config_of_a_dev_set_routes_most_queries_precisely(encoder):
     none = sum(d.action == "none" for d in ds) / len(ds)
     # Measured 2026-11-26: 87.5 % routed at 99 % precision, 12.5 % declined (the head's out-of-scope
     # class wins on them; BENCHMARKS.md, few-shot decisions: `none` on small configs is still high).
-    assert len(routed) / len(ds) >= 0.75 and np.mean(routed) >= 0.95 and none <= 0.15, (len(routed) / len(ds), np.mean(routed), none)
+    assert len(routed) / len(ds) >= 0.75 and np.mean(routed) >= 0.95 and none <= 0.15, (
+        len(routed) / len(ds),
+        np.mean(routed),
+        none,
+    )

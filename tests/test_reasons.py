@@ -14,14 +14,28 @@ from routecore.llm import LLMChoice, LLMRequest, OpenAICompatibleRouter
 from routecore.policy import CLARIFY, BiasRule
 from routecore.specs import RouteSpec
 
-ROUTES = [RouteSpec("INCIDENT", ("e0",), "outages"), RouteSpec("RAG", ("e1",), "documentation", label="a documentation question"),
-          RouteSpec("GENERAL", ("e2",), "small talk")]
+ROUTES = [
+    RouteSpec("INCIDENT", ("e0",), "outages"),
+    RouteSpec("RAG", ("e1",), "documentation", label="a documentation question"),
+    RouteSpec("GENERAL", ("e2",), "small talk"),
+]
 
 
 def stub_router(llm=None, **policy):
-    enc = StubEncoder({"e0": unit(0), "e1": unit(1), "e2": unit(2), "sure": unit(0), "medium": mix(a0=0.6, a1=0.52),
-                       "low": mix(a0=0.45, a1=0.44, a2=0.43), "far": mix(a0=0.1, a1=0.05)})
-    return Router(ROUTES, encoder=enc, llm=llm, policy=manual(**{"bias_rules": (), "three_way_within": 0.0, **policy}))
+    enc = StubEncoder(
+        {
+            "e0": unit(0),
+            "e1": unit(1),
+            "e2": unit(2),
+            "sure": unit(0),
+            "medium": mix(a0=0.6, a1=0.52),
+            "low": mix(a0=0.45, a1=0.44, a2=0.43),
+            "far": mix(a0=0.1, a1=0.05),
+        }
+    )
+    return Router(
+        ROUTES, encoder=enc, llm=llm, policy=manual(**{"bias_rules": (), "three_way_within": 0.0, **policy})
+    )
 
 
 class Unknown:
@@ -33,8 +47,13 @@ class Unknown:
 
 def test_each_action_carries_a_known_reason_code_and_the_numbers():
     r = stub_router()
-    cases = {"sure": ("route", "confident"), "far": ("none", "out_of_scope"), "low": ("clarify", "tie"),
-             "": ("none", "empty_query"), "   \n": ("none", "empty_query")}
+    cases = {
+        "sure": ("route", "confident"),
+        "far": ("none", "out_of_scope"),
+        "low": ("clarify", "tie"),
+        "": ("none", "empty_query"),
+        "   \n": ("none", "empty_query"),
+    }
     for q, (action, code) in cases.items():
         d = r.route(q)
         assert (d.action, d.reason.code) == (action, code), (q, d.reason)

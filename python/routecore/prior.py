@@ -7,8 +7,8 @@ swung the routed share by 17-37 points between samples of the same config (issue
 is one model per encoder of how often a routed decision is right, given the head's probability
 and three numbers of the config, measured on the dev splits of several intent sets at 5-20
 exemplars per route and 4 routes to all of them, and checked leave-one-dataset-out
-(BENCHMARKS.md, few-shot decisions). Where a model has one, the router uses it (``calibrated="prior"``) and trains its head
-once instead of once per fold; other models keep the out-of-fold fit (``zero-label``).
+(BENCHMARKS.md, few-shot decisions). Where a model has one, the router uses it (``calibrated="prior"``)
+and trains its head once instead of once per fold; other models keep the out-of-fold fit (``zero-label``).
 """
 
 from __future__ import annotations
@@ -31,15 +31,22 @@ def _logit(p: float) -> float:
     return math.log(q / (1 - q))
 
 
-def config_features(top1_dense: float, per_route: float, routes: float, span: Mapping[str, Sequence[float]] | None = None) -> list[float]:
+def config_features(
+    top1_dense: float, per_route: float, routes: float, span: Mapping[str, Sequence[float]] | None = None
+) -> list[float]:
     """(logit top1_dense, log exemplars per route, log routes), each first brought into ``span``
     (the range the prior was measured on: it is not extrapolated)."""
+
     def within(key: str, v: float) -> float:
         lo, hi = (span or {}).get(key, (-math.inf, math.inf))
         return min(max(v, lo), hi)
 
     q = min(max(within("top1_dense", top1_dense), 1e-3), 1 - 1e-3)
-    return [math.log(q / (1 - q)), math.log(max(within("per_route", per_route), 1.0)), math.log(max(within("routes", routes), 2.0))]
+    return [
+        math.log(q / (1 - q)),
+        math.log(max(within("per_route", per_route), 1.0)),
+        math.log(max(within("routes", routes), 2.0)),
+    ]
 
 
 def p_right(weights: Sequence[float], p1: float, z: Sequence[float]) -> float:
@@ -55,10 +62,10 @@ def cut_for(weights: Sequence[float], tau: float, z: Sequence[float]) -> float:
     The model is linear in logit(p1) with slope ``w1 + w_int . z``; a slope <= 0 (the probability
     says nothing for this config) gives 1.0: nothing clears the cut."""
     n = len(z)
-    slope = weights[1] + sum(a * b for a, b in zip(weights[2 + n:], z))
+    slope = weights[1] + sum(a * b for a, b in zip(weights[2 + n :], z))
     if slope <= 0:
         return 1.0
-    lp = (_logit(tau) - weights[0] - sum(a * b for a, b in zip(weights[2:2 + n], z))) / slope
+    lp = (_logit(tau) - weights[0] - sum(a * b for a, b in zip(weights[2 : 2 + n], z))) / slope
     return 1.0 / (1.0 + math.exp(-max(min(lp, 50.0), -50.0)))
 
 
@@ -86,7 +93,11 @@ class DecisionPrior:
 
     def __post_init__(self) -> None:
         w = self.weights
-        if not (isinstance(w, (list, tuple)) and len(w) == 8 and all(isinstance(x, (int, float)) and math.isfinite(x) for x in w)):
+        if not (
+            isinstance(w, (list, tuple))
+            and len(w) == 8
+            and all(isinstance(x, (int, float)) and math.isfinite(x) for x in w)
+        ):
             raise ConfigError(f"decision prior: weights must be eight finite numbers, got {w!r}")
         object.__setattr__(self, "weights", tuple(float(x) for x in w))
         for name in ("medium", "high", "previous_high", "clarify_mass"):
@@ -98,9 +109,14 @@ class DecisionPrior:
         """The calibration fields for a config (:class:`routecore.calibration.Calibration`): cuts on p1."""
         z = config_features(top1_dense, per_route, routes, self.span)
         medium = cut_for(self.weights, self.medium, z)
-        return {"medium": round(medium, 6), "high": round(max(cut_for(self.weights, self.high, z), medium), 6), "margin": 0.0,
-                "previous_high": round(min(cut_for(self.weights, self.previous_high, z), medium), 6), "previous_margin": 0.0,
-                "clarify_mass": self.clarify_mass}
+        return {
+            "medium": round(medium, 6),
+            "high": round(max(cut_for(self.weights, self.high, z), medium), 6),
+            "margin": 0.0,
+            "previous_high": round(min(cut_for(self.weights, self.previous_high, z), medium), 6),
+            "previous_margin": 0.0,
+            "clarify_mass": self.clarify_mass,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "DecisionPrior":

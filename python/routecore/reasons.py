@@ -12,29 +12,46 @@ from routecore.decision import Reason
 NONE_OF_THESE = "none of these"
 
 
-def confident(route: str, p1: float, high: float, margin: float, margin_cut: float, previous: bool = False) -> Reason:
+def confident(
+    route: str, p1: float, high: float, margin: float, margin_cut: float, previous: bool = False
+) -> Reason:
     what = "the previous route's high tier" if previous else "the high tier"
-    return Reason("previous_route" if previous else "confident",
-                  f"{route} {p1:.2f} >= {what} {high:.2f} with margin {margin:.2f} >= {margin_cut:.2f}")
+    return Reason(
+        "previous_route" if previous else "confident",
+        f"{route} {p1:.2f} >= {what} {high:.2f} with margin {margin:.2f} >= {margin_cut:.2f}",
+    )
 
 
 def likely(route: str, p1: float, medium: float, high: float) -> Reason:
-    return Reason("likely", f"{route} {p1:.2f} >= the routing cut {medium:.2f} (below the high tier {high:.2f})")
+    return Reason(
+        "likely", f"{route} {p1:.2f} >= the routing cut {medium:.2f} (below the high tier {high:.2f})"
+    )
 
 
 def answered(route: str, p1: float, offered: list[str]) -> Reason:
-    return Reason("likely", f"{route} {p1:.2f} is the best of the routes the clarification offered ({' / '.join(offered)})")
+    return Reason(
+        "likely",
+        f"{route} {p1:.2f} is the best of the routes the clarification offered ({' / '.join(offered)})",
+    )
 
 
 def out_of_scope_head(best: str, p_best: float, p_oos: float, threshold: float) -> Reason:
     if p_oos >= p_best:
-        return Reason("out_of_scope", f"out of scope: '{NONE_OF_THESE}' {p_oos:.2f} against {best} {p_best:.2f}")
-    return Reason("out_of_scope", f"out of scope: the best route {best} {p_best:.2f} < the scope cut {threshold:.2f} "
-                                  f"('{NONE_OF_THESE}' {p_oos:.2f})")
+        return Reason(
+            "out_of_scope", f"out of scope: '{NONE_OF_THESE}' {p_oos:.2f} against {best} {p_best:.2f}"
+        )
+    return Reason(
+        "out_of_scope",
+        f"out of scope: the best route {best} {p_best:.2f} < the scope cut {threshold:.2f} "
+        f"('{NONE_OF_THESE}' {p_oos:.2f})",
+    )
 
 
 def out_of_scope_cosine(best: str, cosine: float, min_score: float) -> Reason:
-    return Reason("out_of_scope", f"out of scope: the best route {best} has cosine {cosine:.3f} < min_score {min_score:.3f}")
+    return Reason(
+        "out_of_scope",
+        f"out of scope: the best route {best} has cosine {cosine:.3f} < min_score {min_score:.3f}",
+    )
 
 
 def low_confidence(route: str, p1: float, medium: float, then: str) -> Reason:
@@ -55,7 +72,9 @@ def three_way(text: str) -> Reason:
 
 
 def entity(route: str, kinds: str) -> Reason:
-    return Reason("entity", f"{route}: out of scope by the scores, but the query holds {kinds}, which {route} prefers")
+    return Reason(
+        "entity", f"{route}: out of scope by the scores, but the query holds {kinds}, which {route} prefers"
+    )
 
 
 def llm(route: str | None, tier: str, p1: float) -> Reason:
@@ -72,4 +91,7 @@ def empty_query() -> Reason:
 
 
 def encoder_error(error: str, llm_too: str | None = None) -> Reason:
-    return Reason("error", f"the encoder failed ({error})" + (f" and so did the LLM ({llm_too})" if llm_too else "; no LLM"))
+    return Reason(
+        "error",
+        f"the encoder failed ({error})" + (f" and so did the LLM ({llm_too})" if llm_too else "; no LLM"),
+    )

@@ -40,28 +40,50 @@ class Outcomes:
             cur = self.by_name[cur].fallback_on_error
         return tuple(chain)
 
-    def _low(self, text: str, out: dict[str, Any], names: Sequence[str], order: list[int], top_p: list[float], p: Policy,
-             previous: str | None, choose: Chooser | None) -> dict[str, Any]:
+    def _low(
+        self,
+        text: str,
+        out: dict[str, Any],
+        names: Sequence[str],
+        order: list[int],
+        top_p: list[float],
+        p: Policy,
+        previous: str | None,
+        choose: Chooser | None,
+    ) -> dict[str, Any]:
         """A low-tier decision: the LLM when the policy asks it and there is one, else ``none``
         or a clarification (the LLM's failure ends there too)."""
         bname, p1, medium = names[order[0]], top_p[0], resolved(p.medium, "medium")
 
         def without_llm() -> dict[str, Any]:
             if p.low_action == "none":
-                out.update(action="none", route=None, reason=reasons.low_confidence(bname, p1, medium, "declined (low_action 'none')"))
+                out.update(
+                    action="none",
+                    route=None,
+                    reason=reasons.low_confidence(bname, p1, medium, "declined (low_action 'none')"),
+                )
                 return out
             if p.low_action == "llm" and self.llm is None:  # no LLM to ask: say so
-                out["fallback"] = "low confidence and no LLM is configured (low_action 'llm'): asked the user to clarify instead"
+                out["fallback"] = (
+                    "low confidence and no LLM is configured (low_action 'llm'): asked the user to clarify instead"
+                )
                 out["alerts"].append(Alert("fallback", out["fallback"]))
             # A third option when the best two hold less than the clarify mass and it is plausible beside the second.
-            third = len(order) > 2 and p.clarify_mass is not None and sum(top_p[:2]) < p.clarify_mass and top_p[2] >= top_p[1] / np.e
+            third = (
+                len(order) > 2
+                and p.clarify_mass is not None
+                and sum(top_p[:2]) < p.clarify_mass
+                and top_p[2] >= top_p[1] / np.e
+            )
             n = 3 if third else 2
             shown = [names[i] for i in order[:n]]
             # A tie when every option is within one scale (a factor e) of the best; else just unsure.
             if top_p[len(shown) - 1] >= p1 / np.e:
-                out["reason"] = reasons.tie(shown, top_p[:len(shown)], medium)
+                out["reason"] = reasons.tie(shown, top_p[: len(shown)], medium)
             else:
-                out["reason"] = reasons.low_confidence(bname, p1, medium, "asked which of " + " / ".join(shown))
+                out["reason"] = reasons.low_confidence(
+                    bname, p1, medium, "asked which of " + " / ".join(shown)
+                )
             return self._clarify(out, shown)
 
         if p.low_action == "llm" and self.llm:
@@ -71,8 +93,12 @@ class Outcomes:
     def _scope_reason(self, r: dict[str, Any], best: str, min_score: float) -> Reason:
         """Why a query is out of scope: the head's numbers, or the cosine cut."""
         if r.get("head_oos"):
-            return reasons.out_of_scope_head(best, float(r.get("head_p1", 0.0)), float(r.get("head_oos_p", 0.0)),
-                                             float(r.get("head_threshold", 0.0)))
+            return reasons.out_of_scope_head(
+                best,
+                float(r.get("head_p1", 0.0)),
+                float(r.get("head_oos_p", 0.0)),
+                float(r.get("head_threshold", 0.0)),
+            )
         return reasons.out_of_scope_cosine(best, float(r["dense"][self.table.names.index(best)]), min_score)
 
     def _finish(self, out: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +106,9 @@ class Outcomes:
         return out
 
     def _clarify(self, out: dict[str, Any], candidates: list[str]) -> dict[str, Any]:
-        out.update(action="clarify", route=CLARIFY, candidates=tuple(candidates), question=self.question(candidates))
+        out.update(
+            action="clarify", route=CLARIFY, candidates=tuple(candidates), question=self.question(candidates)
+        )
         return out
 
     def question(self, candidates: Sequence[str]) -> str:
@@ -90,12 +118,24 @@ class Outcomes:
             return f"Do you mean {shown[0]}?"
         return "Do you mean " + ", ".join(shown[:-1]) + f" or {shown[-1]}?"
 
-    def _ask_llm(self, text: str, out: dict[str, Any], previous: str | None, choose: Chooser | None,
-                 without: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    def _ask_llm(
+        self,
+        text: str,
+        out: dict[str, Any],
+        previous: str | None,
+        choose: Chooser | None,
+        without: Callable[[], dict[str, Any]],
+    ) -> dict[str, Any]:
         """The LLM's decision; ``without()`` (what a router without an LLM decides) when it fails
         or names a route this router does not have."""
-        req = LLMRequest(text, [(r.name, r.description) for r in self.specs], out["adjusted_scores"], previous,
-                         [f"{b.a} vs {b.b} within {b.within}: {b.winner}" for b in self.policy.bias_rules], out.get("hint"))
+        req = LLMRequest(
+            text,
+            [(r.name, r.description) for r in self.specs],
+            out["adjusted_scores"],
+            previous,
+            [f"{b.a} vs {b.b} within {b.within}: {b.winner}" for b in self.policy.bias_rules],
+            out.get("hint"),
+        )
         t = time.perf_counter()
         tier, p1 = out["tier"], out["confidence"]
         try:
@@ -118,10 +158,24 @@ class Outcomes:
         out["_llm_ms"] = (time.perf_counter() - t) * 1e3
         return out
 
-    def _degraded(self, text: str, previous: str | None, err: Exception, t0: float, choose: Chooser | None = None) -> Decision:
-        base: dict[str, Any] = {"probabilities": {}, "raw_scores": {}, "adjusted_scores": {}, "confidence": 0.0, "margin": 0.0, "tier": "low"}
+    def _degraded(
+        self, text: str, previous: str | None, err: Exception, t0: float, choose: Chooser | None = None
+    ) -> Decision:
+        base: dict[str, Any] = {
+            "probabilities": {},
+            "raw_scores": {},
+            "adjusted_scores": {},
+            "confidence": 0.0,
+            "margin": 0.0,
+            "tier": "low",
+        }
         alerts = [Alert("encoder_error", f"encoder failed: {type(err).__name__}: {err}")]
-        common: dict[str, Any] = dict(calibrated=self.calibrated, query=text, previous_route=previous, error_message=self.policy.error_message)
+        common: dict[str, Any] = dict(
+            calibrated=self.calibrated,
+            query=text,
+            previous_route=previous,
+            error_message=self.policy.error_message,
+        )
         llm_err = None
         if self.llm is not None:
             try:
@@ -130,19 +184,46 @@ class Outcomes:
                 if choice.route != CLARIFY and choice.route not in self.by_name:
                     raise InvalidArgumentError(f"the LLM answered an unknown route {choice.route!r}")
                 clar = choice.route == CLARIFY
-                return Decision(action="clarify" if clar else "route", route=choice.route, used_llm=True,
-                                fallback="encoder failed; routed by the LLM", alerts=tuple(alerts),
-                                fallback_chain=self.fallback_chain(choice.route), reason=reasons.llm(None if clar else choice.route, "low", 0.0),
-                                timings=Timings(total=(time.perf_counter() - t0) * 1e3), **common, **base)
+                return Decision(
+                    action="clarify" if clar else "route",
+                    route=choice.route,
+                    used_llm=True,
+                    fallback="encoder failed; routed by the LLM",
+                    alerts=tuple(alerts),
+                    fallback_chain=self.fallback_chain(choice.route),
+                    reason=reasons.llm(None if clar else choice.route, "low", 0.0),
+                    timings=Timings(total=(time.perf_counter() - t0) * 1e3),
+                    **common,
+                    **base,
+                )
             except Exception as e2:  # noqa: BLE001
                 llm_err = f"{type(e2).__name__}: {e2}"
                 alerts.append(Alert("llm_error", f"LLM failed too: {llm_err}"))
-        return Decision(action="error", route=None, fallback="encoder failed and no LLM router could answer", alerts=tuple(alerts),
-                        reason=reasons.encoder_error(f"{type(err).__name__}: {err}", llm_err),
-                        timings=Timings(total=(time.perf_counter() - t0) * 1e3), **common, **base)
+        return Decision(
+            action="error",
+            route=None,
+            fallback="encoder failed and no LLM router could answer",
+            alerts=tuple(alerts),
+            reason=reasons.encoder_error(f"{type(err).__name__}: {err}", llm_err),
+            timings=Timings(total=(time.perf_counter() - t0) * 1e3),
+            **common,
+            **base,
+        )
 
     def empty(self, text: str, previous: str | None) -> Decision:
         """The decision for an empty or blank query: ``none``, reason ``empty_query``, nothing encoded."""
-        return Decision(action="none", route=None, tier="low", confidence=0.0, margin=0.0, probabilities={}, raw_scores={},
-                        adjusted_scores={}, reason=reasons.empty_query(), calibrated=self.calibrated, query=text,
-                        previous_route=previous, error_message=self.policy.error_message)
+        return Decision(
+            action="none",
+            route=None,
+            tier="low",
+            confidence=0.0,
+            margin=0.0,
+            probabilities={},
+            raw_scores={},
+            adjusted_scores={},
+            reason=reasons.empty_query(),
+            calibrated=self.calibrated,
+            query=text,
+            previous_route=previous,
+            error_message=self.policy.error_message,
+        )

@@ -18,9 +18,9 @@ _KEYS = ["qwertyuiop", "asdfghjkl", "zxcvbnm"]
 _NEAR: dict[str, str] = {}
 for _r, _row in enumerate(_KEYS):
     for _i, _c in enumerate(_row):
-        _NEAR[_c] = _row[max(_i - 1, 0):_i] + _row[_i + 1:_i + 2]
+        _NEAR[_c] = _row[max(_i - 1, 0) : _i] + _row[_i + 1 : _i + 2]
 _EMOJI = ["🔥", "😱", "🙏", "👍", "🚀", "😅", "❗", "🤔"]
-_LOG = ("2026-11-26T08:{m:02d}:{s:02d}Z worker-{w} INFO request id={i} status=200 latency_ms={l} path=/api/v1/items/{i}\n")
+_LOG = "2026-11-26T08:{m:02d}:{s:02d}Z worker-{w} INFO request id={i} status=200 latency_ms={l} path=/api/v1/items/{i}\n"
 
 
 def typos(text: str, rate: float = 0.10, seed: int = 0) -> str:
@@ -74,7 +74,13 @@ def long_input(text: str, size: int = 20_000, seed: int = 0) -> str:
     rng = random.Random(seed)
     parts, n = [text, "\n\n"], len(text.encode("utf-8")) + 2
     while n < size:
-        line = _LOG.format(m=rng.randrange(60), s=rng.randrange(60), w=rng.randrange(8), i=rng.randrange(10**6), l=rng.randrange(900))
+        line = _LOG.format(
+            m=rng.randrange(60),
+            s=rng.randrange(60),
+            w=rng.randrange(8),
+            i=rng.randrange(10**6),
+            l=rng.randrange(900),
+        )
         parts.append(line)
         n += len(line)
     return "".join(parts)[:size]
