@@ -171,6 +171,7 @@ def main() -> None:
     ap.add_argument("--split", default="dev", choices=("dev", "test"))
     ap.add_argument("--limit", type=int, default=1500, help="evaluation queries per set (stratified sample)")
     ap.add_argument("--json", default=None, help="also write every run's figures here")
+    ap.add_argument("--pool", type=int, default=60, help="train rows per label shots are drawn from (0: all)")
     a = ap.parse_args()
     enc = Encoder.load(a.model) if a.model else Encoder.load()
     print(
@@ -194,7 +195,7 @@ def main() -> None:
     runs = []
     for name in a.sets.split(","):
         train, test = splits(name, a.split)
-        train, test = pool(train), sample(test, a.limit)
+        train, test = (pool(train, a.pool) if a.pool else train), sample(test, a.limit)
         X = embed(enc, [s.text for s in test.samples], what=f"embedding {name}")
         tt = list(dict.fromkeys(s.text for s in train.samples))
         vec = dict(zip(tt, embed(enc, tt, what=f"embedding {name} train")))
