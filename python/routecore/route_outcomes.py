@@ -99,7 +99,7 @@ class Outcomes:
                 float(r.get("head_oos_p", 0.0)),
                 float(r.get("head_threshold", 0.0)),
             )
-        return reasons.out_of_scope_cosine(best, float(r["dense"][self.table.names.index(best)]), min_score)
+        return reasons.out_of_scope_cosine(best, float(r["dense"][self.table.pos[best]]), min_score)
 
     def _finish(self, out: dict[str, Any]) -> dict[str, Any]:
         out["fallback_chain"] = self.fallback_chain(out["route"]) if out.get("route") else ()

@@ -313,7 +313,7 @@ class RouteTable(Outcomes):
     def _decide(self, text: str, r: dict[str, Any], previous: str | None, clarify: Decision | None, choose: Chooser | None = None,
                 policy: Policy | None = None) -> dict[str, Any]:
         p, names = policy or self.policy, self.table.names
-        raw, adjusted, probs = r["raw"], r["adjusted"], r["probs"]
+        adjusted, probs = r["adjusted"], r["probs"]
         if clarify is not None and clarify.candidates:
             keep = np.isin(np.array(names), list(clarify.candidates))
             adjusted = np.where(keep, adjusted, -np.inf).astype(np.float32)
