@@ -225,7 +225,7 @@ def _load_generation(cls: type[_R], d: Path, meta: dict[str, Any], encoder: Enco
     if meta.get("calibration") and "calibration" not in kw:
         kw["calibration"] = Calibration.from_dict(meta["calibration"])
     if meta.get("head") and "head" not in kw:
-        from routecore.evaluation.head import LinearHead
+        from routecore.linear_head import LinearHead
 
         kw["head"] = LinearHead.load(_member(d, meta, "head", meta["head"]))
     r = cls(routes, tools, encoder=encoder, policy=policy, _vectors=vecs, _lexical=lexical, **kw)  # type: ignore[call-arg]

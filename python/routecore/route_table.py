@@ -88,7 +88,7 @@ class RouteTable(Outcomes):
         encoder: embeds the exemplars (unless ``vectors`` are given) and the queries.
         policy: thresholds and defaults, used as given (see :func:`with_route_thresholds`).
         llm: optional fallback router, asked on medium (and, per policy, low) confidence.
-        head: optional ``evaluation.head.LinearHead`` (route probabilities and out of scope).
+        head: optional ``routecore.linear_head.LinearHead`` (route probabilities and out of scope).
         storage: the table's storage (see :class:`~routecore.tables.ScoreTable`).
         vectors: precomputed exemplar embeddings (from a bundle).
         lexical: the BM25 table of the same exemplars (hybrid scoring, ``policy.lexical_weight``).

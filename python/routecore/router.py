@@ -60,7 +60,7 @@ class Router:
         policy: every threshold and default (:class:`routecore.policy.Policy`).
         llm: optional fallback router (:class:`routecore.llm.LLMRouter`).
         memory: optional :class:`ExperienceMemory` whose lessons adjust tool scores.
-        head: optional ``evaluation.head.LinearHead``: route probabilities and out of scope.
+        head: optional ``routecore.linear_head.LinearHead``: route probabilities and out of scope.
         storage: ``"auto"`` (default: int8 for tables of >= ``AUTO_INT8_ELEMENTS``
             elements, f32 below), ``"f32"``, ``"f16"`` or ``"int8"``. An int8 table is
             scanned in int8 and its contenders re-scored exactly (``Policy.exact_top``,

@@ -19,7 +19,7 @@ from routecore.evaluation import metrics as M
 from routecore.evaluation.calibrate import FitResult, fit, objective_many
 from routecore.evaluation.datasets import Dataset
 from routecore.evaluation.decisions import fit_head_tiers, fit_routed_cut
-from routecore.evaluation.head import LinearHead
+from routecore.linear_head import LinearHead
 from routecore.lexical import fit_weight
 from routecore.policy import Policy
 from routecore.progress import Progress

@@ -1,0 +1,132 @@
+"""An optional light linear head over embeddings (softmax regression, trained in
+seconds on CPU), with an explicit out-of-scope class when training data has one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+#: Embeddings are unit vectors: the logits are scaled up by this before the softmax.
+SCALE = 20.0
+
+
+@dataclass
+class LinearHead:
+    """``p = softmax(x @ W + b)`` over ``classes``; ``oos_class`` (if any) is one of them."""
+
+    W: np.ndarray
+    b: np.ndarray
+    classes: list[str]
+    oos_class: str | None = None
+    threshold: float = 0.0  # max in-scope probability below this -> out of scope
+
+    @classmethod
+    def fit(
+        cls,
+        X: np.ndarray,
+        labels: Sequence[str],
+        *,
+        oos_label: str | None = "oos",
+        epochs: int = 300,
+        lr: float = 0.05,
+        l2: float = 1e-3,
+        seed: int = 0,
+    ) -> "LinearHead":
+        """Full-batch Adam on the class-balanced cross-entropy of ``softmax(SCALE * x @ W + b)``
+        plus ``l2 / 2 * |W|^2``, for ``epochs`` steps from a small random ``W`` (the fixed
+        number of steps is part of the model: it regularises as early stopping does).
+
+        Each step works in place on one ``[rows, classes]`` buffer (logits, then
+        probabilities, then the gradient of the logits), so besides the two matrix
+        products a step makes a handful of passes over it."""
+        classes = sorted(set(labels))
+        idx = {c: i for i, c in enumerate(classes)}
+        y = np.array([idx[l] for l in labels], dtype=np.int64)
+        X = np.ascontiguousarray(X, dtype=np.float32)
+        n, d = X.shape
+        k = len(classes)
+        rng = np.random.default_rng(seed)
+        W = (rng.standard_normal((d, k)) * 0.01).astype(np.float32)
+        b = np.zeros(k, np.float32)
+        rows = np.arange(n)
+        # Class-balanced weights so the small oos class is not drowned, over n (the mean).
+        counts = np.bincount(y, minlength=k).astype(np.float32)
+        w = ((n / (k * counts))[y] / n).astype(np.float32)[:, None]
+        mW, vW, mb, vb = (
+            np.zeros_like(W),
+            np.zeros_like(W),
+            np.zeros_like(b),
+            np.zeros_like(b),
+        )
+        Z = np.empty((n, k), np.float32)
+        top = np.empty((n, 1), np.float32)
+        for t in range(1, epochs + 1):
+            np.matmul(X, W * np.float32(SCALE), out=Z)
+            Z += b
+            np.max(Z, axis=1, keepdims=True, out=top)
+            Z -= top
+            np.exp(Z, out=Z)
+            np.sum(Z, axis=1, keepdims=True, out=top)
+            Z /= top  # probabilities
+            Z[rows, y] -= 1
+            Z *= w  # the gradient of the loss in the logits
+            gW = (X.T @ Z) * np.float32(SCALE) + np.float32(l2) * W
+            gb = Z.sum(axis=0)
+            c1, c2 = 1 - 0.9**t, 1 - 0.999**t
+            for g_, m_, v_, p_ in ((gW, mW, vW, W), (gb, mb, vb, b)):
+                m_ *= 0.9
+                m_ += 0.1 * g_
+                v_ *= 0.999
+                v_ += 0.001 * g_ * g_
+                p_ -= lr * (m_ / c1) / (np.sqrt(v_ / c2) + 1e-8)
+        return cls(W * SCALE, b, classes, oos_label if oos_label in idx else None)
+
+    def proba(self, X: np.ndarray) -> np.ndarray:
+        z = np.atleast_2d(X).astype(np.float32) @ self.W + self.b
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        out: np.ndarray = p / p.sum(axis=1, keepdims=True)
+        return out
+
+    def predict(self, X: np.ndarray) -> tuple[list[str | None], np.ndarray]:
+        """(label or None for out of scope, confidence) per row."""
+        p = self.proba(X)
+        if self.oos_class is not None:
+            o = self.classes.index(self.oos_class)
+            p_in = p.copy()
+            p_in[:, o] = -1
+        else:
+            p_in = p
+        arg = p_in.argmax(axis=1)
+        conf = p_in[np.arange(len(p)), arg]
+        out: list[str | None] = []
+        for a, c, full in zip(arg, conf, p.argmax(axis=1)):
+            is_oos = (
+                self.oos_class is not None and self.classes[full] == self.oos_class
+            ) or c < self.threshold
+            out.append(None if is_oos else self.classes[a])
+        return out, conf
+
+    def save(self, path: str | Path) -> None:
+        np.savez(
+            path,
+            W=self.W,
+            b=self.b,
+            classes=np.array(self.classes),
+            oos=np.array(self.oos_class or ""),
+            threshold=np.array(self.threshold),
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> "LinearHead":
+        z = np.load(path, allow_pickle=False)
+        return cls(
+            z["W"],
+            z["b"],
+            [str(c) for c in z["classes"]],
+            str(z["oos"]) or None,
+            float(z["threshold"]),
+        )
