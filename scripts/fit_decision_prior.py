@@ -35,6 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PRIORS = ROOT / "python" / "routecore" / "data" / "priors.json"
 #: Routed precision per set (issue 34's goals); the rest 0.95.
 TARGET = {"massive-fr": 0.90, "massive-zh": 0.90}
+#: The scope cut may decline at most this share of a group's in-scope queries whose best route is right.
+SCOPE_LOST = 0.005
 #: Configs of every route of a set (0), and of seeded subsets of 4 and 12 routes.
 SUBSETS = (0, 4, 12)
 
@@ -123,6 +125,7 @@ def _runs(rows: dict[str, dict[str, np.ndarray]]) -> dict[str, list[dict[str, np
         out.setdefault(key.rsplit("|", 1)[0], []).append(
             {
                 "p1": top[:, 0],
+                "raw1": top[:, 0] * (1.0 - v["oos"].astype(np.float64)),
                 "none": v["oos"] >= top[:, 0] * (1.0 - v["oos"]),
                 "right": order[:, 0] == gold,
                 "ins": gold >= 0,
@@ -208,6 +211,7 @@ def choose(groups: dict[str, list[dict[str, np.ndarray]]]) -> dict[str, object]:
         ),
         1.0,
     )
+    scope = fit_scope(groups)
     C = np.array([r["config"] for runs in groups.values() for r in runs])
     span = {
         "top1_dense": [float(C[:, 0].min()), float(C[:, 0].max())],
@@ -220,24 +224,53 @@ def choose(groups: dict[str, list[dict[str, np.ndarray]]]) -> dict[str, object]:
         "high": high,
         "previous_high": previous,
         "clarify_mass": mass,
+        "scope": scope,
         "span": span,
     }
 
 
+def _lost(runs: list[dict[str, np.ndarray]], floor: float) -> float:
+    """The share of in-scope queries whose best route is right (routed, or first in a
+    clarification) that a scope cut ``floor`` on the head's raw best probability would
+    decline instead (mean over runs)."""
+    vals = []
+    for r in runs:
+        right = ~r["none"] & r["right"] & r["ins"]
+        vals.append(float((right & (r["raw1"] < floor)).sum() / max(int(r["ins"].sum()), 1)))
+    return float(np.mean(vals))
+
+
+def fit_scope(groups: dict[str, list[dict[str, np.ndarray]]]) -> float:
+    """The head's scope cut: the largest on a grid under which no group loses more than
+    ``SCOPE_LOST`` of its in-scope queries whose best route is right."""
+    scope = 0.0
+    for floor in np.round(np.arange(0.01, 0.301, 0.01), 2):
+        if any(_lost(runs, float(floor)) > SCOPE_LOST for runs in groups.values()):
+            break
+        scope = float(floor)
+    return scope
+
+
 def report(groups: dict[str, list[dict[str, np.ndarray]]], prior: dict[str, object]) -> str:
     w, tau, mass = prior["weights"], float(prior["medium"]), float(prior["clarify_mass"])  # type: ignore[arg-type]
+    scope = float(prior.get("scope", 0.0))  # type: ignore[arg-type]
     assert isinstance(w, list)
     line = []
     for key, runs in groups.items():
         cuts = [cut_of(w, tau, r["config"]) for r in runs]
-        routed = [float(((r["p1"] >= c) & ~r["none"])[r["ins"]].mean()) for r, c in zip(runs, cuts)]
+        kept = [~r["none"] & (r["raw1"] >= scope) for r in runs]
+        routed = [float(((r["p1"] >= c) & k)[r["ins"]].mean()) for r, c, k in zip(runs, cuts, kept)]
         right = [
-            float(((r["p1"] >= c) & ~r["none"] & r["right"])[r["ins"]].mean()) for r, c in zip(runs, cuts)
+            float(((r["p1"] >= c) & k & r["right"])[r["ins"]].mean()) for r, c, k in zip(runs, cuts, kept)
         ]
+        none = [float((~k)[r["ins"]].mean()) for r, k in zip(runs, kept)]
+        oos = [float((~k)[~r["ins"]].mean()) for r, k in zip(runs, kept) if (~r["ins"]).any()]
         line.append(
             f"{key}: routed {100 * np.mean(routed):.1f} (spread {100 * (max(routed) - min(routed)):.1f}) "
             f"prec {100 * _precision(runs, w, tau):.1f} right {100 * np.mean(right):.1f} "
-            f"options {100 * _options_hold(runs, w, tau, mass):.1f} cuts {' '.join(f'{c:.2f}' for c in cuts)}"
+            f"options {100 * _options_hold(runs, w, tau, mass):.1f} none {100 * np.mean(none):.1f}"
+            + (f" oos-none {100 * np.mean(oos):.1f}" if oos else "")
+            + f" cuts {' '.join(f'{c:.2f}' for c in cuts)}"
         )
     return "\n".join(line)
 

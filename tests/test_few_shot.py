@@ -10,6 +10,7 @@ from conftest import DATASETS, need_shared
 
 from routecore import Router
 from routecore.calibration import Calibration, fallback_note
+from routecore.errors import ConfigError
 from routecore.prior import DecisionPrior, config_features, cut_for, p_right, prior_for
 from routecore.specs import RouteSpec
 
@@ -102,6 +103,17 @@ def test_a_query_between_two_routes_is_clarified_not_declined(shop):
     if d.action == "clarify":
         assert {"REFUND", "BILLING"} <= set(d.candidates)
         assert "a refund" in d.question and "a billing question" in d.question
+
+
+def test_the_prior_sets_the_heads_scope_cut_and_a_query_under_it_is_out_of_scope(shop, encoder):
+    prior = prior_for(encoder.model_id)
+    assert prior is not None and 0.0 < prior.scope < 0.5  # fitted on dev (scripts/fit_decision_prior.py)
+    assert shop.head.threshold == prior.scope
+    for q in ("what's the capital of Peru", "how many calories in a banana", "tell me a joke"):
+        d = shop.route(q)
+        assert d.action == "none" and d.reason.code == "out_of_scope", (q, d.reason)
+    with pytest.raises(ConfigError):
+        DecisionPrior(weights=(0.0,) * 8, medium=0.9, high=0.99, previous_high=0.8, span={}, scope=1.5)
 
 
 def test_prior_cuts_are_levels_of_its_model_and_stay_within_their_span():

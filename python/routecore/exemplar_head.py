@@ -33,7 +33,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from routecore.calibration import Calibration
-from routecore.evaluation.head import LinearHead
+from routecore.linear_head import LinearHead
 from routecore.fits import Targets, fit_medium, fit_tiers, softmax, top2
 from routecore.held_out import near_duplicate_cut
 from routecore.languages import MIN_PAIRS, pairs, transfer
@@ -208,13 +208,14 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
 def prior_fit(head: LinearHead, prior: Any, base: Calibration, background: np.ndarray, V: np.ndarray) -> HeadFit:
     """The :class:`HeadFit` of a head whose cuts come from a model's measured prior
     (:class:`routecore.prior.DecisionPrior`) at the config's separability (``base.stats``)
-    instead of out-of-fold probabilities."""
+    instead of out-of-fold probabilities; the head's scope cut is the prior's ``scope``."""
     top1 = base.stats.get("top1_dense")
     per_route = float(base.stats.get("exemplars_per_route") or 1.0)
     if top1 is None:  # nothing to hold out (one exemplar per route): the middle of the separability the prior saw
         lo, hi = prior.span.get("top1_dense", (0.5, 0.5))
         top1 = (float(lo) + float(hi)) / 2
     cuts = prior.cuts(float(top1), per_route, int(base.stats.get("routes") or 2))
+    head.threshold = prior.scope
     kept = len(_out_of_scope_rows(background, V, base))
     return HeadFit(head, cuts, {"prior": prior.source, "threshold": head.threshold, "folds": 0, "top1_dense": top1,
                                 "exemplars_per_route": per_route, "rows": int(len(V)), "background": kept,

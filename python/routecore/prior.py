@@ -81,7 +81,11 @@ class DecisionPrior:
     queries of every set), ``high`` the high tier (99 %), ``previous_high`` the previous route's
     (90 %); the margins are 0. ``span``: the range of the config numbers on dev (never
     extrapolated). ``clarify_mass``: a clarification names the best routes until their
-    probabilities add up to it (two or three routes). ``source``: how it was measured."""
+    probabilities add up to it (two or three routes). ``scope``: the head's scope cut
+    (``LinearHead.threshold``): a query whose best in-scope probability, before the
+    out-of-scope class is taken out, is under it is out of scope; the largest under which no
+    dev set loses more than 0.5 % of its in-scope queries whose best route is right.
+    ``source``: how it was measured."""
 
     weights: Tuple[float, ...]
     medium: float
@@ -89,6 +93,7 @@ class DecisionPrior:
     previous_high: float
     span: Mapping[str, Sequence[float]]
     clarify_mass: float = 1.0
+    scope: float = 0.0
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -100,7 +105,7 @@ class DecisionPrior:
         ):
             raise ConfigError(f"decision prior: weights must be eight finite numbers, got {w!r}")
         object.__setattr__(self, "weights", tuple(float(x) for x in w))
-        for name in ("medium", "high", "previous_high", "clarify_mass"):
+        for name in ("medium", "high", "previous_high", "clarify_mass", "scope"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
                 raise ConfigError(f"decision prior: {name} must be in [0, 1], got {v!r}")
