@@ -108,6 +108,20 @@ fn model_err(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Model(format!("{what}: {e}"))
 }
 
+/// `tokenizer.json` at `path`, truncating at `max_length` and never padding.
+fn load_tokenizer(path: &Path, max_length: usize) -> Result<Tokenizer> {
+    let mut tokenizer = Tokenizer::from_file(path)
+        .map_err(|e| model_err(&format!("cannot load {}", path.display()), e))?;
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            max_length,
+            ..Default::default()
+        }))
+        .map_err(|e| model_err("tokenizer truncation", e))?;
+    tokenizer.with_padding(None);
+    Ok(tokenizer)
+}
+
 impl Encoder {
     /// Open the model folder `dir` (ONNX file, `tokenizer.json`, `config.json`).
     pub fn load(dir: &Path, opts: &EncoderOptions) -> Result<Self> {
@@ -119,17 +133,6 @@ impl Encoder {
                 onnx_path.display()
             )));
         }
-        let tok_path = dir.join("tokenizer.json");
-        let mut tokenizer = Tokenizer::from_file(&tok_path)
-            .map_err(|e| model_err(&format!("cannot load {}", tok_path.display()), e))?;
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: config.max_length,
-                ..Default::default()
-            }))
-            .map_err(|e| model_err("tokenizer truncation", e))?;
-        tokenizer.with_padding(None);
-
         let env = runtime::environment(&opts.runtime_path)?;
         let threads = opts
             .intra_threads
@@ -151,7 +154,18 @@ impl Encoder {
                 .and_then(|mut b| b.commit_from_file(&path))
                 .map_err(|e| model_err(&format!("cannot load ONNX model {}", path.display()), e))
         });
-        let session = factory(threads)?;
+        // The tokenizer (e5's is a 9 MB JSON vocabulary) parses on its own thread while
+        // ONNX Runtime builds the session: each takes about a third of a second.
+        let tok_path = dir.join("tokenizer.json");
+        let (tokenizer, session) = std::thread::scope(|s| {
+            let tok = s.spawn(|| load_tokenizer(&tok_path, config.max_length));
+            let session = factory(threads);
+            let tokenizer = tok
+                .join()
+                .unwrap_or_else(|_| Err(Error::Model("the tokenizer loader panicked".into())));
+            (tokenizer, session)
+        });
+        let (tokenizer, session) = (tokenizer?, session?);
         let output = Self::check_graph(&session, &config, &onnx_path)?;
         let per_text = match config.batch_invariant {
             Some(forced) => forced,
