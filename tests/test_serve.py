@@ -454,7 +454,8 @@ class Load:
 
 def test_reload_on_config_change_under_load(tmp_path, encoder):
     cfg = combo_config(tmp_path / "routes.yaml")
-    app = create_app(RouterSource(config=cfg, encoder=encoder, cache=False), reload_poll_s=0.1)
+    app = create_app(RouterSource(config=cfg, encoder=encoder, cache=False), reload_poll_s=0.1,
+                     reload_settle_s=0.5)
     old, new = {"INCIDENT", "RAG", "GENERAL"}, {"INCIDENT", "RAG", "GENERAL", "BILLING"}
     with ThreadServer(app) as s:
         wait_ready(s.url)
@@ -465,7 +466,7 @@ def test_reload_on_config_change_under_load(tmp_path, encoder):
             time.sleep(0.3)
         load.check(old, new)
         assert httpx.post(f"{s.url}/v1/route", json={"query": "I want a refund for my order"}).json()["route"] == "BILLING"
-        # a broken config keeps the old router serving
+        # a broken config keeps the old router serving (written in place: loaded once unchanged for 0.5 s)
         cfg.write_text("routes: [{name: X}]\n", encoding="utf-8")
         deadline = time.monotonic() + 10
         while "routecore_reloads_total{result=\"failed\"} 1.0" not in httpx.get(f"{s.url}/metrics").text:

@@ -15,8 +15,10 @@ Endpoints (JSON; the bodies are :mod:`routecore.serve.openapi`'s shapes):
 
 Errors are ``{"error": {"type": ..., "message": ...}}`` with a 4xx status that
 names the problem: 400 not JSON, 401 token, 404 path or session, 405 method,
-413 body size, 422 a field (type, query length, batch size, unknown route or
-tool), 503 not ready. A 500 is a bug (logged with its traceback).
+408 body too slow (``--body-timeout``), 413 body size, 422 a field (type, query
+length, batch size, unknown route or tool), 503 not ready. A 500 is a bug
+(logged with its traceback). Slow heads and too many connections are refused
+before the app (:mod:`routecore.serve.connections`).
 
 With a ``token``, every path but ``/healthz`` and ``/readyz`` needs
 ``Authorization: Bearer <token>``.
@@ -28,7 +30,9 @@ by a poll every ``reload_poll_s`` seconds, loads a new router beside the old
 one with the same encoder and lesson store, then swaps the reference: a request
 or a micro-batch uses the router that was current when it started, so no
 request fails or mixes two routers. A load that fails keeps the old router
-(``routecore_reloads_total{result="failed"}``, ``/readyz`` reason, log).
+(``routecore_reloads_total{result="failed"}``, ``/readyz`` reason, log). A file
+replaced by a rename is loaded at the next poll; one written in place only once it
+has stayed unchanged ``reload_settle_s`` seconds (it may be half-written before).
 
 **Shutdown.** uvicorn stops accepting connections on SIGTERM/SIGINT and waits
 (``--graceful-timeout``) for the requests in flight; the app then drains its
@@ -62,7 +66,7 @@ from routecore.serve.batcher import (Batching, MicroBatcher, RouteItem, ToolsIte
 from routecore.serve.http import ApiError, Limits, enc_hook, Gate, http_error, error_response, json_response
 from routecore.serve.metrics import Metrics
 from routecore.serve.sessions import SessionStore
-from routecore.serve.sources import RouterSource, source_of
+from routecore.serve.sources import DEFAULT_RELOAD_SETTLE, ChangeWatch, RouterSource, source_of
 
 log = logging.getLogger("routecore.serve")
 
@@ -75,7 +79,8 @@ class Server:
     """The loaded router, its reloads, the batchers and worker threads of one app (``app.state.server``)."""
 
     def __init__(self, source: Any, *, token: Optional[str], limits: Limits, batching: Batching, memory: Any, session_ttl: float,
-                 max_sessions: int, reload_poll_s: float, threads: int, version: str, wait_for_load: bool = False):
+                 max_sessions: int, reload_poll_s: float, threads: int, version: str,
+                 wait_for_load: bool = False, reload_settle_s: float = DEFAULT_RELOAD_SETTLE):
         self.source, self.token, self.limits, self.batching = source, token, limits, batching
         self.wait_for_load = wait_for_load
         self.version = version
@@ -83,6 +88,7 @@ class Server:
         self.generation = 0
         self.load_error: Optional[str] = None
         self.reload_poll_s = reload_poll_s
+        self.watch = ChangeWatch(reload_settle_s)
         self.threads = threads
         self.metrics = Metrics(lambda: getattr(self.router, "encoder", None))
         self.sessions = SessionStore(session_ttl, max_sessions, self.metrics)
@@ -178,7 +184,7 @@ class Server:
     async def _poll(self) -> None:
         while True:
             await asyncio.sleep(self.reload_poll_s)
-            if not self._reloading and self.source.stamp() != self._stamp:
+            if not self._reloading and self.watch.due(self._stamp, self.source.stamp()):
                 await self.reload("file changed")
 
     async def reload(self, why: str) -> None:
@@ -220,15 +226,24 @@ class Server:
         cl = request.headers.get("content-length")
         if cl is not None and cl.isdigit() and int(cl) > limit:
             raise ApiError(413, "BodyTooLarge", f"the body is {int(cl)} bytes; the limit is {limit} (--max-body-bytes)")
-        chunks, n = [], 0
-        try:
+        chunks: list[bytes] = []
+
+        async def read() -> None:
+            n = 0
             async for chunk in request.stream():
                 n += len(chunk)
                 if n > limit:
                     raise ApiError(413, "BodyTooLarge", f"the body is over {limit} bytes, the limit (--max-body-bytes)")
                 chunks.append(chunk)
+
+        wait = self.limits.body_timeout
+        try:
+            await (asyncio.wait_for(read(), wait) if wait > 0 else read())
         except ClientDisconnect:
             raise ApiError(400, "ClientDisconnect", "the client went away before sending the whole body") from None
+        except asyncio.TimeoutError:
+            raise ApiError(408, "BodyTimeout", f"the body did not arrive within {wait:g} s (--body-timeout)",
+                           {"Connection": "close"}) from None
         raw = b"".join(chunks)
         try:
             return msgspec.json.decode(raw, type=shape)
@@ -386,7 +401,8 @@ def _endpoints(srv: Server) -> list[Route]:
 
 def create_app(router_source: Any, *, token: Optional[str] = None, limits: Limits = Limits(), batching: Batching = Batching(),
                memory: Any = None, session_ttl: float = 300.0, max_sessions: int = 10_000, reload_poll_s: float = 2.0,
-               threads: int = 8, version: Optional[str] = None, wait_for_load: bool = False) -> Starlette:
+               threads: int = 8, version: Optional[str] = None, wait_for_load: bool = False,
+               reload_settle_s: float = DEFAULT_RELOAD_SETTLE) -> Starlette:
     """The sidecar's ASGI app (run it with uvicorn; ``routecore serve`` does).
 
     Args:
@@ -400,6 +416,8 @@ def create_app(router_source: Any, *, token: Optional[str] = None, limits: Limit
             an in-memory one, shared by every reloaded router.
         session_ttl: seconds a ``request_more_tools`` session lives after its last use.
         reload_poll_s: how often the config or bundle files are checked for a change (0: never).
+        reload_settle_s: how long a file written in place must stay unchanged before it is loaded
+            (a file replaced by a rename is loaded at once: :class:`~routecore.serve.sources.ChangeWatch`).
         threads: worker threads for the router's calls.
         wait_for_load: load the router before the server listens (the lifespan fails if it
             cannot) instead of in the background with ``/readyz`` at 503 meanwhile. ``routecore
@@ -414,7 +432,7 @@ def create_app(router_source: Any, *, token: Optional[str] = None, limits: Limit
         version = str(__version__)
     srv = Server(source_of(router_source), token=token.strip() if token else None, limits=limits, batching=batching, memory=memory,
                  session_ttl=session_ttl, max_sessions=max_sessions, reload_poll_s=reload_poll_s, threads=threads, version=version,
-                 wait_for_load=wait_for_load)
+                 wait_for_load=wait_for_load, reload_settle_s=reload_settle_s)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -55,7 +55,8 @@ def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "batching": not args.no_batching, "window_ms": args.batch_window_ms, "max_batch": args.max_batch,
         "max_body_bytes": args.max_body_bytes, "max_query_chars": args.max_query_chars, "max_batch_queries": args.max_batch_queries,
         "session_ttl": args.session_ttl, "reload_poll_s": args.reload_poll, "threads": args.threads, "log_level": args.log_level,
-        "workers": args.workers,
+        "workers": args.workers, "header_timeout": args.header_timeout, "body_timeout": args.body_timeout,
+        "max_connections": args.max_connections, "reload_settle_s": args.reload_settle,
     }
 
 
@@ -76,8 +77,10 @@ def app_from_settings(s: dict[str, Any]) -> Any:
     """The app ``routecore serve`` runs, from :func:`settings_from_args`'s dict."""
     from routecore.serve.app import Limits, RouterSource, create_app
     from routecore.serve.batcher import Batching
+    from routecore.serve.connections import ConnectionLimits, configure
 
     _log_to_stderr(s.get("log_level", "info"))
+    configure(ConnectionLimits(s.get("header_timeout", 10.0), s.get("max_connections", 512)))
     memory = None
     if s.get("lessons"):
         from routecore.memory import ExperienceMemory
@@ -86,9 +89,11 @@ def app_from_settings(s: dict[str, Any]) -> Any:
     source = RouterSource(s.get("config"), s.get("bundle"), overlay=s.get("overlay"), model=s.get("model"), llm_url=s.get("llm_url"),
                           llm_model=s.get("llm_model"), cache=s.get("cache", True))
     return create_app(source, token=resolve_token(s.get("token_env"), s.get("token_file")), memory=memory,
-                      limits=Limits(s["max_body_bytes"], s["max_query_chars"], s["max_batch_queries"]),
+                      limits=Limits(s["max_body_bytes"], s["max_query_chars"], s["max_batch_queries"],
+                                    s.get("body_timeout", 30.0)),
                       batching=Batching(s["batching"], s["window_ms"], s["max_batch"]),
                       session_ttl=s["session_ttl"], reload_poll_s=s["reload_poll_s"], threads=s["threads"],
+                      reload_settle_s=s.get("reload_settle_s", 5.0),
                       wait_for_load=s.get("workers", 1) > 1)
 
 
@@ -109,9 +114,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         import uvicorn
     except ImportError:
         raise ConfigError("routecore serve needs the serve extra: pip install 'routecore[serve]'") from None
+    from routecore.serve.connections import protocol_class
+
     settings = settings_from_args(args)
     common: dict[str, Any] = {"host": args.host, "port": args.port, "log_level": args.log_level, "access_log": args.access_log,
-                              "timeout_graceful_shutdown": args.graceful_timeout, "lifespan": "on", "server_header": False}
+                              "timeout_graceful_shutdown": args.graceful_timeout, "lifespan": "on",
+                              "server_header": False, "http": protocol_class(args.http)}
     if args.workers > 1:
         os.environ[SETTINGS_ENV] = json.dumps(settings)
         uvicorn.run("routecore.serve.cli:app_from_env", factory=True, workers=args.workers, **common)
@@ -160,8 +168,22 @@ def add_serve_command(sub: Any) -> argparse.ArgumentParser:
     s.add_argument("--max-body-bytes", type=int, default=1 << 20, help="request body limit (default 1 MiB; 413 above)")
     s.add_argument("--max-query-chars", type=int, default=8192, help="characters per query (default 8192; 422 above)")
     s.add_argument("--max-batch-queries", type=int, default=256, help="queries per /v1/route/batch request (default 256; 422 above)")
+    s.add_argument("--header-timeout", type=_positive(float), default=10.0,
+                   help="seconds a connection has to send a request's head, from its opening or its "
+                        "previous response; then 408 and closed (default 10; 0: no limit)")
+    s.add_argument("--body-timeout", type=_positive(float), default=30.0,
+                   help="seconds to receive a request's body once its head is in (default 30; 408 above; "
+                        "0: no limit)")
+    s.add_argument("--max-connections", type=_positive(int), default=512,
+                   help="open connections per worker process; one more is answered 503 and closed "
+                        "(default 512; 0: no cap)")
+    s.add_argument("--http", choices=["auto", "h11", "httptools"], default="auto",
+                   help="HTTP parser: httptools when installed (auto, the default) or h11")
     s.add_argument("--session-ttl", type=_positive(float), default=300.0, help="seconds a request_more_tools session lives unused (default 300)")
     s.add_argument("--reload-poll", type=_positive(float), default=2.0, help="seconds between checks of the files for a change (0: never)")
+    s.add_argument("--reload-settle", type=_positive(float), default=5.0,
+                   help="seconds a config written in place must stay unchanged before it is reloaded; a file "
+                        "replaced by a rename reloads at the next poll (default 5)")
     s.add_argument("--threads", type=int, default=8, help="worker threads for the router's calls (default 8)")
     s.add_argument("--graceful-timeout", type=_positive(float), default=30.0, help="seconds to finish requests in flight on SIGTERM (default 30)")
     s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])

@@ -24,15 +24,27 @@ if TYPE_CHECKING:
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 ENDPOINTS = frozenset({"/v1/route", "/v1/route/batch", "/v1/tools", "/v1/tools/more", "/v1/lessons",
                        "/healthz", "/readyz", "/metrics", "/openapi.json"})
+#: The HTTP methods the request counter names; any other is counted as ``other`` (the label is set
+#: before authentication, so a raw method would let anyone grow the metrics without bound).
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def metric_labels(path: str, method: str, status: int) -> tuple[str, str, str]:
+    """The request counter's labels, each from a closed set: a known endpoint or ``other``, a
+    known method or ``other``, a status code from 100 to 599 or ``other``."""
+    return (path if path in ENDPOINTS else "other", method if method in METHODS else "other",
+            str(status) if 100 <= status <= 599 else "other")
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Request limits: body bytes (413), characters per query and queries per batch (422)."""
+    """Request limits: body bytes (413), characters per query and queries per batch (422), seconds
+    to receive a body once the request's head is in (408; 0: no limit)."""
 
     max_body_bytes: int = 1 << 20
     max_query_chars: int = 8192
     max_batch: int = 256
+    body_timeout: float = 30.0
 
 
 class ApiError(Exception):
@@ -71,7 +83,6 @@ class Gate:
             return
         m = self.srv.metrics
         path = scope["path"]
-        endpoint = path if path in ENDPOINTS else "other"
         status = 500
         t0 = time.perf_counter()
         m.in_flight.inc()
@@ -92,7 +103,8 @@ class Gate:
             await self.app(scope, receive, send_status)
         finally:
             m.in_flight.dec()
-            m.requests.labels(endpoint, scope.get("method", ""), str(status)).inc()
+            endpoint, method, code = metric_labels(path, scope.get("method", ""), status)
+            m.requests.labels(endpoint, method, code).inc()
             m.latency.labels(endpoint).observe(time.perf_counter() - t0)
 
     def _auth(self, scope: Scope) -> Optional[str]:

@@ -4,7 +4,9 @@ Counters and histograms (``GET /metrics`` serves them in the text format):
 
 - ``routecore_http_requests_total{endpoint,method,status}`` and
   ``routecore_http_request_duration_seconds{endpoint}``: every request, the
-  endpoint being the route's path (``other`` for unknown paths);
+  endpoint being the route's path (``other`` for unknown paths), the method one of
+  ``GET HEAD POST PUT PATCH DELETE OPTIONS`` (``other`` for any other); every label
+  comes from a closed set (:func:`routecore.serve.http.metric_labels`);
 - ``routecore_stage_duration_seconds{endpoint,stage}``: per routing request,
   ``encode`` (tokenizer + model: its share of a batch's encoder call) against
   ``rest`` (scoring, policy, LLM, queueing, batching; the handler's time minus

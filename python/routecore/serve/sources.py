@@ -4,8 +4,9 @@ stamp that tells when it changed on disk (hot reload)."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
-from typing import Any, Hashable, Optional, Union
+from typing import Any, Callable, Hashable, Optional, Union
 
 from routecore.errors import ConfigError
 
@@ -79,6 +80,45 @@ class RouterSource:
             except OSError:
                 out.append(None)
         return tuple(out)
+
+
+#: Seconds a file written in place must stay unchanged before it is loaded (``--reload-settle``).
+DEFAULT_RELOAD_SETTLE = 5.0
+
+
+def _replaced(loaded: Hashable, current: Hashable) -> bool:
+    """Whether every file that differs between two stamps of :meth:`RouterSource.stamp` is a new file
+    (another inode): it was put in place by a rename, so it is whole."""
+    if not isinstance(loaded, tuple) or not isinstance(current, tuple) or len(loaded) != len(current):
+        return False
+    changed = [(a, b) for a, b in zip(loaded, current) if a != b]
+    return bool(changed) and all(a is not None and b is not None and a[2] != b[2] for a, b in changed)
+
+
+class ChangeWatch:
+    """When a change of the files on disk is loaded (hot reload).
+
+    A file replaced by a rename (a new inode: ``Router.save``, editors' atomic saves, a Kubernetes
+    ConfigMap's symlink swap) is whole, and is loaded at the next poll. A file written in place may
+    be caught half-written, so it is loaded only once its stamp has stayed the same for ``settle_s``
+    seconds; a writer that pauses longer than that between two writes is read half-way (write
+    configs by a rename, or keep the pauses shorter)."""
+
+    def __init__(self, settle_s: float = DEFAULT_RELOAD_SETTLE, clock: Callable[[], float] = time.monotonic):
+        self.settle_s, self._clock = settle_s, clock
+        self._seen: Hashable = None
+        self._since = 0.0
+
+    def due(self, loaded: Hashable, current: Hashable) -> bool:
+        """Whether the files, whose stamp is ``current`` now and was ``loaded`` at the last load,
+        should be loaded now (called at each poll)."""
+        if current == loaded:
+            self._seen = None
+            return False
+        now = self._clock()
+        if self._seen is None or current != self._seen:
+            self._seen, self._since = current, now
+        return _replaced(loaded, current) or now - self._since >= self.settle_s
 
 
 class _Fixed:
