@@ -9,6 +9,7 @@ from hypothesis.extra import numpy as hnp
 
 from routecore import _native
 from routecore.errors import BadKError, InvalidArgumentError, NonFiniteError
+from routecore.policy import affinity_scale
 
 finite = st.floats(-1e3, 1e3, allow_nan=False, width=32)
 
@@ -84,9 +85,54 @@ def test_affinity_matches_numpy(n, n_domains, data):
     got = _native.apply_affinity(scores, domains, active)
     if not any(active):
         np.testing.assert_array_equal(got, scores)
-    else:
-        ref = scores * np.where(np.array(active)[domains], np.float32(1.15), np.float32(0.70))
+    else:  # times the factor on scores >= 0, divided by it on negative ones (a product breaks ranks there)
+        f = np.where(np.array(active)[domains], np.float32(1.15), np.float32(0.70))
+        ref = np.where(scores >= 0, scores * f, scores / f)
         np.testing.assert_allclose(got, ref, rtol=1e-6)
+        pos = scores >= 0
+        np.testing.assert_array_equal(got[pos], (scores * f)[pos])  # the former product, exactly
+
+
+def above(s, i, or_level):
+    """How many scores of ``s`` are above ``s[i]`` (strictly, or level with it too), ``i`` left out."""
+    others = np.delete(s, i)
+    return int(np.sum(others >= s[i]) if or_level else np.sum(others > s[i]))
+
+
+any_sign = st.floats(-3, 3, width=32) | st.just(0.0) | st.just(-np.inf)  # a lexical bias adds to cosines
+
+
+@given(st.integers(1, 24), st.integers(1, 3), st.floats(1, 4, width=32), st.floats(0, 1, width=32), st.data())
+def test_a_boost_never_lowers_a_rank_and_a_demotion_never_raises_one(n, n_domains, boost, penalty, data):
+    """Issue 35 §3: for any sign of score, an in-domain route has no more routes strictly above it
+    after the affinity than before, and an out-of-domain one keeps every route that was at or above it."""
+    scores = data.draw(hnp.arrays(np.float32, n, elements=any_sign))
+    domains = data.draw(hnp.arrays(np.uint32, n, elements=st.integers(0, n_domains - 1)))
+    active = data.draw(st.lists(st.booleans(), min_size=n_domains, max_size=n_domains))
+    got = _native.apply_affinity(scores, domains, active, boost, penalty)
+    inside = np.array(active)[domains]
+    for i in range(n):
+        if inside[i] or not any(active):
+            assert above(got, i, False) <= above(scores, i, False), (i, scores, got)
+        if not inside[i]:
+            assert above(got, i, True) >= above(scores, i, True), (i, scores, got)
+
+
+def test_the_issue_example_keeps_the_in_domain_route_ahead():
+    # -0.6 x 1.15 = -0.69 used to lose to -0.8 x 0.7 = -0.56.
+    two = np.array([0, 1], np.uint32)
+    got = _native.apply_affinity(np.array([-0.6, -0.8], np.float32), two, [True, False])
+    assert got[0] > got[1] and got[0] == pytest.approx(-0.6 / 1.15) and got[1] == pytest.approx(-0.8 / 0.7)
+    for bad in (-0.5, np.nan, np.inf):
+        with pytest.raises(InvalidArgumentError, match="affinity"):
+            _native.apply_affinity(got, two, [True, False], 1.15, bad)
+
+
+@given(hnp.arrays(np.float32, st.integers(1, 30), elements=any_sign), st.floats(0, 4, width=32))
+def test_the_python_scale_is_the_native_one(scores, factor):
+    """The anti-pattern demotion (Python) applies a factor as the native affinity does."""
+    native = _native.apply_affinity(scores, np.zeros(len(scores), np.uint32), [False, True], 1.0, factor)
+    np.testing.assert_array_equal(affinity_scale(scores, factor), native)
 
 
 @given(st.integers(2, 30), st.data())

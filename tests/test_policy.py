@@ -189,6 +189,17 @@ def test_affinity_changes_adjusted_not_raw():
     assert d.route == "RAG"
 
 
+def test_affinity_keeps_a_negative_in_domain_route_ahead():
+    """Issue 35 §3: as products, the in-domain RAG (-0.6 x 1.15 = -0.69) fell below INCIDENT
+    (-0.8 x 0.7 = -0.56)."""
+    d = router(q=mix(a0=-0.8, a1=-0.6)).route("q", context_domains=["docs"])
+    assert d.raw_scores["RAG"] == pytest.approx(-0.6, abs=1e-5)
+    assert d.adjusted_scores["RAG"] == pytest.approx(-0.6 / 1.15, abs=1e-5)
+    assert d.adjusted_scores["INCIDENT"] == pytest.approx(-0.8 / 0.7, abs=1e-5)
+    assert sorted(d.adjusted_scores, key=lambda n: -d.adjusted_scores[n]) == ["GENERAL", "RAG", "INCIDENT"]
+    assert d.probabilities["RAG"] > d.probabilities["INCIDENT"]
+
+
 def test_collision_alert_names_both_routes():
     d = router(manual(bias_rules=(), three_way_within=0.0), q=mix(a0=0.7, a2=0.66)).route("q")
     [a] = [a for a in d.alerts if a.kind == "collision"]

@@ -108,6 +108,18 @@ def test_anti_pattern_lowers_score():
     assert belt.scores["ha_get_logs"] == pytest.approx(belt.raw_scores["ha_get_logs"] * 0.5, abs=1e-5)
 
 
+def test_an_anti_pattern_never_raises_a_negative_score():
+    """Issue 35 §3: the demotion divides a negative score by the penalty (a product of 0.5 raised
+    ha_get_logs over disk)."""
+    q = VEC["anti-kernel"].copy()
+    q[0], q[5] = -0.1, -0.07  # the anti-pattern matches (cosine 0.9); ha_get_logs and disk are negative
+    belt = router(q=q / np.linalg.norm(q)).tools("q", top_k=6)
+    raw, got = belt.raw_scores, belt.scores
+    assert raw["ha_get_logs"] < raw["disk"] < 0
+    assert got["ha_get_logs"] == pytest.approx(raw["ha_get_logs"] / 0.5, abs=1e-5)
+    assert got["ha_get_logs"] < got["disk"]
+
+
 def test_request_more_tools_and_circuit_breaker():
     s = router(q=mix(a0=0.6, a1=0.4)).tool_session("q")
     first = set(s.belt.names)

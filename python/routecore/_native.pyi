@@ -248,7 +248,16 @@ def topk(scores: _F32, k: int) -> tuple[_F32, npt.NDArray[np.uint64]]: ...
 def softmax(x: _F32, temperature: float = 1.0) -> _F32: ...
 def aggregate(scores: _F32, routes: npt.NDArray[np.uint32], n_routes: int, how: str = "max", n: int = 3) -> _F32: ...
 # Defaults boost = 1.15, penalty = 0.7 and max_gap = 0.08 are Rust constants (``...`` in the runtime signature).
-def apply_affinity(scores: _F32, domains: npt.NDArray[np.uint32], active: list[bool], boost: float = ..., penalty: float = ...) -> _F32: ...
+def apply_affinity(
+    scores: _F32,
+    domains: npt.NDArray[np.uint32],
+    active: list[bool],
+    boost: float = ...,
+    penalty: float = ...,
+) -> _F32:
+    """Each score times its factor when >= 0, divided by it when negative (``boost`` where the domain
+    is active, ``penalty`` elsewhere): a boost never lowers a score and a penalty never raises one, for
+    any sign."""
 def detect_collision(scores: _F32, domains: npt.NDArray[np.uint32], max_gap: float = ...) -> tuple[int, int, float] | None: ...
 def simd_level() -> str:
     """Kernels in use: "avx2+fma" or "portable", then "+avx512f" (f32/f16 scans) and "+avx512vnni" (int8

@@ -104,8 +104,9 @@ class Policy:
     #: else two routes.
     clarify_mass: float | None = None
     collision_gap: float | None = None
-    #: Score multipliers for routes/tools in (out of) the active context domain;
-    #: unset, they move a typical match by +2 / -4 calibrated scales.
+    #: Score factors for routes/tools in (out of) the active context domain, applied by
+    #: :func:`affinity_scale` (a boost never lowers a score of either sign, a penalty never
+    #: raises one); unset, they move a typical match by +2 / -4 calibrated scales.
     affinity_boost: float | None = None
     affinity_penalty: float | None = None
     top_exemplars: int = 5
@@ -136,6 +137,7 @@ class Policy:
     fallback_tool: str | None = None
     discovery_prefixes: tuple[str, ...] = ("get_", "list_", "search_")
     anti_pattern_threshold: float | None = None
+    #: The factor of a tool an anti-pattern matches, applied by :func:`affinity_scale`.
     anti_pattern_penalty: float = 0.50
     lesson_similarity: float | None = None
     #: Added to a tool's score by a "use it" lesson (a cosine; unset, 5 calibrated scales).
@@ -262,6 +264,22 @@ class Policy:
         values["bias_rules"] = tuple(BiasRule(r.a, r.b, r.winner, r.within) for r in p.bias_rules)
         values["per_route"] = {n: config_schema.given(t) for n, t in p.per_route.items()}
         return cls(**values)
+
+
+def affinity_scale(scores: np.ndarray, factor: float) -> np.ndarray:
+    """``scores`` under an affinity ``factor`` (>= 0), as the native step applies ``affinity_boost`` and
+    ``affinity_penalty``: times the factor where a score is >= 0, divided by it where it is negative.
+
+    So a factor above 1 never lowers a score and one under 1 never raises it, whatever the score's sign
+    (a product would lift a demoted -0.8 above a boosted -0.6), and on scores >= 0 it is the plain
+    product. -inf and NaN stay; a negative score under a factor of 0 becomes the lowest finite float32.
+    """
+    s = np.asarray(scores, np.float32)
+    f = np.float32(factor)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # in the branch np.where drops
+        pos, neg = s * f, np.maximum(s / f, np.finfo(np.float32).min)
+    out: np.ndarray = np.where(s >= 0, pos, np.where(np.isneginf(s), s, neg)).astype(np.float32)
+    return out
 
 
 def apply_previous_boost(probs: np.ndarray, prev: int | None, boost: float) -> np.ndarray:

@@ -17,7 +17,7 @@ from routecore.decision import Alert, Reason, ScoreMap, Timings, ToolBelt, ToolC
 from routecore.entities import entity_effects
 from routecore.errors import InvalidArgumentError, RoutecoreError
 from routecore.languages import language_alert
-from routecore.policy import resolved
+from routecore.policy import affinity_scale, resolved
 from routecore.tables import collision_alert, query_vectors
 from routecore.tool_catalog import ToolCatalog
 
@@ -77,7 +77,7 @@ def _ranked_scores(catalog: ToolCatalog, q: np.ndarray, context_domain: str | No
     adjusted = r["adjusted"]  # a fresh array (or a view of one): ours to modify
     banned = catalog.without_exemplars or required_missing  # such tools score -inf
     if demoted:
-        adjusted[demoted] *= p.anti_pattern_penalty
+        adjusted[demoted] = affinity_scale(adjusted[demoted], p.anti_pattern_penalty)  # any sign: never up
     for j, use_it in lessons:
         adjusted[j] = adjusted[j] + p.lesson_boost if use_it else -np.inf
         banned = banned or not use_it

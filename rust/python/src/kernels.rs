@@ -63,7 +63,8 @@ pub fn aggregate<'py>(
     Ok(PyArray1::from_vec(py, out))
 }
 
-/// Domain affinity: ×boost where `active[domain]`, ×penalty elsewhere (no-op when nothing is active).
+/// Domain affinity: the factor `boost` where `active[domain]`, `penalty` elsewhere (no-op when nothing
+/// is active), applied by `routecore_core::scoring::affinity_scale` (× on scores ≥ 0, ÷ on negative ones).
 #[pyfunction]
 #[pyo3(signature = (scores, domains, active, boost = scoring::DEFAULT_BOOST, penalty = scoring::DEFAULT_PENALTY))]
 pub fn apply_affinity<'py>(

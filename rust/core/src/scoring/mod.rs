@@ -133,16 +133,55 @@ pub fn softmax(x: &[f32], temperature: f32) -> Result<Vec<f32>> {
     Ok(e.iter().map(|v| (v / z) as f32).collect())
 }
 
-/// Default multiplier for candidates whose domain is in the active context.
+/// Default affinity factor for candidates whose domain is in the active context.
 pub const DEFAULT_BOOST: f32 = 1.15;
-/// Default multiplier for candidates from other domains.
+/// Default affinity factor for candidates from other domains.
 pub const DEFAULT_PENALTY: f32 = 0.70;
 /// Default top-1/top-2 gap under which a cross-domain pair is a collision.
 pub const DEFAULT_COLLISION_GAP: f32 = 0.08;
 
-/// Affinity multiplier per candidate: `boost` when its domain is active,
+/// Apply an affinity `factor` (≥ 0) to one `score`, the same way for any sign:
+/// `score × factor` when `score ≥ 0`, `score / factor` when it is negative.
+///
+/// A factor above 1 (a boost) therefore never lowers a score and a factor
+/// under 1 (a demotion) never raises one, whatever its sign: a plain product
+/// would turn a boost of 1.15 on a cosine of −0.6 into −0.69, below a
+/// demoted −0.8 × 0.7 = −0.56. Here they become −0.52 and −1.14, so the
+/// in-domain route stays ahead. On scores ≥ 0 this is exactly the former
+/// product (positive results are unchanged).
+///
+/// For a fixed factor the map is non-decreasing in `score` (strictly for a
+/// factor > 0), so candidates sharing a factor keep their order, and a boosted
+/// candidate never falls below a demoted one it was level with or above.
+/// `-inf` (a removed candidate) and NaN pass through unchanged; a negative
+/// score under a factor of 0, or one whose quotient would overflow, becomes
+/// `f32::MIN` (finite: the candidate stays last but is not removed).
+#[inline]
+pub fn affinity_scale(score: f32, factor: f32) -> f32 {
+    if score >= 0.0 {
+        score * factor
+    } else if score > f32::NEG_INFINITY {
+        (score / factor).max(f32::MIN)
+    } else {
+        score
+    }
+}
+
+/// A factor must be finite and ≥ 0 (see [`affinity_scale`]).
+pub(crate) fn check_factors(boost: f32, penalty: f32) -> Result<()> {
+    for (what, f) in [("boost", boost), ("penalty", penalty)] {
+        if !(f.is_finite() && f >= 0.0) {
+            return Err(Error::InvalidArgument(format!(
+                "the affinity {what} must be finite and >= 0, got {f}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Affinity factor per candidate: `boost` when its domain is active,
 /// `penalty` otherwise. `active[d]` says whether domain code `d` is active; with
-/// no active domain at all every multiplier is 1.
+/// no active domain at all every factor is 1. Apply them with [`affinity_scale`].
 pub fn affinity_multipliers(
     domains: &[u32],
     active: &[bool],
@@ -164,7 +203,11 @@ pub fn affinity_multipliers(
         .collect()
 }
 
-/// Multiply each score by its [`affinity_multipliers`] entry.
+/// Scale each score by its [`affinity_multipliers`] factor with [`affinity_scale`]
+/// (a boost never lowers a score, a penalty never raises one, for any sign).
+///
+/// Errors: `scores` and `domains` differ in length, or a factor is negative,
+/// infinite or NaN.
 pub fn apply_affinity(
     scores: &mut [f32],
     domains: &[u32],
@@ -178,8 +221,12 @@ pub fn apply_affinity(
             got: domains.len(),
         });
     }
+    check_factors(boost, penalty)?;
     let mult = affinity_multipliers(domains, active, boost, penalty);
-    scores.iter_mut().zip(mult).for_each(|(s, m)| *s *= m);
+    scores
+        .iter_mut()
+        .zip(mult)
+        .for_each(|(s, m)| *s = affinity_scale(*s, m));
     Ok(())
 }
 
@@ -271,6 +318,83 @@ mod tests {
         let mut t = vec![0.5];
         apply_affinity(&mut t, &[0], &[], 2.0, 0.0).unwrap();
         assert_eq!(t, vec![0.5]);
+        for bad in [-0.1, f32::NAN, f32::INFINITY] {
+            assert!(apply_affinity(&mut t, &[0], &[true], bad, 0.7).is_err());
+            assert!(apply_affinity(&mut t, &[0], &[true], 1.15, bad).is_err());
+        }
+    }
+
+    #[test]
+    fn a_boost_keeps_a_negative_in_domain_route_ahead() {
+        // Issue 35: as products, -0.6 x 1.15 = -0.69 fell below -0.8 x 0.7 = -0.56.
+        let mut s = vec![-0.6, -0.8];
+        apply_affinity(&mut s, &[0, 1], &[true, false], 1.15, 0.7).unwrap();
+        assert!(s[0] > s[1], "{s:?}");
+        assert!((s[0] - -0.6 / 1.15).abs() < 1e-6 && (s[1] - -0.8 / 0.7).abs() < 1e-6);
+        // -inf stays removed; a zero penalty leaves a negative score finite and last.
+        assert_eq!(affinity_scale(f32::NEG_INFINITY, 0.0), f32::NEG_INFINITY);
+        assert_eq!(affinity_scale(-0.5, 0.0), f32::MIN);
+        assert_eq!(affinity_scale(0.5, 0.0), 0.0);
+    }
+
+    /// How many of `s` are above `s[i]` (strictly, or level with it too), `i` left out.
+    fn above(s: &[f32], i: usize, or_level: bool) -> usize {
+        (0..s.len())
+            .filter(|&j| j != i && (s[j] > s[i] || (or_level && s[j] == s[i])))
+            .count()
+    }
+
+    /// Scores of any sign (beyond [-1, 1]: a lexical bias adds to cosines), a few at -inf.
+    fn any_scores() -> impl proptest::strategy::Strategy<Value = Vec<f32>> {
+        use proptest::prelude::*;
+        proptest::collection::vec(
+            prop_oneof![8 => -3.0f32..3.0, 1 => Just(0.0f32), 1 => Just(f32::NEG_INFINITY)],
+            1..24,
+        )
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_boost_never_lowers_a_rank_and_a_demotion_never_raises_one(
+            s in any_scores(),
+            dom in proptest::collection::vec(0u32..3, 24),
+            active in proptest::collection::vec(proptest::bool::ANY, 3),
+            boost in 1.0f32..4.0,
+            penalty in 0.0f32..1.0,
+        ) {
+            let domains = &dom[..s.len()];
+            let mut adj = s.clone();
+            apply_affinity(&mut adj, domains, &active, boost, penalty).unwrap();
+            let mult = affinity_multipliers(domains, &active, boost, penalty);
+            for (i, &m) in mult.iter().enumerate() {
+                if m >= 1.0 {
+                    // Boosted (or untouched): no more routes strictly above it than before.
+                    proptest::prop_assert!(above(&adj, i, false) <= above(&s, i, false),
+                        "route {} rose from {:?} to {:?}", i, s, adj);
+                }
+                if m <= 1.0 {
+                    // Demoted (or untouched): every route at or above it before still is.
+                    proptest::prop_assert!(above(&adj, i, true) >= above(&s, i, true),
+                        "route {} fell from {:?} to {:?}", i, s, adj);
+                }
+            }
+        }
+
+        #[test]
+        fn the_scale_is_monotone_and_the_former_product_on_positive_scores(
+            a in -3.0f32..3.0, b in -3.0f32..3.0, m in 0.0f32..4.0,
+        ) {
+            let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+            proptest::prop_assert!(affinity_scale(lo, m) <= affinity_scale(hi, m));
+            if m >= 1.0 {
+                proptest::prop_assert!(affinity_scale(a, m) >= a);
+            } else {
+                proptest::prop_assert!(affinity_scale(a, m) <= a);
+            }
+            if a >= 0.0 {
+                proptest::prop_assert_eq!(affinity_scale(a, m).to_bits(), (a * m).to_bits());
+            }
+        }
     }
 
     #[test]

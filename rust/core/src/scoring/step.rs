@@ -13,7 +13,8 @@ use crate::index::FlatIndex;
 use crate::kernels::topk::{top_k, Hit};
 use crate::scoring::step_compact;
 use crate::scoring::{
-    affinity_multipliers, aggregate, detect_collision, softmax, Aggregation, Collision,
+    affinity_multipliers, affinity_scale, aggregate, check_factors, detect_collision, softmax,
+    Aggregation, Collision,
 };
 
 /// Parameters of [`score_routes`].
@@ -25,9 +26,11 @@ pub struct StepParams {
     pub temperature: f32,
     /// Active domain names (affinity applies only when non-empty).
     pub active_domains: Vec<String>,
-    /// Multiplier for routes in an active domain.
+    /// Affinity factor (finite, ≥ 0) for routes in an active domain, applied
+    /// with [`affinity_scale`]: it never lowers a score of either sign when ≥ 1.
     pub boost: f32,
-    /// Multiplier for the other routes.
+    /// Affinity factor (finite, ≥ 0) for the other routes: it never raises a
+    /// score of either sign when ≤ 1.
     pub penalty: f32,
     /// Collision gap threshold.
     pub collision_gap: f32,
@@ -78,7 +81,7 @@ pub struct StepResult {
     /// Bound on `|raw − exact|` per route: 0 when exact (always, for f32 and
     /// f16 storage; for int8, see [`crate::scoring::step_compact`]).
     pub bound: Vec<f32>,
-    /// `raw` after domain affinity.
+    /// `raw` after domain affinity ([`affinity_scale`] of each route's factor).
     pub adjusted: Vec<f32>,
     /// Softmax of `adjusted / temperature` (empty unless `probabilities`).
     pub probs: Vec<f32>,
@@ -119,6 +122,7 @@ pub fn score_routes_biased(
     if let Some(b) = bias {
         check_bias(b, n_routes)?;
     }
+    check_factors(p.boost, p.penalty)?;
     let route_domains = index.route_domains().to_vec();
     let mult = route_multipliers(index, &route_domains, p);
     let (dense, bound, top, top_dense) = if index.kind() == StorageKind::Int8 {
@@ -158,12 +162,12 @@ pub fn score_routes_biased(
             Some(dense),
         ),
     };
-    // A route at -inf (no exemplars, or removed by its bias) stays there whatever its
-    // domain's multiplier: -inf x 0 would be NaN.
+    // Any sign of score: a boost never lowers it, a penalty never raises it; a route at
+    // -inf (no exemplars, or removed by its bias) stays there ([`affinity_scale`]).
     let adjusted: Vec<f32> = raw
         .iter()
         .zip(&mult)
-        .map(|(&r, m)| if r == f32::NEG_INFINITY { r } else { r * m })
+        .map(|(&r, &m)| affinity_scale(r, m))
         .collect();
     if adjusted.iter().all(|s| *s == f32::NEG_INFINITY) {
         return Err(match bias {
@@ -210,7 +214,7 @@ fn check_bias(bias: &[f32], n_routes: usize) -> Result<()> {
     )))
 }
 
-/// Per-route affinity multipliers ([`affinity_multipliers`]); when none of the
+/// Per-route affinity factors ([`affinity_multipliers`]); when none of the
 /// active domain names is known to the index, every route is cross-domain and
 /// gets `penalty`.
 fn route_multipliers(index: &FlatIndex, route_domains: &[u32], p: &StepParams) -> Vec<f32> {

@@ -22,7 +22,7 @@ use crate::kernels::simd::{dot, prefetch};
 use crate::kernels::topk::{Hit, TopK};
 use crate::scoring::step::StepParams;
 use crate::scoring::step_scan::{scan_int8, Scan, GROUP};
-use crate::scoring::{aggregate, Aggregation};
+use crate::scoring::{affinity_scale, aggregate, Aggregation};
 
 /// Raw route scores (exact for contenders, without the bias), their error
 /// bounds (0 when exact) and the exact best exemplars (biased scores, and
@@ -35,7 +35,8 @@ pub(crate) struct Estimate {
 }
 
 /// Estimate every route of an int8 `index` for the prepared query `q`;
-/// `mult[r]` is route `r`'s affinity multiplier, `bias[r]` its additive bias.
+/// `mult[r]` is route `r`'s affinity factor (see [`affinity_scale`]), `bias[r]`
+/// its additive bias.
 pub(crate) fn estimate(
     index: &FlatIndex,
     q: &[f32],
@@ -225,12 +226,9 @@ fn contenders(
     bias: Option<&[f32]>,
 ) -> Vec<bool> {
     let n_routes = mult.len();
-    let interval = |lo: f32, hi: f32, m: f32| {
-        let (a, b) = (lo * m, hi * m);
-        let (a, b) = if m >= 0.0 { (a, b) } else { (b, a) };
-        // -inf × 0 (no rows, zero multiplier) is NaN: never a lower bound.
-        (if a.is_nan() { f32::NEG_INFINITY } else { a }, b)
-    };
+    // The affinity scale is non-decreasing in the score (factors are >= 0), so it maps
+    // an interval's ends to the adjusted interval's; -inf (no rows) stays -inf.
+    let interval = |lo: f32, hi: f32, m: f32| (affinity_scale(lo, m), affinity_scale(hi, m));
     // No active domain (multipliers all 1): the intervals are the bounds plus
     // the bias, in loops that vectorise, and the upper ends are not stored.
     let unit = mult.iter().all(|&m| m == 1.0);
