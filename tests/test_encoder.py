@@ -4,6 +4,7 @@ cache, threads and bad input. Uses the real models in ../shared/models."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -197,6 +198,18 @@ def test_bad_arguments(encoder):
     for huge in (30_000, 10**6):  # ONNX Runtime hung / crashed on these
         with pytest.raises(InvalidArgumentError, match="at most 1024|between 1 and 1024"):
             Encoder.load(threads=huge)
+
+
+def test_threads_are_capped_at_what_the_cpus_can_run():
+    """Issue 36 §8: threads=1024 under an address-space limit hung; more threads than
+    THREADS_PER_CPU per usable CPU are now refused before any is started."""
+    from routecore.encoder import THREADS_PER_CPU, max_threads
+
+    cpus = len(os.sched_getaffinity(0))
+    assert max_threads() == min(1024, THREADS_PER_CPU * cpus)
+    most = max_threads()
+    with pytest.raises(InvalidArgumentError, match=f"threads={most + 1} is more than {most}"):
+        Encoder.load(threads=max_threads() + 1)
 
 
 def test_threads_share_one_encoder(encoder):

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -245,3 +246,26 @@ def test_the_hf_cache_is_found_as_huggingface_hub_finds_it(monkeypatch, tmp_path
     monkeypatch.setenv("HF_HUB_CACHE", "/new")
     assert hfc.hub_cache() == Path("/new")
     assert hfc.repo_folder("BAAI/bge-m3") == Path("/new/models--BAAI--bge-m3")
+
+
+@pytest.mark.parametrize("how", ["dotdot", "absolute", "symlink"])
+def test_an_onnx_file_outside_the_model_folder_is_refused(tmp_path, how):
+    """Issue 36 §7: config.json may not lead the loader to an ONNX file outside the model folder."""
+    bundled = models.bundled_model_dir()
+    cfg = json.loads((bundled / "config.json").read_text(encoding="utf-8"))
+    outside = tmp_path / "elsewhere" / "model.onnx"
+    outside.parent.mkdir()
+    os.symlink(bundled / cfg["models"]["int8"], outside)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    os.symlink(bundled / "tokenizer.json", folder / "tokenizer.json")
+    name = {"dotdot": "../elsewhere/model.onnx", "absolute": str(outside), "symlink": "model-int8.onnx"}[how]
+    if how == "symlink":
+        os.symlink(outside, folder / "model-int8.onnx")
+    (folder / "config.json").write_text(json.dumps({**cfg, "models": {"int8": name}}), encoding="utf-8")
+    with pytest.raises(ModelError, match=r"config\.json: models\.int8 names .* outside the model folder"):
+        Encoder.load(folder)
+    if how == "dotdot":  # the same file inside the folder loads
+        shutil.copyfile(outside, folder / "model-int8.onnx")
+        (folder / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
+        assert Encoder.load(folder, cache_size=0).dim == cfg["dim"]

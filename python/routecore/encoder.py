@@ -17,6 +17,15 @@ from routecore.runtime import onnxruntime_library
 Kind = Literal["query", "passage"]
 #: The most intra-op threads an encoder accepts (the core refuses more too).
 MAX_THREADS = 1024
+#: An encoder's threads at most per CPU this process may run on: more only share the same cores, and
+#: a thousand threads under an address-space limit made the load hang instead of failing.
+THREADS_PER_CPU = 4
+
+
+def max_threads() -> int:
+    """The most threads :meth:`Encoder.load` starts here: :data:`THREADS_PER_CPU` per usable CPU."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return min(MAX_THREADS, THREADS_PER_CPU * max(cpus, 1))
 #: Texts are cut at ``max_length`` times this many characters before tokenizing.
 CHARS_PER_TOKEN = 64
 
@@ -81,9 +90,14 @@ class Encoder:
         """
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS):
             raise InvalidArgumentError(f"threads must be a whole number between 1 and {MAX_THREADS}, got {threads!r}")
+        if threads is not None and threads > max_threads():
+            most = max_threads()
+            raise InvalidArgumentError(f"threads={threads} is more than {most}: {THREADS_PER_CPU} per CPU this "
+                                       "process may use (more would only share the same cores)")
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or not 0 <= cache_size <= MAX_CACHE:
             raise InvalidArgumentError(f"cache_size must be a whole number between 0 and {MAX_CACHE}, got {cache_size!r}")
         folder = models.resolve(path_or_name)
+        models.check_model_files(folder)
         lib = onnxruntime_library(runtime_path)
         native = _native.Encoder.load(str(folder), str(lib), variant, threads, cache_size, spinning)
         return cls(native, folder)

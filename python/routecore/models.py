@@ -8,6 +8,7 @@ verification, retries, resume, the per-model lock and the atomic install).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -150,6 +151,31 @@ def resolve(name_or_path: str | os.PathLike[str] | None) -> Path:
         return cached
     hint = f"; run `routecore models pull {name_or_path}`" if str(name_or_path) in REGISTRY else ""
     raise ModelError(f"model {str(name_or_path)!r} is neither a folder nor a pulled model{hint}")
+
+
+def check_model_files(folder: Path) -> None:
+    """A :class:`ModelError` when ``config.json`` names an ONNX file (``onnx``, ``models``) outside the
+    model folder: an absolute path, a ``..`` step, or a symbolic link that leads out of it. What else is
+    wrong with the file is for the loader to say."""
+    cfg = folder / "config.json"
+    try:
+        data = json.loads(cfg.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(data, dict):
+        return
+    named = [("onnx", data.get("onnx"))]
+    if isinstance(data.get("models"), dict):
+        named += [(f"models.{k}", v) for k, v in data["models"].items()]
+    root = folder.resolve()
+    for key, rel in named:
+        if not isinstance(rel, str):
+            continue
+        p = Path(rel)
+        target = (folder / p).resolve()
+        if p.is_absolute() or ".." in p.parts or root not in target.parents:
+            raise ModelError(f"{cfg}: {key} names {rel!r}, which is outside the model folder {folder} "
+                             f"(it leads to {target}); the model's files must be inside its folder")
 
 
 def list_models() -> list[dict[str, Any]]:

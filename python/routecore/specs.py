@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -134,16 +136,49 @@ def check_thresholds(where: str, th: Any) -> dict[str, float]:
     return checked
 
 
+#: Route names a config may not use: they would read as a decision rather than a route.
+RESERVED_ROUTE_NAMES = frozenset({"clarify"})
+
+
+def name_key(name: str) -> str:
+    """The form two names are compared in: NFKC, case-folded. Names with the same key look alike
+    ("café" composed and decomposed, "ＢＩＬＬＩＮＧ" and "billing") and may not name two routes or
+    two tools."""
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
+def check_name(name: str, kind: str, where: str) -> None:
+    """A :class:`ConfigError` for a route or tool name that is blank, starts or ends with a space, holds
+    an invisible or control character (zero-width space or joiner, a bidirectional override, a line
+    break), or, for a route, is reserved (``CLARIFY``)."""
+    if not isinstance(name, str):
+        return  # the schema names the wrong type
+    if not name.strip():
+        raise ConfigError(f"{where}: {kind} name {name!r} is blank")
+    if name != name.strip():
+        raise ConfigError(f"{where}: {kind} name {name!r} starts or ends with a space")
+    bad = [c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp")]
+    if bad:
+        shown = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in dict.fromkeys(bad))
+        raise ConfigError(f"{where}: {kind} name {name!r} holds invisible or control characters ({shown}); "
+                          "names must read as they compare")
+    if kind == "route" and name_key(name) in RESERVED_ROUTE_NAMES:
+        raise ConfigError(f"{where}: {name!r} is reserved (the clarify decision's route); "
+                          "name the route otherwise")
+
+
 def _check_spec(spec: RouteSpec | ToolSpec, kind: str) -> None:
     """Types and ranges of a spec built in code (configs are checked as a whole by :func:`parse_config`)."""
     s = _schema()
     s.convert(spec, s.Route if kind == "route" else s.Tool, f"{kind} {spec.name!r}")
+    check_name(spec.name, kind, f"{kind} {spec.name!r}")
     for k in ("utterances", "success_examples", "anti_patterns", "safety_tags", "prefers_entities", "requires_entities"):
         if isinstance(getattr(spec, k, ()), list):
             object.__setattr__(spec, k, tuple(getattr(spec, k)))
 
 
 def _route(r: Any, i: int, where: str) -> RouteSpec:
+    check_name(r.name, "route", f"{where}: routes[{i}]")
     spec = RouteSpec(name=r.name, utterances=tuple(r.utterances), description=r.description, domain=r.domain,
                      thresholds=check_thresholds(where, r.thresholds), fallback_on_error=r.fallback_on_error,
                      metadata=r.metadata, prefers_entities=tuple(r.prefers_entities), requires_entities=tuple(r.requires_entities),
@@ -154,6 +189,7 @@ def _route(r: Any, i: int, where: str) -> RouteSpec:
 
 
 def _tool(t: Any, i: int, where: str) -> ToolSpec:
+    check_name(t.name, "tool", f"{where}: tools[{i}]")
     spec = ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema, domain=t.domain or t.plugin,
                     success_examples=tuple(t.success_examples), anti_patterns=tuple(t.anti_patterns),
                     cost_estimate=t.cost_estimate, avg_latency=t.avg_latency, safety_tags=tuple(t.safety_tags), core=t.core,
@@ -164,11 +200,18 @@ def _tool(t: Any, i: int, where: str) -> ToolSpec:
 
 
 def unique(names: list[str], what: str, where: str = "config") -> None:
+    """A :class:`ConfigError` when two names are the same or look alike (:func:`name_key`)."""
     seen: dict[str, int] = {}
     for i, n in enumerate(names):
-        if n in seen:
-            raise ConfigError(f"{where}: {what}s[{i}]: duplicate {what} name {n!r} (first at {what}s[{seen[n]}])")
-        seen[n] = i
+        k = name_key(n)
+        if k in seen:
+            first, j = names[seen[k]], seen[k]
+            if first == n:
+                raise ConfigError(f"{where}: {what}s[{i}]: duplicate {what} name {n!r} "
+                                  f"(first at {what}s[{j}])")
+            raise ConfigError(f"{where}: {what}s[{i}]: {what} name {ascii(n)} looks like {ascii(first)} "
+                              f"({what}s[{j}]): the same once Unicode-normalized (NFKC) and case-folded")
+        seen[k] = i
 
 
 #: A YAML document may expand to at most this many nodes (aliases counted at every use)
@@ -199,6 +242,7 @@ def load_yaml(text: str, where: Any = "<string>") -> Any:
             if isinstance(n, yaml.SequenceNode):
                 total = 1 + sum(expanded(c, depth + 1) for c in n.value)
             elif isinstance(n, yaml.MappingNode):
+                _no_duplicate_keys(n, where)
                 total = 1 + sum(expanded(k, depth + 1) + expanded(v, depth + 1) for k, v in n.value)
             else:
                 total = 1
@@ -217,14 +261,57 @@ def load_yaml(text: str, where: Any = "<string>") -> Any:
         loader.dispose()
 
 
-def read_text(p: Path, encoding: str = "utf-8") -> str:
-    """The text of a config file, or a :class:`ConfigError` that names it (unreadable, not UTF-8)."""
+def _no_duplicate_keys(node: Any, where: Any) -> None:
+    """A :class:`ConfigError` naming the file, the key and both lines when a YAML mapping repeats a key
+    (YAML loaders keep the last one silently). ``<<`` merges may still be overridden by explicit keys."""
+    seen: dict[tuple[str, str], int] = {}
+    for k, _ in node.value:
+        if not hasattr(k, "tag") or not isinstance(k.value, str) or k.tag == "tag:yaml.org,2002:merge":
+            continue
+        key, line = (k.tag, k.value), k.start_mark.line + 1
+        if key in seen:
+            raise ConfigError(f"{where}: line {line}: duplicate key {k.value!r} (first at line {seen[key]})")
+        seen[key] = line
+
+
+def _json_object(where: Any) -> Any:
+    """``json.loads``'s ``object_pairs_hook``: a dict, or a :class:`ConfigError` on a repeated key."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in pairs:
+            if k in out:
+                raise ConfigError(f"{where}: duplicate key {k!r} in a JSON object "
+                                  "(the last would win silently)")
+            out[k] = v
+        return out
+
+    return hook
+
+
+#: The largest config file read, in bytes (``/dev/zero`` would be read until memory runs out).
+MAX_CONFIG_BYTES = 256 << 20
+
+
+def read_text(p: Path, encoding: str = "utf-8", limit: int = MAX_CONFIG_BYTES) -> str:
+    """The text of a config file, or a :class:`ConfigError` that names it: unreadable, not a regular
+    file (a FIFO would block the read forever, a device never end), over ``limit`` bytes, not UTF-8."""
     try:
-        return p.read_text(encoding=encoding)
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{p} is not UTF-8 text: byte {e.start}: {e.reason}") from None
+        # O_NONBLOCK: opening a FIFO does not wait for a writer
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ConfigError(f"{p} is not a regular file (a FIFO, a device or a folder); give a file")
+        with open(fd, "rb") as f:
+            data = f.read(limit + 1)
     except OSError as e:
         raise ConfigError(f"cannot read {p}: {e}") from None
+    if len(data) > limit:
+        raise ConfigError(f"{p} is over {limit >> 20} MiB, the limit for a config file")
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p} is not UTF-8 text: byte {e.start}: {e.reason}") from None
 
 
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -235,7 +322,7 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         data = load_yaml(text, p)
     else:
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_json_object(p))
         except json.JSONDecodeError as e:
             raise ConfigError(f"malformed JSON in {p}: line {e.lineno}: {e.msg}") from None
         except RecursionError:
