@@ -115,3 +115,35 @@ def test_negative_or_huge_integers_never_reach_the_native_layer():
     for k in (-1, 2**64):
         with pytest.raises(InvalidArgumentError, match="k must"):
             ix.search([1, 0, 0, 0], k)
+
+
+BASE = ("routes:\n  - name: A\n    utterances: [a]\n  - name: B\n    utterances: [b]\n"
+        "tools:\n  - name: t\n    description: t\n")
+
+
+@pytest.mark.parametrize("extra,match", [
+    ("policy:\n  bias_rules: [{a: A, b: Z, winner: A, within: 0.1}]\n",
+     r"policy\.bias_rules\[0\] .* unknown routes \['Z'\]"),
+    ("policy:\n  per_route: {Z: {high: 0.5}}\n", r"policy\.per_route names unknown routes \['Z'\]"),
+    ("policy:\n  fallback_tool: nope\n", r"policy\.fallback_tool 'nope' is not a tool"),
+    ("entities:\n  patterns: {order_id: '([a-z'}\n",
+     r"entities\.patterns\.order_id: .*unclosed character class"),
+    ("entities:\n  patterns: {order_id: 'ORD\\d+'}\n", r"route 'A' names entity types \['ghost'\]"),
+])
+def test_cross_reference_errors_name_the_file(tmp_path, extra, match):
+    """Issue 36 §8: errors found once the whole config is read still say which file they are in."""
+    text = BASE
+    if "ORD" in extra:
+        text = BASE.replace("utterances: [a]\n", "utterances: [a]\n    prefers_entities: [ghost]\n")
+    p = tmp_path / "routes.yaml"
+    p.write_text(text + extra, encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"^{p}: .*{match}"):
+        Router.from_config(p, encoder=StubEncoder(ENC))
+
+
+def test_an_overlay_naming_unknown_tools_names_its_file(tmp_path):
+    p, overlay = tmp_path / "tools.yaml", tmp_path / "overlay.yaml"
+    p.write_text(BASE, encoding="utf-8")
+    overlay.write_text("ghost_tool: {core: true}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"^{p}: overlay {overlay} names tools that are not in the catalog"):
+        Router.from_config(p, encoder=StubEncoder(ENC), tool_overlay=overlay)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from stubs import StubEncoder, mix, unit, manual
 
-from routecore.errors import ConfigError
+from routecore.errors import ConfigError, StorageIOError
 from routecore.router import Router
 from routecore.specs import RouteSpec, ToolSpec
 
@@ -54,7 +54,7 @@ def test_a_save_that_fails_half_way_keeps_the_previous_bundle(tmp_path, monkeypa
         real(self, path)
 
     monkeypatch.setattr(VectorIndex, "save", failing)
-    with pytest.raises(OSError):
+    with pytest.raises(StorageIOError, match="disk full"):  # a RoutecoreError (issue 36 §8), not OSError
         new.save(tmp_path / "b")
     monkeypatch.setattr(VectorIndex, "save", real)
     back = Router.load(tmp_path / "b", encoder=enc)
@@ -97,3 +97,72 @@ def test_bundle_paths_stay_inside_the_bundle(tmp_path, bad):
     (tmp_path / "b" / "bundle.json").write_text(json.dumps(meta))
     with pytest.raises(ConfigError, match="plain file name"):
         Router.load(tmp_path / "b", encoder=enc)
+
+
+def finishes(fn, *args, **kw):
+    """``fn(*args, **kw)`` in a thread: what it returned or raised, or an AssertionError if it is still
+    blocked after 60 s (a FIFO read never returns)."""
+    import threading
+
+    out: dict = {}
+
+    def run():
+        try:
+            out["value"] = fn(*args, **kw)
+        except BaseException as e:  # noqa: BLE001 - handed back to the test
+            out["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), f"{fn.__name__} blocked"
+    return out
+
+
+def test_a_save_onto_a_file_or_an_unwritable_place_raises_a_storage_error(tmp_path):
+    """Issue 36 §8: Router.save raised FileExistsError / NotADirectoryError."""
+    r = _two_route_router(StubEncoder({"a": unit(0), "b": unit(1), "t": unit(2)}))
+    f = tmp_path / "a_file"
+    f.write_text("x")
+    with pytest.raises(StorageIOError, match=f"cannot save the bundle to {f}: a file is there"):
+        r.save(f)
+    with pytest.raises(StorageIOError, match=f"cannot save the bundle to {f / 'b'}: .*Not a directory"):
+        r.save(f / "b")
+    assert f.read_text() == "x"
+
+
+def test_fifos_in_a_bundle_are_refused_not_read(tmp_path):
+    """Issue 36 §8: a FIFO as bundle.json or as a table blocked the load forever."""
+    import json
+    import os
+
+    enc = StubEncoder({"a": unit(0), "b": unit(1), "t": unit(2)})
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "bundle.json")
+    out = finishes(Router.load, fifo, encoder=enc)
+    assert isinstance(out.get("error"), ConfigError)
+    assert "bundle.json is not a regular file" in str(out["error"])
+    d = tmp_path / "b"
+    _two_route_router(enc).save(d)
+    table = json.loads((d / "bundle.json").read_text())["files"]["routes"]["file"]
+    (d / table).unlink()
+    os.mkfifo(d / table)
+    out = finishes(Router.load, d, encoder=enc)
+    assert isinstance(out.get("error"), ConfigError) and f"{table} is not a regular file" in str(out["error"])
+
+
+def test_every_file_of_a_bundle_gets_the_umask_mode(tmp_path):
+    """Issue 36 §9: bundle.json was 0600 while the tables were 0644, so another account could not
+    serve a bundle; every file now has 0666 less the umask, whatever the umask."""
+    import os
+
+    r = _two_route_router(StubEncoder({"a": unit(0), "b": unit(1), "t": unit(2)}))
+    old = os.umask(0o027)
+    try:
+        r.save(tmp_path / "b")
+    finally:
+        os.umask(old)
+    files = [p for p in (tmp_path / "b").iterdir() if p.name != ".routecore.lock"]
+    modes = {p.name: p.stat().st_mode & 0o777 for p in files}
+    assert "bundle.json" in modes and set(modes.values()) == {0o640}, modes

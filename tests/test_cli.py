@@ -120,3 +120,16 @@ def test_a_non_utf8_argument_is_routed_with_an_alert_not_a_traceback():
     assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr
     d = json.loads(p.stdout)
     assert d["action"] == "route" and any(a["kind"] == "invalid_text" for a in d["alerts"])
+
+
+@pytest.mark.parametrize("flag", ["--data", "--log"])
+def test_eval_names_the_line_of_a_file_that_is_not_utf8(tmp_path, flag):
+    """Issue 36 §8: eval --data / --log printed a UnicodeDecodeError traceback."""
+    f = tmp_path / "rows.jsonl"
+    f.write_bytes(b'{"text": "hello", "label": "GENERAL"}\n' if flag == "--data" else b"")
+    with f.open("ab") as out:
+        out.write(b'{"text": "caf\xe9", "label": "GENERAL"}\n')  # Latin-1, not UTF-8
+    line = 2 if flag == "--data" else 1
+    p = run("eval", "--config", "examples/it_ops_routes.yaml", flag, str(f), check=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert f"rows.jsonl:{line}: not UTF-8 text" in p.stderr

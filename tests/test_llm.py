@@ -80,6 +80,8 @@ class ChatServer:
                     return
                 if kind == "garbage":
                     out = b"this is not json"
+                elif kind == "deep":  # 200,000 nested arrays: past Python's recursion limit (issue 36 §8)
+                    out = b'{"choices": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
                 elif kind == "huge":  # an endless body: 64 MB of spaces, sent until the client hangs up
                     out = b" " * (64 << 20)
                 elif kind == "two":
@@ -167,7 +169,7 @@ def test_llm_can_ask_to_clarify(server):
     assert d.action == "clarify" and d.used_llm and d.question
 
 
-@pytest.mark.parametrize("mode", ["garbage", "two", "ok:UNKNOWN", "http500", "slow:1.5"])
+@pytest.mark.parametrize("mode", ["garbage", "deep", "two", "ok:UNKNOWN", "http500", "slow:1.5"])
 def test_llm_failures_fall_back_to_best_semantic_route(server, mode):
     server.mode = mode
     r, _ = make(server, timeout=0.5)
@@ -216,6 +218,8 @@ def test_parse_tool_call_errors():
     with pytest.raises(LLMError):
         parse_tool_call('{"choices": [{"message": {"content": "A"}}]}', {"A"})
     assert parse_tool_call('{"choices": [{"message": {"tool_calls": [{"function": {"name": "A"}}]}}]}', {"A"}) == "A"
+    with pytest.raises(LLMError, match="nested too deep"):  # was a RecursionError (issue 36 §8)
+        parse_tool_call('{"choices": ' + "[" * 200_000 + "]" * 200_000 + "}", {"A"})
     assert "ambiguous" in OpenAICompatibleRouter("http://x", "m").payload(LLMRequest("q", [("A", "a")]))["messages"][0]["content"]
 
 

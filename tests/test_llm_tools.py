@@ -107,6 +107,8 @@ def test_unknown_names_are_dropped_and_reported(tools_router, server):
     ("", "answered nothing"),
     ("RAW:this is not json", "not a chat completion"),
     ('<tool_selection>{"complexity": "simple"}</tool_selection>', "no selected_tools"),
+    ("[" * 200_000 + "]" * 200_000, "no JSON object or list"),  # nested past the stack (issue 36 §8)
+    ("RAW:" + '{"choices": ' + "[" * 200_000 + "]" * 200_000 + "}", "not a chat completion"),
 ])
 def test_garbage_falls_back_to_the_semantic_belt(tools_router, server, answer, why):
     server.answer = answer

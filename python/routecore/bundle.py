@@ -9,6 +9,7 @@ and refuses a bundle made with another model. ``Router.save`` and
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -22,10 +23,10 @@ import numpy as np
 from routecore._native import LexicalIndex
 from routecore.atomic import temp_beside
 from routecore.calibration import Calibration
-from routecore.errors import ConfigError, RoutecoreError
+from routecore.errors import ConfigError, RoutecoreError, StorageIOError
 from routecore.index import VectorIndex
 from routecore.policy import Policy
-from routecore.specs import RouteSpec, ToolSpec, parse_config
+from routecore.specs import RouteSpec, ToolSpec, parse_config, read_text
 from routecore.tables import EncoderLike, exemplar_texts
 
 BUNDLE_VERSION = 2
@@ -47,9 +48,15 @@ def save(router: Any, path: str | os.PathLike[str], *, fitted: dict[str, Any] | 
     force; the files of older generations are removed once the new one is in place.
     """
     d = Path(path)
-    d.mkdir(parents=True, exist_ok=True)
-    with _writer_lock(d):
-        _save_locked(router, d, fitted)
+    try:
+        if d.exists() and not d.is_dir():
+            raise FileExistsError(errno.EEXIST, "a file is there, not a bundle folder", str(d))
+        d.mkdir(parents=True, exist_ok=True)
+        with _writer_lock(d):
+            _save_locked(router, d, fitted)
+    except OSError as e:  # an existing file, a read-only or full filesystem, no permission
+        where = f"{e.filename}: " if e.filename and str(e.filename) != str(d) else ""
+        raise StorageIOError(f"cannot save the bundle to {d}: {where}{e.strerror or e}") from None
 
 
 @contextlib.contextmanager
@@ -143,6 +150,8 @@ def _member(d: Path, meta: dict[str, Any], name: str, default: str) -> Path:
     if not isinstance(fn, str) or Path(fn).name != fn or fn in ("", ".", ".."):
         raise ConfigError(f"{d}: bundle file {fn!r} for {name} is not a plain file name inside the bundle")
     p = d / fn
+    if p.exists() and not p.is_file():  # a FIFO would block the read forever
+        raise ConfigError(f"{d}: {fn} is not a regular file")
     if isinstance(entry, dict) and p.is_file() and _sha256(p) != entry.get("sha256"):
         raise ConfigError(f"{d}: {fn} does not match bundle.json (another generation or a changed file); save the bundle again")
     return p
@@ -150,8 +159,8 @@ def _member(d: Path, meta: dict[str, Any], name: str, default: str) -> Path:
 
 def _read_meta(d: Path) -> dict[str, Any]:
     try:
-        meta = json.loads((d / "bundle.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+        meta = json.loads(read_text(d / "bundle.json"))
+    except (ConfigError, ValueError) as e:
         raise ConfigError(f"{d} is not a router bundle: {e}") from None
     if not isinstance(meta, dict) or meta.get("version") not in READABLE_VERSIONS:
         raise ConfigError(f"bundle version {meta.get('version') if isinstance(meta, dict) else None} is not supported (expected one of {READABLE_VERSIONS})")

@@ -52,7 +52,16 @@ class EntityConfig:
             return None
         from routecore import config_schema
 
+        from routecore import _native
+        from routecore.errors import ConfigError, InvalidArgumentError
+
         e = config_schema.convert(d, config_schema.Entities, where)
+        for k, pattern in e.patterns.items():  # compiled here, so that the error names the file
+            try:
+                _native.EntitySet([], [(k, pattern)], e.fold_accents)
+            except InvalidArgumentError as err:
+                msg = " ".join(str(err).split()).removeprefix("invalid argument: ")
+                raise ConfigError(f"{where}.patterns.{k}: {msg}") from None
         return cls({k: tuple(v) for k, v in e.dictionaries.items()}, dict(e.patterns), e.fold_accents)
 
 

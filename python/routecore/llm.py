@@ -194,6 +194,8 @@ def parse_tool_call(raw: str, allowed: set[str]) -> str:
     """The one tool name called in a chat-completions answer."""
     try:
         msg = json.loads(raw)["choices"][0]["message"]
+    except RecursionError:  # a JSON answer nested deeper than Python's stack
+        raise LLMError(f"unparseable LLM answer: JSON nested too deep: {raw[:60]!r}...") from None
     except (ValueError, KeyError, IndexError, TypeError):
         raise LLMError(f"unparseable LLM answer: {raw[:200]!r}") from None
     calls = msg.get("tool_calls") or []

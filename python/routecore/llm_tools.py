@@ -79,7 +79,7 @@ def parse_selection(text: str) -> dict[str, Any]:
         if a != -1 and b > a:
             try:
                 got = json.loads(body[a:b + 1])
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # not JSON, or nested deeper than the stack
                 continue
             return got if isinstance(got, dict) else {"selected_tools": got}
     raise ValueError("no JSON object or list in the answer")
@@ -194,7 +194,7 @@ class LLMToolRouter:
         raw = c.post(body)
         try:
             content = json.loads(raw)["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError):
             raise LLMError("the LLM answer is not a chat completion with a message") from None
         if not isinstance(content, str) or not content.strip():
             raise LLMError("the LLM answered nothing")

@@ -185,7 +185,12 @@ class Router:
         url, model = kw.pop("llm_url", None), kw.pop("llm_model", None)
         llm = kw.pop("llm", None) or llm_from_config(data.get("llm"), str(path), base_url=url, model=model)
         entities = kw.pop("entities", None) or EntityConfig.from_dict(data.get("entities"), f"{path}: entities")
-        return cls(routes, tools, policy=policy, llm=llm, entities=entities, **kw)
+        try:
+            return cls(routes, tools, policy=policy, llm=llm, entities=entities, **kw)
+        except ConfigError as e:  # a cross-reference (bias rules, per_route, fallback_tool, entity types)
+            if str(path) in str(e):
+                raise
+            raise ConfigError(f"{path}: {e}") from None
 
     @classmethod
     def from_semantic_router(cls, path: str | os.PathLike[str], **kw: Any) -> Router:

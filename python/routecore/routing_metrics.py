@@ -175,10 +175,17 @@ class RoutingMetrics:
         """The metrics of a JSONL log written by ``RoutingMetrics(log=...)`` (not appended to)."""
         m = cls(keep=keep)
         try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
+            if Path(path).exists() and not Path(path).is_file():  # a FIFO would block the read
+                raise ConfigError(f"{path}: the decision log is not a regular file")
+            lines = Path(path).read_bytes().splitlines()
         except OSError as e:
             raise ConfigError(f"{path}: cannot read the decision log: {e}") from e
-        for n, text in enumerate(lines, 1):
+        for n, raw in enumerate(lines, 1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                msg = f"{path}:{n}: not UTF-8 text (byte {e.start} of the line: {e.reason})"
+                raise ConfigError(msg) from None
             if not text.strip():
                 continue
             try:

@@ -204,7 +204,8 @@ def tool_specs(tools: Iterable[Any], *, overlay: str | os.PathLike[str] | Mappin
         docs.append(d)
     unknown = set(over) - {d["name"] for d in docs}
     if unknown and not missing_ok:
-        raise ConfigError(f"overlay names tools that are not in the catalog: {sorted(unknown)[:10]}")
+        named = "overlay" if isinstance(overlay, Mapping) else f"overlay {overlay}"
+        raise ConfigError(f"{named} names tools that are not in the catalog: {sorted(unknown)[:10]}")
     return parse_config({"tools": docs}, where)[1]
 
 

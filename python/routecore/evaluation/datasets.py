@@ -49,8 +49,13 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterable[tuple[int, dict[str, An
     p = Path(path)
     if not p.is_file():
         raise DatasetError(f"dataset file not found: {p}")
-    with open(p, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
+    with open(p, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                msg = f"{p}:{n}: not UTF-8 text (byte {e.start} of the line: {e.reason})"
+                raise DatasetError(msg) from None
             if not line.strip():
                 continue
             try:
