@@ -7,12 +7,21 @@ its own retrievers. routecore does not retrieve documents.
 
 - A ``(domain, intent) → collections`` map wins when the caller's domain and intent
   match an entry.
+- **The LLM decides when it answers:** when the collection router asks its LLM (a
+  query it is unsure of, under ``low_action: llm``) and the LLM names one of the
+  collections, that collection comes first (source ``llm``), followed by the next best
+  by probability; the gate does not apply. The priorities are the probabilities of the
+  chosen collections, sorted, so the LLM's collection takes the highest one.
 - **Confidence gate:** when the best collection's probability is under the gate, or
   the query is out of scope, the configured fallback (every collection by default) is
   returned instead, and the result says so. The gate is the collection table's
   calibrated ``medium`` cut (the probability from which routed decisions are right on
   ``Policy.route_precision`` of held-out exemplars; 0.5 when a config is too small to
   hold any out) unless a number is given.
+- **An LLM answer that names no collection** (it failed, answered an unknown name or
+  asked to clarify) is not used: the selection is the one without an LLM (the best
+  collections above the gate, else the fallback), and ``reason`` says why the LLM's
+  answer was set aside.
 
 Config: a routecore config whose ``routes`` are the collections, with a
 ``knowledge:`` section (``top_k``, ``gate``, ``fallback``, ``map``).
@@ -32,8 +41,10 @@ from routecore.routing_metrics import emit
 class KnowledgeSelection:
     """The collections to search, best first, with their priorities (summing to 1).
 
-    ``source``: ``router`` (the best collections), ``map`` (a ``(domain, intent)``
-    entry) or ``fallback`` (under the gate, or out of scope: ``reason`` says which)."""
+    ``source``: ``router`` (the best collections), ``llm`` (the collection the LLM
+    named, first), ``map`` (a ``(domain, intent)`` entry) or ``fallback`` (under the
+    gate, or out of scope: ``reason`` says which). ``reason`` also says when an LLM
+    answer was set aside (see the module docs)."""
 
     collections: tuple[tuple[str, float], ...]
     source: str
@@ -121,14 +132,48 @@ class KnowledgeRouter:
                 return KnowledgeSelection(tuple((c, 1.0 / len(cs)) for c in cs), "map", f"map entry ({d}, {i})")
         dec = self.router.route(query)
         probs = dict(dec.probabilities)
-        best = sorted(self.names, key=lambda n: -probs.get(n, 0.0))[: self.config.top_k]
+        ranked = sorted(self.names, key=lambda n: -probs.get(n, 0.0))
         conf, gate = float(dec.confidence), self.gate
-        if dec.action == "none" or conf < gate:
-            why = "out of scope" if dec.action == "none" else f"best collection's probability {conf:.3f} under the gate {gate:.3f}"
+        set_aside = _llm_set_aside(dec, self.names)
+        if dec.used_llm and not set_aside:  # the LLM named a collection: it decides
+            chosen = [dec.route] + [n for n in ranked if n != dec.route][: self.config.top_k - 1]
+            weights = sorted((probs.get(n, 0.0) for n in chosen), reverse=True)
+            total = sum(weights)
+            why = dec.reason.message if dec.reason is not None else f"the LLM chose {dec.route}"
+            if total <= 0.0:  # no probabilities (the encoder failed): the LLM's collection alone
+                return KnowledgeSelection(((dec.route, 1.0),), "llm", why, conf, gate)
+            shares = tuple((n, w / total) for n, w in zip(chosen, weights))
+            return KnowledgeSelection(shares, "llm", why, conf, gate)
+        note = f"the LLM's answer was not used: {set_aside}" if set_aside else ""
+        if dec.action in ("none", "error") or conf < gate:
+            if dec.action == "error":
+                why = f"no decision ({dec.reason.message if dec.reason is not None else dec.fallback})"
+            elif dec.action == "none":
+                why = "out of scope"
+            else:
+                why = f"best collection's probability {conf:.3f} under the gate {gate:.3f}"
             fb = self.names if self.config.fallback == "all" else list(self.config.fallback)
-            return KnowledgeSelection(tuple((c, 1.0 / len(fb)) for c in fb), "fallback", why, conf, gate)
+            reason = f"{note}; {why}" if note else why
+            return KnowledgeSelection(tuple((c, 1.0 / len(fb)) for c in fb), "fallback", reason, conf, gate)
+        best = ranked[: self.config.top_k]
         total = sum(probs.get(n, 0.0) for n in best) or 1.0
-        return KnowledgeSelection(tuple((n, probs.get(n, 0.0) / total) for n in best), "router", "", conf, gate)
+        shares = tuple((n, probs.get(n, 0.0) / total) for n in best)
+        return KnowledgeSelection(shares, "router", note, conf, gate)
 
     def select_many(self, queries: Sequence[str]) -> list[KnowledgeSelection]:
+        """:meth:`select` of each query (no domain or intent)."""
         return [self.select(q) for q in queries]
+
+
+def _llm_set_aside(dec: Any, names: Sequence[str]) -> str:
+    """Why the decision's LLM answer names no collection ("" when it names one, or no LLM was asked):
+    the LLM failed or answered an unknown name (the router then decided without it), asked to
+    clarify, or (a router that does not check its LLM) routed to a name that is not a collection."""
+    if not dec.used_llm:
+        code = dec.reason.code if dec.reason is not None else ""
+        return str(dec.fallback or "the LLM failed") if code == "llm_failed" else ""
+    if dec.action != "route":
+        return "the LLM named no collection (it asked to clarify)"
+    if dec.route not in names:
+        return f"the LLM answered an unknown collection {dec.route!r}"
+    return ""
