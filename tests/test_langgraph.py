@@ -9,22 +9,19 @@ import operator
 from typing import Annotated, Any, Optional
 
 import pytest
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import BaseTool, tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph_bigtool import create_agent  # type: ignore[import-untyped]
+from pydantic import Field
 
-pytest.importorskip("langgraph_bigtool")
-
-from langchain_core.language_models.chat_models import BaseChatModel  # noqa: E402
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage  # noqa: E402
-from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
-from langchain_core.tools import BaseTool, tool  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
-from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
-from langgraph.prebuilt import ToolNode  # noqa: E402
-from langgraph_bigtool import create_agent  # type: ignore[import-untyped]  # noqa: E402
-from pydantic import Field  # noqa: E402
-
-from routecore import BiasRule, ConfigError, InvalidArgumentError, Policy, RouteSpec, Router  # noqa: E402
-from routecore.memory import ExperienceMemory  # noqa: E402
-from routecore.integrations.langgraph import make_retrieve_tools, make_router_edge  # noqa: E402
+from routecore import BiasRule, ConfigError, InvalidArgumentError, Policy, RouteSpec, Router
+from routecore.memory import ExperienceMemory
+from routecore.integrations.langgraph import make_retrieve_tools, make_router_edge
 
 
 @tool

@@ -92,7 +92,6 @@ def test_command_line_overrides():
 
 
 def test_the_router_class_can_be_chosen():
-    pytest.importorskip("httpx")
     from routecore.llm_async import AsyncOpenAICompatibleRouter
 
     llm = llm_from_config({"model": "m", "base_url": "http://x/v1"}, "f.yaml", router_class=AsyncOpenAICompatibleRouter, environ={})

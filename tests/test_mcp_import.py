@@ -7,13 +7,12 @@ import json
 import sys
 from pathlib import Path
 
+import mcp  # noqa: F401 (the test extra installs it: missing, these fail, never skip)
 import pytest
 
-pytest.importorskip("mcp")  # the test extra installs it: CI runs these
-
-from routecore import Router  # noqa: E402
-from routecore.errors import ConfigError  # noqa: E402
-from routecore.mcp_tools import MCPImportError, alist_mcp_tools, list_mcp_tools, mcp_tool_specs  # noqa: E402
+from routecore import Router
+from routecore.errors import ConfigError
+from routecore.mcp_tools import MCPImportError, alist_mcp_tools, list_mcp_tools, mcp_tool_specs
 
 SERVER = str(Path(__file__).parent / "data" / "mcp_server.py")
 HOME = [sys.executable, SERVER, "home"]

@@ -38,7 +38,7 @@ def test_mcp_entry_keeps_name_description_schema_and_annotations():
 
 
 def test_mcp_sdk_objects_are_accepted():
-    types = pytest.importorskip("mcp.types")
+    from mcp import types  # the test extra installs it
     obj = types.Tool(name="get_weather", description="Weather forecast for a city.", inputSchema=SCHEMA,
                      annotations=types.ToolAnnotations(readOnlyHint=True))
     (t,) = tool_specs([obj])
@@ -65,7 +65,7 @@ def test_openai_formats_keep_the_schema_and_extras():
 
 
 def test_langchain_tools_are_converted_by_langchain_itself():
-    tools = pytest.importorskip("langchain_core.tools")
+    from langchain_core import tools  # the test extra installs it
 
     @tools.tool
     def get_invoice(invoice_id: str, include_lines: bool = False) -> str:
