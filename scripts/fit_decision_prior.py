@@ -10,16 +10,17 @@ with a prior train it), and per dev query the head's in-scope probabilities, its
 probability and the gold route. Only dev splits are read (CLINC150 val, MASSIVE dev, the last
 fifth of BANKING77 train).
 
-``fit``: the cuts (routecore.prior.DecisionPrior). Each cut is a function of two numbers the
-router knows when it is built: how often an exemplar's nearest other exemplars are its own
-route's (``top1_dense``, leave-one-out cosines), the exemplars per route and the routes.
-``logit(cut) = w0 + w1 logit(top1_dense) + w2 log(exemplars per route) + w3 log(routes)``, least squares on each run's oracle cut
-(the lowest cut on the head's best probability whose routed decisions are right on the target),
-at the lowest target from the goal up under which every set's mean routed precision meets the
-goal: ``medium`` 0.95 (0.90 on MASSIVE fr/zh), ``high`` 0.99, ``previous_high`` 0.90.
-``clarify_mass``: the smallest mass whose options hold the right route for >= 90 % of the
-clarified in-scope queries (1.0 when none does). It prints the leave-one-dataset-out check:
-each set's figures under the prior fitted on the others.
+``fit``: the prior (routecore.prior.DecisionPrior). A logistic model (Newton, L2) of "the
+routed decision is right" on ``logit(p1)`` (the head's best probability), three numbers of the
+config the router knows when it is built (how often an exemplar's nearest other exemplars are
+its own route's, ``top1_dense``, leave-one-out cosines; the exemplars per route; the routes)
+and their products with ``logit(p1)``. Each level is the lowest on a grid under which every
+group's (set, routes, k) mean routed precision meets its goal: ``medium`` 0.95 (0.90 on MASSIVE
+fr/zh), ``high`` 0.99, ``previous_high`` 0.90. ``clarify_mass``: the smallest mass whose options
+hold the right route for >= 90 % of the clarified in-scope queries (1.0 when none does).
+``scope``: the largest cut on the head's raw best probability under which no group loses more
+than ``SCOPE_LOST`` of its in-scope queries whose best route is right. It prints the
+leave-one-dataset-out check: each set's figures under the prior fitted on the others.
 """
 
 from __future__ import annotations

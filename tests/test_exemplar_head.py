@@ -171,3 +171,21 @@ def test_near_copies_share_a_fold():
     assert len(np.unique(g)) >= 4  # a row joins its nearest neighbour only, not every row above the cut
     f = _folds(owners, 4, 0, g)
     assert all(f[i] == f[30 + i] for i in range(10)) and set(f.tolist()) == {0, 1, 2, 3}
+
+
+def test_a_broad_route_keeps_the_background_it_covers_out_of_the_out_of_scope_class(encoder):
+    """The bundled background holds general-knowledge questions: for a config with a route of
+    such questions, those as close to an exemplar as its nearest sibling are that route's, not
+    out of scope, so its in-scope queries are not declined (issue 34 §1); the rest stay out."""
+    facts = RouteSpec("FACTS", ("who was the first president of the united states", "what is the capital of australia",
+                                "how tall is mount everest", "when did the second world war end",
+                                "who invented the telephone"))
+    alarm = RouteSpec("ALARM", ("set an alarm for 7 am", "wake me up at six tomorrow", "cancel my morning alarm",
+                                "change my alarm to 8", "what alarms do I have"))
+    r = Router([facts, alarm], encoder=encoder)
+    for q in ("when did the berlin wall fall", "how tall is the eiffel tower", "who invented the light bulb"):
+        d = r.route(q)
+        assert d.action == "route" and d.route == "FACTS", (q, d.reason)
+    for q in ("recommend a good fantasy novel", "how do I bake bread", "tell me a joke"):
+        d = r.route(q)
+        assert d.action == "none" and d.reason.code == "out_of_scope", (q, d.reason)

@@ -118,7 +118,7 @@ def _exemplar_head(encoder: EncoderLike, spec_policy: Policy, V: np.ndarray, own
     if prior is not None and (calibration is None or calibration.source == "zero-label"):
         # The model's measured prior holds the cuts: one training, no folds (routecore.prior).
         head = serving_head(V, np.asarray(owners), [r.name for r in routes], B, base, 0.0)
-        fit = prior_fit(head, prior, base, B, V)
+        fit = prior_fit(head, prior, base, B, V, np.asarray(owners))
         if calibration is None:
             return head, None
         per_language = language_fits(fit, calibration.languages, parallel_vectors(encoder), parallel_rows())

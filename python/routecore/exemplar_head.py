@@ -138,7 +138,7 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
     cosine calibration's do."""
     owners = np.asarray(owners, dtype=np.int64)
     labels = np.array(names, dtype=object)[owners]
-    B = _out_of_scope_rows(background, V, base)
+    B = _out_of_scope_rows(background, V, base, owners)
     bar = Progress(folds + 1, "training the exemplar head", progress) if progress else None
 
     def train(rows: np.ndarray, bg: np.ndarray) -> LinearHead:  # bg: a mask of background rows
@@ -205,7 +205,8 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
     return HeadFit(head, fields, stats, oof)
 
 
-def prior_fit(head: LinearHead, prior: Any, base: Calibration, background: np.ndarray, V: np.ndarray) -> HeadFit:
+def prior_fit(head: LinearHead, prior: Any, base: Calibration, background: np.ndarray, V: np.ndarray,
+              owners: np.ndarray) -> HeadFit:
     """The :class:`HeadFit` of a head whose cuts come from a model's measured prior
     (:class:`routecore.prior.DecisionPrior`) at the config's separability (``base.stats``)
     instead of out-of-fold probabilities; the head's scope cut is the prior's ``scope``."""
@@ -216,16 +217,33 @@ def prior_fit(head: LinearHead, prior: Any, base: Calibration, background: np.nd
         top1 = (float(lo) + float(hi)) / 2
     cuts = prior.cuts(float(top1), per_route, int(base.stats.get("routes") or 2))
     head.threshold = prior.scope
-    kept = len(_out_of_scope_rows(background, V, base))
+    kept = len(_out_of_scope_rows(background, V, base, owners))
     return HeadFit(head, cuts, {"prior": prior.source, "threshold": head.threshold, "folds": 0, "top1_dense": top1,
                                 "exemplars_per_route": per_route, "rows": int(len(V)), "background": kept,
                                 "background_dropped": int(len(background) - kept)}, None)
 
 
-def _out_of_scope_rows(background: np.ndarray, V: np.ndarray, base: Calibration) -> np.ndarray:
-    """The background rows that look like no exemplar (under ``base.match``, the typical
-    score of a paraphrase): the head's out-of-scope class."""
-    return background[(background @ V.T).max(axis=1) < base.match] if len(background) and len(V) else background
+def _out_of_scope_rows(background: np.ndarray, V: np.ndarray, base: Calibration, owners: np.ndarray) -> np.ndarray:
+    """The background rows that look like no route (the head's out-of-scope class). A row is
+    dropped when it is as close to an exemplar as a paraphrase is (``base.match``, the typical
+    score of one under this encoder), or as that exemplar's nearest same-route exemplar is:
+    a broad route (say, general-knowledge questions) covers background rows a paraphrase cut
+    keeps, and its in-scope queries were declined (issue 34 §1)."""
+    if not len(background) or not len(V):
+        return background
+    cut = np.full(len(V), base.match, np.float32)
+    owners = np.asarray(owners, dtype=np.int64)
+    for o in np.unique(owners):
+        rows = np.flatnonzero(owners == o)
+        if len(rows) < 2:
+            continue
+        G = V[rows] @ V[rows].T
+        np.fill_diagonal(G, -np.inf)
+        cut[rows] = np.minimum(G.max(axis=1), base.match)
+    keep = np.ones(len(background), bool)
+    for a in range(0, len(V), 4096):  # [background, exemplars] in column blocks
+        keep &= ~((background @ V[a : a + 4096].T) >= cut[a : a + 4096]).any(axis=1)
+    return background[keep]
 
 
 def _train(X: np.ndarray, labels: np.ndarray, B: np.ndarray, epochs: int, seed: int) -> LinearHead:
@@ -239,7 +257,7 @@ def serving_head(V: np.ndarray, owners: np.ndarray, names: list[str], background
     out-of-scope cut ``threshold`` kept from an earlier fit (a live update with
     ``recalibrate=False``: one training instead of ``FOLDS + 1``, the cuts unchanged)."""
     labels = np.array(names, dtype=object)[np.asarray(owners, dtype=np.int64)]
-    head = _train(V, labels, _out_of_scope_rows(background, V, base), epochs, seed)
+    head = _train(V, labels, _out_of_scope_rows(background, V, base, owners), epochs, seed)
     head.threshold = threshold
     return head
 
