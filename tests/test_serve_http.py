@@ -8,6 +8,7 @@ import string
 
 import httpx
 import pytest
+import yaml
 from serve_process import ServeProcess
 
 from routecore.examples import IT_OPS_ROUTES
@@ -69,3 +70,41 @@ def test_random_methods_and_paths_before_authentication_do_not_grow_the_metrics(
     )
     assert float(count.rsplit(" ", 1)[1]) == len(methods)
     assert not any(m in text for m in methods)
+
+
+def test_invalid_utf8_and_lone_surrogates_are_routed_with_an_alert(tmp_path):
+    """Issue 36 §2 on the sidecar: bytes that are not UTF-8 inside a JSON string answered 500, and an
+    escaped lone surrogate (half an emoji) a misleading 400. Both are now read, and the router removes
+    them from the query with an ``invalid_text`` alert, as the library and the command line do."""
+    bodies = {
+        "/v1/route": b'{"query": "the production server is down \xe9\xff"}',
+        "/v1/tools": b'{"query": "device logs \\ud83d"}',
+        "/v1/route/batch": b'{"queries": ["the production server is down \\ud83d", "le serveur est en panne"]}',
+    }
+    combo = yaml.safe_load(IT_OPS_ROUTES.read_text(encoding="utf-8"))
+    combo["tools"] = yaml.safe_load((IT_OPS_ROUTES.parent / "tools.yaml").read_text(encoding="utf-8"))[
+        "tools"
+    ]
+    cfg = tmp_path / "combo.yaml"
+    cfg.write_text(yaml.safe_dump(combo, allow_unicode=True), encoding="utf-8")
+    with (
+        ServeProcess("--config", str(cfg), "--reload-poll", "0") as s,
+        httpx.Client(base_url=s.url, timeout=30) as c,
+    ):
+        answers = {path: c.post(path, content=body) for path, body in bodies.items()}
+        lesson = c.post(
+            "/v1/lessons", content=b'{"query": "device logs \\udc00", "tool": "get_system_logs", "use": true}'
+        )
+        bad = [c.post("/v1/route", content=b) for b in (b'{"query": NaN}', b'{"query": "x"', b"\xff")]
+    for path, r in answers.items():
+        assert r.status_code == 200, (path, r.text)
+    route, tools, batch = (answers[p].json() for p in bodies)
+    assert route["route"] == "INCIDENT" and "invalid_text" in {a["kind"] for a in route["alerts"]}
+    assert route["query"] == "the production server is down"  # the bytes removed, as lone surrogates are
+    assert "invalid_text" in {a["kind"] for a in tools["alerts"]}
+    first, second = batch["decisions"]
+    assert first["route"] == second["route"] == "INCIDENT"
+    assert "invalid_text" in {a["kind"] for a in first["alerts"]} and not second["alerts"]
+    assert lesson.status_code == 201, lesson.text
+    assert [r.status_code for r in bad] == [400, 400, 400]  # still not JSON
+    assert all(r.json()["error"]["type"] == "InvalidJSON" for r in bad)

@@ -54,7 +54,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -63,7 +63,8 @@ from routecore.errors import ConfigError, InvalidArgumentError, MemoryStoreError
 from routecore.serve import openapi
 from routecore.serve.batcher import (Batching, MicroBatcher, RouteItem, ToolsItem, route_many, route_one, run_routes, run_tools,
                                      tools_one)
-from routecore.serve.http import ApiError, Limits, enc_hook, Gate, http_error, error_response, json_response
+from routecore.serve.http import (ApiError, Gate, Limits, encode_json, error_response, http_error,
+                                  json_response, read_body, scrub)
 from routecore.serve.metrics import Metrics
 from routecore.serve.sessions import SessionStore
 from routecore.serve.sources import DEFAULT_RELOAD_SETTLE, ChangeWatch, RouterSource, source_of
@@ -222,35 +223,7 @@ class Server:
 
     # -- request helpers --------------------------------------------------------------
     async def body(self, request: Request, shape: type) -> Any:
-        limit = self.limits.max_body_bytes
-        cl = request.headers.get("content-length")
-        if cl is not None and cl.isdigit() and int(cl) > limit:
-            raise ApiError(413, "BodyTooLarge", f"the body is {int(cl)} bytes; the limit is {limit} (--max-body-bytes)")
-        chunks: list[bytes] = []
-
-        async def read() -> None:
-            n = 0
-            async for chunk in request.stream():
-                n += len(chunk)
-                if n > limit:
-                    raise ApiError(413, "BodyTooLarge", f"the body is over {limit} bytes, the limit (--max-body-bytes)")
-                chunks.append(chunk)
-
-        wait = self.limits.body_timeout
-        try:
-            await (asyncio.wait_for(read(), wait) if wait > 0 else read())
-        except ClientDisconnect:
-            raise ApiError(400, "ClientDisconnect", "the client went away before sending the whole body") from None
-        except asyncio.TimeoutError:
-            raise ApiError(408, "BodyTimeout", f"the body did not arrive within {wait:g} s (--body-timeout)",
-                           {"Connection": "close"}) from None
-        raw = b"".join(chunks)
-        try:
-            return msgspec.json.decode(raw, type=shape)
-        except msgspec.ValidationError as e:
-            raise ApiError(422, "ValidationError", str(e)) from None
-        except msgspec.DecodeError as e:
-            raise ApiError(400, "InvalidJSON", f"the body is not JSON: {e}" if raw.strip() else "the body is empty; send a JSON object") from None
+        return await read_body(request, shape, self.limits)
 
     def check_query(self, text: Optional[str], field: str) -> None:
         if text is not None and len(text) > self.limits.max_query_chars:
@@ -300,7 +273,7 @@ def _endpoints(srv: Server) -> list[Route]:
         for d in ds:
             m.observe_decision("/v1/route/batch", d, dt / n)
         # Up to max_batch decisions to write: off the event loop.
-        body = await srv.run(lambda: msgspec.json.encode({"decisions": [d.to_dict() for d in ds]}, enc_hook=enc_hook))
+        body = await srv.run(lambda: encode_json({"decisions": [d.to_dict() for d in ds]}))
         return Response(body, media_type="application/json")
 
     async def tools(request: Request) -> Response:
@@ -345,7 +318,8 @@ def _endpoints(srv: Server) -> list[Route]:
         req = await srv.body(request, openapi.LessonRequest)
         srv.check_query(req.query, "query")
         router = srv.current()
-        lesson_id = await srv.run(lambda: router.record_lesson(req.query, req.tool, use=req.use, context=req.context))
+        query, context = scrub(req.query), scrub(req.context)  # stored text: no lone surrogate
+        lesson_id = await srv.run(lambda: router.record_lesson(query, req.tool, use=req.use, context=context))
         return json_response({"id": lesson_id}, 201)
 
     async def healthz(request: Request) -> Response:

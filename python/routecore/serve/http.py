@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import json
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 import msgspec
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -54,7 +56,44 @@ class ApiError(Exception):
 
 
 def error_response(status: int, kind: str, message: str, headers: Optional[dict[str, str]] = None) -> Response:
-    return Response(msgspec.json.encode({"error": {"type": kind, "message": message}}), status, headers, media_type="application/json")
+    body = encode_json({"error": {"type": kind, "message": message}})
+    return Response(body, status, headers, media_type="application/json")
+
+
+def scrub(obj: Any) -> Any:
+    """``obj`` (JSON-like) with every lone surrogate of its strings replaced by U+FFFD."""
+    if isinstance(obj, str):
+        return obj.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(obj, dict):
+        return {scrub(k): scrub(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [scrub(v) for v in obj]
+    return obj
+
+
+def encode_json(body: Any) -> bytes:
+    """``body`` as JSON bytes. A string holding a lone surrogate (a query read from a body with invalid
+    UTF-8, echoed back) is not valid UTF-8: such strings are written with U+FFFD in its place."""
+    try:
+        return msgspec.json.encode(body, enc_hook=enc_hook)
+    except UnicodeEncodeError:
+        return msgspec.json.encode(scrub(msgspec.to_builtins(body, enc_hook=enc_hook)), enc_hook=enc_hook)
+
+
+def decode_lenient(raw: bytes, shape: type) -> Any:
+    """A body msgspec refuses for its text only: bytes that are not UTF-8, or an escaped lone surrogate
+    (``"\\ud83d"``, half an emoji). Python's JSON reader takes them (bytes as lone surrogates), and the
+    router removes lone surrogates from a query with an ``invalid_text`` alert. ``ValueError`` when the
+    body is not JSON at all (``NaN`` and ``Infinity`` included, as msgspec refuses them)."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    try:
+        obj = json.loads(raw.decode("utf-8", "surrogateescape"), parse_constant=refuse)
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
+    return msgspec.convert(obj, type=shape)
 
 
 def enc_hook(obj: Any) -> Any:
@@ -67,7 +106,7 @@ def enc_hook(obj: Any) -> Any:
 
 def json_response(body: Any, status: int = 200) -> Response:
     """``body`` as JSON; scores that are not finite become null (msgspec), never bare ``Infinity``."""
-    return Response(msgspec.json.encode(body, enc_hook=enc_hook), status, media_type="application/json")
+    return Response(encode_json(body), status, media_type="application/json")
 
 
 class Gate:
@@ -118,6 +157,49 @@ class Gate:
         if not hmac.compare_digest(given.strip(), self._token):
             return "wrong bearer token"
         return None
+
+
+async def read_body(request: Request, shape: type, limits: Limits) -> Any:
+    """The request's JSON body as ``shape``, or an :class:`ApiError`: 413 over ``max_body_bytes``, 408 when it
+    does not arrive within ``body_timeout`` seconds, 400 when it is not JSON, 422 when it is not ``shape``."""
+    limit = limits.max_body_bytes
+    cl = request.headers.get("content-length")
+    if cl is not None and cl.isdigit() and int(cl) > limit:
+        raise ApiError(413, "BodyTooLarge",
+                       f"the body is {int(cl)} bytes; the limit is {limit} (--max-body-bytes)")
+    chunks: list[bytes] = []
+
+    async def read() -> None:
+        n = 0
+        async for chunk in request.stream():
+            n += len(chunk)
+            if n > limit:
+                raise ApiError(413, "BodyTooLarge",
+                               f"the body is over {limit} bytes, the limit (--max-body-bytes)")
+            chunks.append(chunk)
+
+    wait = limits.body_timeout
+    try:
+        await (asyncio.wait_for(read(), wait) if wait > 0 else read())
+    except ClientDisconnect:
+        raise ApiError(400, "ClientDisconnect",
+                       "the client went away before sending the whole body") from None
+    except asyncio.TimeoutError:
+        raise ApiError(408, "BodyTimeout", f"the body did not arrive within {wait:g} s (--body-timeout)",
+                       {"Connection": "close"}) from None
+    raw = b"".join(chunks)
+    try:
+        return msgspec.json.decode(raw, type=shape)
+    except msgspec.ValidationError as e:
+        raise ApiError(422, "ValidationError", str(e)) from None
+    except (msgspec.DecodeError, UnicodeDecodeError) as e:  # not JSON, or text that is not valid Unicode
+        try:
+            return decode_lenient(raw, shape)
+        except msgspec.ValidationError as v:
+            raise ApiError(422, "ValidationError", str(v)) from None
+        except ValueError:
+            raise ApiError(400, "InvalidJSON", f"the body is not JSON: {e}" if raw.strip()
+                           else "the body is empty; send a JSON object") from None
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
