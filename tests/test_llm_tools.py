@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import http.server
 import json
+import select
+import socket
 import threading
-import time
 
 import pytest
 import yaml
@@ -19,11 +20,13 @@ GOOD = {"selected_tools": ["restart_service", "get_system_logs"], "complexity": 
 
 
 class ToolLLM:
-    """Answers chat completions with ``self.answer`` (a string, or a callable of the request)."""
+    """Answers chat completions with ``self.answer`` (a string, or a callable of the request).
+    ``stall``: answers nothing until the client hangs up, then sets ``hung_up``."""
 
     def __init__(self):
         self.answer: object = f"<tool_selection>{json.dumps(GOOD)}</tool_selection>"
-        self.status, self.delay, self.requests = 200, 0.0, []
+        self.status, self.stall, self.requests = 200, False, []
+        self.hung_up = threading.Event()
         srv = self
 
         class H(http.server.BaseHTTPRequestHandler):
@@ -35,7 +38,12 @@ class ToolLLM:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 srv.requests.append(body)
-                time.sleep(srv.delay)
+                if srv.stall:  # wait (30 s at most) for the client to close its end: EOF on the socket
+                    readable, _, _ = select.select([self.connection], [], [], 30)
+                    if readable and self.connection.recv(1, socket.MSG_PEEK) == b"":
+                        srv.hung_up.set()
+                    self.close_connection = True
+                    return
                 if srv.status != 200:
                     self.send_error(srv.status)
                     return
@@ -66,8 +74,9 @@ def llm():
 
 @pytest.fixture()
 def server(llm):
-    llm.answer, llm.status, llm.delay = f"<tool_selection>{json.dumps(GOOD)}</tool_selection>", 200, 0.0
+    llm.answer, llm.status, llm.stall = f"<tool_selection>{json.dumps(GOOD)}</tool_selection>", 200, False
     llm.requests.clear()
+    llm.hung_up.clear()
     return llm
 
 
@@ -121,10 +130,10 @@ def test_timeouts_and_http_errors_fall_back(tools_router, server):
     server.status = 503
     got = LLMToolRouter(tools_router, server.url, "m").select(QUERY)
     assert got.source == "semantic" and "HTTP 503" in got.fallback
-    server.status, server.delay = 200, 1.0
-    t = time.perf_counter()
+    server.status, server.stall = 200, True  # no answer until the client gives up
     got = LLMToolRouter(tools_router, server.url, "m", timeout=0.2).select(QUERY)
-    assert got.source == "semantic" and "too slow" in got.fallback and time.perf_counter() - t < 0.9
+    assert got.source == "semantic" and "too slow" in got.fallback
+    assert server.hung_up.wait(30)  # the client hung up, with no answer sent
 
 
 def test_semantic_mode_and_bad_settings(tools_router):

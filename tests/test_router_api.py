@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import numpy as np
 import pytest
@@ -90,22 +89,28 @@ def test_async_calls_match_and_1000_concurrent_calls_complete(it_ops_router, too
         batch = await it_ops_router.aroute_batch(QUERIES[:3])
         belt = await tools_router.atools(TOOL_QUERIES[0], top_k=2)
         belts = await tools_router.atools_batch(TOOL_QUERIES[:2])
-        lags: list[float] = []
+        done = 0  # calls answered so far
+        seen: list[int] = []  # ``done`` at each tick of a task that sleeps 5 ms at a time
         stop = asyncio.Event()
 
-        async def ticker():  # the loop's lag: how late a 5 ms sleep wakes up
+        async def ticker():
             while not stop.is_set():
-                t = time.perf_counter()
                 await asyncio.sleep(0.005)
-                lags.append(time.perf_counter() - t - 0.005)
+                seen.append(done)
+
+        async def call(i):
+            nonlocal done
+            d = await it_ops_router.aroute(QUERIES[i % len(QUERIES)])
+            done += 1
+            return d
 
         tick = asyncio.create_task(ticker())
-        many = await asyncio.gather(*(it_ops_router.aroute(QUERIES[i % len(QUERIES)]) for i in range(1000)))
+        many = await asyncio.gather(*(call(i) for i in range(1000)))
         stop.set()
         await tick
-        return single, batch, belt, belts, many, lags
+        return single, batch, belt, belts, many, seen
 
-    single, batch, belt, belts, many, lags = asyncio.run(main())
+    single, batch, belt, belts, many, seen = asyncio.run(main())
     _same(single, it_ops_router.route(QUERIES[0]))
     for d, q in zip(batch, QUERIES):
         _same(d, it_ops_router.route(q))
@@ -113,7 +118,9 @@ def test_async_calls_match_and_1000_concurrent_calls_complete(it_ops_router, too
     assert len(many) == 1000 and all(d.action in ("route", "clarify", "none") for d in many)
     for i, d in enumerate(many[:16]):
         _same(d, it_ops_router.route(QUERIES[i % len(QUERIES)]))
-    assert len(lags) > 1  # the loop kept ticking while 1000 calls ran (its lag is a benchmark figure)
+    # The loop kept running other tasks while the calls were in flight (how late its ticks come is a
+    # benchmark figure: benches/event_loop_lag.py).
+    assert any(0 < n < 1000 for n in seen), seen[:20]
 
 
 def test_route_batch_in_an_executor_gives_the_same_decisions(it_ops_router):
