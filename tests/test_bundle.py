@@ -166,3 +166,38 @@ def test_every_file_of_a_bundle_gets_the_umask_mode(tmp_path):
     files = [p for p in (tmp_path / "b").iterdir() if p.name != ".routecore.lock"]
     modes = {p.name: p.stat().st_mode & 0o777 for p in files}
     assert "bundle.json" in modes and set(modes.values()) == {0o640}, modes
+
+
+def test_a_bundle_of_the_same_onnx_file_with_another_config_or_tokenizer_is_refused(tmp_path):
+    """Issue 36 §1: a bundle (and the command line's config cache) was reused after config.json
+    changed (pooling, prefixes, maximum length) or tokenizer.json was swapped, and then misrouted."""
+    import json
+    import os
+    import shutil
+
+    from routecore import Encoder, config_cache, models
+
+    bundled = models.bundled_model_dir()
+    folder = tmp_path / "model"
+    folder.mkdir()
+    shutil.copyfile(bundled / "model-int8.onnx", folder / "model-int8.onnx")  # inside (not a link out)
+    os.symlink(bundled / "tokenizer.json", folder / "tokenizer.json")
+    cfg = json.loads((bundled / "config.json").read_text(encoding="utf-8"))
+    (folder / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
+    enc = Encoder.load(folder, cache_size=0)
+    routes = [RouteSpec("INCIDENT", ("the production server is down",)),
+              RouteSpec("RAG", ("where is the runbook",))]
+    Router(routes, encoder=enc).save(tmp_path / "b")
+    assert Router.load(tmp_path / "b", encoder=Encoder.load(folder, cache_size=0)).route_specs  # unchanged
+    (folder / "config.json").write_text(json.dumps({**cfg, "pooling": "cls"}), encoding="utf-8")
+    changed = Encoder.load(folder, cache_size=0)
+    assert changed.model_id == enc.model_id and changed.files_id != enc.files_id
+    with pytest.raises(ConfigError, match="another config.json or tokenizer.json .* rebuild the bundle"):
+        Router.load(tmp_path / "b", encoder=changed)
+    built = []
+    routes_file = tmp_path / "routes.json"
+    rows = [{"name": r.name, "utterances": list(r.utterances)} for r in routes]
+    routes_file.write_text(json.dumps({"routes": rows}))
+    for e in (enc, enc, changed):  # the config cache: reused for the same files, rebuilt after the edit
+        config_cache.cached_router([routes_file], e, lambda e=e: built.append(e) or Router(routes, encoder=e))
+    assert built == [enc, changed]

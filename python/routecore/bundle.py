@@ -86,6 +86,7 @@ def _save_locked(router: Any, d: Path, fitted: dict[str, Any] | None) -> None:
         if lex is not None:  # the BM25 tables, saved beside the dense ones (same generation, same checks)
             files[f"lexical_{name}"] = _write(d, f"lexical_{name}.{gen}.rlx", lex.index.save, rows=len(lex.index))
     meta = {"version": BUNDLE_VERSION, "model_id": router.encoder.model_id, "model_path": str(getattr(router.encoder, "path", "")),
+            "model_files": getattr(router.encoder, "files_id", None),
             # The policy as given (unset thresholds null) and the calibration that fills them.
             "policy": router.spec_policy.to_dict(), "calibration": router.calibration.to_dict() if router.calibration else None,
             "routes": [asdict(r) for r in router.route_specs], "tools": [asdict(t) for t in router.tool_specs],
@@ -198,6 +199,11 @@ _LOAD_ATTEMPTS = 5
 def _load_generation(cls: type[_R], d: Path, meta: dict[str, Any], encoder: EncoderLike, kw: dict[str, Any]) -> _R:
     if encoder.model_id != meta.get("model_id"):
         raise ConfigError(f"bundle was made with model {meta.get('model_id')}, but the encoder is {encoder.model_id}; rebuild the bundle")
+    made, have = meta.get("model_files"), getattr(encoder, "files_id", None)
+    if made is not None and have is not None and made != have:
+        raise ConfigError(f"{d}: bundle was made with another config.json or tokenizer.json of model "
+                          f"{encoder.model_id} (files {made}, now {have}): pooling, prefixes or the vocabulary "
+                          "may differ; rebuild the bundle")
     try:
         routes, tools = parse_config({"routes": meta["routes"], "tools": meta["tools"]}, f"{d / 'bundle.json'}")
     except (KeyError, TypeError) as e:

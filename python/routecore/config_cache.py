@@ -44,7 +44,9 @@ def cached_router(files: list[Path | None], encoder: Any, build: Callable[[], An
     from routecore.models import home
     from routecore.router import Router
 
-    d = home() / "configs" / key(files, encoder.model_id)
+    # an edited config.json or a swapped tokenizer.json makes another key: the bundle is built again
+    model = f"{encoder.model_id}/{getattr(encoder, 'files_id', '')}"
+    d = home() / "configs" / key(files, model)
     if (d / "bundle.json").is_file():
         try:
             return Router.load(d, encoder=encoder, **load_kw)

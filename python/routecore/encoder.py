@@ -64,6 +64,7 @@ class Encoder:
         self._native = native
         self.path = path
         self._model_id: str | None = None
+        self._files_id: str | None = None
 
     @classmethod
     def load(
@@ -133,6 +134,23 @@ class Encoder:
                     h.update(chunk)
             self._model_id = f"{self.path.name}:{h.hexdigest()[:16]}"
         return self._model_id
+
+    @property
+    def files_id(self) -> str:
+        """SHA-256 (16 hex) of the model's ``config.json`` and ``tokenizer.json``: what changes a vector
+        besides the ONNX file that :attr:`model_id` covers (pooling, prefixes, maximum length, the
+        vocabulary). Bundles and the command line's config cache record it: a bundle made before either
+        file changed is refused, and the cache is rebuilt."""
+        if self._files_id is None:
+            h = hashlib.sha256()
+            for name in ("config.json", "tokenizer.json"):
+                h.update(name.encode() + b"\0")
+                try:
+                    h.update((self.path / name).read_bytes())
+                except OSError:
+                    h.update(b"-")
+            self._files_id = h.hexdigest()[:16]
+        return self._files_id
 
     def encode(self, texts: str | Sequence[str], kind: Kind = "query") -> np.ndarray:
         """Embed ``texts``: float32 ``[n, dim]`` (L2-normalised when the config says so)."""
