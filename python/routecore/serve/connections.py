@@ -21,14 +21,14 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 try:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 except ImportError:  # httptools is optional: uvicorn then parses with h11
-    HttpToolsProtocol = None
+    HttpToolsProtocol = None  # type: ignore[misc,assignment]
 
 DEFAULT_HEADER_TIMEOUT = 10.0
 DEFAULT_MAX_CONNECTIONS = 512
@@ -71,17 +71,18 @@ class _Guard:
     connections: set[Any]
     cycle: Any
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[misc]
+        stream = cast(asyncio.Transport, transport)  # a TCP connection (asyncio's or uvloop's)
         cap = _limits.max_connections
         if cap and len(self.connections) > cap:
-            transport.write(
+            stream.write(
                 _raw_response(
                     "503 Service Unavailable",
                     f"more than {cap} open connections (--max-connections); retry later",
                 )
             )
-            transport.close()
+            stream.close()
             return
         self._arm()
 
