@@ -1,4 +1,4 @@
-"""Command line: ``routecore route|tools|eval|fit|models|schema|import|serve``; every command has ``--json``."""
+"""Command line: ``routecore route|tools|eval|fit|models|schema|import|serve|doctor``; every command has ``--json``."""
 
 from __future__ import annotations
 
@@ -180,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="compact JSON on one line (the default output is indented JSON)")
     s.set_defaults(func=cmd_schema)
 
+    from routecore.doctor_cli import add_doctor_command
     from routecore.evaluation.cli import add_eval_commands
     from routecore.importers.semantic_router import add_import_command
     from routecore.serve.cli import add_serve_command
@@ -187,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_commands(sub)
     add_import_command(sub)
     add_serve_command(sub)
+    add_doctor_command(sub)
     return p
 
 
