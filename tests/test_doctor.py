@@ -43,9 +43,15 @@ def test_each_injected_fault_is_flagged(report):
     assert by_text[MOVED].to == "INCIDENT" and by_text[MOVED].nearest_route == "INCIDENT"
     assert by_text[MOVED].gap * report.cuts.temperature >= report.cuts.misfit_gap  # the numbers say why
     assert by_text[GENERIC].kind == "generic" and by_text[GENERIC].to is None
-    assert [(d.drop.text, d.keep.text) for d in report.duplicates] == [(DUPLICATE, "the production server is down")]
+    assert [(d.drop.text, d.keep.text) for d in report.duplicates] == [
+        (DUPLICATE, "the production server is down")
+    ]
     edits = {(e.action, e.route, e.text, e.to) for e in report.edits}
-    assert {("move", "RAG", MOVED, "INCIDENT"), ("drop", "RAG", GENERIC, None), ("drop", "INCIDENT", DUPLICATE, None)} <= edits
+    assert {
+        ("move", "RAG", MOVED, "INCIDENT"),
+        ("drop", "RAG", GENERIC, None),
+        ("drop", "INCIDENT", DUPLICATE, None),
+    } <= edits
     assert report.calibration.source == "prior" and report.cuts.temperature > 0
     assert any(MOVED in s for s in report.suggestions)
 
@@ -89,9 +95,14 @@ def test_cli_human_output_has_examples_and_numbers(faulty, capsys):
 
 def test_data_and_log_sections(faulty, encoder, tmp_path):
     data = tmp_path / "labelled.jsonl"
-    rows = [("the VPN is down for everyone", "INCIDENT"), ("how do I rotate the Kafka credentials", "RAG"),
-            ("what is the capital of France", "oos")]
-    data.write_text("".join(json.dumps({"text": t, "label": lab}) + "\n" for t, lab in rows), encoding="utf-8")
+    rows = [
+        ("the VPN is down for everyone", "INCIDENT"),
+        ("how do I rotate the Kafka credentials", "RAG"),
+        ("what is the capital of France", "oos"),
+    ]
+    data.write_text(
+        "".join(json.dumps({"text": t, "label": lab}) + "\n" for t, lab in rows), encoding="utf-8"
+    )
     router = Router.from_config(faulty, encoder=encoder)
     log = tmp_path / "decisions.jsonl"
     with RoutingMetrics(log=log) as m:
@@ -107,7 +118,11 @@ def test_data_and_log_sections(faulty, encoder, tmp_path):
 
 @pytest.mark.parametrize(
     "content, match",
-    [(None, "cannot read"), ("- just\n- a list\n", "expected a mapping"), ("tools:\n  - name: t\n    description: d\n", "no routes")],
+    [
+        (None, "cannot read"),
+        ("- just\n- a list\n", "expected a mapping"),
+        ("tools:\n  - name: t\n    description: d\n", "no routes"),
+    ],
 )
 def test_bad_input_raises_config_error(tmp_path, encoder, content, match):
     path = tmp_path / "cfg.yaml"
