@@ -18,6 +18,7 @@ import numpy as np
 from routecore import _native, reasons
 from routecore.calibration import Calibration
 from routecore.conversation import routing_text
+from routecore.spelling import Speller, notes_of, tokenizer_words
 from routecore.decision import Alert, Decision, Entity, Exemplar, ScoreMap, Timings, trace
 from routecore.entities import EntityMatcher, entity_effects
 from routecore.errors import ConfigError, InvalidArgumentError
@@ -107,6 +108,23 @@ class RouteTable(Outcomes):
         self._head_cols: tuple[Any, np.ndarray, int] | None = None  # _head_columns
         self.entities: EntityMatcher | None = None  # the Router's entities: section
         self._entity_routes = any(r.prefers_entities or r.requires_entities for r in self.specs)
+        self._speller: Speller | None = None  # speller(), built on first use
+
+    def speller(self) -> Speller:
+        """The typo repair of this table's queries (:mod:`routecore.spelling`): the exemplars' words,
+        the encoder's tokenizer telling words from typos."""
+        if self._speller is None:
+            self._speller = Speller(self.table.texts, tokenizer_words(self.encoder))
+        return self._speller
+
+    def _read(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """What the router encodes for ``text`` and the alerts that says so: :func:`routing_text`,
+        then typos of the exemplars' words repaired."""
+        text, notes = routing_text(text)
+        if not text:
+            return text, notes
+        text, repairs = self.speller().repair(text)
+        return text, notes + notes_of(repairs)
 
     def set_languages(self, spec_policy: Policy, calibration: Calibration | None) -> None:
         """Give queries in languages the exemplars do not cover their own policy
@@ -149,7 +167,7 @@ class RouteTable(Outcomes):
         if not query.strip():
             return trace("route decision", self.empty(text, previous))
         t0 = time.perf_counter()
-        text, notes = routing_text(text)
+        text, notes = self._read(text)
         if not text:  # nothing left to read (emoji only, lone surrogates)
             return trace("route decision", _noted(self.empty(text, previous), notes))
         if vector is not None:
@@ -174,7 +192,7 @@ class RouteTable(Outcomes):
         queries = list(queries)
         prev = per_query(previous, len(queries), "previous")
         context_domains = self.domains(context_domains)
-        heads = [routing_text(self._text(q, p, None)) for q, p in zip(queries, prev)]
+        heads = [self._read(self._text(q, p, None)) for q, p in zip(queries, prev)]
         texts, notes = [h[0] for h in heads], [h[1] for h in heads]
         if not texts:
             return []

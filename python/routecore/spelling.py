@@ -1,0 +1,131 @@
+"""Typo repair against a router's own vocabulary (issue 34 §4).
+
+A subword encoder reads "pasword resset" as other pieces than "password reset", and a typo on
+one word in ten cost 4-41 points of right routes on dev queries (BENCHMARKS.md, robustness).
+A :class:`Speller` knows the words of a router's exemplars. A query word it does not know,
+of at least :data:`MIN_LETTERS` letters, that one edit (two from :data:`TWO_EDITS` letters on)
+turns into exactly one of its words, and that the encoder's tokenizer does not know as a whole
+word either, is read as that word. Nothing else changes: a word the tokenizer knows is a word,
+not a typo, however close it is to an exemplar's.
+
+Edits are those of a keyboard: a letter dropped, doubled, swapped with the next, or replaced.
+Lookups go through the deletions of each word (symmetric delete), so a query costs
+O(words x length^2) dictionary reads.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+#: Shorter words are left alone: one edit reaches too many of them.
+MIN_LETTERS = 4
+#: From this many letters, two edits are repaired.
+TWO_EDITS = 8
+_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+
+
+def _deletes(word: str, depth: int) -> set[str]:
+    out, frontier = {word}, {word}
+    for _ in range(depth):
+        frontier = {w[:i] + w[i + 1 :] for w in frontier for i in range(len(w))}
+        out |= frontier
+    return out
+
+
+def _distance(a: str, b: str) -> int:
+    """Optimal string alignment distance (insert, delete, replace, adjacent swap)."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+@dataclass(frozen=True)
+class Repair:
+    """One word read as another: ``typo`` -> ``word``."""
+
+    typo: str
+    word: str
+
+
+class Speller:
+    """The words of ``texts`` (lower case, letters only) and their deletions.
+
+    ``known``: a predicate on a batch of words, true for those the encoder's tokenizer knows
+    as whole words (:func:`tokenizer_words`); such words are never repaired. Without it
+    nothing is: a word could not be told from a typo."""
+
+    def __init__(self, texts: Iterable[str], known: Callable[[Sequence[str]], Sequence[bool]] | None = None) -> None:
+        self.words = frozenset(w for t in texts for w in _WORD.findall(t.lower()) if len(w) >= MIN_LETTERS)
+        self._index: dict[str, set[str]] = {}
+        for w in self.words:
+            for d in _deletes(w, 2 if len(w) >= TWO_EDITS - 1 else 1):
+                self._index.setdefault(d, set()).add(w)
+        self._known = known
+
+    def _candidate(self, word: str) -> str | None:
+        depth = 2 if len(word) >= TWO_EDITS else 1
+        found: set[str] = set()
+        for d in _deletes(word, depth):
+            found |= self._index.get(d, set())
+        best = [w for w in found if _distance(word, w) <= depth]
+        if not best:
+            return None
+        top = min(_distance(word, w) for w in best)
+        near = [w for w in best if _distance(word, w) == top]
+        return near[0] if len(near) == 1 else None
+
+    def repair(self, text: str) -> tuple[str, tuple[Repair, ...]]:
+        """``text`` with its repairable words read as the vocabulary's, and the repairs."""
+        if not self.words or self._known is None:
+            return text, ()
+        spans = [
+            (m.start(), m.end(), m.group().lower())
+            for m in _WORD.finditer(text)
+            if len(m.group()) >= MIN_LETTERS and m.group().lower() not in self.words
+        ]
+        picks = [(s, e, w, self._candidate(w)) for s, e, w in spans]
+        picks = [p for p in picks if p[3] is not None]
+        if not picks:
+            return text, ()
+        known = self._known([w for _, _, w, _ in picks])
+        picks = [p for p, k in zip(picks, known) if not k]
+        out, last, repairs = [], 0, []
+        for s, e, w, c in picks:
+            assert c is not None
+            out += [text[last:s], c]
+            last = e
+            repairs.append(Repair(text[s:e], c))
+        out.append(text[last:])
+        return "".join(out), tuple(repairs)
+
+
+def tokenizer_words(encoder: object) -> Callable[[Sequence[str]], list[bool]] | None:
+    """A ``known`` predicate for :class:`Speller` from an encoder's ``tokenize`` (a word is
+    known when it costs no more pieces than the one-letter word "a"), or None when the
+    encoder has no tokenizer (then nothing is repaired: a word could not be told from a typo)."""
+    tokenize = getattr(encoder, "tokenize", None)
+    if tokenize is None:
+        return None
+
+    def known(words: Sequence[str]) -> list[bool]:
+        base, *rest = tokenize(["a", *words])
+        return [len(ids) <= len(base) for ids in rest]
+
+    return known
+
+
+def notes_of(repairs: Sequence[Repair]) -> tuple[tuple[str, str], ...]:
+    """The ``spelling`` alert for ``repairs`` (none when there are none)."""
+    if not repairs:
+        return ()
+    said = ", ".join(f"{r.typo!r} as {r.word!r}" for r in repairs)
+    return (("spelling", f"read {said}: words of the routes' exemplars the query seems to mistype"),)
