@@ -40,7 +40,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 from test_encoder import batch_cosines  # noqa: E402  (the test's own measure)
 
 SHARED = Path(os.environ.get("ROUTECORE_SHARED", ROOT.parent / "shared"))
-MODELS = {"minilm-int8": SHARED / "models" / "all-minilm-l6-v2", "e5-small-int8": SHARED / "models" / "multilingual-e5-small"}
+MODELS = {
+    "minilm-int8": SHARED / "models" / "all-minilm-l6-v2",
+    "e5-small-int8": SHARED / "models" / "multilingual-e5-small",
+}
 
 
 def padded_copy(folder: Path, tmp: Path) -> Path:
@@ -59,7 +62,7 @@ def padded_copy(folder: Path, tmp: Path) -> Path:
 def throughput(enc, texts: list[str], batch: int = 64) -> float:
     t = time.perf_counter()
     for i in range(0, len(texts), batch):
-        enc.encode(texts[i:i + batch], kind="passage")
+        enc.encode(texts[i : i + batch], kind="passage")
     return len(texts) / (time.perf_counter() - t)
 
 
@@ -94,43 +97,57 @@ def main() -> None:
     a = ap.parse_args()
     from routecore import Encoder
 
-    rows = [json.loads(x) for x in (SHARED / "datasets" / "clinc150" / "train.jsonl").read_text().splitlines()]
-    texts = [r["text"] for r in rows[:a.n]]
-    queries = [r["text"] for r in rows[a.n:a.n + 200]]
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, python {platform.python_version()}, "
-          f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
+    rows = [
+        json.loads(x) for x in (SHARED / "datasets" / "clinc150" / "train.jsonl").read_text().splitlines()
+    ]
+    texts = [r["text"] for r in rows[: a.n]]
+    queries = [r["text"] for r in rows[a.n : a.n + 200]]
+    print(
+        f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.models.split(","):
             folder = MODELS[name]
-            encs = {"padded": Encoder.load(padded_copy(folder, Path(tmp)), variant="int8", cache_size=0),
-                    "auto": Encoder.load(folder, variant="int8", cache_size=0)}
+            encs = {
+                "padded": Encoder.load(padded_copy(folder, Path(tmp)), variant="int8", cache_size=0),
+                "auto": Encoder.load(folder, variant="int8", cache_size=0),
+            }
             refs = [json.loads(x)["text"] for x in (folder / "reference.jsonl").read_text().splitlines()]
             for mode, enc in encs.items():
                 for kind in ("query", "passage"):
                     single = np.stack([enc.encode(t, kind=kind)[0] for t in refs])
                     cs = batch_cosines(lambda b: enc.encode(b, kind=kind), refs, single)
-                    print(f"{name} {mode:6} {kind:7} cosine single vs batched: min {cs.min():.6f} "
-                          f"({refs[int(cs.argmin())]!r:.30}) mean {cs.mean():.6f}")
+                    print(
+                        f"{name} {mode:6} {kind:7} cosine single vs batched: min {cs.min():.6f} "
+                        f"({refs[int(cs.argmin())]!r:.30}) mean {cs.mean():.6f}"
+                    )
             tps: dict[str, list[float]] = {m: [] for m in encs}
             lat: dict[str, list[tuple[float, float]]] = {m: [] for m in encs}
             for r in range(a.rounds):
-                for mode in (list(encs) if r % 2 == 0 else list(encs)[::-1]):
+                for mode in list(encs) if r % 2 == 0 else list(encs)[::-1]:
                     tps[mode].append(throughput(encs[mode], texts))
                     lat[mode].append(latency(encs[mode], queries))
             for mode in encs:
                 p50 = statistics.median(x[0] for x in lat[mode])
                 p90 = statistics.median(x[1] for x in lat[mode])
-                print(f"{name} {mode:6} exemplars {a.n} texts: {' '.join(f'{x:.1f}' for x in tps[mode])} texts/s "
-                      f"(best {max(tps[mode]):.1f}); single query p50 {p50:.2f} ms p90 {p90:.2f} ms")
-            print(f"{name} auto/padded throughput ratio (best of each): {max(tps['auto']) / max(tps['padded']):.3f}")
+                print(
+                    f"{name} {mode:6} exemplars {a.n} texts: {' '.join(f'{x:.1f}' for x in tps[mode])} texts/s "
+                    f"(best {max(tps[mode]):.1f}); single query p50 {p50:.2f} ms p90 {p90:.2f} ms"
+                )
+            print(
+                f"{name} auto/padded throughput ratio (best of each): {max(tps['auto']) / max(tps['padded']):.3f}"
+            )
             if a.workers:
                 one = Encoder.load(folder, variant="int8", cache_size=0, threads=2)
                 pair = [Encoder.load(folder, variant="int8", cache_size=0, threads=1) for _ in range(2)]
                 for r in range(a.rounds):
                     x1 = throughput(one, texts)
                     x2 = two_workers(pair, texts)
-                    print(f"{name} auto round {r}: 1 encoder x 2 threads {x1:.1f} texts/s, "
-                          f"2 encoders x 1 thread in 2 Python threads {x2:.1f} texts/s")
+                    print(
+                        f"{name} auto round {r}: 1 encoder x 2 threads {x1:.1f} texts/s, "
+                        f"2 encoders x 1 thread in 2 Python threads {x2:.1f} texts/s"
+                    )
             sys.stdout.flush()
 
 

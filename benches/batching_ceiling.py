@@ -46,16 +46,18 @@ def per_token_variant(out: Path) -> Path:
             nodes.append(n)
             continue
         (x,), (q, s, z), p = n.input, n.output, f"pt{k}_"
-        nodes += [helper.make_node("Abs", [x], [p + "abs"]),
-                  helper.make_node("ReduceMax", [p + "abs"], [p + "amax"], axes=[-1], keepdims=1),
-                  helper.make_node("Max", [p + "amax", "pt_eps"], [p + "amax2"]),
-                  helper.make_node("Div", [p + "amax2", "pt_127"], [s]),
-                  helper.make_node("Div", [x, s], [p + "xs"]),
-                  helper.make_node("Round", [p + "xs"], [p + "r"]),
-                  helper.make_node("Add", [p + "r", "pt_128"], [p + "r2"]),
-                  helper.make_node("Clip", [p + "r2", "pt_0", "pt_255"], [p + "c"]),
-                  helper.make_node("Cast", [p + "c"], [q], to=TensorProto.UINT8),
-                  helper.make_node("Identity", ["pt_zp"], [z])]
+        nodes += [
+            helper.make_node("Abs", [x], [p + "abs"]),
+            helper.make_node("ReduceMax", [p + "abs"], [p + "amax"], axes=[-1], keepdims=1),
+            helper.make_node("Max", [p + "amax", "pt_eps"], [p + "amax2"]),
+            helper.make_node("Div", [p + "amax2", "pt_127"], [s]),
+            helper.make_node("Div", [x, s], [p + "xs"]),
+            helper.make_node("Round", [p + "xs"], [p + "r"]),
+            helper.make_node("Add", [p + "r", "pt_128"], [p + "r2"]),
+            helper.make_node("Clip", [p + "r2", "pt_0", "pt_255"], [p + "c"]),
+            helper.make_node("Cast", [p + "c"], [q], to=TensorProto.UINT8),
+            helper.make_node("Identity", ["pt_zp"], [z]),
+        ]
     del m.graph.node[:]
     m.graph.node.extend(nodes)
     onnx.save(m, str(out / "model-int8.onnx"))
@@ -76,7 +78,7 @@ def main() -> None:
         for threads in (1, 2):
             enc = Encoder.load(path, cache_size=0, threads=threads)
             single = np.stack([enc.encode([t])[0] for t in texts])
-            batched = np.concatenate([enc.encode(texts[i:i + 32]) for i in range(0, len(texts), 32)])
+            batched = np.concatenate([enc.encode(texts[i : i + 32]) for i in range(0, len(texts), 32)])
             tb, ts = [], []
             for _ in range(3):
                 t0 = time.perf_counter()
@@ -87,11 +89,20 @@ def main() -> None:
                     enc.encode([t])
                 ts.append(time.perf_counter() - t0)
             ref = single if ref is None else ref
-            print(json.dumps({"model": "bundled" if path is None else "per-token variant", "threads": threads,
-                              "min_cos_single_vs_batch": round(float((single * batched).sum(1).min()), 6),
-                              "batch32_ms": round(1e3 * min(tb), 1), "singles32_ms": round(1e3 * min(ts), 1),
-                              "batch_speedup": round(min(ts) / min(tb), 2),
-                              "mean_cos_to_bundled": round(float((single * ref).sum(1).mean()), 4)}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "model": "bundled" if path is None else "per-token variant",
+                        "threads": threads,
+                        "min_cos_single_vs_batch": round(float((single * batched).sum(1).min()), 6),
+                        "batch32_ms": round(1e3 * min(tb), 1),
+                        "singles32_ms": round(1e3 * min(ts), 1),
+                        "batch_speedup": round(min(ts) / min(tb), 2),
+                        "mean_cos_to_bundled": round(float((single * ref).sum(1).mean()), 4),
+                    }
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -10,11 +10,34 @@ import pytest
 from routecore.policy import Policy
 from routecore.specs import parse_config
 
-ROUTES = {"routes": [{"name": f"R{i}", "description": f"route {i}", "utterances": [f"utterance {j} of route {i}" for j in range(100)],
-                      "thresholds": {"high": 0.9}} for i in range(150)],
-          "policy": {"high": 0.9, "bias_rules": [{"a": "R1", "b": "R2", "winner": "R1"}], "per_route": {"R3": {"medium": 0.5}}}}
-TOOLS = {"tools": [{"name": f"tool_{i}", "description": f"does thing {i}", "domain": f"d{i % 50}", "success_examples": ["a", "b"],
-                    "input_schema": {"type": "object", "properties": {"x": {"type": "string"}}}} for i in range(10_000)]}
+ROUTES = {
+    "routes": [
+        {
+            "name": f"R{i}",
+            "description": f"route {i}",
+            "utterances": [f"utterance {j} of route {i}" for j in range(100)],
+            "thresholds": {"high": 0.9},
+        }
+        for i in range(150)
+    ],
+    "policy": {
+        "high": 0.9,
+        "bias_rules": [{"a": "R1", "b": "R2", "winner": "R1"}],
+        "per_route": {"R3": {"medium": 0.5}},
+    },
+}
+TOOLS = {
+    "tools": [
+        {
+            "name": f"tool_{i}",
+            "description": f"does thing {i}",
+            "domain": f"d{i % 50}",
+            "success_examples": ["a", "b"],
+            "input_schema": {"type": "object", "properties": {"x": {"type": "string"}}},
+        }
+        for i in range(10_000)
+    ]
+}
 
 
 def _walk(v):

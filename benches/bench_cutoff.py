@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import clustered
 
+from conftest import clustered
 from routecore import VectorIndex, _native
 
 SIZES = [(n, d) for d in (384, 1024) for n in (250, 500, 1000, 1500, 2000, 3000, 5000)]

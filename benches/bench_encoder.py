@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SHARED
 
+from conftest import SHARED
 from routecore import Encoder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,9 @@ def bge_m3_shaped() -> Path | None:
     if not onnx.is_file():
         d.mkdir(parents=True, exist_ok=True)
         src = SHARED / "models" / "bge-m3-shaped"
-        r = subprocess.run([sys.executable, str(src / "make_model.py"), str(onnx)], capture_output=True, text=True)
+        r = subprocess.run(
+            [sys.executable, str(src / "make_model.py"), str(onnx)], capture_output=True, text=True
+        )
         if r.returncode != 0:
             return None
         shutil.copy(src / "config.json", d / "config.json")
@@ -110,11 +112,23 @@ def test_encode(benchmark, model, threads, case, impl):
     texts = [f"{text} {i}" for i in range(32)] if case == "batch32" else [text]
     fn = (lambda: enc.encode(texts)) if impl == "routecore" else (lambda: py.encode(texts))
     a, b = enc.encode(texts), py.encode(texts)
-    benchmark.extra_info.update({"model": model, "threads": threads, "case": case, "impl": impl, "tokens": len(enc.tokenize(text)[0]),
-                                 "min_cosine_vs_python": float(np.min(np.sum(a * b, axis=1)))})
+    benchmark.extra_info.update(
+        {
+            "model": model,
+            "threads": threads,
+            "case": case,
+            "impl": impl,
+            "tokens": len(enc.tokenize(text)[0]),
+            "min_cosine_vs_python": float(np.min(np.sum(a * b, axis=1))),
+        }
+    )
     benchmark.group = f"encode {model} threads={threads} {case}"
     heavy = "bge" in model
-    benchmark.pedantic(fn, rounds=(6 if case == "batch32" else 25) if heavy else (30 if case == "batch32" else 150), warmup_rounds=2)
+    benchmark.pedantic(
+        fn,
+        rounds=(6 if case == "batch32" else 25) if heavy else (30 if case == "batch32" else 150),
+        warmup_rounds=2,
+    )
 
 
 def test_cache_hit(benchmark):

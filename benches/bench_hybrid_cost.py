@@ -24,13 +24,13 @@ import itertools
 import numpy as np
 import pytest
 
+from conftest import SHARED  # noqa: F401 - puts tests/ on the path
 from routecore import Encoder
 from routecore.encoder import EncodeOutput
 from routecore.evaluation import datasets as D
 from routecore.evaluation.runner import embed
 from routecore.router import Router
 from routecore.specs import RouteSpec, ToolSpec
-from conftest import SHARED  # noqa: F401 - puts tests/ on the path
 from stubs import manual
 
 _E5: list = []
@@ -76,7 +76,9 @@ def tools_case():
 def case_router(case: str, lexical: bool = True, w: float = 0.04) -> tuple[Router, list[str]]:
     """The router of ``case`` and its queries."""
     routes, tools, queries, enc = (routes_case if case.startswith("route") else tools_case)()
-    r = Router(routes, tools, encoder=enc, policy=manual(lexical=lexical, lexical_weight=w, tool_lexical_weight=w))
+    r = Router(
+        routes, tools, encoder=enc, policy=manual(lexical=lexical, lexical_weight=w, tool_lexical_weight=w)
+    )
     if case.endswith("stemmed"):
         r.tool_catalog.lexical = r.tool_catalog.lexical_table("english", 0.0)
     return r, queries
@@ -89,7 +91,9 @@ def test_non_encoder_time(benchmark, case, lexical):
     it = itertools.cycle(queries)
     fn = (lambda: r.route(next(it))) if case.startswith("route") else (lambda: r.tools(next(it)))
     benchmark.group = f"non-encoder {case}"
-    benchmark.extra_info["lexical_memory_bytes"] = (r.route_table.lexical or r.tool_catalog.lexical).index.memory_bytes if lexical else 0
+    benchmark.extra_info["lexical_memory_bytes"] = (
+        (r.route_table.lexical or r.tool_catalog.lexical).index.memory_bytes if lexical else 0
+    )
     benchmark.pedantic(fn, rounds=400, warmup_rounds=20)
 
 

@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 import pytest
-from conftest import clustered
 
+from conftest import clustered
 from routecore import _native
 from routecore._native import LexicalIndex
 from routecore.calibration import background_texts
@@ -54,7 +54,12 @@ def route_data() -> tuple[list[str], np.ndarray, list[str], str]:
         names = sorted({s.label for s in train})
         code = {n: i for i, n in enumerate(names)}
         queries = [s.text for s in D.clinc150("test").samples if s.label != "oos"]
-        return [s.text for s in train], np.array([code[s.label] for s in train], np.uint32), queries, "clinc150"
+        return (
+            [s.text for s in train],
+            np.array([code[s.label] for s in train], np.uint32),
+            queries,
+            "clinc150",
+        )
     except DatasetError:
         return zipf_texts(15_000, 1), np.arange(15_000, dtype=np.uint32) // 100, zipf_texts(3_000, 2), "zipf"
 
@@ -86,8 +91,15 @@ def test_lexical_routes(benchmark):
     n = int(codes.max()) + 1
     nxt = cycle(queries)
     benchmark.group = "lexical pass: score_labels per query"
-    benchmark.extra_info.update({"shape": "150 routes x 100", "source": src, "docs": len(ix), "terms": ix.n_terms,
-                                 "memory_bytes": ix.memory_bytes})
+    benchmark.extra_info.update(
+        {
+            "shape": "150 routes x 100",
+            "source": src,
+            "docs": len(ix),
+            "terms": ix.n_terms,
+            "memory_bytes": ix.memory_bytes,
+        }
+    )
     benchmark.pedantic(lambda: ix.score_labels(nxt(), n), rounds=3000, warmup_rounds=100)
 
 
@@ -100,11 +112,24 @@ def test_lexical_tools(benchmark, n):
     build_s = time.perf_counter() - t0
     nxt = cycle(queries)
     benchmark.group = "lexical pass: score_labels per query"
-    benchmark.extra_info.update({"shape": f"{n} tools", "source": src, "docs": len(ix), "terms": ix.n_terms,
-                                 "memory_bytes": ix.memory_bytes, "build_s": build_s, "file_bytes": len(ix.to_bytes())})
-    print(f"\n{n} tools ({src}): {ix.memory_bytes / 1e6:.1f} MB in memory, {ix.n_terms} terms, built in {build_s:.2f} s, "
-          f"file {len(ix.to_bytes()) / 1e6:.1f} MB")
-    benchmark.pedantic(lambda: ix.score_labels(nxt(), n), rounds=2000 if n <= 10_000 else 300, warmup_rounds=20)
+    benchmark.extra_info.update(
+        {
+            "shape": f"{n} tools",
+            "source": src,
+            "docs": len(ix),
+            "terms": ix.n_terms,
+            "memory_bytes": ix.memory_bytes,
+            "build_s": build_s,
+            "file_bytes": len(ix.to_bytes()),
+        }
+    )
+    print(
+        f"\n{n} tools ({src}): {ix.memory_bytes / 1e6:.1f} MB in memory, {ix.n_terms} terms, built in {build_s:.2f} s, "
+        f"file {len(ix.to_bytes()) / 1e6:.1f} MB"
+    )
+    benchmark.pedantic(
+        lambda: ix.score_labels(nxt(), n), rounds=2000 if n <= 10_000 else 300, warmup_rounds=20
+    )
 
 
 def route_bias(kind: str, n: int) -> np.ndarray | None:
@@ -129,7 +154,12 @@ def test_step_with_bias(benchmark, storage, bias_kind):
     n = routes * per
     db = clustered(n, d, seed=d, centers=routes)
     ix = _native.FlatIndex(d, storage)
-    ix.add(np.arange(n, dtype=np.uint64), db, [f"route{i // per}" for i in range(n)], [f"dom{i // per % 7}" for i in range(n)])
+    ix.add(
+        np.arange(n, dtype=np.uint64),
+        db,
+        [f"route{i // per}" for i in range(n)],
+        [f"dom{i // per % 7}" for i in range(n)],
+    )
     q = clustered(1, d, seed=9, centers=routes)[0]
     bias = route_bias(bias_kind, len(ix.label_names()))
     cutoff = _native.route_parallel_cutoff()

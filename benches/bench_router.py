@@ -7,19 +7,31 @@ import time
 
 import numpy as np
 import pytest
-from conftest import SHARED
 
 from bench_encoder import bge_m3_shaped
+from conftest import SHARED
 from routecore import Encoder, Policy, Router
 from routecore.evaluation import datasets as D
 from routecore.evaluation import runner as R
 from routecore.specs import RouteSpec, ToolSpec
 
-QUERIES = ["the production server is down", "comment configurer le VPN", "how do I rotate the database password",
-           "my card payment was declined", "set an alarm for 7 am", "what is the weather tomorrow", "query logs", "restart nginx"]
+QUERIES = [
+    "the production server is down",
+    "comment configurer le VPN",
+    "how do I rotate the database password",
+    "my card payment was declined",
+    "set an alarm for 7 am",
+    "what is the weather tomorrow",
+    "query logs",
+    "restart nginx",
+]
 BGE = "bge-m3-shaped-int8 (random weights)"
 # e5 is the bundled default (None); MiniLM is read from ../shared.
-ENCODERS = {"minilm-int8": lambda: SHARED / "models" / "all-minilm-l6-v2", "e5-small-int8": lambda: None, BGE: bge_m3_shaped}
+ENCODERS = {
+    "minilm-int8": lambda: SHARED / "models" / "all-minilm-l6-v2",
+    "e5-small-int8": lambda: None,
+    BGE: bge_m3_shaped,
+}
 _cache: dict = {}
 
 
@@ -37,10 +49,17 @@ def synthetic_routes(enc, n_routes=150, per=100):
     bge-m3-shaped model, whose embeddings carry no meaning; timing only)."""
     rng = np.random.default_rng(1)
     centres = rng.standard_normal((n_routes, enc.dim)).astype(np.float32)
-    v = (np.repeat(centres, per, axis=0) + 1.2 * rng.standard_normal((n_routes * per, enc.dim))).astype(np.float32)
-    routes = [RouteSpec(f"route_{r}", tuple(f"r{r} e{j}" for j in range(per - 1)), f"route {r}") for r in range(n_routes)]
+    v = (np.repeat(centres, per, axis=0) + 1.2 * rng.standard_normal((n_routes * per, enc.dim))).astype(
+        np.float32
+    )
+    routes = [
+        RouteSpec(f"route_{r}", tuple(f"r{r} e{j}" for j in range(per - 1)), f"route {r}")
+        for r in range(n_routes)
+    ]
     z = np.zeros((0, enc.dim), np.float32)
-    return Router(routes, encoder=enc, policy=Policy(low_action="none"), _vectors={"routes": v, "tools": z, "anti": z})
+    return Router(
+        routes, encoder=enc, policy=Policy(low_action="none"), _vectors={"routes": v, "tools": z, "anti": z}
+    )
 
 
 def router_for(name, setup):
@@ -72,7 +91,9 @@ from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ("minilm-int8", "e5-small-int8")
-CASES = [(e, s) for e in SMALL for s in ("it-ops (3 routes)", "clinc150 (150 routes x 100)")] + [(BGE, "clinc150 (150 routes x 100)")]
+CASES = [(e, s) for e in SMALL for s in ("it-ops (3 routes)", "clinc150 (150 routes x 100)")] + [
+    (BGE, "clinc150 (150 routes x 100)")
+]
 TCASES = [(e, s) for e in SMALL for s in ("tools.yaml (10 tools)", "10k tools")] + [(BGE, "10k tools")]
 
 
@@ -83,10 +104,19 @@ def record(benchmark, calls, encoder_name, setup, kind):
     enc = np.array([t.tokenize + t.encode for t, _ in calls])
     other = total - enc
     pct = lambda a, q: float(np.percentile(a, q))  # noqa: E731
-    benchmark.extra_info.update({"encoder": encoder_name, "setup": setup, "kind": kind,
-                                 "total_p50_ms": pct(total, 50), "total_p95_ms": pct(total, 95),
-                                 "encode_p50_ms": pct(enc, 50), "encode_p95_ms": pct(enc, 95),
-                                 "other_p50_ms": pct(other, 50), "other_p95_ms": pct(other, 95)})
+    benchmark.extra_info.update(
+        {
+            "encoder": encoder_name,
+            "setup": setup,
+            "kind": kind,
+            "total_p50_ms": pct(total, 50),
+            "total_p95_ms": pct(total, 95),
+            "encode_p50_ms": pct(enc, 50),
+            "encode_p95_ms": pct(enc, 95),
+            "other_p50_ms": pct(other, 50),
+            "other_p95_ms": pct(other, 95),
+        }
+    )
 
 
 ALL = [("route", e, s) for e, s in CASES] + [("tools", e, s) for e, s in TCASES]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import clustered
 
+from conftest import clustered
 from routecore import VectorIndex, _native
 
 
@@ -20,7 +20,12 @@ def test_scoring_step(benchmark, d, threads, storage):
     n = routes * per
     db = clustered(n, d, seed=d, centers=routes)
     ix = VectorIndex(d, backend="flat", storage=storage)
-    ix.add(np.arange(n), db, labels=[f"route{i // per}" for i in range(n)], domains=[f"dom{i // per % 7}" for i in range(n)])
+    ix.add(
+        np.arange(n),
+        db,
+        labels=[f"route{i // per}" for i in range(n)],
+        domains=[f"dom{i // per % 7}" for i in range(n)],
+    )
     q = clustered(1, d, seed=9, centers=routes)[0]
     impl = ix._impl
     # The routing step has its own cutoff (sequential by default at this size, see
@@ -29,7 +34,9 @@ def test_scoring_step(benchmark, d, threads, storage):
     bw = _native.read_bandwidth(256, threads, 5)
     stream_us = n * d * (4 if storage == "f32" else 1) / (bw * 1e9) * 1e6
     benchmark.group = f"scoring step 150x100 threads={threads}"
-    benchmark.extra_info.update({"d": d, "threads": threads, "storage": storage, "bandwidth_gbps": bw, "stream_us": stream_us})
+    benchmark.extra_info.update(
+        {"d": d, "threads": threads, "storage": storage, "bandwidth_gbps": bw, "stream_us": stream_us}
+    )
     params = _native.StepParams(active_domains=["dom1"])
     fn = lambda: impl.score_routes(q, params)  # noqa: E731
     benchmark.pedantic(fn, rounds=300, warmup_rounds=5)

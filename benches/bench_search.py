@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import clustered, rounds_for
 from threadpoolctl import threadpool_limits
 
+from conftest import clustered, rounds_for
 from routecore import VectorIndex, _native
 
 K = 5
 SIZES = [100, 1_000, 10_000, 100_000, 1_000_000]
 DIMS = [384, 1024]
-CASES = [(d, n, b, t) for d in DIMS for n in SIZES for b in (1, 64) for t in ((1, 2) if n >= 10_000 else (1,))]
+CASES = [
+    (d, n, b, t) for d in DIMS for n in SIZES for b in (1, 64) for t in ((1, 2) if n >= 10_000 else (1,))
+]
 
 
 def build(n, d):
@@ -50,7 +52,9 @@ def test_search(benchmark, dataset_cache, impl, d, n, batch, threads):
     q = data["q"][0] if batch == 1 else data["q"]
     set_threads(threads)
     benchmark.group = f"search d={d} n={n} batch={batch} threads={threads}"
-    benchmark.extra_info.update({"n": n, "d": d, "batch": batch, "threads": threads, "impl": impl, "bytes": n * d * 4})
+    benchmark.extra_info.update(
+        {"n": n, "d": d, "batch": batch, "threads": threads, "impl": impl, "bytes": n * d * 4}
+    )
     with threadpool_limits(threads):
         if impl == "routecore":
             fn = lambda: data["rc"].search(q, K)  # noqa: E731
@@ -84,7 +88,14 @@ def test_compact_1m(benchmark, dataset_cache, d, storage, threads):
     got = ix.search(q, K).ids
     set_threads(threads)
     benchmark.group = f"compact n=1e6 d={d} threads={threads}"
-    benchmark.extra_info.update({"d": d, "storage": storage, "threads": threads, "top5_equal_exact": float((exact == got).all(axis=1).mean())})
+    benchmark.extra_info.update(
+        {
+            "d": d,
+            "storage": storage,
+            "threads": threads,
+            "top5_equal_exact": float((exact == got).all(axis=1).mean()),
+        }
+    )
     benchmark.pedantic(lambda: ix.search(q[0], K), rounds=5, warmup_rounds=1)
     set_threads(2)
 

@@ -32,11 +32,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from zero_label_decisions import decide, splits  # noqa: E402
-
 from routecore import Encoder  # noqa: E402
 from routecore.cascade import Cascade  # noqa: E402
 from routecore.evaluation.runner import build_router, embed  # noqa: E402
+from zero_label_decisions import decide, splits  # noqa: E402
 
 MINILM = "/work/shared/models/all-minilm-l6-v2"
 
@@ -44,8 +43,11 @@ MINILM = "/work/shared/models/all-minilm-l6-v2"
 def figures(dec: list, gold: list[str]) -> dict[str, float]:
     right = [(a == "route" and r == g) or (g == "oos" and a == "none") for (a, r, _, _), g in zip(dec, gold)]
     routed = [r == g for (a, r, _, _), g in zip(dec, gold) if a == "route"]
-    return {"accuracy": round(100 * float(np.mean(right)), 2), "routed": round(100 * len(routed) / len(gold), 1),
-            "routed_precision": round(100 * float(np.mean(routed)), 2) if routed else None}
+    return {
+        "accuracy": round(100 * float(np.mean(right)), 2),
+        "routed": round(100 * len(routed) / len(gold), 1),
+        "routed_precision": round(100 * float(np.mean(routed)), 2) if routed else None,
+    }
 
 
 def main() -> None:
@@ -55,20 +57,37 @@ def main() -> None:
     ap.add_argument("--sets", default="clinc150,massive-en")
     ap.add_argument("--timed", type=int, default=300)
     ap.add_argument("--strong-shots", type=int, default=None, help="exemplars per route of the strong router")
-    ap.add_argument("--head", choices=["exemplars", "off"], default="exemplars", help="both routers' head (default: the default's)")
-    ap.add_argument("--timing-only", action="store_true", help="the strong model is for latency only: no accuracy figures")
+    ap.add_argument(
+        "--head",
+        choices=["exemplars", "off"],
+        default="exemplars",
+        help="both routers' head (default: the default's)",
+    )
+    ap.add_argument(
+        "--timing-only", action="store_true", help="the strong model is for latency only: no accuracy figures"
+    )
     a = ap.parse_args()
     load = lambda path, **kw: Encoder.load(path or None, **kw)  # noqa: E731 - "" or no path: the bundled e5
     fe, se = load(a.fast), load(a.strong)
     for name in a.sets.split(","):
         train, test = splits(name, "test")
         head = "exemplars" if a.head == "exemplars" else False
-        fast, strong = build_router(train, fe, head=head), build_router(train, se, shots=a.strong_shots, head=head)
+        fast, strong = (
+            build_router(train, fe, head=head),
+            build_router(train, se, shots=a.strong_shots, head=head),
+        )
         texts, gold = [s.text for s in test.samples], [s.label for s in test.samples]
         df = decide(fast, embed(fe, texts), texts)
         served = [a_ == "route" and t == "high" for a_, _, t, _ in df]
-        out = {"set": name, "head": a.head, "fast": fe.model_id, "strong": se.model_id, "queries": len(gold),
-               "served_by_fast": round(100 * float(np.mean(served)), 1), "fast_alone": figures(df, gold)}
+        out = {
+            "set": name,
+            "head": a.head,
+            "fast": fe.model_id,
+            "strong": se.model_id,
+            "queries": len(gold),
+            "served_by_fast": round(100 * float(np.mean(served)), 1),
+            "fast_alone": figures(df, gold),
+        }
         if not a.timing_only:
             ds = decide(strong, embed(se, texts), texts)
             cascade = [f if s else g for f, g, s in zip(df, ds, served)]
@@ -89,8 +108,13 @@ def main() -> None:
                     t0 = time.perf_counter()
                     fn(q)
                     ms[key].append((time.perf_counter() - t0) * 1e3)
-            out["timing_ms"] = {k: {"p50": round(float(np.percentile(v, 50)), 2), "p95": round(float(np.percentile(v, 95)), 2)}
-                                for k, v in ms.items()}
+            out["timing_ms"] = {
+                k: {
+                    "p50": round(float(np.percentile(v, 50)), 2),
+                    "p95": round(float(np.percentile(v, 95)), 2),
+                }
+                for k, v in ms.items()
+            }
             out["timed_served_by_fast"] = round(100 * c.fast_share, 1)
         print(json.dumps(out), flush=True)
 

@@ -21,8 +21,17 @@ from routecore.evaluation import runner as R
 
 def main(model=None):
     enc = Encoder.load(model)
-    db_texts = [s.text for ds in (D.clinc150("train"), D.banking77("train"), D.massive("en-US", "train")) for s in ds.samples]
-    X = np.concatenate([R.embed(enc, [s.text for s in ds.samples]) for ds in (D.clinc150("train"), D.banking77("train"), D.massive("en-US", "train"))])
+    db_texts = [
+        s.text
+        for ds in (D.clinc150("train"), D.banking77("train"), D.massive("en-US", "train"))
+        for s in ds.samples
+    ]
+    X = np.concatenate(
+        [
+            R.embed(enc, [s.text for s in ds.samples])
+            for ds in (D.clinc150("train"), D.banking77("train"), D.massive("en-US", "train"))
+        ]
+    )
     Q = R.embed(enc, [s.text for s in D.clinc150("test").samples])
     out = {"model": enc.model_id, "db": len(db_texts), "queries": len(Q)}
     exact = VectorIndex(enc.dim, storage="f32")
@@ -32,7 +41,10 @@ def main(model=None):
         ix = VectorIndex(enc.dim, storage=st)
         ix.add(np.arange(len(X)), X)
         got = ix.search(Q, 5).ids
-        out[st] = {"top5_equal": float((got == ref).all(axis=1).mean()), "top1_equal": float((got[:, 0] == ref[:, 0]).mean())}
+        out[st] = {
+            "top5_equal": float((got == ref).all(axis=1).mean()),
+            "top1_equal": float((got[:, 0] == ref[:, 0]).mean()),
+        }
     print(json.dumps(out))
 
 

@@ -32,7 +32,9 @@ def clustered(n: int, d: int, seed: int = 0, centers: int = 1000, noise: float =
     step = 100_000
     for s in range(0, n, step):
         e = min(n, s + step)
-        out[s:e] = c[rng.integers(0, centers, e - s)] + noise * rng.standard_normal((e - s, d), dtype=np.float32)
+        out[s:e] = c[rng.integers(0, centers, e - s)] + noise * rng.standard_normal(
+            (e - s, d), dtype=np.float32
+        )
     out /= np.linalg.norm(out, axis=1, keepdims=True)
     return out
 

@@ -33,14 +33,24 @@ def main() -> None:
     a = ap.parse_args()
     enc = Encoder.load(cache_size=0)
     cr = ContextRouter.from_config(Path(examples).parent / "context.yaml", encoder=enc)
-    merged = [replace(r, name=f"{layer}:{r.name}") for layer, router in cr.layers.items() for r in router.route_specs]
+    merged = [
+        replace(r, name=f"{layer}:{r.name}")
+        for layer, router in cr.layers.items()
+        for r in router.route_specs
+    ]
     one = Router(merged, encoder=enc, entities=next(iter(cr.layers.values())).entities)
     n_ex = sum(len(r.exemplars()) for r in merged)
     qs = [s.text for s in D.clinc150("test").samples][: a.queries]
     for q in qs[:20]:
         cr.detect(q)
         one.route(q)
-    t: dict[str, list[float]] = {"detect": [], "route": [], "detect_rest": [], "route_rest": [], "per_layer_rest": []}
+    t: dict[str, list[float]] = {
+        "detect": [],
+        "route": [],
+        "detect_rest": [],
+        "route_rest": [],
+        "per_layer_rest": [],
+    }
     for q in qs:
         t0 = time.perf_counter()
         ctx = cr.detect(q)
@@ -58,7 +68,10 @@ def main() -> None:
         t["detect_rest"].append((t1 - t0) * 1e3 - ctx.timings["encode"])
         t["route_rest"].append((t2 - t1) * 1e3 - d.timings.tokenize - d.timings.encode)
         t["per_layer_rest"].append((t4 - t3) * 1e3)
-    out = {k: {"p50": round(float(np.percentile(v, 50)), 3), "p95": round(float(np.percentile(v, 95)), 3)} for k, v in t.items()}
+    out = {
+        k: {"p50": round(float(np.percentile(v, 50)), 3), "p95": round(float(np.percentile(v, 95)), 3)}
+        for k, v in t.items()
+    }
     out["exemplars"] = n_ex
     out["layers"] = list(cr.layers)
     out["overhead_p50"] = round(out["detect"]["p50"] / out["route"]["p50"] - 1, 3)

@@ -37,7 +37,10 @@ def main() -> None:
     router = tools_router(catalog, enc)
     cr = ContextRouter.from_config(a.config, encoder=enc)
     rng = np.random.default_rng(0)
-    sample = [queries.samples[i] for i in rng.choice(len(queries.samples), min(a.n, len(queries.samples)), replace=False)]
+    sample = [
+        queries.samples[i]
+        for i in rng.choice(len(queries.samples), min(a.n, len(queries.samples)), replace=False)
+    ]
     hits = {"query": [0, 0], "context": [0, 0]}
     empty = {"query": 0, "context": 0}
     intents: dict[str, int] = {}
@@ -52,13 +55,22 @@ def main() -> None:
             hits[key][1] += gold in ranked
             empty[key] += router.tools(s.query, **kw).no_tool
     n = len(sample)
-    print(json.dumps({
-        "model": enc.model_id, "queries": n, "tools": len(catalog), "layers": list(cr.layers), "seconds": round(time.time() - t0, 1),
-        "recall@1": {k: round(100 * v[0] / n, 2) for k, v in hits.items()},
-        "recall@5": {k: round(100 * v[1] / n, 2) for k, v in hits.items()},
-        "no_tool_at_the_calibrated_floor": {k: round(100 * v / n, 2) for k, v in empty.items()},
-        "intent_labels": intents, "example": cr.detect(sample[0].query).search_text(),
-    }))
+    print(
+        json.dumps(
+            {
+                "model": enc.model_id,
+                "queries": n,
+                "tools": len(catalog),
+                "layers": list(cr.layers),
+                "seconds": round(time.time() - t0, 1),
+                "recall@1": {k: round(100 * v[0] / n, 2) for k, v in hits.items()},
+                "recall@5": {k: round(100 * v[1] / n, 2) for k, v in hits.items()},
+                "no_tool_at_the_calibrated_floor": {k: round(100 * v / n, 2) for k, v in empty.items()},
+                "intent_labels": intents,
+                "example": cr.detect(sample[0].query).search_text(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -69,24 +69,52 @@ def main() -> None:
     gold = np.array([pos.get(s.label, -1) for s in test.samples])
     top, right = S.max(axis=1), S.argmax(axis=1) == gold
     n = len(gold)
-    print(json.dumps({"model": enc.model_id, "train": a.train, "data": a.data, "n": n, "raw_top1": round(float(right.mean()), 4)}))
+    print(
+        json.dumps(
+            {
+                "model": enc.model_id,
+                "train": a.train,
+                "data": a.data,
+                "n": n,
+                "raw_top1": round(float(right.mean()), 4),
+            }
+        )
+    )
     for d in a.pred.split(","):
-        rows = [json.loads(l) for l in (Path(d) / "predictions.jsonl").read_text(encoding="utf-8").splitlines() if l.strip()]
+        rows = [
+            json.loads(l)
+            for l in (Path(d) / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
+            if l.strip()
+        ]
         assert len(rows) == n and all(r["text"] == s.text for r, s in zip(rows, test.samples)), d
         routed = np.array([r["action"] == "route" for r in rows])
         ok = np.array([r["action"] == "route" and r["pred"] == r["label"] for r in rows])
-        conf = np.array([r["confidence"] if r["action"] == "route" else -np.inf for r in rows], dtype=np.float64)
+        conf = np.array(
+            [r["confidence"] if r["action"] == "route" else -np.inf for r in rows], dtype=np.float64
+        )
         own = float(ok.sum() / max(routed.sum(), 1))
-        res = {"run": d, "routed_share": round(float(routed.mean()), 4), "routed_accuracy": round(own, 4), "at": []}
+        res = {
+            "run": d,
+            "routed_share": round(float(routed.mean()), 4),
+            "routed_accuracy": round(own, 4),
+            "at": [],
+        }
         for p in [own] + [float(x) for x in a.at.split(",")]:
             if own >= p:
                 rc, rp = float(routed.mean()), own
             else:
                 rc, rp = coverage_at(conf[routed], ok[routed], p, n)
             bc, bp = coverage_at(top, right, p, n)
-            res["at"].append({"precision": round(p, 4), "router_share": round(rc, 4), "router_precision": None if rp is None else round(rp, 4),
-                              "maxcos_share": round(bc, 4), "maxcos_precision": None if bp is None else round(bp, 4),
-                              "router_minus_maxcos": round(rc - bc, 4)})
+            res["at"].append(
+                {
+                    "precision": round(p, 4),
+                    "router_share": round(rc, 4),
+                    "router_precision": None if rp is None else round(rp, 4),
+                    "maxcos_share": round(bc, 4),
+                    "maxcos_precision": None if bp is None else round(bp, 4),
+                    "router_minus_maxcos": round(rc - bc, 4),
+                }
+            )
         print(json.dumps(res))
 
 

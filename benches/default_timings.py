@@ -78,8 +78,13 @@ def main() -> None:
         t = time.perf_counter()
         r = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
         loads.append({**json.loads(r.stdout), "process_wall_s": time.perf_counter() - t})
-    summary = {k: {"runs": [round(x[k], 3) for x in loads], "median": round(float(np.median([x[k] for x in loads])), 3)}
-               for k in ("import_s", "cold_load_s", "warm_load_s", "first_encode_ms", "process_wall_s")}
+    summary = {
+        k: {
+            "runs": [round(x[k], 3) for x in loads],
+            "median": round(float(np.median([x[k] for x in loads])), 3),
+        }
+        for k in ("import_s", "cold_load_s", "warm_load_s", "first_encode_ms", "process_wall_s")
+    }
     print(json.dumps({"model": loads[0]["model"], "load": summary}), flush=True)
 
     from routecore import Encoder, Router
@@ -88,20 +93,35 @@ def main() -> None:
     sets = {t: queries(probe, a.queries, t) for t in (16, 32)}
     for t, qs in sets.items():
         lens = [len(x) for x in probe.tokenize(qs, kind="query")]
-        print(json.dumps({"target_tokens": t, "distinct": len(set(qs)), "tokens_mean": round(float(np.mean(lens)), 2),
-                          "tokens_min": min(lens), "tokens_max": max(lens), "example": qs[0]}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "target_tokens": t,
+                    "distinct": len(set(qs)),
+                    "tokens_mean": round(float(np.mean(lens)), 2),
+                    "tokens_min": min(lens),
+                    "tokens_max": max(lens),
+                    "example": qs[0],
+                }
+            ),
+            flush=True,
+        )
     del probe
     for threads in (1, 2):
         enc = Encoder.load(a.model, cache_size=0, threads=threads)
-        routers = {"route it_ops_routes.yaml": Router.from_config(ROOT / "examples" / "it_ops_routes.yaml", encoder=enc),
-                   "tools tools.yaml": Router.from_config(ROOT / "examples" / "tools.yaml", encoder=enc)}
+        routers = {
+            "route it_ops_routes.yaml": Router.from_config(
+                ROOT / "examples" / "it_ops_routes.yaml", encoder=enc
+            ),
+            "tools tools.yaml": Router.from_config(ROOT / "examples" / "tools.yaml", encoder=enc),
+        }
         for what, r in routers.items():
             call = r.route if what.startswith("route") else r.tools
             for t, qs in sets.items():
-                for q in qs[a.queries:]:  # warm-up on the 20 extra queries
+                for q in qs[a.queries :]:  # warm-up on the 20 extra queries
                     call(q)
                 enc_ms, rest_ms, total_ms, wall_ms = [], [], [], []
-                for q in qs[:a.queries]:
+                for q in qs[: a.queries]:
                     t0 = time.perf_counter()
                     d = call(q)
                     wall_ms.append((time.perf_counter() - t0) * 1e3)
@@ -109,8 +129,21 @@ def main() -> None:
                     enc_ms.append(e)
                     rest_ms.append(d.timings.total - e)
                     total_ms.append(d.timings.total)
-                print(json.dumps({"call": what, "threads": threads, "tokens": t, "n": len(enc_ms), "encode_ms": pct(enc_ms),
-                                  "rest_ms": pct(rest_ms), "total_ms": pct(total_ms), "wall_ms": pct(wall_ms)}), flush=True)
+                print(
+                    json.dumps(
+                        {
+                            "call": what,
+                            "threads": threads,
+                            "tokens": t,
+                            "n": len(enc_ms),
+                            "encode_ms": pct(enc_ms),
+                            "rest_ms": pct(rest_ms),
+                            "total_ms": pct(total_ms),
+                            "wall_ms": pct(wall_ms),
+                        }
+                    ),
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -28,9 +28,21 @@ def main() -> None:
     a = ap.parse_args()
     enc = Encoder.load(a.model) if a.model else Encoder.load()
     on = Router.from_config(Path(examples).parent / "it_ops_routes.yaml", encoder=enc)
-    off = Router([replace(r, prefers_entities=(), requires_entities=()) for r in on.route_specs], encoder=enc, policy=on.spec_policy)
-    rows = [json.loads(line) for line in (ROOT / "tests" / "data" / "entity_queries.jsonl").read_text(encoding="utf-8").splitlines()]
-    tally = {"off": {"right": 0, "high_right": 0, "wrong": 0}, "on": {"right": 0, "high_right": 0, "wrong": 0}}
+    off = Router(
+        [replace(r, prefers_entities=(), requires_entities=()) for r in on.route_specs],
+        encoder=enc,
+        policy=on.spec_policy,
+    )
+    rows = [
+        json.loads(line)
+        for line in (ROOT / "tests" / "data" / "entity_queries.jsonl")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    ]
+    tally = {
+        "off": {"right": 0, "high_right": 0, "wrong": 0},
+        "on": {"right": 0, "high_right": 0, "wrong": 0},
+    }
     for row in rows:
         out = {"text": row["text"], "label": row["label"]}
         for name, r in (("off", off), ("on", on)):

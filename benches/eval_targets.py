@@ -46,8 +46,11 @@ def run_intents(enc, train, val, test, oos, configs):
         else:
             r.policy = r.policy.with_overrides(min_score=0.0)
         pred = decide(r, Xte)
-        res = {"in_scope_accuracy": M.in_scope_accuracy(gold, pred, oos), "accuracy": float(np.mean([(p or oos) == g for p, g in zip(pred, gold)])),
-               "seconds": round(time.time() - t, 1)}
+        res = {
+            "in_scope_accuracy": M.in_scope_accuracy(gold, pred, oos),
+            "accuracy": float(np.mean([(p or oos) == g for p, g in zip(pred, gold)])),
+            "seconds": round(time.time() - t, 1),
+        }
         if any(g == oos for g in gold):
             res["oos"] = M.oos_prf(gold, pred, oos)
         res["fitted"] = getattr(r, "fitted", {}) or {}
@@ -59,15 +62,21 @@ def run_intents(enc, train, val, test, oos, configs):
 def main(model=None):
     enc = Encoder.load(model)
     res = {"model": enc.model_id, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    cl = [("floor: max cosine, global threshold (accuracy)", False, "accuracy", None),
-          ("per-route thresholds (macro-F1 with oos)", False, "macro_f1", None),
-          ("linear head + oos class (max oos recall at in-scope >= 0.92 on val)", True, "oos_recall", 0.92)]
+    cl = [
+        ("floor: max cosine, global threshold (accuracy)", False, "accuracy", None),
+        ("per-route thresholds (macro-F1 with oos)", False, "macro_f1", None),
+        ("linear head + oos class (max oos recall at in-scope >= 0.92 on val)", True, "oos_recall", 0.92),
+    ]
     res["clinc150"] = run_intents(enc, D.clinc150("train"), D.clinc150("val"), D.clinc150("test"), "oos", cl)
     plain = [("max cosine (no threshold)", False, None, None), ("linear head", True, None, None)]
     # No configuration here is fitted, so BANKING77 (which has no validation split) uses all of train.
-    res["banking77"] = run_intents(enc, D.banking77("train"), D.banking77("train"), D.banking77("test"), "oos", plain)
+    res["banking77"] = run_intents(
+        enc, D.banking77("train"), D.banking77("train"), D.banking77("test"), "oos", plain
+    )
     for loc in ("en-US", "fr-FR", "zh-CN"):
-        res[f"massive_{loc}"] = run_intents(enc, D.massive(loc, "train"), D.massive(loc, "dev"), D.massive(loc, "test"), "oos", plain)
+        res[f"massive_{loc}"] = run_intents(
+            enc, D.massive(loc, "train"), D.massive(loc, "dev"), D.massive(loc, "test"), "oos", plain
+        )
     q, cat = D.metatool("single_tool")
     router = tools_router(cat, enc, progress=True)
     Xq = R.embed(enc, [s.query for s in q.samples], progress=True, what="embed metatool")

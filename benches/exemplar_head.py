@@ -29,13 +29,15 @@ from routecore.evaluation.decisions import decide_vectors, decision_figures
 from routecore.evaluation.runner import build_router, embed
 
 #: Per set: (train, evaluation split) for ``--split test`` and ``--split dev`` (BANKING77 has no dev split).
-SETS = {"clinc150": lambda s: (D.clinc150("train"), D.clinc150("val" if s == "dev" else "test")),
-        "banking77": lambda s: (D.banking77("train"), D.banking77("test")),
-        "massive-en": lambda s: (D.massive("en-US", "train"), D.massive("en-US", s)),
-        "massive-fr": lambda s: (D.massive("fr-FR", "train"), D.massive("fr-FR", s)),
-        "massive-zh": lambda s: (D.massive("zh-CN", "train"), D.massive("zh-CN", s)),
-        "xling-fr": lambda s: (D.massive("en-US", "train"), D.massive("fr-FR", s)),
-        "xling-zh": lambda s: (D.massive("en-US", "train"), D.massive("zh-CN", s))}
+SETS = {
+    "clinc150": lambda s: (D.clinc150("train"), D.clinc150("val" if s == "dev" else "test")),
+    "banking77": lambda s: (D.banking77("train"), D.banking77("test")),
+    "massive-en": lambda s: (D.massive("en-US", "train"), D.massive("en-US", s)),
+    "massive-fr": lambda s: (D.massive("fr-FR", "train"), D.massive("fr-FR", s)),
+    "massive-zh": lambda s: (D.massive("zh-CN", "train"), D.massive("zh-CN", s)),
+    "xling-fr": lambda s: (D.massive("en-US", "train"), D.massive("fr-FR", s)),
+    "xling-zh": lambda s: (D.massive("en-US", "train"), D.massive("zh-CN", s)),
+}
 
 
 def trim(conf: np.ndarray, routed: np.ndarray, right: np.ndarray, p: float) -> float:
@@ -52,12 +54,21 @@ def run(enc: Encoder, name: str, head: str, no_clinc_background: bool = False, s
     if no_clinc_background:
         from routecore import background
 
-        rows = [json.loads(x) for x in background.BACKGROUND_FILE.read_text(encoding="utf-8").splitlines() if x.strip()]
+        rows = [
+            json.loads(x)
+            for x in background.BACKGROUND_FILE.read_text(encoding="utf-8").splitlines()
+            if x.strip()
+        ]
         keep = np.array([not r["source"].startswith("clinc150") for r in rows])
         full, langs = background.background_vectors(enc), background.background_languages()
         # The head's background class only (the cosine calibration keeps the whole set).
-        with mock.patch("routecore.background.background_vectors", lambda e: full[keep]), \
-                mock.patch("routecore.background.background_languages", lambda: tuple(x for x, k in zip(langs, keep) if k)):
+        with (
+            mock.patch("routecore.background.background_vectors", lambda e: full[keep]),
+            mock.patch(
+                "routecore.background.background_languages",
+                lambda: tuple(x for x, k in zip(langs, keep) if k),
+            ),
+        ):
             router = build_router(train, enc, head="exemplars" if head == "exemplars" else False)
     else:
         router = build_router(train, enc, head="exemplars" if head == "exemplars" else False)
@@ -70,16 +81,33 @@ def run(enc: Encoder, name: str, head: str, no_clinc_background: bool = False, s
     right = np.array([a == "route" and r == g for (a, r, _), g in zip(dec, gold)], dtype=np.float64)
     high = np.array([a == "route" and t == "high" for a, _, t in dec])
     f = decision_figures(dec, gold)
-    out = {"set": name, "split": split, "model": enc.model_id, "head": head + (" (no CLINC background)" if no_clinc_background else ""),
-           "build_s": round(build_s, 1), **{k: round(v, 4) for k, v in f.items() if isinstance(v, float)},
-           "high_share": round(float(high.mean()), 4), "high_precision": round(float(right[high].mean()), 4) if high.any() else None,
-           "trim90": round(trim(conf, routed, right, 0.90), 4), "trim95": round(trim(conf, routed, right, 0.95), 4)}
+    out = {
+        "set": name,
+        "split": split,
+        "model": enc.model_id,
+        "head": head + (" (no CLINC background)" if no_clinc_background else ""),
+        "build_s": round(build_s, 1),
+        **{k: round(v, 4) for k, v in f.items() if isinstance(v, float)},
+        "high_share": round(float(high.mean()), 4),
+        "high_precision": round(float(right[high].mean()), 4) if high.any() else None,
+        "trim90": round(trim(conf, routed, right, 0.90), 4),
+        "trim95": round(trim(conf, routed, right, 0.95), 4),
+    }
     isc = np.array([g != "oos" for g in gold])
     if (~isc).any():
-        pred = np.array([r if a == "route" else ("oos" if a == "none" else "CLARIFY") for a, r, _ in dec], dtype=object)
+        pred = np.array(
+            [r if a == "route" else ("oos" if a == "none" else "CLARIFY") for a, r, _ in dec], dtype=object
+        )
         g = np.array(gold, dtype=object)
-        tp, fp, fn = ((pred == "oos") & ~isc).sum(), ((pred == "oos") & isc).sum(), ((pred != "oos") & ~isc).sum()
-        out.update(in_scope_accuracy=round(float((pred[isc] == g[isc]).mean()), 4), oos_f1=round(float(2 * tp / (2 * tp + fp + fn)), 4))
+        tp, fp, fn = (
+            ((pred == "oos") & ~isc).sum(),
+            ((pred == "oos") & isc).sum(),
+            ((pred != "oos") & ~isc).sum(),
+        )
+        out.update(
+            in_scope_accuracy=round(float((pred[isc] == g[isc]).mean()), 4),
+            oos_f1=round(float(2 * tp / (2 * tp + fp + fn)), 4),
+        )
     if router.head is not None and router.calibration is not None:
         st = router.calibration.stats.get("head", {})
         out["head_fit"] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in st.items()}
@@ -100,8 +128,15 @@ def main() -> None:
     ap.add_argument("--model", default=None)
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--heads", default="off,exemplars")
-    ap.add_argument("--split", choices=["test", "dev"], default="test", help="dev: CLINC150 val, MASSIVE dev (to choose settings on)")
-    ap.add_argument("--in-scope-kept", type=float, help="override exemplar_head.IN_SCOPE_KEPT (a study of the scope cut)")
+    ap.add_argument(
+        "--split",
+        choices=["test", "dev"],
+        default="test",
+        help="dev: CLINC150 val, MASSIVE dev (to choose settings on)",
+    )
+    ap.add_argument(
+        "--in-scope-kept", type=float, help="override exemplar_head.IN_SCOPE_KEPT (a study of the scope cut)"
+    )
     a = ap.parse_args()
     if a.in_scope_kept is not None:
         from routecore import exemplar_head

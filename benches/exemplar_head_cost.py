@@ -1,7 +1,8 @@
 """Per-query non-encoder cost of route() with and without the exemplar head (CLINC150: 150 routes x 100).
 
-    python benches/exemplar_head_cost.py
+python benches/exemplar_head_cost.py
 """
+
 from __future__ import annotations
 
 import time
@@ -18,7 +19,10 @@ def main() -> None:
     tr, te = D.clinc150("train"), D.clinc150("test")
     texts = [s.text for s in te.samples][:1000]
     X = embed(enc, [s.text for s in te.samples])[:1000]
-    routers = {h: build_router(tr, enc, head="exemplars" if h == "exemplars" else False) for h in ("off", "exemplars")}
+    routers = {
+        h: build_router(tr, enc, head="exemplars" if h == "exemplars" else False)
+        for h in ("off", "exemplars")
+    }
     res = {h: [] for h in routers}
     for _ in range(3):  # rounds, the two routers interleaved
         for h, r in routers.items():

@@ -154,7 +154,11 @@ def run_one(
         "build": build_s,
     }
     if (~ins).any() or oos_extra[0]:
-        extra = [d.action == "none" for d in router.route_batch(oos_extra[0], vectors=oos_extra[1])] if oos_extra[0] else []
+        extra = (
+            [d.action == "none" for d in router.route_batch(oos_extra[0], vectors=oos_extra[1])]
+            if oos_extra[0]
+            else []
+        )
         out["oos_none"] = float(np.mean((act == "none")[~ins].tolist() + extra))
     reasons: dict[str, int] = defaultdict(int)
     for d in decs:

@@ -9,6 +9,7 @@ model's decision prior, routecore.prior; five without), the head's share, and is
 for the overhead over encoding the utterances (the exemplars' embeddings come from the cache,
 so the build time is that overhead).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,9 +48,21 @@ def main() -> None:
                 if head == "exemplars":
                     skipped = r.calibration.stats.get("head", {}).get("skipped")
         off, on = statistics.median(times["off"]), statistics.median(times["exemplars"])
-        print(json.dumps({"routes": routes, "exemplars": routes * shots, "build_off_s": round(off, 3), "build_head_s": round(on, 3),
-                          "head_s": round(on - off, 3), "head_skipped": skipped, "goal_s": GOALS.get((routes, shots)),
-                          "calibrated": r.calibrated}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "routes": routes,
+                    "exemplars": routes * shots,
+                    "build_off_s": round(off, 3),
+                    "build_head_s": round(on, 3),
+                    "head_s": round(on - off, 3),
+                    "head_skipped": skipped,
+                    "goal_s": GOALS.get((routes, shots)),
+                    "calibrated": r.calibrated,
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

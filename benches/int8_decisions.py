@@ -46,22 +46,45 @@ def main() -> None:
     fixed = _Fixed(enc, dict(zip(texts, R.embed(enc, texts))))
     r8 = R.build_router(train, fixed)
     z = np.zeros((0, enc.dim), np.float32)
-    r32 = Router(r8.route_specs, encoder=fixed, policy=r8.policy, storage="f32",
-                 _vectors={"routes": r8._routes.index.vectors()[1], "tools": z, "anti": z})
+    r32 = Router(
+        r8.route_specs,
+        encoder=fixed,
+        policy=r8.policy,
+        storage="f32",
+        _vectors={"routes": r8._routes.index.vectors()[1], "tools": z, "anti": z},
+    )
     assert (r8._routes.storage, r32._routes.storage) == ("int8", "f32")
     same = same_all = 0
     bounds = []
     for t in texts:
         a8, a32 = r8.route(t), r32.route(t)
         same += (a8.action, a8.route, a8.tier) == (a32.action, a32.route, a32.tier)
-        same_all += (a8.action, a8.route, a8.tier, a8.candidates, a8.bias_rule,
-                     [e.text for e in a8.top_exemplars]) == (a32.action, a32.route, a32.tier, a32.candidates, a32.bias_rule,
-                                                             [e.text for e in a32.top_exemplars])
+        same_all += (
+            a8.action,
+            a8.route,
+            a8.tier,
+            a8.candidates,
+            a8.bias_rule,
+            [e.text for e in a8.top_exemplars],
+        ) == (
+            a32.action,
+            a32.route,
+            a32.tier,
+            a32.candidates,
+            a32.bias_rule,
+            [e.text for e in a32.top_exemplars],
+        )
         bounds.extend(v for v in a8.score_bounds.values() if v > 0)
     now = datetime.datetime.now(datetime.timezone.utc)
-    print(f"{now:%Y-%m-%d %H:%M} UTC, {enc.model_id}, {len(r8._routes.texts)} exemplars, {len(texts)} CLINC150 test queries")
-    print(f"same (action, route, tier): {same}/{len(texts)}; same including candidates, bias rule and best exemplars: {same_all}/{len(texts)}")
-    print(f"estimated routes per decision: {len(bounds) / len(texts):.0f}; their error bounds: median {np.median(bounds):.4f}, max {max(bounds):.4f}")
+    print(
+        f"{now:%Y-%m-%d %H:%M} UTC, {enc.model_id}, {len(r8._routes.texts)} exemplars, {len(texts)} CLINC150 test queries"
+    )
+    print(
+        f"same (action, route, tier): {same}/{len(texts)}; same including candidates, bias rule and best exemplars: {same_all}/{len(texts)}"
+    )
+    print(
+        f"estimated routes per decision: {len(bounds) / len(texts):.0f}; their error bounds: median {np.median(bounds):.4f}, max {max(bounds):.4f}"
+    )
 
 
 if __name__ == "__main__":

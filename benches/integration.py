@@ -16,7 +16,6 @@ import asyncio
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -32,7 +31,10 @@ def pct(xs, q):
 def batch_vs_single(router, queries, tool_router, reps=3):
     """Queries per second: 64 single calls against one batch of 64 (best of ``reps``)."""
     out = {}
-    for name, single, batch in (("route", router.route, router.route_batch), ("tools", tool_router.tools, tool_router.tools_batch)):
+    for name, single, batch in (
+        ("route", router.route, router.route_batch),
+        ("tools", tool_router.tools, tool_router.tools_batch),
+    ):
         s_best = b_best = float("inf")
         for _ in range(reps):
             t = time.perf_counter()
@@ -41,9 +43,17 @@ def batch_vs_single(router, queries, tool_router, reps=3):
             t = time.perf_counter()
             batched = batch(queries)
             b_best = min(b_best, time.perf_counter() - t)
-        same = all((a.action, a.route) == (b.action, b.route) for a, b in zip(singles, batched)) if name == "route" else \
-            all(a.names == b.names for a, b in zip(singles, batched))
-        out[name] = {"single_qps": len(queries) / s_best, "batch_qps": len(queries) / b_best, "ratio": s_best / b_best, "same_decisions": same}
+        same = (
+            all((a.action, a.route) == (b.action, b.route) for a, b in zip(singles, batched))
+            if name == "route"
+            else all(a.names == b.names for a, b in zip(singles, batched))
+        )
+        out[name] = {
+            "single_qps": len(queries) / s_best,
+            "batch_qps": len(queries) / b_best,
+            "ratio": s_best / b_best,
+            "same_decisions": same,
+        }
     return out
 
 
@@ -67,8 +77,16 @@ def async_concurrency(router, queries, n=1000):
         return done, wall, lags
 
     done, wall, lags = asyncio.run(main())
-    return {"calls": n, "completed": len(done), "wall_s": wall, "qps": n / wall, "lag_ms_p50": pct(lags, 0.5), "lag_ms_p99": pct(lags, 0.99),
-            "lag_ms_max": max(lags), "ticks": len(lags)}
+    return {
+        "calls": n,
+        "completed": len(done),
+        "wall_s": wall,
+        "qps": n / wall,
+        "lag_ms_p50": pct(lags, 0.5),
+        "lag_ms_p99": pct(lags, 0.99),
+        "lag_ms_max": max(lags),
+        "ticks": len(lags),
+    }
 
 
 def live_update(enc, train):
@@ -83,14 +101,25 @@ def live_update(enc, train):
     rows = len(r._routes.texts)
     new = RouteSpec("new_route", tuple(f"{u} (variant)" for u in routes[0].utterances[:100]))
     add = r.add_routes([new])
-    changed = RouteSpec(routes[1].name, routes[1].utterances[:-1] + ("one changed exemplar",), routes[1].description)
+    changed = RouteSpec(
+        routes[1].name, routes[1].utterances[:-1] + ("one changed exemplar",), routes[1].description
+    )
     upd = r.update_route(changed)
     rem = r.remove_routes(["new_route"])
-    keep = r.update_route(RouteSpec(routes[1].name, routes[1].utterances, routes[1].description), recalibrate=False)
+    keep = r.update_route(
+        RouteSpec(routes[1].name, routes[1].utterances, routes[1].description), recalibrate=False
+    )
     add_keep = r.add_routes([new], recalibrate=False)
-    return {"routes": len(routes), "rows": rows, "fresh_build_s": build_s,
-            "add_100": add.__dict__, "change_1": upd.__dict__, "remove_1": rem.__dict__,
-            "change_1_keep_calibration": keep.__dict__, "add_100_keep_calibration": add_keep.__dict__}
+    return {
+        "routes": len(routes),
+        "rows": rows,
+        "fresh_build_s": build_s,
+        "add_100": add.__dict__,
+        "change_1": upd.__dict__,
+        "remove_1": rem.__dict__,
+        "change_1_keep_calibration": keep.__dict__,
+        "add_100_keep_calibration": add_keep.__dict__,
+    }
 
 
 def mcp_import(enc, n=500):
@@ -110,7 +139,12 @@ def mcp_import(enc, n=500):
         lists.append(t1 - t)
         specs.append(t2 - t1)
         routers.append(t3 - t2)
-    return {"tools": len(tools), "list_s_best": min(lists), "convert_s_best": min(specs), "router_s_best": min(routers)}
+    return {
+        "tools": len(tools),
+        "list_s_best": min(lists),
+        "convert_s_best": min(specs),
+        "router_s_best": min(routers),
+    }
 
 
 def main():
@@ -128,8 +162,11 @@ def main():
     router = Router.from_config(DEFAULT_ROUTES, encoder=enc)
     tool_router = Router.from_config(DEFAULT_TOOLS, encoder=enc)
     router.route("warm up")
-    res = {"machine": f"{platform.node()} {os.cpu_count()} cpus", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-           "encoder_threads": enc.threads}
+    res = {
+        "machine": f"{platform.node()} {os.cpu_count()} cpus",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "encoder_threads": enc.threads,
+    }
     res["batch_vs_single"] = batch_vs_single(router, queries, tool_router)
     print(json.dumps(res["batch_vs_single"], indent=1), flush=True)
     res["async"] = async_concurrency(router, [s.text for s in test.samples[:1000]])

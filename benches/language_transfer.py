@@ -36,8 +36,12 @@ def spread(S: np.ndarray) -> np.ndarray:
 
 def figures(SE: np.ndarray, SL: np.ndarray) -> dict[str, float]:
     slope, noise, shift = transfer(SE, SL)
-    return {"shift": round(shift, 4), "spread_ratio": round(float(np.median(spread(SL)) / np.median(spread(SE))), 3),
-            "slope": round(slope, 3), "noise": round(noise, 4)}
+    return {
+        "shift": round(shift, 4),
+        "spread_ratio": round(float(np.median(spread(SL)) / np.median(spread(SE))), 3),
+        "slope": round(slope, 3),
+        "noise": round(noise, 4),
+    }
 
 
 def main() -> None:
@@ -71,8 +75,10 @@ def main() -> None:
         SL = scores(embed(enc, [r["text"] for r in both]))
         out["massive_truth"] = figures(SE, SL)
         home, other = SB[blang == "en"], SB[blang == lang]
-        out["background"] = {"shift": round(float(np.median(other.max(axis=1)) - np.median(home.max(axis=1))), 4),
-                             "spread_ratio": round(float(np.median(spread(other)) / np.median(spread(home))), 3)}
+        out["background"] = {
+            "shift": round(float(np.median(other.max(axis=1)) - np.median(home.max(axis=1))), 4),
+            "spread_ratio": round(float(np.median(spread(other)) / np.median(spread(home))), 3),
+        }
         hi, li = pairs(prows, ["en"], lang)
         out["parallel_set"] = figures(SP[hi], SP[li])
         print(json.dumps(out))

@@ -4,6 +4,7 @@ same-route exemplars are left out with it (n = 0 is plain leave-one-out).
 
     ROUTECORE_HOME=/tmp/rchome python benches/leave_out.py [MODEL|-] [clinc150,massive-en,...]
 """
+
 import sys
 
 import numpy as np
@@ -15,10 +16,12 @@ from routecore.evaluation.runner import embed
 
 enc = Encoder.load(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "-" else None, cache_size=0)
 bg = embed(enc, list(C.background_texts()[0]))
-sets = {"clinc150": (D.clinc150("train"), D.clinc150("val")),
-        "massive-en": (D.massive("en-US", "train"), D.massive("en-US", "dev")),
-        "massive-fr": (D.massive("fr-FR", "train"), D.massive("fr-FR", "dev")),
-        "massive-zh": (D.massive("zh-CN", "train"), D.massive("zh-CN", "dev"))}
+sets = {
+    "clinc150": (D.clinc150("train"), D.clinc150("val")),
+    "massive-en": (D.massive("en-US", "train"), D.massive("en-US", "dev")),
+    "massive-fr": (D.massive("fr-FR", "train"), D.massive("fr-FR", "dev")),
+    "massive-zh": (D.massive("zh-CN", "train"), D.massive("zh-CN", "dev")),
+}
 if len(sys.argv) > 2:
     sets = {k: v for k, v in sets.items() if k in sys.argv[2].split(",")}
 data = {}
@@ -40,6 +43,8 @@ for n in [0, 1, 2, 3]:  # 0: the tiers use the same rows as the other fits
         right = arg == gold
         high = (p1 >= cal.high) & (mg >= cal.margin) & ~oos
         routed = (p1 >= cal.medium) & ~oos
-        row.append(f"{name}: high {high.mean():.3f}@{right[high].mean():.3f} routed {routed.mean():.3f}@{right[routed].mean():.3f} "
-                   f"inacc {(right & ~oos)[gold >= 0].mean():.3f}")
+        row.append(
+            f"{name}: high {high.mean():.3f}@{right[high].mean():.3f} routed {routed.mean():.3f}@{right[routed].mean():.3f} "
+            f"inacc {(right & ~oos)[gold >= 0].mean():.3f}"
+        )
     print(n, " | ".join(row), flush=True)

@@ -79,7 +79,12 @@ def main() -> None:
     names = [t["name"] for t in catalog]
     gold = np.array([names.index(s.tools[0]) for s in queries.samples])
     T = embed(enc, [t["description"] for t in catalog], what="embedding tools")
-    S = route_scores(embed(enc, [s.query for s in queries.samples], what="metatool queries"), T, np.arange(len(names)), len(names))
+    S = route_scores(
+        embed(enc, [s.query for s in queries.samples], what="metatool queries"),
+        T,
+        np.arange(len(names)),
+        len(names),
+    )
     bg = background_texts()[0]
     bg_df = collections.Counter(w for t in bg for w in set(words(t)))
     stop = {w for w, c in bg_df.items() if c >= 0.02 * len(bg)}
@@ -89,13 +94,22 @@ def main() -> None:
         from tokenizers import Tokenizer
 
         tk = Tokenizer.from_file(str(tj))
-        toks["pieces"] = lambda t: [p for p in tk.encode(fold(t), add_special_tokens=False).tokens if p.strip("\u2581")]
-    print(f"{enc.model_id}: {len(stop)} background stop words; dense r@1 {recall(S, gold, 1):.3f} r@5 {recall(S, gold, 5):.3f}")
+        toks["pieces"] = lambda t: [
+            p for p in tk.encode(fold(t), add_special_tokens=False).tokens if p.strip("\u2581")
+        ]
+    print(
+        f"{enc.model_id}: {len(stop)} background stop words; dense r@1 {recall(S, gold, 1):.3f} r@5 {recall(S, gold, 5):.3f}"
+    )
     rank_d = np.argsort(np.argsort(-S, 1), 1)
     for lab, f in toks.items():
-        L = bm25([f(re.sub(r"_", " ", t["name"]) + " " + t["description"]) for t in catalog], [f(s.query) for s in queries.samples])
+        L = bm25(
+            [f(re.sub(r"_", " ", t["name"]) + " " + t["description"]) for t in catalog],
+            [f(s.query) for s in queries.samples],
+        )
         rows = [("bm25 alone", L)]
-        rows += [(f"sum w={w}", S + w * L / np.maximum(L.max(1, keepdims=True), 1e-9)) for w in (0.02, 0.05, 0.1)]
+        rows += [
+            (f"sum w={w}", S + w * L / np.maximum(L.max(1, keepdims=True), 1e-9)) for w in (0.02, 0.05, 0.1)
+        ]
         rows += [(f"zsum w={w}", z(S) + w * z(L)) for w in (0.2, 0.3, 0.4)]
         rank_l = np.argsort(np.argsort(-L, 1), 1)
         rows += [(f"rrf k={k}", 1 / (k + rank_d) + 1 / (k + rank_l)) for k in (10, 60)]

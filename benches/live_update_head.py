@@ -18,7 +18,10 @@ from routecore import Encoder, RouteSpec
 from routecore.evaluation import datasets as D
 from routecore.evaluation.runner import build_router
 
-NEW = RouteSpec("weather_live", ("will it rain tomorrow", "weather forecast for Paris", "is it cold outside", "temperature this weekend"))
+NEW = RouteSpec(
+    "weather_live",
+    ("will it rain tomorrow", "weather forecast for Paris", "is it cold outside", "temperature this weekend"),
+)
 
 
 def main() -> None:
@@ -36,7 +39,9 @@ def main() -> None:
             r.remove_routes([NEW.name], recalibrate=recal)
             times[recal].append((time.perf_counter() - t0) / 2)
     for recal, v in times.items():
-        print(f"recalibrate={recal}: median {statistics.median(v):.2f} s per change ({len(r.route_specs)} routes x {a.shots})")
+        print(
+            f"recalibrate={recal}: median {statistics.median(v):.2f} s per change ({len(r.route_specs)} routes x {a.shots})"
+        )
 
 
 if __name__ == "__main__":

@@ -32,9 +32,14 @@ def main() -> None:
     count = lambda text: len(tok.encode(text, add_special_tokens=False).ids)  # noqa: E731
     queries, cat = D.metatool("single_tool")
     big = [ToolSpec(f"{t['name']}_{k}", t["description"]) for k in range(3) for t in cat][:500]
-    catalogs = {"example (10 tools)": Router.from_config(Path(examples).parent / "tools.yaml", encoder=enc),
-                "MetaTool x3 (500 tools)": Router([], big, encoder=enc)}
-    q = {"example (10 tools)": "the nginx service on web-3 keeps crashing, restart it", "MetaTool x3 (500 tools)": queries.samples[0].query}
+    catalogs = {
+        "example (10 tools)": Router.from_config(Path(examples).parent / "tools.yaml", encoder=enc),
+        "MetaTool x3 (500 tools)": Router([], big, encoder=enc),
+    }
+    q = {
+        "example (10 tools)": "the nginx service on web-3 keeps crashing, restart it",
+        "MetaTool x3 (500 tools)": queries.samples[0].query,
+    }
     for name, router in catalogs.items():
         for mode, top in (("llm", None), ("hybrid", 20)):
             r = LLMToolRouter(router, "http://127.0.0.1:9/v1", "m", mode=mode, hybrid_top=top or 20)
@@ -49,8 +54,13 @@ def main() -> None:
             out: dict[str, object] = {"catalog": name, "mode": mode, "candidates": len(specs)}
             for unit, f in (("est", estimate_tokens), ("e5", count)):
                 p, s_, sc = f(prompt), f(summaries), f(schemas)
-                out[unit] = {"summaries": s_, "whole_prompt": p, "full_schemas": sc,
-                             "saving_summaries": round(1 - s_ / sc, 3), "saving_whole_prompt": round(1 - p / sc, 3)}
+                out[unit] = {
+                    "summaries": s_,
+                    "whole_prompt": p,
+                    "full_schemas": sc,
+                    "saving_summaries": round(1 - s_ / sc, 3),
+                    "saving_whole_prompt": round(1 - p / sc, 3),
+                }
             print(json.dumps(out))
             r.close()
 

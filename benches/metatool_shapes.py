@@ -34,8 +34,12 @@ def main() -> None:
     router = tools_router(catalog, enc, progress=True)
     t0 = time.time()
     res = evaluate_tools(router, D.Dataset("metatool+clinc-oos", rows), progress=True)
-    res.update(model=enc.model_id, floor=router.policy.tool_threshold, seconds=round(time.time() - t0, 1),
-               date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+    res.update(
+        model=enc.model_id,
+        floor=router.policy.tool_threshold,
+        seconds=round(time.time() - t0, 1),
+        date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    )
     print(json.dumps(res, indent=1))
 
 

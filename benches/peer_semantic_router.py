@@ -100,12 +100,21 @@ def run(enc, wrapped, name, train, val, test, oos="oos", shots=100):
     utts = [u for r in routes for u in r.utterances]
     wrapped.preload(utts, R.embed(enc, utts))
     for ds in (val, test):
-        wrapped.preload([s.text for s in ds.samples], R.embed(enc, [s.text for s in ds.samples], progress=True, what=f"embed {ds.name}"))
+        wrapped.preload(
+            [s.text for s in ds.samples],
+            R.embed(enc, [s.text for s in ds.samples], progress=True, what=f"embed {ds.name}"),
+        )
     gold = [s.label for s in test.samples]
     yv = [None if s.label == oos else s.label for s in val.samples]
     out = {}
     for agg in () if ROUTECORE_ONLY else ("mean", "max"):
-        sr = IndexedRouter(wrapped, [Route(name=r.name, utterances=list(r.utterances)) for r in routes], top_k=5, aggregation=agg, confidence_threshold=0.5)
+        sr = IndexedRouter(
+            wrapped,
+            [Route(name=r.name, utterances=list(r.utterances)) for r in routes],
+            top_k=5,
+            aggregation=agg,
+            confidence_threshold=0.5,
+        )
         t = time.perf_counter()
         sr.fit([s.text for s in val.samples], yv)
         fit_s = time.perf_counter() - t
@@ -131,7 +140,11 @@ def run(enc, wrapped, name, train, val, test, oos="oos", shots=100):
 
 
 def summary(gold, pred, oos, ms, fit_s):
-    r = {"in_scope_accuracy": M.in_scope_accuracy(gold, pred, oos), "routing_ms_per_query": ms, "fit_seconds": fit_s}
+    r = {
+        "in_scope_accuracy": M.in_scope_accuracy(gold, pred, oos),
+        "routing_ms_per_query": ms,
+        "fit_seconds": fit_s,
+    }
     if any(g == oos for g in gold):
         r["oos"] = M.oos_prf(gold, pred, oos)
     return r
@@ -141,7 +154,9 @@ def holdout(ds, frac=0.1, seed=0):
     from routecore.evaluation.datasets import Dataset
 
     m = np.random.default_rng(seed).random(len(ds.samples)) < frac
-    return Dataset(ds.name + "[90%]", [x for x, v in zip(ds.samples, m) if not v]), Dataset(ds.name + "[10%]", [x for x, v in zip(ds.samples, m) if v])
+    return Dataset(ds.name + "[90%]", [x for x, v in zip(ds.samples, m) if not v]), Dataset(
+        ds.name + "[10%]", [x for x, v in zip(ds.samples, m) if v]
+    )
 
 
 ROUTECORE_ONLY = "--routecore-only" in sys.argv
@@ -150,12 +165,20 @@ ROUTECORE_ONLY = "--routecore-only" in sys.argv
 def main(model=None):
     enc = Encoder.load(model, cache_size=0)
     wrapped = CachedRoutecoreEncoder(enc)
-    res = {"model": enc.model_id, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "semantic_router": "1.1.1"}
-    res["clinc150"] = run(enc, wrapped, "clinc150", D.clinc150("train"), D.clinc150("val"), D.clinc150("test"))
+    res = {
+        "model": enc.model_id,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "semantic_router": "1.1.1",
+    }
+    res["clinc150"] = run(
+        enc, wrapped, "clinc150", D.clinc150("train"), D.clinc150("val"), D.clinc150("test")
+    )
     tr, va = holdout(D.banking77("train"))  # BANKING77 has no validation split: hold out 10% of train
     res["banking77"] = run(enc, wrapped, "banking77", tr, va, D.banking77("test"))
     for loc in ("en-US", "fr-FR", "zh-CN"):
-        res[f"massive_{loc}"] = run(enc, wrapped, loc, D.massive(loc, "train"), D.massive(loc, "dev"), D.massive(loc, "test"))
+        res[f"massive_{loc}"] = run(
+            enc, wrapped, loc, D.massive(loc, "train"), D.massive(loc, "dev"), D.massive(loc, "test")
+        )
     print(json.dumps(res, indent=1))
 
 

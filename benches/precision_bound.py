@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from zero_label import train_routes
 
 from routecore import Encoder
 from routecore.calibration import background_vectors, route_scores, softmax, top2, zero_label
 from routecore.evaluation.runner import embed
+from zero_label import train_routes
 
 
 def share_at(conf: np.ndarray, right: np.ndarray, precision: float) -> float:
@@ -46,8 +46,15 @@ def main() -> None:
         right = (S.argmax(1) == np.array([pos[s.label] for s in q])).astype(float)
         top = np.sort(S, 1)
         p1, margin, _ = top2(softmax(S, cal.temperature))
-        for sig, conf in (("best cosine", top[:, -1]), ("cosine gap", top[:, -1] - top[:, -2]), ("p1", p1), ("p1 - p2", margin)):
-            print(f"| {name} | {right.mean():.1%} | {sig} | {share_at(conf, right, 0.90):.1%} | {share_at(conf, right, 0.95):.1%} |")
+        for sig, conf in (
+            ("best cosine", top[:, -1]),
+            ("cosine gap", top[:, -1] - top[:, -2]),
+            ("p1", p1),
+            ("p1 - p2", margin),
+        ):
+            print(
+                f"| {name} | {right.mean():.1%} | {sig} | {share_at(conf, right, 0.90):.1%} | {share_at(conf, right, 0.95):.1%} |"
+            )
 
 
 if __name__ == "__main__":

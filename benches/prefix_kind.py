@@ -32,7 +32,12 @@ def embed_kind(enc: Encoder, texts: list[str], kind: str, batch: int = 64) -> np
     path = home() / "embeddings" / enc.model_id.replace(":", "_") / f"kind-{key}.npy"
     if path.is_file():
         return np.load(path)
-    X = np.concatenate([enc.encode_with_stats(texts[i:i + batch], kind=kind).embeddings for i in range(0, len(texts), batch)])
+    X = np.concatenate(
+        [
+            enc.encode_with_stats(texts[i : i + batch], kind=kind).embeddings
+            for i in range(0, len(texts), batch)
+        ]
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     np.save(path, X)
     return X
@@ -56,8 +61,18 @@ def main() -> None:
                 T = embed_kind(enc, [t["description"] for t in catalog], kind)
                 S = Q @ T.T
                 rank = (S > S[np.arange(len(gold)), gold][:, None]).sum(axis=1)
-                print(json.dumps({"set": name, "exemplar_kind": kind, "n": len(gold),
-                                  "recall@1": round(float((rank < 1).mean()), 4), "recall@5": round(float((rank < 5).mean()), 4)}), flush=True)
+                print(
+                    json.dumps(
+                        {
+                            "set": name,
+                            "exemplar_kind": kind,
+                            "n": len(gold),
+                            "recall@1": round(float((rank < 1).mean()), 4),
+                            "recall@5": round(float((rank < 5).mean()), 4),
+                        }
+                    ),
+                    flush=True,
+                )
         else:
             loc = {"massive-en": "en-US", "massive-fr": "fr-FR", "massive-zh": "zh-CN"}[name]
             train, test = D.massive(loc, "train"), D.massive(loc, "test")
@@ -69,8 +84,17 @@ def main() -> None:
             for kind in ("passage", "query"):
                 V = embed_kind(enc, [s.text for s in train.samples], kind)
                 S = route_scores(Q, V, owners, len(labels))
-                print(json.dumps({"set": name, "exemplar_kind": kind, "n": len(gold),
-                                  "raw_top1": round(float((S.argmax(axis=1) == gold).mean()), 4)}), flush=True)
+                print(
+                    json.dumps(
+                        {
+                            "set": name,
+                            "exemplar_kind": kind,
+                            "n": len(gold),
+                            "raw_top1": round(float((S.argmax(axis=1) == gold).mean()), 4),
+                        }
+                    ),
+                    flush=True,
+                )
         print(json.dumps({"set": name, "seconds": round(time.perf_counter() - t0, 1)}), flush=True)
 
 

@@ -26,8 +26,14 @@ from typing import Any
 
 import yaml
 
-TEMPLATES = ["the production server {} is down", "how do I configure the VPN client number {}", "where is the runbook for service {}",
-             "database {} connections keep timing out", "le site {} renvoie des erreurs 500", "restart the payment service {}"]
+TEMPLATES = [
+    "the production server {} is down",
+    "how do I configure the VPN client number {}",
+    "where is the runbook for service {}",
+    "database {} connections keep timing out",
+    "le site {} renvoie des erreurs 500",
+    "restart the payment service {}",
+]
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -68,7 +74,10 @@ def main() -> None:
     from routecore.integrations.ray import deployment
 
     config = Path(tempfile.mkdtemp()) / "routes.yaml"
-    config.write_text(yaml.safe_dump(yaml.safe_load(IT_OPS_ROUTES.read_text(encoding="utf-8")), allow_unicode=True), encoding="utf-8")
+    config.write_text(
+        yaml.safe_dump(yaml.safe_load(IT_OPS_ROUTES.read_text(encoding="utf-8")), allow_unicode=True),
+        encoding="utf-8",
+    )
     local = Router.from_config(config)
     inproc = []
     for i in range(200):
@@ -76,13 +85,31 @@ def main() -> None:
         local.route(TEMPLATES[i % len(TEMPLATES)].format(10**6 + i))
         inproc.append((time.perf_counter() - t) * 1000)
 
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024 * 1024, log_to_driver=False, configure_logging=False)
-    results: dict[str, Any] = {"python": sys.version.split()[0], "cpus": os.cpu_count(), "inprocess_p50_ms": statistics.median(inproc),
-                               "max_batch": args.max_batch, "wait_ms": args.wait_ms, "levels": []}
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=200 * 1024 * 1024,
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    results: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+        "inprocess_p50_ms": statistics.median(inproc),
+        "max_batch": args.max_batch,
+        "wait_ms": args.wait_ms,
+        "levels": [],
+    }
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": 0})
-        app = deployment(config=config, num_replicas=2, ray_actor_options={"num_cpus": 0.5}, max_batch_size=args.max_batch,
-                         batch_wait_timeout_s=args.wait_ms / 1000, max_ongoing_requests=64)
+        app = deployment(
+            config=config,
+            num_replicas=2,
+            ray_actor_options={"num_cpus": 0.5},
+            max_batch_size=args.max_batch,
+            batch_wait_timeout_s=args.wait_ms / 1000,
+            max_ongoing_requests=64,
+        )
         handle = serve.run(app, name="routecore_load", route_prefix=None, blocking=False)
         start = 0
         for clients in [int(c) for c in args.clients.split(",")]:
@@ -90,11 +117,20 @@ def main() -> None:
             start += 2 * clients
             lat, wall = asyncio.run(drive(handle, clients, args.requests, start))
             start += args.requests
-            row = {"clients": clients, "requests": len(lat), "rps": len(lat) / wall, "p50_ms": pct(lat, 50),
-                   "p95_ms": pct(lat, 95), "p99_ms": pct(lat, 99)}
+            row = {
+                "clients": clients,
+                "requests": len(lat),
+                "rps": len(lat) / wall,
+                "p50_ms": pct(lat, 50),
+                "p95_ms": pct(lat, 95),
+                "p99_ms": pct(lat, 99),
+            }
             results["levels"].append(row)
-            print(f"clients={clients:3d}  n={row['requests']}  {row['rps']:7.1f} req/s  p50 {row['p50_ms']:6.1f} ms  "
-                  f"p95 {row['p95_ms']:6.1f} ms  p99 {row['p99_ms']:6.1f} ms", flush=True)
+            print(
+                f"clients={clients:3d}  n={row['requests']}  {row['rps']:7.1f} req/s  p50 {row['p50_ms']:6.1f} ms  "
+                f"p95 {row['p95_ms']:6.1f} ms  p99 {row['p99_ms']:6.1f} ms",
+                flush=True,
+            )
     finally:
         serve.shutdown()
         ray.shutdown()

@@ -23,7 +23,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import few_shot as F  # noqa: E402
-
 from routecore import Encoder  # noqa: E402
 from routecore.evaluation.perturb import PERTURBATIONS  # noqa: E402
 from routecore.evaluation.runner import embed  # noqa: E402

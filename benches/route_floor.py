@@ -14,20 +14,24 @@ import platform
 import time
 
 import numpy as np
+
 from bench_router import QUERIES
 from conftest import SHARED
-
 from routecore import Encoder, VectorIndex, _native
 from routecore.evaluation import datasets as D
 from routecore.evaluation import runner as R
 
 
 def main() -> None:
-    print(f"{platform.processor() or platform.machine()}, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC\n")
+    print(
+        f"{platform.processor() or platform.machine()}, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC\n"
+    )
     bw = _native.read_bandwidth(256, 1, 5)  # GB/s, one thread
     print(f"Read bandwidth, 1 thread: {bw:.1f} GB/s\n")
-    print("| encoder | encode p50 ms | int8 pass hot p50 µs | int8 pass after encode p50 / p95 µs | after encode / encode "
-          "| DRAM read of the int8 table µs | DRAM read / encode |")
+    print(
+        "| encoder | encode p50 ms | int8 pass hot p50 µs | int8 pass after encode p50 / p95 µs | after encode / encode "
+        "| DRAM read of the int8 table µs | DRAM read / encode |"
+    )
     print("|---|---|---|---|---|---|---|")
     train = D.clinc150("train")
     _native.set_parallel_cutoff(1 << 62)  # one thread, as in the routing step
@@ -49,8 +53,10 @@ def main() -> None:
         e, c, h = (np.array(x[20:]) for x in (enc_t, cold, hot))
         # int8 codes plus 16 bytes of per-row facts (scale, code sum, error, norm).
         read = len(router._routes.texts) * (enc.dim + 16) / (bw * 1e9)
-        print(f"| {name} | {np.median(e) * 1e3:.2f} | {np.median(h) * 1e6:.0f} | {np.median(c) * 1e6:.0f} / {np.percentile(c, 95) * 1e6:.0f} | "
-              f"{np.median(c) / np.median(e):.1%} | {read * 1e6:.0f} | {read / np.median(e):.1%} |")
+        print(
+            f"| {name} | {np.median(e) * 1e3:.2f} | {np.median(h) * 1e6:.0f} | {np.median(c) * 1e6:.0f} / {np.percentile(c, 95) * 1e6:.0f} | "
+            f"{np.median(c) / np.median(e):.1%} | {read * 1e6:.0f} | {read / np.median(e):.1%} |"
+        )
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ import sys
 import time
 
 import numpy as np
-from bench_router import QUERIES, router_for
 
+from bench_router import QUERIES, router_for
 from routecore import _native
 
 
@@ -35,8 +35,12 @@ class _Timed:
 def main(names, parallel=False) -> None:
     if parallel:
         _native.set_route_parallel_cutoff(0)
-    print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, routing step on {'2 threads' if parallel else '1 thread'}\n")
-    print("| encoder | caches | encode p50 ms | native call p50 µs | policy p50 µs | rest (wall − encode) p50 µs | rest / encode |")
+    print(
+        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, routing step on {'2 threads' if parallel else '1 thread'}\n"
+    )
+    print(
+        "| encoder | caches | encode p50 ms | native call p50 µs | policy p50 µs | rest (wall − encode) p50 µs | rest / encode |"
+    )
     print("|---|---|---|---|---|---|---|")
     for name in names:
         r = router_for(name, "clinc150 (150 routes x 100)")
@@ -67,7 +71,9 @@ def main(names, parallel=False) -> None:
             e, n, p, rest = np.median(np.array(rows[20:]), axis=0)
             enc_ms = f"{e * 1e3:.2f}" if caches == "after encode" else "0 (cached)"
             share = f"{rest / e:.1%}" if caches == "after encode" else ""
-            print(f"| {name} | {caches} | {enc_ms} | {n * 1e6:.0f} | {p * 1e6:.0f} | {rest * 1e6:.0f} | {share} |")
+            print(
+                f"| {name} | {caches} | {enc_ms} | {n * 1e6:.0f} | {p * 1e6:.0f} | {rest * 1e6:.0f} | {share} |"
+            )
         r.encoder.encode_with_stats = enc_calls
 
 

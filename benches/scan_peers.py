@@ -69,7 +69,9 @@ def cpu_model() -> str:
     return platform.processor()
 
 
-def contenders(S: np.ndarray, k: int, threads: int, batch: int, peers: set[str]) -> dict[str, Callable[[np.ndarray], Any]]:
+def contenders(
+    S: np.ndarray, k: int, threads: int, batch: int, peers: set[str]
+) -> dict[str, Callable[[np.ndarray], Any]]:
     n, d = S.shape
     out: dict[str, Callable[[np.ndarray], Any]] = {}
     out["numpy f32"] = lambda q: topk_rows(q @ S.T, k)
@@ -94,7 +96,12 @@ def contenders(S: np.ndarray, k: int, threads: int, batch: int, peers: set[str])
         S8 = np.clip(np.rint(S * 127.0), -127, 127).astype(np.int8)
         out["usearch f32"] = lambda q: search(S, q, k, MetricKind.IP, exact=True, threads=threads)
         out["usearch i8"] = lambda q: search(
-            S8, np.clip(np.rint(q * 127.0), -127, 127).astype(np.int8), k, MetricKind.IP, exact=True, threads=threads
+            S8,
+            np.clip(np.rint(q * 127.0), -127, 127).astype(np.int8),
+            k,
+            MetricKind.IP,
+            exact=True,
+            threads=threads,
         )
     if "numkong" in peers:
         import numkong as nk
@@ -115,7 +122,9 @@ def contenders(S: np.ndarray, k: int, threads: int, batch: int, peers: set[str])
     return out
 
 
-def check_exact(S: np.ndarray, fns: dict[str, Callable[[np.ndarray], Any]], qs: np.ndarray, k: int) -> dict[str, int]:
+def check_exact(
+    S: np.ndarray, fns: dict[str, Callable[[np.ndarray], Any]], qs: np.ndarray, k: int
+) -> dict[str, int]:
     """Queries (of `qs`) whose routecore top-k equals the f32 brute force."""
     want = topk_rows(qs @ S.T, k)
     agree = {}
@@ -125,12 +134,14 @@ def check_exact(S: np.ndarray, fns: dict[str, Callable[[np.ndarray], Any]], qs: 
     return agree
 
 
-def run(S: np.ndarray, fns: dict[str, Callable[[np.ndarray], Any]], qs: np.ndarray, batch: int, rounds: int) -> dict[str, list[float]]:
+def run(
+    S: np.ndarray, fns: dict[str, Callable[[np.ndarray], Any]], qs: np.ndarray, batch: int, rounds: int
+) -> dict[str, list[float]]:
     n = S.shape[0]
     per = max(3, min(200, int(2e6 / max(1, n * batch))))
-    pick = (lambda j: qs[j % len(qs)]) if batch == 1 else (lambda j: qs[(j * batch) % len(qs):][:batch])
+    pick = (lambda j: qs[j % len(qs)]) if batch == 1 else (lambda j: qs[(j * batch) % len(qs) :][:batch])
     meds: dict[str, list[float]] = {name: [] for name in fns}
-    for name, f in fns.items():  # warm-up
+    for f in fns.values():  # warm-up
         for j in range(min(per, 10)):
             f(pick(j))
     for _ in range(rounds):
@@ -157,7 +168,10 @@ def main() -> None:
     ap.add_argument("--json", help="write every block median here")
     a = ap.parse_args()
     peers = set(filter(None, a.peers.split(",")))
-    env = {v: os.environ.get(v, "") for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "RAYON_NUM_THREADS", "ROUTECORE_SIMD")}
+    env = {
+        v: os.environ.get(v, "")
+        for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "RAYON_NUM_THREADS", "ROUTECORE_SIMD")
+    }
     head = (
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {cpu_model()}, {os.cpu_count()} cpus; flags: {cpu_flags()}; "
         f"routecore kernels: {_native.simd_level()}; env {env}; k={a.k}, batch={a.batch}, rounds={a.rounds}"
@@ -187,8 +201,12 @@ def main() -> None:
                 probe = _native.read_bandwidth(mb, a.threads, 5)
                 got = n * d * width / (min(meds[f"routecore {kind}"]) * 1e-6) / 1e9
                 bw[kind] = {"probe_gbs": probe, "scan_gbs": got}
-                print(f"routecore {kind} scan reads {got:.1f} GB/s; probe at {mb} MB, {a.threads} thread(s): {probe:.1f} GB/s ({got / probe:.0%})")
-            report["cases"].append({"n": n, "d": d, "exact": exact, "bandwidth": bw, "block_medians_us": meds})
+                print(
+                    f"routecore {kind} scan reads {got:.1f} GB/s; probe at {mb} MB, {a.threads} thread(s): {probe:.1f} GB/s ({got / probe:.0%})"
+                )
+            report["cases"].append(
+                {"n": n, "d": d, "exact": exact, "bandwidth": bw, "block_medians_us": meds}
+            )
             del fns
     if a.json:
         with open(a.json, "w") as f:

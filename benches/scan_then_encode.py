@@ -40,7 +40,7 @@ def main() -> None:
     ms: dict[float | None, list[float]] = {w: [] for w in waits}
     for start in range(0, a.queries, block):
         for w in waits:
-            for t in texts[start:start + block]:
+            for t in texts[start : start + block]:
                 if w is not None:
                     ix.search(X[0], 5)
                     if w > 0:
@@ -50,7 +50,9 @@ def main() -> None:
                 ms[w].append((time.perf_counter() - t0) * 1e3)
     for w, v in ms.items():
         p50, p95 = np.percentile(v, [50, 95])
-        print(f"{'no scan' if w is None else f'sleep {w * 1e3:g} ms'}: encode p50 {p50:.2f} ms, p95 {p95:.2f} ms")
+        print(
+            f"{'no scan' if w is None else f'sleep {w * 1e3:g} ms'}: encode p50 {p50:.2f} ms, p95 {p95:.2f} ms"
+        )
 
 
 if __name__ == "__main__":

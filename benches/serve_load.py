@@ -38,9 +38,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = [
-    "the production server {i} is down since this morning", "how do I configure the VPN client on laptop {i}",
-    "hello, thanks for the help with request {i}", "database connections keep timing out on node {i}",
-    "where is the runbook for the kafka cluster {i}", "le serveur {i} ne répond plus", "what can you do for ticket {i}",
+    "the production server {i} is down since this morning",
+    "how do I configure the VPN client on laptop {i}",
+    "hello, thanks for the help with request {i}",
+    "database connections keep timing out on node {i}",
+    "where is the runbook for the kafka cluster {i}",
+    "le serveur {i} ne répond plus",
+    "what can you do for ticket {i}",
     "comment configurer le client VPN sur le poste {i}",
 ]
 #: Counted requests per concurrency level (x --scale).
@@ -89,13 +93,21 @@ async def raw_client(port: int, count: list[int], ids: Counter, lat: list[float]
         while count[0] > 0:
             count[0] -= 1
             b = body(ids.next())
-            req = (b"POST /v1/route HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: "
-                   + str(len(b)).encode() + b"\r\n\r\n" + b)
+            req = (
+                b"POST /v1/route HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: "
+                + str(len(b)).encode()
+                + b"\r\n\r\n"
+                + b
+            )
             t0 = time.perf_counter()
             writer.write(req)
             head = await reader.readuntil(b"\r\n\r\n")
             status = int(head.split(b" ", 2)[1])
-            length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:"))
+            length = next(
+                int(line.split(b":", 1)[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
             await reader.readexactly(length)
             lat.append(time.perf_counter() - t0)
             if status != 200:
@@ -104,14 +116,18 @@ async def raw_client(port: int, count: list[int], ids: Counter, lat: list[float]
         writer.close()
 
 
-async def httpx_client(port: int, count: list[int], ids: Counter, lat: list[float], errors: list[str]) -> None:
+async def httpx_client(
+    port: int, count: list[int], ids: Counter, lat: list[float], errors: list[str]
+) -> None:
     import httpx
 
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as c:
         while count[0] > 0:
             count[0] -= 1
             t0 = time.perf_counter()
-            r = await c.post("/v1/route", content=body(ids.next()), headers={"content-type": "application/json"})
+            r = await c.post(
+                "/v1/route", content=body(ids.next()), headers={"content-type": "application/json"}
+            )
             lat.append(time.perf_counter() - t0)
             if r.status_code != 200:
                 errors.append(str(r.status_code))
@@ -127,8 +143,15 @@ async def level(port: int, clients: int, n: int, ids: Counter, use_httpx: bool) 
     t0 = time.perf_counter()
     await asyncio.gather(*(client(port, count, ids, lat, errors) for _ in range(clients)))
     wall = time.perf_counter() - t0
-    return {"clients": clients, "requests": len(lat), "errors": len(errors), "req_s": len(lat) / wall,
-            "p50_ms": pct(lat, 50) * 1e3, "p95_ms": pct(lat, 95) * 1e3, "p99_ms": pct(lat, 99) * 1e3}
+    return {
+        "clients": clients,
+        "requests": len(lat),
+        "errors": len(errors),
+        "req_s": len(lat) / wall,
+        "p50_ms": pct(lat, 50) * 1e3,
+        "p95_ms": pct(lat, 95) * 1e3,
+        "p99_ms": pct(lat, 99) * 1e3,
+    }
 
 
 def batch_sizes(port: int) -> dict[str, float]:
@@ -160,7 +183,12 @@ def config_of(args: argparse.Namespace) -> Path:
         path = Path(tempfile.gettempdir()) / "routecore-bench-clinc150-routes.yaml"
         if not path.exists():
             routes = routes_from_split(D.clinc150("train"))
-            path.write_text(yaml.safe_dump({"routes": [{"name": r.name, "utterances": list(r.utterances)} for r in routes]}), encoding="utf-8")
+            path.write_text(
+                yaml.safe_dump(
+                    {"routes": [{"name": r.name, "utterances": list(r.utterances)} for r in routes]}
+                ),
+                encoding="utf-8",
+            )
         return path
     from routecore.examples import IT_OPS_ROUTES
 
@@ -173,9 +201,22 @@ def start_server(args: argparse.Namespace, batching: bool) -> tuple[subprocess.P
     import urllib.request
 
     port = free_port()
-    cmd = [sys.executable, "-m", "routecore.serve.cli", "--config", str(config_of(args)), "--port", str(port), "--log-level", "warning"]
-    cmd += (["--batch-window-ms", str(args.window_ms)] if args.window_ms is not None else []) + (
-        ["--max-batch", str(args.max_batch)] if args.max_batch is not None else []) + ([] if batching else ["--no-batching"])
+    cmd = [
+        sys.executable,
+        "-m",
+        "routecore.serve.cli",
+        "--config",
+        str(config_of(args)),
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
+    cmd += (
+        (["--batch-window-ms", str(args.window_ms)] if args.window_ms is not None else [])
+        + (["--max-batch", str(args.max_batch)] if args.max_batch is not None else [])
+        + ([] if batching else ["--no-batching"])
+    )
     proc = subprocess.Popen(cmd, cwd=ROOT)
     deadline = time.monotonic() + 120
     while True:
@@ -201,9 +242,19 @@ def run_server(args: argparse.Namespace, batching: bool, ids: Counter) -> dict[s
                 after = batch_sizes(port)
                 n = after["count"] - before["count"]
                 r.update(batches=n, mean_batch=(after["sum"] - before["sum"]) / n if n else 0.0)
-            r["rss_mb"] = rss_mb(proc.pid)  # after each level: a run of equal levels shows whether memory stays flat
+            r["rss_mb"] = rss_mb(
+                proc.pid
+            )  # after each level: a run of equal levels shows whether memory stays flat
             rows.append(r)
-            print(json.dumps({"batching": batching, **{k: round(v, 2) if isinstance(v, float) else v for k, v in r.items()}}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "batching": batching,
+                        **{k: round(v, 2) if isinstance(v, float) else v for k, v in r.items()},
+                    }
+                ),
+                flush=True,
+            )
         return {"batching": batching, "rss_start_mb": rss0, "rss_end_mb": rss_mb(proc.pid), "levels": rows}
     finally:
         proc.terminate()
@@ -254,17 +305,29 @@ def main() -> None:
     ap.add_argument("--window-ms", type=float, help="the server's --batch-window-ms (default: its default)")
     ap.add_argument("--max-batch", type=int, help="the server's --max-batch (default: its default)")
     ap.add_argument("--modes", default="on,off", help="batching modes to run: on, off or both")
-    ap.add_argument("--httpx", action="store_true", help="clients through httpx instead of raw asyncio streams")
-    ap.add_argument("--ab", type=int, default=300, help="calls of the interleaved one-client comparison (0: skip it)")
+    ap.add_argument(
+        "--httpx", action="store_true", help="clients through httpx instead of raw asyncio streams"
+    )
+    ap.add_argument(
+        "--ab", type=int, default=300, help="calls of the interleaved one-client comparison (0: skip it)"
+    )
     ap.add_argument("--config", help="the served config (default: the IT-ops example)")
-    ap.add_argument("--clinc150", action="store_true", help="serve 150 routes x 100 exemplars (CLINC150 train, ../shared)")
+    ap.add_argument(
+        "--clinc150", action="store_true", help="serve 150 routes x 100 exemplars (CLINC150 train, ../shared)"
+    )
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
-    os.environ.setdefault("ROUTECORE_HOME", str(Path("/tmp") / "routecore-serve-bench"))  # the embedded-config cache
+    os.environ.setdefault(
+        "ROUTECORE_HOME", str(Path("/tmp") / "routecore-serve-bench")
+    )  # the embedded-config cache
     ids = Counter(int(time.time()) % 1_000_000 * 1000)
-    out: dict[str, Any] = {"machine": f"{platform.node()} {os.cpu_count()} cpus {platform.processor()}",
-                           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": " ".join(sys.argv),
-                           "window_ms": args.window_ms, "max_batch": args.max_batch}
+    out: dict[str, Any] = {
+        "machine": f"{platform.node()} {os.cpu_count()} cpus {platform.processor()}",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "command": " ".join(sys.argv),
+        "window_ms": args.window_ms,
+        "max_batch": args.max_batch,
+    }
     if args.ab:
         out["one_client"] = one_client_ab(args, int(args.ab * args.scale), ids)
         print(json.dumps({"one_client": out["one_client"]}), flush=True)
@@ -272,7 +335,10 @@ def main() -> None:
     by = {r["batching"]: {lv["clients"]: lv for lv in r["levels"]} for r in out["runs"]}
     if True in by and False in by and 32 in by[True] and 1 in by[True]:
         on32, off32, one = by[True][32], by[False][32], by[True][1]
-        out["goal"] = {"throughput_ratio_32": on32["req_s"] / off32["req_s"], "p95_32_over_p95_1": on32["p95_ms"] / one["p95_ms"]}
+        out["goal"] = {
+            "throughput_ratio_32": on32["req_s"] / off32["req_s"],
+            "p95_32_over_p95_1": on32["p95_ms"] / one["p95_ms"],
+        }
         if "one_client" in out:
             out["goal"]["sidecar_p50_overhead_ms"] = out["one_client"]["batching_on"]["p50_overhead_ms"]
         print(json.dumps({"goal": out["goal"]}), flush=True)

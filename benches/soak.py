@@ -55,9 +55,17 @@ def main() -> None:
             samples.append({"calls": i, "rss_mb": rss_mb(), "s": time.perf_counter() - t0})
             print(json.dumps(samples[-1]), flush=True)
     stats = router.encoder.cache_stats()
-    out = {"machine": f"{platform.node()} {os.cpu_count()} cpus", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-           "calls": args.calls, "misses": misses, "cache": stats.__dict__, "samples": samples,
-           "rss_growth_after_first_sample_mb": samples[-1]["rss_mb"] - samples[1]["rss_mb"] if len(samples) > 2 else None}
+    out = {
+        "machine": f"{platform.node()} {os.cpu_count()} cpus",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "calls": args.calls,
+        "misses": misses,
+        "cache": stats.__dict__,
+        "samples": samples,
+        "rss_growth_after_first_sample_mb": samples[-1]["rss_mb"] - samples[1]["rss_mb"]
+        if len(samples) > 2
+        else None,
+    }
     print(json.dumps({k: v for k, v in out.items() if k != "samples"}))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))

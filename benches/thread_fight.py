@@ -37,25 +37,30 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_router import router_for
 
 import routecore
+from bench_router import router_for
 from routecore import Encoder, _native
 from routecore.evaluation import datasets as D
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUP = ("e5-small-int8", "clinc150 (150 routes x 100)")
 CONFIGS = ("A", "B", "C", "C'", "D")
-LABEL = {"A": "A defaults (sequential routing step, ORT spinning)",
-         "B": "B routing step on rayon pool (route cutoff 0)",
-         "C": "C parallel scan between route() calls",
-         "C'": "C' same scan, then 5 ms sleep (control)",
-         "D": "D ORT spinning off"}
+LABEL = {
+    "A": "A defaults (sequential routing step, ORT spinning)",
+    "B": "B routing step on rayon pool (route cutoff 0)",
+    "C": "C parallel scan between route() calls",
+    "C'": "C' same scan, then 5 ms sleep (control)",
+    "D": "D ORT spinning off",
+}
 
 
 def cpu() -> tuple[str, bool, bool]:
     text = Path("/proc/cpuinfo").read_text()
-    model = next((ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("model name")), platform.processor())
+    model = next(
+        (ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("model name")),
+        platform.processor(),
+    )
     flags = next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), [])
     return model, "avx2" in flags, any(f.startswith("avx512") for f in flags)
 
@@ -79,7 +84,7 @@ def main() -> None:
     a = ap.parse_args()
 
     texts = distinct_texts(a.queries + a.warmup * len(CONFIGS))
-    queries, warm = texts[:a.queries], texts[a.queries:]  # warm-up texts are never measured
+    queries, warm = texts[: a.queries], texts[a.queries :]  # warm-up texts are never measured
 
     t = time.perf_counter()
     r = router_for(*SETUP)
@@ -129,40 +134,56 @@ def main() -> None:
             r.encoder = enc_spin
 
     for i, cfg in enumerate(CONFIGS):  # 30 warm-up queries per configuration, distinct from the measured ones
-        run(cfg, warm[i * a.warmup:(i + 1) * a.warmup], None)
+        run(cfg, warm[i * a.warmup : (i + 1) * a.warmup], None)
 
     res: dict[str, list] = {c: [] for c in CONFIGS}
     t = time.perf_counter()
     for b in range(0, a.queries, a.block):
         for cfg in CONFIGS:
             gc.collect()
-            run(cfg, queries[b:b + a.block], res[cfg])
+            run(cfg, queries[b : b + a.block], res[cfg])
     loop_s = time.perf_counter() - t
 
     model, avx2, avx512 = cpu()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     print(f"date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S} UTC")
-    print(f"cpu: {model}, {platform.machine()}, {len(os.sched_getaffinity(0))} cores, avx2={'yes' if avx2 else 'no'}, "
-          f"avx512={'yes' if avx512 else 'no'}, kernels {_native.simd_level()}")
+    print(
+        f"cpu: {model}, {platform.machine()}, {len(os.sched_getaffinity(0))} cores, avx2={'yes' if avx2 else 'no'}, "
+        f"avx512={'yes' if avx512 else 'no'}, kernels {_native.simd_level()}"
+    )
     print(f"command: python {' '.join(sys.argv)}  (cwd benches/)")
     print(f"git: {commit}{' (+ uncommitted changes)' if dirty else ''}")
-    print(f"router: {SETUP[0]}, {SETUP[1]}, {len(r.route_specs)} routes, table storage {r._routes.index.storage}, "
-          f"built in {build_s:.0f} s; encoder threads {enc_spin.threads}, cache off")
+    print(
+        f"router: {SETUP[0]}, {SETUP[1]}, {len(r.route_specs)} routes, table storage {r._routes.index.storage}, "
+        f"built in {build_s:.0f} s; encoder threads {enc_spin.threads}, cache off"
+    )
     print(f"cutoffs: parallel_cutoff {_native.parallel_cutoff()}, route_parallel_cutoff {cutoff0} (B sets 0)")
-    print(f"C scan: {a.scan_rows} x {enc_spin.dim} f32 flat, k=5, p50 {np.percentile(scan_ms, 50):.1f} ms per scan (not counted in route())")
-    print(f"{a.queries} distinct queries per configuration, interleaved in blocks of {a.block} "
-          f"({' '.join(CONFIGS)} x {-(-a.queries // a.block)}), {a.warmup} warm-up queries per configuration; loop {loop_s:.0f} s\n")
+    print(
+        f"C scan: {a.scan_rows} x {enc_spin.dim} f32 flat, k=5, p50 {np.percentile(scan_ms, 50):.1f} ms per scan (not counted in route())"
+    )
+    print(
+        f"{a.queries} distinct queries per configuration, interleaved in blocks of {a.block} "
+        f"({' '.join(CONFIGS)} x {-(-a.queries // a.block)}), {a.warmup} warm-up queries per configuration; loop {loop_s:.0f} s\n"
+    )
 
-    print("| config | route() p50 ms | route() p95 ms | encode p50 ms | encode p95 ms | rest p50 µs | rest p95 µs |")
+    print(
+        "| config | route() p50 ms | route() p95 ms | encode p50 ms | encode p95 ms | rest p50 µs | rest p95 µs |"
+    )
     print("|---|---|---|---|---|---|---|")
     for cfg in CONFIGS:
         x = np.array(res[cfg])
         wall, enc = x[:, 0], x[:, 1]
         rest = (wall - enc) * 1e3
         p = np.percentile
-        print(f"| {LABEL[cfg]} | {p(wall, 50):.2f} | {p(wall, 95):.2f} | {p(enc, 50):.2f} | {p(enc, 95):.2f} | "
-              f"{p(rest, 50):.0f} | {p(rest, 95):.0f} |")
+        print(
+            f"| {LABEL[cfg]} | {p(wall, 50):.2f} | {p(wall, 95):.2f} | {p(enc, 50):.2f} | {p(enc, 95):.2f} | "
+            f"{p(rest, 50):.0f} | {p(rest, 95):.0f} |"
+        )
 
     # The same query texts run under every configuration: per-query paired differences to A.
     a0 = np.array(res["A"])

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-
 from pathlib import Path
 
 import numpy as np
@@ -44,10 +43,12 @@ from routecore.evaluation.tool_eval import tools_router
 
 
 def at(floor: float, oos_best: np.ndarray, gold_score: np.ndarray, mt_best: np.ndarray) -> dict:
-    return {"floor": round(float(floor), 4),
-            "oos_no_tool": round(float((oos_best < floor).mean()), 4),
-            "gold_lost_each": round(float((gold_score < floor).mean()), 4),
-            "gold_lost_best": round(float((mt_best < floor).mean()), 4)}
+    return {
+        "floor": round(float(floor), 4),
+        "oos_no_tool": round(float((oos_best < floor).mean()), 4),
+        "gold_lost_each": round(float((gold_score < floor).mean()), 4),
+        "gold_lost_best": round(float((mt_best < floor).mean()), 4),
+    }
 
 
 def top_mean(S: np.ndarray, k: int) -> np.ndarray:
@@ -63,8 +64,13 @@ def knn_gate(T: np.ndarray, B: np.ndarray, Qm: np.ndarray, Qo: np.ndarray) -> No
     g_bg = top_mean(B @ T.T, 3) - top_mean(SBB, kb)
     g_mt, g_oos = (top_mean(Q @ T.T, 3) - top_mean(Q @ B.T, kb) for Q in (Qm, Qo))
     cut = float(np.quantile(g_bg, 0.90))
-    row = lambda c: {"oos_no_tool": round(float((g_oos < c).mean()), 4), "gold_lost_best": round(float((g_mt < c).mean()), 4)}
-    print(json.dumps({"knn3_20": "zero-label cut", "background_rows": len(B), "cut": round(cut, 4), **row(cut)}))
+    row = lambda c: {
+        "oos_no_tool": round(float((g_oos < c).mean()), 4),
+        "gold_lost_best": round(float((g_mt < c).mean()), 4),
+    }
+    print(
+        json.dumps({"knn3_20": "zero-label cut", "background_rows": len(B), "cut": round(cut, 4), **row(cut)})
+    )
     for p in (0.5, 0.7, 0.8, 0.9):
         print(json.dumps({"knn3_20": f"oos_no_tool {p}", **row(float(np.quantile(g_oos, p)))}))
 
@@ -74,23 +80,31 @@ def main() -> None:
     ap.add_argument("--model", default=None)
     ap.add_argument("--check", type=int, default=50, help="queries per set checked against router.tools()")
     ap.add_argument("--knn", action="store_true", help="also the kNN3-20 query-level rule (not shipped)")
-    ap.add_argument("--knn-rows", default="en-routecore", choices=("en-routecore", "en", "all"),
-                    help="the background rows kNN3-20 reads: English ones written for this project (default), every "
-                         "English one (CLINC150-derived included), or all")
+    ap.add_argument(
+        "--knn-rows",
+        default="en-routecore",
+        choices=("en-routecore", "en", "all"),
+        help="the background rows kNN3-20 reads: English ones written for this project (default), every "
+        "English one (CLINC150-derived included), or all",
+    )
     a = ap.parse_args()
     enc = Encoder.load(a.model, cache_size=0)
     queries, catalog = D.metatool("single_tool")
     router = tools_router(catalog, enc)
     names = [t["name"] for t in catalog]
     pos = {n: i for i, n in enumerate(names)}
-    T = embed(enc, [t["description"] for t in catalog], what="embedding tools")  # the same call (and cache) as tools_router
+    T = embed(
+        enc, [t["description"] for t in catalog], what="embedding tools"
+    )  # the same call (and cache) as tools_router
     owners = np.arange(len(names))
     floor = router.policy.tool_threshold
 
     mt_texts = [s.query for s in queries.samples]
     gold = np.array([pos[s.tools[0]] for s in queries.samples])
     test = D.clinc150("test")
-    Qc = embed(enc, [s.text for s in test.samples], what="clinc150 test")  # all rows: shares the cache with zero_label.py
+    Qc = embed(
+        enc, [s.text for s in test.samples], what="clinc150 test"
+    )  # all rows: shares the cache with zero_label.py
     oos = np.array([s.label == "oos" for s in test.samples])
     Qm = embed(enc, mt_texts, what="metatool queries")
     Sm = route_scores(Qm, T, owners, len(names))
@@ -112,26 +126,65 @@ def main() -> None:
             for i in rng.choice(len(qs), min(a.check, len(qs)), replace=False):
                 belt = router.tools(qs[i], top_k=1, threshold=0.0)
                 check.append(abs(max(belt.scores.values()) - float(best[i])))
-    print(json.dumps({
-        "model": enc.model_id, "tools": len(names), "metatool_queries": len(gold), "clinc_oos_queries": int(oos.sum()),
-        "background": len(B), "calibrated_floor": floor,
-        "floor_recomputed_q90": round(float(np.quantile(bg_best, 0.90)), 4),
-        "floor_q90_without_clinc_background": round(float(np.quantile(bg_best[no_clinc], 0.90)), 4),
-        "recall@1": round(float((rank < 1).mean()), 4), "recall@5": round(float((rank < 5).mean()), 4),
-        "check_max_abs_diff": round(max(check), 6) if check else None, "check_n": len(check),
-        "oos_best_median": round(float(np.median(oos_best)), 4), "gold_median": round(float(np.median(gold_score)), 4),
-    }))
+    print(
+        json.dumps(
+            {
+                "model": enc.model_id,
+                "tools": len(names),
+                "metatool_queries": len(gold),
+                "clinc_oos_queries": int(oos.sum()),
+                "background": len(B),
+                "calibrated_floor": floor,
+                "floor_recomputed_q90": round(float(np.quantile(bg_best, 0.90)), 4),
+                "floor_q90_without_clinc_background": round(float(np.quantile(bg_best[no_clinc], 0.90)), 4),
+                "recall@1": round(float((rank < 1).mean()), 4),
+                "recall@5": round(float((rank < 5).mean()), 4),
+                "check_max_abs_diff": round(max(check), 6) if check else None,
+                "check_n": len(check),
+                "oos_best_median": round(float(np.median(oos_best)), 4),
+                "gold_median": round(float(np.median(gold_score)), 4),
+            }
+        )
+    )
     print(json.dumps({"at_calibrated_floor": at(floor, oos_best, gold_score, mt_best)}))
     for q in (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99):
-        print(json.dumps({"background_quantile": q, **at(float(np.quantile(bg_best, q)), oos_best, gold_score, mt_best)}))
+        print(
+            json.dumps(
+                {
+                    "background_quantile": q,
+                    **at(float(np.quantile(bg_best, q)), oos_best, gold_score, mt_best),
+                }
+            )
+        )
     # Where the goal would sit: the floors at which 80 % of OOS get no tool / 5 % of gold tools are lost.
-    print(json.dumps({"floor_for_oos_no_tool_0.80": round(float(np.quantile(oos_best, 0.80)), 4),
-                      "floor_for_gold_lost_0.05": round(float(np.quantile(gold_score, 0.05)), 4)}))
-    print(json.dumps({"gold_lost_best_at_oos_no_tool_0.80": round(float((mt_best < np.quantile(oos_best, 0.80)).mean()), 4)}))
+    print(
+        json.dumps(
+            {
+                "floor_for_oos_no_tool_0.80": round(float(np.quantile(oos_best, 0.80)), 4),
+                "floor_for_gold_lost_0.05": round(float(np.quantile(gold_score, 0.05)), 4),
+            }
+        )
+    )
+    print(
+        json.dumps(
+            {
+                "gold_lost_best_at_oos_no_tool_0.80": round(
+                    float((mt_best < np.quantile(oos_best, 0.80)).mean()), 4
+                )
+            }
+        )
+    )
     if a.knn:
-        langs = [json.loads(line)["lang"] for line in open(Path(routecore.__file__).parent / "data" / "background.jsonl")]
-        mine = np.array([a.knn_rows == "all" or (lang == "en" and (a.knn_rows == "en" or src == "routecore"))
-                         for lang, src in zip(langs, sources)])
+        langs = [
+            json.loads(line)["lang"]
+            for line in open(Path(routecore.__file__).parent / "data" / "background.jsonl")
+        ]
+        mine = np.array(
+            [
+                a.knn_rows == "all" or (lang == "en" and (a.knn_rows == "en" or src == "routecore"))
+                for lang, src in zip(langs, sources)
+            ]
+        )
         knn_gate(T, B[mine], Qm, Qc[oos])
     lo, hi = np.quantile(np.concatenate([oos_best, gold_score]), [0.01, 0.99])
     for f in np.round(np.linspace(lo, hi, 15), 3):

@@ -35,7 +35,9 @@ def curve(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
     return round(float((pos < c80).mean()) * 100, 1), round(float((neg < c5).mean()) * 100, 1)
 
 
-def logistic(Xp: np.ndarray, Xn: np.ndarray, l2: float = 1e-3, steps: int = 50) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def logistic(
+    Xp: np.ndarray, Xn: np.ndarray, l2: float = 1e-3, steps: int = 50
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Balanced L2 logistic regression by Newton steps on standardised features: (beta, mean, sd)."""
     X = np.concatenate([Xp, Xn])
     mu, sd = X.mean(0), X.std(0) + 1e-9
@@ -66,18 +68,31 @@ def main() -> None:
     for split in ("val", "test"):
         data = D.clinc150(split)
         keep = np.array([s.label == "oos" for s in data.samples])
-        oos[split] = ([s.text for s, k in zip(data.samples, keep) if k], embed(enc, [s.text for s in data.samples], what=f"clinc150 {split}")[keep])
+        oos[split] = (
+            [s.text for s, k in zip(data.samples, keep) if k],
+            embed(enc, [s.text for s in data.samples], what=f"clinc150 {split}")[keep],
+        )
     half = np.random.default_rng(0).permutation(len(gold))
-    fit_rows, test_rows = half[: len(half) // 2], half[len(half) // 2:]
+    fit_rows, test_rows = half[: len(half) // 2], half[len(half) // 2 :]
     Sm = route_scores(Qm, T, own, len(names))
     B = background_vectors(enc)
-    cal = zero_label(np.zeros((0, T.shape[1]), np.float32), [], 0, B, tool_vecs=T, tool_owners=own, n_tools=len(names),
-                     tool_lexical=(LexicalTable(descs, own, len(names), names), descs))
+    cal = zero_label(
+        np.zeros((0, T.shape[1]), np.float32),
+        [],
+        0,
+        B,
+        tool_vecs=T,
+        tool_owners=own,
+        n_tools=len(names),
+        tool_lexical=(LexicalTable(descs, own, len(names), names), descs),
+    )
 
     def table_for(stemmer: str, b: float) -> LexicalTable:
         return LexicalTable(descs, own, len(names), names, stemmer=stemmer, b=b)
 
-    stemmer, b, w, _, _ = fit_form(table_for, [mt[i] for i in fit_rows], Sm[fit_rows], gold[fit_rows], cal.scale)
+    stemmer, b, w, _, _ = fit_form(
+        table_for, [mt[i] for i in fit_rows], Sm[fit_rows], gold[fit_rows], cal.scale
+    )
     table = table_for(stemmer, b)
 
     def features(Q: np.ndarray, texts: list[str]) -> dict[str, np.ndarray]:
@@ -85,25 +100,63 @@ def main() -> None:
         L = table.scores_batch(texts)
         top = -np.sort(-S, axis=1)
         bg = -np.sort(-(Q @ B.T), axis=1)
-        return {"best": top[:, 0], "fused_best": (S + w * L).max(1), "cover": np.asarray(table.index.coverage_batch(texts)),
-                "lexical_best": L.max(1), "gap12": top[:, 0] - top[:, 1], "top3": top[:, :3].mean(1),
-                "best_minus_bg1": top[:, 0] - bg[:, 0], "knn3_20": top[:, :3].mean(1) - bg[:, :20].mean(1),
-                "best_minus_mean20": top[:, 0] - top[:, :20].mean(1), "bg20": bg[:, :20].mean(1)}
+        return {
+            "best": top[:, 0],
+            "fused_best": (S + w * L).max(1),
+            "cover": np.asarray(table.index.coverage_batch(texts)),
+            "lexical_best": L.max(1),
+            "gap12": top[:, 0] - top[:, 1],
+            "top3": top[:, :3].mean(1),
+            "best_minus_bg1": top[:, 0] - bg[:, 0],
+            "knn3_20": top[:, :3].mean(1) - bg[:, :20].mean(1),
+            "best_minus_mean20": top[:, 0] - top[:, :20].mean(1),
+            "bg20": bg[:, :20].mean(1),
+        }
 
-    fm, fv, ft = features(Qm, mt), features(oos["val"][1], oos["val"][0]), features(oos["test"][1], oos["test"][0])
-    print(json.dumps({"model": enc.model_id, "form": f"{stemmer}/{b:g}", "weight": round(w, 5), "background": len(B),
-                      "relevant_fit/test": [len(fit_rows), len(test_rows)], "oos_val/test": [len(fv["best"]), len(ft["best"])]}))
+    fm, fv, ft = (
+        features(Qm, mt),
+        features(oos["val"][1], oos["val"][0]),
+        features(oos["test"][1], oos["test"][0]),
+    )
+    print(
+        json.dumps(
+            {
+                "model": enc.model_id,
+                "form": f"{stemmer}/{b:g}",
+                "weight": round(w, 5),
+                "background": len(B),
+                "relevant_fit/test": [len(fit_rows), len(test_rows)],
+                "oos_val/test": [len(fv["best"]), len(ft["best"])],
+            }
+        )
+    )
     print(json.dumps({"alone: lost@80% oos, oos@5% lost": {k: curve(fm[k][test_rows], ft[k]) for k in fm}}))
     keys = list(fm)
-    for subset in (keys, ["best", "fused_best", "cover", "knn3_20"], ["best", "bg20"], ["fused_best", "cover"]):
-        X = lambda f, rows=None: np.stack([f[k] if rows is None else f[k][rows] for k in subset], 1).astype(np.float64)  # noqa: E731
+    for subset in (
+        keys,
+        ["best", "fused_best", "cover", "knn3_20"],
+        ["best", "bg20"],
+        ["fused_best", "cover"],
+    ):
+        X = lambda f, rows=None: np.stack([f[k] if rows is None else f[k][rows] for k in subset], 1).astype(
+            np.float64
+        )  # noqa: E731
         beta, mu, sd = logistic(X(fm, fit_rows), X(fv))
         score = lambda M: np.c_[(M - mu) / sd, np.ones(len(M))] @ beta  # noqa: E731
         sp, sn = score(X(fm, test_rows)), score(X(ft))
         cut = np.quantile(score(X(fm, fit_rows)), 0.05)
-        print(json.dumps({"logistic": subset, "test: lost@80% oos, oos@5% lost": curve(sp, sn),
-                          "cut fitted at 5% lost: test lost / oos no tool": [round(float((sp < cut).mean()) * 100, 1),
-                                                                             round(float((sn < cut).mean()) * 100, 1)]}))
+        print(
+            json.dumps(
+                {
+                    "logistic": subset,
+                    "test: lost@80% oos, oos@5% lost": curve(sp, sn),
+                    "cut fitted at 5% lost: test lost / oos no tool": [
+                        round(float((sp < cut).mean()) * 100, 1),
+                        round(float((sn < cut).mean()) * 100, 1),
+                    ],
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

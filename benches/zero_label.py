@@ -61,7 +61,9 @@ def train_routes(name: str, enc: Encoder) -> TrainRoutes:
     pos = {n: i for i, n in enumerate(sorted({s.label for s in train.samples if s.label != "oos"}))}
     tr = [s for s in train.samples if s.label != "oos"]
     texts = [s.text for s in tr]
-    return TrainRoutes(test, pos, texts, np.array([pos[s.label] for s in tr]), embed(enc, texts, what=f"{name} train"))
+    return TrainRoutes(
+        test, pos, texts, np.array([pos[s.label] for s in tr]), embed(enc, texts, what=f"{name} train")
+    )
 
 
 def run(name: str, enc: Encoder, bg: np.ndarray) -> dict:
@@ -82,23 +84,35 @@ def run(name: str, enc: Encoder, bg: np.ndarray) -> dict:
     routed = (p1 >= cal.medium) & ~oos_pred
     right = arg == gold
     out = {
-        "set": name, "n": int(len(gold)), "fit_s": round(fit_s, 2),
-        "temperature": round(cal.temperature, 4), "high": round(cal.high, 3), "margin": round(cal.margin, 3),
-        "medium": round(cal.medium, 3), "min_score": round(cal.min_score, 4),
+        "set": name,
+        "n": int(len(gold)),
+        "fit_s": round(fit_s, 2),
+        "temperature": round(cal.temperature, 4),
+        "high": round(cal.high, 3),
+        "margin": round(cal.margin, 3),
+        "medium": round(cal.medium, 3),
+        "min_score": round(cal.min_score, 4),
         "raw_top1": float(right[inscope].mean()),
-        "high_share": float(high.mean()), "high_precision": float(right[high].mean()) if high.any() else None,
-        "routed_share": float(routed.mean()), "routed_precision": float(right[routed].mean()) if routed.any() else None,
+        "high_share": float(high.mean()),
+        "high_precision": float(right[high].mean()) if high.any() else None,
+        "routed_share": float(routed.mean()),
+        "routed_precision": float(right[routed].mean()) if routed.any() else None,
         "confident_wrong": float((high & ~right).mean()),
     }
     if name in VAL:  # the high tier `fit` sets from the validation split, under the same out-of-scope cut
         val = VAL[name]()
         gv = [s.label for s in val.samples]
-        Sv = route_scores(embed(enc, [s.text for s in val.samples], what=f"{name} val"), V, owners, len(labels))
+        Sv = route_scores(
+            embed(enc, [s.text for s in val.samples], what=f"{name} val"), V, owners, len(labels)
+        )
         t = fitting.fit_temperature(Sv, gv, labels)
         h, m = fitting.fit_tiers(Sv, gv, labels, t)
         f1, fmg, farg = top2(softmax(S, t))
         fhigh = (f1 >= h) & (fmg >= m) & ~oos_pred
-        out.update(fit_high_share=float(fhigh.mean()), fit_high_precision=float((farg == gold)[fhigh].mean()) if fhigh.any() else None)
+        out.update(
+            fit_high_share=float(fhigh.mean()),
+            fit_high_precision=float((farg == gold)[fhigh].mean()) if fhigh.any() else None,
+        )
     if (~inscope).any():
         tp = int((oos_pred & ~inscope).sum())
         prec = tp / max(int(oos_pred.sum()), 1)
@@ -112,7 +126,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=None)
     ap.add_argument("--sets", default=",".join(SETS))
-    ap.add_argument("--no-clinc-background", action="store_true", help="drop every CLINC150-derived background sentence")
+    ap.add_argument(
+        "--no-clinc-background", action="store_true", help="drop every CLINC150-derived background sentence"
+    )
     a = ap.parse_args()
     enc = Encoder.load(a.model, cache_size=0)
     texts, sources = background_texts()

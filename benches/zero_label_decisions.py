@@ -86,15 +86,19 @@ def main() -> None:
         n = len(gold)
         routed = [(r == g, t) for (act, r, t, _), g in zip(dec, gold) if act == "route"]
         high = [ok for ok, t in routed if t == "high"]
-        line = (f"{name:11s} T {c.temperature:.4f} w {c.lexical_weight:.4f} high {c.high:.2f}/{c.margin:.2f} "
-                f"medium {c.medium:.3f} min {c.min_score:.3f} | routed {100 * len(routed) / n:.1f} % @ "
-                f"{100 * np.mean([ok for ok, _ in routed]) if routed else 0:.1f} %, high {100 * len(high) / n:.1f} % @ "
-                f"{100 * np.mean(high) if high else 0:.1f} %, confident wrong {100 * sum(not ok for ok in high) / n:.1f} %, "
-                f"clarify {100 * sum(act == 'clarify' for act, *_ in dec) / n:.1f} %, none {100 * sum(act == 'none' for act, *_ in dec) / n:.1f} %")
+        line = (
+            f"{name:11s} T {c.temperature:.4f} w {c.lexical_weight:.4f} high {c.high:.2f}/{c.margin:.2f} "
+            f"medium {c.medium:.3f} min {c.min_score:.3f} | routed {100 * len(routed) / n:.1f} % @ "
+            f"{100 * np.mean([ok for ok, _ in routed]) if routed else 0:.1f} %, high {100 * len(high) / n:.1f} % @ "
+            f"{100 * np.mean(high) if high else 0:.1f} %, confident wrong {100 * sum(not ok for ok in high) / n:.1f} %, "
+            f"clarify {100 * sum(act == 'clarify' for act, *_ in dec) / n:.1f} %, none {100 * sum(act == 'none' for act, *_ in dec) / n:.1f} %"
+        )
         if "oos" in gold:
             pred = [r if act == "route" else (None if act == "none" else "CLARIFY") for act, r, _, _ in dec]
             line += f", OOS F1 {M.oos_prf(gold, pred, 'oos')['f1']:.3f}, in-scope {100 * M.in_scope_accuracy(gold, pred, 'oos'):.1f} %"
-        line += " | trim 90/93/95: " + "/".join(f"{100 * trimmed(dec, gold, P):.1f}" for P in (0.90, 0.93, 0.95))
+        line += " | trim 90/93/95: " + "/".join(
+            f"{100 * trimmed(dec, gold, P):.1f}" for P in (0.90, 0.93, 0.95)
+        )
         print(line, flush=True)
 
 

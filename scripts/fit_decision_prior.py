@@ -45,7 +45,6 @@ SUBSETS = (0, 4, 12)
 def dump(model: str | None, out: str, seeds: int) -> None:
     sys.path.insert(0, str(ROOT / "benches"))
     import few_shot as F
-
     from routecore import Encoder
     from routecore.background import background_languages, background_vectors
     from routecore.evaluation.runner import embed, routes_from_split

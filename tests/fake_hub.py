@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-
 #: Faults a request can meet, one taken from ``Hub.faults[key]`` per request (the key
 #: is a file's repository path, or ``tree:FOLDER`` for a listing): "500", "404", "416":
 #: that status; "429": that status with ``Retry-After: 1``; "reset": close without
@@ -27,7 +26,22 @@ from typing import Callable, Iterable, Optional
 #: seconds first; "trickle": send the body ``Hub.piece`` bytes at a time, ``Hub.delay``
 #: seconds apart; "pause": send half the body, wait ``Hub.delay`` seconds, send the rest;
 #: "norange": ignore Range; "ok": serve normally.
-FAULTS = ("500", "404", "416", "429", "reset", "drop", "short", "long", "flip", "slow", "trickle", "pause", "norange", "ok")
+FAULTS = (
+    "500",
+    "404",
+    "416",
+    "429",
+    "reset",
+    "drop",
+    "short",
+    "long",
+    "flip",
+    "slow",
+    "trickle",
+    "pause",
+    "norange",
+    "ok",
+)
 
 
 def git_blob_id(b: bytes) -> str:
@@ -81,7 +95,9 @@ class Hub:
         self.piece, self.revision = piece, revision
         self.files = {self.path(n, subdir): b for n, b in files.items()}
         self.served = {self.path(n, subdir): b for n, b in (served or {}).items()}
-        self.faults = {(n if n.startswith("tree:") else self.path(n, subdir)): list(f) for n, f in (faults or {}).items()}
+        self.faults = {
+            (n if n.startswith("tree:") else self.path(n, subdir)): list(f) for n, f in (faults or {}).items()
+        }
         self.listed: list[str] = []
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self.lock = threading.Lock()
@@ -99,7 +115,9 @@ class Hub:
 
     def gets(self, path: str, server: str = "hub") -> list[dict[str, str]]:
         """Headers of each GET of file ``path`` (its repository path) on ``server``."""
-        return [h for s, p, h in self.requests if s == server and p.endswith(f"/resolve/{self.revision}/{path}")]
+        return [
+            h for s, p, h in self.requests if s == server and p.endswith(f"/resolve/{self.revision}/{path}")
+        ]
 
     def tree(self, folder: str) -> bytes:
         if folder in self.listing:
@@ -110,7 +128,10 @@ class Hub:
                 continue
             row: dict = {"type": "file", "path": p, "size": len(b)}
             if self.lfs(p):
-                row.update(oid=hashlib.sha1(b"pointer " + p.encode()).hexdigest(), lfs={"oid": hashlib.sha256(b).hexdigest(), "size": len(b), "pointerSize": 134})
+                row.update(
+                    oid=hashlib.sha1(b"pointer " + p.encode()).hexdigest(),
+                    lfs={"oid": hashlib.sha256(b).hexdigest(), "size": len(b), "pointerSize": 134},
+                )
             else:
                 row["oid"] = git_blob_id(b)
             rows.append(row)
@@ -130,11 +151,11 @@ class Hub:
                     return self.answer(401, b"")
                 tree = f"/api/models/{hub.repo}/tree/{hub.revision}"
                 if role == "hub" and (self.path == tree or self.path.startswith(tree + "/")):
-                    folder = self.path[len(tree) + 1:]
+                    folder = self.path[len(tree) + 1 :]
                     hub.listed.append(folder)
                     return hub.respond(self, f"tree:{folder}", hub.tree(folder))
                 prefix = f"/{hub.repo}/resolve/{hub.revision}/"
-                path = self.path[len(prefix):] if self.path.startswith(prefix) else None
+                path = self.path[len(prefix) :] if self.path.startswith(prefix) else None
                 if path not in hub.files:
                     return self.answer(404, b"")
                 if role == "hub" and len(hub.servers) > 1 and hub.lfs(path):
@@ -145,7 +166,13 @@ class Hub:
                     return
                 hub.respond(self, path, hub.served.get(path, hub.files[path]))
 
-            def answer(self, code: int, body: bytes, headers: Optional[dict[str, str]] = None, length: Optional[int] = None):
+            def answer(
+                self,
+                code: int,
+                body: bytes,
+                headers: Optional[dict[str, str]] = None,
+                length: Optional[int] = None,
+            ):
                 self.send_response(code)
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
@@ -188,9 +215,9 @@ class Hub:
             h.answer(code, b"", headers, length=len(body))
             h.close_connection = True
             if fault == "trickle":
-                parts = [body[i:i + self.piece] for i in range(0, len(body), self.piece)]
+                parts = [body[i : i + self.piece] for i in range(0, len(body), self.piece)]
             else:
-                parts = [body[: len(body) // 2], body[len(body) // 2:]]
+                parts = [body[: len(body) // 2], body[len(body) // 2 :]]
             for i, part in enumerate(parts):
                 if i:
                     time.sleep(self.delay)
@@ -210,8 +237,16 @@ class Hub:
             s.server_close()
 
 
-def hf_cache(root: Path, repo: str, files: dict[str, bytes], commit: str, *, refs: Iterable[str] = ("main",),
-             links: bool = True, lfs: Callable[[str], bool] = default_lfs) -> Path:
+def hf_cache(
+    root: Path,
+    repo: str,
+    files: dict[str, bytes],
+    commit: str,
+    *,
+    refs: Iterable[str] = ("main",),
+    links: bool = True,
+    lfs: Callable[[str], bool] = default_lfs,
+) -> Path:
     """Lay ``files`` (repository path -> bytes) out under ``root`` as ``huggingface_hub`` caches
     them at ``commit``: blobs named by SHA-256 (LFS) or git blob id, snapshot entries that
     link to them (copies if not ``links``), and ``refs``; returns the repository's folder."""
@@ -239,7 +274,13 @@ def isolate(tmp_path, monkeypatch):
 
     monkeypatch.setenv(models.HOME_ENV, str(tmp_path / "home"))
     monkeypatch.setenv(hf_cache.HUB_CACHE_ENVS[0], str(tmp_path / "hf"))
-    hf_vars = (models_pull.ENDPOINT_ENV, models_pull.TOKEN_ENV, models_pull.OFFLINE_ENV, *hf_cache.HUB_CACHE_ENVS[1:], hf_cache.HOME_ENV)
+    hf_vars = (
+        models_pull.ENDPOINT_ENV,
+        models_pull.TOKEN_ENV,
+        models_pull.OFFLINE_ENV,
+        *hf_cache.HUB_CACHE_ENVS[1:],
+        hf_cache.HOME_ENV,
+    )
     for var in (models.HUB_ENV, *hf_vars):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(hub_http, "BACKOFF_S", 0.01)

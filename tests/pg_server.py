@@ -85,7 +85,9 @@ def _server_user() -> Optional[pwd.struct_passwd]:
             return pwd.getpwnam(name)
         except KeyError:
             pass
-    raise RuntimeError("running as root and there is neither a 'postgres' nor a 'nobody' user to run PostgreSQL as")
+    raise RuntimeError(
+        "running as root and there is neither a 'postgres' nor a 'nobody' user to run PostgreSQL as"
+    )
 
 
 CONF = """
@@ -103,7 +105,9 @@ log_min_messages = warning
 
 def _cleanup(base: str, pg_ctl: str, data: str, run: Any) -> None:
     if os.path.exists(os.path.join(data, "postmaster.pid")):
-        subprocess.run([pg_ctl, "-D", data, "-m", "immediate", "-w", "-t", "20", "stop"], capture_output=True, **run)
+        subprocess.run(
+            [pg_ctl, "-D", data, "-m", "immediate", "-w", "-t", "20", "stop"], capture_output=True, **run
+        )
     shutil.rmtree(base, ignore_errors=True)
 
 
@@ -113,14 +117,19 @@ class PgServer:
     def __init__(self, bin_dir: Optional[Path] = None):
         self.bin = bin_dir or find_bin_dir()
         if self.bin is None:
-            raise RuntimeError("no PostgreSQL server binaries (initdb, pg_ctl, postgres): install Debian's 'postgresql' "
-                               f"package, put them on PATH or set ${BIN_ENV}")
+            raise RuntimeError(
+                "no PostgreSQL server binaries (initdb, pg_ctl, postgres): install Debian's 'postgresql' "
+                f"package, put them on PATH or set ${BIN_ENV}"
+            )
         self.base = Path(tempfile.mkdtemp(prefix="routecore-pg-"))
         self.data = self.base / "data"
         self.log = self.base / "server.log"
         self.port = free_port()
         user = _server_user()
-        self._run: dict[str, Any] = {"cwd": str(self.base), "env": {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "LANG": "C"}}
+        self._run: dict[str, Any] = {
+            "cwd": str(self.base),
+            "env": {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "LANG": "C"},
+        }
         if user is not None:
             os.chown(self.base, user.pw_uid, user.pw_gid)
             self._run.update(user=user.pw_uid, group=user.pw_gid, extra_groups=[])
@@ -128,17 +137,37 @@ class PgServer:
             self.run_as = user.pw_name
         else:
             self.run_as = pwd.getpwuid(os.getuid()).pw_name
-        self._finalizer = weakref.finalize(self, _cleanup, str(self.base), str(self.bin / "pg_ctl"), str(self.data), self._run)
-        self._pg(["initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"])
+        self._finalizer = weakref.finalize(
+            self, _cleanup, str(self.base), str(self.bin / "pg_ctl"), str(self.data), self._run
+        )
+        self._pg(
+            [
+                "initdb",
+                "-D",
+                str(self.data),
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ]
+        )
         with open(self.data / "postgresql.conf", "a") as f:
             f.write(CONF.format(port=self.port))
         self.start()
 
     def _pg(self, args: list[str], timeout: float = 60) -> str:
-        r = subprocess.run([str(self.bin / args[0]), *args[1:]], capture_output=True, text=True, timeout=timeout, **self._run)
+        r = subprocess.run(
+            [str(self.bin / args[0]), *args[1:]], capture_output=True, text=True, timeout=timeout, **self._run
+        )
         if r.returncode:
             log = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
-            raise RuntimeError(f"{' '.join(args[:3])} failed ({r.returncode}) as {self.run_as}: {r.stderr or r.stdout}\n{log}")
+            raise RuntimeError(
+                f"{' '.join(args[:3])} failed ({r.returncode}) as {self.run_as}: {r.stderr or r.stdout}\n{log}"
+            )
         return r.stdout
 
     @property

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import httpx
+
 from conftest import ROOT
 
 

@@ -64,17 +64,35 @@ class StubEncoder:
 # The numbers the rule tests below were written against (MiniLM's former
 # defaults), pinned so that no calibration runs on crafted vectors: these tests
 # check the rules' mechanics; tests/test_calibration.py checks the calibration.
-MANUAL = dict(temperature=0.05, high=0.85, margin=0.15, previous_high=0.70, previous_margin=0.10, medium=0.50,
-              min_score=0.30, three_way_within=0.05, collision_gap=0.08, tool_threshold=0.0, anti_pattern_threshold=0.60,
-              lesson_similarity=0.80, affinity_boost=1.15, affinity_penalty=0.70, lesson_boost=0.20, lexical_weight=0.0,
-              tool_lexical_weight=0.0)
+MANUAL = dict(
+    temperature=0.05,
+    high=0.85,
+    margin=0.15,
+    previous_high=0.70,
+    previous_margin=0.10,
+    medium=0.50,
+    min_score=0.30,
+    three_way_within=0.05,
+    collision_gap=0.08,
+    tool_threshold=0.0,
+    anti_pattern_threshold=0.60,
+    lesson_similarity=0.80,
+    affinity_boost=1.15,
+    affinity_penalty=0.70,
+    lesson_boost=0.20,
+    lexical_weight=0.0,
+    tool_lexical_weight=0.0,
+)
 
 
 def it_ops_rules():
     from routecore.policy import CLARIFY, BiasRule
 
-    return (BiasRule("RAG", "GENERAL", "RAG", 0.05), BiasRule("RAG", "INCIDENT", CLARIFY, 0.05),
-            BiasRule("INCIDENT", "GENERAL", "INCIDENT", 0.05))
+    return (
+        BiasRule("RAG", "GENERAL", "RAG", 0.05),
+        BiasRule("RAG", "INCIDENT", CLARIFY, 0.05),
+        BiasRule("INCIDENT", "GENERAL", "INCIDENT", 0.05),
+    )
 
 
 def manual(**kw):

@@ -4,21 +4,35 @@
 from __future__ import annotations
 
 import pytest
-from stubs import StubEncoder, manual, unit
 
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.policy import BiasRule, Policy
 from routecore.router import Router
 from routecore.specs import RouteSpec, ToolSpec, parse_routes, parse_tools
+from stubs import StubEncoder, manual, unit
 
 ENC = {"a": unit(0), "b": unit(1), "t": unit(2)}
 
 
-@pytest.mark.parametrize("bad", [
-    {"high": "0.9"}, {"min_score": "0.3"}, {"temperature": "0.05"}, {"tool_top_k": "5"}, {"previous_boost": float("nan")},
-    {"previous_boost": -5}, {"top_exemplars": -1}, {"tool_top_k": 0}, {"tool_top_k": 2**64}, {"high": True}, {"discovery_prefixes": "get_"},
-    {"bias_rules": [{"a": "A", "b": "B", "winner": "A", "within": "0.5"}]}, {"bias_rules": "RAG"}, {"per_route": [1, 2]},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"high": "0.9"},
+        {"min_score": "0.3"},
+        {"temperature": "0.05"},
+        {"tool_top_k": "5"},
+        {"previous_boost": float("nan")},
+        {"previous_boost": -5},
+        {"top_exemplars": -1},
+        {"tool_top_k": 0},
+        {"tool_top_k": 2**64},
+        {"high": True},
+        {"discovery_prefixes": "get_"},
+        {"bias_rules": [{"a": "A", "b": "B", "winner": "A", "within": "0.5"}]},
+        {"bias_rules": "RAG"},
+        {"per_route": [1, 2]},
+    ],
+)
 def test_wrong_types_and_ranges_in_a_policy(bad):
     with pytest.raises(ConfigError, match=next(iter(bad)).split("_")[0]):
         Policy.from_dict(bad)
@@ -32,17 +46,28 @@ def test_bias_rules_must_name_routes():
     Router(routes, encoder=StubEncoder(ENC), policy=manual(bias_rules=(BiasRule("A", "B", "CLARIFY"),)))
 
 
-@pytest.mark.parametrize("tool,match", [
-    ({"name": "t", "description": "d", "core": "false"}, r"tools\[0\]\.core: expected `bool`, got `str` \(found \'false\'\)"),
-    ({"name": "t", "description": "d", "success_examples": ["x", 3]}, r"tools\[0\]\.success_examples\[1\]: expected `str`, got `int` \(found 3\)"),
-])
+@pytest.mark.parametrize(
+    "tool,match",
+    [
+        (
+            {"name": "t", "description": "d", "core": "false"},
+            r"tools\[0\]\.core: expected `bool`, got `str` \(found \'false\'\)",
+        ),
+        (
+            {"name": "t", "description": "d", "success_examples": ["x", 3]},
+            r"tools\[0\]\.success_examples\[1\]: expected `str`, got `int` \(found 3\)",
+        ),
+    ],
+)
 def test_wrong_types_in_a_tool(tool, match):
     with pytest.raises(ConfigError, match=match):
         parse_tools({"tools": [tool]})
 
 
 def test_utterances_must_be_strings():
-    with pytest.raises(ConfigError, match=r"routes\[0\]\.utterances\[0\]: expected `str`, got `int` \(found 1\)"):
+    with pytest.raises(
+        ConfigError, match=r"routes\[0\]\.utterances\[0\]: expected `str`, got `int` \(found 1\)"
+    ):
         parse_routes({"routes": [{"name": "A", "utterances": [1, None]}]})
 
 
@@ -62,10 +87,13 @@ def test_yaml_alias_bomb_is_refused(tmp_path):
         Router.from_config(p, encoder=StubEncoder(ENC))
 
 
-@pytest.mark.parametrize("text,match", [
-    ("routes:\n" + "  " * 0 + "x: " + "[" * 200 + "]" * 200 + "\n", "nests"),
-    ("routes: [unclosed\n", "malformed YAML"),
-])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("routes:\n" + "  " * 0 + "x: " + "[" * 200 + "]" * 200 + "\n", "nests"),
+        ("routes: [unclosed\n", "malformed YAML"),
+    ],
+)
 def test_deep_or_malformed_yaml(tmp_path, text, match):
     p = tmp_path / "c.yaml"
     p.write_text(text)
@@ -86,18 +114,29 @@ def test_invalid_utf8_and_deep_json(tmp_path):
 
 def test_anchors_and_aliases_of_a_normal_config_still_load(tmp_path):
     p = tmp_path / "c.yaml"
-    p.write_text("routes:\n  - {name: A, utterances: &ex [hello, hi]}\n  - {name: B, utterances: *ex, description: b}\n")
+    p.write_text(
+        "routes:\n  - {name: A, utterances: &ex [hello, hi]}\n  - {name: B, utterances: *ex, description: b}\n"
+    )
     r = Router.from_config(p, encoder=StubEncoder({**ENC, "hello": unit(3), "hi": unit(4)}), policy=manual())
     assert [s.name for s in r.route_specs] == ["A", "B"]
 
 
-@pytest.mark.parametrize("text,match", [
-    ("routes: 5\n", r"routes: expected `array`, got `int` \(found 5\)"),
-    ("tools: {a: 1}\n", r"tools: expected `array`, got `object`"),
-    ("routes: [{name: A, utterances: [a]}]\npolicy: [1, 2]\n", r"policy: expected `object`, got `array`"),
-    ("routes: [{name: A, utterances: [a], metadata: [1, 2]}]\n", r"routes\[0\]\.metadata: expected `object`, got `array`"),
-    ("tools: [{name: T, description: t, input_schema: 3}]\n", r"tools\[0\]\.input_schema: expected `object`, got `int`"),
-])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("routes: 5\n", r"routes: expected `array`, got `int` \(found 5\)"),
+        ("tools: {a: 1}\n", r"tools: expected `array`, got `object`"),
+        ("routes: [{name: A, utterances: [a]}]\npolicy: [1, 2]\n", r"policy: expected `object`, got `array`"),
+        (
+            "routes: [{name: A, utterances: [a], metadata: [1, 2]}]\n",
+            r"routes\[0\]\.metadata: expected `object`, got `array`",
+        ),
+        (
+            "tools: [{name: T, description: t, input_schema: 3}]\n",
+            r"tools\[0\]\.input_schema: expected `object`, got `int`",
+        ),
+    ],
+)
 def test_wrong_containers(tmp_path, text, match):
     p = tmp_path / "c.yaml"
     p.write_text(text)
@@ -117,19 +156,28 @@ def test_negative_or_huge_integers_never_reach_the_native_layer():
             ix.search([1, 0, 0, 0], k)
 
 
-BASE = ("routes:\n  - name: A\n    utterances: [a]\n  - name: B\n    utterances: [b]\n"
-        "tools:\n  - name: t\n    description: t\n")
+BASE = (
+    "routes:\n  - name: A\n    utterances: [a]\n  - name: B\n    utterances: [b]\n"
+    "tools:\n  - name: t\n    description: t\n"
+)
 
 
-@pytest.mark.parametrize("extra,match", [
-    ("policy:\n  bias_rules: [{a: A, b: Z, winner: A, within: 0.1}]\n",
-     r"policy\.bias_rules\[0\] .* unknown routes \['Z'\]"),
-    ("policy:\n  per_route: {Z: {high: 0.5}}\n", r"policy\.per_route names unknown routes \['Z'\]"),
-    ("policy:\n  fallback_tool: nope\n", r"policy\.fallback_tool 'nope' is not a tool"),
-    ("entities:\n  patterns: {order_id: '([a-z'}\n",
-     r"entities\.patterns\.order_id: .*unclosed character class"),
-    ("entities:\n  patterns: {order_id: 'ORD\\d+'}\n", r"route 'A' names entity types \['ghost'\]"),
-])
+@pytest.mark.parametrize(
+    "extra,match",
+    [
+        (
+            "policy:\n  bias_rules: [{a: A, b: Z, winner: A, within: 0.1}]\n",
+            r"policy\.bias_rules\[0\] .* unknown routes \['Z'\]",
+        ),
+        ("policy:\n  per_route: {Z: {high: 0.5}}\n", r"policy\.per_route names unknown routes \['Z'\]"),
+        ("policy:\n  fallback_tool: nope\n", r"policy\.fallback_tool 'nope' is not a tool"),
+        (
+            "entities:\n  patterns: {order_id: '([a-z'}\n",
+            r"entities\.patterns\.order_id: .*unclosed character class",
+        ),
+        ("entities:\n  patterns: {order_id: 'ORD\\d+'}\n", r"route 'A' names entity types \['ghost'\]"),
+    ],
+)
 def test_cross_reference_errors_name_the_file(tmp_path, extra, match):
     """Issue 36 §8: errors found once the whole config is read still say which file they are in."""
     text = BASE

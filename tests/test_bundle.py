@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import pytest
-from stubs import StubEncoder, mix, unit, manual
 
 from routecore.errors import ConfigError, StorageIOError
 from routecore.router import Router
 from routecore.specs import RouteSpec, ToolSpec
+from stubs import StubEncoder, manual, mix, unit
 
 
 def test_bundle_round_trip_without_reembedding(tmp_path):
     enc = StubEncoder({"a": unit(0), "b": unit(1), "t": unit(2), "anti": unit(3), "q": mix(a0=0.9, a1=0.2)})
-    r = Router([RouteSpec("A", ("a",)), RouteSpec("B", ("b",))], [ToolSpec("T", "t", anti_patterns=("anti",))], encoder=enc, policy=manual(high=0.8))
+    r = Router(
+        [RouteSpec("A", ("a",)), RouteSpec("B", ("b",))],
+        [ToolSpec("T", "t", anti_patterns=("anti",))],
+        encoder=enc,
+        policy=manual(high=0.8),
+    )
     r.save(tmp_path / "bundle", fitted={"temperature": 0.05})
     calls = enc.calls
     back = Router.load(tmp_path / "bundle", encoder=enc)
@@ -32,7 +37,13 @@ def test_bundle_from_another_model_is_refused(tmp_path):
 
 
 def _two_route_router(enc, **kw):
-    return Router([RouteSpec("A", ("a",)), RouteSpec("B", ("b",))], [ToolSpec("T", "t")], encoder=enc, policy=manual(), **kw)
+    return Router(
+        [RouteSpec("A", ("a",)), RouteSpec("B", ("b",))],
+        [ToolSpec("T", "t")],
+        encoder=enc,
+        policy=manual(),
+        **kw,
+    )
 
 
 def test_a_save_that_fails_half_way_keeps_the_previous_bundle(tmp_path, monkeypatch):
@@ -43,7 +54,9 @@ def test_a_save_that_fails_half_way_keeps_the_previous_bundle(tmp_path, monkeypa
     enc = StubEncoder({"a": unit(0), "b": unit(1), "t": unit(2), "a2": unit(3), "q": mix(a0=0.9)})
     old = _two_route_router(enc)
     old.save(tmp_path / "b")
-    new = Router([RouteSpec("B", ("a",)), RouteSpec("A", ("b",))], encoder=enc, policy=manual())  # names swapped
+    new = Router(
+        [RouteSpec("B", ("a",)), RouteSpec("A", ("b",))], encoder=enc, policy=manual()
+    )  # names swapped
     calls = []
     real = VectorIndex.save
 
@@ -61,13 +74,21 @@ def test_a_save_that_fails_half_way_keeps_the_previous_bundle(tmp_path, monkeypa
     assert back.route("q").route == "A" == old.route("q").route
     new.save(tmp_path / "b")  # a complete save replaces it, and removes the older files
     assert Router.load(tmp_path / "b", encoder=enc).route("q").route == "B"
-    assert sorted(p.suffix for p in (tmp_path / "b").iterdir() if p.name != ".routecore.lock") == [".json", ".rci", ".rci", ".rci", ".rlx"]
+    assert sorted(p.suffix for p in (tmp_path / "b").iterdir() if p.name != ".routecore.lock") == [
+        ".json",
+        ".rci",
+        ".rci",
+        ".rci",
+        ".rlx",
+    ]
 
 
 def test_a_table_from_another_bundle_is_refused(tmp_path):
     enc = StubEncoder({"a": unit(0), "b": unit(1), "t": unit(2)})
     _two_route_router(enc).save(tmp_path / "one")
-    Router([RouteSpec("B", ("a",)), RouteSpec("A", ("b",))], [ToolSpec("T", "t")], encoder=enc, policy=manual()).save(tmp_path / "two")
+    Router(
+        [RouteSpec("B", ("a",)), RouteSpec("A", ("b",))], [ToolSpec("T", "t")], encoder=enc, policy=manual()
+    ).save(tmp_path / "two")
     one, two = tmp_path / "one", tmp_path / "two"
     routes_one = next(one.glob("routes.*.rci"))
     routes_one.write_bytes(next(two.glob("routes.*.rci")).read_bytes())  # same row count, other labels
@@ -185,8 +206,10 @@ def test_a_bundle_of_the_same_onnx_file_with_another_config_or_tokenizer_is_refu
     cfg = json.loads((bundled / "config.json").read_text(encoding="utf-8"))
     (folder / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
     enc = Encoder.load(folder, cache_size=0)
-    routes = [RouteSpec("INCIDENT", ("the production server is down",)),
-              RouteSpec("RAG", ("where is the runbook",))]
+    routes = [
+        RouteSpec("INCIDENT", ("the production server is down",)),
+        RouteSpec("RAG", ("where is the runbook",)),
+    ]
     Router(routes, encoder=enc).save(tmp_path / "b")
     assert Router.load(tmp_path / "b", encoder=Encoder.load(folder, cache_size=0)).route_specs  # unchanged
     (folder / "config.json").write_text(json.dumps({**cfg, "pooling": "cls"}), encoding="utf-8")

@@ -13,10 +13,9 @@ import threading
 import time
 from pathlib import Path
 
-from stubs import StubEncoder, manual, mix, unit
-
 from routecore.router import Router
 from routecore.specs import RouteSpec, ToolSpec
+from stubs import StubEncoder, manual, mix, unit
 
 TESTS = Path(__file__).resolve().parent
 
@@ -28,7 +27,12 @@ def _encoder() -> StubEncoder:
 def _router(swapped: bool) -> Router:
     # "q" is closest to exemplar "a": the route that owns "a" tells the generation apart.
     names = ("B", "A") if swapped else ("A", "B")
-    return Router([RouteSpec(names[0], ("a",)), RouteSpec(names[1], ("b",))], [ToolSpec("T", "t")], encoder=_encoder(), policy=manual())
+    return Router(
+        [RouteSpec(names[0], ("a",)), RouteSpec(names[1], ("b",))],
+        [ToolSpec("T", "t")],
+        encoder=_encoder(),
+        policy=manual(),
+    )
 
 
 def _check(path: Path) -> None:
@@ -56,7 +60,11 @@ def test_a_save_killed_at_any_moment_leaves_one_whole_generation(tmp_path):
     _router(False).save(path)
     rng = random.Random(7)
     for _ in range(12):
-        child = subprocess.Popen([sys.executable, "-c", CHILD.format(tests=str(TESTS), path=str(path))], stdout=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD.format(tests=str(TESTS), path=str(path))],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert child.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.0, 0.25))
         os.kill(child.pid, signal.SIGKILL)
@@ -65,9 +73,15 @@ def test_a_save_killed_at_any_moment_leaves_one_whole_generation(tmp_path):
         _check(path)
     # Files of killed saves are left over, but the next complete save removes them.
     _router(True).save(path)
-    (path / ".routecore-0123456789abcdef.tmp").write_bytes(b"half an index")  # as a killed index save leaves it
+    (path / ".routecore-0123456789abcdef.tmp").write_bytes(
+        b"half an index"
+    )  # as a killed index save leaves it
     _router(True).save(path)
-    assert len(list(path.glob("*.rci"))) == 3 and not list(path.glob(".bundle.*")) and not list(path.glob(".routecore-*.tmp"))
+    assert (
+        len(list(path.glob("*.rci"))) == 3
+        and not list(path.glob(".bundle.*"))
+        and not list(path.glob(".routecore-*.tmp"))
+    )
     _check(path)
 
 

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import MODELS, ROOT, need_shared
 
+from conftest import MODELS, ROOT, need_shared
 from routecore import Encoder, Router
-from routecore.calibration import (Calibration, background_texts, fit_min_score, held_out_rows, nearest_same, route_scores,
-                                  zero_label)
+from routecore.calibration import (
+    Calibration,
+    background_texts,
+    fit_min_score,
+    held_out_rows,
+    nearest_same,
+    route_scores,
+    zero_label,
+)
 from routecore.errors import ConfigError
 from routecore.policy import CALIBRATED_KEYS, BiasRule, Policy
 from routecore.specs import RouteSpec, ToolSpec, read_config_file
@@ -32,18 +39,27 @@ def test_config_calibrates_for_the_encoder(it_ops_router, encoder):
     st = it_ops_router.calibration.stats
     assert st["held_out"] > 20 and st["background"] == len(background_texts()[0])
     # Bias rules of the example config get a width of one calibrated scale.
-    assert all(r.within == pytest.approx(it_ops_router.calibration.scale) for r in it_ops_router.policy.bias_rules)
+    assert all(
+        r.within == pytest.approx(it_ops_router.calibration.scale) for r in it_ops_router.policy.bias_rules
+    )
     d = it_ops_router.route("le serveur de production est en panne")
     assert d.calibrated == "prior" and '"calibrated": "prior"' in d.to_json()
 
 
 def test_another_encoder_gets_other_numbers(it_ops_router, encoder):
     cosine = Policy.from_dict({**read_config_file(EX / "it_ops_routes.yaml")["policy"], "head": "off"})
-    minilm = Router.from_config(EX / "it_ops_routes.yaml", encoder=Encoder.load(need_shared(MODELS / "all-minilm-l6-v2")), policy=cosine)
+    minilm = Router.from_config(
+        EX / "it_ops_routes.yaml",
+        encoder=Encoder.load(need_shared(MODELS / "all-minilm-l6-v2")),
+        policy=cosine,
+    )
     e5 = Router.from_config(EX / "it_ops_routes.yaml", encoder=encoder, policy=cosine)
     sane(minilm.policy)
     # MiniLM spreads its cosines far wider than e5: the scale and the out-of-scope cut follow.
-    assert minilm.policy.temperature > 1.5 * e5.policy.temperature and e5.policy.temperature == it_ops_router.policy.temperature
+    assert (
+        minilm.policy.temperature > 1.5 * e5.policy.temperature
+        and e5.policy.temperature == it_ops_router.policy.temperature
+    )
     assert minilm.policy.min_score < e5.policy.min_score - 0.1
 
 
@@ -55,27 +71,46 @@ def test_bundle_round_trips_its_calibration(tmp_path, it_ops_router, encoder):
 
 
 def test_manual_values_win(encoder):
-    pinned = Policy(high=0.97, min_score=0.5, temperature=0.02, bias_rules=(BiasRule("A", "B", "A", within=0.01),))
-    r = Router([RouteSpec("A", ("reset my password", "I forgot my password")), RouteSpec("B", ("the VPN is down", "VPN broken"))],
-               encoder=encoder, policy=pinned)
+    pinned = Policy(
+        high=0.97, min_score=0.5, temperature=0.02, bias_rules=(BiasRule("A", "B", "A", within=0.01),)
+    )
+    r = Router(
+        [
+            RouteSpec("A", ("reset my password", "I forgot my password")),
+            RouteSpec("B", ("the VPN is down", "VPN broken")),
+        ],
+        encoder=encoder,
+        policy=pinned,
+    )
     assert (r.policy.high, r.policy.min_score, r.policy.temperature) == (0.97, 0.5, 0.02)
     assert r.policy.bias_rules[0].within == 0.01
     assert r.policy.margin == r.calibration.margin  # what was not pinned is calibrated
-    everything = Policy(**{k: 0.5 for k in CALIBRATED_KEYS if k not in ("affinity_boost",)}, affinity_boost=1.1)
+    everything = Policy(
+        **{k: 0.5 for k in CALIBRATED_KEYS if k not in ("affinity_boost",)}, affinity_boost=1.1
+    )
     m = Router([RouteSpec("A", ("x", "y"))], encoder=encoder, policy=everything)
     assert m.calibration is None and m.calibrated == "manual" and m.route("x").calibrated == "manual"
 
 
 def test_fitted_calibration_overrides_explicit_values(encoder):
-    r = Router([RouteSpec("A", ("a1", "a2")), RouteSpec("B", ("b1", "b2"))], encoder=encoder, policy=Policy(high=0.9))
-    fitted = Calibration(**{**r.calibration.to_dict(), "source": "fitted", "high": 0.6, "per_route": {"A": {"min_score": 0.1}}})
+    r = Router(
+        [RouteSpec("A", ("a1", "a2")), RouteSpec("B", ("b1", "b2"))], encoder=encoder, policy=Policy(high=0.9)
+    )
+    fitted = Calibration(
+        **{**r.calibration.to_dict(), "source": "fitted", "high": 0.6, "per_route": {"A": {"min_score": 0.1}}}
+    )
     r.calibrate(fitted)
     assert r.policy.high == 0.6 and r.policy.per_route["A"]["min_score"] == 0.1 and r.calibrated == "fitted"
 
 
 def test_tiny_config_still_yields_a_sane_policy(encoder):
-    r = Router([RouteSpec("BILLING", ("where is my invoice", "I was charged twice")),
-                RouteSpec("SUPPORT", ("the app crashes on start", "I cannot log in"))], encoder=encoder)
+    r = Router(
+        [
+            RouteSpec("BILLING", ("where is my invoice", "I was charged twice")),
+            RouteSpec("SUPPORT", ("the app crashes on start", "I cannot log in")),
+        ],
+        encoder=encoder,
+    )
     sane(r.policy)
     assert r.calibration.stats.get("tiers_fallback")  # 4 held-out rows: no tier fit
     assert r.route("my card was charged two times").route == "BILLING"
@@ -83,15 +118,23 @@ def test_tiny_config_still_yields_a_sane_policy(encoder):
 
 
 def test_one_route_config(encoder):
-    r = Router([RouteSpec("ORDERS", ("where is my order", "track my parcel", "my package has not arrived"))], encoder=encoder)
+    r = Router(
+        [RouteSpec("ORDERS", ("where is my order", "track my parcel", "my package has not arrived"))],
+        encoder=encoder,
+    )
     sane(r.policy)
     assert r.route("has my parcel shipped yet").route == "ORDERS"
     assert r.route("who painted the mona lisa").action == "none"
 
 
 def test_tools_only_router_gets_a_floor(encoder):
-    r = Router(tools=[ToolSpec("get_weather", "Current weather and forecast for a city"),
-                      ToolSpec("send_email", "Send an email to a contact")], encoder=encoder)
+    r = Router(
+        tools=[
+            ToolSpec("get_weather", "Current weather and forecast for a city"),
+            ToolSpec("send_email", "Send an email to a contact"),
+        ],
+        encoder=encoder,
+    )
     assert r.policy.tool_threshold is not None and 0 < r.policy.tool_threshold < 1
     rain = r.tools("will it rain in Lyon tomorrow")
     assert rain.names[0] == "get_weather" and not rain.no_tool  # the best passes: the belt holds the top k
@@ -99,7 +142,9 @@ def test_tools_only_router_gets_a_floor(encoder):
     none = r.tools("who won the 1998 world cup")
     assert none.names == [] and none.no_tool
     each = Router(tools=r.tool_specs, encoder=encoder, policy=Policy(tool_floor="each"))
-    assert each.tools("will it rain in Lyon tomorrow").names == ["get_weather"]  # send_email is under the floor
+    assert each.tools("will it rain in Lyon tomorrow").names == [
+        "get_weather"
+    ]  # send_email is under the floor
 
 
 def test_leave_one_out_excludes_the_row_itself():
@@ -158,7 +203,9 @@ def test_lexical_weight_leaves_the_cosine_temperature_alone():
     V /= np.linalg.norm(V, axis=1, keepdims=True)
     words = [f"filler{i}" for i in range(40)]
     texts = [f"keyword{o} " + " ".join(rng.choice(words, 3)) for o in owners]
-    bg = rng.normal(size=(len(background_texts()[0]), 32)).astype(np.float32)  # lexical scores come from its texts
+    bg = rng.normal(size=(len(background_texts()[0]), 32)).astype(
+        np.float32
+    )  # lexical scores come from its texts
     bg /= np.linalg.norm(bg, axis=1, keepdims=True)
     dense = zero_label(V, owners, 6, bg)
     fused = zero_label(V, owners, 6, bg, lexical=(LexicalTable(texts, owners, 6), texts))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import MODELS, need_shared
 
+from conftest import MODELS, need_shared
 from routecore import Encoder, Router
 from routecore.cascade import Cascade
 from routecore.errors import ConfigError
@@ -43,9 +43,13 @@ def test_cascade_checks_its_routers(cascade, encoder):
     other = Router([RouteSpec("A", ("x", "y"))], encoder=encoder)
     with pytest.raises(ConfigError, match="same routes"):
         Cascade(cascade.fast, other)
-    with_llm = Router(cascade.strong.route_specs, encoder=Encoder.load(str(MODELS / "all-minilm-l6-v2")),
-                      llm=OpenAICompatibleRouter("http://127.0.0.1:9/v1", "m", timeout=0.5), policy=cascade.strong.spec_policy,
-                      entities=cascade.strong.entities)
+    with_llm = Router(
+        cascade.strong.route_specs,
+        encoder=Encoder.load(str(MODELS / "all-minilm-l6-v2")),
+        llm=OpenAICompatibleRouter("http://127.0.0.1:9/v1", "m", timeout=0.5),
+        policy=cascade.strong.spec_policy,
+        entities=cascade.strong.entities,
+    )
     with pytest.raises(ConfigError, match="LLM"):
         Cascade(with_llm, cascade.strong)
     with pytest.raises(ConfigError, match="vector"):

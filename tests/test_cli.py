@@ -7,11 +7,14 @@ import subprocess
 import sys
 
 import pytest
+
 from conftest import ROOT
 
 
 def run(*args, check=True):
-    p = subprocess.run([sys.executable, "-m", "routecore", *args], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "routecore", *args], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
     if check:
         assert p.returncode == 0, p.stderr
     return p
@@ -23,7 +26,9 @@ def test_route_json_default_config():
 
 
 def test_route_with_previous_and_text_output():
-    p = run("route", "--config", "examples/it_ops_routes.yaml", "--previous", "RAG", "how do I configure the VPN")
+    p = run(
+        "route", "--config", "examples/it_ops_routes.yaml", "--previous", "RAG", "how do I configure the VPN"
+    )
     assert "route: RAG" in p.stdout
 
 
@@ -59,10 +64,22 @@ def test_errors_are_one_line_or_a_json_object(tmp_path):
     assert p.returncode == 2 and err["type"] == "ConfigError" and "malformed YAML" in err["message"]
     p = run("route", "--config", str(bad), "x", check=False)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
-    blocker = tmp_path / "a-file"  # an output folder that cannot be made (read-only paths alike; tests run as root)
+    blocker = (
+        tmp_path / "a-file"
+    )  # an output folder that cannot be made (read-only paths alike; tests run as root)
     blocker.write_text("")
     data = ROOT / "tests" / "data" / "it_ops_heldout.jsonl"
-    p = run("eval", "--config", "examples/it_ops_routes.yaml", "--data", str(data), "--out", str(blocker / "report"), "--no-progress", check=False)
+    p = run(
+        "eval",
+        "--config",
+        "examples/it_ops_routes.yaml",
+        "--data",
+        str(data),
+        "--out",
+        str(blocker / "report"),
+        "--no-progress",
+        check=False,
+    )
     assert p.returncode == 2 and "Traceback" not in p.stderr and p.stderr.startswith("routecore: error:")
 
 
@@ -81,8 +98,13 @@ def test_usage_errors_under_json_are_json_on_stdout():
 
 def test_route_prints_the_best_five_unless_all(tmp_path):
     cfg = tmp_path / "many.yaml"
-    cfg.write_text("routes:\n" + "".join(f"  - name: R{i}\n    utterances: [topic number {i} question]\n" for i in range(8)), encoding="utf-8")
+    cfg.write_text(
+        "routes:\n"
+        + "".join(f"  - name: R{i}\n    utterances: [topic number {i} question]\n" for i in range(8)),
+        encoding="utf-8",
+    )
     short = run("route", "--config", str(cfg), "topic number 3 question").stdout
+
     def routes(out: str) -> int:  # route lines (the "none of these" line is the head's out-of-scope share)
         return sum(" p=" in line and "none of these" not in line for line in out.splitlines())
 
@@ -95,11 +117,29 @@ def test_a_second_call_reuses_the_embedded_config(tmp_path):
 
     env_home = tmp_path / "home"
     cfg = tmp_path / "routes.yaml"
-    cfg.write_text("routes:\n  - name: A\n    utterances: [reset my password]\n  - name: B\n    utterances: [the VPN is down]\n", encoding="utf-8")
+    cfg.write_text(
+        "routes:\n  - name: A\n    utterances: [reset my password]\n  - name: B\n    utterances: [the VPN is down]\n",
+        encoding="utf-8",
+    )
 
     def call(*extra):
-        p = subprocess.run([sys.executable, "-m", "routecore", "route", "--json", "--config", str(cfg), *extra, "my vpn is broken"],
-                           capture_output=True, text=True, timeout=300, env={**os.environ, "ROUTECORE_HOME": str(env_home)})
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "routecore",
+                "route",
+                "--json",
+                "--config",
+                str(cfg),
+                *extra,
+                "my vpn is broken",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "ROUTECORE_HOME": str(env_home)},
+        )
         assert p.returncode == 0, p.stderr
         return json.loads(p.stdout)
 
@@ -108,15 +148,23 @@ def test_a_second_call_reuses_the_embedded_config(tmp_path):
     second, third = call(), call()
     (bundle,) = (env_home / "configs").iterdir()
     assert (bundle / "bundle.json").is_file()
-    assert first["route"] == second["route"] == third["route"] == "B" and first["confidence"] == pytest.approx(third["confidence"], abs=1e-6)
+    assert first["route"] == second["route"] == third["route"] == "B" and first[
+        "confidence"
+    ] == pytest.approx(third["confidence"], abs=1e-6)
     cfg.write_text(cfg.read_text() + "  - name: C\n    utterances: [printer jam]\n", encoding="utf-8")
-    assert "C" in call()["probabilities"] and len(list((env_home / "configs").iterdir())) == 2  # a changed config is a new entry
+    assert (
+        "C" in call()["probabilities"] and len(list((env_home / "configs").iterdir())) == 2
+    )  # a changed config is a new entry
 
 
 def test_a_non_utf8_argument_is_routed_with_an_alert_not_a_traceback():
     """Issue 36 §2: Python hands undecodable argument bytes over as lone surrogates; the router removes them."""
-    p = subprocess.run([sys.executable, "-m", "routecore", "route", "--json", b"le serveur est en panne \xff\xfe"],
-                       capture_output=True, timeout=300, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "routecore", "route", "--json", b"le serveur est en panne \xff\xfe"],
+        capture_output=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr
     d = json.loads(p.stdout)
     assert d["action"] == "route" and any(a["kind"] == "invalid_text" for a in d["alerts"])

@@ -13,17 +13,19 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from stubs import StubEncoder, manual, unit
 
 from routecore import config_schema
 from routecore.errors import ConfigError, RoutecoreError
 from routecore.policy import Policy
 from routecore.router import Router
 from routecore.specs import RouteSpec, ToolSpec, load_yaml, parse_config
+from stubs import StubEncoder, manual, unit
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "schema" / "routecore-config.schema.json"
-EXAMPLES = sorted((ROOT / "python" / "routecore" / "examples").glob("*.yaml")) + sorted((ROOT / "examples").glob("*.yaml"))
+EXAMPLES = sorted((ROOT / "python" / "routecore" / "examples").glob("*.yaml")) + sorted(
+    (ROOT / "examples").glob("*.yaml")
+)
 
 
 def test_the_published_schema_is_current():
@@ -32,7 +34,9 @@ def test_the_published_schema_is_current():
 
 
 def test_cli_prints_the_schema():
-    out = subprocess.run([sys.executable, "-m", "routecore", "schema", "--json"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "routecore", "schema", "--json"], capture_output=True, text=True, check=True
+    ).stdout
     assert out.count("\n") == 1 and json.loads(out) == config_schema.json_schema()
 
 
@@ -43,15 +47,18 @@ def test_examples_validate_against_the_published_schema(path):
     parse_config(doc, str(path))
 
 
-@pytest.mark.parametrize("doc", [
-    {"routes": [{"name": "A", "utterances": ["a"]}], "policy": {"high": "0.9"}},
-    {"routes": [{"name": "A", "utterances": [1]}]},
-    {"routes": [{"name": "A", "utterances": ["a"], "extra": 1}]},
-    {"tools": [{"name": "T", "description": "t", "core": "false"}]},
-    {"routes": [{"name": "A", "utterances": ["a"]}], "policy": {"low_action": "shrug"}},
-    {"routes": [{"name": "A", "utterances": ["a"]}], "policy": {"discovery_prefixes": "get_"}},
-    {"routes": [{"name": "A", "utterances": ["a"]}], "policy": {"top_exemplars": -1}},
-])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"routes": [{"name": "A", "utterances": ["a"]}], "policy": {"high": "0.9"}},
+        {"routes": [{"name": "A", "utterances": [1]}]},
+        {"routes": [{"name": "A", "utterances": ["a"], "extra": 1}]},
+        {"tools": [{"name": "T", "description": "t", "core": "false"}]},
+        {"routes": [{"name": "A", "utterances": ["a"]}], "policy": {"low_action": "shrug"}},
+        {"routes": [{"name": "A", "utterances": ["a"]}], "policy": {"discovery_prefixes": "get_"}},
+        {"routes": [{"name": "A", "utterances": ["a"]}], "policy": {"top_exemplars": -1}},
+    ],
+)
 def test_editors_and_the_loader_reject_the_same_documents(doc):
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(doc, json.loads(PUBLISHED.read_text()))
@@ -76,7 +83,10 @@ def test_errors_name_the_file_the_path_and_what_was_found(tmp_path):
 
 
 def test_unknown_enum_values_fail_at_load_and_list_the_choices():
-    with pytest.raises(ConfigError, match=r"policy: low_action: invalid enum value 'shrug' \(expected one of 'llm', 'clarify', 'none'\)$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"policy: low_action: invalid enum value 'shrug' \(expected one of 'llm', 'clarify', 'none'\)$",
+    ):
         Policy.from_dict({"low_action": "shrug"})
 
 
@@ -93,7 +103,9 @@ def test_specs_built_in_code_are_checked_too():
 
 def test_a_mangled_bundle_policy_names_bundle_json(tmp_path):
     enc = StubEncoder({"a": unit(0), "b": unit(1)})
-    Router([RouteSpec("A", ("a",)), RouteSpec("B", ("b",))], encoder=enc, policy=manual()).save(tmp_path / "b")
+    Router([RouteSpec("A", ("a",)), RouteSpec("B", ("b",))], encoder=enc, policy=manual()).save(
+        tmp_path / "b"
+    )
     meta = json.loads((tmp_path / "b" / "bundle.json").read_text())
     meta["policy"]["tool_top_k"] = "5"
     (tmp_path / "b" / "bundle.json").write_text(json.dumps(meta))
@@ -102,15 +114,47 @@ def test_a_mangled_bundle_policy_names_bundle_json(tmp_path):
 
 
 # Any JSON-like document: the loader either accepts it or raises ConfigError, nothing else.
-_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True), st.text(max_size=8))
-_json = st.recursive(_scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=6), c, max_size=4), max_leaves=20)
-_keys = st.sampled_from(["name", "utterances", "description", "thresholds", "fallback_on_error", "metadata", "domain",
-                         "core", "success_examples", "high", "bias_rules", "per_route", "tool_top_k", "a", "b", "winner"])
-_near = st.recursive(_scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(_keys, c, max_size=5), max_leaves=25)
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True), st.text(max_size=8)
+)
+_json = st.recursive(
+    _scalars,
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=6), c, max_size=4),
+    max_leaves=20,
+)
+_keys = st.sampled_from(
+    [
+        "name",
+        "utterances",
+        "description",
+        "thresholds",
+        "fallback_on_error",
+        "metadata",
+        "domain",
+        "core",
+        "success_examples",
+        "high",
+        "bias_rules",
+        "per_route",
+        "tool_top_k",
+        "a",
+        "b",
+        "winner",
+    ]
+)
+_near = st.recursive(
+    _scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(_keys, c, max_size=5), max_leaves=25
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.dictionaries(st.sampled_from(["routes", "tools", "policy", "x"]), st.one_of(_json, _near, st.lists(_near, max_size=3)), max_size=3))
+@given(
+    st.dictionaries(
+        st.sampled_from(["routes", "tools", "policy", "x"]),
+        st.one_of(_json, _near, st.lists(_near, max_size=3)),
+        max_size=3,
+    )
+)
 def test_any_document_loads_or_raises_config_error(doc):
     try:
         parse_config(doc)
@@ -120,7 +164,11 @@ def test_any_document_loads_or_raises_config_error(doc):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(max_size=200), st.one_of(st.none(), st.text(max_size=5)), st.lists(st.text(max_size=5), max_size=3))
+@given(
+    st.text(max_size=200),
+    st.one_of(st.none(), st.text(max_size=5)),
+    st.lists(st.text(max_size=5), max_size=3),
+)
 def test_route_and_tools_never_raise_for_any_text(query, previous, domains):
     r = _router()
     try:
@@ -137,5 +185,12 @@ _R: list[Router] = []
 def _router() -> Router:
     if not _R:
         enc = StubEncoder({"a": unit(0), "b": unit(1), "t": unit(2)})
-        _R.append(Router([RouteSpec("A", ("a",)), RouteSpec("B", ("b",))], [ToolSpec("T", "t")], encoder=enc, policy=manual()))
+        _R.append(
+            Router(
+                [RouteSpec("A", ("a",)), RouteSpec("B", ("b",))],
+                [ToolSpec("T", "t")],
+                encoder=enc,
+                policy=manual(),
+            )
+        )
     return _R[0]

@@ -23,9 +23,15 @@ def test_every_layer_from_one_encode(cr, encoder):
     assert list(cr.layers) == ["intent", "urgency", "sensitivity", "domain"]
     calls = []
     real = cr.encoder.encode_with_stats
-    cr.encoder = type("Spy", (), {"encode_with_stats": lambda self, t: calls.append(t) or real(t), "model_id": encoder.model_id})()
+    cr.encoder = type(
+        "Spy",
+        (),
+        {"encode_with_stats": lambda self, t: calls.append(t) or real(t), "model_id": encoder.model_id},
+    )()
     try:
-        ctx = cr.detect("urgent: production is down, the Kafka cluster INC20481234 crashed, customers cannot pay")
+        ctx = cr.detect(
+            "urgent: production is down, the Kafka cluster INC20481234 crashed, customers cannot pay"
+        )
     finally:
         cr.encoder = encoder
     assert len(calls) == 1  # one encode for four layers
@@ -45,8 +51,12 @@ def test_one_native_call_scores_every_layer_and_decides_as_route_does(cr, encode
     calls = []
     real = _native.score_many
     monkeypatch.setattr(tables._native, "score_many", lambda *a: calls.append(len(a[0])) or real(*a))
-    queries = ["urgent: production is down, the Kafka cluster INC20481234 crashed", "can you review my pull request when you have time",
-               "write a poem about autumn", "my social security number is 078-05-1120, update my file"]
+    queries = [
+        "urgent: production is down, the Kafka cluster INC20481234 crashed",
+        "can you review my pull request when you have time",
+        "write a poem about autumn",
+        "my social security number is 078-05-1120, update my file",
+    ]
     for query in queries:
         ctx = cr.detect(query)
         q = encoder.encode([query])[0]
@@ -110,8 +120,15 @@ def test_tools_search_from_a_context(cr, encoder):
     tools = Router.from_config(LLM_TOOLS, encoder=encoder)
     spied = []
     real = tools.tool_catalog.encoder.encode_with_stats
-    tools.tool_catalog.encoder = type("Spy", (), {"encode_with_stats": lambda self, t, **kw: spied.append(t) or real(t, **kw),
-                                                  "model_id": encoder.model_id, "dim": encoder.dim})()
+    tools.tool_catalog.encoder = type(
+        "Spy",
+        (),
+        {
+            "encode_with_stats": lambda self, t, **kw: spied.append(t) or real(t, **kw),
+            "model_id": encoder.model_id,
+            "dim": encoder.dim,
+        },
+    )()
     try:
         belt = tools.tools(q, context=ctx)
     finally:
@@ -134,8 +151,10 @@ def test_an_exhaustive_layer_always_names_one_of_its_labels(cr):
     still gets its most probable label, at that decision's tier, and says so."""
     q = "when you have a minute, could you tidy the wording of this README"
     ctx = cr.detect(q)
-    layers = {"urgency": ["low", "medium", "high"],
-              "sensitivity": ["public", "internal", "pii", "safety_critical"]}
+    layers = {
+        "urgency": ["low", "medium", "high"],
+        "sensitivity": ["public", "internal", "pii", "safety_critical"],
+    }
     for name, labels in layers.items():
         r, d = ctx.layers[name], ctx.layers[name].decision
         assert r.label in labels and r.action == "route", (name, r)
@@ -170,8 +189,9 @@ def test_open_is_set_per_layer_in_the_config(tmp_path, encoder):
     assert closed.exhaustive == {"domain"}
     r = closed.detect("what's a good pasta recipe").layers["domain"]
     assert r.label in ("billing", "infrastructure", "people") and r.declined in ("none", "clarify")
-    cfg.write_text("layers:\n  domain:\n    open: 'no'\n    routes: [{name: a, utterances: [x]}]\n",
-                   encoding="utf-8")
+    cfg.write_text(
+        "layers:\n  domain:\n    open: 'no'\n    routes: [{name: a, utterances: [x]}]\n", encoding="utf-8"
+    )
     with pytest.raises(ConfigError, match="open"):
         ContextRouter.from_config(cfg, encoder=encoder, defaults=False)
     with pytest.raises(ConfigError, match="exhaustive layers \\['mood'\\] are not layers"):

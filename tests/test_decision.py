@@ -26,7 +26,12 @@ def test_from_dict_reads_back_to_dict(decision):
     assert back.entities == decision.entities and back.timings == decision.timings
     assert back.top_exemplars == decision.top_exemplars and back.alerts == decision.alerts
     again = Decision.from_dict(json.loads(decision.to_json()))  # through JSON, as a sidecar client gets it
-    assert (again.action, again.route, again.tier, again.entities) == (decision.action, decision.route, decision.tier, decision.entities)
+    assert (again.action, again.route, again.tier, again.entities) == (
+        decision.action,
+        decision.route,
+        decision.tier,
+        decision.entities,
+    )
 
 
 def test_from_dict_names_what_is_wrong(decision):

@@ -6,13 +6,15 @@ import re
 
 import pytest
 import yaml
-from conftest import ROOT
 
+from conftest import ROOT
 from routecore.policy import Policy
 from routecore.specs import parse_config
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-BLOCKS = [(p.name, b) for p in PAGES for b in re.findall(r"```yaml\n(.*?)```", p.read_text(encoding="utf-8"), re.S)]
+BLOCKS = [
+    (p.name, b) for p in PAGES for b in re.findall(r"```yaml\n(.*?)```", p.read_text(encoding="utf-8"), re.S)
+]
 
 
 @pytest.mark.parametrize(("page", "block"), BLOCKS, ids=[f"{p}-{i}" for i, (p, _) in enumerate(BLOCKS)])

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import MODELS, need_shared
 
+from conftest import MODELS, need_shared
 from routecore import Encoder
 from routecore.errors import InvalidArgumentError, ModelError
 
@@ -75,7 +75,9 @@ def test_token_ids_match_python_tokenizers(which, minilm_int8, e5_int8):
         assert enc.tokenize(r["text"])[0] == expected == r["input_ids"], r["text"]
 
 
-def python_stack(folder: Path, onnx_file: str, texts: list[str], prefix: str, max_length: int, pad_id: int) -> np.ndarray:
+def python_stack(
+    folder: Path, onnx_file: str, texts: list[str], prefix: str, max_length: int, pad_id: int
+) -> np.ndarray:
     """onnxruntime-python + tokenizers-python + numpy mean pooling, one text at a time."""
     import onnxruntime as ort
     from tokenizers import Tokenizer
@@ -104,7 +106,9 @@ def test_matches_python_stack_on_same_file(which):
     onnx_file = cfg["models"][variant]
     enc = Encoder.load(folder, variant=variant, threads=1, cache_size=0)
     ours = np.stack([enc.encode(t)[0] for t in texts])
-    theirs = python_stack(folder, onnx_file, texts, cfg["query_prefix"], cfg["max_length"], cfg["pad_token_id"])
+    theirs = python_stack(
+        folder, onnx_file, texts, cfg["query_prefix"], cfg["max_length"], cfg["pad_token_id"]
+    )
     cs = np.sum(ours * theirs, axis=1)
     assert cs.min() >= 0.9999, (texts[int(cs.argmin())], cs.min())
 
@@ -127,7 +131,7 @@ def batch_cosines(encode, texts: list[str], single: np.ndarray) -> np.ndarray:
     for size in (8, 32):
         order = rng.permutation(len(texts))
         for start in range(0, len(order), size):
-            idx = order[start:start + size]
+            idx = order[start : start + size]
             got = encode([texts[i] for i in idx])
             worst[idx] = np.minimum(worst[idx], np.sum(got * single[idx], axis=1))
     return worst
@@ -142,7 +146,12 @@ def test_int8_embedding_does_not_depend_on_batch(which, minilm_int8, e5_int8):
     for kind in ("query", "passage"):
         single = np.stack([enc.encode(t, kind=kind)[0] for t in texts])
         cs = batch_cosines(lambda batch: enc.encode(batch, kind=kind), texts, single)
-        assert cs.min() >= BATCH_INVARIANT_COS, (kind, texts[int(cs.argmin())], float(cs.min()), float(cs.mean()))
+        assert cs.min() >= BATCH_INVARIANT_COS, (
+            kind,
+            texts[int(cs.argmin())],
+            float(cs.min()),
+            float(cs.mean()),
+        )
 
 
 def test_cached_embedding_equals_a_fresh_one():
@@ -174,7 +183,15 @@ def test_cache_hits_are_identical_and_counted():
 
 
 def test_odd_texts_get_embeddings(encoder):
-    texts = ["", "   ", "\x00\x07\t\n", "🚀🔥 emoji", "mixed 中文 русский عربي", "x" * 100_000, "word " * 20_000]
+    texts = [
+        "",
+        "   ",
+        "\x00\x07\t\n",
+        "🚀🔥 emoji",
+        "mixed 中文 русский عربي",
+        "x" * 100_000,
+        "word " * 20_000,
+    ]
     out = encoder.encode_with_stats(texts)
     assert out.embeddings.shape == (len(texts), encoder.dim)
     assert np.isfinite(out.embeddings).all()
@@ -265,7 +282,11 @@ def test_tokenizer_that_does_not_fit_the_model(tmp_path):
 
 @pytest.mark.parametrize(
     "change,match",
-    [({"output": "sentence_embedding"}, "not a graph output"), ({"pooling": "none"}, "rank"), ({"dim": 768}, "dim")],
+    [
+        ({"output": "sentence_embedding"}, "not a graph output"),
+        ({"pooling": "none"}, "rank"),
+        ({"dim": 768}, "dim"),
+    ],
 )
 def test_config_that_does_not_match_the_graph(tmp_path, change, match):
     with pytest.raises(ModelError, match=match):

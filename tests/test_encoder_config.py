@@ -31,7 +31,11 @@ def test_max_length_beyond_the_position_table_is_refused_at_load(tmp_path, max_l
     with pytest.raises(ModelError) as e:
         Encoder.load(_folder(tmp_path, max_length=max_length, **XLMR))
     msg = str(e.value)
-    assert f"max_length {max_length}" in msg and "512 token positions" in msg and "max_position_embeddings 514" in msg
+    assert (
+        f"max_length {max_length}" in msg
+        and "512 token positions" in msg
+        and "max_position_embeddings 514" in msg
+    )
 
 
 def test_max_length_within_the_position_table_loads(tmp_path):
@@ -45,6 +49,8 @@ def test_the_bundled_and_known_models_declare_their_position_tables(tmp_path):
 
     assert {k: json.loads((bundled_model_dir() / "config.json").read_text())[k] for k in XLMR} == XLMR
     for src in REGISTRY.values():
-        assert src.config["max_length"] <= src.config["max_position_embeddings"] - (2 if src.config["model_type"] == "xlm-roberta" else 0)
+        assert src.config["max_length"] <= src.config["max_position_embeddings"] - (
+            2 if src.config["model_type"] == "xlm-roberta" else 0
+        )
     with pytest.raises(ModelError, match="max_length 513"):
         Encoder.load(_folder(tmp_path, max_length=513))  # no override of the table: the bundled config's own

@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import DATASETS, ROOT, need_shared
 
+from conftest import DATASETS, ROOT, need_shared
 from routecore import Encoder, Router
 from routecore.errors import DatasetError
 from routecore.evaluation import datasets as D
@@ -35,19 +35,46 @@ def clinc_slice(tmp_path_factory):
 
 
 def run(*args):
-    p = subprocess.run([sys.executable, "-m", "routecore", *map(str, args)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "routecore", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert p.returncode == 0, p.stderr
     return p
 
 
 def test_fit_then_eval_writes_consistent_report(tmp_path, clinc_slice):
     bundle = tmp_path / "bundle"
-    fitted = json.loads(run("fit", "--train", clinc_slice / "train.jsonl", "--val", clinc_slice / "val.jsonl",
-                            "--objective", "macro_f1", "--out", bundle, "--json").stdout)
+    fitted = json.loads(
+        run(
+            "fit",
+            "--train",
+            clinc_slice / "train.jsonl",
+            "--val",
+            clinc_slice / "val.jsonl",
+            "--objective",
+            "macro_f1",
+            "--out",
+            bundle,
+            "--json",
+        ).stdout
+    )
     assert 0 < fitted["min_score"] < 1 and (bundle / "bundle.json").is_file()
     out = tmp_path / "report"
-    res = json.loads(run("eval", "--bundle", bundle, "--data", clinc_slice / "test.jsonl", "--out", out, "--json").stdout)
-    for f in ("results.json", "report.md", "predictions.jsonl", "confusion.png", "reliability.png", "coverage.png"):
+    res = json.loads(
+        run("eval", "--bundle", bundle, "--data", clinc_slice / "test.jsonl", "--out", out, "--json").stdout
+    )
+    for f in (
+        "results.json",
+        "report.md",
+        "predictions.jsonl",
+        "confusion.png",
+        "reliability.png",
+        "coverage.png",
+    ):
         assert (out / f).is_file(), f
     n = res["n"]
     assert n == 10 * 12 + 12
@@ -63,7 +90,14 @@ def test_fit_then_eval_writes_consistent_report(tmp_path, clinc_slice):
     assert v["target_precision"] == 0.9 and 0 < v["routed_share"] <= 1 and 0 <= v["medium"] <= 1
     # Every eval shows the cost of the decision layer beside the raw top-1 accuracy.
     d = res["decisions"]
-    assert set(d) == {"routed_share", "routed_accuracy", "confident_wrong_rate", "clarify_rate", "raw_top1_accuracy", "dense_top1_accuracy"}
+    assert set(d) == {
+        "routed_share",
+        "routed_accuracy",
+        "confident_wrong_rate",
+        "clarify_rate",
+        "raw_top1_accuracy",
+        "dense_top1_accuracy",
+    }
     routed = [p for p in preds if p["action"] == "route"]
     assert d["routed_share"] == pytest.approx(len(routed) / n)
     assert d["routed_accuracy"] == pytest.approx(sum(p["pred"] == p["label"] for p in routed) / len(routed))
@@ -73,7 +107,11 @@ def test_fit_then_eval_writes_consistent_report(tmp_path, clinc_slice):
 
 def test_eval_builds_the_router_a_config_gets(tmp_path, clinc_slice):
     """No fit: the calibration a config gets (the model's decision prior), and low tier -> clarify (no LLM), as Router.from_config."""
-    res = json.loads(run("eval", "--train", clinc_slice / "train.jsonl", "--data", clinc_slice / "test.jsonl", "--json").stdout)
+    res = json.loads(
+        run(
+            "eval", "--train", clinc_slice / "train.jsonl", "--data", clinc_slice / "test.jsonl", "--json"
+        ).stdout
+    )
     assert res["calibrated"] == "prior"  # the bundled model's decision prior (routecore.prior)
     assert res["decisions"]["routed_accuracy"] > 0.8
 
@@ -91,7 +129,11 @@ def test_fit_cuts_the_default_exemplar_head_unless_told(tmp_path, clinc_slice):
     args = ("fit", "--train", clinc_slice / "train.jsonl", "--val", clinc_slice / "val.jsonl", "--json")
     head = json.loads(run(*args, "--out", tmp_path / "h").stdout)
     cosine = json.loads(run(*args, "--no-head", "--out", tmp_path / "c").stdout)
-    assert head["head_threshold"] is not None and cosine["head_threshold"] is None and cosine["head_tiers"] is None
+    assert (
+        head["head_threshold"] is not None
+        and cosine["head_threshold"] is None
+        and cosine["head_tiers"] is None
+    )
     back = Router.load(tmp_path / "h", encoder=Encoder.load())
     assert back.head is not None and back.calibrated == "fitted"
     if head["head_tiers"]:
@@ -99,8 +141,19 @@ def test_fit_cuts_the_default_exemplar_head_unless_told(tmp_path, clinc_slice):
 
 
 def test_fit_with_head_reports_the_heads_decisions(tmp_path, clinc_slice):
-    out = json.loads(run("fit", "--train", clinc_slice / "train.jsonl", "--val", clinc_slice / "val.jsonl", "--head",
-                         "--out", tmp_path / "b", "--json").stdout)
+    out = json.loads(
+        run(
+            "fit",
+            "--train",
+            clinc_slice / "train.jsonl",
+            "--val",
+            clinc_slice / "val.jsonl",
+            "--head",
+            "--out",
+            tmp_path / "b",
+            "--json",
+        ).stdout
+    )
     assert out["head_threshold"] is not None and out["decisions"]["routed_share"] > 0
 
 
@@ -112,7 +165,9 @@ def test_tool_selection_eval(tmp_path):
     qs = [q for q in qs if q["tools"][0] in names][:40]
     (tmp_path / "tools.jsonl").write_text("\n".join(json.dumps(c) for c in cat))
     (tmp_path / "q.jsonl").write_text("\n".join(json.dumps(q) for q in qs))
-    res = json.loads(run("eval", "--tools", tmp_path / "tools.jsonl", "--data", tmp_path / "q.jsonl", "--json").stdout)
+    res = json.loads(
+        run("eval", "--tools", tmp_path / "tools.jsonl", "--data", tmp_path / "q.jsonl", "--json").stdout
+    )
     assert res["n"] == 40 and res["recall@1"] <= res["recall@3"] <= res["recall@5"] and 0 < res["mrr"] <= 1
 
 
@@ -136,11 +191,30 @@ def test_dataset_bad_input_names_the_line(tmp_path, clinc_slice):
         D.load_tool_catalog(dup)
     unknown = tmp_path / "unknown.jsonl"
     unknown.write_text('{"text": "hello", "label": "no_such_route"}\n')
-    p = subprocess.run([sys.executable, "-m", "routecore", "eval", "--train", str(clinc_slice / "train.jsonl"), "--data", str(unknown), "--json"],
-                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "routecore",
+            "eval",
+            "--train",
+            str(clinc_slice / "train.jsonl"),
+            "--data",
+            str(unknown),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     # Under --json the error is a JSON object on stdout.
     err = json.loads(p.stdout)["error"]
-    assert p.returncode == 2 and err["type"] == "DatasetError" and "unknown.jsonl:1: label 'no_such_route'" in err["message"]
+    assert (
+        p.returncode == 2
+        and err["type"] == "DatasetError"
+        and "unknown.jsonl:1: label 'no_such_route'" in err["message"]
+    )
 
 
 def test_shared_loaders():
@@ -158,7 +232,9 @@ def test_fit_without_oos_rows_keeps_the_zero_label_cut(tmp_path, clinc_slice):
     from routecore.evaluation import runner as R
 
     val = tmp_path / "val.jsonl"
-    val.write_text("".join(l + "\n" for l in (clinc_slice / "val.jsonl").read_text().splitlines() if '"oos"' not in l))
+    val.write_text(
+        "".join(l + "\n" for l in (clinc_slice / "val.jsonl").read_text().splitlines() if '"oos"' not in l)
+    )
     router = R.build_router(D.load_routes(clinc_slice / "train.jsonl"), Encoder.load())
     zero = router.calibration.min_score
     R.fit_router(router, D.load_routes(val))

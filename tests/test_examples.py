@@ -12,8 +12,11 @@ import yaml
 from routecore.examples import IT_OPS_ROUTES
 
 #: General requests of the assistant the IT-ops example comes from: rewording, translating, coding.
-GENERAL = ["Can you reword this email so it sounds more polite?", "traduis ce paragraphe en espagnol",
-           "how do I reverse a list in Python?"]
+GENERAL = [
+    "Can you reword this email so it sounds more polite?",
+    "traduis ce paragraphe en espagnol",
+    "how do I reverse a list in Python?",
+]
 INCIDENT = ["le serveur de production est en panne depuis ce matin"]
 
 

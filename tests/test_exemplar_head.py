@@ -6,16 +6,20 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from routecore import Router
 from routecore.exemplar_head import OOS_CLASS, _folds, _near_copy_groups
 from routecore.policy import Policy
 from routecore.specs import RouteSpec, ToolSpec, read_config_file
 
 EX = ROOT / "examples"
-QUERIES = ["Peux-tu me donner l'état de l'incident INC20481234 ?", "how do I reset my VPN password",
-           "what is the escalation path for a P1 on the billing platform", "write me a limerick about cheese"]
+QUERIES = [
+    "Peux-tu me donner l'état de l'incident INC20481234 ?",
+    "how do I reset my VPN password",
+    "what is the escalation path for a P1 on the billing platform",
+    "write me a limerick about cheese",
+]
 
 
 def head_policy(**kw):
@@ -72,14 +76,18 @@ def test_a_bundle_keeps_the_head_and_its_cuts(it_ops, tmp_path, encoder):
 
 
 def test_explicit_values_win_over_the_heads_cuts(encoder):
-    r = Router.from_config(EX / "it_ops_routes.yaml", encoder=encoder, policy=head_policy(high=0.99, margin=0.5, medium=0.7))
+    r = Router.from_config(
+        EX / "it_ops_routes.yaml", encoder=encoder, policy=head_policy(high=0.99, margin=0.5, medium=0.7)
+    )
     assert (r.policy.high, r.policy.margin, r.policy.medium) == (0.99, 0.5, 0.7)
     assert r.head is not None and r.calibration.stats["head"]["threshold"] == r.head.threshold
 
 
 def test_a_tiny_config_and_a_single_route(encoder):
-    tiny = [RouteSpec("weather", ("will it rain tomorrow", "forecast for paris")),
-            RouteSpec("music", ("play some jazz", "next song please"))]
+    tiny = [
+        RouteSpec("weather", ("will it rain tomorrow", "forecast for paris")),
+        RouteSpec("music", ("play some jazz", "next song please")),
+    ]
     r = Router(tiny, encoder=encoder, policy=Policy(head="exemplars", prior=False))
     # Four exemplars hold out too few rows to fit cuts on: no head, the calibrated cosines decide, and the stats say why.
     st = r.calibration.stats["head"]
@@ -93,12 +101,46 @@ def test_a_tiny_config_and_a_single_route(encoder):
 
 
 ASSISTANT = [
-    RouteSpec("weather", ("will it rain tomorrow", "forecast for paris", "is it sunny in rome", "temperature outside now",
-                          "do I need an umbrella", "how windy is it today", "weather this weekend", "will it snow")),
-    RouteSpec("music", ("play some jazz", "next song please", "turn up the volume", "play my workout playlist",
-                        "who sings this song", "pause the music", "shuffle my favourites", "play the new album")),
-    RouteSpec("timer", ("set a timer for ten minutes", "wake me up at seven", "cancel my alarm", "how long is left on the timer",
-                        "set an alarm for 6 am", "remind me in an hour", "stop the timer", "snooze"))]
+    RouteSpec(
+        "weather",
+        (
+            "will it rain tomorrow",
+            "forecast for paris",
+            "is it sunny in rome",
+            "temperature outside now",
+            "do I need an umbrella",
+            "how windy is it today",
+            "weather this weekend",
+            "will it snow",
+        ),
+    ),
+    RouteSpec(
+        "music",
+        (
+            "play some jazz",
+            "next song please",
+            "turn up the volume",
+            "play my workout playlist",
+            "who sings this song",
+            "pause the music",
+            "shuffle my favourites",
+            "play the new album",
+        ),
+    ),
+    RouteSpec(
+        "timer",
+        (
+            "set a timer for ten minutes",
+            "wake me up at seven",
+            "cancel my alarm",
+            "how long is left on the timer",
+            "set an alarm for 6 am",
+            "remind me in an hour",
+            "stop the timer",
+            "snooze",
+        ),
+    ),
+]
 
 
 def test_other_languages_get_their_own_cut_and_are_not_taught_out_of_scope(encoder):
@@ -107,24 +149,39 @@ def test_other_languages_get_their_own_cut_and_are_not_taught_out_of_scope(encod
     # Routes made of the parallel set's English sentences: the head takes every one of them
     # for in scope, so each other language's cut is measured on all of them.
     en = [t for _, lang, t in parallel_rows() if lang == "en"]
-    r = Router([RouteSpec(f"r{k}", tuple(en[k::3])) for k in range(3)], encoder=encoder, policy=Policy(head="exemplars", prior=False))
+    r = Router(
+        [RouteSpec(f"r{k}", tuple(en[k::3])) for k in range(3)],
+        encoder=encoder,
+        policy=Policy(head="exemplars", prior=False),
+    )
     langs = r.calibration.languages
     homes = {n for n, v in langs.items() if v.get("covered")}
     assert homes == {"en"}
     st = r.calibration.stats["head"]
     # The out-of-scope class holds English background queries only.
-    assert st["background"] + st["background_dropped"] == sum(lang in homes for lang in background_languages())
+    assert st["background"] + st["background_dropped"] == sum(
+        lang in homes for lang in background_languages()
+    )
     cuts = {n: v["head_threshold"] for n, v in langs.items() if "head_threshold" in v}
     assert {"fr", "zh"} <= set(cuts) and all(0 < t < 1 for t in cuts.values())
     # Those languages have the head's own numbers (tiers from rescored out-of-fold rows), no cosine ones.
     for n, v in langs.items():
         if n in cuts:
-            assert v["offset"] == 0.0 and "slope" not in v and 0 < v["head_slope"] and 0 < v.get("medium", 0.5) <= 1
+            assert (
+                v["offset"] == 0.0
+                and "slope" not in v
+                and 0 < v["head_slope"]
+                and 0 < v.get("medium", 0.5) <= 1
+            )
         else:
             assert "offset" not in v
-    zh = next(t for i, lang, t in parallel_rows() if lang == "zh" and i == 16)  # "set a timer for twenty minutes"
+    zh = next(
+        t for i, lang, t in parallel_rows() if lang == "zh" and i == 16
+    )  # "set a timer for twenty minutes"
     d = r.route(zh)
-    assert any(a.kind == "language" and a.data.get("head_threshold") == pytest.approx(cuts["zh"]) for a in d.alerts)
+    assert any(
+        a.kind == "language" and a.data.get("head_threshold") == pytest.approx(cuts["zh"]) for a in d.alerts
+    )
     assert d.route in (None, "r1")
     # Routes that few parallel sentences fall in get no cut of their own (nothing to measure it on).
     small = Router(ASSISTANT, encoder=encoder, policy=Policy(head="exemplars"))
@@ -136,8 +193,21 @@ def test_a_live_route_change_trains_the_head_again(encoder):
     routes = list(ASSISTANT)
     r = Router(routes, encoder=encoder, policy=Policy(head="exemplars"))
     before = r.head
-    r.add_routes([RouteSpec("news", ("what are today's headlines", "latest news about the election", "read me the news",
-                                      "any sports news", "top stories this morning", "news from france"))])
+    r.add_routes(
+        [
+            RouteSpec(
+                "news",
+                (
+                    "what are today's headlines",
+                    "latest news about the election",
+                    "read me the news",
+                    "any sports news",
+                    "top stories this morning",
+                    "news from france",
+                ),
+            )
+        ]
+    )
     assert r.head is not before and "news" in r.head.classes
     assert r.route("what are the headlines today").route == "news"
     # A tool change recomputes the zero-label calibration: the head comes back with its cuts.
@@ -177,11 +247,26 @@ def test_a_broad_route_keeps_the_background_it_covers_out_of_the_out_of_scope_cl
     """The bundled background holds general-knowledge questions: for a config with a route of
     such questions, those as close to an exemplar as its nearest sibling are that route's, not
     out of scope, so its in-scope queries are not declined (issue 34 §1); the rest stay out."""
-    facts = RouteSpec("FACTS", ("who was the first president of the united states", "what is the capital of australia",
-                                "how tall is mount everest", "when did the second world war end",
-                                "who invented the telephone"))
-    alarm = RouteSpec("ALARM", ("set an alarm for 7 am", "wake me up at six tomorrow", "cancel my morning alarm",
-                                "change my alarm to 8", "what alarms do I have"))
+    facts = RouteSpec(
+        "FACTS",
+        (
+            "who was the first president of the united states",
+            "what is the capital of australia",
+            "how tall is mount everest",
+            "when did the second world war end",
+            "who invented the telephone",
+        ),
+    )
+    alarm = RouteSpec(
+        "ALARM",
+        (
+            "set an alarm for 7 am",
+            "wake me up at six tomorrow",
+            "cancel my morning alarm",
+            "change my alarm to 8",
+            "what alarms do I have",
+        ),
+    )
     r = Router([facts, alarm], encoder=encoder)
     for q in ("when did the berlin wall fall", "how tall is the eiffel tower", "who invented the light bulb"):
         d = r.route(q)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import DATASETS, need_shared
 
+from conftest import DATASETS, need_shared
 from routecore import Router
 from routecore.calibration import Calibration, fallback_note
 from routecore.errors import ConfigError
@@ -132,7 +132,7 @@ def test_prior_cuts_are_levels_of_its_model_and_stay_within_their_span():
     assert p.cuts(1.0, 100, 1000) == p.cuts(0.9, 20, 150)
     # A model in which p1 says nothing routes nothing.
     assert cut_for((0.0, -1.0, 0, 0, 0, 0, 0, 0), 0.9, [0.0, 0.0, 0.0]) == 1.0
-    with pytest.raises(Exception):
+    with pytest.raises(ConfigError):
         DecisionPrior(weights=(1.0,), medium=0.9, high=0.99, previous_high=0.8, span=span)
 
 

@@ -44,8 +44,14 @@ def test_fit_tiers_matches_the_double_loop(n, seed, target, coarse):
 def test_fit_tiers_edge_cases():
     assert fit_tiers(np.zeros(0), np.zeros(0), np.zeros(0, bool), 0.95) is None
     p1 = np.full(50, 0.99)
-    assert fit_tiers(p1, np.full(50, 0.9), np.ones(50, bool), 0.9) == (0.3, 0.0)  # all right: the first widest pair
-    assert fit_tiers(p1, np.full(50, 0.9), np.arange(50) < 5, 0.9) == (0.3, 0.0)  # none reaches it: the safest
+    assert fit_tiers(p1, np.full(50, 0.9), np.ones(50, bool), 0.9) == (
+        0.3,
+        0.0,
+    )  # all right: the first widest pair
+    assert fit_tiers(p1, np.full(50, 0.9), np.arange(50) < 5, 0.9) == (
+        0.3,
+        0.0,
+    )  # none reaches it: the safest
 
 
 def reference_temperature(S, gold):
@@ -63,8 +69,14 @@ def reference_temperature(S, gold):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(1, 200), st.integers(2, 40), st.integers(0, 2**32 - 1), st.floats(0.001, 0.3), st.floats(0.0, 1.0),
-       st.booleans())
+@given(
+    st.integers(1, 200),
+    st.integers(2, 40),
+    st.integers(0, 2**32 - 1),
+    st.floats(0.001, 0.3),
+    st.floats(0.0, 1.0),
+    st.booleans(),
+)
 def test_fit_temperature_matches_the_whole_grid(rows, cols, seed, spread, lift, holes):
     rng = np.random.default_rng(seed)
     S = rng.normal(0.8, spread, (rows, cols))

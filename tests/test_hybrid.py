@@ -8,20 +8,28 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from stubs import StubEncoder, manual, mix, unit
 
 from routecore.lexical import LexicalTable, fit_weight, stop_words
 from routecore.policy import Policy
 from routecore.router import Router
 from routecore.specs import RouteSpec, ToolSpec
+from stubs import StubEncoder, manual, mix, unit
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _routes(**policy):
-    enc = StubEncoder({"the Kafka cluster is down": unit(0), "the Oracle database is down": unit(1),
-                       "q": mix(a0=0.70, a1=0.71)})  # densely, ORACLE is (barely) closer
-    specs = [RouteSpec("KAFKA", ("the Kafka cluster is down",)), RouteSpec("ORACLE", ("the Oracle database is down",))]
+    enc = StubEncoder(
+        {
+            "the Kafka cluster is down": unit(0),
+            "the Oracle database is down": unit(1),
+            "q": mix(a0=0.70, a1=0.71),
+        }
+    )  # densely, ORACLE is (barely) closer
+    specs = [
+        RouteSpec("KAFKA", ("the Kafka cluster is down",)),
+        RouteSpec("ORACLE", ("the Oracle database is down",)),
+    ]
     return Router(specs, encoder=enc, policy=manual(**policy))
 
 
@@ -54,7 +62,10 @@ def test_tool_names_are_split_and_matched():
     r = Router(tools=tools, encoder=enc, policy=manual(tool_lexical_weight=0.05))
     belt = r.tools("show the system logs", top_k=1)
     assert belt.names == ["get_system_logs"]
-    assert belt.tools[0].lexical_score > 0 and belt.lexical_scores["get_system_logs"] > belt.lexical_scores["ha_get_logs"]
+    assert (
+        belt.tools[0].lexical_score > 0
+        and belt.lexical_scores["get_system_logs"] > belt.lexical_scores["ha_get_logs"]
+    )
     assert belt.raw_scores["get_system_logs"] == pytest.approx(0.59, abs=1e-5)
 
 
@@ -99,7 +110,10 @@ def test_zero_label_fits_a_weight_on_the_example_config(encoder):
 
 
 def _load(kind):
-    rows = [json.loads(line) for line in (ROOT / "tests" / "data" / "lexical_queries.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line)
+        for line in (ROOT / "tests" / "data" / "lexical_queries.jsonl").read_text().splitlines()
+    ]
     return [(r["query"], r["expected"]) for r in rows if r["config"] == kind]
 
 
@@ -120,7 +134,9 @@ def test_queries_with_ids_and_names_gain_and_none_loses(encoder, kind, config):
     with_lex = [best(router, q) == e for q, e in rows]
     router.policy = router.policy.with_overrides(lexical=False)
     without = [best(router, q) == e for q, e in rows]
-    assert not any(b and not a for a, b in zip(with_lex, without)), [q for (q, _), a, b in zip(rows, with_lex, without) if b and not a]
+    assert not any(b and not a for a, b in zip(with_lex, without)), [
+        q for (q, _), a, b in zip(rows, with_lex, without) if b and not a
+    ]
     assert sum(with_lex) >= sum(without) and (w == 0 or sum(with_lex) > sum(without))
 
 
@@ -163,5 +179,7 @@ def test_fit_scores_the_decisions_route_makes_with_the_lexical_pass():
     r = _routes(lexical_weight=0.05)
     r.encoder.table[q] = mix(a0=0.70, a1=0.71)
     d = r.route(q)
-    assert decide_vectors(r, r.encoder.encode_with_stats([q]).embeddings, [q]) == [(d.action, d.route, d.tier)]
+    assert decide_vectors(r, r.encoder.encode_with_stats([q]).embeddings, [q]) == [
+        (d.action, d.route, d.tier)
+    ]
     assert d.route == "KAFKA"  # dense alone would say ORACLE

@@ -36,8 +36,13 @@ import yaml
 
 from routecore import Router
 from routecore.errors import ConfigError
-from routecore.importers.semantic_router import (ImportNote, add_import_command, read_semantic_router,
-                                                 router_from_semantic_router, write_config)
+from routecore.importers.semantic_router import (
+    ImportNote,
+    add_import_command,
+    read_semantic_router,
+    router_from_semantic_router,
+    write_config,
+)
 from routecore.specs import parse_config, read_config_file
 
 # Reading a file with cosine thresholds notes that they were dropped; the tests that check the
@@ -46,7 +51,13 @@ pytestmark = pytest.mark.filterwarnings("ignore::routecore.importers.semantic_ro
 
 DATA = Path(__file__).resolve().parent / "data" / "semantic_router"
 DOCS = DATA / "sr0_docs_example.json"
-SINGLE = ["sr1_indexed.json", "sr1_indexed.yaml", "sr1_decision.yaml", "sr0_router_config.json", "sr0_layer_config.yaml"]
+SINGLE = [
+    "sr1_indexed.json",
+    "sr1_indexed.yaml",
+    "sr1_decision.yaml",
+    "sr0_router_config.json",
+    "sr0_layer_config.yaml",
+]
 FILES = SINGLE + ["sr1_chain.json"]
 COSINE = {"sr1_indexed.json", "sr1_indexed.yaml", "sr0_router_config.json", "sr0_layer_config.yaml"}
 
@@ -75,12 +86,16 @@ def test_single_router_files_keep_everything(name: str) -> None:
         mapped = name in COSINE and r[key] is not None
         assert dict(spec.thresholds) == ({"min_score": r[key]} if mapped else {})
         if layout == "0.x":
-            schemas = r.get("function_schemas") or ([r["function_schema"]] if r.get("function_schema") else None)
+            schemas = r.get("function_schemas") or (
+                [r["function_schema"]] if r.get("function_schema") else None
+            )
             assert info.get("function_schemas") == schemas
             assert info.get("llm") == r["llm"]
             assert "function_schema" not in info
         assert "thresholds" not in out or out["thresholds"] == {"min_score": r[key]}
-    assert doc.get("policy") == ({"min_score": src["confidence_threshold"]} if name.startswith("sr1_indexed") else None)
+    assert doc.get("policy") == (
+        {"min_score": src["confidence_threshold"]} if name.startswith("sr1_indexed") else None
+    )
 
 
 def test_function_schemas_and_metadata() -> None:
@@ -113,7 +128,10 @@ def test_chain_routes_are_merged_by_name() -> None:
         assert "thresholds" not in r  # a chain's confidences are not cosines
     assert by["chitchat"]["description"] == "Small talk."  # only the decision router describes it
     sources = by["weather"]["metadata"]["semantic_router"]["sources"]
-    assert [(s["at"], s["confidence_threshold"]) for s in sources] == [("routers[0].routes[0]", 0.42), ("routers[1].routes[0]", 0.7)]
+    assert [(s["at"], s["confidence_threshold"]) for s in sources] == [
+        ("routers[0].routes[0]", 0.42),
+        ("routers[1].routes[0]", 0.7),
+    ]
     assert by["weather"]["metadata"]["semantic_router"]["router"]["routers"][1]["model"]["type"] == "typesafe"
 
 
@@ -173,8 +191,13 @@ def test_docs_example_routes_in_scope_and_declines_off_topic(encoder: Any) -> No
         assert d.action in ("none", "clarify"), (off_topic, d.action, d.route, d.raw_scores)
 
 
-@pytest.mark.parametrize("change", [{"calibrator": {"method": "platt", "params": {"a": [8.0], "b": [-4.0]}}},
-                                    {"sparse_encoder": {"type": "bm25", "name": "bm25"}}])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"calibrator": {"method": "platt", "params": {"a": [8.0], "b": [-4.0]}}},
+        {"sparse_encoder": {"type": "bm25", "name": "bm25"}},
+    ],
+)
 def test_calibrated_or_hybrid_thresholds_are_not_cosines(tmp_path: Path, change: dict[str, Any]) -> None:
     p = tmp_path / "r.json"
     p.write_text(json.dumps({**raw(DATA / "sr1_indexed.json"), **change}))
@@ -182,7 +205,9 @@ def test_calibrated_or_hybrid_thresholds_are_not_cosines(tmp_path: Path, change:
         warnings.simplefilter("error", ImportNote)  # not cosine floors: nothing dropped to note
         doc = read_semantic_router(p, thresholds=True)
     assert "policy" not in doc and all("thresholds" not in r for r in doc["routes"])
-    assert doc["routes"][0]["metadata"]["semantic_router"]["router"][next(iter(change))] == next(iter(change.values()))
+    assert doc["routes"][0]["metadata"]["semantic_router"]["router"][next(iter(change))] == next(
+        iter(change.values())
+    )
 
 
 def test_out_of_range_threshold_is_kept_but_not_mapped(tmp_path: Path) -> None:
@@ -236,31 +261,87 @@ BAD = [
     ("broken.yaml", "routes: [a, b", "malformed YAML"),
     ("noroutes.json", json.dumps({"encoder_type": "openai", "routes": []}), "routes: no routes"),
     ("routesmap.json", json.dumps({"routes": {"a": ["hi"]}}), "routes: expected a list"),
-    ("noname.json", json.dumps({"routes": [ROUTE, {"utterances": ["hi"]}]}), r"routes\[1\]: name: expected a non-empty string"),
-    ("intname.yaml", "routes:\n- name: 7\n  utterances: [hi]\n", r"routes\[0\]: name: expected a non-empty string, found int"),
+    (
+        "noname.json",
+        json.dumps({"routes": [ROUTE, {"utterances": ["hi"]}]}),
+        r"routes\[1\]: name: expected a non-empty string",
+    ),
+    (
+        "intname.yaml",
+        "routes:\n- name: 7\n  utterances: [hi]\n",
+        r"routes\[0\]: name: expected a non-empty string, found int",
+    ),
     ("notroute.json", json.dumps({"routes": ["a"]}), r"routes\[0\]: expected a route mapping"),
-    ("empty_route.json", json.dumps({"routes": [ROUTE, {"name": "b", "utterances": [], "description": None}]}),
-     r"routes\[1\] \('b'\): has neither utterances nor a description"),
-    ("empty_route1.yaml", "router_type: decision\nmodel: {type: gliner2}\nroutes:\n- name: c\n", r"routes\[0\] \('c'\): has neither"),
-    ("utt_str.json", json.dumps({"routes": [{"name": "a", "utterances": "hi"}]}), r"\('a'\): utterances: expected a list"),
-    ("utt_img.json", json.dumps({"routes": [{"name": "a", "utterances": ["hi", [0.1, 0.2]]}]}), r"\('a'\): utterances\[1\]: expected text"),
-    ("desc.json", json.dumps({"routes": [{"name": "a", "utterances": ["hi"], "description": 3}]}), "description: expected a string"),
+    (
+        "empty_route.json",
+        json.dumps({"routes": [ROUTE, {"name": "b", "utterances": [], "description": None}]}),
+        r"routes\[1\] \('b'\): has neither utterances nor a description",
+    ),
+    (
+        "empty_route1.yaml",
+        "router_type: decision\nmodel: {type: gliner2}\nroutes:\n- name: c\n",
+        r"routes\[0\] \('c'\): has neither",
+    ),
+    (
+        "utt_str.json",
+        json.dumps({"routes": [{"name": "a", "utterances": "hi"}]}),
+        r"\('a'\): utterances: expected a list",
+    ),
+    (
+        "utt_img.json",
+        json.dumps({"routes": [{"name": "a", "utterances": ["hi", [0.1, 0.2]]}]}),
+        r"\('a'\): utterances\[1\]: expected text",
+    ),
+    (
+        "desc.json",
+        json.dumps({"routes": [{"name": "a", "utterances": ["hi"], "description": 3}]}),
+        "description: expected a string",
+    ),
     ("meta.json", json.dumps({"routes": [{**ROUTE, "metadata": ["x"]}]}), "metadata: expected a mapping"),
-    ("th.json", json.dumps({"routes": [{**ROUTE, "score_threshold": "high"}]}), "score_threshold: expected a number"),
-    ("th_bool.json", json.dumps({"routes": [{**ROUTE, "score_threshold": True}]}), "score_threshold: expected a number"),
-    ("fs.json", json.dumps({"routes": [{**ROUTE, "function_schemas": "f"}]}), "function_schemas: expected a list of mappings"),
+    (
+        "th.json",
+        json.dumps({"routes": [{**ROUTE, "score_threshold": "high"}]}),
+        "score_threshold: expected a number",
+    ),
+    (
+        "th_bool.json",
+        json.dumps({"routes": [{**ROUTE, "score_threshold": True}]}),
+        "score_threshold: expected a number",
+    ),
+    (
+        "fs.json",
+        json.dumps({"routes": [{**ROUTE, "function_schemas": "f"}]}),
+        "function_schemas: expected a list of mappings",
+    ),
     ("dup.json", json.dumps({"routes": [ROUTE, ROUTE]}), r"routes\[1\]: duplicate route name 'a'"),
-    ("kind.json", json.dumps({"router_type": "semantic", "routes": [ROUTE]}), "router_type: expected one of indexed"),
+    (
+        "kind.json",
+        json.dumps({"router_type": "semantic", "routes": [ROUTE]}),
+        "router_type: expected one of indexed",
+    ),
     ("chain.json", json.dumps({"router_type": "chain", "routers": []}), "routers: expected a non-empty list"),
-    ("chain2.json", json.dumps({"router_type": "merge", "routers": [{"router_type": "indexed"}]}), r"routers\[0\]\.routes: no routes in the file"),
-    ("remote.json", json.dumps({"router_type": "indexed", "encoder": {"type": "openai"}, "index": {"type": "pinecone"}}),
-     "'pinecone' index holds them"),
-    ("floor.json", json.dumps({"router_type": "indexed", "confidence_threshold": "x", "routes": [ROUTE]}), "confidence_threshold: expected a number"),
+    (
+        "chain2.json",
+        json.dumps({"router_type": "merge", "routers": [{"router_type": "indexed"}]}),
+        r"routers\[0\]\.routes: no routes in the file",
+    ),
+    (
+        "remote.json",
+        json.dumps({"router_type": "indexed", "encoder": {"type": "openai"}, "index": {"type": "pinecone"}}),
+        "'pinecone' index holds them",
+    ),
+    (
+        "floor.json",
+        json.dumps({"router_type": "indexed", "confidence_threshold": "x", "routes": [ROUTE]}),
+        "confidence_threshold: expected a number",
+    ),
 ]
 
 
 @pytest.mark.parametrize("fname,text,message", BAD, ids=[b[0] for b in BAD])
-def test_bad_files_raise_config_error_naming_the_file(tmp_path: Path, fname: str, text: str, message: str) -> None:
+def test_bad_files_raise_config_error_naming_the_file(
+    tmp_path: Path, fname: str, text: str, message: str
+) -> None:
     p = tmp_path / fname
     p.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match=message) as e:
@@ -295,7 +376,9 @@ def test_cli_prints_yaml_or_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--thresholds" in err
     assert run_cli(["import", "semantic-router", f, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == expected
-    assert run_cli(["import", "semantic-router", f, "--json", "--no-thresholds"]) == 0  # the old flag, a no-op
+    assert (
+        run_cli(["import", "semantic-router", f, "--json", "--no-thresholds"]) == 0
+    )  # the old flag, a no-op
     assert json.loads(capsys.readouterr().out) == expected
     assert run_cli(["import", "semantic-router", f, "--json", "--thresholds"]) == 0
     out, err = capsys.readouterr()
@@ -322,7 +405,12 @@ def test_regenerated_files(tmp_path: Path) -> None:
     if importlib.util.find_spec("semantic_router") is None:
         pytest.skip("semantic-router is not installed (pip install 'routecore[peer]')")
     # a subprocess: the generator swaps the Cohere encoder's API calls for offline vectors
-    subprocess.run([sys.executable, str(DATA / "make_files.py"), str(tmp_path)], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, str(DATA / "make_files.py"), str(tmp_path)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     made = sorted(p.name for p in tmp_path.iterdir())
     assert made == sorted(n for n in FILES if n.startswith("sr1_"))
     for name in made:

@@ -145,7 +145,9 @@ def test_compact_storage_reranks_to_exact_topk(storage):
     a, b = exact.search(q, 5), compact.search(q, 5)
     same = (a.ids == b.ids).all(axis=1).mean()
     assert same >= 0.99
-    np.testing.assert_allclose(b.scores[(a.ids == b.ids).all(axis=1)], a.scores[(a.ids == b.ids).all(axis=1)], atol=1e-6)
+    np.testing.assert_allclose(
+        b.scores[(a.ids == b.ids).all(axis=1)], a.scores[(a.ids == b.ids).all(axis=1)], atol=1e-6
+    )
     assert compact.storage == storage
 
 
@@ -169,7 +171,9 @@ def test_auto_backend_moves_to_hnsw_above_threshold(data):
     assert ix.backend == "hnsw" and len(ix) == 500
     exact = VectorIndex(32, backend="flat")
     exact.add(np.arange(500), db)
-    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ix.search(q, 10).ids, exact.search(q, 10).ids)])
+    recall = np.mean(
+        [len(set(a) & set(b)) / 10 for a, b in zip(ix.search(q, 10).ids, exact.search(q, 10).ids)]
+    )
     assert recall >= 0.9
 
 

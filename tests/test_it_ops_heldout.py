@@ -8,11 +8,14 @@ import json
 from collections import Counter
 
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from routecore import Router
 
-ROWS = [json.loads(line) for line in (ROOT / "tests" / "data" / "it_ops_heldout.jsonl").read_text(encoding="utf-8").splitlines()]
+ROWS = [
+    json.loads(line)
+    for line in (ROOT / "tests" / "data" / "it_ops_heldout.jsonl").read_text(encoding="utf-8").splitlines()
+]
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +37,13 @@ def test_confidently_wrong_is_rarer_than_one_in_twenty(decisions):
     outcome = Counter()
     for row, d in decisions:
         right = d.action == "route" and d.route == row["label"]
-        outcome["right" if right else "confidently_wrong" if d.action == "route" and d.tier == "high" else d.action] += 1
+        outcome[
+            "right"
+            if right
+            else "confidently_wrong"
+            if d.action == "route" and d.tier == "high"
+            else d.action
+        ] += 1
         assert d.calibrated == "prior"  # the bundled model's decision prior (routecore.prior)
     assert outcome["confidently_wrong"] < len(ROWS) / 20, outcome
     # The default exemplar head: 32 of 40 right on 2026-11-25 (the cosine softmax: 27); the
@@ -47,12 +56,20 @@ def test_the_cosine_softmax_routes_fewer_and_none_confidently_wrong(encoder):
     from routecore.specs import read_config_file
 
     cfg = ROOT / "examples" / "it_ops_routes.yaml"
-    r = Router.from_config(cfg, encoder=encoder, policy=Policy.from_dict({**read_config_file(cfg)["policy"], "head": "off"}))
+    r = Router.from_config(
+        cfg, encoder=encoder, policy=Policy.from_dict({**read_config_file(cfg)["policy"], "head": "off"})
+    )
     outcome = Counter()
     for row in ROWS:
         d = r.route(row["text"])
         right = d.action == "route" and d.route == row["label"]
-        outcome["right" if right else "confidently_wrong" if d.action == "route" and d.tier == "high" else d.action] += 1
+        outcome[
+            "right"
+            if right
+            else "confidently_wrong"
+            if d.action == "route" and d.tier == "high"
+            else d.action
+        ] += 1
     assert outcome["confidently_wrong"] < len(ROWS) / 20, outcome
     # 27 of 40 right on 2026-11-25.
     assert outcome["right"] >= 24, outcome

@@ -1,6 +1,7 @@
 """Native kernels against plain numpy references (hypothesis property tests)."""
 
 import os
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -19,7 +20,10 @@ def ref_topk(s, k):
     return np.array(order), s[order]
 
 
-@given(hnp.arrays(np.float32, st.integers(1, 300), elements=st.sampled_from([0.0, 0.5, 1.0, -1.0]) | finite), st.data())
+@given(
+    hnp.arrays(np.float32, st.integers(1, 300), elements=st.sampled_from([0.0, 0.5, 1.0, -1.0]) | finite),
+    st.data(),
+)
 def test_topk_matches_numpy_with_ties(scores, data):
     k = data.draw(st.integers(1, len(scores)))
     vals, idx = _native.topk(scores, k)
@@ -35,7 +39,12 @@ def test_topk_rejects_bad_k():
         _native.topk(np.ones(3, np.float32), 4)
 
 
-@given(hnp.arrays(np.float32, st.integers(1, 50), elements=st.floats(-(2.0**100), 2.0**100, width=32) | st.just(-np.inf)), st.floats(0.01, 10))
+@given(
+    hnp.arrays(
+        np.float32, st.integers(1, 50), elements=st.floats(-(2.0**100), 2.0**100, width=32) | st.just(-np.inf)
+    ),
+    st.floats(0.01, 10),
+)
 def test_softmax_matches_stable_numpy(x, t):
     p = _native.softmax(x, t)
     if np.all(np.isneginf(x)):
@@ -137,7 +146,9 @@ def test_the_python_scale_is_the_native_one(scores, factor):
 
 @given(st.integers(2, 30), st.data())
 def test_collision_matches_numpy(n, data):
-    scores = data.draw(hnp.arrays(np.float32, n, elements=st.sampled_from([0.5, 0.55, 0.6]) | st.floats(0, 1, width=32)))
+    scores = data.draw(
+        hnp.arrays(np.float32, n, elements=st.sampled_from([0.5, 0.55, 0.6]) | st.floats(0, 1, width=32))
+    )
     domains = data.draw(hnp.arrays(np.uint32, n, elements=st.integers(0, 2)))
     got = _native.detect_collision(scores, domains, 0.08)
     order, _ = ref_topk(scores, 2)
@@ -151,7 +162,13 @@ def test_collision_matches_numpy(n, data):
 
 def test_simd_level_reported():
     level = _native.simd_level()
-    assert level in ("avx2+fma", "avx2+fma+avx512f", "avx2+fma+avx512vnni", "avx2+fma+avx512f+avx512vnni", "portable")
+    assert level in (
+        "avx2+fma",
+        "avx2+fma+avx512f",
+        "avx2+fma+avx512vnni",
+        "avx2+fma+avx512f+avx512vnni",
+        "portable",
+    )
     forced = os.environ.get("ROUTECORE_SIMD")
     if forced == "avx2":
         assert "avx512" not in level

@@ -4,17 +4,16 @@ test_llm.py) deciding the selection when it names a collection."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-import dataclasses
-
 import pytest
-from test_llm import make, server  # noqa: F401 (the loopback LLM server fixture)
 
 from routecore.errors import ConfigError
 from routecore.examples import __file__ as examples
 from routecore.knowledge import KnowledgeConfig, KnowledgeRouter
 from routecore.llm import OpenAICompatibleRouter
+from test_llm import make, server  # noqa: F401 (the loopback LLM server fixture)
 
 KNOWLEDGE = Path(examples).parent / "knowledge.yaml"
 
@@ -96,12 +95,15 @@ def test_the_llm_answer_wins_over_a_best_collection_above_the_gate(server):  # n
     assert got.collections[0][1] == pytest.approx(p["INCIDENT"] / (p["INCIDENT"] + p["RAG"]))
 
 
-@pytest.mark.parametrize(("mode", "why"), [
-    ("ok:wiki", "unknown route 'wiki'"),
-    ("garbage", "unparseable LLM answer"),
-    ("http500", "HTTP 500"),
-    ("ok:CLARIFY", "the LLM named no collection (it asked to clarify)"),
-])
+@pytest.mark.parametrize(
+    ("mode", "why"),
+    [
+        ("ok:wiki", "unknown route 'wiki'"),
+        ("garbage", "unparseable LLM answer"),
+        ("http500", "HTTP 500"),
+        ("ok:CLARIFY", "the LLM named no collection (it asked to clarify)"),
+    ],
+)
 def test_an_answer_that_names_no_collection_falls_back_with_a_reason(kr_llm, server, mode, why):  # noqa: F811
     server.mode = mode
     got = kr_llm.select(BETWEEN)

@@ -19,9 +19,9 @@ from langgraph.prebuilt import ToolNode
 from langgraph_bigtool import create_agent  # type: ignore[import-untyped]
 from pydantic import Field
 
-from routecore import BiasRule, ConfigError, InvalidArgumentError, Policy, RouteSpec, Router
-from routecore.memory import ExperienceMemory
+from routecore import BiasRule, ConfigError, InvalidArgumentError, Policy, Router, RouteSpec
 from routecore.integrations.langgraph import make_retrieve_tools, make_router_edge
+from routecore.memory import ExperienceMemory
 
 
 @tool
@@ -72,23 +72,78 @@ def search_docs(query: str) -> str:
     return "docs"
 
 
-TOOLS = [get_weather, search_flights, get_invoice, issue_refund, restart_service, get_logs, send_email, search_docs]
+TOOLS = [
+    get_weather,
+    search_flights,
+    get_invoice,
+    issue_refund,
+    restart_service,
+    get_logs,
+    send_email,
+    search_docs,
+]
 REGISTRY: dict[str, BaseTool] = {f"id-{t.name}": t for t in TOOLS}
 IDS = {t.name: f"id-{t.name}" for t in TOOLS}
 OVERLAY = {
-    "get_weather": {"success_examples": ["will it rain in Paris tomorrow", "what's the temperature in Berlin"], "domain": "travel"},
-    "search_flights": {"success_examples": ["find me a flight from Paris to Rome", "book a plane ticket to Tokyo"], "domain": "travel"},
-    "get_invoice": {"success_examples": ["show me invoice 4521", "download my last bill"], "domain": "billing"},
-    "issue_refund": {"success_examples": ["I want my money back for order 77", "refund my purchase"], "domain": "billing"},
-    "restart_service": {"success_examples": ["restart the nginx service", "reboot the payment api"], "domain": "ops"},
-    "get_logs": {"success_examples": ["show the error logs of the api", "tail the nginx logs"], "domain": "ops"},
+    "get_weather": {
+        "success_examples": ["will it rain in Paris tomorrow", "what's the temperature in Berlin"],
+        "domain": "travel",
+    },
+    "search_flights": {
+        "success_examples": ["find me a flight from Paris to Rome", "book a plane ticket to Tokyo"],
+        "domain": "travel",
+    },
+    "get_invoice": {
+        "success_examples": ["show me invoice 4521", "download my last bill"],
+        "domain": "billing",
+    },
+    "issue_refund": {
+        "success_examples": ["I want my money back for order 77", "refund my purchase"],
+        "domain": "billing",
+    },
+    "restart_service": {
+        "success_examples": ["restart the nginx service", "reboot the payment api"],
+        "domain": "ops",
+    },
+    "get_logs": {
+        "success_examples": ["show the error logs of the api", "tail the nginx logs"],
+        "domain": "ops",
+    },
     "send_email": {"success_examples": ["email the team about the release"], "domain": "comms"},
-    "search_docs": {"success_examples": ["how do I configure SSO", "where is the onboarding guide"], "domain": "docs", "core": True},
+    "search_docs": {
+        "success_examples": ["how do I configure SSO", "where is the onboarding guide"],
+        "domain": "docs",
+        "core": True,
+    },
 }
 ROUTES = [
-    RouteSpec("INCIDENT", ("the production server is down", "the api returns 500 errors", "our website is unreachable", "the database crashed last night")),
-    RouteSpec("BILLING", ("I was charged twice this month", "I need a copy of my invoice", "refund my last payment", "update my credit card")),
-    RouteSpec("TRAVEL", ("book me a flight to Rome", "find a hotel in Lisbon", "what's the weather at my destination", "change my train reservation")),
+    RouteSpec(
+        "INCIDENT",
+        (
+            "the production server is down",
+            "the api returns 500 errors",
+            "our website is unreachable",
+            "the database crashed last night",
+        ),
+    ),
+    RouteSpec(
+        "BILLING",
+        (
+            "I was charged twice this month",
+            "I need a copy of my invoice",
+            "refund my last payment",
+            "update my credit card",
+        ),
+    ),
+    RouteSpec(
+        "TRAVEL",
+        (
+            "book me a flight to Rome",
+            "find a hotel in Lisbon",
+            "what's the weather at my destination",
+            "change my train reservation",
+        ),
+    ),
 ]
 
 
@@ -100,7 +155,9 @@ def tool_router(encoder):
 @pytest.fixture(scope="module")
 def route_router(encoder):
     # The rule turns a close BILLING/TRAVEL call into CLARIFY.
-    return Router(ROUTES, [], encoder=encoder, policy=Policy(bias_rules=(BiasRule("BILLING", "TRAVEL", "CLARIFY"),)))
+    return Router(
+        ROUTES, [], encoder=encoder, policy=Policy(bias_rules=(BiasRule("BILLING", "TRAVEL", "CLARIFY"),))
+    )
 
 
 class FakeToolModel(BaseChatModel):
@@ -121,11 +178,15 @@ class FakeToolModel(BaseChatModel):
         self.bound.append(names)
         return self.bind(tool_names=names)
 
-    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, tool_names: Any = (), **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, tool_names: Any = (), **kw: Any
+    ) -> ChatResult:
         human = [m.text for m in messages if isinstance(m, HumanMessage)][-1]
         last = messages[-1]
         if isinstance(last, HumanMessage):
-            msg = AIMessage("", tool_calls=[{"name": "retrieve_tools", "args": {"query": human}, "id": "call-retrieve"}])
+            msg = AIMessage(
+                "", tool_calls=[{"name": "retrieve_tools", "args": {"query": human}, "id": "call-retrieve"}]
+            )
         elif isinstance(last, ToolMessage) and last.text.startswith("Available tools:"):
             name, args = self.plan[human]
             if name not in tool_names:
@@ -146,12 +207,20 @@ def bigtool_tool_calls(monkeypatch):
     of a retrieved tool fails with AttributeError. Our tools take no injected
     arguments, so the old method was the identity on them."""
     if not hasattr(ToolNode, "inject_tool_args"):
-        monkeypatch.setattr(ToolNode, "inject_tool_args", lambda self, call, state, store: call, raising=False)
+        monkeypatch.setattr(
+            ToolNode, "inject_tool_args", lambda self, call, state, store: call, raising=False
+        )
 
 
-def run_agent(model: FakeToolModel, retrieve: Any, query: str, *, use_async: bool = False, only_coroutine: bool = False) -> dict:
-    builder = create_agent(model, REGISTRY, retrieve_tools_function=None if only_coroutine else retrieve.function,
-                           retrieve_tools_coroutine=retrieve.coroutine)
+def run_agent(
+    model: FakeToolModel, retrieve: Any, query: str, *, use_async: bool = False, only_coroutine: bool = False
+) -> dict:
+    builder = create_agent(
+        model,
+        REGISTRY,
+        retrieve_tools_function=None if only_coroutine else retrieve.function,
+        retrieve_tools_coroutine=retrieve.coroutine,
+    )
     graph = builder.compile()
     inputs = {"messages": [HumanMessage(query)]}
     return asyncio.run(graph.ainvoke(inputs)) if use_async else graph.invoke(inputs)
@@ -160,7 +229,9 @@ def run_agent(model: FakeToolModel, retrieve: Any, query: str, *, use_async: boo
 @pytest.mark.parametrize("use_async", [False, True])
 def test_bigtool_agent_binds_the_tools_routecore_retrieves(tool_router, use_async):
     belts = []
-    retrieve = make_retrieve_tools(tool_router, top_k=2, tool_ids=IDS, registry=REGISTRY, on_belt=belts.append)
+    retrieve = make_retrieve_tools(
+        tool_router, top_k=2, tool_ids=IDS, registry=REGISTRY, on_belt=belts.append
+    )
     query = "the nginx service is down, restart it"
     model = FakeToolModel(plan={query: ("restart_service", {"service": "nginx"})}, call_tool=False)
     state = run_agent(model, retrieve, query, use_async=use_async)
@@ -169,7 +240,9 @@ def test_bigtool_agent_binds_the_tools_routecore_retrieves(tool_router, use_asyn
     second = model.bound[1]
     assert second == ["retrieve_tools", *belts[0].names]  # exactly the belt, in its order
     assert second[1] == "search_docs"  # the core tool comes first
-    assert "restart_service" in second and [t.reason for t in belts[0].tools if t.name == "restart_service"] == ["top_k"]
+    assert "restart_service" in second and [
+        t.reason for t in belts[0].tools if t.name == "restart_service"
+    ] == ["top_k"]
     assert not {"get_weather", "search_flights", "send_email"} & set(second)
     assert {t.reason for t in belts[0].tools} <= {"core", "top_k", "discovery"}
     assert sum(t.reason == "top_k" for t in belts[0].tools) <= 2
@@ -191,7 +264,9 @@ def test_bigtool_agent_calls_a_retrieved_tool(tool_router, bigtool_tool_calls, u
     assert state["messages"][-1].content == "done: refunded 991"
 
 
-@pytest.mark.skipif(hasattr(ToolNode, "inject_tool_args"), reason="this langgraph still has ToolNode.inject_tool_args")
+@pytest.mark.skipif(
+    hasattr(ToolNode, "inject_tool_args"), reason="this langgraph still has ToolNode.inject_tool_args"
+)
 def test_bigtool_without_the_shim_fails_on_a_tool_call(tool_router):
     """The upstream bug the fixture above works around; when this fails, drop the fixture."""
     query = "refund order 991, I want my money back"
@@ -202,7 +277,9 @@ def test_bigtool_without_the_shim_fails_on_a_tool_call(tool_router):
 
 def test_retrieve_tools_ids_core_and_no_tool(tool_router):
     retrieve = make_retrieve_tools(tool_router, top_k=1)
-    assert retrieve.function.__name__ == "retrieve_tools" and "search query" in (retrieve.function.__doc__ or "")
+    assert retrieve.function.__name__ == "retrieve_tools" and "search query" in (
+        retrieve.function.__doc__ or ""
+    )
     # core, the best match, and the discovery tool of its plugin (travel: search_*)
     want = ["search_docs", "get_weather", "search_flights"]
     assert retrieve.function("weather in Lisbon tomorrow") == want
@@ -213,7 +290,10 @@ def test_retrieve_tools_ids_core_and_no_tool(tool_router):
     assert no_core.function("weather in Lisbon tomorrow") == want[1:]
     assert no_core.function("bake a chocolate cake") == []
     named = make_retrieve_tools(tool_router, name="find_tools", description="Find tools.")
-    assert named.function.__name__ == named.coroutine.__name__ == "find_tools" and named.function.__doc__ == "Find tools."
+    assert (
+        named.function.__name__ == named.coroutine.__name__ == "find_tools"
+        and named.function.__doc__ == "Find tools."
+    )
 
 
 def test_retrieval_applies_the_routers_rules(tool_router):
@@ -235,8 +315,12 @@ def test_retrieval_applies_the_routers_rules(tool_router):
     assert "no_tool" in {a.kind for a in belts[-1].alerts}
     # The domain affinity: the same vague request, another domain, another tool.
     vague = "get the last one"
-    assert make_retrieve_tools(tool_router, top_k=1, include_core=False, context_domain="ops").function(vague) == ["get_logs"]
-    assert make_retrieve_tools(tool_router, top_k=1, include_core=False, context_domain="billing").function(vague) == ["get_invoice"]
+    assert make_retrieve_tools(tool_router, top_k=1, include_core=False, context_domain="ops").function(
+        vague
+    ) == ["get_logs"]
+    assert make_retrieve_tools(tool_router, top_k=1, include_core=False, context_domain="billing").function(
+        vague
+    ) == ["get_invoice"]
 
 
 def test_retrieve_tools_refuses_a_registry_without_the_routers_tools(tool_router):
@@ -260,7 +344,10 @@ class RoutedState(MessagesState):
 def handler(name: str) -> Any:
     def node(state: RoutedState) -> dict:
         question = (state.get("decision") or {}).get("question")
-        return {"ran": [name], "messages": [AIMessage(question if name == "ask" and question else f"{name} handled it")]}
+        return {
+            "ran": [name],
+            "messages": [AIMessage(question if name == "ask" and question else f"{name} handled it")],
+        }
 
     return node
 
@@ -282,8 +369,13 @@ def test_router_edge_runs_the_node_of_the_route(route_router, as_runnable):
     edge = make_router_edge(route_router, routes_to_nodes=NODES, clarify="ask", none="small_talk")
     assert edge.path_map == ["incident", "billing", "travel", "ask", "small_talk"]
     graph = edge_graph(edge, edge.runnable() if as_runnable else edge)
-    cases = {"the checkout service is throwing errors": "incident", "why did you charge my card twice": "billing",
-             "I need a flight to Berlin tomorrow": "travel", "bake a chocolate cake": "small_talk", "pay for my flight": "ask"}
+    cases = {
+        "the checkout service is throwing errors": "incident",
+        "why did you charge my card twice": "billing",
+        "I need a flight to Berlin tomorrow": "travel",
+        "bake a chocolate cake": "small_talk",
+        "pay for my flight": "ask",
+    }
     for query, node in cases.items():
         out = graph.invoke({"messages": [SystemMessage("be brief"), HumanMessage(query)], "ran": []})
         assert out["ran"] == [node], query
@@ -311,14 +403,18 @@ def test_router_edge_async_in_ainvoke(route_router):
     spy = SpyRouter(route_router)
     edge = make_router_edge(spy, routes_to_nodes=NODES, clarify="ask", none="small_talk")
     graph = edge_graph(edge, edge.runnable())
-    out = asyncio.run(graph.ainvoke({"messages": [HumanMessage("the api returns 500 errors since noon")], "ran": []}))
+    out = asyncio.run(
+        graph.ainvoke({"messages": [HumanMessage("the api returns 500 errors since noon")], "ran": []})
+    )
     assert out["ran"] == ["incident"] and spy.calls == ["aroute"]
     assert asyncio.run(edge.acall({"messages": [HumanMessage("refund my last payment")]})) == "billing"
 
 
 @pytest.mark.parametrize("use_async", [False, True])
 def test_router_node_stores_the_decision_and_answers_a_clarify(route_router, use_async):
-    edge = make_router_edge(route_router, routes_to_nodes=NODES, clarify="ask", none="small_talk", previous_key="route")
+    edge = make_router_edge(
+        route_router, routes_to_nodes=NODES, clarify="ask", none="small_talk", previous_key="route"
+    )
     g = StateGraph(RoutedState)
     g.add_node("router", edge.node_runnable())
     for n in edge.path_map:
@@ -336,7 +432,9 @@ def test_router_node_stores_the_decision_and_answers_a_clarify(route_router, use
     out = turn("pay for my flight")
     assert out["ran"] == ["ask"] and out["route"] == "CLARIFY"
     assert out["decision"]["candidates"] == ["TRAVEL", "BILLING"]
-    assert out["messages"][-1].content == out["decision"]["question"]  # the clarify node read it from the state
+    assert (
+        out["messages"][-1].content == out["decision"]["question"]
+    )  # the clarify node read it from the state
     out = turn("the invoice part")  # the answer, routed among the candidates
     assert out["ran"] == ["ask", "billing"] and out["route"] == "BILLING"
     assert out["decision"]["query"] == "pay for my flight\nthe invoice part"

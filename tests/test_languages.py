@@ -16,14 +16,50 @@ from routecore.policy import Policy
 from routecore.specs import RouteSpec, ToolSpec
 
 ROUTES = [
-    RouteSpec("weather", ("what's the weather like tomorrow", "will it rain this afternoon", "how hot will it be today",
-                          "is it going to snow this weekend", "do I need an umbrella today", "what is the forecast for Paris")),
-    RouteSpec("alarm", ("wake me up at seven", "set an alarm for 6 am", "cancel my morning alarm",
-                        "turn off all alarms", "snooze the alarm for ten minutes", "change my alarm to 8:30")),
-    RouteSpec("music", ("play some jazz", "put on my workout playlist", "skip this song",
-                        "turn the music up", "play the latest album by Adele", "shuffle my favourite songs")),
-    RouteSpec("email", ("read my new emails", "send an email to my boss", "did I get any mail from Anna",
-                        "reply to the last email", "delete the spam in my inbox", "forward this email to Tom")),
+    RouteSpec(
+        "weather",
+        (
+            "what's the weather like tomorrow",
+            "will it rain this afternoon",
+            "how hot will it be today",
+            "is it going to snow this weekend",
+            "do I need an umbrella today",
+            "what is the forecast for Paris",
+        ),
+    ),
+    RouteSpec(
+        "alarm",
+        (
+            "wake me up at seven",
+            "set an alarm for 6 am",
+            "cancel my morning alarm",
+            "turn off all alarms",
+            "snooze the alarm for ten minutes",
+            "change my alarm to 8:30",
+        ),
+    ),
+    RouteSpec(
+        "music",
+        (
+            "play some jazz",
+            "put on my workout playlist",
+            "skip this song",
+            "turn the music up",
+            "play the latest album by Adele",
+            "shuffle my favourite songs",
+        ),
+    ),
+    RouteSpec(
+        "email",
+        (
+            "read my new emails",
+            "send an email to my boss",
+            "did I get any mail from Anna",
+            "reply to the last email",
+            "delete the spam in my inbox",
+            "forward this email to Tom",
+        ),
+    ),
 ]
 
 COSINE = Policy(head="off")
@@ -46,7 +82,9 @@ def test_background_languages_are_detected(encoder):
 def test_detection_needs_a_margin_over_the_covered_languages():
     e = np.eye(3, dtype=np.float32)
     C = e.copy()
-    det = LanguageDetector(("en", "fr", "zh"), C, np.array([True, False, False]), np.array([0.0, 0.3, 0.3], np.float32))
+    det = LanguageDetector(
+        ("en", "fr", "zh"), C, np.array([True, False, False]), np.array([0.0, 0.3, 0.3], np.float32)
+    )
     q = lambda *x: np.array(x, np.float32)  # noqa: E731
     assert det.detect(q(0.5, 0.7, 0.0)) == "en"  # nearer fr, but not by 0.3
     assert det.detect(q(0.2, 0.9, 0.0)) == "fr" and det.detect(q(0.9, 0.1, 0.0)) == "en"
@@ -57,7 +95,9 @@ def test_detection_needs_a_margin_over_the_covered_languages():
 
 def test_english_routes_adapt_other_languages_only(english):
     langs = english.calibration.languages
-    assert set(langs) >= {"en", "fr", "zh", "es", "de", "vi", "ja"} and all(len(v["centroid"]) == 384 for v in langs.values())
+    assert set(langs) >= {"en", "fr", "zh", "es", "de", "vi", "ja"} and all(
+        len(v["centroid"]) == 384 for v in langs.values()
+    )
     assert [n for n, v in langs.items() if v.get("covered")] == ["en"] and langs["zh"]["detect_margin"] >= 0
     assert set(adapted(langs)) == {"fr", "zh", "es", "de", "vi"}  # the parallel set's languages but English
     # The same sentences in Chinese score lower against English routes, with narrower gaps.
@@ -110,10 +150,31 @@ def test_a_policy_set_by_hand_is_used_for_every_language(encoder):
 
 
 def test_mixed_config_covers_both_languages(encoder):
-    r = Router([RouteSpec("weather", ROUTES[0].utterances + ("quel temps fera-t-il demain", "va-t-il pleuvoir cet après-midi",
-                                                          "fera-t-il chaud aujourd'hui", "prévisions météo pour Lyon")),
-                RouteSpec("alarm", ROUTES[1].utterances + ("réveille-moi à sept heures", "mets une alarme à 6 h",
-                                                        "annule mon réveil", "éteins toutes les alarmes"))], encoder=encoder)
+    r = Router(
+        [
+            RouteSpec(
+                "weather",
+                ROUTES[0].utterances
+                + (
+                    "quel temps fera-t-il demain",
+                    "va-t-il pleuvoir cet après-midi",
+                    "fera-t-il chaud aujourd'hui",
+                    "prévisions météo pour Lyon",
+                ),
+            ),
+            RouteSpec(
+                "alarm",
+                ROUTES[1].utterances
+                + (
+                    "réveille-moi à sept heures",
+                    "mets une alarme à 6 h",
+                    "annule mon réveil",
+                    "éteins toutes les alarmes",
+                ),
+            ),
+        ],
+        encoder=encoder,
+    )
     langs = r.calibration.languages
     assert "fr" not in adapted(langs) and "en" not in adapted(langs)
     assert not [a for a in r.route("quel temps fait-il à Nantes").alerts if a.kind == "language"]
@@ -128,12 +189,32 @@ def test_bundle_keeps_the_languages(tmp_path, english, encoder):
 
 
 def test_for_language_moves_cuts_and_scales():
-    cal = Calibration("zero-label", 0.01, 0.9, 0.1, 0.5, 0.8, 0.1, 0.9, 0.01, 0.95, 0.85,
-                      per_route={"A": {"min_score": 0.92, "high": 0.95}},
-                      languages={"en": {"centroid": [1.0, 0.0]},
-                                 "zh": {"centroid": [0.0, 1.0], "offset": -0.05, "slope": 0.5, "noise": 0.01,
-                                        "temperature": 0.006, "medium": 0.7},
-                                 "vi": {"centroid": [0.6, 0.8], "offset": -0.02, "slope": 0.5, "noise": 0.01}})
+    cal = Calibration(
+        "zero-label",
+        0.01,
+        0.9,
+        0.1,
+        0.5,
+        0.8,
+        0.1,
+        0.9,
+        0.01,
+        0.95,
+        0.85,
+        per_route={"A": {"min_score": 0.92, "high": 0.95}},
+        languages={
+            "en": {"centroid": [1.0, 0.0]},
+            "zh": {
+                "centroid": [0.0, 1.0],
+                "offset": -0.05,
+                "slope": 0.5,
+                "noise": 0.01,
+                "temperature": 0.006,
+                "medium": 0.7,
+            },
+            "vi": {"centroid": [0.6, 0.8], "offset": -0.02, "slope": 0.5, "noise": 0.01},
+        },
+    )
     assert cal.for_language("en") is cal and cal.for_language("xx") is cal
     zh = cal.for_language("zh")
     assert zh.min_score == pytest.approx(0.85) and zh.temperature == 0.006 and zh.scale == 0.006
@@ -172,17 +253,29 @@ def test_fit_languages_needs_pairs_and_a_covered_language():
     out = fit_languages(V, B, langs, P, rows, PS, lambda s, n: fields)
     assert set(out) == {"en", "zh"} and "offset" not in out["en"]
     assert out["zh"]["temperature"] == 0.01 and out["zh"]["slope"] > 0
-    assert "offset" not in fit_languages(V, B, langs, P[:14], rows[:14], PS[:14], None)["zh"]  # 7 pairs < MIN_PAIRS
+    assert (
+        "offset" not in fit_languages(V, B, langs, P[:14], rows[:14], PS[:14], None)["zh"]
+    )  # 7 pairs < MIN_PAIRS
     assert fit_languages(V[:0], B, langs, P, rows, PS, None) == {}
     assert fit_languages(V, B, langs[:-1], P, rows, PS, None) == {}
 
 
 TOOLS = [
-    ToolSpec("get_weather", "Weather forecast for a city", success_examples=("will it rain tomorrow", "forecast for Berlin")),
-    ToolSpec("set_alarm", "Set or cancel an alarm", success_examples=("wake me up at six", "cancel my alarm")),
-    ToolSpec("play_music", "Play songs, albums or playlists", success_examples=("play some jazz", "skip this song")),
+    ToolSpec(
+        "get_weather",
+        "Weather forecast for a city",
+        success_examples=("will it rain tomorrow", "forecast for Berlin"),
+    ),
+    ToolSpec(
+        "set_alarm", "Set or cancel an alarm", success_examples=("wake me up at six", "cancel my alarm")
+    ),
+    ToolSpec(
+        "play_music", "Play songs, albums or playlists", success_examples=("play some jazz", "skip this song")
+    ),
     ToolSpec("send_email", "Send or read emails", success_examples=("email my boss", "read my new mail")),
-    ToolSpec("book_taxi", "Book a taxi or a ride", success_examples=("get me a cab to the station", "book an uber")),
+    ToolSpec(
+        "book_taxi", "Book a taxi or a ride", success_examples=("get me a cab to the station", "book an uber")
+    ),
 ]
 
 
@@ -192,7 +285,9 @@ def test_tool_floor_follows_the_query_language(encoder):
     assert zh["tool_offset"] < 0
     belt = r.tools("明天柏林会下雨吗")  # "will it rain in Berlin tomorrow"
     alert = [a for a in belt.alerts if a.kind == "language"]
-    assert alert and alert[0].data["tool_threshold"] == pytest.approx(r.policy.tool_threshold + zh["tool_offset"])
+    assert alert and alert[0].data["tool_threshold"] == pytest.approx(
+        r.policy.tool_threshold + zh["tool_offset"]
+    )
     assert not [a for a in r.tools("will it rain in Berlin tomorrow").alerts if a.kind == "language"]
     # An explicit floor is the caller's: no language moves it.
     pinned = Router(ROUTES, TOOLS, encoder=encoder, policy=Policy(tool_threshold=0.8))

@@ -17,8 +17,27 @@ from hypothesis import strategies as st
 from routecore import _native
 from routecore._native import LexicalIndex
 
-WORDS = ["get", "logs", "ha_get_logs", "searchFlights", "flights", "the", "de", "état", "etat", "INC12291856",
-         "kafka", "服务器", "宕机", "đăng", "nhập", "Ticket", "reset", "password", "getSystemLogs"]
+WORDS = [
+    "get",
+    "logs",
+    "ha_get_logs",
+    "searchFlights",
+    "flights",
+    "the",
+    "de",
+    "état",
+    "etat",
+    "INC12291856",
+    "kafka",
+    "服务器",
+    "宕机",
+    "đăng",
+    "nhập",
+    "Ticket",
+    "reset",
+    "password",
+    "getSystemLogs",
+]
 
 
 def bm25(docs: list[str], stop: set[str], query: str, k1: float = 1.2, b: float = 0.75) -> list[float]:
@@ -43,17 +62,37 @@ def bm25(docs: list[str], stop: set[str], query: str, k1: float = 1.2, b: float 
 
 def test_tokens():
     assert LexicalIndex.tokens("Peux-tu me donner l'état de l'incident INC20481234 ?") == [
-        "peux-tu", "peux", "tu", "me", "donner", "l", "etat", "de", "l", "incident", "inc20481234"]
-    assert _native.lexical_tokens("ha_getSystemLogs") == ["ha_getsystemlogs", "ha", "getsystemlogs", "get", "system", "logs"]
+        "peux-tu",
+        "peux",
+        "tu",
+        "me",
+        "donner",
+        "l",
+        "etat",
+        "de",
+        "l",
+        "incident",
+        "inc20481234",
+    ]
+    assert _native.lexical_tokens("ha_getSystemLogs") == [
+        "ha_getsystemlogs",
+        "ha",
+        "getsystemlogs",
+        "get",
+        "system",
+        "logs",
+    ]
     assert _native.lexical_tokens("服务器宕机了")[:3] == ["服", "务", "器"]
     assert _native.lexical_tokens("Tôi không đăng nhập được") == ["toi", "khong", "dang", "nhap", "duoc"]
 
 
-corpora = st.integers(1, 20).flatmap(lambda n: st.tuples(
-    st.lists(st.lists(st.sampled_from(WORDS), max_size=7).map(" ".join), min_size=n, max_size=n),
-    st.lists(st.integers(0, 4), min_size=n, max_size=n),
-    st.lists(st.lists(st.sampled_from(WORDS), max_size=4).map(" ".join), min_size=1, max_size=5),
-))
+corpora = st.integers(1, 20).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.lists(st.sampled_from(WORDS), max_size=7).map(" ".join), min_size=n, max_size=n),
+        st.lists(st.integers(0, 4), min_size=n, max_size=n),
+        st.lists(st.lists(st.sampled_from(WORDS), max_size=4).map(" ".join), min_size=1, max_size=5),
+    )
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -78,9 +117,14 @@ def test_scores_match_a_python_bm25(data, params, as_array):
     assert batch.shape == (len(queries), 6) and batch.dtype == np.float32
     for i, q in enumerate(queries):
         want = bm25(docs, stop, q, k1, b)
-        best = [max([w for d, (w, lab) in enumerate(zip(want, labels)) if lab == c and d != ex[i]], default=0.0) for c in range(6)]
+        best = [
+            max([w for d, (w, lab) in enumerate(zip(want, labels)) if lab == c and d != ex[i]], default=0.0)
+            for c in range(6)
+        ]
         np.testing.assert_allclose(batch[i], best, rtol=1e-4, atol=1e-5)
-    np.testing.assert_array_equal(ix.score_labels_batch(queries, 6), np.stack([ix.score_labels(q, 6) for q in queries]))
+    np.testing.assert_array_equal(
+        ix.score_labels_batch(queries, 6), np.stack([ix.score_labels(q, 6) for q in queries])
+    )
 
 
 def test_exclusion_stop_words_and_arguments():
@@ -117,17 +161,32 @@ def test_exclusion_stop_words_and_arguments():
 def test_coverage_discounts_accidental_matches_across_languages():
     from routecore.lexical import LexicalTable
 
-    en = ["reset my password", "I forgot my password", "the vpn is down", "vpn keeps disconnecting", "order a new laptop"]
+    en = [
+        "reset my password",
+        "I forgot my password",
+        "the vpn is down",
+        "vpn keeps disconnecting",
+        "order a new laptop",
+    ]
     t = LexicalTable(en, [0, 0, 1, 1, 2], 3)
     assert t.index.coverage("reset my password") == pytest.approx(1.0)
     # French: one word ("vpn") matches by accident among words no exemplar holds.
     fr = "je n'arrive plus à me connecter au vpn depuis ce matin"
     assert 0 < t.index.coverage(fr) < 0.3 and t.scores(fr)[1] == pytest.approx(t.index.coverage(fr))
-    assert t.index.coverage("重置密码") == 0 and not t.scores("重置密码").any() and t.bias("重置密码", 1.0) is None
+    assert (
+        t.index.coverage("重置密码") == 0
+        and not t.scores("重置密码").any()
+        and t.bias("重置密码", 1.0) is None
+    )
     # Leaving a document out takes its words with it (leave-one-out calibration).
     assert t.index.coverage("order laptop", [4]) == 0 and t.index.coverage("order laptop") == 1
-    np.testing.assert_allclose(t.scores_batch(["reset my password", fr]), np.stack([t.scores("reset my password"), t.scores(fr)]))
-    assert t.index.coverage_batch([fr, "vpn"], [[], [2, 3]]).tolist() == [pytest.approx(t.index.coverage(fr)), 0.0]
+    np.testing.assert_allclose(
+        t.scores_batch(["reset my password", fr]), np.stack([t.scores("reset my password"), t.scores(fr)])
+    )
+    assert t.index.coverage_batch([fr, "vpn"], [[], [2, 3]]).tolist() == [
+        pytest.approx(t.index.coverage(fr)),
+        0.0,
+    ]
     with pytest.raises(_native.InvalidArgumentError):
         t.index.coverage_batch(["a", "b"], [[]])
     # Held-out scores (one native batch): label maxima without the excluded documents, times coverage.
@@ -145,7 +204,9 @@ def test_coverage_discounts_accidental_matches_across_languages():
 
 def sample() -> LexicalIndex:
     ix = LexicalIndex(["the"], 1.5, 0.5)
-    ix.add(["get the logs", "ha_get_logs", "INC12291856 état", "服务器宕机了", "searchFlights"], [0, 1, 2, 2, 3])
+    ix.add(
+        ["get the logs", "ha_get_logs", "INC12291856 état", "服务器宕机了", "searchFlights"], [0, 1, 2, 2, 3]
+    )
     return ix
 
 
@@ -190,7 +251,9 @@ def test_damaged_files_are_corrupt_index_errors(tmp_path):
 
 def test_sixteen_threads_share_one_index():
     ix = sample()
-    ix.add([f"tool {i} with words {i % 7} and logs" for i in range(2000)], np.arange(2000, dtype=np.uint32) % 4)
+    ix.add(
+        [f"tool {i} with words {i % 7} and logs" for i in range(2000)], np.arange(2000, dtype=np.uint32) % 4
+    )
     want = [ix.score_labels(q, 4) for q in QUERIES]
     want_batch = ix.score_labels_batch(QUERIES * 20, 4)
     errors: list[BaseException] = []
@@ -214,13 +277,19 @@ def test_sixteen_threads_share_one_index():
 
 # The per-label bias of the routing step.
 
+
 def routes(storage: str, seed: int = 0):
     rng = np.random.default_rng(seed)
     n_routes, per, d = 30, 10, 64
     C = rng.standard_normal((n_routes, d)).astype(np.float32)
     X = (np.repeat(C, per, 0) + 0.7 * rng.standard_normal((n_routes * per, d))).astype(np.float32)
     ix = _native.FlatIndex(d, storage)
-    ix.add(np.arange(len(X), dtype=np.uint64), X, [f"r{i // per}" for i in range(len(X))], [f"d{i // per % 3}" for i in range(len(X))])
+    ix.add(
+        np.arange(len(X), dtype=np.uint64),
+        X,
+        [f"r{i // per}" for i in range(len(X))],
+        [f"d{i // per % 3}" for i in range(len(X))],
+    )
     q = (C[4] + 0.5 * rng.standard_normal(d)).astype(np.float32)
     return ix, q
 
@@ -265,9 +334,21 @@ def test_label_bias_is_the_scaled_label_scores():
     from routecore.lexical import stop_words
 
     ix = _native.LexicalIndex(list(stop_words()))
-    ix.add(["restart the nginx service", "show the kafka logs", "open an incident for the VPN", "kafka consumer lag"],
-           np.array([0, 1, 2, 1], np.uint32))
-    for q, w in [("kafka logs please", 0.04), ("vpn incident", 0.1234567), ("nothing shared here", 0.04), ("restart kafka", 0.0)]:
+    ix.add(
+        [
+            "restart the nginx service",
+            "show the kafka logs",
+            "open an incident for the VPN",
+            "kafka consumer lag",
+        ],
+        np.array([0, 1, 2, 1], np.uint32),
+    )
+    for q, w in [
+        ("kafka logs please", 0.04),
+        ("vpn incident", 0.1234567),
+        ("nothing shared here", 0.04),
+        ("restart kafka", 0.0),
+    ]:
         s, cover = ix.score_labels_covered(q, 3)
         top = float(s.max())
         want = None if not w or top <= 0 else s * np.float32(w * cover / top)
@@ -282,7 +363,10 @@ def test_a_stemmed_index_matches_inflected_forms_and_keeps_its_stemmer():
     from routecore.lexical import DEFAULT_B, LexicalTable, stop_words
 
     assert LexicalIndex().b == DEFAULT_B
-    docs, names = ["Search flights between two airports", "Weather forecasts for a city"], ["search_flights", "get_weather"]
+    docs, names = (
+        ["Search flights between two airports", "Weather forecasts for a city"],
+        ["search_flights", "get_weather"],
+    )
     plain = LexicalTable(docs, [0, 1], 2, names)
     stemmed = LexicalTable(docs, [0, 1], 2, names, stemmer="english", b=0.25)
     assert plain.index.stemmer == "none" and stemmed.index.stemmer == "english" and stemmed.index.b == 0.25
@@ -303,13 +387,19 @@ def test_fit_form_stems_when_the_validation_rows_need_it():
 
     docs, names = ["book flights", "weather report"], ["flights", "weather"]
     queries = ["booking a flight", "the flight i booked", "flight bookings please", "booking flight now"]
-    dense = np.tile(np.array([0.50, 0.51], np.float32), (len(queries), 1))  # the dense scores prefer the wrong tool
+    dense = np.tile(
+        np.array([0.50, 0.51], np.float32), (len(queries), 1)
+    )  # the dense scores prefer the wrong tool
 
     def table_for(stemmer: str, b: float) -> LexicalTable:
         return LexicalTable(docs, [0, 1], 2, names, stemmer=stemmer, b=b)
 
     stemmer, b, w, stats, tried = fit_form(table_for, queries, dense, np.zeros(len(queries), int), 0.01)
     assert (stemmer, b) == ("english", DEFAULT_B) and w > 0.01  # ties go to the first form that gains
-    assert tried["none/0.75"] == 0.0 and tried["english/0.75"] == 1.0 and stats["lexical_heldout_accuracy_fused"] == 1.0
+    assert (
+        tried["none/0.75"] == 0.0
+        and tried["english/0.75"] == 1.0
+        and stats["lexical_heldout_accuracy_fused"] == 1.0
+    )
     # No form helps: the unstemmed default, weight 0.
     assert fit_form(table_for, ["rain"] * 4, dense, np.zeros(4, int), 0.01)[:3] == ("none", DEFAULT_B, 0.0)

@@ -12,13 +12,32 @@ from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.policy import CLARIFY, BiasRule, Policy
 
 BASE = [
-    RouteSpec("billing", ("my invoice is wrong", "I was charged twice", "update my credit card", "refund my last payment")),
-    RouteSpec("shipping", ("where is my parcel", "the delivery is late", "change my delivery address", "track my order")),
-    RouteSpec("account", ("reset my password", "I cannot log in", "delete my account", "change my email address")),
+    RouteSpec(
+        "billing",
+        ("my invoice is wrong", "I was charged twice", "update my credit card", "refund my last payment"),
+    ),
+    RouteSpec(
+        "shipping",
+        ("where is my parcel", "the delivery is late", "change my delivery address", "track my order"),
+    ),
+    RouteSpec(
+        "account", ("reset my password", "I cannot log in", "delete my account", "change my email address")
+    ),
 ]
-WEATHER = RouteSpec("weather", ("will it rain tomorrow", "weather forecast for Paris", "is it cold outside", "temperature this weekend"))
-QUERIES = ["I paid two times for the same order", "my package has not arrived", "forgot my password", "is it going to snow",
-           "the courier lost my box", "how warm will it be on Sunday", "cancel the charge on my card", "log in problem"]
+WEATHER = RouteSpec(
+    "weather",
+    ("will it rain tomorrow", "weather forecast for Paris", "is it cold outside", "temperature this weekend"),
+)
+QUERIES = [
+    "I paid two times for the same order",
+    "my package has not arrived",
+    "forgot my password",
+    "is it going to snow",
+    "the courier lost my box",
+    "how warm will it be on Sunday",
+    "cancel the charge on my card",
+    "log in problem",
+]
 
 
 def test_add_update_remove_embed_only_what_is_new(encoder):
@@ -38,28 +57,56 @@ def test_updated_router_matches_a_fresh_one_and_its_bundle(encoder, tmp_path):
     r = Router(BASE, encoder=encoder)
     r.add_routes([WEATHER])
     r.update_route(RouteSpec("account", BASE[2].utterances + ("two-factor code never arrives",)))
-    fresh = Router([BASE[0], BASE[1], RouteSpec("account", BASE[2].utterances + ("two-factor code never arrives",)), WEATHER], encoder=encoder)
+    fresh = Router(
+        [
+            BASE[0],
+            BASE[1],
+            RouteSpec("account", BASE[2].utterances + ("two-factor code never arrives",)),
+            WEATHER,
+        ],
+        encoder=encoder,
+    )
     r.save(tmp_path / "b")
     back = Router.load(tmp_path / "b", encoder=encoder)
     for q in QUERIES:
         a, b, c = r.route(q), fresh.route(q), back.route(q)
         assert (a.action, a.route, a.tier) == (b.action, b.route, b.tier) == (c.action, c.route, c.tier)
-        assert a.confidence == pytest.approx(b.confidence, abs=1e-5) and a.confidence == pytest.approx(c.confidence, abs=1e-5)
+        assert a.confidence == pytest.approx(b.confidence, abs=1e-5) and a.confidence == pytest.approx(
+            c.confidence, abs=1e-5
+        )
 
 
 def test_tools_update_live(encoder):
-    r = Router(tools=[ToolSpec("get_invoice", "Fetch an invoice by id."), ToolSpec("track_parcel", "Track a parcel by its number.")], encoder=encoder)
-    u = r.add_tools([{"name": "get_weather", "description": "Weather forecast for a city.", "inputSchema": {"type": "object"}}],
-                    tool_overlay={"get_weather": {"success_examples": ["will it rain in Hanoi"]}})
+    r = Router(
+        tools=[
+            ToolSpec("get_invoice", "Fetch an invoice by id."),
+            ToolSpec("track_parcel", "Track a parcel by its number."),
+        ],
+        encoder=encoder,
+    )
+    u = r.add_tools(
+        [
+            {
+                "name": "get_weather",
+                "description": "Weather forecast for a city.",
+                "inputSchema": {"type": "object"},
+            }
+        ],
+        tool_overlay={"get_weather": {"success_examples": ["will it rain in Hanoi"]}},
+    )
     assert u.embedded == 2 and r.tools("is it raining in Paris", top_k=1).names == ["get_weather"]
-    r.update_tool(ToolSpec("track_parcel", "Track a parcel by its number.", anti_patterns=("track my fitness",)))
+    r.update_tool(
+        ToolSpec("track_parcel", "Track a parcel by its number.", anti_patterns=("track my fitness",))
+    )
     assert r.tool_specs[1].anti_patterns == ("track my fitness",)
     r.remove_tools(["get_weather"])
     assert [t.name for t in r.tool_specs] == ["get_invoice", "track_parcel"]
 
 
 def test_bad_updates_raise_and_leave_the_router_unchanged(encoder):
-    r = Router(BASE, encoder=encoder, policy=Policy(bias_rules=(BiasRule("billing", "account", CLARIFY, 0.05),)))
+    r = Router(
+        BASE, encoder=encoder, policy=Policy(bias_rules=(BiasRule("billing", "account", CLARIFY, 0.05),))
+    )
     before = r.route_table
     with pytest.raises(ConfigError, match="already exists"):
         r.add_routes([BASE[0]])
@@ -85,7 +132,14 @@ def test_readers_never_see_a_route_of_neither_snapshot(encoder):
     errors: list[BaseException] = []
     bad: list[tuple] = []
     counts = [0] * 16
-    extra = [RouteSpec(f"topic{i}", (f"question number {i} about topic {i}", f"help with topic {i}"), description=f"Topic {i}.") for i in range(6)]
+    extra = [
+        RouteSpec(
+            f"topic{i}",
+            (f"question number {i} about topic {i}", f"help with topic {i}"),
+            description=f"Topic {i}.",
+        )
+        for i in range(6)
+    ]
 
     def writer():
         i = 0
@@ -94,7 +148,11 @@ def test_readers_never_see_a_route_of_neither_snapshot(encoder):
                 spec = extra[i % len(extra)]
                 names = {s.name for s in r.route_specs}
                 if spec.name in names:
-                    change = (lambda: r.remove_routes([spec.name])) if i % 2 else (lambda: r.update_route(RouteSpec(spec.name, spec.utterances + (f"v{i}",))))
+                    change = (
+                        (lambda: r.remove_routes([spec.name]))
+                        if i % 2
+                        else (lambda: r.update_route(RouteSpec(spec.name, spec.utterances + (f"v{i}",))))
+                    )
                     after = names - {spec.name} if i % 2 else names
                 else:
                     change, after = (lambda: r.add_routes([spec])), names | {spec.name}
@@ -111,7 +169,7 @@ def test_readers_never_see_a_route_of_neither_snapshot(encoder):
                 v0 = current[0]
                 d = r.route(QUERIES[counts[k] % len(QUERIES)])
                 v1 = len(versions) - 1
-                allowed = frozenset().union(*versions[v0:v1 + 1]) | {CLARIFY}
+                allowed = frozenset().union(*versions[v0 : v1 + 1]) | {CLARIFY}
                 named = ({d.route} if d.route else set()) | set(d.candidates) | set(d.probabilities)
                 if not named <= allowed:
                     bad.append((v0, v1, d.route, sorted(named - allowed)))
@@ -122,7 +180,9 @@ def test_readers_never_see_a_route_of_neither_snapshot(encoder):
         except BaseException as e:  # noqa: BLE001
             errors.append(e)
 
-    threads = [threading.Thread(target=reader, args=(k,)) for k in range(16)] + [threading.Thread(target=writer)]
+    threads = [threading.Thread(target=reader, args=(k,)) for k in range(16)] + [
+        threading.Thread(target=writer)
+    ]
     for t in threads:
         t.start()
     deadline = time.monotonic() + 60  # at least 10 s, and 6 snapshots (the head retrains on each)
@@ -156,5 +216,7 @@ def test_recalibrate_false_trains_only_the_exemplar_head_and_keeps_its_cuts(enco
     r.add_routes([WEATHER], recalibrate=False)
     assert r.calibration == cal and r.head.threshold == cut and "weather" in r.head.classes
     assert r.route("will it rain in Paris tomorrow").route == "weather"
-    r.add_routes([RouteSpec("music", ("play some jazz", "next song", "turn the music up", "pause the playlist"))])
+    r.add_routes(
+        [RouteSpec("music", ("play some jazz", "next song", "turn the music up", "pause the playlist"))]
+    )
     assert r.calibration is not cal and r.calibration.source == "prior" and "music" in r.head.classes

@@ -12,15 +12,19 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from stubs import StubEncoder, mix, unit, manual
 
 from routecore import llm_http
 from routecore.errors import LLMError
 from routecore.llm import LLMRequest, OpenAICompatibleRouter, parse_tool_call
 from routecore.router import Router
 from routecore.specs import RouteSpec
+from stubs import StubEncoder, manual, mix, unit
 
-ROUTES = [RouteSpec("INCIDENT", ("e0",), "outages"), RouteSpec("RAG", ("e1",), "documentation"), RouteSpec("GENERAL", ("e2",), "small talk")]
+ROUTES = [
+    RouteSpec("INCIDENT", ("e0",), "outages"),
+    RouteSpec("RAG", ("e1",), "documentation"),
+    RouteSpec("GENERAL", ("e2",), "small talk"),
+]
 
 
 class ChatServer:
@@ -89,9 +93,39 @@ class ChatServer:
                 elif kind == "huge":  # an endless body: 64 MB of spaces, sent until the client hangs up
                     out = b" " * (64 << 20)
                 elif kind == "two":
-                    out = json.dumps({"choices": [{"message": {"tool_calls": [{"function": {"name": "RAG"}}, {"function": {"name": "GENERAL"}}]}}]}).encode()
+                    out = json.dumps(
+                        {
+                            "choices": [
+                                {
+                                    "message": {
+                                        "tool_calls": [
+                                            {"function": {"name": "RAG"}},
+                                            {"function": {"name": "GENERAL"}},
+                                        ]
+                                    }
+                                }
+                            ]
+                        }
+                    ).encode()
                 else:
-                    out = json.dumps({"choices": [{"message": {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": arg, "arguments": "{}"}}]}}]}).encode()
+                    out = json.dumps(
+                        {
+                            "choices": [
+                                {
+                                    "message": {
+                                        "role": "assistant",
+                                        "tool_calls": [
+                                            {
+                                                "id": "c1",
+                                                "type": "function",
+                                                "function": {"name": arg, "arguments": "{}"},
+                                            }
+                                        ],
+                                    }
+                                }
+                            ]
+                        }
+                    ).encode()
                 try:
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
@@ -101,7 +135,7 @@ class ChatServer:
                     self.end_headers()
                     if kind == "drip":  # a byte at a time: each read is quick, the whole answer is not
                         for i in range(len(out)):
-                            self.wfile.write(out[i:i + 1])
+                            self.wfile.write(out[i : i + 1])
                             self.wfile.flush()
                             time.sleep(0.05)
                     else:
@@ -153,7 +187,9 @@ def server():
 
 def make(server, timeout=2.0):
     # medium-tier query (no bias rule fires between INCIDENT and RAG at this gap? use distinct gap)
-    enc = StubEncoder({"e0": unit(0), "e1": unit(1), "e2": unit(2), "q": mix(a0=0.6, a1=0.52), "sure": unit(0)})
+    enc = StubEncoder(
+        {"e0": unit(0), "e1": unit(1), "e2": unit(2), "q": mix(a0=0.6, a1=0.52), "sure": unit(0)}
+    )
     llm = OpenAICompatibleRouter(server.url, "test-model", timeout=timeout)
     return Router(ROUTES, encoder=enc, llm=llm, policy=manual(bias_rules=(), three_way_within=0.0)), enc
 
@@ -167,7 +203,11 @@ def test_llm_picks_route_with_one_prompt(server):
     names = [t["function"]["name"] for t in req["tools"]]
     assert names == ["INCIDENT", "RAG", "GENERAL", "CLARIFY"]
     system = req["messages"][0]["content"]
-    assert "previous turn was routed to RAG" in system and "INCIDENT=" in system and req["tool_choice"] == "required"
+    assert (
+        "previous turn was routed to RAG" in system
+        and "INCIDENT=" in system
+        and req["tool_choice"] == "required"
+    )
     assert d.timings.llm > 0
 
 
@@ -211,8 +251,12 @@ def test_an_endless_answer_is_cut_and_falls_back(server):
 
 
 def test_unreachable_llm_falls_back():
-    r = Router(ROUTES, encoder=StubEncoder({"e0": unit(0), "e1": unit(1), "e2": unit(2), "q": mix(a0=0.6, a1=0.52)}),
-               llm=OpenAICompatibleRouter("http://127.0.0.1:9/v1", "m", timeout=0.5), policy=manual(bias_rules=(), three_way_within=0.0))
+    r = Router(
+        ROUTES,
+        encoder=StubEncoder({"e0": unit(0), "e1": unit(1), "e2": unit(2), "q": mix(a0=0.6, a1=0.52)}),
+        llm=OpenAICompatibleRouter("http://127.0.0.1:9/v1", "m", timeout=0.5),
+        policy=manual(bias_rules=(), three_way_within=0.0),
+    )
     d = r.route("q")
     assert d.route == "INCIDENT" and "unreachable" in d.fallback
 
@@ -233,10 +277,18 @@ def test_parse_tool_call_errors():
         parse_tool_call('{"choices": []}', {"A"})
     with pytest.raises(LLMError):
         parse_tool_call('{"choices": [{"message": {"content": "A"}}]}', {"A"})
-    assert parse_tool_call('{"choices": [{"message": {"tool_calls": [{"function": {"name": "A"}}]}}]}', {"A"}) == "A"
+    assert (
+        parse_tool_call('{"choices": [{"message": {"tool_calls": [{"function": {"name": "A"}}]}}]}', {"A"})
+        == "A"
+    )
     with pytest.raises(LLMError, match="nested too deep"):  # was a RecursionError (issue 36 §8)
         parse_tool_call('{"choices": ' + "[" * 200_000 + "]" * 200_000 + "}", {"A"})
-    assert "ambiguous" in OpenAICompatibleRouter("http://x", "m").payload(LLMRequest("q", [("A", "a")]))["messages"][0]["content"]
+    assert (
+        "ambiguous"
+        in OpenAICompatibleRouter("http://x", "m").payload(LLMRequest("q", [("A", "a")]))["messages"][0][
+            "content"
+        ]
+    )
 
 
 # -- kept-alive connections (sync client) ---------------------------------------------------
@@ -281,7 +333,9 @@ def test_a_connection_closed_while_idle_is_replaced(server, monkeypatch, check_i
         monkeypatch.setattr(llm_http, "_exchange", spy)
         n, c = len(server.requests), server.connections
         assert llm.choose(REQ).route == "RAG" and llm.choose(REQ).route == "RAG"
-        assert len(server.requests) == n + 2 and server.connections == c + 1  # each question reached the server once
+        assert (
+            len(server.requests) == n + 2 and server.connections == c + 1
+        )  # each question reached the server once
         assert len(stale) == (0 if check_idle else 1)
 
 
@@ -342,19 +396,36 @@ def test_a_closed_router_refuses_calls(server):
 
 
 def test_http_proxy_from_the_environment(server, monkeypatch):
-    for k in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"):
+    for k in (
+        "http_proxy",
+        "HTTP_PROXY",
+        "https_proxy",
+        "HTTPS_PROXY",
+        "no_proxy",
+        "NO_PROXY",
+        "all_proxy",
+        "ALL_PROXY",
+    ):
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("http_proxy", server.root)
     monkeypatch.setenv("https_proxy", server.root.replace("://", "://user:p%40ss@"))
     server.mode = "ok:RAG"
-    with OpenAICompatibleRouter("http://llm.example.invalid/v1", "m", timeout=2.0) as llm:  # the proxy forwards it
+    with OpenAICompatibleRouter(
+        "http://llm.example.invalid/v1", "m", timeout=2.0
+    ) as llm:  # the proxy forwards it
         assert llm.choose(REQ).route == "RAG"
         assert server.seen[-1][:2] == ("POST", "http://llm.example.invalid/v1/chat/completions")
-    with OpenAICompatibleRouter("https://llm.example.invalid:8443/v1", "m", timeout=2.0) as llm:  # tunnelled: CONNECT
+    with OpenAICompatibleRouter(
+        "https://llm.example.invalid:8443/v1", "m", timeout=2.0
+    ) as llm:  # tunnelled: CONNECT
         with pytest.raises(LLMError, match="unreachable"):
             llm.choose(REQ)
         method, target, headers = server.seen[-1]
-        assert (method, target, headers["Proxy-Authorization"]) == ("CONNECT", "llm.example.invalid:8443", "Basic dXNlcjpwQHNz")
+        assert (method, target, headers["Proxy-Authorization"]) == (
+            "CONNECT",
+            "llm.example.invalid:8443",
+            "Basic dXNlcjpwQHNz",
+        )
     monkeypatch.setenv("no_proxy", "llm.example.invalid")
     ep = OpenAICompatibleRouter("http://llm.example.invalid/v1", "m")._pool.endpoint
     assert (ep.host, ep.port, ep.target) == ("llm.example.invalid", 80, "/v1/chat/completions")

@@ -8,17 +8,22 @@ import sys
 
 import httpx  # noqa: F401 (the test extra installs it: missing, these fail, never skip)
 import pytest
-from test_llm import REQ, server  # noqa: F401 (the loopback LLM server fixture)
 
 from routecore.errors import LLMError
 from routecore.llm import OpenAICompatibleRouter, achoose
+from test_llm import REQ, server  # noqa: F401 (the loopback LLM server fixture)
 
 
 def test_import_routecore_does_not_import_httpx():
     import subprocess
 
     code = "import sys, routecore, routecore.llm_async; print(any(m in sys.modules for m in ('httpx', 'http.client')))"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        == "False"
+    )
 
 
 def _async(server, **kw):
@@ -40,8 +45,16 @@ def test_async_router_answers_and_keeps_its_connection(server):
     assert server.requests[-1]["max_tokens"] == 32 and server.seen[-1][2]["Accept-Encoding"] == "identity"
 
 
-@pytest.mark.parametrize("mode, timeout, match", [("drip:RAG", 0.5, "too slow"), ("slowheaders", 0.5, "too slow"),
-                                                  ("huge", 5.0, "larger than"), ("http500", 2.0, "HTTP 500"), ("garbage", 2.0, "unparseable")])
+@pytest.mark.parametrize(
+    "mode, timeout, match",
+    [
+        ("drip:RAG", 0.5, "too slow"),
+        ("slowheaders", 0.5, "too slow"),
+        ("huge", 5.0, "larger than"),
+        ("http500", 2.0, "HTTP 500"),
+        ("garbage", 2.0, "unparseable"),
+    ],
+)
 def test_async_router_failures(server, mode, timeout, match):
     server.mode = mode
     server.hung_up.clear()
@@ -100,16 +113,17 @@ def test_achoose_awaits_any_llm_router(server):
 
     async def main():
         with OpenAICompatibleRouter(server.url, "m") as sync:
-            return [(await achoose(x, REQ)).route for x in (Plain(), sync)] + [(await sync.achoose(REQ)).route]
+            return [(await achoose(x, REQ)).route for x in (Plain(), sync)] + [
+                (await sync.achoose(REQ)).route
+            ]
 
     assert asyncio.run(main()) == ["GENERAL"] * 3
 
 
 def test_aroute_awaits_an_async_llm_on_the_loop(server):
+    from routecore.router import Router
     from stubs import StubEncoder, manual, mix, unit
     from test_llm import ROUTES
-
-    from routecore.router import Router
 
     server.mode = "ok:RAG"
     enc = StubEncoder({"e0": unit(0), "e1": unit(1), "e2": unit(2), "q": mix(a0=0.6, a1=0.52)})

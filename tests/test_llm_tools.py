@@ -15,8 +15,13 @@ import yaml
 from routecore.errors import ConfigError
 from routecore.llm_tools import LLMToolRouter, parse_selection
 
-GOOD = {"selected_tools": ["restart_service", "get_system_logs"], "complexity": "medium", "execution_strategy": "iterative",
-        "reasoning": "restart, then check the logs", "confidence": 0.8}
+GOOD = {
+    "selected_tools": ["restart_service", "get_system_logs"],
+    "complexity": "medium",
+    "execution_strategy": "iterative",
+    "reasoning": "restart, then check the logs",
+    "confidence": 0.8,
+}
 
 
 class ToolLLM:
@@ -49,7 +54,11 @@ class ToolLLM:
                     return
                 a = srv.answer(body) if callable(srv.answer) else srv.answer
                 raw = isinstance(a, str) and a.startswith("RAW:")  # not a chat completion at all
-                out = a[4:].encode() if raw else json.dumps({"choices": [{"message": {"role": "assistant", "content": a}}]}).encode()
+                out = (
+                    a[4:].encode()
+                    if raw
+                    else json.dumps({"choices": [{"message": {"role": "assistant", "content": a}}]}).encode()
+                )
                 try:
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
@@ -87,13 +96,19 @@ def test_good_answer_in_both_modes(tools_router, server):
     for mode in ("llm", "hybrid"):
         r = LLMToolRouter(tools_router, server.url, "m", mode=mode, hybrid_top=5)
         got = r.select(QUERY)
-        assert got.source == "llm" and got.fallback is None and got.tools == ("restart_service", "get_system_logs")
+        assert (
+            got.source == "llm"
+            and got.fallback is None
+            and got.tools == ("restart_service", "get_system_logs")
+        )
         assert (got.complexity, got.execution_strategy, got.confidence) == ("medium", "iterative", 0.8)
         assert [s["function"]["name"] for s in got.schemas] == list(got.tools)
         assert got.schemas[0]["function"]["parameters"]["properties"]  # the full schema, not the summary
         prompt = server.requests[-1]["messages"][0]["content"]
         catalog = prompt.split("\n\n")[0].split("\n")[1:]  # one summary line per candidate
-        ranked = tools_router.tools(QUERY, top_k=5, threshold=0.0).names  # hybrid: the best 5 (and the core tools)
+        ranked = tools_router.tools(
+            QUERY, top_k=5, threshold=0.0
+        ).names  # hybrid: the best 5 (and the core tools)
         assert len(catalog) == (len(tools_router.tool_specs) if mode == "llm" else len(ranked))
         assert "<tool_selection>" in prompt and "semantic search suggests" in prompt
         r.close()
@@ -111,14 +126,17 @@ def test_unknown_names_are_dropped_and_reported(tools_router, server):
     assert got.tools == tuple(tools_router.tools(QUERY).names)
 
 
-@pytest.mark.parametrize("answer, why", [
-    ("I think you should restart it.", "ValueError"),
-    ("", "answered nothing"),
-    ("RAW:this is not json", "not a chat completion"),
-    ('<tool_selection>{"complexity": "simple"}</tool_selection>', "no selected_tools"),
-    ("[" * 200_000 + "]" * 200_000, "no JSON object or list"),  # nested past the stack (issue 36 §8)
-    ("RAW:" + '{"choices": ' + "[" * 200_000 + "]" * 200_000 + "}", "not a chat completion"),
-])
+@pytest.mark.parametrize(
+    "answer, why",
+    [
+        ("I think you should restart it.", "ValueError"),
+        ("", "answered nothing"),
+        ("RAW:this is not json", "not a chat completion"),
+        ('<tool_selection>{"complexity": "simple"}</tool_selection>', "no selected_tools"),
+        ("[" * 200_000 + "]" * 200_000, "no JSON object or list"),  # nested past the stack (issue 36 §8)
+        ("RAW:" + '{"choices": ' + "[" * 200_000 + "]" * 200_000 + "}", "not a chat completion"),
+    ],
+)
 def test_garbage_falls_back_to_the_semantic_belt(tools_router, server, answer, why):
     server.answer = answer
     got = LLMToolRouter(tools_router, server.url, "m").select(QUERY)
@@ -138,7 +156,11 @@ def test_timeouts_and_http_errors_fall_back(tools_router, server):
 
 def test_semantic_mode_and_bad_settings(tools_router):
     got = LLMToolRouter(tools_router, mode="semantic").select(QUERY)
-    assert got.source == "semantic" and got.fallback is None and got.tools == tuple(tools_router.tools(QUERY).names)
+    assert (
+        got.source == "semantic"
+        and got.fallback is None
+        and got.tools == tuple(tools_router.tools(QUERY).names)
+    )
     with pytest.raises(ConfigError, match="mode"):
         LLMToolRouter(tools_router, "http://127.0.0.1:9/v1", "m", mode="magic")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="base_url"):
@@ -149,7 +171,9 @@ def test_semantic_mode_and_bad_settings(tools_router):
 
 def test_parser_is_tolerant():
     assert parse_selection('```json\n{"selected_tools": ["a"]}\n```') == {"selected_tools": ["a"]}
-    assert parse_selection('Sure! <TOOL_SELECTION> {"selected_tools": []} </TOOL_SELECTION> done') == {"selected_tools": []}
+    assert parse_selection('Sure! <TOOL_SELECTION> {"selected_tools": []} </TOOL_SELECTION> done') == {
+        "selected_tools": []
+    }
     assert parse_selection('["a", "b"]') == {"selected_tools": ["a", "b"]}
     with pytest.raises(ValueError):
         parse_selection("{not json}")

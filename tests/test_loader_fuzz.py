@@ -6,24 +6,28 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from stubs import StubEncoder, manual, unit
 
 from routecore import RoutecoreError, VectorIndex
 from routecore._native import LexicalIndex
 from routecore.router import Router
 from routecore.specs import RouteSpec, ToolSpec
+from stubs import StubEncoder, manual, unit
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 # A mutation: flip bytes, cut the file, append bytes, or overwrite a span.
 _mutation = st.one_of(
-    st.tuples(st.just("flip"), st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(1, 255)), min_size=1, max_size=8)),
+    st.tuples(
+        st.just("flip"),
+        st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(1, 255)), min_size=1, max_size=8),
+    ),
     st.tuples(st.just("cut"), st.integers(0, 1 << 20)),
     st.tuples(st.just("append"), st.binary(min_size=1, max_size=64)),
     st.tuples(st.just("span"), st.tuples(st.integers(0, 1 << 20), st.binary(min_size=1, max_size=32))),
@@ -37,13 +41,13 @@ def mutate(data: bytes, m: tuple) -> bytes:
         for pos, x in arg:
             b[pos % len(b)] ^= x
     elif kind == "cut":
-        del b[arg % len(b):]
+        del b[arg % len(b) :]
     elif kind == "append":
         b += arg
     else:
         pos, chunk = arg
         pos %= len(b)
-        b[pos:pos + len(chunk)] = chunk
+        b[pos : pos + len(chunk)] = chunk
     return bytes(b)
 
 
@@ -54,7 +58,12 @@ def index_files(tmp_path_factory):
     out = {}
     for storage in ("f32", "f16", "int8"):
         ix = VectorIndex(16, backend="flat", storage=storage)
-        ix.add(np.arange(20), rng.standard_normal((20, 16)).astype(np.float32), [f"L{i % 3}" for i in range(20)], ["d"] * 20)
+        ix.add(
+            np.arange(20),
+            rng.standard_normal((20, 16)).astype(np.float32),
+            [f"L{i % 3}" for i in range(20)],
+            ["d"] * 20,
+        )
         ix.save(d / f"{storage}.rci")
         out[storage] = (d / f"{storage}.rci").read_bytes()
     lex = LexicalIndex()
@@ -91,7 +100,9 @@ def test_a_mutated_lexical_file_loads_or_raises_a_typed_error(index_files, tmp_p
 
 ROUTES = [RouteSpec("A", ("a0", "a1")), RouteSpec("B", ("b0",), description="b")]
 TOOLS = [ToolSpec("t", "tool t", anti_patterns=("not t",))]
-ENC = StubEncoder({"a0": unit(0), "a1": unit(1), "b0": unit(2), "b": unit(3), "tool t": unit(4), "not t": unit(5)})
+ENC = StubEncoder(
+    {"a0": unit(0), "a1": unit(1), "b0": unit(2), "b": unit(3), "tool t": unit(4), "not t": unit(5)}
+)
 
 
 @pytest.fixture(scope="module")
@@ -102,8 +113,13 @@ def saved_bundle(tmp_path_factory):
 
 
 def _json_values():
-    return st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-5, 1 << 40), st.floats(allow_nan=True), st.text(max_size=8)),
-                        lambda c: st.one_of(st.lists(c, max_size=3), st.dictionaries(st.text(max_size=6), c, max_size=3)), max_leaves=8)
+    return st.recursive(
+        st.one_of(
+            st.none(), st.booleans(), st.integers(-5, 1 << 40), st.floats(allow_nan=True), st.text(max_size=8)
+        ),
+        lambda c: st.one_of(st.lists(c, max_size=3), st.dictionaries(st.text(max_size=6), c, max_size=3)),
+        max_leaves=8,
+    )
 
 
 def _paths(doc, prefix=()):
@@ -138,7 +154,9 @@ def test_a_mutated_bundle_loads_or_raises_a_typed_error(saved_bundle, tmp_path, 
             parent[path[-1]] = data.draw(_json_values())
         (d / "bundle.json").write_text(json.dumps(meta))
     elif action == "file":  # corrupt one member file
-        files = sorted(p for p in d.iterdir() if p.name != "bundle.json" and p.is_file() and not p.name.startswith("."))
+        files = sorted(
+            p for p in d.iterdir() if p.name != "bundle.json" and p.is_file() and not p.name.startswith(".")
+        )
         f = data.draw(st.sampled_from(files))
         f.write_bytes(mutate(f.read_bytes(), data.draw(_mutation)))
     elif action == "delete":

@@ -28,10 +28,21 @@ def test_two_servers_are_two_plugins(listed):
     home, cal = listed
     assert home.name == "home"  # the name the server reports
     assert cal.name == "cal"  # the name given wins
-    assert [t["name"] for t in home.tools] == ["ha_get_state", "ha_turn_on_light", "ha_delete_automation", "ha_get_logs"]
+    assert [t["name"] for t in home.tools] == [
+        "ha_get_state",
+        "ha_turn_on_light",
+        "ha_delete_automation",
+        "ha_get_logs",
+    ]
     specs = mcp_tool_specs(listed)
-    assert {t.name: t.domain for t in specs} == {"ha_get_state": "home", "ha_turn_on_light": "home", "ha_delete_automation": "home",
-                                                 "ha_get_logs": "home", "list_events": "cal", "create_event": "cal"}
+    assert {t.name: t.domain for t in specs} == {
+        "ha_get_state": "home",
+        "ha_turn_on_light": "home",
+        "ha_delete_automation": "home",
+        "ha_get_logs": "home",
+        "list_events": "cal",
+        "create_event": "cal",
+    }
     by = {t.name: t for t in specs}
     assert by["ha_get_state"].safety_tags == ("read_only",)
     assert by["ha_turn_on_light"].safety_tags == ("idempotent",)
@@ -42,7 +53,11 @@ def test_two_servers_are_two_plugins(listed):
 
 
 def test_router_from_mcp_routes_queries_to_server_tools(encoder):
-    r = Router.from_mcp([HOME, CALENDAR], encoder=encoder, tool_overlay={"ha_get_logs": {"success_examples": ["why did home assistant crash"]}})
+    r = Router.from_mcp(
+        [HOME, CALENDAR],
+        encoder=encoder,
+        tool_overlay={"ha_get_logs": {"success_examples": ["why did home assistant crash"]}},
+    )
     assert r.tools("switch on the kitchen light", top_k=1).names[0] == "ha_turn_on_light"
     belt = r.tools("what meetings do I have on Monday", top_k=1)
     assert belt.names[0] == "list_events" and belt.tools[0].domain == "cal"
@@ -67,7 +82,9 @@ def test_overlay_for_a_tool_no_server_lists(listed):
 def test_server_errors_are_typed():
     with pytest.raises(MCPImportError, match="no-such-mcp-server"):
         list_mcp_tools(["no-such-mcp-server --flag"], timeout=20)
-    with pytest.raises(MCPImportError, match="did not list its tools within"):  # a process that never speaks MCP
+    with pytest.raises(
+        MCPImportError, match="did not list its tools within"
+    ):  # a process that never speaks MCP
         list_mcp_tools([[sys.executable, "-c", "import time; time.sleep(60)"]], timeout=1.5)
     with pytest.raises(ConfigError, match="two MCP servers are named 'home'"):
         list_mcp_tools([HOME, HOME])

@@ -113,8 +113,10 @@ def test_wrong_width_lessons_are_refused_or_skipped(tmp_path):
         m.record("b", "t", use=True, embedding=np.full(8, np.nan, np.float32), model_id="m1")
     # A row written by another writer with another width is skipped on read, and counted.
     db = sqlite3.connect(tmp_path / "l.sqlite")
-    db.execute("INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES ('x', '', 't', 1, 'm1', ?, 0)",
-               (np.ones(3, np.float32).tobytes(),))
+    db.execute(
+        "INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES ('x', '', 't', 1, 'm1', ?, 0)",
+        (np.ones(3, np.float32).tobytes(),),
+    )
     db.commit()
     e, tools, use, ctx = m.matrix("m1", len(emb(0)))
     assert e.shape == (1, len(emb(0))) and tools == ["t"] and m.skipped == 1

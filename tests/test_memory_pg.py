@@ -17,10 +17,10 @@ import time
 import uuid
 
 import numpy as np
-import pg_server
-from conftest import missing
 import pytest
 
+import pg_server
+from conftest import missing
 from routecore.errors import MemoryStoreError
 from routecore.memory import ExperienceMemory
 
@@ -75,8 +75,13 @@ LESSONS = [  # (query, tool, use, model, width, context)
 def test_same_lessons_same_answers_as_sqlite(url, tmp_path):
     lite, pg = ExperienceMemory(tmp_path / "l.sqlite"), ExperienceMemory(url, timeout=2)
     assert type(pg).__name__ == "PostgresMemory" and isinstance(pg, ExperienceMemory)
-    ids = [[m.record(q, t, use=u, embedding=emb(i, w), model_id=mo, context=c) for i, (q, t, u, mo, w, c) in enumerate(LESSONS)]
-           for m in (lite, pg)]
+    ids = [
+        [
+            m.record(q, t, use=u, embedding=emb(i, w), model_id=mo, context=c)
+            for i, (q, t, u, mo, w, c) in enumerate(LESSONS)
+        ]
+        for m in (lite, pg)
+    ]
     assert ids[0] == ids[1] == [1, 2, 3, 4, 5]
     strip = lambda ls: [(l.id, l.query, l.context, l.tool, l.use, l.model_id) for l in ls]  # noqa: E731
     assert strip(lite.list()) == strip(pg.list())
@@ -84,16 +89,25 @@ def test_same_lessons_same_answers_as_sqlite(url, tmp_path):
 
     def same(*args):
         a, b = lite.matrix(*args), pg.matrix(*args)
-        assert a[0].dtype == b[0].dtype == np.float32 and np.array_equal(a[0], b[0]) and a[0].shape == b[0].shape
+        assert (
+            a[0].dtype == b[0].dtype == np.float32 and np.array_equal(a[0], b[0]) and a[0].shape == b[0].shape
+        )
         assert a[1:2] == b[1:2] and a[3] == b[3] and np.array_equal(a[2], b[2]) and lite.skipped == pg.skipped
         return b
 
     e, tools, use, ctx = same("m1", 4)
-    assert e.shape == (3, 4) and tools == ["ha_get_logs", "ha_turn_on", "restart_service"] and list(use) == [False, True, False]
+    assert (
+        e.shape == (3, 4)
+        and tools == ["ha_get_logs", "ha_turn_on", "restart_service"]
+        and list(use) == [False, True, False]
+    )
     assert ctx == ["system", "", ""]
     same("m1", None), same("m2", 6), same("m2", None), same("other", 4), same("other", None)
     # the stored bytes are float32 little-endian, as in SQLite
-    assert sql(url, "SELECT embedding FROM routecore_lessons WHERE id = 1")[0][0] == emb(0).astype("<f4").tobytes()
+    assert (
+        sql(url, "SELECT embedding FROM routecore_lessons WHERE id = 1")[0][0]
+        == emb(0).astype("<f4").tobytes()
+    )
 
     # the same refusals, in the same words
     for m in (lite, pg):
@@ -103,11 +117,16 @@ def test_same_lessons_same_answers_as_sqlite(url, tmp_path):
             m.record("b", "t", use=True, embedding=np.full(4, np.nan, np.float32), model_id="m1")
     # a row of another width written behind the store's back is skipped and counted
     db = sqlite3.connect(tmp_path / "l.sqlite")
-    db.execute("INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES ('x', '', 't', 1, 'm1', ?, 0)",
-               (np.ones(3, np.float32).tobytes(),))
+    db.execute(
+        "INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES ('x', '', 't', 1, 'm1', ?, 0)",
+        (np.ones(3, np.float32).tobytes(),),
+    )
     db.commit()
-    sql(url, "INSERT INTO routecore_lessons (query, tool, use, model_id, embedding, created) VALUES ('x', 't', true, 'm1', %s, 0)",
-        (np.ones(3, np.float32).tobytes(),))
+    sql(
+        url,
+        "INSERT INTO routecore_lessons (query, tool, use, model_id, embedding, created) VALUES ('x', 't', true, 'm1', %s, 0)",
+        (np.ones(3, np.float32).tobytes(),),
+    )
     assert same("m1", 4)[0].shape == (3, 4) and pg.skipped == 1
     for m in (lite, pg):
         assert m.delete(2) and not m.delete(2) and not m.delete(999)
@@ -126,9 +145,11 @@ def test_same_lessons_same_answers_as_sqlite(url, tmp_path):
 
 
 def test_psycopg_only_for_a_url_and_no_password_in_messages():
-    code = ("import sys, routecore, routecore.memory, routecore.router\n"
-            "routecore.memory.ExperienceMemory(':memory:').close()\n"
-            "assert 'psycopg' not in sys.modules, 'psycopg imported'\n")
+    code = (
+        "import sys, routecore, routecore.memory, routecore.router\n"
+        "routecore.memory.ExperienceMemory(':memory:').close()\n"
+        "assert 'psycopg' not in sys.modules, 'psycopg imported'\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
     with socket.socket() as s:  # a port nobody listens on: refused at once
         s.bind(("127.0.0.1", 0))
@@ -155,10 +176,9 @@ _QUERIES: dict = {}
 
 def _router(memory):
     """The router of test_tools' lessons test; every replica encodes the same texts the same way."""
+    from routecore.router import Router
     from stubs import StubEncoder, manual, mix
     from test_tools import TOOLS, VEC
-
-    from routecore.router import Router
 
     if not _QUERIES:
         q = mix(a0=0.6, a3=0.55)  # mix() puts its remainder on a fresh axis: once for all replicas
@@ -186,6 +206,7 @@ def test_a_lesson_changes_every_replicas_later_belts(url):
 
 # -- several processes (spawned: each its own interpreter, psycopg and connections) ---------------
 
+
 def _worker(task, url, k, barrier, out):
     """In a spawned process: wait for the others, then open the store (on a database
     without the schema: all create it at once) and, for "write", record 50 lessons.
@@ -193,10 +214,16 @@ def _worker(task, url, k, barrier, out):
     try:
         barrier.wait(30)
         m = ExperienceMemory(url)
-        got = [m.record(f"q{k}-{i}", f"tool{k}", use=bool(i % 2), embedding=emb(i, 8), model_id="m") for i in range(50)] \
-            if task == "write" else "ok"
+        got = (
+            [
+                m.record(f"q{k}-{i}", f"tool{k}", use=bool(i % 2), embedding=emb(i, 8), model_id="m")
+                for i in range(50)
+            ]
+            if task == "write"
+            else "ok"
+        )
         m.close()
-    except Exception as e:  # noqa: BLE001: reported to the test
+    except Exception as e:  # noqa: BLE001 - reported to the test
         got = f"{type(e).__name__}: {e}"
     out.put((k, got))
 
@@ -224,7 +251,9 @@ def test_four_processes_write_fifty_lessons_each(url):
     for k, mine in got.items():  # each writer's ids name its own lessons, in its order
         assert [l.query for l in lessons if l.id in set(mine)] == [f"q{k}-{i}" for i in range(50)]
     e, tools, use, ctx = m.matrix("m", 8)
-    assert e.shape == (200, 8) and m.skipped == 0 and sorted(set(tools)) == ["tool0", "tool1", "tool2", "tool3"]
+    assert (
+        e.shape == (200, 8) and m.skipped == 0 and sorted(set(tools)) == ["tool0", "tool1", "tool2", "tool3"]
+    )
     assert np.array_equal(e[[l.id for l in lessons].index(got[2][7])], emb(7, 8))
     assert sql(url, "SELECT value FROM routecore_meta") == [("1",)]
 
@@ -244,13 +273,16 @@ def test_schema_versions(url):
     with pytest.raises(MemoryStoreError, match=r"schema version 2, newer than version 1"):
         ExperienceMemory(url)
     sql(url, "UPDATE routecore_meta SET value = 'x1' WHERE key = 'schema_version'")
-    with pytest.raises(MemoryStoreError, match=r"schema version 'x1' is not understood \(this routecore reads version 1\)"):
+    with pytest.raises(
+        MemoryStoreError, match=r"schema version 'x1' is not understood \(this routecore reads version 1\)"
+    ):
         ExperienceMemory(url)
     sql(url, "UPDATE routecore_meta SET value = '1' WHERE key = 'schema_version'")
     assert [l.query for l in ExperienceMemory(url).list()] == ["q"]  # the lesson was kept throughout
 
 
 # -- the server going away -------------------------------------------------------------------------
+
 
 @pytest.fixture
 def own_server():
@@ -311,12 +343,16 @@ def test_a_hung_server_is_cut_off_and_reconnected(own_server):
     r = _router(mem)
     r.record_lesson("q", "ha_get_logs", use=False)
     with psycopg.connect(own_server.url(), autocommit=True) as c:
-        [pid] = [p for (p,) in c.execute("SELECT pid FROM pg_stat_activity WHERE application_name = 'routecore'")]
+        [pid] = [
+            p for (p,) in c.execute("SELECT pid FROM pg_stat_activity WHERE application_name = 'routecore'")
+        ]
     os.kill(pid, signal.SIGSTOP)
     try:
         belt, took = _belt(r)
         assert "ha_get_logs" in belt.names
-        assert any(a.kind == "memory_error" and "no answer within 2 s" in a.message for a in belt.alerts), belt.alerts
+        assert any(a.kind == "memory_error" and "no answer within 2 s" in a.message for a in belt.alerts), (
+            belt.alerts
+        )
         assert took < 4
     finally:
         os.kill(pid, signal.SIGCONT)

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from conftest import MODELS, need_shared
 from fake_hub import Hub, hf_cache, isolate
-
-from routecore import Encoder, hf_cache as hfc, models
+from routecore import Encoder, models
+from routecore import hf_cache as hfc
 from routecore.errors import DownloadError, ModelError
 
 
@@ -28,7 +29,11 @@ def env(tmp_path, monkeypatch):
 
 def minilm_files() -> dict[str, bytes]:
     d = need_shared(MODELS / "all-minilm-l6-v2")
-    return {"model.onnx": (d / "model-int8.onnx").read_bytes(), "model.onnx_data": b"\0" * 1000, "tokenizer.json": (d / "tokenizer.json").read_bytes()}
+    return {
+        "model.onnx": (d / "model-int8.onnx").read_bytes(),
+        "model.onnx_data": b"\0" * 1000,
+        "tokenizer.json": (d / "tokenizer.json").read_bytes(),
+    }
 
 
 def pull_from(hub: Hub, name: str, monkeypatch):
@@ -82,7 +87,9 @@ def test_pulled_model_loads_by_name(env, monkeypatch):
     cfg = json.loads((MODELS / "all-minilm-l6-v2" / "config.json").read_text())
     cfg.update(onnx="model.onnx")
     cfg.pop("models")
-    monkeypatch.setitem(models.REGISTRY, "tiny", models.ModelSource("me/tiny", "onnx", ("model.onnx", "tokenizer.json"), cfg))
+    monkeypatch.setitem(
+        models.REGISTRY, "tiny", models.ModelSource("me/tiny", "onnx", ("model.onnx", "tokenizer.json"), cfg)
+    )
     pull_from(Hub(minilm_files(), "me/tiny", "onnx"), "tiny", monkeypatch)
     enc = Encoder.load("tiny")
     assert enc.encode("hello").shape == (1, 384)
@@ -92,12 +99,19 @@ def test_pull_minilm_from_upstream_onnx_folder_and_root(env, monkeypatch):
     """MiniLM left the wheel; `models pull all-minilm-l6-v2` fetches the upstream
     int8 file from onnx/ and tokenizer.json from the repository root."""
     d = need_shared(MODELS / "all-minilm-l6-v2")
-    files = {"onnx/model_quint8_avx2.onnx": (d / "model-int8.onnx").read_bytes(), "tokenizer.json": (d / "tokenizer.json").read_bytes(),
-             "onnx/model.onnx": b"not wanted"}
+    files = {
+        "onnx/model_quint8_avx2.onnx": (d / "model-int8.onnx").read_bytes(),
+        "tokenizer.json": (d / "tokenizer.json").read_bytes(),
+        "onnx/model.onnx": b"not wanted",
+    }
     hub = known("all-minilm-l6-v2", files, monkeypatch, subdir="")
     path = pull_from(hub, "all-minilm-l6-v2", monkeypatch)
     assert sorted(hub.listed) == ["", "onnx"]
-    assert sorted(p.name for p in path.iterdir()) == ["config.json", "model_quint8_avx2.onnx", "tokenizer.json"]
+    assert sorted(p.name for p in path.iterdir()) == [
+        "config.json",
+        "model_quint8_avx2.onnx",
+        "tokenizer.json",
+    ]
     enc = Encoder.load("all-minilm-l6-v2", cache_size=0)
     ref = [json.loads(line) for line in (d / "reference.jsonl").read_text().splitlines()[:5]]
     for r in ref:
@@ -108,7 +122,11 @@ def test_pull_minilm_from_upstream_onnx_folder_and_root(env, monkeypatch):
 
 def test_checksum_mismatch_leaves_nothing(env, monkeypatch):
     with pytest.raises(DownloadError, match="checksum"):
-        pull_from(known("bge-m3", minilm_files(), monkeypatch, faults={"onnx/tokenizer.json": ["flip"]}), "bge-m3", monkeypatch)
+        pull_from(
+            known("bge-m3", minilm_files(), monkeypatch, faults={"onnx/tokenizer.json": ["flip"]}),
+            "bge-m3",
+            monkeypatch,
+        )
     assert not (env / "home" / "models" / "bge-m3").exists()
 
 
@@ -124,24 +142,40 @@ def test_unreachable_hub_and_unknown_model(env, monkeypatch):
 
 # --- the Hugging Face cache: read (verified), never written -------------------------
 
-TINY = {"onnx/model.onnx": np.random.default_rng(1).bytes(200_000), "tokenizer.json": json.dumps({"vocab": list(range(500))}).encode()}
+TINY = {
+    "onnx/model.onnx": np.random.default_rng(1).bytes(200_000),
+    "tokenizer.json": json.dumps({"vocab": list(range(500))}).encode(),
+}
 SHA = {p: hashlib.sha256(b).hexdigest() for p, b in TINY.items()}
 COMMIT = hashlib.sha1(b"the pinned commit").hexdigest()
-GOOD = {"model.onnx": TINY["onnx/model.onnx"], "tokenizer.json": TINY["tokenizer.json"], "config.json": b'{\n  "dim": 4\n}'}
+GOOD = {
+    "model.onnx": TINY["onnx/model.onnx"],
+    "tokenizer.json": TINY["tokenizer.json"],
+    "config.json": b'{\n  "dim": 4\n}',
+}
 
 
 def tiny(monkeypatch, *, pinned: bool, revision: str = COMMIT) -> Path:
     """Registers model "tiny" (me/tiny: onnx/model.onnx in LFS, a plain-git tokenizer.json at the root)."""
     pins = {"model.onnx": SHA["onnx/model.onnx"], "/tokenizer.json": SHA["tokenizer.json"]} if pinned else {}
-    src = models.ModelSource("me/tiny", "onnx", ("model.onnx", "/tokenizer.json"), {"dim": 4}, revision=revision, sha256=pins)
+    src = models.ModelSource(
+        "me/tiny", "onnx", ("model.onnx", "/tokenizer.json"), {"dim": 4}, revision=revision, sha256=pins
+    )
     monkeypatch.setitem(models.REGISTRY, "tiny", src)
     return models.home() / "models" / "tiny"
 
 
 def snapshot(folder: Path) -> dict[str, object]:
     """Every entry under ``folder``: a link's target, a file's bytes and link count."""
+
     def what(p: Path) -> object:
-        return os.readlink(p) if p.is_symlink() else (p.read_bytes(), p.stat().st_nlink) if p.is_file() else "dir"
+        return (
+            os.readlink(p)
+            if p.is_symlink()
+            else (p.read_bytes(), p.stat().st_nlink)
+            if p.is_file()
+            else "dir"
+        )
 
     return {str(p.relative_to(folder)): what(p) for p in sorted(folder.rglob("*"))}
 
@@ -172,12 +206,16 @@ def test_a_model_in_the_hf_cache_is_verified_and_used(env, hub, monkeypatch, pin
     if offline:
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert content(models.pull("tiny", quiet=True)) == GOOD
-    listed = [] if pinned or offline else ["/api/models/me/tiny/tree/main/onnx", "/api/models/me/tiny/tree/main"]
+    listed = (
+        [] if pinned or offline else ["/api/models/me/tiny/tree/main/onnx", "/api/models/me/tiny/tree/main"]
+    )
     assert [p for _, p, _ in used.requests] == listed  # and no file downloads
     blob = folder / "blobs" / SHA["onnx/model.onnx"]
     assert (target / "model.onnx").stat().st_ino == blob.stat().st_ino  # a hard link: no second copy
     # The cache is as it was, but for a second name of each blob (in the model's folder).
-    assert snapshot(folder) == {k: (v[0], 2) if isinstance(v, tuple) and k.startswith("blobs/") else v for k, v in before.items()}
+    assert snapshot(folder) == {
+        k: (v[0], 2) if isinstance(v, tuple) and k.startswith("blobs/") else v for k, v in before.items()
+    }
 
 
 @pytest.mark.parametrize("pinned", [True, False])
@@ -191,11 +229,15 @@ def test_a_corrupt_blob_in_the_hf_cache_is_downloaded_again_and_left_alone(env, 
     assert len(hub[0].gets("onnx/model.onnx")) == 1 and hub[0].gets("tokenizer.json") == []
     after = snapshot(folder)
     assert after[f"blobs/{blob.name}"] == before[f"blobs/{blob.name}"]  # untouched, not linked
-    assert {k for k in after if after[k] != before[k]} == {k for k in after if k.startswith("blobs/") and k != f"blobs/{blob.name}"}
+    assert {k for k in after if after[k] != before[k]} == {
+        k for k in after if k.startswith("blobs/") and k != f"blobs/{blob.name}"
+    }
 
 
 def test_offline_without_the_model_in_the_hf_cache_says_what_is_missing(env, hub, monkeypatch):
-    folder = hf_cache(env / "hf", "me/tiny", {"onnx/model.onnx": TINY["onnx/model.onnx"]}, COMMIT)  # no tokenizer.json
+    folder = hf_cache(
+        env / "hf", "me/tiny", {"onnx/model.onnx": TINY["onnx/model.onnx"]}, COMMIT
+    )  # no tokenizer.json
     (folder / "blobs" / SHA["onnx/model.onnx"]).write_bytes(TINY["onnx/model.onnx"][::-1])
     before = snapshot(folder)
     target = tiny(monkeypatch, pinned=True)
@@ -203,8 +245,13 @@ def test_offline_without_the_model_in_the_hf_cache_says_what_is_missing(env, hub
     with pytest.raises(DownloadError) as e:
         models.pull("tiny", quiet=True)
     msg = str(e.value)
-    assert msg.startswith(f"HF_HUB_OFFLINE is set and the Hugging Face cache {folder} lacks me/tiny at {COMMIT}: ")
-    assert re.search(r"onnx/model.onnx: \S+ failed its check: SHA-256 [0-9a-f]{64}, expected " + SHA["onnx/model.onnx"], msg)
+    assert msg.startswith(
+        f"HF_HUB_OFFLINE is set and the Hugging Face cache {folder} lacks me/tiny at {COMMIT}: "
+    )
+    assert re.search(
+        r"onnx/model.onnx: \S+ failed its check: SHA-256 [0-9a-f]{64}, expected " + SHA["onnx/model.onnx"],
+        msg,
+    )
     assert "tokenizer.json: not in the cache" in msg and msg.endswith("(unset HF_HUB_OFFLINE to download)")
     assert hub[0].requests == [] and not target.exists() and snapshot(folder) == before
 
@@ -215,11 +262,15 @@ def test_offline_the_hf_cache_must_hold_the_pinned_revision_and_vouch_for_its_fi
     hf_cache(env / "hf" / "a", "me/tiny", TINY, other)  # the same files, but only at another commit
     monkeypatch.setenv("HF_HUB_CACHE", str(env / "hf" / "a"))
     tiny(monkeypatch, pinned=False)
-    with pytest.raises(DownloadError, match="onnx/model.onnx: not in the cache; tokenizer.json: not in the cache"):
+    with pytest.raises(
+        DownloadError, match="onnx/model.onnx: not in the cache; tokenizer.json: not in the cache"
+    ):
         models.pull("tiny", quiet=True)
     hf_cache(env / "hf" / "b", "me/tiny", TINY, COMMIT, links=False)  # copies, as on Windows: no blob names
     monkeypatch.setenv("HF_HUB_CACHE", str(env / "hf" / "b"))
-    with pytest.raises(DownloadError, match="model.onnx: .* cannot be checked .*tokenizer.json: .* cannot be checked"):
+    with pytest.raises(
+        DownloadError, match="model.onnx: .* cannot be checked .*tokenizer.json: .* cannot be checked"
+    ):
         models.pull("tiny", quiet=True)
     tiny(monkeypatch, pinned=True)  # a pin vouches for a copy
     assert content(models.pull("tiny", quiet=True)) == GOOD

@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 import pytest
-from fake_hub import Hub, isolate
 
+from fake_hub import Hub, isolate
 from routecore import models
 from routecore.errors import DownloadError, ModelError
 
@@ -31,7 +31,11 @@ TOKENIZER = json.dumps({"model": {"vocab": {f"w{i}": i for i in range(3000)}}}).
 FILES = {"onnx/model.onnx": WEIGHTS, "tokenizer.json": TOKENIZER}
 SOURCE = models.ModelSource(REPO, "onnx", ("model.onnx", "/tokenizer.json"), {"dim": 4})
 SHA = {n: hashlib.sha256(b).hexdigest() for n, b in FILES.items()}
-GOOD = {"model.onnx": WEIGHTS, "tokenizer.json": TOKENIZER, "config.json": json.dumps({"dim": 4}, indent=2).encode()}
+GOOD = {
+    "model.onnx": WEIGHTS,
+    "tokenizer.json": TOKENIZER,
+    "config.json": json.dumps({"dim": 4}, indent=2).encode(),
+}
 
 
 @pytest.fixture
@@ -72,7 +76,9 @@ def content(folder) -> dict[str, bytes]:
 
 def leftovers(target) -> list[str]:
     """Entries next to the model other than the model and its lock file."""
-    return sorted(p.name for p in target.parent.iterdir() if p.name not in (target.name, f".{target.name}.lock"))
+    return sorted(
+        p.name for p in target.parent.iterdir() if p.name not in (target.name, f".{target.name}.lock")
+    )
 
 
 def tamper(b: bytes) -> bytes:
@@ -95,7 +101,11 @@ def test_plain_file_with_wrong_length_is_refused(serve, target, fault):
 
 def test_plain_file_cut_short_is_retried_then_refused(serve, target):
     hub = serve(faults={"tokenizer.json": ["drop"] * 9})
-    with pytest.raises(DownloadError, match="failed after 3 attempts: .*connection closed after %d of %d bytes" % (len(TOKENIZER) // 2, len(TOKENIZER))):
+    with pytest.raises(
+        DownloadError,
+        match="failed after 3 attempts: .*connection closed after %d of %d bytes"
+        % (len(TOKENIZER) // 2, len(TOKENIZER)),
+    ):
         pull(retries=2)
     assert len(hub.gets("tokenizer.json")) == 3
     assert not target.exists() and leftovers(target) == []
@@ -129,8 +139,15 @@ def test_size_only_listing_still_catches_a_short_file(serve, target):
         pull(retries=1)
 
 
-@pytest.mark.parametrize("bad", [{"faults": {"tokenizer.json": ["short"]}}, {"served": {"tokenizer.json": tamper(TOKENIZER)}},
-                                 {"faults": {"onnx/model.onnx": ["flip"]}}, {"faults": {"tokenizer.json": ["404"]}}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"faults": {"tokenizer.json": ["short"]}},
+        {"served": {"tokenizer.json": tamper(TOKENIZER)}},
+        {"faults": {"onnx/model.onnx": ["flip"]}},
+        {"faults": {"tokenizer.json": ["404"]}},
+    ],
+)
 def test_force_keeps_the_good_model_when_the_new_download_is_bad(serve, target, bad):
     serve()
     path = pull()
@@ -187,8 +204,12 @@ def test_concurrent_forced_pulls_in_two_processes(serve, target, tmp_path):
         print(models.pull("tiny", force=True, quiet=True))
     """)
     env = {**os.environ, models.HUB_ENV: hub.url, models.HOME_ENV: str(target.parent.parent)}
-    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     assert content(target) == GOOD and leftovers(target) == []
@@ -237,7 +258,12 @@ def test_leftovers_of_a_killed_pull_are_removed_and_never_listed(serve, target):
 
 # --- 3. malformed listings are typed errors -----------------------------------------
 
-GOOD_ROW = {"type": "file", "path": "onnx/model.onnx", "size": len(WEIGHTS), "lfs": {"oid": SHA["onnx/model.onnx"], "size": len(WEIGHTS)}}
+GOOD_ROW = {
+    "type": "file",
+    "path": "onnx/model.onnx",
+    "size": len(WEIGHTS),
+    "lfs": {"oid": SHA["onnx/model.onnx"], "size": len(WEIGHTS)},
+}
 BAD_LISTINGS = {
     "html": b"<html>rate limited</html>",
     "binary": b"\xff\xfe\x00garbage",
@@ -296,8 +322,18 @@ def test_listing_without_a_wanted_file(serve, target):
         pull()
 
 
-@pytest.mark.parametrize("kw", [{"files": ("../model.onnx",)}, {"files": ("/a/../b",)}, {"files": ("a/x", "b/x")}, {"files": ()},
-                                {"files": ("config.json",)}, {"sha256": {"nope": "0" * 64}}, {"sha256": {"model.onnx": "XYZ"}}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"files": ("../model.onnx",)},
+        {"files": ("/a/../b",)},
+        {"files": ("a/x", "b/x")},
+        {"files": ()},
+        {"files": ("config.json",)},
+        {"sha256": {"nope": "0" * 64}},
+        {"sha256": {"model.onnx": "XYZ"}},
+    ],
+)
 def test_bad_model_source_is_a_model_error(kw):
     with pytest.raises(ModelError):
         models.ModelSource(**{"repo": REPO, "subdir": "onnx", "files": ("model.onnx",), **kw})
@@ -307,7 +343,9 @@ def test_bad_model_source_is_a_model_error(kw):
 
 
 def pin(monkeypatch, **sha256):
-    monkeypatch.setitem(models.REGISTRY, "tiny", models.ModelSource(REPO, "onnx", SOURCE.files, {"dim": 4}, sha256=sha256))
+    monkeypatch.setitem(
+        models.REGISTRY, "tiny", models.ModelSource(REPO, "onnx", SOURCE.files, {"dim": 4}, sha256=sha256)
+    )
 
 
 def test_pins_that_match_pass(serve, target, monkeypatch):
@@ -418,7 +456,9 @@ def test_a_pause_longer_than_the_timeout_is_resumed(serve, target):
     assert [h.get("Range") for h in hub.gets("onnx/model.onnx")] == [None, f"bytes={len(WEIGHTS) // 2}-"]
 
 
-@pytest.mark.parametrize("fault, delay, why", [("trickle", 0.05, "stalled: .* bytes in .* s"), ("pause", 2.0, "timed out")])
+@pytest.mark.parametrize(
+    "fault, delay, why", [("trickle", 0.05, "stalled: .* bytes in .* s"), ("pause", 2.0, "timed out")]
+)
 def test_a_server_that_stalls_every_time_fails_in_bounded_time(serve, target, fault, delay, why):
     """20 bytes every 0.05 s never trips a 0.5 s read timeout, but is under the stall rate;
     a pause of 2 s trips the timeout. Each retry resumes where the last one stopped."""
@@ -452,12 +492,15 @@ def plant(target, data: bytes):
     (d / f"{SHA['onnx/model.onnx']}.incomplete").write_bytes(data)
 
 
-@pytest.mark.parametrize("kept, ranges", [
-    (WEIGHTS[:1000], ["bytes=1000-"]),  # a killed pull's bytes: resumed
-    (WEIGHTS, []),  # complete already: verified, not downloaded
-    (WEIGHTS + b"x", [None]),  # longer than the file: dropped
-    (b"\0" * 1000, ["bytes=1000-", None]),  # wrong bytes: checksum fails, downloaded again
-])
+@pytest.mark.parametrize(
+    "kept, ranges",
+    [
+        (WEIGHTS[:1000], ["bytes=1000-"]),  # a killed pull's bytes: resumed
+        (WEIGHTS, []),  # complete already: verified, not downloaded
+        (WEIGHTS + b"x", [None]),  # longer than the file: dropped
+        (b"\0" * 1000, ["bytes=1000-", None]),  # wrong bytes: checksum fails, downloaded again
+    ],
+)
 def test_a_later_pull_resumes_what_an_earlier_one_left(serve, target, kept, ranges):
     plant(target, kept)
     hub = serve()

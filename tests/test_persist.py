@@ -11,7 +11,12 @@ from routecore.errors import CorruptIndexError, StorageIOError
 def index():
     rng = np.random.default_rng(3)
     ix = VectorIndex(16, storage="int8")
-    ix.add(np.arange(100) * 3, rng.standard_normal((100, 16)), labels=[f"l{i % 4}" for i in range(100)], domains=[f"d{i % 2}" for i in range(100)])
+    ix.add(
+        np.arange(100) * 3,
+        rng.standard_normal((100, 16)),
+        labels=[f"l{i % 4}" for i in range(100)],
+        domains=[f"d{i % 2}" for i in range(100)],
+    )
     ix.remove([3, 6])
     return ix
 

@@ -7,13 +7,13 @@ import json
 import logging
 
 import pytest
-from stubs import StubEncoder, it_ops_rules, mix, unit
-from stubs import manual as _manual
 
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.policy import CLARIFY, BiasRule, Policy
 from routecore.router import Router
 from routecore.specs import RouteSpec
+from stubs import StubEncoder, it_ops_rules, mix, unit
+from stubs import manual as _manual
 
 
 def manual(**kw):
@@ -56,7 +56,9 @@ def test_low_tier_clarifies_without_llm():
 
 
 def test_low_action_none():
-    d = router(manual(low_action="none", three_way_within=0.0, bias_rules=()), q=mix(a0=0.5, a1=0.49, a2=0.48)).route("q")
+    d = router(
+        manual(low_action="none", three_way_within=0.0, bias_rules=()), q=mix(a0=0.5, a1=0.49, a2=0.48)
+    ).route("q")
     assert (d.action, d.route) == ("none", None)
 
 
@@ -119,7 +121,9 @@ def test_bias_rules_read_the_cosine_gap_either_way_and_three_way_ties_only_below
 def test_library_defaults_carry_no_domain_rules():
     """A stranger's routes named RAG/GENERAL/INCIDENT get no rule they did not write."""
     assert Policy().bias_rules == ()
-    r = Router(ROUTES, encoder=StubEncoder({**AXES, "q": mix(a0=0.60, a1=0.58)}), policy=manual(bias_rules=()))
+    r = Router(
+        ROUTES, encoder=StubEncoder({**AXES, "q": mix(a0=0.60, a1=0.58)}), policy=manual(bias_rules=())
+    )
     assert r.route("q").bias_rule is None
 
 
@@ -131,7 +135,9 @@ def test_custom_bias_rule_and_window():
 
 def test_per_route_threshold_overrides():
     q = mix(a0=0.6, a1=0.53)
-    assert router(manual(per_route={"INCIDENT": {"high": 0.75, "margin": 0.1}}), q=q).route("q").tier == "high"
+    assert (
+        router(manual(per_route={"INCIDENT": {"high": 0.75, "margin": 0.1}}), q=q).route("q").tier == "high"
+    )
     assert router(manual(per_route={"INCIDENT": {"min_score": 0.95}}), q=q).route("q").action == "none"
     with pytest.raises(ConfigError):
         router(manual(per_route={"NOPE": {"high": 0.5}}))
@@ -169,7 +175,9 @@ def test_thresholds_lookup():
     assert manual().thresholds("GENERAL", continuing=False) == (0.85, 0.15, 0.50, 0.30)
 
 
-@pytest.mark.parametrize("bad", [{"high": 1.5}, {"margin": -0.1}, {"min_score": 2}, {"temperature": 0}, {"previous_strategy": "x"}])
+@pytest.mark.parametrize(
+    "bad", [{"high": 1.5}, {"margin": -0.1}, {"min_score": 2}, {"temperature": 0}, {"previous_strategy": "x"}]
+)
 def test_thresholds_outside_unit_interval_are_rejected(bad):
     with pytest.raises(ConfigError):
         manual(**bad)
@@ -203,7 +211,9 @@ def test_affinity_keeps_a_negative_in_domain_route_ahead():
 def test_collision_alert_names_both_routes():
     d = router(manual(bias_rules=(), three_way_within=0.0), q=mix(a0=0.7, a2=0.66)).route("q")
     [a] = [a for a in d.alerts if a.kind == "collision"]
-    assert "INCIDENT" in a.message and "GENERAL" in a.message and a.data["gap"] == pytest.approx(0.04, abs=1e-4)
+    assert (
+        "INCIDENT" in a.message and "GENERAL" in a.message and a.data["gap"] == pytest.approx(0.04, abs=1e-4)
+    )
     assert d.collision and d.system_prompt_alert == a.message
     as_json = json.loads(d.to_json())
     assert as_json["collision"] is True and as_json["system_prompt_alert"] == a.message

@@ -36,14 +36,34 @@ def test_ten_seconds_of_routing_write_nothing_and_touch_no_network(tmp_path):
         pytest.skip("strace is not installed")
     home = tmp_path / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "ORT_DISABLE_TELEMETRY", "ROUTECORE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("CI", "ORT_DISABLE_TELEMETRY", "ROUTECORE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")
+    }
     env["HOME"] = str(home)
     from conftest import ROOT
 
     code = SCRIPT.replace("sys_argv_config", repr(str(ROOT / "examples" / "it_ops_routes.yaml")))
     log = tmp_path / "strace.log"
-    p = subprocess.run([strace, "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o", str(log), sys.executable, "-c", code],
-                       env=env, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            strace,
+            "-f",
+            "-qq",
+            "-e",
+            "trace=connect,sendto,sendmsg",
+            "-o",
+            str(log),
+            sys.executable,
+            "-c",
+            code,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     written = [str(f.relative_to(home)) for f in home.rglob("*")]
     assert written == [], f"files appeared under HOME: {written}"

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from stubs import StubEncoder, manual, unit
-
 from routecore.progress import Progress
 from routecore.router import Router
 from routecore.specs import RouteSpec, ToolSpec
+from stubs import StubEncoder, manual, unit
 
 ROUTES = [RouteSpec(f"R{i}", tuple(f"r{i} {j}" for j in range(50))) for i in range(3)]
 TOOLS = [ToolSpec("T", "t", anti_patterns=("not t",))]
@@ -14,7 +13,13 @@ TOOLS = [ToolSpec("T", "t", anti_patterns=("not t",))]
 
 def test_a_callback_sees_every_batch_up_to_the_total():
     seen: list[tuple[int, int]] = []
-    Router(ROUTES, TOOLS, encoder=StubEncoder({"t": unit(0)}), policy=manual(), progress=lambda d, t: seen.append((d, t)))
+    Router(
+        ROUTES,
+        TOOLS,
+        encoder=StubEncoder({"t": unit(0)}),
+        policy=manual(),
+        progress=lambda d, t: seen.append((d, t)),
+    )
     total = 150 + 1 + 1
     assert seen[-1] == (total, total)
     assert all(b[0] > a[0] for a, b in zip(seen, seen[1:])) and {t for _, t in seen} == {total}
@@ -25,7 +30,11 @@ def test_true_writes_one_line_on_stderr_and_the_default_is_silent(capsys):
     assert capsys.readouterr() == ("", "")
     Router(ROUTES, encoder=StubEncoder({}), policy=manual(), progress=True)
     out, err = capsys.readouterr()
-    assert out == "" and err.endswith("embedding exemplars: 150/150 [" + err.split("[")[-1]) and err.endswith("]\n")
+    assert (
+        out == ""
+        and err.endswith("embedding exemplars: 150/150 [" + err.split("[")[-1])
+        and err.endswith("]\n")
+    )
 
 
 def test_progress_is_throttled_but_always_ends_at_the_total(capsys):

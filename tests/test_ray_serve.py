@@ -29,10 +29,20 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 
 from routecore.examples import IT_OPS_ROUTES, TOOLS  # noqa: E402
 
-QUERIES = ["the production server is down", "how do I configure the VPN client on Linux", "hello, how are you",
-           "le site renvoie des erreurs 500", "where is the runbook for Kafka", "tell me a joke", "device logs",
-           "database connections keep timing out", "quelle est la procédure de rotation des identifiants",
-           "the payment service is very slow", "thanks for your help", "which ports must be open for the reverse proxy"]
+QUERIES = [
+    "the production server is down",
+    "how do I configure the VPN client on Linux",
+    "hello, how are you",
+    "le site renvoie des erreurs 500",
+    "where is the runbook for Kafka",
+    "tell me a joke",
+    "device logs",
+    "database connections keep timing out",
+    "quelle est la procédure de rotation des identifiants",
+    "the payment service is very slow",
+    "thanks for your help",
+    "which ports must be open for the reverse proxy",
+]
 APP = "routecore_test"
 
 
@@ -76,12 +86,24 @@ def cluster(config, lessons_url):
     from routecore.integrations.ray import deployment
 
     port = free_port()
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024 * 1024, log_to_driver=False,
-             configure_logging=False, runtime_env={"env_vars": {"ROUTECORE_HOME": os.environ["ROUTECORE_HOME"]}})
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=200 * 1024 * 1024,
+        log_to_driver=False,
+        configure_logging=False,
+        runtime_env={"env_vars": {"ROUTECORE_HOME": os.environ["ROUTECORE_HOME"]}},
+    )
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
-        app = deployment(config=config, num_replicas=2, ray_actor_options={"num_cpus": 0.5}, lessons=lessons_url,
-                         max_batch_size=16, batch_wait_timeout_s=0.005)
+        app = deployment(
+            config=config,
+            num_replicas=2,
+            ray_actor_options={"num_cpus": 0.5},
+            lessons=lessons_url,
+            max_batch_size=16,
+            batch_wait_timeout_s=0.005,
+        )
         handle = serve.run(app, name=APP, route_prefix="/rc", blocking=False)
         yield handle, f"http://127.0.0.1:{port}/rc"
     finally:
@@ -98,7 +120,12 @@ def local(config, encoder, lessons_url):
 
 
 def same_decision(got: dict, want: dict) -> None:
-    assert (got["query"], got["action"], got["route"], got["tier"]) == (want["query"], want["action"], want["route"], want["tier"])
+    assert (got["query"], got["action"], got["route"], got["tier"]) == (
+        want["query"],
+        want["action"],
+        want["route"],
+        want["tier"],
+    )
     assert set(got["probabilities"]) == set(want["probabilities"])
     for k, p in want["probabilities"].items():
         assert abs(got["probabilities"][k] - p) <= 1e-6, (got["query"], k)
@@ -106,8 +133,11 @@ def same_decision(got: dict, want: dict) -> None:
 
 def replicas() -> dict[str, str]:
     """Live replica actors of the app: name -> namespace."""
-    return {a["name"]: a["namespace"] for a in ray.util.list_named_actors(all_namespaces=True)
-            if a["name"].startswith("SERVE_REPLICA") and APP in a["name"]}
+    return {
+        a["name"]: a["namespace"]
+        for a in ray.util.list_named_actors(all_namespaces=True)
+        if a["name"].startswith("SERVE_REPLICA") and APP in a["name"]
+    }
 
 
 def running(handle_app: str = APP) -> int:
@@ -129,14 +159,20 @@ def retried(fn, attempts: int = 8, pause: float = 0.25):
 def test_decisions_match_in_process(cluster, local):
     handle, url = cluster
     # concurrent calls: @serve.batch gathers them into route_batch calls on each replica
-    futures = [handle.route.remote(q) for q in QUERIES] + [handle.route.remote(q, previous="INCIDENT") for q in QUERIES[:4]]
+    futures = [handle.route.remote(q) for q in QUERIES] + [
+        handle.route.remote(q, previous="INCIDENT") for q in QUERIES[:4]
+    ]
     got = [f.result(timeout_s=60) for f in futures]
-    want = [local.route(q).to_dict() for q in QUERIES] + [local.route(q, previous="INCIDENT").to_dict() for q in QUERIES[:4]]
+    want = [local.route(q).to_dict() for q in QUERIES] + [
+        local.route(q, previous="INCIDENT").to_dict() for q in QUERIES[:4]
+    ]
     for g, w in zip(got, want):
         same_decision(g, w)
     belts = [f.result(timeout_s=60) for f in [handle.tools.remote(q) for q in QUERIES[:6]]]
     assert [[t["name"] for t in b["tools"]] for b in belts] == [local.tools(q).names for q in QUERIES[:6]]
-    assert len({handle.replica_pid.remote().result(timeout_s=30) for _ in range(20)}) == 2  # both replicas answer
+    assert (
+        len({handle.replica_pid.remote().result(timeout_s=30) for _ in range(20)}) == 2
+    )  # both replicas answer
 
     import httpx
 
@@ -144,7 +180,10 @@ def test_decisions_match_in_process(cluster, local):
     assert r.status_code == 200, r.text
     same_decision(r.json(), local.route(QUERIES[0]).to_dict())
     r = httpx.post(f"{url}/tools", json={"query": QUERIES[3], "top_k": 2}, timeout=30)
-    assert r.status_code == 200 and [t["name"] for t in r.json()["tools"]] == local.tools(QUERIES[3], top_k=2).names
+    assert (
+        r.status_code == 200
+        and [t["name"] for t in r.json()["tools"]] == local.tools(QUERIES[3], top_k=2).names
+    )
     assert httpx.post(f"{url}/route", json={"nope": 1}, timeout=30).status_code == 422
     assert httpx.get(f"{url}/healthz", timeout=30).json() == {"status": "ok"}
 

@@ -14,7 +14,9 @@ def test_the_python_example_runs_anywhere_and_writes_nothing(tmp_path):
     (tmp_path / "example.py").write_text(code, encoding="utf-8")
     work = tmp_path / "work"
     work.mkdir()
-    p = subprocess.run([sys.executable, str(tmp_path / "example.py")], cwd=work, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, str(tmp_path / "example.py")], cwd=work, capture_output=True, text=True, timeout=300
+    )
     assert p.returncode == 0, p.stderr
     assert list(work.iterdir()) == []
     assert "route RAG" in p.stdout or "route " in p.stdout

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from stubs import StubEncoder, manual, mix, unit
 
 from routecore import Router
 from routecore.decision import REASON_CODES, Decision, Reason
 from routecore.llm import LLMChoice, LLMRequest, OpenAICompatibleRouter
 from routecore.policy import CLARIFY, BiasRule
 from routecore.specs import RouteSpec
+from stubs import StubEncoder, manual, mix, unit
 
 ROUTES = [
     RouteSpec("INCIDENT", ("e0",), "outages"),

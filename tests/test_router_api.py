@@ -9,20 +9,45 @@ import pytest
 
 from routecore.errors import DimensionMismatchError, InvalidArgumentError, NonFiniteError
 
-QUERIES = ["Peux-tu me donner l'état de l'incident INC20481234 ?", "what is the escalation path for a P1 on the billing platform",
-           "hello there", "how do I reset my VPN password", "le serveur Kafka ne répond plus depuis ce matin",
-           "quelle est la procédure de sauvegarde Oracle", "thanks, that's all", "open a ticket for the broken printer"]
-TOOL_QUERIES = ["restart the payments service", "what is the weather in Hanoi", "show me the last errors of the API gateway", "bonjour"]
+QUERIES = [
+    "Peux-tu me donner l'état de l'incident INC20481234 ?",
+    "what is the escalation path for a P1 on the billing platform",
+    "hello there",
+    "how do I reset my VPN password",
+    "le serveur Kafka ne répond plus depuis ce matin",
+    "quelle est la procédure de sauvegarde Oracle",
+    "thanks, that's all",
+    "open a ticket for the broken printer",
+]
+TOOL_QUERIES = [
+    "restart the payments service",
+    "what is the weather in Hanoi",
+    "show me the last errors of the API gateway",
+    "bonjour",
+]
 
 
 def _same(a, b):
-    assert (a.action, a.route, a.tier, a.candidates, a.alerts) == (b.action, b.route, b.tier, b.candidates, b.alerts)
-    assert a.confidence == pytest.approx(b.confidence, abs=1e-6) and dict(a.raw_scores) == pytest.approx(dict(b.raw_scores), abs=1e-6)
+    assert (a.action, a.route, a.tier, a.candidates, a.alerts) == (
+        b.action,
+        b.route,
+        b.tier,
+        b.candidates,
+        b.alerts,
+    )
+    assert a.confidence == pytest.approx(b.confidence, abs=1e-6) and dict(a.raw_scores) == pytest.approx(
+        dict(b.raw_scores), abs=1e-6
+    )
 
 
 def test_route_batch_equals_single_calls(it_ops_router, encoder):
     encoder.clear_cache()
-    batch = it_ops_router.route_batch(QUERIES, previous=[None, None, None, "GENERAL", None, None, None, None] if "GENERAL" in it_ops_router._route_by_name else None)
+    batch = it_ops_router.route_batch(
+        QUERIES,
+        previous=[None, None, None, "GENERAL", None, None, None, None]
+        if "GENERAL" in it_ops_router._route_by_name
+        else None,
+    )
     encoder.clear_cache()
     for d, q in zip(batch, QUERIES):
         _same(d, it_ops_router.route(q, previous=d.previous_route))
@@ -54,21 +79,31 @@ def test_vectors_in_give_the_same_decisions(it_ops_router, tools_router, encoder
     v = encoder.encode(QUERIES)
     for q, row in zip(QUERIES, v):
         _same(it_ops_router.route(q, vector=row), it_ops_router.route(q))
-    _same(it_ops_router.route(QUERIES[0], vector=(v[0] * 3).astype(np.float64).tolist()), it_ops_router.route(QUERIES[0]))  # normalised, converted
+    _same(
+        it_ops_router.route(QUERIES[0], vector=(v[0] * 3).astype(np.float64).tolist()),
+        it_ops_router.route(QUERIES[0]),
+    )  # normalised, converted
     for d, q in zip(it_ops_router.route_batch(QUERIES, vectors=v), QUERIES):
         _same(d, it_ops_router.route(q))
     tv = encoder.encode(TOOL_QUERIES)
-    assert tools_router.tools(TOOL_QUERIES[0], vector=tv[0]).names == tools_router.tools(TOOL_QUERIES[0]).names
-    assert [b.names for b in tools_router.tools_batch(TOOL_QUERIES, vectors=tv)] == [tools_router.tools(q).names for q in TOOL_QUERIES]
+    assert (
+        tools_router.tools(TOOL_QUERIES[0], vector=tv[0]).names == tools_router.tools(TOOL_QUERIES[0]).names
+    )
+    assert [b.names for b in tools_router.tools_batch(TOOL_QUERIES, vectors=tv)] == [
+        tools_router.tools(q).names for q in TOOL_QUERIES
+    ]
 
 
-@pytest.mark.parametrize(("vec", "err"), [
-    (np.zeros(3, np.float32), DimensionMismatchError),
-    (np.full(384, np.nan, np.float32), NonFiniteError),
-    (np.r_[np.ones(383, np.float32), np.inf], NonFiniteError),
-    (np.zeros(384, np.float32), NonFiniteError),
-    ("not a vector", InvalidArgumentError),
-])
+@pytest.mark.parametrize(
+    ("vec", "err"),
+    [
+        (np.zeros(3, np.float32), DimensionMismatchError),
+        (np.full(384, np.nan, np.float32), NonFiniteError),
+        (np.r_[np.ones(383, np.float32), np.inf], NonFiniteError),
+        (np.zeros(384, np.float32), NonFiniteError),
+        ("not a vector", InvalidArgumentError),
+    ],
+)
 def test_bad_vectors_raise_typed_errors(it_ops_router, tools_router, encoder, vec, err):
     if isinstance(vec, np.ndarray) and vec.shape == (384,) and encoder.dim != 384:
         vec = np.resize(vec, encoder.dim)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from stubs import DIM, StubEncoder, manual
 
 from routecore.memory import ExperienceMemory
 from routecore.router import AUTO_INT8_ELEMENTS, Router
 from routecore.specs import RouteSpec, ToolSpec
+from stubs import DIM, StubEncoder, manual
 
 N_ROUTES, PER = 60, 12
 
@@ -30,7 +30,9 @@ def setup():
         # Some queries sit between two routes, some near one, some nowhere.
         a, b = rng.integers(0, N_ROUTES, 2)
         w = rng.uniform(0, 1)
-        table[q] = (w * centres[a] + (1 - w) * centres[b] + rng.uniform(0.5, 3) * rng.standard_normal(DIM)).astype(np.float32)
+        table[q] = (
+            w * centres[a] + (1 - w) * centres[b] + rng.uniform(0.5, 3) * rng.standard_normal(DIM)
+        ).astype(np.float32)
         queries.append(q)
     enc = StubEncoder(table)
     policy = manual(low_action="clarify", min_score=0.1)
@@ -51,7 +53,13 @@ def test_int8_router_decides_like_f32(setup):
     approximated = 0
     for q in queries:
         a, b = exact.route(q), compact.route(q)
-        assert (a.action, a.route, a.tier, a.candidates, a.bias_rule) == (b.action, b.route, b.tier, b.candidates, b.bias_rule)
+        assert (a.action, a.route, a.tier, a.candidates, a.bias_rule) == (
+            b.action,
+            b.route,
+            b.tier,
+            b.candidates,
+            b.bias_rule,
+        )
         assert [e.text for e in a.top_exemplars] == [e.text for e in b.top_exemplars]
         for name, bound in b.score_bounds.items():
             assert abs(a.raw_scores[name] - b.raw_scores[name]) <= bound + 1e-6
@@ -87,7 +95,9 @@ def test_int8_tool_belt_matches_f32(tmp_path):
     anti = {i: (f"not tool {i}",) for i in range(0, 40)}
     for i in anti:
         table[f"not tool {i}"] = table[f"tool {i}"]
-    tools = [ToolSpec(f"t{i}", f"tool {i}", domain=f"p{i % 20}", anti_patterns=anti.get(i, ())) for i in range(n)]
+    tools = [
+        ToolSpec(f"t{i}", f"tool {i}", domain=f"p{i % 20}", anti_patterns=anti.get(i, ())) for i in range(n)
+    ]
     queries = [f"tool {i}" for i in range(0, n, 37)]
     for q in list(queries):
         table[q + " please"] = table[q] + 0.8 * rng.standard_normal(DIM).astype(np.float32)

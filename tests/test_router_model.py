@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import MODELS, ROOT, need_shared
 
+from conftest import MODELS, ROOT, need_shared
 from routecore import Encoder, Router
 from routecore.conversation import routing_query
 from routecore.errors import ConfigError
@@ -34,7 +34,11 @@ def test_unrelated_query_is_out_of_scope(it_ops_router):
 
 def test_mixed_query_clarifies_and_the_answer_is_routed(it_ops_router):
     d = it_ops_router.route("the VPN is down, where is the doc to reconfigure it")
-    assert d.action == "clarify" and set(d.candidates) == {"INCIDENT", "RAG"} and "RAG vs INCIDENT" in d.bias_rule
+    assert (
+        d.action == "clarify"
+        and set(d.candidates) == {"INCIDENT", "RAG"}
+        and "RAG vs INCIDENT" in d.bias_rule
+    )
     assert it_ops_router.route("I want the documentation", clarify=d).route == "RAG"
 
 
@@ -61,8 +65,12 @@ def test_plugin_match_brings_discovery_tools(tools_router):
 
 
 def test_routing_query_from_conversation(it_ops_router):
-    msgs = [{"role": "user", "content": "bonjour"}, {"role": "assistant", "content": "bonjour !"},
-            {"role": "user", "content": "le site renvoie des erreurs 500"}, {"role": "tool", "content": '{"status": 500}'}]
+    msgs = [
+        {"role": "user", "content": "bonjour"},
+        {"role": "assistant", "content": "bonjour !"},
+        {"role": "user", "content": "le site renvoie des erreurs 500"},
+        {"role": "tool", "content": '{"status": 500}'},
+    ]
     assert it_ops_router.route(routing_query(msgs)).route == "INCIDENT"
 
 
@@ -71,7 +79,10 @@ def test_bundle_with_real_model(tmp_path, it_ops_router, encoder):
     back = Router.load(tmp_path / "b")
     q = "le VPN ne marche plus"
     assert back.route(q).probabilities == pytest.approx(it_ops_router.route(q).probabilities, abs=1e-6)
-    assert back.calibrated == it_ops_router.calibrated == "prior" and back.calibration == it_ops_router.calibration
+    assert (
+        back.calibrated == it_ops_router.calibrated == "prior"
+        and back.calibration == it_ops_router.calibration
+    )
     minilm = need_shared(MODELS / "all-minilm-l6-v2")
     with pytest.raises(ConfigError, match="rebuild the bundle"):
         Router.load(tmp_path / "b", encoder=Encoder.load(minilm))

@@ -11,16 +11,20 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from routecore import RoutingMetrics
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.examples import __file__ as examples
 from routecore.knowledge import KnowledgeRouter
 from routecore.routing_metrics import report
 
-QUERIES = ["le serveur de production est en panne depuis ce matin", "comment configurer le VPN ?",
-           "what is the escalation path for a P1 on the billing platform", "who painted the mona lisa"]
+QUERIES = [
+    "le serveur de production est en panne depuis ce matin",
+    "comment configurer le VPN ?",
+    "what is the escalation path for a P1 on the billing platform",
+    "who painted the mona lisa",
+]
 
 
 def test_route_decisions_against_feedback(it_ops_router, tmp_path):
@@ -69,7 +73,11 @@ def test_tool_precision_recall_and_no_tool(tools_router):
     m.feedback(logs, tools=[offered[0], "not_offered"])
     m.feedback(weather, tools=[])
     r = m.report()["tools"]
-    assert r["with_feedback"] == 2 and r["precision"] == pytest.approx(1 / len(offered)) and r["recall"] == pytest.approx(0.5)
+    assert (
+        r["with_feedback"] == 2
+        and r["precision"] == pytest.approx(1 / len(offered))
+        and r["recall"] == pytest.approx(0.5)
+    )
     assert r["no_tool_rows"] == 1 and r["no_tool_right"] == 1.0
 
 
@@ -86,12 +94,24 @@ def test_knowledge_selections(encoder):
 
 
 def test_reliability_table_and_ece():
-    recs = [{"kind": "route", "action": "route", "route": "A", "tier": "high", "confidence": c, "latency_ms": 1.0,
-             "feedback": {"success": ok}} for c, ok in [(0.95, True), (0.92, True), (0.91, False), (0.15, False)]]
+    recs = [
+        {
+            "kind": "route",
+            "action": "route",
+            "route": "A",
+            "tier": "high",
+            "confidence": c,
+            "latency_ms": 1.0,
+            "feedback": {"success": ok},
+        }
+        for c, ok in [(0.95, True), (0.92, True), (0.91, False), (0.15, False)]
+    ]
     rel = report(recs)["reliability"]
     assert [b["n"] for b in rel["table"]] == [1, 3]
     top = rel["table"][1]
-    assert top["mean_confidence"] == pytest.approx((0.95 + 0.92 + 0.91) / 3) and top["success_rate"] == pytest.approx(2 / 3)
+    assert top["mean_confidence"] == pytest.approx((0.95 + 0.92 + 0.91) / 3) and top[
+        "success_rate"
+    ] == pytest.approx(2 / 3)
     assert rel["ece"] == pytest.approx(0.25 * 0.15 + 0.75 * abs(2 / 3 - (0.95 + 0.92 + 0.91) / 3), abs=1e-6)
     assert report([])["routes"]["accuracy"] is None and report([])["reliability"]["ece"] is None
 
@@ -135,13 +155,25 @@ def test_eval_reads_a_decision_log(it_ops_router, tmp_path):
         d = it_ops_router.route(q)
         m.record(d)
         m.feedback(d, route=d.route if d.action == "route" else None)
-    p = subprocess.run([sys.executable, "-m", "routecore", "eval", "--log", str(log), "--json"], capture_output=True, text=True,
-                       timeout=300, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "routecore", "eval", "--log", str(log), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert p.returncode == 0, p.stderr
     got = json.loads(p.stdout)
     assert got == m.report() and got["routes"]["accuracy"] == 1.0
-    text = subprocess.run([sys.executable, "-m", "routecore", "eval", "--log", str(log)], capture_output=True, text=True,
-                          timeout=300, cwd=ROOT)
+    text = subprocess.run(
+        [sys.executable, "-m", "routecore", "eval", "--log", str(log)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert text.returncode == 0 and "reliability: n=4" in text.stdout
-    none = subprocess.run([sys.executable, "-m", "routecore", "eval"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    none = subprocess.run(
+        [sys.executable, "-m", "routecore", "eval"], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
     assert none.returncode != 0 and "--log" in (none.stderr + none.stdout)

@@ -14,7 +14,9 @@ from routecore import _native
 def make(n_routes, per, d, storage, seed, spread=0.7, shuffle=False):
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((n_routes, d)).astype(np.float32)
-    X = (np.repeat(centres, per, axis=0) + spread * rng.standard_normal((n_routes * per, d))).astype(np.float32)
+    X = (np.repeat(centres, per, axis=0) + spread * rng.standard_normal((n_routes * per, d))).astype(
+        np.float32
+    )
     owner = np.arange(len(X)) // per
     if shuffle:  # a route's rows scattered over the table
         p = rng.permutation(len(X))
@@ -29,7 +31,7 @@ def make(n_routes, per, d, storage, seed, spread=0.7, shuffle=False):
 
 def reference(X, labels, names, q, how, n):
     Xn = X / np.linalg.norm(X, axis=1, keepdims=True)
-    s = (Xn.astype(np.float64) @ (q / np.linalg.norm(q)).astype(np.float64))
+    s = Xn.astype(np.float64) @ (q / np.linalg.norm(q)).astype(np.float64)
     lab = np.array([names.index(x) for x in labels])
     out = np.full(len(names), -np.inf)
     for r in range(len(names)):
@@ -40,9 +42,19 @@ def reference(X, labels, names, q, how, n):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(2, 40), st.integers(1, 30), st.sampled_from([7, 64, 100, 384]), st.sampled_from(["max", "mean", "topn"]),
-       st.integers(1, 8), st.floats(0.0, 0.2), st.integers(0, 10_000), st.booleans())
-def test_int8_step_is_exact_where_it_matters_and_bounded_elsewhere(n_routes, per, d, how, exact_top, band, seed, shuffle):
+@given(
+    st.integers(2, 40),
+    st.integers(1, 30),
+    st.sampled_from([7, 64, 100, 384]),
+    st.sampled_from(["max", "mean", "topn"]),
+    st.integers(1, 8),
+    st.floats(0.0, 0.2),
+    st.integers(0, 10_000),
+    st.booleans(),
+)
+def test_int8_step_is_exact_where_it_matters_and_bounded_elsewhere(
+    n_routes, per, d, how, exact_top, band, seed, shuffle
+):
     ix, X, labels, q = make(n_routes, per, d, "int8", seed, shuffle=shuffle)
     r = ix.score_routes(q, _native.StepParams(aggregation=how, exact_top=exact_top, exact_band=band))
     names = ix.label_names()

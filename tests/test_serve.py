@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from conftest import ROOT
 
 httpx = pytest.importorskip("httpx")
@@ -36,13 +37,31 @@ from routecore.serve.openapi import document  # noqa: E402
 
 TOKEN = "s3cret-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-QUERIES = ["the production server is down", "how do I configure the VPN client on Linux", "hello, how are you",
-           "le site renvoie des erreurs 500", "where is the runbook for Kafka", "tell me a joke", "device logs",
-           "database connections keep timing out", "quelle est la procédure de rotation des identifiants",
-           "the payment service is very slow", "thanks for your help", "which ports must be open for the reverse proxy"]
-BILLING = {"name": "BILLING", "description": "Invoices, refunds and payment plans", "domain": "finance",
-           "utterances": ["send me my last invoice", "I want a refund for my order", "change my payment plan",
-                          "why was I charged twice this month"]}
+QUERIES = [
+    "the production server is down",
+    "how do I configure the VPN client on Linux",
+    "hello, how are you",
+    "le site renvoie des erreurs 500",
+    "where is the runbook for Kafka",
+    "tell me a joke",
+    "device logs",
+    "database connections keep timing out",
+    "quelle est la procédure de rotation des identifiants",
+    "the payment service is very slow",
+    "thanks for your help",
+    "which ports must be open for the reverse proxy",
+]
+BILLING = {
+    "name": "BILLING",
+    "description": "Invoices, refunds and payment plans",
+    "domain": "finance",
+    "utterances": [
+        "send me my last invoice",
+        "I want a refund for my order",
+        "change my payment plan",
+        "why was I charged twice this month",
+    ],
+}
 
 
 def free_port() -> int:
@@ -67,7 +86,9 @@ class ThreadServer:
         self.app = app
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on", **kw))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on", **kw)
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self):
@@ -130,13 +151,17 @@ def spec():
 
 def check(spec: dict, name: str, body) -> None:
     """Validate ``body`` against the OpenAPI document's schema ``name``."""
-    jsonschema.Draft202012Validator({"$ref": f"#/components/schemas/{name}", "components": spec["components"]}).validate(body)
+    jsonschema.Draft202012Validator(
+        {"$ref": f"#/components/schemas/{name}", "components": spec["components"]}
+    ).validate(body)
 
 
 def test_import_routecore_does_not_import_the_server():
-    code = ("import sys, routecore, routecore.cli; routecore.cli.build_parser(); import routecore.serve, routecore.serve.cli; "
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('starlette', 'uvicorn', 'prometheus_client') or m == 'routecore.serve.app']; "
-            "assert not bad, bad")
+    code = (
+        "import sys, routecore, routecore.cli; routecore.cli.build_parser(); import routecore.serve, routecore.serve.cli; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('starlette', 'uvicorn', 'prometheus_client') or m == 'routecore.serve.app']; "
+        "assert not bad, bad"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert p.returncode == 0, p.stderr
 
@@ -151,7 +176,12 @@ def lessons(router):
 
 
 def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
-    app = create_app(router, token=TOKEN, limits=Limits(max_body_bytes=4096, max_query_chars=300, max_batch=8), memory=lessons)
+    app = create_app(
+        router,
+        token=TOKEN,
+        limits=Limits(max_body_bytes=4096, max_query_chars=300, max_batch=8),
+        memory=lessons,
+    )
     with ThreadServer(app) as s, httpx.Client(base_url=s.url, timeout=30) as c:
         # probes need no token; readyz says the router is in place
         assert c.get("/healthz").json() == {"status": "ok"}
@@ -163,7 +193,12 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
             r = c.post("/v1/route", json={"query": "hi"}, headers=headers)
             assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer"), r.text
             check(spec, "ErrorResponse", r.json())
-        assert "wrong" in c.post("/v1/route", json={"query": "hi"}, headers={"Authorization": "Bearer nope"}).json()["error"]["message"]
+        assert (
+            "wrong"
+            in c.post("/v1/route", json={"query": "hi"}, headers={"Authorization": "Bearer nope"}).json()[
+                "error"
+            ]["message"]
+        )
         assert c.get("/metrics").status_code == 401
         c.headers.update(AUTH)
 
@@ -172,22 +207,34 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
         assert r.status_code == 200 and r.headers["content-type"] == "application/json"
         check(spec, "Decision", r.json())
         assert strip(r.json()) == strip(json.loads(router.route(QUERIES[0]).to_json()))
-        r = c.post("/v1/route", json={"query": QUERIES[1], "previous": "RAG", "context_domains": ["knowledge"]})
-        assert strip(r.json()) == strip(router.route(QUERIES[1], previous="RAG", context_domains=["knowledge"]).to_dict())
-        r = c.post("/v1/route/batch", json={"queries": QUERIES[:4], "previous": [None, "RAG", None, "INCIDENT"]})
+        r = c.post(
+            "/v1/route", json={"query": QUERIES[1], "previous": "RAG", "context_domains": ["knowledge"]}
+        )
+        assert strip(r.json()) == strip(
+            router.route(QUERIES[1], previous="RAG", context_domains=["knowledge"]).to_dict()
+        )
+        r = c.post(
+            "/v1/route/batch", json={"queries": QUERIES[:4], "previous": [None, "RAG", None, "INCIDENT"]}
+        )
         check(spec, "RouteBatchResponse", r.json())
         want = router.route_batch(QUERIES[:4], previous=[None, "RAG", None, "INCIDENT"])
         assert [strip(d) for d in r.json()["decisions"]] == [strip(d.to_dict()) for d in want]
         r = c.post("/v1/tools", json={"query": "device logs", "top_k": 3})
         check(spec, "ToolBelt", r.json())
-        assert strip(r.json()) == strip(router.tools("device logs", top_k=3).to_dict()) and r.json()["collision"]
+        assert (
+            strip(r.json()) == strip(router.tools("device logs", top_k=3).to_dict()) and r.json()["collision"]
+        )
 
         # request_more_tools sessions: opened by /v1/tools or /v1/tools/more, breaker after the policy's limit
         limit = router.policy.more_tools_limit
         r = c.post("/v1/tools", json={"query": "turn on the kitchen lights", "session_id": "turn-1"})
         check(spec, "ToolBelt", r.json())
         session = r.json()["session"]
-        assert session["calls"] == 0 and not session["breaker_open"] and session["tool_names"][-1] == "request_more_tools"
+        assert (
+            session["calls"] == 0
+            and not session["breaker_open"]
+            and session["tool_names"][-1] == "request_more_tools"
+        )
         local = router.tool_session("turn on the kitchen lights")
         for call in range(1, limit + 2):
             r = c.post("/v1/tools/more", json={"session_id": "turn-1"})
@@ -198,14 +245,21 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
             assert r.json()["session"]["breaker_open"] == (call >= limit)
         assert r.json()["tools"] == [] and "request_more_tools" not in r.json()["session"]["tool_names"]
         assert any(a["kind"] == "circuit_breaker" for a in r.json()["alerts"])
-        r = c.post("/v1/tools/more", json={"session_id": "turn-2", "query": "restart nginx on web-1", "request": "service logs"})
+        r = c.post(
+            "/v1/tools/more",
+            json={"session_id": "turn-2", "query": "restart nginx on web-1", "request": "service logs"},
+        )
         assert r.status_code == 200 and r.json()["session"]["calls"] == 1
         # the TTL: an expired session is unknown (404 without a query), a query opens it again
         s.state.sessions.ttl = 0.2
         c.post("/v1/tools/more", json={"session_id": "turn-2"})
         time.sleep(0.4)
         r = c.post("/v1/tools/more", json={"session_id": "turn-2"})
-        assert r.status_code == 404 and r.json()["error"]["type"] == "UnknownSession" and "expired" in r.json()["error"]["message"]
+        assert (
+            r.status_code == 404
+            and r.json()["error"]["type"] == "UnknownSession"
+            and "expired" in r.json()["error"]["message"]
+        )
         check(spec, "ErrorResponse", r.json())
         r = c.post("/v1/tools/more", json={"session_id": "turn-2", "query": "restart nginx on web-1"})
         assert r.status_code == 200 and r.json()["session"]["calls"] == 1
@@ -215,7 +269,9 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
         r = c.post("/v1/lessons", json={"query": "device logs", "tool": "ha_get_logs", "use": False})
         assert r.status_code == 201 and isinstance(r.json()["id"], int)
         check(spec, "LessonResponse", r.json())
-        assert "ha_get_logs" not in [t["name"] for t in c.post("/v1/tools", json={"query": "device logs"}).json()["tools"]]
+        assert "ha_get_logs" not in [
+            t["name"] for t in c.post("/v1/tools", json={"query": "device logs"}).json()["tools"]
+        ]
 
         # 4xx JSON errors that name the problem
         bad = [
@@ -224,16 +280,46 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
             (c.post("/v1/route", json={"query": 3}), 422, "ValidationError", "$.query"),
             (c.post("/v1/route", json={}), 422, "ValidationError", "query"),
             (c.post("/v1/route", json={"query": "x", "colour": 1}), 422, "ValidationError", "colour"),
-            (c.post("/v1/route", json={"query": "x", "previous": "NOPE"}), 422, "InvalidArgumentError", "NOPE"),
-            (c.post("/v1/route/batch", json={"queries": ["a", "b"], "previous": ["RAG"]}), 422, "ValidationError", "previous"),
-            (c.post("/v1/route/batch", json={"queries": ["a", "b"], "previous": "NOPE"}), 422, "InvalidArgumentError", "NOPE"),
+            (
+                c.post("/v1/route", json={"query": "x", "previous": "NOPE"}),
+                422,
+                "InvalidArgumentError",
+                "NOPE",
+            ),
+            (
+                c.post("/v1/route/batch", json={"queries": ["a", "b"], "previous": ["RAG"]}),
+                422,
+                "ValidationError",
+                "previous",
+            ),
+            (
+                c.post("/v1/route/batch", json={"queries": ["a", "b"], "previous": "NOPE"}),
+                422,
+                "InvalidArgumentError",
+                "NOPE",
+            ),
             (c.post("/v1/tools", json={"query": "x", "top_k": 0}), 422, "ValidationError", "top_k"),
-            (c.post("/v1/tools", json={"query": "x", "top_k": 2, "session_id": "a"}), 422, "ValidationError", "top_k"),
-            (c.post("/v1/lessons", json={"query": "x", "tool": "nope", "use": True}), 422, "InvalidArgumentError", "nope"),
+            (
+                c.post("/v1/tools", json={"query": "x", "top_k": 2, "session_id": "a"}),
+                422,
+                "ValidationError",
+                "top_k",
+            ),
+            (
+                c.post("/v1/lessons", json={"query": "x", "tool": "nope", "use": True}),
+                422,
+                "InvalidArgumentError",
+                "nope",
+            ),
             (c.post("/v1/route", json={"query": "x" * 301}), 422, "QueryTooLong", "300"),
             (c.post("/v1/route/batch", json={"queries": ["x"] * 9}), 422, "BatchTooLarge", "8"),
             (c.post("/v1/route", json={"query": "x" * 5000}), 413, "BodyTooLarge", "4096"),
-            (c.post("/v1/route", content=(b"x" for _ in range(5000))), 413, "BodyTooLarge", "4096"),  # chunked, no length
+            (
+                c.post("/v1/route", content=(b"x" for _ in range(5000))),
+                413,
+                "BodyTooLarge",
+                "4096",
+            ),  # chunked, no length
             (c.get("/v1/nothing"), 404, "NotFound", "/v1/nothing"),
             (c.get("/v1/route"), 405, "MethodNotAllowed", "GET"),
         ]
@@ -245,8 +331,17 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
         # the OpenAPI document served is the one tested, and a valid one
         doc = c.get("/openapi.json").json()
         assert doc == json.loads(json.dumps(document(s.state.version)))
-        assert set(doc["paths"]) >= {"/v1/route", "/v1/route/batch", "/v1/tools", "/v1/tools/more", "/v1/lessons", "/healthz", "/readyz", "/metrics"}
-        for name, schema in doc["components"]["schemas"].items():
+        assert set(doc["paths"]) >= {
+            "/v1/route",
+            "/v1/route/batch",
+            "/v1/tools",
+            "/v1/tools/more",
+            "/v1/lessons",
+            "/healthz",
+            "/readyz",
+            "/metrics",
+        }
+        for schema in doc["components"]["schemas"].values():
             jsonschema.Draft202012Validator.check_schema(schema)
 
         text = c.get("/metrics").text
@@ -259,7 +354,11 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
     assert sample(text, "routecore_decisions_total{") == 6  # 2 routes + a batch of 4
     assert sample(text, 'routecore_decisions_total{action="route",route="INCIDENT",tier="high"}') >= 1
     assert sample(text, "routecore_circuit_breaker_trips_total ") == 1
-    assert sample(text, "routecore_llm_calls_total ") == 0 and "routecore_llm_errors_total 0.0" in text and "routecore_llm_timeouts_total 0.0" in text
+    assert (
+        sample(text, "routecore_llm_calls_total ") == 0
+        and "routecore_llm_errors_total 0.0" in text
+        and "routecore_llm_timeouts_total 0.0" in text
+    )
     assert "routecore_encoder_cache_hits_total" in text and "routecore_encoder_cache_hit_ratio" in text
     assert sample(text, "routecore_ready ") == 1 and sample(text, "routecore_router_generation ") == 1
     assert sample(text, 'routecore_batch_size_count{kind="route"}') == 2
@@ -277,7 +376,11 @@ def test_readyz_before_and_after_the_load(router):
         assert r.status_code == 503 and r.json() == {"ready": False, "generation": 0, "reason": "loading"}
         assert c.get("/healthz").status_code == 200
         r = c.post("/v1/route", json={"query": "hi"})
-        assert r.status_code == 503 and r.json()["error"]["type"] == "NotReady" and r.headers["retry-after"] == "1"
+        assert (
+            r.status_code == 503
+            and r.json()["error"]["type"] == "NotReady"
+            and r.headers["retry-after"] == "1"
+        )
         release.set()
         wait_ready(s.url)
         assert c.post("/v1/route", json={"query": "hi"}).status_code == 200
@@ -305,27 +408,52 @@ async def _concurrently(url: str, path: str, bodies: list[dict]) -> list[dict]:
 
 
 def test_batching_gives_the_unbatched_decisions(router):
-    routes = [{"query": f"{q} (case {i})", **({"previous": "RAG"} if i % 3 == 0 else {}),
-               **({"context_domains": ["operations"]} if i % 4 == 0 else {})} for i, q in enumerate(QUERIES * 2)]
-    tools = [{"query": f"{q} #{i}", **({"context_domain": "system"} if i % 2 else {}), **({"top_k": 2} if i % 3 == 0 else {})}
-             for i, q in enumerate(QUERIES)]
+    routes = [
+        {
+            "query": f"{q} (case {i})",
+            **({"previous": "RAG"} if i % 3 == 0 else {}),
+            **({"context_domains": ["operations"]} if i % 4 == 0 else {}),
+        }
+        for i, q in enumerate(QUERIES * 2)
+    ]
+    tools = [
+        {
+            "query": f"{q} #{i}",
+            **({"context_domain": "system"} if i % 2 else {}),
+            **({"top_k": 2} if i % 3 == 0 else {}),
+        }
+        for i, q in enumerate(QUERIES)
+    ]
     out = {}
     for on in (True, False):
         app = create_app(router, batching=Batching(enabled=on, window_ms=5, max_batch=16))
         with ThreadServer(app) as s:
-            out[on] = (asyncio.run(_concurrently(s.url, "/v1/route", routes)), asyncio.run(_concurrently(s.url, "/v1/tools", tools)))
+            out[on] = (
+                asyncio.run(_concurrently(s.url, "/v1/route", routes)),
+                asyncio.run(_concurrently(s.url, "/v1/tools", tools)),
+            )
             text = httpx.get(f"{s.url}/metrics").text
         batches = sample(text, 'routecore_batch_size_count{kind="route"}')
         if on:  # requests were gathered: fewer batches than requests
-            assert 1 <= batches < len(routes) and sample(text, 'routecore_batch_size_sum{kind="route"}') == len(routes)
+            assert 1 <= batches < len(routes) and sample(
+                text, 'routecore_batch_size_sum{kind="route"}'
+            ) == len(routes)
             assert sample(text, 'routecore_batch_size_count{kind="tools"}') < len(tools)
         else:
             assert batches == 0
     for batched, single in zip(out[True], out[False]):
         assert [strip(d) for d in batched] == [strip(d) for d in single]
-    assert [d["query"] for d in out[True][0]] == [b["query"] for b in routes]  # each answer went to its own request
-    assert [strip(d) for d in out[True][0]] == [strip(router.route(b["query"], previous=b.get("previous"),
-                                                                     context_domains=b.get("context_domains", ())).to_dict()) for b in routes]
+    assert [d["query"] for d in out[True][0]] == [
+        b["query"] for b in routes
+    ]  # each answer went to its own request
+    assert [strip(d) for d in out[True][0]] == [
+        strip(
+            router.route(
+                b["query"], previous=b.get("previous"), context_domains=b.get("context_domains", ())
+            ).to_dict()
+        )
+        for b in routes
+    ]
 
 
 def test_session_store_expiry_and_size():
@@ -349,16 +477,25 @@ def test_a_bad_request_fails_alone_in_a_batch(router):
     from routecore.errors import InvalidArgumentError
     from routecore.serve.batcher import RouteItem, ToolsItem, run_routes, run_tools
 
-    items = [RouteItem(QUERIES[0]), RouteItem(QUERIES[1], previous="NOPE"), RouteItem(QUERIES[2], previous="RAG"),
-             RouteItem(QUERIES[3], context_domains=("knowledge",))]
+    items = [
+        RouteItem(QUERIES[0]),
+        RouteItem(QUERIES[1], previous="NOPE"),
+        RouteItem(QUERIES[2], previous="RAG"),
+        RouteItem(QUERIES[3], context_domains=("knowledge",)),
+    ]
     out = run_routes(router, items)
     assert isinstance(out[1], InvalidArgumentError)
     for i in (0, 2, 3):
         it = items[i]
         want = router.route(it.query, previous=it.previous, context_domains=it.context_domains)
         assert strip(out[i].to_dict()) == strip(want.to_dict())
-    belts = run_tools(router, [ToolsItem("device logs"), ToolsItem("restart nginx", top_k=0), ToolsItem("disk full", "system")])
-    assert isinstance(belts[1], InvalidArgumentError) and strip(belts[2].to_dict()) == strip(router.tools("disk full", context_domain="system").to_dict())
+    belts = run_tools(
+        router,
+        [ToolsItem("device logs"), ToolsItem("restart nginx", top_k=0), ToolsItem("disk full", "system")],
+    )
+    assert isinstance(belts[1], InvalidArgumentError) and strip(belts[2].to_dict()) == strip(
+        router.tools("disk full", context_domain="system").to_dict()
+    )
 
 
 class SlowLLM:
@@ -380,7 +517,9 @@ class SlowLLM:
             if "boom" in request.query:
                 raise LLMError("LLM server answered HTTP 500 at http://llm")
             if "slow" in request.query:
-                raise LLMError("LLM server unreachable or too slow at http://llm: the answer took longer than the timeout")
+                raise LLMError(
+                    "LLM server unreachable or too slow at http://llm: the answer took longer than the timeout"
+                )
             return LLMChoice(sorted(n for n, _ in request.routes)[-1])
         finally:
             with self.lock:
@@ -394,8 +533,13 @@ def test_llm_fallback_in_batches_runs_in_parallel_and_is_counted(config, encoder
     from routecore.policy import Policy
 
     llm = SlowLLM()
-    r = Router.from_config(config, encoder=encoder, llm=llm, policy=Policy(high=0.99999, min_score=0.0, head="off"))  # every turn asks the LLM
-    bodies = [{"query": f"{q} {'boom' if i % 5 == 1 else 'slow' if i % 5 == 2 else ''} {i}"} for i, q in enumerate(QUERIES)]
+    r = Router.from_config(
+        config, encoder=encoder, llm=llm, policy=Policy(high=0.99999, min_score=0.0, head="off")
+    )  # every turn asks the LLM
+    bodies = [
+        {"query": f"{q} {'boom' if i % 5 == 1 else 'slow' if i % 5 == 2 else ''} {i}"}
+        for i, q in enumerate(QUERIES)
+    ]
     with ThreadServer(create_app(r, batching=Batching(window_ms=20, max_batch=16))) as s:
         got = asyncio.run(_concurrently(s.url, "/v1/route", bodies))
         text = httpx.get(f"{s.url}/metrics").text
@@ -454,8 +598,9 @@ class Load:
 
 def test_reload_on_config_change_under_load(tmp_path, encoder):
     cfg = combo_config(tmp_path / "routes.yaml")
-    app = create_app(RouterSource(config=cfg, encoder=encoder, cache=False), reload_poll_s=0.1,
-                     reload_settle_s=0.5)
+    app = create_app(
+        RouterSource(config=cfg, encoder=encoder, cache=False), reload_poll_s=0.1, reload_settle_s=0.5
+    )
     old, new = {"INCIDENT", "RAG", "GENERAL"}, {"INCIDENT", "RAG", "GENERAL", "BILLING"}
     with ThreadServer(app) as s:
         wait_ready(s.url)
@@ -465,11 +610,14 @@ def test_reload_on_config_change_under_load(tmp_path, encoder):
             wait_ready(s.url, generation=2)
             time.sleep(0.3)
         load.check(old, new)
-        assert httpx.post(f"{s.url}/v1/route", json={"query": "I want a refund for my order"}).json()["route"] == "BILLING"
+        assert (
+            httpx.post(f"{s.url}/v1/route", json={"query": "I want a refund for my order"}).json()["route"]
+            == "BILLING"
+        )
         # a broken config keeps the old router serving (written in place: loaded once unchanged for 0.5 s)
         cfg.write_text("routes: [{name: X}]\n", encoding="utf-8")
         deadline = time.monotonic() + 10
-        while "routecore_reloads_total{result=\"failed\"} 1.0" not in httpx.get(f"{s.url}/metrics").text:
+        while 'routecore_reloads_total{result="failed"} 1.0' not in httpx.get(f"{s.url}/metrics").text:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         assert httpx.get(f"{s.url}/readyz").json() == {"ready": True, "generation": 2}
@@ -480,9 +628,19 @@ def test_bind_check_refuses_a_public_address_without_a_token(tmp_path):
     from routecore.serve.cli import is_loopback, resolve_token
 
     env = {k: v for k, v in os.environ.items() if k != "ROUTECORE_SERVE_TOKEN"}
-    p = subprocess.run([sys.executable, "-m", "routecore.serve.cli", "--config", str(IT_OPS_ROUTES), "--host", "0.0.0.0"],
-                       capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
-    assert p.returncode == 2 and "refusing to listen on 0.0.0.0 without a bearer token" in p.stderr and "--insecure" in p.stderr
+    p = subprocess.run(
+        [sys.executable, "-m", "routecore.serve.cli", "--config", str(IT_OPS_ROUTES), "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env=env,
+    )
+    assert (
+        p.returncode == 2
+        and "refusing to listen on 0.0.0.0 without a bearer token" in p.stderr
+        and "--insecure" in p.stderr
+    )
     assert all(map(is_loopback, ["127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"]))
     assert not any(map(is_loopback, ["0.0.0.0", "::", "10.1.2.3", "example.com"]))
     f = tmp_path / "token"
@@ -502,9 +660,26 @@ def test_sighup_reload_under_load_then_graceful_shutdown(tmp_path, router, encod
     token_file.write_text(TOKEN + "\n")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "routecore.serve.cli", "--bundle", str(bundle), "--port", str(port),
-                             "--token-file", str(token_file), "--reload-poll", "0", "--log-level", "info"],
-                            cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "routecore.serve.cli",
+            "--bundle",
+            str(bundle),
+            "--port",
+            str(port),
+            "--token-file",
+            str(token_file),
+            "--reload-poll",
+            "0",
+            "--log-level",
+            "info",
+        ],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_ready(url)
         assert httpx.post(f"{url}/v1/route", json={"query": "hi"}).status_code == 401
@@ -523,12 +698,16 @@ def test_sighup_reload_under_load_then_graceful_shutdown(tmp_path, router, encod
         answer: dict = {}
 
         def slow() -> None:
-            answer["r"] = httpx.post(f"{url}/v1/route/batch", json={"queries": queries}, headers=AUTH, timeout=60)
+            answer["r"] = httpx.post(
+                f"{url}/v1/route/batch", json={"queries": queries}, headers=AUTH, timeout=60
+            )
 
         t = threading.Thread(target=slow)
         t.start()
         deadline = time.monotonic() + 10
-        while sample(httpx.get(f"{url}/metrics", headers=AUTH).text, "routecore_in_flight_requests ") < 2:  # itself + the batch
+        while (
+            sample(httpx.get(f"{url}/metrics", headers=AUTH).text, "routecore_in_flight_requests ") < 2
+        ):  # itself + the batch
             assert time.monotonic() < deadline, "the batch request never arrived"
             time.sleep(0.01)
         proc.send_signal(signal.SIGTERM)
@@ -539,7 +718,9 @@ def test_sighup_reload_under_load_then_graceful_shutdown(tmp_path, router, encod
         # uvicorn re-raises the signal once shut down, so the exit is by SIGTERM, after a clean shutdown
         assert proc.wait(30) in (0, -signal.SIGTERM)
         log = proc.stderr.read()
-        assert "generation 2" in log and "Application shutdown complete" in log and "Traceback" not in log, log
+        assert "generation 2" in log and "Application shutdown complete" in log and "Traceback" not in log, (
+            log
+        )
         with pytest.raises(httpx.TransportError):
             httpx.get(f"{url}/healthz", timeout=2)
     finally:

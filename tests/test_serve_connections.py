@@ -9,9 +9,9 @@ import time
 
 import httpx
 import pytest
-from serve_process import ServeProcess, connect, read_until_closed
 
 from routecore.examples import IT_OPS_ROUTES
+from serve_process import ServeProcess, connect, read_until_closed
 
 HEAD_START = b"POST /v1/route HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 

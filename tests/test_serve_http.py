@@ -9,10 +9,10 @@ import string
 import httpx
 import pytest
 import yaml
-from serve_process import ServeProcess
 
 from routecore.examples import IT_OPS_ROUTES
 from routecore.serve.http import METHODS, metric_labels
+from serve_process import ServeProcess
 
 TOKEN = "metrics-token"
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from stubs import StubEncoder, unit
 
 from routecore.errors import ConfigError
 from routecore.router import Router
 from routecore.specs import parse_routes, parse_tools, read_config_file
+from stubs import StubEncoder, unit
 
 
 def write(tmp_path, name, text):
@@ -19,8 +19,22 @@ def write(tmp_path, name, text):
 
 
 def test_yaml_and_json_load(tmp_path):
-    y = write(tmp_path, "r.yaml", "routes:\n  - name: A\n    utterances: [x]\n  - name: B\n    description: about b\n")
-    j = write(tmp_path, "r.json", json.dumps({"routes": [{"name": "A", "utterances": ["x"]}], "tools": [{"name": "t", "description": "d"}], "policy": {"high": 0.9}}))
+    y = write(
+        tmp_path,
+        "r.yaml",
+        "routes:\n  - name: A\n    utterances: [x]\n  - name: B\n    description: about b\n",
+    )
+    j = write(
+        tmp_path,
+        "r.json",
+        json.dumps(
+            {
+                "routes": [{"name": "A", "utterances": ["x"]}],
+                "tools": [{"name": "t", "description": "d"}],
+                "policy": {"high": 0.9},
+            }
+        ),
+    )
     enc = StubEncoder({"x": unit(0), "about b": unit(1), "d": unit(2)})
     assert [r.name for r in Router.from_config(y, encoder=enc).route_specs] == ["A", "B"]
     r = Router.from_config(j, encoder=enc)
@@ -28,8 +42,12 @@ def test_yaml_and_json_load(tmp_path):
 
 
 def test_route_thresholds_from_yaml_reach_the_policy(tmp_path):
-    y = write(tmp_path, "r.yaml", "routes:\n  - name: A\n    utterances: [x]\n    thresholds: {high: 0.6, medium: 0.3}\n"
-              "  - name: B\n    description: about b\npolicy:\n  per_route: {A: {medium: 0.4}}\n")
+    y = write(
+        tmp_path,
+        "r.yaml",
+        "routes:\n  - name: A\n    utterances: [x]\n    thresholds: {high: 0.6, medium: 0.3}\n"
+        "  - name: B\n    description: about b\npolicy:\n  per_route: {A: {medium: 0.4}}\n",
+    )
     r = Router.from_config(y, encoder=StubEncoder({"x": unit(0), "about b": unit(1)}))
     p = r.policy  # calibrated where neither the route nor the policy says
     assert p.thresholds("A", continuing=False) == (0.6, p.margin, 0.4, p.min_score)
@@ -41,20 +59,50 @@ def test_route_thresholds_from_yaml_reach_the_policy(tmp_path):
     [
         ("", "empty"),
         ("routes: []\n", "empty|no routes"),
-        ("routes:\n  - name: A\n    utterances: [x]\n  - name: A\n    utterances: [y]\n", r"routes\[1\]: duplicate route name \'A\' \(first at routes\[0\]\)"),
-        ("tools:\n  - name: t\n    description: a\n  - name: t\n    description: b\n", r"tools\[1\]: duplicate tool name \'t\' \(first at tools\[0\]\)"),
+        (
+            "routes:\n  - name: A\n    utterances: [x]\n  - name: A\n    utterances: [y]\n",
+            r"routes\[1\]: duplicate route name \'A\' \(first at routes\[0\]\)",
+        ),
+        (
+            "tools:\n  - name: t\n    description: a\n  - name: t\n    description: b\n",
+            r"tools\[1\]: duplicate tool name \'t\' \(first at tools\[0\]\)",
+        ),
         ("routes:\n  - name: A\n", r"routes\[0\] \(\'A\'\) has neither utterances nor a description"),
-        ("routes:\n  - name: A\n    utterances: [x]\n    thresholds: {high: 1.4}\n", r"routes\[0\]\.thresholds\.high: expected `float` <= 1\.0 \(found 1\.4\)"),
-        ("routes:\n  - name: A\n    utterances: [x]\n    thresholds: {hgih: 0.4}\n", r"routes\[0\]\.thresholds: object contains unknown field `hgih`"),
-        ("routes:\n  - name: A\n    utterances: [x]\n    thresholds: 0.4\n", r"routes\[0\]\.thresholds: expected `object`, got `float`"),
-        ("routes:\n  - name: A\n    utterances: [x]\npolicy: {per_route: {A: {high: 7}}}\n", r"policy\.per_route\['A'\]\.high: expected `float` <= 1\.0 \(found 7\)"),
+        (
+            "routes:\n  - name: A\n    utterances: [x]\n    thresholds: {high: 1.4}\n",
+            r"routes\[0\]\.thresholds\.high: expected `float` <= 1\.0 \(found 1\.4\)",
+        ),
+        (
+            "routes:\n  - name: A\n    utterances: [x]\n    thresholds: {hgih: 0.4}\n",
+            r"routes\[0\]\.thresholds: object contains unknown field `hgih`",
+        ),
+        (
+            "routes:\n  - name: A\n    utterances: [x]\n    thresholds: 0.4\n",
+            r"routes\[0\]\.thresholds: expected `object`, got `float`",
+        ),
+        (
+            "routes:\n  - name: A\n    utterances: [x]\npolicy: {per_route: {A: {high: 7}}}\n",
+            r"policy\.per_route\['A'\]\.high: expected `float` <= 1\.0 \(found 7\)",
+        ),
         ("routes:\n  - name: A\n    utterances: [x\n", "malformed YAML"),
-        ("routes:\n  - name: A\n    utterances: [x]\npolicy: {margin: 3}\n", r"policy\.margin: expected `float` <= 1\.0"),
-        ("routes:\n  - name: A\n    utterances: [x]\n    fallback_on_error: Z\n", r"routes\[0\]\.fallback_on_error: 'Z' is not a route"),
+        (
+            "routes:\n  - name: A\n    utterances: [x]\npolicy: {margin: 3}\n",
+            r"policy\.margin: expected `float` <= 1\.0",
+        ),
+        (
+            "routes:\n  - name: A\n    utterances: [x]\n    fallback_on_error: Z\n",
+            r"routes\[0\]\.fallback_on_error: 'Z' is not a route",
+        ),
         ("routes:\n  - utterances: [x]\n", r"routes\[0\]: object missing required field `name`"),
         ("rutes: []\n", r"c\.yaml: object contains unknown field `rutes`"),
-        ("tools:\n  - name: t\n    description: d\n    cost_estimate: cheap\n", r"tools\[0\]\.cost_estimate: expected `float \| null`, got `str` \(found 'cheap'\)"),
-        ("tools:\n  - name: t\n    description: d\n    avg_latency: -1\n", r"tools\[0\]\.avg_latency: expected `float` >= 0\.0 \(found -1\)"),
+        (
+            "tools:\n  - name: t\n    description: d\n    cost_estimate: cheap\n",
+            r"tools\[0\]\.cost_estimate: expected `float \| null`, got `str` \(found 'cheap'\)",
+        ),
+        (
+            "tools:\n  - name: t\n    description: d\n    avg_latency: -1\n",
+            r"tools\[0\]\.avg_latency: expected `float` >= 0\.0 \(found -1\)",
+        ),
     ],
 )
 def test_bad_configs_name_the_problem(tmp_path, text, match):
@@ -85,12 +133,16 @@ def routes_yaml(*names: str) -> str:
 @pytest.mark.parametrize(
     "names,match",
     [
-        (["caf\u00e9", "cafe\u0301"],
-         r"routes\[1\]: route name 'cafe\\u0301' looks like 'caf\\xe9' \(routes\[0\]\)"),
+        (
+            ["caf\u00e9", "cafe\u0301"],
+            r"routes\[1\]: route name 'cafe\\u0301' looks like 'caf\\xe9' \(routes\[0\]\)",
+        ),
         (["BILLING", "\uff22\uff29\uff2c\uff2c\uff29\uff2e\uff27"], r"routes\[1\]: .* looks like 'BILLING'"),
         (["BILLING", "billing"], r"routes\[1\]: .* looks like 'BILLING'"),
-        (["BILLING", "BILL\u200bING"],
-         r"routes\[1\]: .*invisible or control characters \(U\+200B ZERO WIDTH SPACE\)"),
+        (
+            ["BILLING", "BILL\u200bING"],
+            r"routes\[1\]: .*invisible or control characters \(U\+200B ZERO WIDTH SPACE\)",
+        ),
         (["BILLING", "\u202eGNILLIB"], r"routes\[1\]: .*U\+202E RIGHT-TO-LEFT OVERRIDE"),
         (["BILLING", "BILL\nING"], r"routes\[1\]: .*U\+000A"),
         (["BILLING", "   "], r"routes\[1\]: route name '   ' is blank"),
@@ -124,12 +176,21 @@ def test_look_alike_names_are_refused_in_code_and_for_tools(tmp_path):
 @pytest.mark.parametrize(
     "name,text,match",
     [
-        ("c.yaml", "routes:\n  - name: A\n    utterances: [x]\n    utterances: [y]\n",
-         r"c\.yaml: line 4: duplicate key 'utterances' \(first at line 3\)"),
-        ("c.yaml", "routes: []\npolicy: {high: 0.9}\nroutes:\n  - name: A\n    utterances: [x]\n",
-         r"c\.yaml: line 3: duplicate key 'routes' \(first at line 1\)"),
-        ("c.json", '{"routes": [{"name": "A", "utterances": ["x"], "name": "B"}]}',
-         r"c\.json: duplicate key 'name' in a JSON object"),
+        (
+            "c.yaml",
+            "routes:\n  - name: A\n    utterances: [x]\n    utterances: [y]\n",
+            r"c\.yaml: line 4: duplicate key 'utterances' \(first at line 3\)",
+        ),
+        (
+            "c.yaml",
+            "routes: []\npolicy: {high: 0.9}\nroutes:\n  - name: A\n    utterances: [x]\n",
+            r"c\.yaml: line 3: duplicate key 'routes' \(first at line 1\)",
+        ),
+        (
+            "c.json",
+            '{"routes": [{"name": "A", "utterances": ["x"], "name": "B"}]}',
+            r"c\.json: duplicate key 'name' in a JSON object",
+        ),
     ],
 )
 def test_duplicate_keys_are_refused_naming_file_and_key(tmp_path, name, text, match):

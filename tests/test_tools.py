@@ -8,7 +8,6 @@ import logging
 
 import numpy as np
 import pytest
-from stubs import StubEncoder, mix, unit, manual
 
 from routecore.catalog import build_catalog, estimate_tokens
 from routecore.conversation import routing_query
@@ -16,6 +15,7 @@ from routecore.errors import ConfigError, InvalidArgumentError, MemoryStoreError
 from routecore.memory import ExperienceMemory
 from routecore.router import Router
 from routecore.specs import ToolSpec
+from stubs import StubEncoder, manual, mix, unit
 
 TOOLS = [
     ToolSpec("ask_user", "ask", domain="core", core=True),
@@ -26,7 +26,16 @@ TOOLS = [
     ToolSpec("restart_service", "t-sys-restart", domain="system"),
     ToolSpec("disk", "t-disk", domain="system"),
 ]
-VEC = {"ask": unit(6), "t-ha-logs": unit(0), "t-ha-on": unit(1), "t-ha-list": unit(2), "t-sys-logs": unit(3), "t-sys-restart": unit(4), "t-disk": unit(5), "anti-kernel": mix(a0=0.3, a3=0.6)}
+VEC = {
+    "ask": unit(6),
+    "t-ha-logs": unit(0),
+    "t-ha-on": unit(1),
+    "t-ha-list": unit(2),
+    "t-sys-logs": unit(3),
+    "t-sys-restart": unit(4),
+    "t-disk": unit(5),
+    "anti-kernel": mix(a0=0.3, a3=0.6),
+}
 
 
 def router(policy=None, memory=None, **q):
@@ -38,7 +47,9 @@ def test_core_plus_top_k_and_discovery():
     reasons = {t.name: t.reason for t in belt.tools}
     assert reasons["ask_user"] == "core"
     assert reasons["ha_get_logs"] == "top_k" and reasons["ha_turn_on"] == "top_k"
-    assert reasons["list_ha_devices"] == "discovery"  # plugin 'ha' matched: its list_/get_/search_ tools come along
+    assert (
+        reasons["list_ha_devices"] == "discovery"
+    )  # plugin 'ha' matched: its list_/get_/search_ tools come along
     assert "restart_service" not in reasons
 
 
@@ -51,15 +62,28 @@ def test_floor_gates_top_k_on_the_best_candidate_and_filters_each_in_threshold_m
     q = mix(a0=0.6, a1=0.5, a3=0.45, a4=0.3)
     # top_k (tool_floor "best", the default): the best passes the floor, so the belt holds the top k.
     top = router(manual(tool_threshold=0.4), q=q).tools("q", top_k=4)
-    assert [t.name for t in top.tools if t.reason == "top_k"] == ["ha_get_logs", "ha_turn_on", "get_system_logs", "restart_service"]
+    assert [t.name for t in top.tools if t.reason == "top_k"] == [
+        "ha_get_logs",
+        "ha_turn_on",
+        "get_system_logs",
+        "restart_service",
+    ]
     # tool_floor "each": every candidate must pass it.
     each = router(manual(tool_threshold=0.4, tool_floor="each"), q=q).tools("q", top_k=5)
-    assert [t.name for t in each.tools if t.reason == "top_k"] == ["ha_get_logs", "ha_turn_on", "get_system_logs"]
+    assert [t.name for t in each.tools if t.reason == "top_k"] == [
+        "ha_get_logs",
+        "ha_turn_on",
+        "get_system_logs",
+    ]
     # The threshold selection, or a threshold given to the call, always reads it per candidate; k caps it.
     capped = router(manual(tool_threshold=0.4, tool_selection="threshold"), q=q).tools("q", top_k=2)
     assert [t.name for t in capped.tools if t.reason == "threshold"] == ["ha_get_logs", "ha_turn_on"]
     given = router(manual(), q=q).tools("q", top_k=5, threshold=0.4)
-    assert [t.name for t in given.tools if t.reason == "threshold"] == ["ha_get_logs", "ha_turn_on", "get_system_logs"]
+    assert [t.name for t in given.tools if t.reason == "threshold"] == [
+        "ha_get_logs",
+        "ha_turn_on",
+        "get_system_logs",
+    ]
     assert not top.no_tool and not each.no_tool and not capped.no_tool and not given.no_tool
     # Under the floor, both readings leave no candidate.
     for mode in ("best", "each"):
@@ -77,7 +101,11 @@ def test_no_candidate_above_the_floor_leaves_core_tools_and_says_so():
 def test_affinity_and_collision_alert():
     q = mix(a0=0.5, a3=0.52)
     belt = router(q=q).tools("q")
-    assert belt.collision and "ha_get_logs" in belt.system_prompt_alert and "get_system_logs" in belt.system_prompt_alert
+    assert (
+        belt.collision
+        and "ha_get_logs" in belt.system_prompt_alert
+        and "get_system_logs" in belt.system_prompt_alert
+    )
     with_ctx = router(q=q).tools("q", context_domain="ha")
     assert with_ctx.scores["ha_get_logs"] == pytest.approx(0.5 * 1.15, abs=1e-5)
     assert with_ctx.scores["get_system_logs"] == pytest.approx(0.52 * 0.7, abs=1e-5)
@@ -96,8 +124,14 @@ def test_tool_belt_and_breaker_are_logged_at_debug(caplog):
         s = router(q=mix(a0=0.6, a1=0.4)).tool_session("q")
         for _ in range(3):
             s.request_more_tools()
-    belts = [json.loads(r.getMessage().split(" ", 2)[2]) for r in caplog.records if r.getMessage().startswith("tool belt ")]
-    assert belts[0]["scores"] == pytest.approx(dict(belt.scores)) and belts[0]["raw_scores"] == pytest.approx(dict(belt.raw_scores))
+    belts = [
+        json.loads(r.getMessage().split(" ", 2)[2])
+        for r in caplog.records
+        if r.getMessage().startswith("tool belt ")
+    ]
+    assert belts[0]["scores"] == pytest.approx(dict(belt.scores)) and belts[0]["raw_scores"] == pytest.approx(
+        dict(belt.raw_scores)
+    )
     assert belts[0]["alerts"][0]["kind"] == "collision" and belts[0]["collision"] is True
     assert any("request_more_tools call 3" in r.getMessage() for r in caplog.records)
     assert any("circuit_breaker" in r.getMessage() for r in caplog.records)
@@ -125,7 +159,7 @@ def test_request_more_tools_and_circuit_breaker():
     first = set(s.belt.names)
     assert "request_more_tools" in s.tool_names
     seen = set(first)
-    for i in range(3):
+    for _ in range(3):
         more = s.request_more_tools()
         assert not (set(t.name for t in more) & seen)
         seen |= {t.name for t in more}
@@ -175,8 +209,10 @@ def test_a_lesson_of_the_wrong_width_is_skipped_with_an_alert(tmp_path):
     r = router(memory=mem, q=mix(a0=0.6, a3=0.55))
     r.record_lesson("q", "ha_get_logs", use=False)
     db = sqlite3.connect(tmp_path / "m.sqlite")  # another process wrote a 3-wide embedding
-    db.execute("INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES ('x', '', 'disk', 1, ?, ?, 0)",
-               (r.encoder.model_id, np.ones(3, np.float32).tobytes()))
+    db.execute(
+        "INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES ('x', '', 'disk', 1, ?, ?, 0)",
+        (r.encoder.model_id, np.ones(3, np.float32).tobytes()),
+    )
     db.commit()
     belt = r.tools("q")
     assert "ha_get_logs" not in belt.names  # the good lesson still applies
@@ -196,7 +232,11 @@ def test_routing_query_from_conversation():
     assert routing_query(msgs) == "second\nthird\nfourth"
     assert routing_query(msgs, last_n=1) == "fourth"
     assert routing_query([]) == ""
-    parts = [{"type": "text", "text": "look at"}, {"type": "image_url", "image_url": {"url": "x"}}, {"type": "text", "text": "this"}]
+    parts = [
+        {"type": "text", "text": "look at"},
+        {"type": "image_url", "image_url": {"url": "x"}},
+        {"type": "text", "text": "this"},
+    ]
     assert routing_query(msgs + [{"role": "user", "content": parts}], last_n=2) == "fourth\nlook at\nthis"
     with pytest.raises(InvalidArgumentError):
         routing_query(msgs, last_n=0)
@@ -209,9 +249,18 @@ def test_two_level_catalog():
     assert cat.summary_tokens == estimate_tokens(cat.summaries) and cat.schema_tokens > 0
     with pytest.raises(InvalidArgumentError, match="nope"):
         build_catalog(TOOLS, ["ha_get_logs", "nope"])
-    rich = ToolSpec("restart_service", "Restart a service.\nMore text.", domain="system", cost_estimate=0.02, avg_latency=1.5,
-                    safety_tags=("destructive", "needs_confirmation"))
-    assert rich.summary() == "restart_service [system]: Restart a service. (cost 0.02; latency 1.5; safety: destructive, needs_confirmation)"
+    rich = ToolSpec(
+        "restart_service",
+        "Restart a service.\nMore text.",
+        domain="system",
+        cost_estimate=0.02,
+        avg_latency=1.5,
+        safety_tags=("destructive", "needs_confirmation"),
+    )
+    assert (
+        rich.summary()
+        == "restart_service [system]: Restart a service. (cost 0.02; latency 1.5; safety: destructive, needs_confirmation)"
+    )
     assert TOOLS[1].summary() == "ha_get_logs [ha]: t-ha-logs"
 
 
@@ -238,9 +287,15 @@ def test_lone_surrogate_in_a_query_is_replaced_not_fatal(encoder):
     """An emoji cut in half ("\\ud83d") no longer breaks tools() or route()."""
     from routecore.specs import RouteSpec
 
-    tools = Router(tools=[ToolSpec("get_weather", "weather forecast for a city")], encoder=encoder, policy=manual())
+    tools = Router(
+        tools=[ToolSpec("get_weather", "weather forecast for a city")], encoder=encoder, policy=manual()
+    )
     assert tools.tools("weather in Paris \ud83d").names == ["get_weather"]
-    routes = Router([RouteSpec("WEATHER", ("what's the weather",)), RouteSpec("MUSIC", ("play a song",))], encoder=encoder, policy=manual())
+    routes = Router(
+        [RouteSpec("WEATHER", ("what's the weather",)), RouteSpec("MUSIC", ("play a song",))],
+        encoder=encoder,
+        policy=manual(),
+    )
     d = routes.route("weather tomorrow \ud83d\ude00 \udc00")
     assert d.action == "route" and d.route == "WEATHER"
     assert encoder.encode("a \ud83d b").shape == (1, encoder.dim)
@@ -251,16 +306,27 @@ def test_candidates_limit_one_call_to_a_subset_without_re_embedding():
     calls = r.encoder.calls
     belt = r.tools("q", top_k=2, candidates=["get_system_logs", "ha_turn_on", "restart_service"])
     assert r.encoder.calls == calls + 1  # the query only
-    assert [t.name for t in belt.tools] == ["get_system_logs", "ha_turn_on"]  # no core, no discovery outside them
+    assert [t.name for t in belt.tools] == [
+        "get_system_logs",
+        "ha_turn_on",
+    ]  # no core, no discovery outside them
     assert set(belt.scores) == {"ha_turn_on", "get_system_logs", "restart_service"}
-    assert not belt.collision  # ha_get_logs (0.5) and get_system_logs (0.48) would collide; one is not a candidate
+    assert (
+        not belt.collision
+    )  # ha_get_logs (0.5) and get_system_logs (0.48) would collide; one is not a candidate
     full = r.tools("q", top_k=2)
     assert full.collision and "ask_user" in full.names
 
 
 def test_candidates_keep_core_and_discovery_tools_they_name():
-    belt = router(q=mix(a0=0.6, a1=0.4)).tools("q", top_k=1, candidates=["ask_user", "ha_get_logs", "list_ha_devices"])
-    assert {t.name: t.reason for t in belt.tools} == {"ask_user": "core", "ha_get_logs": "top_k", "list_ha_devices": "discovery"}
+    belt = router(q=mix(a0=0.6, a1=0.4)).tools(
+        "q", top_k=1, candidates=["ask_user", "ha_get_logs", "list_ha_devices"]
+    )
+    assert {t.name: t.reason for t in belt.tools} == {
+        "ask_user": "core",
+        "ha_get_logs": "top_k",
+        "list_ha_devices": "discovery",
+    }
 
 
 def test_bad_or_empty_candidates():
@@ -287,10 +353,20 @@ def test_discovery_tools_come_in_the_same_order_in_every_process():
     import subprocess
     import sys
 
-    code = ("from routecore import Router; from routecore.examples import TOOLS; "
-            "print(Router.from_config(TOOLS).tools('my server disk is full and the lights are off').names)")
-    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in (1, 2, 3, 4)}
+    code = (
+        "from routecore import Router; from routecore.examples import TOOLS; "
+        "print(Router.from_config(TOOLS).tools('my server disk is full and the lights are off').names)"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout
+        for seed in (1, 2, 3, 4)
+    }
     assert len(outs) == 1, outs
 
 
@@ -298,9 +374,13 @@ def test_fallback_tool_when_no_tool_passes_the_floor(encoder):
     from routecore.errors import ConfigError
     from routecore.policy import Policy
 
-    tools = [ToolSpec("get_weather", "Weather forecast for a city", success_examples=("will it rain tomorrow in Paris",)),
-             ToolSpec("book_taxi", "Book a taxi or a ride", success_examples=("get me a cab to the station",)),
-             ToolSpec("web_search", "Search the web for anything else")]
+    tools = [
+        ToolSpec(
+            "get_weather", "Weather forecast for a city", success_examples=("will it rain tomorrow in Paris",)
+        ),
+        ToolSpec("book_taxi", "Book a taxi or a ride", success_examples=("get me a cab to the station",)),
+        ToolSpec("web_search", "Search the web for anything else"),
+    ]
     r = Router([], tools, encoder=encoder, policy=Policy(fallback_tool="web_search"))
     belt = r.tools("who painted the ceiling of the sistine chapel")
     assert belt.no_tool and belt.names == ["web_search"] and belt.tools[0].reason == "fallback"

@@ -24,12 +24,23 @@ CONFIG = ROOT / "mypy.ini"
 
 def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
     # mypy comes with the test extra (pip install -e '.[test]'); without it this fails, not skips.
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_mypy_strict(tmp_path: Path) -> None:
-    r = _run(["mypy", "--config-file", str(CONFIG), "--cache-dir", str(tmp_path / "cache"),
-              "python/routecore", "tests/typing"])
+    r = _run(
+        [
+            "mypy",
+            "--config-file",
+            str(CONFIG),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "python/routecore",
+            "tests/typing",
+        ]
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 

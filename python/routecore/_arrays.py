@@ -22,7 +22,9 @@ def as_f32(x: Any, what: str) -> np.ndarray:
         try:
             arr = np.ascontiguousarray(x, dtype=np.float32)
         except (TypeError, ValueError) as e:
-            raise InvalidArgumentError(f"{what}: expected numeric vectors convertible to float32 ({e})") from None
+            raise InvalidArgumentError(
+                f"{what}: expected numeric vectors convertible to float32 ({e})"
+            ) from None
     if arr.ndim not in (1, 2):
         raise InvalidArgumentError(f"{what}: expected a vector or a 2-D batch, got shape {arr.shape}")
     return arr

@@ -81,7 +81,9 @@ class FaissIndex:
             faiss.normalize_L2(v)
         return v
 
-    def _append(self, ids: np.ndarray, v: np.ndarray, labels: Sequence[str] | None, domains: Sequence[str] | None) -> None:
+    def _append(
+        self, ids: np.ndarray, v: np.ndarray, labels: Sequence[str] | None, domains: Sequence[str] | None
+    ) -> None:
         n = len(ids)
         serials = np.arange(self._next, self._next + n, dtype=np.int64)
         self._next += n
@@ -95,7 +97,13 @@ class FaissIndex:
         for i, s in zip(ids.tolist(), serials.tolist()):
             self._serial_of[i] = s
 
-    def add(self, ids: np.ndarray, vectors: np.ndarray, labels: Sequence[str] | None = None, domains: Sequence[str] | None = None) -> None:
+    def add(
+        self,
+        ids: np.ndarray,
+        vectors: np.ndarray,
+        labels: Sequence[str] | None = None,
+        domains: Sequence[str] | None = None,
+    ) -> None:
         with self._lock:
             v = self._prepare(vectors, len(ids))
             seen: set[int] = set()
@@ -114,7 +122,13 @@ class FaissIndex:
             self._tombstones += len(serials)
         self._alive[serials] = False
 
-    def update(self, ids: np.ndarray, vectors: np.ndarray, labels: Sequence[str] | None = None, domains: Sequence[str] | None = None) -> None:
+    def update(
+        self,
+        ids: np.ndarray,
+        vectors: np.ndarray,
+        labels: Sequence[str] | None = None,
+        domains: Sequence[str] | None = None,
+    ) -> None:
         with self._lock:
             v = self._prepare(vectors, len(ids))
             for i in ids.tolist():

@@ -82,7 +82,9 @@ class StepParams:
         exact_routes: list[str] = ...,
     ) -> StepParams: ...
 
-def score_many(indexes: list[FlatIndex], query: _F32, params: list[StepParams], biases: list[_F32 | None]) -> list[dict[str, Any]]:
+def score_many(
+    indexes: list[FlatIndex], query: _F32, params: list[StepParams], biases: list[_F32 | None]
+) -> list[dict[str, Any]]:
     """One routing step per index on one query vector, in one call (GIL released once)."""
     ...
 
@@ -93,12 +95,28 @@ class FlatIndex:
 
     # pyo3 ``#[new]``: the constructor is ``__new__`` (``__init__`` is object's).
     def __new__(cls, dim: int, storage: str = "f32", normalize: bool = True) -> FlatIndex: ...
-    def add(self, ids: npt.NDArray[np.uint64], vectors: _F32, labels: list[str] | None = None, domains: list[str] | None = None) -> None: ...
-    def update(self, ids: npt.NDArray[np.uint64], vectors: _F32, labels: list[str] | None = None, domains: list[str] | None = None) -> None: ...
+    def add(
+        self,
+        ids: npt.NDArray[np.uint64],
+        vectors: _F32,
+        labels: list[str] | None = None,
+        domains: list[str] | None = None,
+    ) -> None: ...
+    def update(
+        self,
+        ids: npt.NDArray[np.uint64],
+        vectors: _F32,
+        labels: list[str] | None = None,
+        domains: list[str] | None = None,
+    ) -> None: ...
     def remove(self, ids: npt.NDArray[np.uint64]) -> None: ...
-    def search(self, queries: _F32, k: int) -> tuple[_F32, npt.NDArray[np.uint64], npt.NDArray[np.uint32]]: ...
+    def search(
+        self, queries: _F32, k: int
+    ) -> tuple[_F32, npt.NDArray[np.uint64], npt.NDArray[np.uint32]]: ...
     def score_all(self, query: _F32) -> _F32: ...
-    def score_routes(self, query: _F32, params: StepParams | None = None, bias: _F32 | None = None) -> dict[str, Any]:
+    def score_routes(
+        self, query: _F32, params: StepParams | None = None, bias: _F32 | None = None
+    ) -> dict[str, Any]:
         """One routing step. Keys: raw, bound, adjusted, probs, route_domains,
         top_scores, top_ids, top_labels, collision. With int8 storage, routes
         outside the exact set (``exact_top``/``exact_band``/``exact_floor``/``exact_routes``) keep
@@ -141,8 +159,12 @@ class EntitySet:
     case-insensitive, accent-insensitive with ``fold_accents``) and regex patterns
     (``routecore_core::entities``). ``find`` releases the GIL."""
 
-    def __new__(cls, dictionaries: list[tuple[str, list[str]]], patterns: list[tuple[str, str]],
-                fold_accents: bool = True) -> EntitySet: ...
+    def __new__(
+        cls,
+        dictionaries: list[tuple[str, list[str]]],
+        patterns: list[tuple[str, str]],
+        fold_accents: bool = True,
+    ) -> EntitySet: ...
     def find(self, text: str) -> list[tuple[str, str, int, int]]:
         """(kind, value, start, end) of each entity (character offsets)."""
         ...
@@ -164,7 +186,9 @@ class LexicalIndex:
 
     # pyo3 ``#[new]``; defaults: no stop words, k1 = 1.2, b = 0.75 (Rust constants, so the runtime
     # signature shows ``...``), no stemmer. An unknown stemmer raises InvalidArgumentError.
-    def __new__(cls, stop_words: list[str] = ..., k1: float = ..., b: float = ..., stemmer: str = "none") -> LexicalIndex: ...
+    def __new__(
+        cls, stop_words: list[str] = ..., k1: float = ..., b: float = ..., stemmer: str = "none"
+    ) -> LexicalIndex: ...
     def add(self, texts: list[str], labels: npt.NDArray[np.uint32] | list[int]) -> None:
         """Documents get ids ``len(self) ..``, in order; idf and lengths are updated for all."""
     def score_labels(self, query: str, n_labels: int) -> _F32:
@@ -175,7 +199,9 @@ class LexicalIndex:
         """What each label's cosine gains in hybrid scoring: ``weight`` x its best BM25 over the query's
         best x the query's coverage, label ``l`` at ``lead + l`` after ``lead`` zeros; None when ``weight``
         is 0 or no label scores above 0."""
-    def score_labels_batch(self, queries: list[str], n_labels: int, exclude_doc: npt.NDArray[np.uint32] | list[int] | None = None) -> _F32:
+    def score_labels_batch(
+        self, queries: list[str], n_labels: int, exclude_doc: npt.NDArray[np.uint32] | list[int] | None = None
+    ) -> _F32:
         """(len(queries), n_labels) float32; ``exclude_doc[i]`` (``NO_DOC``: none) is left out of query i's
         label maxima (leave-one-out; idf and average length still count it)."""
     def score_docs(self, query: str) -> _F32:
@@ -183,9 +209,16 @@ class LexicalIndex:
     def coverage(self, query: str, exclude: npt.NDArray[np.uint32] | list[int] | None = None) -> float:
         """Idf-weighted share of the query's distinct non-stop tokens that some document (not in
         ``exclude``) holds, in [0, 1]; a token none holds weighs as one of document frequency 0."""
-    def coverage_batch(self, queries: list[str], excluded: Sequence[npt.NDArray[np.uint32] | list[int]] | None = None) -> _F32:
+    def coverage_batch(
+        self, queries: list[str], excluded: Sequence[npt.NDArray[np.uint32] | list[int]] | None = None
+    ) -> _F32:
         """``coverage`` of each query, ``excluded[i]`` left out of query i."""
-    def score_labels_covered_batch(self, queries: list[str], n_labels: int, excluded: Sequence[npt.NDArray[np.uint32] | list[int]] | None = None) -> tuple[_F32, _F32]:
+    def score_labels_covered_batch(
+        self,
+        queries: list[str],
+        n_labels: int,
+        excluded: Sequence[npt.NDArray[np.uint32] | list[int]] | None = None,
+    ) -> tuple[_F32, _F32]:
         """``score_labels_covered`` of each query, from one tokenization each: (len(queries), n_labels)
         scores and (len(queries),) coverages, ``excluded[i]`` left out of query i (its label maxima and
         coverage; idf and average length still count them)."""
@@ -224,7 +257,14 @@ def lexical_tokens(text: str) -> list[str]:
 @final
 class Encoder:
     @staticmethod
-    def load(path: str | PathLike[str], runtime_path: str | PathLike[str], variant: str | None = None, threads: int | None = None, cache_size: int = 1024, spinning: bool = True) -> Encoder: ...
+    def load(
+        path: str | PathLike[str],
+        runtime_path: str | PathLike[str],
+        variant: str | None = None,
+        threads: int | None = None,
+        cache_size: int = 1024,
+        spinning: bool = True,
+    ) -> Encoder: ...
     def encode(self, texts: list[str], kind: str = "query") -> tuple[_F32, list[int], dict[str, int]]: ...
     def tokenize(self, texts: list[str], kind: str = "query") -> tuple[list[list[int]], list[bool]]: ...
     def cache_stats(self) -> dict[str, int]: ...
@@ -246,7 +286,10 @@ class Encoder:
 
 def topk(scores: _F32, k: int) -> tuple[_F32, npt.NDArray[np.uint64]]: ...
 def softmax(x: _F32, temperature: float = 1.0) -> _F32: ...
-def aggregate(scores: _F32, routes: npt.NDArray[np.uint32], n_routes: int, how: str = "max", n: int = 3) -> _F32: ...
+def aggregate(
+    scores: _F32, routes: npt.NDArray[np.uint32], n_routes: int, how: str = "max", n: int = 3
+) -> _F32: ...
+
 # Defaults boost = 1.15, penalty = 0.7 and max_gap = 0.08 are Rust constants (``...`` in the runtime signature).
 def apply_affinity(
     scores: _F32,
@@ -258,10 +301,14 @@ def apply_affinity(
     """Each score times its factor when >= 0, divided by it when negative (``boost`` where the domain
     is active, ``penalty`` elsewhere): a boost never lowers a score and a penalty never raises one, for
     any sign."""
-def detect_collision(scores: _F32, domains: npt.NDArray[np.uint32], max_gap: float = ...) -> tuple[int, int, float] | None: ...
+
+def detect_collision(
+    scores: _F32, domains: npt.NDArray[np.uint32], max_gap: float = ...
+) -> tuple[int, int, float] | None: ...
 def simd_level() -> str:
     """Kernels in use: "avx2+fma" or "portable", then "+avx512f" (f32/f16 scans) and "+avx512vnni" (int8
     scans) where the CPU has them (capped by ROUTECORE_SIMD: "avx2" drops both, "portable" all)."""
+
 def parallel_cutoff() -> int: ...
 def set_parallel_cutoff(elements: int) -> None: ...
 def route_parallel_cutoff() -> int: ...

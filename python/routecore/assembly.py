@@ -19,7 +19,11 @@ from routecore.tables import EncoderLike, ScoreTable, embed_texts, exemplar_text
 from routecore.tool_catalog import ToolCatalog, lexical_form
 
 #: The exemplar tables of a router: (key, which specs, the attribute holding the texts).
-KEYS = (("routes", "routes", "exemplars"), ("tools", "tools", "exemplars"), ("anti", "tools", "anti_patterns"))
+KEYS = (
+    ("routes", "routes", "exemplars"),
+    ("tools", "tools", "exemplars"),
+    ("anti", "tools", "anti_patterns"),
+)
 
 
 @dataclass
@@ -33,10 +37,23 @@ class Parts:
     embed_ms: float  # the time that took
 
 
-def build(routes: Sequence[RouteSpec], tools: Sequence[ToolSpec], *, encoder: EncoderLike, spec_policy: Policy, llm: Any = None,
-          memory: Any = None, head: Any = None, storage: str = "auto", calibration: Calibration | None = None,
-          vectors: dict[str, np.ndarray] | None = None, known: dict[str, dict[str, np.ndarray]] | None = None,
-          lexical: dict[str, Any] | None = None, progress: ProgressArg = None, head_threshold: float | None = None) -> Parts:
+def build(
+    routes: Sequence[RouteSpec],
+    tools: Sequence[ToolSpec],
+    *,
+    encoder: EncoderLike,
+    spec_policy: Policy,
+    llm: Any = None,
+    memory: Any = None,
+    head: Any = None,
+    storage: str = "auto",
+    calibration: Calibration | None = None,
+    vectors: dict[str, np.ndarray] | None = None,
+    known: dict[str, dict[str, np.ndarray]] | None = None,
+    lexical: dict[str, Any] | None = None,
+    progress: ProgressArg = None,
+    head_threshold: float | None = None,
+) -> Parts:
     """The parts of a router over ``routes`` and ``tools``.
 
     ``vectors``: each table's exemplar embeddings in exemplar order (a bundle's);
@@ -62,50 +79,116 @@ def build(routes: Sequence[RouteSpec], tools: Sequence[ToolSpec], *, encoder: En
         new = dict(zip(todo_texts, embed_texts(encoder, todo_texts, progress=bar)))
         have = (known or {}).get(key, {})
         rows = [have[t] if t in have else new[t] for t in texts[key]]
-        vec[key] = np.stack(rows).astype(np.float32, copy=False) if rows else np.zeros((0, encoder.dim), np.float32)
+        vec[key] = (
+            np.stack(rows).astype(np.float32, copy=False) if rows else np.zeros((0, encoder.dim), np.float32)
+        )
     embed_ms = (time.perf_counter() - t0) * 1e3
     lex: dict[str, Any] = {"routes": None, "tools": None}
     if spec_policy.lexical:  # BM25 tables of the same texts (tools: their names too); a bundle's are loaded
         saved = lexical or {}
         if routes:
-            lex["routes"] = (LexicalTable.from_index(saved["routes"], owners["routes"], len(routes)) if saved.get("routes")
-                             else LexicalTable(texts["routes"], owners["routes"], len(routes), stemmer=spec_policy.lexical_stemmer))
+            lex["routes"] = (
+                LexicalTable.from_index(saved["routes"], owners["routes"], len(routes))
+                if saved.get("routes")
+                else LexicalTable(
+                    texts["routes"], owners["routes"], len(routes), stemmer=spec_policy.lexical_stemmer
+                )
+            )
         if tools:
-            stemmer, b = lexical_form(spec_policy, calibration)  # a bundle's or a live update's calibration keeps its fit
-            lex["tools"] = (LexicalTable.from_index(saved["tools"], owners["tools"], len(tools)) if saved.get("tools")
-                            else LexicalTable(texts["tools"], owners["tools"], len(tools), [t.name for t in tools], stemmer=stemmer, b=b))
+            stemmer, b = lexical_form(
+                spec_policy, calibration
+            )  # a bundle's or a live update's calibration keeps its fit
+            lex["tools"] = (
+                LexicalTable.from_index(saved["tools"], owners["tools"], len(tools))
+                if saved.get("tools")
+                else LexicalTable(
+                    texts["tools"], owners["tools"], len(tools), [t.name for t in tools], stemmer=stemmer, b=b
+                )
+            )
     if calibration is None and not spec_policy.is_manual():
-        calibration = for_router(encoder, spec_policy, vec["routes"], owners["routes"], len(routes),
-                                 vec["tools"], owners["tools"], len(tools),
-                                 lexical=lex["routes"] and (lex["routes"], texts["routes"]),
-                                 tool_lexical=lex["tools"] and (lex["tools"], texts["tools"]))
+        calibration = for_router(
+            encoder,
+            spec_policy,
+            vec["routes"],
+            owners["routes"],
+            len(routes),
+            vec["tools"],
+            owners["tools"],
+            len(tools),
+            lexical=lex["routes"] and (lex["routes"], texts["routes"]),
+            tool_lexical=lex["tools"] and (lex["tools"], texts["tools"]),
+        )
     if head is None and spec_policy.head == "exemplars" and len(routes) >= 2:
-        head, calibration = _exemplar_head(encoder, spec_policy, vec["routes"], owners["routes"], routes, calibration, lex, texts, progress,
-                                           head_threshold)
+        head, calibration = _exemplar_head(
+            encoder,
+            spec_policy,
+            vec["routes"],
+            owners["routes"],
+            routes,
+            calibration,
+            lex,
+            texts,
+            progress,
+            head_threshold,
+        )
     policy = spec_policy.resolve(calibration)
-    route_table = RouteTable(routes, encoder=encoder, policy=policy, llm=llm, head=head, storage=storage, vectors=vec["routes"],
-                             lexical=lex["routes"])
-    tool_catalog = ToolCatalog(tools, encoder=encoder, policy=policy, memory=memory, storage=storage,
-                               vectors=vec["tools"], anti_vectors=vec["anti"], lexical=lex["tools"])
+    route_table = RouteTable(
+        routes,
+        encoder=encoder,
+        policy=policy,
+        llm=llm,
+        head=head,
+        storage=storage,
+        vectors=vec["routes"],
+        lexical=lex["routes"],
+    )
+    tool_catalog = ToolCatalog(
+        tools,
+        encoder=encoder,
+        policy=policy,
+        memory=memory,
+        storage=storage,
+        vectors=vec["tools"],
+        anti_vectors=vec["anti"],
+        lexical=lex["tools"],
+    )
     route_table.set_languages(spec_policy, calibration)
     tool_catalog.set_languages(spec_policy, calibration)
     return Parts(route_table, tool_catalog, calibration, n_todo, embed_ms)
 
 
-def _exemplar_head(encoder: EncoderLike, spec_policy: Policy, V: np.ndarray, owners: list[int], routes: Sequence[RouteSpec],
-                   calibration: Calibration | None, lex: dict[str, Any], texts: dict[str, list[str]],
-                   progress: ProgressArg, head_threshold: float | None = None) -> tuple[Any, Calibration | None]:
+def _exemplar_head(
+    encoder: EncoderLike,
+    spec_policy: Policy,
+    V: np.ndarray,
+    owners: list[int],
+    routes: Sequence[RouteSpec],
+    calibration: Calibration | None,
+    lex: dict[str, Any],
+    texts: dict[str, list[str]],
+    progress: ProgressArg,
+    head_threshold: float | None = None,
+) -> tuple[Any, Calibration | None]:
     """The head of ``Policy(head="exemplars")`` and the calibration with its cuts
     (a manual policy keeps no calibration: the head only brings its scope cut). With
     ``head_threshold`` and a ``calibration`` that holds a head's cuts, only the serving
     head is trained and both are kept (a live update with ``recalibrate=False``)."""
     from routecore.background import background_languages, background_vectors, parallel_rows, parallel_vectors
     from routecore.exemplar_head import fit_exemplar_head, language_fits, prior_fit, serving_head, with_head
-    from routecore.prior import prior_for
     from routecore.fits import Targets
+    from routecore.prior import prior_for
 
-    base = calibration or for_router(encoder, spec_policy, V, owners, len(routes), np.zeros((0, V.shape[1]), np.float32), [], 0,
-                                     lexical=lex["routes"] and (lex["routes"], texts["routes"]))
+    base = calibration or for_router(
+        encoder,
+        spec_policy,
+        V,
+        owners,
+        len(routes),
+        np.zeros((0, V.shape[1]), np.float32),
+        [],
+        0,
+        lexical=lex["routes"] and (lex["routes"], texts["routes"]),
+    )
     # The out-of-scope class holds background queries in the languages the exemplars are
     # written in: others would teach the head that a language is out of scope.
     B = background_vectors(encoder)
@@ -113,7 +196,9 @@ def _exemplar_head(encoder: EncoderLike, spec_policy: Policy, V: np.ndarray, own
     if homes:
         B = B[np.array([lang in homes for lang in background_languages()])]
     if head_threshold is not None and calibration is not None:
-        return serving_head(V, np.asarray(owners), [r.name for r in routes], B, base, head_threshold), calibration
+        return serving_head(
+            V, np.asarray(owners), [r.name for r in routes], B, base, head_threshold
+        ), calibration
     prior = prior_for(str(getattr(encoder, "model_id", ""))) if spec_policy.prior else None
     if prior is not None and (calibration is None or calibration.source == "zero-label"):
         # The model's measured prior holds the cuts: one training, no folds (routecore.prior).
@@ -125,15 +210,21 @@ def _exemplar_head(encoder: EncoderLike, spec_policy: Policy, V: np.ndarray, own
         return head, replace(with_head(calibration, fit, per_language), source="prior")
     targets = Targets(spec_policy.high_precision, spec_policy.route_precision, spec_policy.previous_precision)
     # No lexical gain: the router does not add the lexical score to the head's probabilities.
-    fitted = fit_exemplar_head(V, np.asarray(owners), [r.name for r in routes], B, base, targets=targets, progress=progress)
+    fitted = fit_exemplar_head(
+        V, np.asarray(owners), [r.name for r in routes], B, base, targets=targets, progress=progress
+    )
     if fitted.stats.get("cuts_fallback"):
         # Too few exemplars to hold out: a head whose cuts nothing vouches for would decide
         # worse than the calibrated cosines, so the router keeps those and says why.
         note = {"head": {**fitted.stats, "skipped": "too few exemplars to fit the head's cuts out of fold"}}
-        return None, (replace(calibration, stats={**calibration.stats, **note}) if calibration is not None else None)
+        return None, (
+            replace(calibration, stats={**calibration.stats, **note}) if calibration is not None else None
+        )
     if calibration is None or calibration.source != "zero-label":
         return fitted.head, calibration
-    per_language = language_fits(fitted, calibration.languages, parallel_vectors(encoder), parallel_rows(), targets)
+    per_language = language_fits(
+        fitted, calibration.languages, parallel_vectors(encoder), parallel_rows(), targets
+    )
     return fitted.head, with_head(calibration, fitted, per_language)
 
 
@@ -145,10 +236,14 @@ def known_vectors(table: ScoreTable) -> dict[str, np.ndarray]:
     return dict(zip(table.texts, v[np.argsort(ids, kind="stable")]))
 
 
-def kept_calibration(calibration: Calibration | None, route_names: set[str], recalibrate: bool = True) -> Calibration | None:
+def kept_calibration(
+    calibration: Calibration | None, route_names: set[str], recalibrate: bool = True
+) -> Calibration | None:
     """The calibration a live update keeps: a fitted or manual one, or a zero-label one
     when not ``recalibrate`` (with the per-route values of routes that remain);
     ``None`` (recompute) for a zero-label one otherwise."""
     if calibration is None or (calibration.source in ("zero-label", "prior") and recalibrate):
         return None
-    return replace(calibration, per_route={k: v for k, v in calibration.per_route.items() if k in route_names})
+    return replace(
+        calibration, per_route={k: v for k, v in calibration.per_route.items() if k in route_names}
+    )

@@ -27,7 +27,9 @@ BACKGROUND_FILE = Path(__file__).resolve().parent / "data" / "background.jsonl"
 
 @lru_cache(maxsize=1)
 def _rows() -> tuple[dict[str, str], ...]:
-    return tuple(json.loads(line) for line in BACKGROUND_FILE.read_text(encoding="utf-8").splitlines() if line.strip())
+    return tuple(
+        json.loads(line) for line in BACKGROUND_FILE.read_text(encoding="utf-8").splitlines() if line.strip()
+    )
 
 
 def background_texts() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -79,8 +81,13 @@ def write_sets(path: Path, model_id: str, sets: dict[str, np.ndarray]) -> None:
     fd, tmp = temp_beside(path, f".{path.stem}.")
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, model_id=np.array(model_id), digest=np.array(sets_digest()), background=sets["background"],
-                     parallel=sets["parallel"])
+            np.savez(
+                f,
+                model_id=np.array(model_id),
+                digest=np.array(sets_digest()),
+                background=sets["background"],
+                parallel=sets["parallel"],
+            )
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -90,8 +97,13 @@ def write_sets(path: Path, model_id: str, sets: dict[str, np.ndarray]) -> None:
 def encode_sets(encoder: Any) -> dict[str, np.ndarray]:
     """Both sets embedded by ``encoder``, 64 texts a call."""
     out = {}
-    for which, texts in (("background", list(background_texts()[0])), ("parallel", [t for _, _, t in parallel_rows()])):
-        out[which] = np.concatenate([encoder.encode_with_stats(texts[i:i + 64]).embeddings for i in range(0, len(texts), 64)])
+    for which, texts in (
+        ("background", list(background_texts()[0])),
+        ("parallel", [t for _, _, t in parallel_rows()]),
+    ):
+        out[which] = np.concatenate(
+            [encoder.encode_with_stats(texts[i : i + 64]).embeddings for i in range(0, len(texts), 64)]
+        )
     return out
 
 
@@ -129,7 +141,9 @@ PARALLEL_FILE = BACKGROUND_FILE.with_name("parallel.jsonl")
 @lru_cache(maxsize=1)
 def parallel_rows() -> tuple[tuple[int, str, str], ...]:
     """The bundled parallel set: (sentence id, language, text) per row."""
-    rows = (json.loads(line) for line in PARALLEL_FILE.read_text(encoding="utf-8").splitlines() if line.strip())
+    rows = (
+        json.loads(line) for line in PARALLEL_FILE.read_text(encoding="utf-8").splitlines() if line.strip()
+    )
     return tuple((int(r["id"]), str(r["lang"]), str(r["text"])) for r in rows)
 
 

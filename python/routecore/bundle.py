@@ -84,14 +84,24 @@ def _save_locked(router: Any, d: Path, fitted: dict[str, Any] | None) -> None:
         files[name] = _write(d, f"{name}.{gen}.rci", table.index.save, rows=len(table.index))
     for name, lex in (("routes", router.route_table.lexical), ("tools", router.tool_catalog.lexical)):
         if lex is not None:  # the BM25 tables, saved beside the dense ones (same generation, same checks)
-            files[f"lexical_{name}"] = _write(d, f"lexical_{name}.{gen}.rlx", lex.index.save, rows=len(lex.index))
-    meta = {"version": BUNDLE_VERSION, "model_id": router.encoder.model_id, "model_path": str(getattr(router.encoder, "path", "")),
-            "model_files": getattr(router.encoder, "files_id", None),
-            # The policy as given (unset thresholds null) and the calibration that fills them.
-            "policy": router.spec_policy.to_dict(), "calibration": router.calibration.to_dict() if router.calibration else None,
-            "routes": [asdict(r) for r in router.route_specs], "tools": [asdict(t) for t in router.tool_specs],
-            "entities": router.entities.to_dict() if router.entities is not None else None,
-            "fitted": fitted or {}, "generation": gen, "files": files}
+            files[f"lexical_{name}"] = _write(
+                d, f"lexical_{name}.{gen}.rlx", lex.index.save, rows=len(lex.index)
+            )
+    meta = {
+        "version": BUNDLE_VERSION,
+        "model_id": router.encoder.model_id,
+        "model_path": str(getattr(router.encoder, "path", "")),
+        "model_files": getattr(router.encoder, "files_id", None),
+        # The policy as given (unset thresholds null) and the calibration that fills them.
+        "policy": router.spec_policy.to_dict(),
+        "calibration": router.calibration.to_dict() if router.calibration else None,
+        "routes": [asdict(r) for r in router.route_specs],
+        "tools": [asdict(t) for t in router.tool_specs],
+        "entities": router.entities.to_dict() if router.entities is not None else None,
+        "fitted": fitted or {},
+        "generation": gen,
+        "files": files,
+    }
     if router.head is not None:
         files["head"] = _write(d, f"head.{gen}.npz", router.head.save, flush=True)
         meta["head"] = files["head"]["file"]
@@ -109,7 +119,11 @@ def _save_locked(router: Any, d: Path, fitted: dict[str, Any] | None) -> None:
     keep = {f["file"] for f in files.values()} | {"bundle.json"}
     for old in d.iterdir():  # earlier generations (and version 1 names)
         # (and the temp files of saves that were killed: ".bundle.*", the index's ".routecore-*.tmp")
-        stale = old.suffix in (".rci", ".npz", ".rlx") or old.name.startswith(".bundle.") or (old.name.startswith(".routecore-") and old.suffix == ".tmp")
+        stale = (
+            old.suffix in (".rci", ".npz", ".rlx")
+            or old.name.startswith(".bundle.")
+            or (old.name.startswith(".routecore-") and old.suffix == ".tmp")
+        )
         if old.is_file() and old.name not in keep and stale:
             old.unlink(missing_ok=True)
 
@@ -154,7 +168,9 @@ def _member(d: Path, meta: dict[str, Any], name: str, default: str) -> Path:
     if p.exists() and not p.is_file():  # a FIFO would block the read forever
         raise ConfigError(f"{d}: {fn} is not a regular file")
     if isinstance(entry, dict) and p.is_file() and _sha256(p) != entry.get("sha256"):
-        raise ConfigError(f"{d}: {fn} does not match bundle.json (another generation or a changed file); save the bundle again")
+        raise ConfigError(
+            f"{d}: {fn} does not match bundle.json (another generation or a changed file); save the bundle again"
+        )
     return p
 
 
@@ -164,7 +180,9 @@ def _read_meta(d: Path) -> dict[str, Any]:
     except (ConfigError, ValueError) as e:
         raise ConfigError(f"{d} is not a router bundle: {e}") from None
     if not isinstance(meta, dict) or meta.get("version") not in READABLE_VERSIONS:
-        raise ConfigError(f"bundle version {meta.get('version') if isinstance(meta, dict) else None} is not supported (expected one of {READABLE_VERSIONS})")
+        raise ConfigError(
+            f"bundle version {meta.get('version') if isinstance(meta, dict) else None} is not supported (expected one of {READABLE_VERSIONS})"
+        )
     return meta
 
 
@@ -196,30 +214,50 @@ def load(cls: type[_R], path: str | os.PathLike[str], *, encoder: EncoderLike | 
 _LOAD_ATTEMPTS = 5
 
 
-def _load_generation(cls: type[_R], d: Path, meta: dict[str, Any], encoder: EncoderLike, kw: dict[str, Any]) -> _R:
+def _load_generation(
+    cls: type[_R], d: Path, meta: dict[str, Any], encoder: EncoderLike, kw: dict[str, Any]
+) -> _R:
     if encoder.model_id != meta.get("model_id"):
-        raise ConfigError(f"bundle was made with model {meta.get('model_id')}, but the encoder is {encoder.model_id}; rebuild the bundle")
+        raise ConfigError(
+            f"bundle was made with model {meta.get('model_id')}, but the encoder is {encoder.model_id}; rebuild the bundle"
+        )
     made, have = meta.get("model_files"), getattr(encoder, "files_id", None)
     if made is not None and have is not None and made != have:
-        raise ConfigError(f"{d}: bundle was made with another config.json or tokenizer.json of model "
-                          f"{encoder.model_id} (files {made}, now {have}): pooling, prefixes or the vocabulary "
-                          "may differ; rebuild the bundle")
+        raise ConfigError(
+            f"{d}: bundle was made with another config.json or tokenizer.json of model "
+            f"{encoder.model_id} (files {made}, now {have}): pooling, prefixes or the vocabulary "
+            "may differ; rebuild the bundle"
+        )
     try:
-        routes, tools = parse_config({"routes": meta["routes"], "tools": meta["tools"]}, f"{d / 'bundle.json'}")
+        routes, tools = parse_config(
+            {"routes": meta["routes"], "tools": meta["tools"]}, f"{d / 'bundle.json'}"
+        )
     except (KeyError, TypeError) as e:
         raise ConfigError(f"{d}: bundle.json lacks or mangles {e}") from None
     specs: dict[str, tuple[Sequence[RouteSpec] | Sequence[ToolSpec], str]] = {
-        "routes": (routes, "exemplars"), "tools": (tools, "exemplars"), "anti": (tools, "anti_patterns")}
+        "routes": (routes, "exemplars"),
+        "tools": (tools, "exemplars"),
+        "anti": (tools, "anti_patterns"),
+    }
     vecs: dict[str, np.ndarray] = {}
     for name in TABLES:
         ix = VectorIndex.load(_member(d, meta, name, f"{name}.rci"))
         texts, owners = exemplar_texts(*specs[name])
-        ids, v, labels, _ = ix.vectors() if len(ix) else (np.zeros(0, np.uint64), np.zeros((0, encoder.dim), np.float32), [], [])
+        ids, v, labels, _ = (
+            ix.vectors()
+            if len(ix)
+            else (np.zeros(0, np.uint64), np.zeros((0, encoder.dim), np.float32), [], [])
+        )
         order = np.argsort(ids, kind="stable")  # rows were added with ids 0..n-1 in exemplar order
-        if (len(ix) != len(texts) or not np.array_equal(ids[order], np.arange(len(texts)))
-                or [labels[i] for i in order] != [specs[name][0][o].name for o in owners]):
-            raise ConfigError(f"{d}: the {name} table holds {len(ix)} rows that are not the {len(texts)} exemplars bundle.json lists; "
-                              "save the bundle again")
+        if (
+            len(ix) != len(texts)
+            or not np.array_equal(ids[order], np.arange(len(texts)))
+            or [labels[i] for i in order] != [specs[name][0][o].name for o in owners]
+        ):
+            raise ConfigError(
+                f"{d}: the {name} table holds {len(ix)} rows that are not the {len(texts)} exemplars bundle.json lists; "
+                "save the bundle again"
+            )
         vecs[name] = v[order]
     if "policy" not in meta and "policy" not in kw:
         raise ConfigError(f"{d}: bundle.json lacks 'policy'")
@@ -230,8 +268,10 @@ def _load_generation(cls: type[_R], d: Path, meta: dict[str, Any], encoder: Enco
             lix = LexicalIndex.load(_member(d, meta, f"lexical_{name}", ""))
             owners = exemplar_texts(specs[name][0])[1]
             if len(lix) != len(owners) or lix.labels().tolist() != owners:
-                raise ConfigError(f"{d}: the lexical {name} table holds {len(lix)} documents that are not the {len(owners)} exemplars "
-                                  "bundle.json lists; save the bundle again")
+                raise ConfigError(
+                    f"{d}: the lexical {name} table holds {len(lix)} documents that are not the {len(owners)} exemplars "
+                    "bundle.json lists; save the bundle again"
+                )
             lexical[name] = lix
     if meta.get("entities") and "entities" not in kw:
         from routecore.entities import EntityConfig

@@ -113,7 +113,9 @@ class Calibration:
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
                 raise ConfigError(f"calibration: {k} must be a finite number > 0, got {v!r}")
         if self.tool_lexical_stemmer not in STEMMERS:
-            raise ConfigError(f"calibration: tool_lexical_stemmer must be one of {STEMMERS}, got {self.tool_lexical_stemmer!r}")
+            raise ConfigError(
+                f"calibration: tool_lexical_stemmer must be one of {STEMMERS}, got {self.tool_lexical_stemmer!r}"
+            )
         b = self.tool_lexical_b
         if not (isinstance(b, (int, float)) and 0.0 <= b <= 1.0):
             raise ConfigError(f"calibration: tool_lexical_b must be a number in [0, 1], got {b!r}")
@@ -152,10 +154,22 @@ class Calibration:
         if "offset" in adj:
             off = float(adj["offset"])
             temperature = float(adj.get("temperature", self.temperature * float(adj.get("slope", 1.0))))
-            changes.update({k: float(adj[k]) for k in ("high", "margin", "medium", "previous_high", "previous_margin") if k in adj})
-            changes["per_route"] = {n: {k: (float(np.clip(v + off, 0.0, 1.0)) if k == "min_score" else v) for k, v in o.items()}
-                                    for n, o in self.per_route.items()}
-            changes.update(min_score=float(np.clip(self.min_score + off, 0.0, 1.0)), temperature=temperature, scale=temperature)
+            changes.update(
+                {
+                    k: float(adj[k])
+                    for k in ("high", "margin", "medium", "previous_high", "previous_margin")
+                    if k in adj
+                }
+            )
+            changes["per_route"] = {
+                n: {k: (float(np.clip(v + off, 0.0, 1.0)) if k == "min_score" else v) for k, v in o.items()}
+                for n, o in self.per_route.items()
+            }
+            changes.update(
+                min_score=float(np.clip(self.min_score + off, 0.0, 1.0)),
+                temperature=temperature,
+                scale=temperature,
+            )
         return replace(self, **changes)
 
     def similarity(self, z: float) -> float:
@@ -163,12 +177,26 @@ class Calibration:
         return float(np.clip(self.unrelated + z * (self.match - self.unrelated), 0.0, 1.0))
 
 
-def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: int, background: np.ndarray, *,
-               aggregation: str = "max", top_n: int = 3, tool_vecs: np.ndarray | None = None,
-               tool_owners: Sequence[int] = (), n_tools: int = 0, targets: Targets = Targets(),
-               sample: int = 1500, seed: int = 0, lexical: Any = None, tool_lexical: Any = None,
-               leave_out_nearest: int = LEAVE_OUT_NEAREST, background_langs: Sequence[str] | None = None,
-               parallel: tuple[np.ndarray, Sequence[tuple[int, str, str]]] | None = None) -> Calibration:
+def zero_label(
+    route_vecs: np.ndarray,
+    route_owners: Sequence[int],
+    n_routes: int,
+    background: np.ndarray,
+    *,
+    aggregation: str = "max",
+    top_n: int = 3,
+    tool_vecs: np.ndarray | None = None,
+    tool_owners: Sequence[int] = (),
+    n_tools: int = 0,
+    targets: Targets = Targets(),
+    sample: int = 1500,
+    seed: int = 0,
+    lexical: Any = None,
+    tool_lexical: Any = None,
+    leave_out_nearest: int = LEAVE_OUT_NEAREST,
+    background_langs: Sequence[str] | None = None,
+    parallel: tuple[np.ndarray, Sequence[tuple[int, str, str]]] | None = None,
+) -> Calibration:
     """Fit a :class:`Calibration` from the exemplars alone (leave-one-out) and the
     background vectors. Routes come first; a router with tools only calibrates
     on the tools' exemplars (descriptions and success examples).
@@ -184,8 +212,11 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
     if n_routes and len(route_vecs):
         V, owners, R = route_vecs, np.asarray(route_owners, dtype=np.int64), n_routes
     else:
-        V, owners, R = (tool_vecs if tool_vecs is not None else np.zeros((0, background.shape[1]), np.float32),
-                        np.asarray(tool_owners, dtype=np.int64), n_tools)
+        V, owners, R = (
+            tool_vecs if tool_vecs is not None else np.zeros((0, background.shape[1]), np.float32),
+            np.asarray(tool_owners, dtype=np.int64),
+            n_tools,
+        )
         aggregation = "max"
     rows = held_out_rows(owners, R, sample, seed) if len(V) else np.zeros(0, np.int64)
     # `S`: plain leave-one-out, for the temperature and `medium`. Leaving a row's
@@ -200,10 +231,18 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         dup = near_duplicate_cut(V, owners, rows)
         S, S_dup, S_tier, tier_cut = held_out_max(V, owners, R, rows, dup, leave_out_nearest)
     else:
-        S = route_scores(V[rows], V, owners, R, aggregation, top_n, exclude=rows) if len(rows) else np.zeros((0, R), np.float32)
+        S = (
+            route_scores(V[rows], V, owners, R, aggregation, top_n, exclude=rows)
+            if len(rows)
+            else np.zeros((0, R), np.float32)
+        )
         S_dup = S_tier = S
     gold = owners[rows]
-    Bm = route_scores(background, V, owners, R, aggregation, top_n) if len(V) and len(background) else np.zeros((0, R), np.float32)
+    Bm = (
+        route_scores(background, V, owners, R, aggregation, top_n)
+        if len(V) and len(background)
+        else np.zeros((0, R), np.float32)
+    )
     lex = lexical if n_routes and len(route_vecs) else tool_lexical
     lex_bg = lex[0].scores_batch(background_texts()[0]) if lex is not None and len(Bm) else None
     w = 0.0  # the lexical weight of the calibrated table (routes, or tools for a tools-only router)
@@ -214,8 +253,16 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         from routecore.lexical import fit_table
 
         dense_temperature = fit_temperature(S, gold)  # the unit of the weight grid
-        w, (S, S_dup, S_tier), lstats = fit_table(lex[0], lex[1], V, owners, rows, (S_dup, dup),
-                                                  [(S, None), (S_dup, dup), (S_tier, tier_cut)], dense_temperature)
+        w, (S, S_dup, S_tier), lstats = fit_table(
+            lex[0],
+            lex[1],
+            V,
+            owners,
+            rows,
+            (S_dup, dup),
+            [(S, None), (S_dup, dup), (S_tier, tier_cut)],
+            dense_temperature,
+        )
         stats.update(lstats)
     # The lexical score picks the label; the out-of-scope cut and the match/unrelated
     # scale read that label's cosine, which means the same in every language.
@@ -237,7 +284,9 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
             # floor, and every probability to 1: fit it on the rows that lose their nearest same-route
             # exemplars (those the high tier is fitted on), as a query that paraphrases no exemplar.
             temperature = fit_temperature(S_tier_dense, gold)
-            stats["temperature_from"] = "rows without their nearest exemplars (the plain fit was at the grid's floor)"
+            stats["temperature_from"] = (
+                "rows without their nearest exemplars (the plain fit was at the grid's floor)"
+            )
     elif R >= SPREAD_LABELS and len(Bm):
         # Nothing to hold out (one description per tool): an unrelated query spreads its
         # probability over its SPREAD_LABELS best labels, which span two temperatures.
@@ -269,7 +318,11 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
         d1, _, dcorrect = top2_correct(S_dense, gold, temperature, R)
         dt1, dtmg, dtcorrect = top2_correct(S_tier_dense, gold, temperature, R)
         m1, mcorrect = np.concatenate([p1, d1]), np.concatenate([correct, dcorrect])
-        t1, tmg, tcorrect = np.concatenate([t1, dt1]), np.concatenate([tmg, dtmg]), np.concatenate([tcorrect, dtcorrect])
+        t1, tmg, tcorrect = (
+            np.concatenate([t1, dt1]),
+            np.concatenate([tmg, dtmg]),
+            np.concatenate([tcorrect, dtcorrect]),
+        )
     tiers = fit_tiers(t1, tmg, tcorrect, targets.high_precision) if R >= 2 and len(rows) >= MIN_ROWS else None
     prev = fit_tiers(t1, tmg, tcorrect, targets.previous_precision) if tiers else None
     medium = fit_medium(m1, mcorrect, targets.route_precision) if R >= 2 and len(rows) >= MIN_ROWS else None
@@ -283,29 +336,46 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
     # separable the routes are, which sets the decision prior's cut (routecore.prior).
     stats["top1_dense"] = float((S_dense.argmax(axis=1) == gold).mean()) if len(rows) else None
     stats["exemplars_per_route"] = float(len(V) / max(R, 1))
-    stats.update(top1_accuracy=float(correct.mean()) if len(rows) else None,
-                 high_coverage=float(((t1 >= high) & (tmg >= margin)).mean()) if len(rows) else None,
-                 routed_coverage=float((p1 >= medium).mean()) if len(rows) else None,
-                 background_rejected=float((B < min_score).mean()) if len(B) else None,
-                 inscope_kept=float((best >= min_score).mean()) if len(best) else None)
+    stats.update(
+        top1_accuracy=float(correct.mean()) if len(rows) else None,
+        high_coverage=float(((t1 >= high) & (tmg >= margin)).mean()) if len(rows) else None,
+        routed_coverage=float((p1 >= medium).mean()) if len(rows) else None,
+        background_rejected=float((B < min_score).mean()) if len(B) else None,
+        inscope_kept=float((best >= min_score).mean()) if len(best) else None,
+    )
     tool_floor = None
     if tool_vecs is not None and len(tool_vecs) and len(background):
         if lex is tool_lexical and V is tool_vecs:  # a tools-only router: the background was scored above
             bt = _best_background(Bm, lex_bg, w)
         else:
-            tool_bg = tool_lexical[0].scores_batch(background_texts()[0]) if tool_lexical is not None and w else None
-            bt = _best_background(route_scores(background, tool_vecs, np.asarray(tool_owners, dtype=np.int64), n_tools), tool_bg, w)
+            tool_bg = (
+                tool_lexical[0].scores_batch(background_texts()[0])
+                if tool_lexical is not None and w
+                else None
+            )
+            bt = _best_background(
+                route_scores(background, tool_vecs, np.asarray(tool_owners, dtype=np.int64), n_tools),
+                tool_bg,
+                w,
+            )
         tool_floor = float(np.quantile(bt, targets.tool_background_rejected))
         stats["tool_background_median"] = float(np.median(bt))
     languages: dict[str, dict[str, Any]] = {}
     if background_langs is not None and len(Bm):
-        def refit(slope: float, noise: float) -> dict[str, float]:  # the held-out rows as another language's queries
+
+        def refit(
+            slope: float, noise: float
+        ) -> dict[str, float]:  # the held-out rows as another language's queries
             return language_fields(slope, noise, S_dense, S_tier_dense, gold, R, targets, seed)
 
         P, prows = parallel if parallel is not None else (np.zeros((0, V.shape[1]), np.float32), ())
         PS = route_scores(P, V, owners, R, aggregation, top_n) if len(P) else np.zeros((0, R), np.float32)
-        languages = fit_languages(V, background, background_langs, P, prows, PS, refit if R >= 2 and len(rows) >= MIN_ROWS else None)
-        if tool_vecs is not None and len(tool_vecs) and len(P):  # the tool floor's shift, on the tools' own table
+        languages = fit_languages(
+            V, background, background_langs, P, prows, PS, refit if R >= 2 and len(rows) >= MIN_ROWS else None
+        )
+        if (
+            tool_vecs is not None and len(tool_vecs) and len(P)
+        ):  # the tool floor's shift, on the tools' own table
             TS = route_scores(P, tool_vecs, np.asarray(tool_owners, dtype=np.int64), n_tools)
             for lang, off in offsets(tool_vecs, background, background_langs, prows, TS).items():
                 if lang in languages:
@@ -314,9 +384,24 @@ def zero_label(route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: in
     def clip(v: float, lo: float = 0.0) -> float:  # unnormalised vectors must not leave the cosine range
         return float(np.clip(v, lo, 1.0))
 
-    return Calibration("zero-label", temperature, high, margin, medium, previous_high, previous_margin, clip(min_score),
-                       temperature, clip(match, -1.0), clip(unrelated, -1.0), None if tool_floor is None else clip(tool_floor),
-                       lexical_weight=lexical_weight, tool_lexical_weight=tool_lexical_weight, languages=languages, stats=stats)
+    return Calibration(
+        "zero-label",
+        temperature,
+        high,
+        margin,
+        medium,
+        previous_high,
+        previous_margin,
+        clip(min_score),
+        temperature,
+        clip(match, -1.0),
+        clip(unrelated, -1.0),
+        None if tool_floor is None else clip(tool_floor),
+        lexical_weight=lexical_weight,
+        tool_lexical_weight=tool_lexical_weight,
+        languages=languages,
+        stats=stats,
+    )
 
 
 def fallback_note(cal: Calibration | None) -> str | None:
@@ -332,11 +417,15 @@ def fallback_note(cal: Calibration | None) -> str | None:
         used.append(f"temperature {cal.temperature:.4f} (a tenth of the match-unrelated spread)")
     if not used:
         return None
-    return (f"calibration fallback: {st.get('held_out', 0)} held-out exemplars (< {MIN_ROWS}) and no measured prior for "
-            f"this model, so these are constants, not fits: " + "; ".join(used))
+    return (
+        f"calibration fallback: {st.get('held_out', 0)} held-out exemplars (< {MIN_ROWS}) and no measured prior for "
+        f"this model, so these are constants, not fits: " + "; ".join(used)
+    )
 
 
-def _best_background(dense: np.ndarray, lexical: np.ndarray | None, weight: float, cosine: bool = False) -> np.ndarray:
+def _best_background(
+    dense: np.ndarray, lexical: np.ndarray | None, weight: float, cosine: bool = False
+) -> np.ndarray:
     """Each row's best label score once ``weight`` x ``lexical`` is added to ``dense`` (with
     ``cosine``, that label's ``dense`` score: what the out-of-scope cut reads), non-finite
     ones dropped."""
@@ -348,11 +437,33 @@ def _best_background(dense: np.ndarray, lexical: np.ndarray | None, weight: floa
     return finite
 
 
-def for_router(encoder: Any, policy: Any, route_vecs: np.ndarray, route_owners: Sequence[int], n_routes: int,
-               tool_vecs: np.ndarray, tool_owners: Sequence[int], n_tools: int, lexical: Any = None, tool_lexical: Any = None) -> Calibration:
+def for_router(
+    encoder: Any,
+    policy: Any,
+    route_vecs: np.ndarray,
+    route_owners: Sequence[int],
+    n_routes: int,
+    tool_vecs: np.ndarray,
+    tool_owners: Sequence[int],
+    n_tools: int,
+    lexical: Any = None,
+    tool_lexical: Any = None,
+) -> Calibration:
     """The zero-label calibration of a router's tables under ``policy``'s aggregation and targets."""
     targets = Targets(policy.high_precision, policy.route_precision, policy.previous_precision)
-    return zero_label(route_vecs, route_owners, n_routes, background_vectors(encoder), aggregation=policy.aggregation,
-                      top_n=policy.top_n, tool_vecs=tool_vecs if n_tools else None, tool_owners=tool_owners,
-                      n_tools=n_tools, targets=targets, lexical=lexical, tool_lexical=tool_lexical,
-                      background_langs=background_languages(), parallel=(parallel_vectors(encoder), parallel_rows()))
+    return zero_label(
+        route_vecs,
+        route_owners,
+        n_routes,
+        background_vectors(encoder),
+        aggregation=policy.aggregation,
+        top_n=policy.top_n,
+        tool_vecs=tool_vecs if n_tools else None,
+        tool_owners=tool_owners,
+        n_tools=n_tools,
+        targets=targets,
+        lexical=lexical,
+        tool_lexical=tool_lexical,
+        background_langs=background_languages(),
+        parallel=(parallel_vectors(encoder), parallel_rows()),
+    )

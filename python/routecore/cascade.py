@@ -35,22 +35,30 @@ class Cascade:
     def __init__(self, fast: Router, strong: Router):
         fn, sn = [r.name for r in fast.route_specs], [r.name for r in strong.route_specs]
         if sorted(fn) != sorted(sn):
-            raise ConfigError(f"a cascade needs the same routes in both routers: {sorted(set(fn) ^ set(sn))} differ")
+            raise ConfigError(
+                f"a cascade needs the same routes in both routers: {sorted(set(fn) ^ set(sn))} differ"
+            )
         if not fn:
             raise ConfigError("a cascade needs routes")
         if fast.route_table.llm is not None:
-            raise ConfigError("the fast router of a cascade must have no LLM fallback: give it to the strong router")
+            raise ConfigError(
+                "the fast router of a cascade must have no LLM fallback: give it to the strong router"
+            )
         self.fast, self.strong = fast, strong
         self.served = {"fast": 0, "strong": 0}
 
     @classmethod
-    def from_config(cls, path: Any, fast_model: str | None, strong_model: str | None = None, **kw: Any) -> "Cascade":
+    def from_config(
+        cls, path: Any, fast_model: str | None, strong_model: str | None = None, **kw: Any
+    ) -> "Cascade":
         """Both routers from one config file: ``fast_model`` and ``strong_model`` (None: the
         bundled default) as in ``Encoder.load``; ``kw`` go to the strong router."""
         from routecore.encoder import Encoder
         from routecore.router import Router
 
-        fast = Router.from_config(path, encoder=Encoder.load(fast_model), **{k: v for k, v in kw.items() if k != "llm"})
+        fast = Router.from_config(
+            path, encoder=Encoder.load(fast_model), **{k: v for k, v in kw.items() if k != "llm"}
+        )
         fast.route_table.llm = None  # the config's llm: section serves the strong router only
         strong = Router.from_config(path, encoder=Encoder.load(strong_model), **kw)
         return cls(fast, strong)
@@ -60,7 +68,9 @@ class Cascade:
         router's; ``kw`` as in :meth:`Router.route` (``vector=`` is not accepted: each
         router embeds with its own encoder)."""
         if "vector" in kw:
-            raise ConfigError("a cascade embeds each query with each router's own encoder: vector= is not accepted")
+            raise ConfigError(
+                "a cascade embeds each query with each router's own encoder: vector= is not accepted"
+            )
         d = self.fast.route(query, **kw)
         if d.action == "route" and d.tier == "high":
             self.served["fast"] += 1
@@ -68,8 +78,14 @@ class Cascade:
         s = self.strong.route(query, **kw)
         self.served["strong"] += 1
         t, f = s.timings, d.timings
-        timings = replace(t, tokenize=t.tokenize + f.tokenize, encode=t.encode + f.encode, score=t.score + f.score,
-                          policy=t.policy + f.policy, total=t.total + f.total)
+        timings = replace(
+            t,
+            tokenize=t.tokenize + f.tokenize,
+            encode=t.encode + f.encode,
+            score=t.score + f.score,
+            policy=t.policy + f.policy,
+            total=t.total + f.total,
+        )
         return replace(s, alerts=s.alerts + (_served("strong", d),), timings=timings)
 
     @property
@@ -80,6 +96,13 @@ class Cascade:
 
 
 def _served(by: str, fast: Decision) -> Alert:
-    why = "the fast encoder routed at the high tier" if by == "fast" else (
-        f"the fast encoder's decision was {fast.action} ({fast.tier} tier): the strong encoder decided")
-    return Alert("cascade", why, {"served_by": by, "fast_action": fast.action, "fast_tier": fast.tier, "fast_route": fast.route})
+    why = (
+        "the fast encoder routed at the high tier"
+        if by == "fast"
+        else (f"the fast encoder's decision was {fast.action} ({fast.tier} tier): the strong encoder decided")
+    )
+    return Alert(
+        "cascade",
+        why,
+        {"served_by": by, "fast_action": fast.action, "fast_tier": fast.tier, "fast_route": fast.route},
+    )

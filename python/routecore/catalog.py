@@ -19,7 +19,12 @@ MORE_TOOLS_SCHEMA = {
         "description": "Ask for more tools when none of the offered ones fits the request. Returns the next best tools.",
         "parameters": {
             "type": "object",
-            "properties": {"query": {"type": "string", "description": "What the missing tool should do (default: the user's message)."}},
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "What the missing tool should do (default: the user's message).",
+                }
+            },
         },
     },
 }
@@ -47,5 +52,7 @@ def build_catalog(all_tools: Sequence[ToolSpec], selected: Iterable[str]) -> Cat
     unknown = [n for n in selected if n not in by_name and n != MORE_TOOLS]
     if unknown:
         raise InvalidArgumentError(f"unknown tools {unknown}")
-    schemas = [MORE_TOOLS_SCHEMA if n == MORE_TOOLS and n not in by_name else by_name[n].schema() for n in selected]
+    schemas = [
+        MORE_TOOLS_SCHEMA if n == MORE_TOOLS and n not in by_name else by_name[n].schema() for n in selected
+    ]
     return Catalog(summaries, schemas, estimate_tokens(summaries), estimate_tokens(json.dumps(schemas)))

@@ -41,12 +41,18 @@ def _router(args: argparse.Namespace, default: Path) -> Any:
     # A large config takes minutes to embed: say so on a terminal, never in JSON or pipes.
     progress = not args.json and sys.stderr.isatty()
     path = args.config or default
-    data = read_config_file(path) if args.config or not getattr(args, "mcp_stdio", None) and not getattr(args, "mcp_url", None) else {}
+    data = (
+        read_config_file(path)
+        if args.config or not getattr(args, "mcp_stdio", None) and not getattr(args, "mcp_url", None)
+        else {}
+    )
     llm = llm_from_config(data.get("llm"), str(path), base_url=url, model=model)
     policy = Policy.from_dict(data.get("policy"), f"{path}: policy")
     overlay = getattr(args, "overlay", None)
     servers = (getattr(args, "mcp_stdio", None) or []) + (getattr(args, "mcp_url", None) or [])
-    if servers:  # the MCP servers' tools (listed live, so never cached), plus those of --config when it is given
+    if (
+        servers
+    ):  # the MCP servers' tools (listed live, so never cached), plus those of --config when it is given
         from routecore.mcp_tools import list_mcp_tools, mcp_tool_specs
 
         tools = mcp_tool_specs(list_mcp_tools(servers), overlay=overlay)
@@ -54,7 +60,9 @@ def _router(args: argparse.Namespace, default: Path) -> Any:
         return Router(routes, tools + extra, encoder=enc, progress=progress, policy=policy, llm=llm)
 
     def build() -> Any:
-        return Router.from_config(path, encoder=enc, progress=progress, llm=llm, **({"tool_overlay": overlay} if overlay else {}))
+        return Router.from_config(
+            path, encoder=enc, progress=progress, llm=llm, **({"tool_overlay": overlay} if overlay else {})
+        )
 
     from routecore import config_cache
 
@@ -64,11 +72,15 @@ def _router(args: argparse.Namespace, default: Path) -> Any:
 
 
 def cmd_route(args: argparse.Namespace) -> int:
-    d = _router(args, DEFAULT_ROUTES).route(args.query, previous=args.previous, context_domains=args.context_domain or ())
+    d = _router(args, DEFAULT_ROUTES).route(
+        args.query, previous=args.previous, context_domains=args.context_domain or ()
+    )
     if args.json:
         print(d.to_json(indent=2))
         return 0
-    print(f"action: {d.action}  route: {d.route}  tier: {d.tier}  confidence: {d.confidence:.3f}  margin: {d.margin:.3f}  calibrated: {d.calibrated}")
+    print(
+        f"action: {d.action}  route: {d.route}  tier: {d.tier}  confidence: {d.confidence:.3f}  margin: {d.margin:.3f}  calibrated: {d.calibrated}"
+    )
     if d.reason is not None:
         print(f"reason [{d.reason.code}]: {d.reason.message}")
     if d.out_of_scope is not None:  # the routes' probabilities below share the rest
@@ -77,26 +89,38 @@ def cmd_route(args: argparse.Namespace) -> int:
     ranked = sorted(d.probabilities.items(), key=lambda kv: -kv[1])
     for name, p in ranked if args.all else ranked[:TOP_SHOWN]:
         lex = d.lexical_scores.get(name, 0.0)
-        print(f"  {name:<12} p={p * share:.3f}  raw={d.raw_scores[name]:.3f}" + (f"  lexical=+{lex:.3f}" if lex else "") + f"  adjusted={d.adjusted_scores[name]:.3f}")
+        print(
+            f"  {name:<12} p={p * share:.3f}  raw={d.raw_scores[name]:.3f}"
+            + (f"  lexical=+{lex:.3f}" if lex else "")
+            + f"  adjusted={d.adjusted_scores[name]:.3f}"
+        )
     if len(ranked) > TOP_SHOWN and not args.all:
         print(f"  ... {len(ranked) - TOP_SHOWN} more routes (--all shows them)")
     if d.question:
         print(f"question: {d.question}")
     for a in d.alerts:
         print(f"alert [{a.kind}]: {a.message}")
-    print(f"timings ms: encode {d.timings.tokenize + d.timings.encode:.2f}, score {d.timings.score:.3f}, policy {d.timings.policy:.3f}")
+    print(
+        f"timings ms: encode {d.timings.tokenize + d.timings.encode:.2f}, score {d.timings.score:.3f}, policy {d.timings.policy:.3f}"
+    )
     return 0
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    belt = _router(args, DEFAULT_TOOLS).tools(args.query, context_domain=args.context_domain, top_k=args.top_k)
+    belt = _router(args, DEFAULT_TOOLS).tools(
+        args.query, context_domain=args.context_domain, top_k=args.top_k
+    )
     if args.json:
         print(belt.to_json(indent=2))
         return 0
     if belt.reason is not None:
         print(f"reason [{belt.reason.code}]: {belt.reason.message}")
     for t in belt.tools:
-        print(f"  {t.name:<22} {t.domain:<16} score={t.score:.3f}" + (f" (lexical +{t.lexical_score:.3f})" if t.lexical_score else "") + f" ({t.reason})")
+        print(
+            f"  {t.name:<22} {t.domain:<16} score={t.score:.3f}"
+            + (f" (lexical +{t.lexical_score:.3f})" if t.lexical_score else "")
+            + f" ({t.reason})"
+        )
     for a in belt.alerts:
         print(f"alert [{a.kind}]: {a.message}")
     return 0
@@ -107,12 +131,18 @@ def cmd_models(args: argparse.Namespace) -> int:
 
     if args.action == "list":
         rows = models.list_models()
-        print(json.dumps(rows, indent=2) if args.json else "\n".join(f"{r['name']:<20} {r['status']:<10} {r['path'] or ''}" for r in rows))
+        print(
+            json.dumps(rows, indent=2)
+            if args.json
+            else "\n".join(f"{r['name']:<20} {r['status']:<10} {r['path'] or ''}" for r in rows)
+        )
         return 0
     if not args.name:
         raise SystemExit("routecore models pull: give a model name, e.g. bge-m3")
     path = models.pull(args.name, force=args.force, quiet=args.json)
-    print(json.dumps({"name": args.name, "path": str(path)}) if args.json else f"pulled {args.name} into {path}")
+    print(
+        json.dumps({"name": args.name, "path": str(path)}) if args.json else f"pulled {args.name} into {path}"
+    )
     return 0
 
 
@@ -135,49 +165,88 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="routecore", description="Semantic routing of LLM agent turns: routes, tool belts, confidence.")
+    p = _Parser(
+        prog="routecore", description="Semantic routing of LLM agent turns: routes, tool belts, confidence."
+    )
     p.add_argument("--version", action="version", version=f"routecore {_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    r = sub.add_parser("route", help="route one query", description="Route one query to a route (or clarify / none).")
+    r = sub.add_parser(
+        "route", help="route one query", description="Route one query to a route (or clarify / none)."
+    )
     r.add_argument("query")
-    r.add_argument("--config", help=f"routes YAML/JSON (default: {DEFAULT_ROUTES.name}, an IT-operations example)")
+    r.add_argument(
+        "--config", help=f"routes YAML/JSON (default: {DEFAULT_ROUTES.name}, an IT-operations example)"
+    )
     r.add_argument("--bundle", help="a saved router bundle folder instead of --config")
     r.add_argument("--model", help="model folder or name (default: the bundled multilingual-e5-small)")
     r.add_argument("--previous", help="route of the previous turn")
     r.add_argument("--context-domain", action="append", help="active domain (repeatable)")
-    r.add_argument("--llm-url", help="OpenAI-compatible server of the LLM fallback (default: the config's llm.base_url, or OPENAI_BASE_URL)")
-    r.add_argument("--llm-model", help="the LLM fallback's model (enables the fallback for a config without an llm: section)")
+    r.add_argument(
+        "--llm-url",
+        help="OpenAI-compatible server of the LLM fallback (default: the config's llm.base_url, or OPENAI_BASE_URL)",
+    )
+    r.add_argument(
+        "--llm-model",
+        help="the LLM fallback's model (enables the fallback for a config without an llm: section)",
+    )
     r.add_argument("--all", action="store_true", help=f"print every route (default: the best {TOP_SHOWN})")
-    r.add_argument("--no-cache", action="store_true", help="embed the config again instead of reusing its cached bundle")
+    r.add_argument(
+        "--no-cache", action="store_true", help="embed the config again instead of reusing its cached bundle"
+    )
     r.add_argument("--json", action="store_true", help="print the decision as JSON")
     r.set_defaults(func=cmd_route)
 
-    t = sub.add_parser("tools", help="select the tool belt for one query", description="Select the tools to offer the LLM for one query.")
+    t = sub.add_parser(
+        "tools",
+        help="select the tool belt for one query",
+        description="Select the tools to offer the LLM for one query.",
+    )
     t.add_argument("query")
     t.add_argument("--config", help=f"tools YAML/JSON (default: {DEFAULT_TOOLS.name})")
     t.add_argument("--bundle", help="a saved router bundle folder instead of --config")
     t.add_argument("--model", help="model folder or name")
     t.add_argument("--context-domain", help="the conversation's domain (affinity)")
     t.add_argument("--top-k", type=int, help="number of matched tools (default from policy: 5)")
-    t.add_argument("--mcp-stdio", action="append", metavar="CMD",
-                   help="list the tools of an MCP server started by this command line (repeatable; each server is a plugin)")
-    t.add_argument("--mcp-url", action="append", metavar="URL", help="list the tools of a Streamable HTTP MCP server (repeatable)")
-    t.add_argument("--overlay", help="YAML/JSON of routecore fields by tool name (examples, anti_patterns, domain, core, ...)")
-    t.add_argument("--no-cache", action="store_true", help="embed the config again instead of reusing its cached bundle")
+    t.add_argument(
+        "--mcp-stdio",
+        action="append",
+        metavar="CMD",
+        help="list the tools of an MCP server started by this command line (repeatable; each server is a plugin)",
+    )
+    t.add_argument(
+        "--mcp-url",
+        action="append",
+        metavar="URL",
+        help="list the tools of a Streamable HTTP MCP server (repeatable)",
+    )
+    t.add_argument(
+        "--overlay",
+        help="YAML/JSON of routecore fields by tool name (examples, anti_patterns, domain, core, ...)",
+    )
+    t.add_argument(
+        "--no-cache", action="store_true", help="embed the config again instead of reusing its cached bundle"
+    )
     t.add_argument("--json", action="store_true", help="print the tool belt as JSON")
     t.set_defaults(func=cmd_tools)
 
-    m = sub.add_parser("models", help="list or pull models", description="List models, or download one into the cache.")
+    m = sub.add_parser(
+        "models", help="list or pull models", description="List models, or download one into the cache."
+    )
     m.add_argument("action", choices=["list", "pull"])
     m.add_argument("name", nargs="?")
     m.add_argument("--force", action="store_true", help="download again even if present")
     m.add_argument("--json", action="store_true", help="JSON output")
     m.set_defaults(func=cmd_models)
 
-    s = sub.add_parser("schema", help="print the config file's JSON Schema",
-                       description="Print the JSON Schema of a routes/tools/policy config file (for editors and CI checks).")
-    s.add_argument("--json", action="store_true", help="compact JSON on one line (the default output is indented JSON)")
+    s = sub.add_parser(
+        "schema",
+        help="print the config file's JSON Schema",
+        description="Print the JSON Schema of a routes/tools/policy config file (for editors and CI checks).",
+    )
+    s.add_argument(
+        "--json", action="store_true", help="compact JSON on one line (the default output is indented JSON)"
+    )
     s.set_defaults(func=cmd_schema)
 
     from routecore.doctor_cli import add_doctor_command

@@ -42,7 +42,9 @@ class _Finite(_Strict):
         names = _FLOAT_FIELDS.get(type(self))
         if names is None:
             hints = typing.get_type_hints(type(self))
-            names = _FLOAT_FIELDS[type(self)] = tuple(n for n in self.__struct_fields__ if "float" in str(hints[n]))
+            names = _FLOAT_FIELDS[type(self)] = tuple(
+                n for n in self.__struct_fields__ if "float" in str(hints[n])
+            )
         for name in names:
             v = getattr(self, name)
             if v is not None and not math.isfinite(v):
@@ -155,7 +157,9 @@ class Policy(Thresholds):  # its first fields are the thresholds a route can ove
 
 #: An environment variable's name (the key itself, with its ``-``, is refused).
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-EnvName = Annotated[str, Meta(min_length=1, max_length=256, extra_json_schema={"pattern": f"^{_ENV_NAME.pattern}$"})]
+EnvName = Annotated[
+    str, Meta(min_length=1, max_length=256, extra_json_schema={"pattern": f"^{_ENV_NAME.pattern}$"})
+]
 HttpUrl = Annotated[str, Meta(pattern="^https?://", max_length=2048)]
 
 
@@ -177,8 +181,12 @@ class LLM(_Finite):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not _ENV_NAME.fullmatch(self.api_key_env):  # the message must not repeat the value: it may be a key
-            raise ValueError("`api_key_env` must be the name of an environment variable (letters, digits, _), not a key")
+        if not _ENV_NAME.fullmatch(
+            self.api_key_env
+        ):  # the message must not repeat the value: it may be a key
+            raise ValueError(
+                "`api_key_env` must be the name of an environment variable (letters, digits, _), not a key"
+            )
 
 
 class Entities(_Strict):
@@ -269,8 +277,12 @@ def _found(data: Any, path: str) -> str:
 
 
 #: The allowed values of every enum field, for error messages (msgspec does not list them).
-_CHOICES = {name: typing.get_args(hint) for struct in (Policy,) for name, hint in typing.get_type_hints(struct).items()
-            if typing.get_origin(hint) is Literal}
+_CHOICES = {
+    name: typing.get_args(hint)
+    for struct in (Policy,)
+    for name, hint in typing.get_type_hints(struct).items()
+    if typing.get_origin(hint) is Literal
+}
 
 #: Mappings whose keys msgspec reports as ``[...]``, and the type of their values.
 _KEYED = {"per_route": Thresholds}
@@ -295,7 +307,9 @@ def _error(e: msgspec.ValidationError, data: Any, where: str) -> ConfigError:
     path = path.rstrip("`")
     if "[...]" in path:
         path = _name_key(data, path)
-    found = _found(data, path) if path and not any(w in msg for w in ("unknown field", "must be", "enum")) else ""
+    found = (
+        _found(data, path) if path and not any(w in msg for w in ("unknown field", "must be", "enum")) else ""
+    )
     if "enum" in msg and path:
         field_name = _PATH_STEP.findall(path)[-1][0]
         choices = _CHOICES.get(field_name)
@@ -324,7 +338,9 @@ def convert(data: Any, kind: type[_T], where: str) -> _T:
 def validate(data: Any, where: str = "config") -> Config:
     """Check a parsed config document against the schema (types, ranges, unknown keys)."""
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a mapping with 'routes' and/or 'tools', got {type(data).__name__}")
+        raise ConfigError(
+            f"{where}: expected a mapping with 'routes' and/or 'tools', got {type(data).__name__}"
+        )
     return convert(data, Config, where)
 
 
@@ -332,4 +348,3 @@ def json_schema() -> Dict[str, Any]:
     """The JSON Schema of a config file (draft 2020-12), for editors and CI checks."""
     schema = msgspec.json.decode(msgspec.json.encode(msgspec.json.schema(Config)))  # tuples become lists
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "routecore config", **schema}
-

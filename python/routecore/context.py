@@ -87,16 +87,24 @@ class Context:
         the query alone when no layer decided and no entity was found. The tool floor is
         calibrated on plain queries, and such texts score a little lower: on MetaTool, 3 points
         more belts came out empty (BENCHMARKS.md, "Tool search from a context")."""
-        parts = [f"{name}: {self.layers[name].label}." for name in ("intent", "domain")
-                 if name in self.layers and self.layers[name].label is not None]
+        parts = [
+            f"{name}: {self.layers[name].label}."
+            for name in ("intent", "domain")
+            if name in self.layers and self.layers[name].label is not None
+        ]
         if self.entities:
             parts.append("entities: " + ", ".join(dict.fromkeys(e.value for e in self.entities)) + ".")
-        return " ".join([*parts, f"task: {self.query}"]) if parts else self.query  # nothing decided: the query as it is
+        return (
+            " ".join([*parts, f"task: {self.query}"]) if parts else self.query
+        )  # nothing decided: the query as it is
 
     def to_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "entities": plain(self.entities), "timings": dict(self.timings),
-                "layers": {n: {k: plain(getattr(r, k)) for k in _LAYER_KEYS}
-                           for n, r in self.layers.items()}}
+        return {
+            "query": self.query,
+            "entities": plain(self.entities),
+            "timings": dict(self.timings),
+            "layers": {n: {k: plain(getattr(r, k)) for k in _LAYER_KEYS} for n, r in self.layers.items()},
+        }
 
 
 #: The fields of a layer's result in :meth:`Context.to_dict`.
@@ -110,7 +118,9 @@ def _read(path: str | os.PathLike[str]) -> dict[str, Any]:
     data = read_config_file(path)
     extra = set(data) - {"layers", "entities", "$schema"}
     if extra:
-        raise ConfigError(f"{path}: unknown keys {sorted(extra)} (a context config has `layers` and `entities`)")
+        raise ConfigError(
+            f"{path}: unknown keys {sorted(extra)} (a context config has `layers` and `entities`)"
+        )
     parse_config(data, str(path))  # types, ranges and names of every layer, with the path of any error
     return data
 
@@ -129,7 +139,9 @@ class ContextRouter:
             raise ConfigError("a context router needs at least one layer")
         models = {r.encoder.model_id for r in layers.values()}
         if len(models) != 1:
-            raise ConfigError(f"every layer must use the same encoder (one encode for all); got {sorted(models)}")
+            raise ConfigError(
+                f"every layer must use the same encoder (one encode for all); got {sorted(models)}"
+            )
         #: The layers that always name a label (module docs: open and exhaustive layers).
         self.exhaustive = frozenset(exhaustive)
         unknown = self.exhaustive - set(layers)
@@ -143,7 +155,9 @@ class ContextRouter:
         self.matcher = EntityMatcher(entities) if entities is not None and entities.kinds else None
 
     @classmethod
-    def from_config(cls, path: str | os.PathLike[str] | None = None, *, encoder: Any = None, defaults: bool = True) -> "ContextRouter":
+    def from_config(
+        cls, path: str | os.PathLike[str] | None = None, *, encoder: Any = None, defaults: bool = True
+    ) -> "ContextRouter":
         """The default layers (unless ``defaults=False``), with the layers of the config at
         ``path`` added or replacing them by name, all on ``encoder`` (default: the bundled model).
         A layer with ``open: false`` is exhaustive (module docs)."""
@@ -160,15 +174,23 @@ class ContextRouter:
         entities = None
         for source in ([DEFAULT_LAYERS] if defaults else []) + ([Path(path)] if path is not None else []):
             data = _read(source)
-            specs.update({n: (layer, f"{source}: layers.{n}") for n, layer in (data.get("layers") or {}).items()})
+            specs.update(
+                {n: (layer, f"{source}: layers.{n}") for n, layer in (data.get("layers") or {}).items()}
+            )
             if data.get("entities") is not None:
                 entities = EntityConfig.from_dict(data["entities"], f"{source}: entities")
         layers = {}
         for name, (layer, where) in specs.items():
             routes, _ = parse_config({"routes": layer["routes"]}, where)
-            uses = any(r.prefers_entities or r.requires_entities for r in routes)  # the others need no matcher of their own
-            layers[name] = Router(routes, encoder=encoder, policy=Policy.from_dict(layer.get("policy"), f"{where}.policy"),
-                                  entities=entities if uses else None)
+            uses = any(
+                r.prefers_entities or r.requires_entities for r in routes
+            )  # the others need no matcher of their own
+            layers[name] = Router(
+                routes,
+                encoder=encoder,
+                policy=Policy.from_dict(layer.get("policy"), f"{where}.policy"),
+                entities=entities if uses else None,
+            )
         exhaustive = [n for n, (layer, _) in specs.items() if layer.get("open") is False]
         return cls(layers, entities, exhaustive=exhaustive)
 
@@ -186,13 +208,22 @@ class ContextRouter:
         t1 = time.perf_counter()
         q = enc.embeddings[0]
         prepared = [rt.prepare(query, q) for rt in tables]
-        scored = score_many([rt.table for rt in tables], q, [rt.step(pp) for rt, pp in zip(tables, prepared)], [pp.pre.bias for pp in prepared])
+        scored = score_many(
+            [rt.table for rt in tables],
+            q,
+            [rt.step(pp) for rt, pp in zip(tables, prepared)],
+            [pp.pre.bias for pp in prepared],
+        )
         t2 = time.perf_counter()
         results: dict[str, LayerResult] = {}
         timings = {"encode": (t1 - t0) * 1e3, "scoring": (t2 - t1) * 1e3}
         for (name, router), rt, pp, r in zip(self.layers.items(), tables, prepared, scored):
             ts = time.perf_counter()
-            d = router._emit(rt.decide(query, q, None, (), None, t0, enc.tokenize_ms, bool(enc.truncated), prepared=pp, scored=r))
+            d = router._emit(
+                rt.decide(
+                    query, q, None, (), None, t0, enc.tokenize_ms, bool(enc.truncated), prepared=pp, scored=r
+                )
+            )
             timings[name] = (time.perf_counter() - ts) * 1e3
             if d.action == "route":
                 results[name] = LayerResult(d.route, float(d.confidence), d.tier, d.action, d.alerts, d)
@@ -212,7 +243,10 @@ def _named_anyway(layer: str, labels: list[str], d: Decision) -> LayerResult:
     probs = d.probabilities
     label = max(labels, key=lambda n: probs.get(n, 0.0))  # the first of equals: the config's order
     p = float(probs.get(label, 0.0))
-    alert = Alert("exhaustive", f"{layer} always names one of its labels: its decision was {d.action} at the "
-                                f"{d.tier} tier, so it names its most probable label {label} (p {p:.2f})",
-                  {"layer": layer, "declined": d.action, "label": label, "probability": p})
+    alert = Alert(
+        "exhaustive",
+        f"{layer} always names one of its labels: its decision was {d.action} at the "
+        f"{d.tier} tier, so it names its most probable label {label} (p {p:.2f})",
+        {"layer": layer, "declined": d.action, "label": label, "probability": p},
+    )
     return LayerResult(label, p, d.tier, "route", (*d.alerts, alert), d, d.action)

@@ -35,7 +35,9 @@ def normalize_query(text: str) -> str:
     punctuation mark (``!!!``) and of one word said twice (``down down``) folded, white space
     folded, and a shouted text (four letters in five upper case) put in lower case. A clean
     query is left as it is. (BENCHMARKS.md, robustness: each fold measured on dev queries.)"""
-    out = "".join(ch for ch in text if unicodedata.category(ch) not in ("So", "Cs") and ch not in "\u200d\ufe0f\ufe0e")
+    out = "".join(
+        ch for ch in text if unicodedata.category(ch) not in ("So", "Cs") and ch not in "\u200d\ufe0f\ufe0e"
+    )
     out = _PUNCT_RUN.sub(r"\1", out)
     out = _REPEAT.sub(r"\1", out)
     out = _SPACE.sub(" ", out).strip()  # line breaks are kept: a clarified query is "question\nanswer"
@@ -72,6 +74,7 @@ def head_of(text: str, limit: int = LONG_QUERY_CHARS) -> tuple[str, str | None]:
         what = f"its first paragraph ({len(first)} characters)"
     return first, f"a long query ({len(text)} characters) was routed by {what}"
 
+
 #: Roles (dicts) and types (LangChain messages) that mark a human turn.
 HUMAN_ROLES = ("user", "human")
 _HUMAN = frozenset(HUMAN_ROLES + ("HumanMessageChunk",))
@@ -96,8 +99,14 @@ def _text(content: Any) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, (list, tuple)):
-        parts = [p if isinstance(p, str) else p.get("text") if isinstance(p, Mapping) and p.get("type") == "text" else None
-                 for p in content]
+        parts = [
+            p
+            if isinstance(p, str)
+            else p.get("text")
+            if isinstance(p, Mapping) and p.get("type") == "text"
+            else None
+            for p in content
+        ]
         return "\n".join(t for t in parts if isinstance(t, str) and t.strip())
     return None
 
@@ -114,7 +123,11 @@ def _role_and_content(i: int, m: Any) -> tuple[str, Any]:
         if role is _MISSING:  # LangChain's dict form: {"type": "human", "content": ...}
             role = m.get("type", _MISSING)
         if not isinstance(role, str):
-            raise _bad(i, m, 'has no "role" string' if role is _MISSING else f'has a "role" of type {type(role).__name__}')
+            raise _bad(
+                i,
+                m,
+                'has no "role" string' if role is _MISSING else f'has a "role" of type {type(role).__name__}',
+            )
         return role, m.get("content", _MISSING)
     role = getattr(m, "type", None)
     if isinstance(role, str) and hasattr(m, "content"):  # a LangChain BaseMessage
@@ -147,7 +160,9 @@ def routing_query(messages: Sequence[Any], last_n: int = 3) -> str:
     if isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 1:
         raise InvalidArgumentError(f"last_n must be a whole number >= 1, got {last_n!r}")
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
-        raise InvalidArgumentError(f"routing_query: messages must be a list of messages, got {type(messages).__name__}")
+        raise InvalidArgumentError(
+            f"routing_query: messages must be a list of messages, got {type(messages).__name__}"
+        )
     picked: list[str] = []
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
@@ -156,7 +171,11 @@ def routing_query(messages: Sequence[Any], last_n: int = 3) -> str:
             continue
         text = _text(content)
         if text is None:
-            why = "has no content" if content is _MISSING else f"has content of type {type(content).__name__}, not a string or a list of parts"
+            why = (
+                "has no content"
+                if content is _MISSING
+                else f"has content of type {type(content).__name__}, not a string or a list of parts"
+            )
             raise _bad(i, m, why)
         if not text.strip() or _is_json_payload(text):
             continue
@@ -164,5 +183,7 @@ def routing_query(messages: Sequence[Any], last_n: int = 3) -> str:
         if len(picked) == last_n:
             break
     if not picked and len(messages):
-        raise InvalidArgumentError(f"routing_query: no human message with text among the {len(messages)} messages")
+        raise InvalidArgumentError(
+            f"routing_query: no human message with text among the {len(messages)} messages"
+        )
     return "\n".join(reversed(picked))

@@ -21,7 +21,9 @@ class ScoreMap(Mapping[str, float]):
 
     __slots__ = ("_names", "_values", "_pos")
 
-    def __init__(self, names: Sequence[str], values: np.ndarray | Sequence[float], pos: dict[str, int] | None = None):
+    def __init__(
+        self, names: Sequence[str], values: np.ndarray | Sequence[float], pos: dict[str, int] | None = None
+    ):
         self._names = names
         self._values = values if isinstance(values, np.ndarray) else np.asarray(values)
         self._pos = pos

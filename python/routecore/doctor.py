@@ -122,7 +122,7 @@ def _calibration(router: Any, V: np.ndarray, owners: np.ndarray, R: int, B: np.n
         return router.calibration
     from routecore.calibration import zero_label  # a manual policy: the scale still comes from the exemplars
 
-    return zero_label(V, owners, R, B)
+    return zero_label(V, owners.tolist(), R, B)
 
 
 def _vectors(router: Any, n: int) -> np.ndarray:

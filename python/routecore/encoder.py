@@ -26,6 +26,8 @@ def max_threads() -> int:
     """The most threads :meth:`Encoder.load` starts here: :data:`THREADS_PER_CPU` per usable CPU."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return min(MAX_THREADS, THREADS_PER_CPU * max(cpus, 1))
+
+
 #: Texts are cut at ``max_length`` times this many characters before tokenizing.
 CHARS_PER_TOKEN = 64
 
@@ -89,14 +91,26 @@ class Encoder:
                 Turning it off frees the cores sooner but made a MiniLM encode
                 ~0.6 ms slower on 2 cores (BENCHMARKS.md).
         """
-        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS):
-            raise InvalidArgumentError(f"threads must be a whole number between 1 and {MAX_THREADS}, got {threads!r}")
+        if threads is not None and (
+            isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS
+        ):
+            raise InvalidArgumentError(
+                f"threads must be a whole number between 1 and {MAX_THREADS}, got {threads!r}"
+            )
         if threads is not None and threads > max_threads():
             most = max_threads()
-            raise InvalidArgumentError(f"threads={threads} is more than {most}: {THREADS_PER_CPU} per CPU this "
-                                       "process may use (more would only share the same cores)")
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or not 0 <= cache_size <= MAX_CACHE:
-            raise InvalidArgumentError(f"cache_size must be a whole number between 0 and {MAX_CACHE}, got {cache_size!r}")
+            raise InvalidArgumentError(
+                f"threads={threads} is more than {most}: {THREADS_PER_CPU} per CPU this "
+                "process may use (more would only share the same cores)"
+            )
+        if (
+            isinstance(cache_size, bool)
+            or not isinstance(cache_size, int)
+            or not 0 <= cache_size <= MAX_CACHE
+        ):
+            raise InvalidArgumentError(
+                f"cache_size must be a whole number between 0 and {MAX_CACHE}, got {cache_size!r}"
+            )
         folder = models.resolve(path_or_name)
         models.check_model_files(folder)
         lib = onnxruntime_library(runtime_path)
@@ -165,7 +179,9 @@ class Encoder:
         cap = self.max_length * CHARS_PER_TOKEN
         batch = [t[:cap] for t in _texts(texts)]
         emb, truncated, st = self._native.encode(batch, kind)
-        return EncodeOutput(emb, tuple(truncated), st["tokenize_ns"] / 1e6, st["infer_ns"] / 1e6, st["cache_hits"])
+        return EncodeOutput(
+            emb, tuple(truncated), st["tokenize_ns"] / 1e6, st["infer_ns"] / 1e6, st["cache_hits"]
+        )
 
     def tokenize(self, texts: str | Sequence[str], kind: Kind = "query") -> list[list[int]]:
         """Token ids the model sees (prefix and special tokens included, truncated)."""

@@ -42,17 +42,18 @@ class EntityConfig:
         return set(self.dictionaries) | set(self.patterns)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"dictionaries": {k: list(v) for k, v in self.dictionaries.items()}, "patterns": dict(self.patterns),
-                "fold_accents": self.fold_accents}
+        return {
+            "dictionaries": {k: list(v) for k, v in self.dictionaries.items()},
+            "patterns": dict(self.patterns),
+            "fold_accents": self.fold_accents,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None, where: str = "entities") -> "EntityConfig | None":
         """The section as parsed from YAML/JSON (None: no section), checked against the schema."""
         if d is None:
             return None
-        from routecore import config_schema
-
-        from routecore import _native
+        from routecore import _native, config_schema
         from routecore.errors import ConfigError, InvalidArgumentError
 
         e = config_schema.convert(d, config_schema.Entities, where)
@@ -76,8 +77,11 @@ class EntityMatcher:
         from routecore import _native
 
         self.config = config
-        self._set = _native.EntitySet([(k, list(v)) for k, v in config.dictionaries.items()],
-                                      list(config.patterns.items()), config.fold_accents)
+        self._set = _native.EntitySet(
+            [(k, list(v)) for k, v in config.dictionaries.items()],
+            list(config.patterns.items()),
+            config.fold_accents,
+        )
 
     def find(self, text: str) -> tuple[Entity, ...]:
         """The entities of ``text``: dictionary terms, then pattern matches."""
@@ -87,7 +91,9 @@ class EntityMatcher:
         return [tuple(Entity(*t) for t in found) for found in self._set.find_many(list(texts))]
 
 
-def check_route_entities(routes: Sequence[Any], config: EntityConfig | None, where: str = "routes", what: str = "route") -> None:
+def check_route_entities(
+    routes: Sequence[Any], config: EntityConfig | None, where: str = "routes", what: str = "route"
+) -> None:
     """Every type a route (or a tool: ``what="tool"``) prefers or requires is defined by ``config``.
 
     Raises:
@@ -97,7 +103,9 @@ def check_route_entities(routes: Sequence[Any], config: EntityConfig | None, whe
     for r in routes:
         unknown = sorted((set(r.prefers_entities) | set(r.requires_entities)) - kinds)
         if unknown:
-            raise ConfigError(f"{where}: {what} {r.name!r} names entity types {unknown} that no `entities:` dictionary or pattern defines")
+            raise ConfigError(
+                f"{where}: {what} {r.name!r} names entity types {unknown} that no `entities:` dictionary or pattern defines"
+            )
 
 
 def entity_bias(routes: Sequence[Any], found: Sequence[Entity], boost: float) -> np.ndarray | None:
@@ -107,12 +115,18 @@ def entity_bias(routes: Sequence[Any], found: Sequence[Entity], boost: float) ->
     return entity_effects(routes, {e.kind for e in found}, boost)[0]
 
 
-def entity_effects(routes: Sequence[Any], kinds: set[str], boost: float) -> tuple[np.ndarray | None, np.ndarray | None]:
+def entity_effects(
+    routes: Sequence[Any], kinds: set[str], boost: float
+) -> tuple[np.ndarray | None, np.ndarray | None]:
     """(:func:`entity_bias`, which routes prefer a type in ``kinds``), each None when empty."""
     inf = float("-inf")
     preferred = [bool(r.prefers_entities) and not kinds.isdisjoint(r.prefers_entities) for r in routes]
-    vals = [inf if r.requires_entities and kinds.isdisjoint(r.requires_entities) else boost if p else 0.0
-            for r, p in zip(routes, preferred)]
+    vals = [
+        inf if r.requires_entities and kinds.isdisjoint(r.requires_entities) else boost if p else 0.0
+        for r, p in zip(routes, preferred)
+    ]
     if vals and all(v == inf for v in vals):
         vals = [boost if p else 0.0 for p in preferred]
-    return (np.array(vals, np.float32) if any(vals) else None), (np.array(preferred) if any(preferred) else None)
+    return (np.array(vals, np.float32) if any(vals) else None), (
+        np.array(preferred) if any(preferred) else None
+    )

@@ -33,10 +33,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from routecore.calibration import Calibration
-from routecore.linear_head import LinearHead
 from routecore.fits import Targets, fit_medium, fit_tiers, softmax, top2
 from routecore.held_out import near_duplicate_cut
 from routecore.languages import MIN_PAIRS, pairs, transfer
+from routecore.linear_head import LinearHead
 from routecore.progress import Progress, ProgressArg
 
 #: The label of the background class; it cannot clash with a route name the head knows.
@@ -69,7 +69,11 @@ def in_scope_probs(head: LinearHead, X: np.ndarray) -> tuple[np.ndarray, np.ndar
     """(in-scope probabilities, out-of-scope probability, in-scope classes) of ``X``."""
     P = head.proba(X)
     keep = [i for i, c in enumerate(head.classes) if c != head.oos_class]
-    oos = P[:, head.classes.index(head.oos_class)] if head.oos_class in head.classes else np.zeros(len(P), P.dtype)
+    oos = (
+        P[:, head.classes.index(head.oos_class)]
+        if head.oos_class in head.classes
+        else np.zeros(len(P), P.dtype)
+    )
     return P[:, keep], oos, [head.classes[i] for i in keep]
 
 
@@ -94,7 +98,7 @@ def _near_copy_groups(V: np.ndarray, owners: np.ndarray, chunk: int = 512) -> np
         if len(rows) < 2:
             continue
         for a in range(0, len(rows), chunk):
-            C = V[rows[a:a + chunk]] @ V[rows].T
+            C = V[rows[a : a + chunk]] @ V[rows].T
             C[np.arange(len(C)), np.arange(a, a + len(C))] = -np.inf  # not itself
             nn = C.argmax(axis=1)
             for i in np.flatnonzero(C[np.arange(len(C)), nn] >= cut).tolist():
@@ -124,9 +128,20 @@ def _top2(P: np.ndarray, gold: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     return p1, mg, arg == gold
 
 
-def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], background: np.ndarray, base: Calibration, *,
-                      targets: Targets = Targets(), folds: int = FOLDS, epochs: int = 300, seed: int = 0,
-                      gain: np.ndarray | None = None, progress: ProgressArg = None) -> HeadFit:
+def fit_exemplar_head(
+    V: np.ndarray,
+    owners: np.ndarray,
+    names: list[str],
+    background: np.ndarray,
+    base: Calibration,
+    *,
+    targets: Targets = Targets(),
+    folds: int = FOLDS,
+    epochs: int = 300,
+    seed: int = 0,
+    gain: np.ndarray | None = None,
+    progress: ProgressArg = None,
+) -> HeadFit:
     """Train the head on ``V`` (rows of route ``owners``, routes ``names``) plus the
     ``background`` rows that look like no exemplar, and fit its cuts out of fold.
 
@@ -148,7 +163,10 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
         return h
 
     groups = _near_copy_groups(V, owners)
-    fold, bfold = _folds(owners, folds, seed, groups), np.random.default_rng(seed + 1).permutation(len(B)) % folds
+    fold, bfold = (
+        _folds(owners, folds, seed, groups),
+        np.random.default_rng(seed + 1).permutation(len(B)) % folds,
+    )
     held = np.flatnonzero(fold >= 0)
     fit_cuts = len(held) >= MIN_ROWS and len(names) >= 2
     # Out of fold, per row: the in-scope probabilities (routes in ``names`` order), the best
@@ -167,10 +185,19 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
             bq, bo, _ = in_scope_probs(h, B[bfold == k])
             bg_raw[bfold == k], bg_first[bfold == k] = bq.max(axis=1), bo >= bq.max(axis=1)
     # Without out-of-fold cuts the head is not used (routecore.assembly): no need to train it.
-    head = train(np.arange(len(V)), np.ones(len(B), bool)) if fit_cuts else LinearHead(np.zeros((V.shape[1], 0), np.float32),
-                                                                                     np.zeros(0, np.float32), [])
-    stats: dict[str, Any] = {"rows": int(len(V)), "groups": int(len(np.unique(groups))), "background": int(len(B)),
-                             "background_dropped": int(len(background) - len(B)), "folds": folds, "epochs": epochs}
+    head = (
+        train(np.arange(len(V)), np.ones(len(B), bool))
+        if fit_cuts
+        else LinearHead(np.zeros((V.shape[1], 0), np.float32), np.zeros(0, np.float32), [])
+    )
+    stats: dict[str, Any] = {
+        "rows": int(len(V)),
+        "groups": int(len(np.unique(groups))),
+        "background": int(len(B)),
+        "background_dropped": int(len(background) - len(B)),
+        "folds": folds,
+        "epochs": epochs,
+    }
     fields: dict[str, Any] = {}
     if fit_cuts:
         p1, mg, right = _top2(Q[held], owners[held])
@@ -183,7 +210,11 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
         t1, tmg, tright = p1[scoped], mg[scoped], right[scoped]
         if gain is not None and np.any(gain[held]):
             g1, gmg, gright = _top2(softmax(oof[0] + gain[held][scoped], 1.0), oof[1])
-            t1, tmg, tright = np.concatenate([t1, g1]), np.concatenate([tmg, gmg]), np.concatenate([tright, gright])
+            t1, tmg, tright = (
+                np.concatenate([t1, g1]),
+                np.concatenate([tmg, gmg]),
+                np.concatenate([tright, gright]),
+            )
             stats["oof_top1_with_gain"] = float(gright.mean()) if len(gright) else None
         tiers = fit_tiers(t1, tmg, tright, targets.high_precision)
         prev = fit_tiers(t1, tmg, tright, targets.previous_precision) if tiers else None
@@ -195,9 +226,13 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
         if medium is not None:
             fields["medium"] = medium
         routed = p1[scoped] >= fields.get("medium", base.medium)
-        stats.update(oof_top1=float(right.mean()), oof_kept=float(scoped.mean()), oof_routed=float(routed.sum() / len(held)),
-                     oof_routed_precision=float(right[scoped][routed].mean()) if routed.any() else None,
-                     background_rejected=float(((bg_raw < head.threshold) | bg_first).mean()) if len(B) else None)
+        stats.update(
+            oof_top1=float(right.mean()),
+            oof_kept=float(scoped.mean()),
+            oof_routed=float(routed.sum() / len(held)),
+            oof_routed_precision=float(right[scoped][routed].mean()) if routed.any() else None,
+            background_rejected=float(((bg_raw < head.threshold) | bg_first).mean()) if len(B) else None,
+        )
     else:
         stats["cuts_fallback"] = True
         oof = None
@@ -205,25 +240,42 @@ def fit_exemplar_head(V: np.ndarray, owners: np.ndarray, names: list[str], backg
     return HeadFit(head, fields, stats, oof)
 
 
-def prior_fit(head: LinearHead, prior: Any, base: Calibration, background: np.ndarray, V: np.ndarray,
-              owners: np.ndarray) -> HeadFit:
+def prior_fit(
+    head: LinearHead, prior: Any, base: Calibration, background: np.ndarray, V: np.ndarray, owners: np.ndarray
+) -> HeadFit:
     """The :class:`HeadFit` of a head whose cuts come from a model's measured prior
     (:class:`routecore.prior.DecisionPrior`) at the config's separability (``base.stats``)
     instead of out-of-fold probabilities; the head's scope cut is the prior's ``scope``."""
     top1 = base.stats.get("top1_dense")
     per_route = float(base.stats.get("exemplars_per_route") or 1.0)
-    if top1 is None:  # nothing to hold out (one exemplar per route): the middle of the separability the prior saw
+    if (
+        top1 is None
+    ):  # nothing to hold out (one exemplar per route): the middle of the separability the prior saw
         lo, hi = prior.span.get("top1_dense", (0.5, 0.5))
         top1 = (float(lo) + float(hi)) / 2
     cuts = prior.cuts(float(top1), per_route, int(base.stats.get("routes") or 2))
     head.threshold = prior.scope
     kept = len(_out_of_scope_rows(background, V, base, owners))
-    return HeadFit(head, cuts, {"prior": prior.source, "threshold": head.threshold, "folds": 0, "top1_dense": top1,
-                                "exemplars_per_route": per_route, "rows": int(len(V)), "background": kept,
-                                "background_dropped": int(len(background) - kept)}, None)
+    return HeadFit(
+        head,
+        cuts,
+        {
+            "prior": prior.source,
+            "threshold": head.threshold,
+            "folds": 0,
+            "top1_dense": top1,
+            "exemplars_per_route": per_route,
+            "rows": int(len(V)),
+            "background": kept,
+            "background_dropped": int(len(background) - kept),
+        },
+        None,
+    )
 
 
-def _out_of_scope_rows(background: np.ndarray, V: np.ndarray, base: Calibration, owners: np.ndarray) -> np.ndarray:
+def _out_of_scope_rows(
+    background: np.ndarray, V: np.ndarray, base: Calibration, owners: np.ndarray
+) -> np.ndarray:
     """The background rows that look like no route (the head's out-of-scope class). A row is
     dropped when it is as close to an exemplar as a paraphrase is (``base.match``, the typical
     score of one under this encoder), or as that exemplar's nearest same-route exemplar is:
@@ -248,11 +300,22 @@ def _out_of_scope_rows(background: np.ndarray, V: np.ndarray, base: Calibration,
 
 def _train(X: np.ndarray, labels: np.ndarray, B: np.ndarray, epochs: int, seed: int) -> LinearHead:
     """A head over the rows ``X`` (routes ``labels``) and the out-of-scope rows ``B``."""
-    return LinearHead.fit(np.vstack([X, B]), list(labels) + [OOS_CLASS] * len(B), oos_label=OOS_CLASS, epochs=epochs, seed=seed)
+    return LinearHead.fit(
+        np.vstack([X, B]), list(labels) + [OOS_CLASS] * len(B), oos_label=OOS_CLASS, epochs=epochs, seed=seed
+    )
 
 
-def serving_head(V: np.ndarray, owners: np.ndarray, names: list[str], background: np.ndarray, base: Calibration, threshold: float,
-                 *, epochs: int = 300, seed: int = 0) -> LinearHead:
+def serving_head(
+    V: np.ndarray,
+    owners: np.ndarray,
+    names: list[str],
+    background: np.ndarray,
+    base: Calibration,
+    threshold: float,
+    *,
+    epochs: int = 300,
+    seed: int = 0,
+) -> LinearHead:
     """Only the head that serves, trained as :func:`fit_exemplar_head` trains it, with the
     out-of-scope cut ``threshold`` kept from an earlier fit (a live update with
     ``recalibrate=False``: one training instead of ``FOLDS + 1``, the cuts unchanged)."""
@@ -268,8 +331,14 @@ def _logit(p: np.ndarray) -> np.ndarray:
     return out
 
 
-def language_fits(fit: HeadFit, languages: Mapping[str, Mapping[str, Any]], parallel: np.ndarray,
-                  rows: Sequence[tuple[int, str, str]], targets: Targets = Targets(), seed: int = 0) -> dict[str, dict[str, float]]:
+def language_fits(
+    fit: HeadFit,
+    languages: Mapping[str, Mapping[str, Any]],
+    parallel: np.ndarray,
+    rows: Sequence[tuple[int, str, str]],
+    targets: Targets = Targets(),
+    seed: int = 0,
+) -> dict[str, dict[str, float]]:
     """Per language the exemplars do not cover (those the cosine calibration adapted,
     :mod:`routecore.languages`), the head's own numbers for queries in it, measured on
     the parallel sentences the head takes for in scope in a covered language:
@@ -300,13 +369,20 @@ def language_fits(fit: HeadFit, languages: Mapping[str, Mapping[str, Any]], para
         if len(a) < MIN_PAIRS:
             continue
         shift = float(np.median(_logit(best[b]) - _logit(best[a])))
-        fields = {"head_threshold": round(float(1 / (1 + np.exp(-(_logit(np.array([head.threshold]))[0] + shift)))), 6)}
+        fields = {
+            "head_threshold": round(
+                float(1 / (1 + np.exp(-(_logit(np.array([head.threshold]))[0] + shift)))), 6
+            )
+        }
         if fit.oof is not None and len(fit.oof[1]):
             slope, noise, _ = transfer(logp[a], logp[b])
             rng = np.random.default_rng(seed)
             L, gold = fit.oof
             p1, mg, right = _top2(softmax(slope * L + rng.normal(0.0, noise, L.shape), 1.0), gold)
-            medium, tiers = fit_medium(p1, right, targets.route_precision), fit_tiers(p1, mg, right, targets.high_precision)
+            medium, tiers = (
+                fit_medium(p1, right, targets.route_precision),
+                fit_tiers(p1, mg, right, targets.high_precision),
+            )
             prev = fit_tiers(p1, mg, right, targets.previous_precision) if tiers else None
             fields.update({"medium": medium} if medium is not None else {})
             fields.update({"high": tiers[0], "margin": tiers[1]} if tiers else {})
@@ -316,7 +392,9 @@ def language_fits(fit: HeadFit, languages: Mapping[str, Mapping[str, Any]], para
     return out
 
 
-def with_head(base: Calibration, fit: HeadFit, per_language: Mapping[str, Mapping[str, float]] | None = None) -> Calibration:
+def with_head(
+    base: Calibration, fit: HeadFit, per_language: Mapping[str, Mapping[str, float]] | None = None
+) -> Calibration:
     """``base`` with the head's tiers and the cosine cut off (the head's decides the
     scope). Languages lose their cosine numbers (the tool floor's offset stays); those
     in ``per_language`` (:func:`language_fits`) get the head's, with an ``offset`` of 0
@@ -325,4 +403,11 @@ def with_head(base: Calibration, fit: HeadFit, per_language: Mapping[str, Mappin
     langs = {k: {f: v for f, v in d.items() if f not in cosine} for k, d in base.languages.items()}
     for k, fields in (per_language or {}).items():
         langs[k].update(fields, offset=0.0)
-    return replace(base, **fit.fields, min_score=0.0, per_route={}, languages=langs, stats={**base.stats, "head": fit.stats})
+    return replace(
+        base,
+        **fit.fields,
+        min_score=0.0,
+        per_route={},
+        languages=langs,
+        stats={**base.stats, "head": fit.stats},
+    )

@@ -28,7 +28,9 @@ def fit_temperature(S: np.ndarray, gold: np.ndarray) -> float:
     keep = gold >= 0
     s, y = S[keep].astype(np.float64), gold[keep]
     s = np.where(np.isfinite(s), s, s[np.isfinite(s)].min() - 1.0 if np.isfinite(s).any() else 0.0)
-    grid = np.geomspace(TEMPERATURE_FLOOR, 0.5, 80)  # perfectly separated rows would push it down without bound
+    grid = np.geomspace(
+        TEMPERATURE_FLOOR, 0.5, 80
+    )  # perfectly separated rows would push it down without bound
     s = s - s.max(axis=1, keepdims=True)  # the shift cancels in the NLL; z <= 0 for every temperature
     gold_s = s[np.arange(len(y)), y]
     seen: dict[int, float] = {}
@@ -66,7 +68,9 @@ def wilson_lower(right: np.ndarray | float, n: np.ndarray | float, z: float = 1.
     return lower
 
 
-def fit_tiers(p1: np.ndarray, margin: np.ndarray, correct: np.ndarray, target: float, min_selected: int = 10) -> tuple[float, float] | None:
+def fit_tiers(
+    p1: np.ndarray, margin: np.ndarray, correct: np.ndarray, target: float, min_selected: int = 10
+) -> tuple[float, float] | None:
     """(high, margin) with the largest coverage whose precision is at least ``target``
     (its Wilson lower bound, so that a small selection is not trusted on luck).
 
@@ -81,7 +85,9 @@ def fit_tiers(p1: np.ndarray, margin: np.ndarray, correct: np.ndarray, target: f
         above = p1 >= h
         # Rows selected at each margin cut, and how many are right: one sort instead of 46 masks.
         m_sel = np.sort(margin[above])
-        right_desc = np.concatenate([[0.0], np.cumsum(ok[above][np.argsort(margin[above], kind="stable")][::-1])])
+        right_desc = np.concatenate(
+            [[0.0], np.cumsum(ok[above][np.argsort(margin[above], kind="stable")][::-1])]
+        )
         n = len(m_sel) - np.searchsorted(m_sel, margins, side="left")
         valid = n >= min_selected  # a prefix: larger margins select fewer rows
         if not valid[0]:
@@ -139,7 +145,9 @@ class Targets:
     tool_background_rejected: float = 0.90
 
 
-def top2_correct(S: np.ndarray, gold: np.ndarray, temperature: float, R: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def top2_correct(
+    S: np.ndarray, gold: np.ndarray, temperature: float, R: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Held-out rows' best probability, margin and whether the best is their own route."""
     if not len(S):
         return np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool)

@@ -24,9 +24,17 @@ def _group_starts(owners: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.nda
     return perm, starts, present
 
 
-def route_scores(Q: np.ndarray, V: np.ndarray, owners: np.ndarray, n_groups: int, aggregation: str = "max",
-                 top_n: int = 3, exclude: np.ndarray | None = None,
-                 near_duplicate: float | np.ndarray | None = None, chunk: int = 256) -> np.ndarray:
+def route_scores(
+    Q: np.ndarray,
+    V: np.ndarray,
+    owners: np.ndarray,
+    n_groups: int,
+    aggregation: str = "max",
+    top_n: int = 3,
+    exclude: np.ndarray | None = None,
+    near_duplicate: float | np.ndarray | None = None,
+    chunk: int = 256,
+) -> np.ndarray:
     """Aggregated scores [len(Q), n_groups] of queries ``Q`` against exemplars ``V``
     owned by ``owners``. Groups without exemplars score -inf.
 
@@ -38,21 +46,21 @@ def route_scores(Q: np.ndarray, V: np.ndarray, owners: np.ndarray, n_groups: int
     counts = np.bincount(owners, minlength=n_groups).astype(np.float64)
     out = np.full((len(Q), n_groups), -np.inf, dtype=np.float32)
     for a in range(0, len(Q), chunk):
-        C = (Q[a:a + chunk] @ V.T).astype(np.float32)
+        C = (Q[a : a + chunk] @ V.T).astype(np.float32)
         rows = np.arange(len(C))
-        ex = exclude[a:a + chunk] if exclude is not None else None
+        ex = exclude[a : a + chunk] if exclude is not None else None
         if aggregation == "max":
             if ex is not None and near_duplicate is not None:
                 own = ex >= 0
                 same = owners[None, :] == np.where(own, owners[ex], -1)[:, None]
                 if isinstance(near_duplicate, np.ndarray) and near_duplicate.ndim > 0:  # one cut per row
-                    cut: float | np.ndarray = near_duplicate[a:a + chunk, None]
+                    cut: float | np.ndarray = near_duplicate[a : a + chunk, None]
                 else:
                     cut = near_duplicate
                 C[same & (C >= cut)] = -np.inf
             if ex is not None:
                 C[rows[ex >= 0], ex[ex >= 0]] = -np.inf
-            out[a:a + chunk, present] = np.maximum.reduceat(C[:, perm], starts, axis=1)
+            out[a : a + chunk, present] = np.maximum.reduceat(C[:, perm], starts, axis=1)
         elif aggregation == "mean":
             n = np.broadcast_to(counts, (len(C), n_groups)).copy()
             if ex is not None:
@@ -60,15 +68,19 @@ def route_scores(Q: np.ndarray, V: np.ndarray, owners: np.ndarray, n_groups: int
                 n[rows[ex >= 0], owners[ex[ex >= 0]]] -= 1
             s = np.zeros((len(C), n_groups))
             s[:, present] = np.add.reduceat(C[:, perm], starts, axis=1)
-            out[a:a + chunk] = np.where(n > 0, s / np.maximum(n, 1), -np.inf)
+            out[a : a + chunk] = np.where(n > 0, s / np.maximum(n, 1), -np.inf)
         elif aggregation == "topn":
             if ex is not None:
                 C[rows[ex >= 0], ex[ex >= 0]] = np.nan
             for g in present:
-                cols = np.sort(np.where(np.isnan(C[:, owners == g]), -np.inf, C[:, owners == g]), axis=1)[:, ::-1][:, :top_n]
+                cols = np.sort(np.where(np.isnan(C[:, owners == g]), -np.inf, C[:, owners == g]), axis=1)[
+                    :, ::-1
+                ][:, :top_n]
                 finite = np.isfinite(cols)
                 k = finite.sum(axis=1)
-                out[a:a + chunk, g] = np.where(k > 0, np.where(finite, cols, 0).sum(axis=1) / np.maximum(k, 1), -np.inf)
+                out[a : a + chunk, g] = np.where(
+                    k > 0, np.where(finite, cols, 0).sum(axis=1) / np.maximum(k, 1), -np.inf
+                )
         else:
             raise ConfigError(f"aggregation must be 'max', 'mean' or 'topn', got {aggregation!r}")
     return out
@@ -99,25 +111,36 @@ def nearest_same(V: np.ndarray, owners: np.ndarray, rows: np.ndarray, n: int, ch
     ks = _nearest_ks(owners, rows, n)
     out = np.full(len(rows), -np.inf, dtype=np.float32)
     for a in range(0, len(rows), chunk):
-        r = rows[a:a + chunk]
+        r = rows[a : a + chunk]
         C = (V[r] @ V.T).astype(np.float32)
         C[np.arange(len(r)), r] = -np.inf
-        out[a:a + chunk] = _kth_same(C, owners[None, :] == owners[r][:, None], ks[a:a + chunk])
+        out[a : a + chunk] = _kth_same(C, owners[None, :] == owners[r][:, None], ks[a : a + chunk])
     return out
 
 
 def near_duplicate_cut(V: np.ndarray, owners: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Per held-out row, the cosine from which a same-group exemplar is its near-duplicate:
     the :data:`NEAR_DUPLICATE_QUANTILE` of all same-group pairs (one cut for every row)."""
-    few = rows[:: max(1, len(rows) // 256)]  # spread over groups: enough for a quantile, bounded memory at 100k exemplars
+    few = rows[
+        :: max(1, len(rows) // 256)
+    ]  # spread over groups: enough for a quantile, bounded memory at 100k exemplars
     G = V[few] @ V.T
     same = owners[None, :] == owners[few][:, None]
     same[np.arange(len(few)), few] = False
-    return np.full(len(rows), np.quantile(G[same], NEAR_DUPLICATE_QUANTILE) if same.any() else np.inf, dtype=np.float32)
+    return np.full(
+        len(rows), np.quantile(G[same], NEAR_DUPLICATE_QUANTILE) if same.any() else np.inf, dtype=np.float32
+    )
 
 
-def held_out_max(V: np.ndarray, owners: np.ndarray, R: int, rows: np.ndarray, dup: np.ndarray, n_nearest: int,
-                 chunk: int = 256) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def held_out_max(
+    V: np.ndarray,
+    owners: np.ndarray,
+    R: int,
+    rows: np.ndarray,
+    dup: np.ndarray,
+    n_nearest: int,
+    chunk: int = 256,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The held-out rows' max scores per group, from one product of each chunk with ``V``:
 
     - ``S_loo``: each row left out alone (leave-one-out);
@@ -141,7 +164,7 @@ def held_out_max(V: np.ndarray, owners: np.ndarray, R: int, rows: np.ndarray, du
         return out
 
     for a in range(0, len(rows), chunk):
-        r, sl = rows[a:a + chunk], slice(a, a + chunk)
+        r, sl = rows[a : a + chunk], slice(a, a + chunk)
         C = (V[r] @ V.T).astype(np.float32)
         C[np.arange(len(r)), r] = -np.inf
         same = owners[None, :] == owners[r][:, None]

@@ -95,13 +95,17 @@ def claims(blob: Path) -> tuple[Optional[str], Optional[str]]:
     return (name if _SHA256.fullmatch(name) else None), (name if SHA1.fullmatch(name) else None)
 
 
-def candidates(repo: str, revision: str, repo_path: str, hashes: tuple[Optional[str], ...] = ()) -> list[Path]:
+def candidates(
+    repo: str, revision: str, repo_path: str, hashes: tuple[Optional[str], ...] = ()
+) -> list[Path]:
     """Regular files inside the cache's folder for ``repo`` that may hold ``repo_path`` at ``revision``:
     the snapshot's entry, then the blobs named by ``hashes``. Paths are resolved; links that
     lead out of the repository's folder are ignored."""
     folder = repo_folder(repo)
     sha = commit(folder, revision)
-    wanted = ([folder / "snapshots" / sha / repo_path] if sha else []) + [folder / "blobs" / h for h in hashes if h]
+    wanted = ([folder / "snapshots" / sha / repo_path] if sha else []) + [
+        folder / "blobs" / h for h in hashes if h
+    ]
     try:
         home = folder.resolve(strict=True)
     except (OSError, RuntimeError):

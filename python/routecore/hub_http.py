@@ -149,7 +149,9 @@ def _chunks(r: Any, url: str, window: float) -> Iterator[bytes]:
         elapsed = time.monotonic() - start
         if elapsed >= window:
             if got < STALL_BYTES_PER_S * elapsed:
-                raise Transient(f"{url} stalled: {got} bytes in {elapsed:.1f} s (under {STALL_BYTES_PER_S} bytes/s)")
+                raise Transient(
+                    f"{url} stalled: {got} bytes in {elapsed:.1f} s (under {STALL_BYTES_PER_S} bytes/s)"
+                )
             start, got = time.monotonic(), 0
 
 
@@ -171,7 +173,9 @@ class Client:
         except urllib.error.HTTPError as e:
             e.close()
             if e.code >= 500 or e.code in (408, 429):
-                raise Transient(f"HTTP {e.code} from {url}", _retry_after(e.headers.get("Retry-After"))) from None
+                raise Transient(
+                    f"HTTP {e.code} from {url}", _retry_after(e.headers.get("Retry-After"))
+                ) from None
             if e.code == 416:
                 raise RangeRefused(f"HTTP 416 from {url}") from None
             hint = f" (set {TOKEN_ENV} for a gated or private repository)" if e.code in (401, 403) else ""
@@ -210,7 +214,9 @@ class Client:
 
         return self.retrying(f"GET {url}", once)
 
-    def download(self, url: str, entry: Entry, sha256: Optional[str], part: Path, show: Callable[[int], None]) -> None:
+    def download(
+        self, url: str, entry: Entry, sha256: Optional[str], part: Path, show: Callable[[int], None]
+    ) -> None:
         """One attempt to put ``entry``'s verified content at ``part``.
 
         With a known ``sha256`` the bytes already in ``part`` are kept and the rest
@@ -241,15 +247,25 @@ class Client:
             if have and r.status == 206:
                 m = _CONTENT_RANGE.fullmatch(r.headers.get("Content-Range", "").strip())
                 if not m or (int(m[1]), int(m[2]), int(m[3])) != (have, entry.size - 1, entry.size):
-                    raise DownloadError(f"{url}: Content-Range {r.headers.get('Content-Range')!r} does not continue byte {have} of {entry.size}")
+                    raise DownloadError(
+                        f"{url}: Content-Range {r.headers.get('Content-Range')!r} does not continue byte {have} of {entry.size}"
+                    )
             else:
                 have = 0  # the server sends the whole file
             length = _content_length(r, url)
             if length is not None and length != entry.size - have:
-                raise DownloadError(f"{url}: Content-Length {length} but the listing gives {entry.size} bytes" + (f" ({entry.size - have} from byte {have})" if have else ""))
+                raise DownloadError(
+                    f"{url}: Content-Length {length} but the listing gives {entry.size} bytes"
+                    + (f" ({entry.size - have} from byte {have})" if have else "")
+                )
             done = have
             # The part file's name is predictable: never follow a link planted there.
-            flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if have else os.O_TRUNC) | getattr(os, "O_NOFOLLOW", 0)
+            flags = (
+                os.O_WRONLY
+                | os.O_CREAT
+                | (os.O_APPEND if have else os.O_TRUNC)
+                | getattr(os, "O_NOFOLLOW", 0)
+            )
             with os.fdopen(os.open(part, flags, 0o644), "ab" if have else "wb") as f:
                 for chunk in _chunks(r, url, self.timeout):
                     done += len(chunk)

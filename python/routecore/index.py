@@ -115,7 +115,13 @@ class VectorIndex:
         return names
 
     # -- writes --------------------------------------------------------------------
-    def add(self, ids: Any, vectors: Any, labels: Sequence[str] | str | None = None, domains: Sequence[str] | str | None = None) -> None:
+    def add(
+        self,
+        ids: Any,
+        vectors: Any,
+        labels: Sequence[str] | str | None = None,
+        domains: Sequence[str] | str | None = None,
+    ) -> None:
         """Add entries. Raises without changing the index on any bad input."""
         v = as_f32(vectors, "vectors")
         n = 1 if v.ndim == 1 else v.shape[0]
@@ -124,7 +130,13 @@ class VectorIndex:
         if self._auto and self._backend == "flat" and len(self._impl) > self._hnsw_threshold:
             self._migrate("hnsw")
 
-    def update(self, ids: Any, vectors: Any, labels: Sequence[str] | str | None = None, domains: Sequence[str] | str | None = None) -> None:
+    def update(
+        self,
+        ids: Any,
+        vectors: Any,
+        labels: Sequence[str] | str | None = None,
+        domains: Sequence[str] | str | None = None,
+    ) -> None:
         """Replace vectors (and labels/domains when given) of existing ids."""
         v = as_f32(vectors, "vectors")
         n = 1 if v.ndim == 1 else v.shape[0]

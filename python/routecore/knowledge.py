@@ -75,7 +75,9 @@ class KnowledgeConfig:
 
         k = config_schema.convert(d, config_schema.Knowledge, where)
         fallback = k.fallback if isinstance(k.fallback, str) else tuple(k.fallback)
-        return cls(k.top_k, k.gate, fallback, tuple((e.domain, e.intent, tuple(e.collections)) for e in k.map))
+        return cls(
+            k.top_k, k.gate, fallback, tuple((e.domain, e.intent, tuple(e.collections)) for e in k.map)
+        )
 
 
 class KnowledgeRouter:
@@ -90,9 +92,13 @@ class KnowledgeRouter:
         if not names:
             raise ConfigError("a knowledge router needs collections (routes)")
         if not 1 <= config.top_k <= len(names):
-            raise ConfigError(f"knowledge: top_k must be between 1 and the {len(names)} collections, got {config.top_k}")
+            raise ConfigError(
+                f"knowledge: top_k must be between 1 and the {len(names)} collections, got {config.top_k}"
+            )
         known = set(names)
-        listed = [c for _, _, cs in config.map for c in cs] + ([] if config.fallback == "all" else list(config.fallback))
+        listed = [c for _, _, cs in config.map for c in cs] + (
+            [] if config.fallback == "all" else list(config.fallback)
+        )
         unknown = sorted(set(listed) - known)
         if unknown:
             raise ConfigError(f"knowledge: unknown collections {unknown}; known: {sorted(known)}")
@@ -113,7 +119,11 @@ class KnowledgeRouter:
 
         data = read_config_file(path)
         metrics = kw.pop("metrics", None)
-        return cls(Router.from_config(path, **kw), KnowledgeConfig.from_dict(data.get("knowledge"), f"{path}: knowledge"), metrics=metrics)
+        return cls(
+            Router.from_config(path, **kw),
+            KnowledgeConfig.from_dict(data.get("knowledge"), f"{path}: knowledge"),
+            metrics=metrics,
+        )
 
     @property
     def gate(self) -> float:
@@ -122,14 +132,18 @@ class KnowledgeRouter:
             return self.config.gate
         return float(self.router.policy.medium)
 
-    def select(self, query: str, *, domain: str | None = None, intent: str | None = None) -> KnowledgeSelection:
+    def select(
+        self, query: str, *, domain: str | None = None, intent: str | None = None
+    ) -> KnowledgeSelection:
         """The collections for ``query``; ``domain`` and ``intent`` (from the caller's context) may match the map."""
         return emit(self.metrics, self._select(query, domain, intent))
 
     def _select(self, query: str, domain: str | None, intent: str | None) -> KnowledgeSelection:
         for d, i, cs in self.config.map:
             if (d is None or d == domain) and (i is None or i == intent) and (d is not None or i is not None):
-                return KnowledgeSelection(tuple((c, 1.0 / len(cs)) for c in cs), "map", f"map entry ({d}, {i})")
+                return KnowledgeSelection(
+                    tuple((c, 1.0 / len(cs)) for c in cs), "map", f"map entry ({d}, {i})"
+                )
         dec = self.router.route(query)
         probs = dict(dec.probabilities)
         ranked = sorted(self.names, key=lambda n: -probs.get(n, 0.0))

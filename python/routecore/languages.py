@@ -68,7 +68,12 @@ class LanguageDetector:
         names = tuple(languages)
         C = np.asarray([languages[n]["centroid"] for n in names], dtype=np.float32)
         cov = np.array([bool(languages[n].get("covered", False)) for n in names])
-        return cls(names, C, cov, np.array([float(languages[n].get("detect_margin", 0.0)) for n in names], dtype=np.float32))
+        return cls(
+            names,
+            C,
+            cov,
+            np.array([float(languages[n].get("detect_margin", 0.0)) for n in names], dtype=np.float32),
+        )
 
     def detect(self, q: np.ndarray) -> str:
         """The language of one query vector (:meth:`detect_many` for one row, in a few µs)."""
@@ -115,7 +120,9 @@ def centroids(vectors: np.ndarray, langs: Sequence[str]) -> tuple[tuple[str, ...
 
 def covered(V: np.ndarray, names: Sequence[str], C: np.ndarray) -> set[str]:
     """The languages of at least :data:`COVERED_SHARE` of the exemplars ``V``."""
-    share = np.bincount(np.argmax(np.asarray(V, dtype=np.float32) @ C.T, axis=1), minlength=len(names)) / max(len(V), 1)
+    share = np.bincount(np.argmax(np.asarray(V, dtype=np.float32) @ C.T, axis=1), minlength=len(names)) / max(
+        len(V), 1
+    )
     return {n for n, s in zip(names, share) if s >= COVERED_SHARE}
 
 
@@ -131,7 +138,9 @@ def transfer(S_home: np.ndarray, S_lang: np.ndarray) -> tuple[float, float, floa
     return slope, noise, offset
 
 
-def pairs(parallel_rows: Sequence[tuple[int, str, str]], homes: Sequence[str], lang: str) -> tuple[np.ndarray, np.ndarray]:
+def pairs(
+    parallel_rows: Sequence[tuple[int, str, str]], homes: Sequence[str], lang: str
+) -> tuple[np.ndarray, np.ndarray]:
     """Row indices of the same sentences in one of ``homes`` and in ``lang``."""
     by_lang: dict[str, dict[int, int]] = {}
     for i, (sid, lg, _) in enumerate(parallel_rows):
@@ -141,8 +150,13 @@ def pairs(parallel_rows: Sequence[tuple[int, str, str]], homes: Sequence[str], l
     return (np.array([a for a, _ in found], dtype=np.int64), np.array([b for _, b in found], dtype=np.int64))
 
 
-def offsets(V: np.ndarray, background: np.ndarray, background_langs: Sequence[str], parallel_rows: Sequence[tuple[int, str, str]],
-            parallel_scores: np.ndarray) -> dict[str, float]:
+def offsets(
+    V: np.ndarray,
+    background: np.ndarray,
+    background_langs: Sequence[str],
+    parallel_rows: Sequence[tuple[int, str, str]],
+    parallel_scores: np.ndarray,
+) -> dict[str, float]:
     """Per language of the parallel set that ``V`` does not cover: how much lower its sentences'
     best label scores than the same sentences' in a covered language (the tool floor's shift)."""
     if not len(V) or not len(background) or len(parallel_rows) != len(parallel_scores):
@@ -161,9 +175,15 @@ def offsets(V: np.ndarray, background: np.ndarray, background_langs: Sequence[st
 RefitRows = Callable[[float, float], dict[str, float]]
 
 
-def fit_languages(V: np.ndarray, background: np.ndarray, background_langs: Sequence[str], parallel: np.ndarray,
-                  parallel_rows: Sequence[tuple[int, str, str]], parallel_scores: np.ndarray,
-                  refit: RefitRows | None) -> dict[str, dict[str, Any]]:
+def fit_languages(
+    V: np.ndarray,
+    background: np.ndarray,
+    background_langs: Sequence[str],
+    parallel: np.ndarray,
+    parallel_rows: Sequence[tuple[int, str, str]],
+    parallel_scores: np.ndarray,
+    refit: RefitRows | None,
+) -> dict[str, dict[str, Any]]:
     """Per background language: its centroid; for a language of the parallel set that the
     exemplars ``V`` do not cover, its transfer (:func:`transfer`) and the calibration fields
     ``refit`` gives for it (nothing else when ``refit`` is None: too few held-out rows).
@@ -176,8 +196,12 @@ def fit_languages(V: np.ndarray, background: np.ndarray, background_langs: Seque
     is_home = np.array([n in home for n in names])
     margin = round(detection_margin(V, C, is_home), 6)
     out: dict[str, dict[str, Any]] = {
-        n: {"centroid": [round(float(x), 6) for x in c], **({"covered": True} if n in home else {"detect_margin": margin})}
-        for n, c in zip(names, C)}
+        n: {
+            "centroid": [round(float(x), 6) for x in c],
+            **({"covered": True} if n in home else {"detect_margin": margin}),
+        }
+        for n, c in zip(names, C)
+    }
     if not len(parallel) or len(parallel_rows) != len(parallel):
         return out
     for lang in sorted({lg for _, lg, _ in parallel_rows} - home):
@@ -195,8 +219,16 @@ def fit_languages(V: np.ndarray, background: np.ndarray, background_langs: Seque
     return out
 
 
-def language_fields(slope: float, noise: float, S: np.ndarray, S_tier: np.ndarray, gold: np.ndarray, R: int,
-                     targets: Targets, seed: int) -> dict[str, float]:
+def language_fields(
+    slope: float,
+    noise: float,
+    S: np.ndarray,
+    S_tier: np.ndarray,
+    gold: np.ndarray,
+    R: int,
+    targets: Targets,
+    seed: int,
+) -> dict[str, float]:
     """Temperature, ``medium`` and tiers fitted on held-out rows rescored as queries of
     another language score: ``slope`` x the scores plus Gaussian ``noise`` (seeded)."""
     rng = np.random.default_rng(seed)
@@ -230,16 +262,23 @@ class LanguagePolicies:
         self.base, self.detector, self.policies = base, detector, policies
 
     @classmethod
-    def build(cls, base: "Policy", spec_policy: "Policy", calibration: "Calibration | None",
-              key: str = "offset") -> "LanguagePolicies | None":
+    def build(
+        cls, base: "Policy", spec_policy: "Policy", calibration: "Calibration | None", key: str = "offset"
+    ) -> "LanguagePolicies | None":
         """The policies of ``calibration``'s languages that have a ``key`` (``offset``: routes,
         ``tool_offset``: tools); None when none has."""
         names = [n for n, v in calibration.languages.items() if key in v] if calibration is not None else []
-        det = LanguageDetector.from_languages(calibration.languages) if calibration is not None and names else None
+        det = (
+            LanguageDetector.from_languages(calibration.languages)
+            if calibration is not None and names
+            else None
+        )
         if det is None or calibration is None:
             return None
         policies = {n: spec_policy.resolve(calibration.for_language(n)) for n in names}
-        policies = {n: p for n, p in policies.items() if p != base}  # every adapted value pinned: nothing to say
+        policies = {
+            n: p for n, p in policies.items() if p != base
+        }  # every adapted value pinned: nothing to say
         return cls(base, det, policies) if policies else None
 
     def policy_for(self, current: "Policy", q: np.ndarray) -> tuple["Policy", str | None]:
@@ -256,5 +295,8 @@ def language_alert(lang: str, used: Mapping[str, tuple[float, float]]) -> Alert:
     """Says that a query in ``lang`` was decided under its own numbers: ``used`` maps each
     changed policy key to (its value for ``lang``, the table's value)."""
     said = ", ".join(f"{k} {v:.4g} (else {base:.4g})" for k, (v, base) in used.items())
-    return Alert("language", f"query in {lang!r}, a language the exemplars do not cover: {said}",
-                 {"language": lang, **{k: v for k, (v, _) in used.items()}})
+    return Alert(
+        "language",
+        f"query in {lang!r}, a language the exemplars do not cover: {said}",
+        {"language": lang, **{k: v for k, (v, _) in used.items()}},
+    )

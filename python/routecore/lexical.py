@@ -84,8 +84,16 @@ class LexicalTable:
     ``prefixes[label]`` is prepended to each of that label's documents (tool names);
     ``stemmer`` and ``b``: the index's terms and BM25 length normalisation."""
 
-    def __init__(self, texts: Sequence[str], owners: Sequence[int], n_labels: int, prefixes: Sequence[str] | None = None,
-                 *, stemmer: str = "none", b: float = DEFAULT_B):
+    def __init__(
+        self,
+        texts: Sequence[str],
+        owners: Sequence[int],
+        n_labels: int,
+        prefixes: Sequence[str] | None = None,
+        *,
+        stemmer: str = "none",
+        b: float = DEFAULT_B,
+    ):
         self.n_labels = n_labels
         self.owners = np.asarray(owners, dtype=np.uint32)
         docs = [f"{prefixes[o]} {t}" if prefixes else t for t, o in zip(texts, owners)]
@@ -98,14 +106,18 @@ class LexicalTable:
             self.index.add(docs, self.owners)
 
     @classmethod
-    def from_index(cls, index: "_native.LexicalIndex", owners: Sequence[int], n_labels: int) -> "LexicalTable":
+    def from_index(
+        cls, index: "_native.LexicalIndex", owners: Sequence[int], n_labels: int
+    ) -> "LexicalTable":
         """A table around a saved ``index`` (a bundle's), whose documents must be labelled ``owners``."""
         from routecore.errors import ConfigError
 
         self = cls.__new__(cls)
         self.n_labels, self.owners, self.index = n_labels, np.asarray(owners, dtype=np.uint32), index
         if len(index) != len(self.owners) or not np.array_equal(index.labels(), self.owners):
-            raise ConfigError(f"the lexical index holds {len(index)} documents that are not the {len(self.owners)} exemplars of its table")
+            raise ConfigError(
+                f"the lexical index holds {len(index)} documents that are not the {len(self.owners)} exemplars of its table"
+            )
         return self
 
     def bias(self, query: str, weight: float, lead: int = 0) -> np.ndarray | None:
@@ -144,8 +156,9 @@ def _scaled(S: np.ndarray, cover: np.ndarray) -> np.ndarray:
     return scaled
 
 
-def fit_weight(dense: np.ndarray, lex: np.ndarray, gold: np.ndarray, scale: float,
-               gain_share: float = GAIN_SHARE) -> tuple[float, dict[str, float]]:
+def fit_weight(
+    dense: np.ndarray, lex: np.ndarray, gold: np.ndarray, scale: float, gain_share: float = GAIN_SHARE
+) -> tuple[float, dict[str, float]]:
     """The weight (cosine units, on a grid of calibrated ``scale`` units) for the lexical score.
 
     The smallest weight that makes at least ``gain_share`` of the best gain's extra rows
@@ -171,11 +184,20 @@ def fit_weight(dense: np.ndarray, lex: np.ndarray, gold: np.ndarray, scale: floa
     fixed, broken = int((rights[i] & ~dense_right).sum()), int((dense_right & ~rights[i]).sum())
     if fixed - broken < 1.645 * np.sqrt(fixed + broken):
         return 0.0, none
-    return WEIGHT_GRID_SCALES[i] * scale, {"lexical_heldout_accuracy_dense": base, "lexical_heldout_accuracy_fused": accs[i]}
+    return WEIGHT_GRID_SCALES[i] * scale, {
+        "lexical_heldout_accuracy_dense": base,
+        "lexical_heldout_accuracy_fused": accs[i],
+    }
 
 
-def fit_form(table_for: Callable[[str, float], LexicalTable], queries: Sequence[str], dense: np.ndarray, gold: np.ndarray,
-             scale: float, stemmer: str | None = None) -> tuple[str, float, float, dict[str, float], dict[str, float]]:
+def fit_form(
+    table_for: Callable[[str, float], LexicalTable],
+    queries: Sequence[str],
+    dense: np.ndarray,
+    gold: np.ndarray,
+    scale: float,
+    stemmer: str | None = None,
+) -> tuple[str, float, float, dict[str, float], dict[str, float]]:
     """The lexical form of a catalog fitted on a validation split: each (stemmer, ``b``) of
     :data:`TOOL_FORMS` gets its weight (:func:`fit_weight`, the best gain: real queries),
     and the form whose fused top-1 is the highest wins (the first, unstemmed with the
@@ -197,7 +219,9 @@ def fit_form(table_for: Callable[[str, float], LexicalTable], queries: Sequence[
     return best[1], best[2], best[3], best[4], tried
 
 
-def held_out_docs(V: np.ndarray, owners: np.ndarray, rows: np.ndarray, near_duplicate: np.ndarray | None) -> list[np.ndarray]:
+def held_out_docs(
+    V: np.ndarray, owners: np.ndarray, rows: np.ndarray, near_duplicate: np.ndarray | None
+) -> list[np.ndarray]:
     """Per held-out row, the documents its dense leave-one-out score left out: itself and
     its label's near-duplicates (cosine >= that row's ``near_duplicate``), unless that leaves the label empty."""
     out = []
@@ -212,9 +236,16 @@ def held_out_docs(V: np.ndarray, owners: np.ndarray, rows: np.ndarray, near_dupl
     return out
 
 
-def fit_table(table: LexicalTable, texts: Sequence[str], V: np.ndarray, owners: np.ndarray, rows: np.ndarray,
-              fit_on: tuple[np.ndarray, np.ndarray | None], fuse: Sequence[tuple[np.ndarray, np.ndarray | None]],
-              scale: float) -> tuple[float, list[np.ndarray], dict[str, float]]:
+def fit_table(
+    table: LexicalTable,
+    texts: Sequence[str],
+    V: np.ndarray,
+    owners: np.ndarray,
+    rows: np.ndarray,
+    fit_on: tuple[np.ndarray, np.ndarray | None],
+    fuse: Sequence[tuple[np.ndarray, np.ndarray | None]],
+    scale: float,
+) -> tuple[float, list[np.ndarray], dict[str, float]]:
     """Fit ``table``'s weight on the held-out rows' dense scores ``fit_on``; return it with
     each dense score set of ``fuse`` fused. Each set comes with its rows' near-duplicate
     cut (their label's documents at or above it were left out with the row; None: only

@@ -40,7 +40,9 @@ class Update:
     build_ms: float  # tables, lexical index and calibration, embedding excluded
 
 
-def _merged(old: Sequence[Any], add: Sequence[Any], update: Sequence[Any], remove: Sequence[str], kind: str) -> list[Any]:
+def _merged(
+    old: Sequence[Any], add: Sequence[Any], update: Sequence[Any], remove: Sequence[str], kind: str
+) -> list[Any]:
     if isinstance(remove, str):
         raise InvalidArgumentError(f"give a list of {kind} names to remove, not one string")
     names = {s.name for s in old}
@@ -48,7 +50,9 @@ def _merged(old: Sequence[Any], add: Sequence[Any], update: Sequence[Any], remov
         for item in group:
             n = item if isinstance(item, str) else item.name
             if (n in names) != want:
-                raise ConfigError(f"{'no' if want else 'a'} {kind} named {n!r} {'exists' if want else 'already exists'}")
+                raise ConfigError(
+                    f"{'no' if want else 'a'} {kind} named {n!r} {'exists' if want else 'already exists'}"
+                )
     gone = set(remove)
     changed = {s.name: s for s in update}
     out = [changed.get(s.name, s) for s in old if s.name not in gone] + list(add)
@@ -56,9 +60,17 @@ def _merged(old: Sequence[Any], add: Sequence[Any], update: Sequence[Any], remov
     return out
 
 
-def apply(router: Any, *, add_routes: Sequence[RouteSpec] = (), update_routes: Sequence[RouteSpec] = (), remove_routes: Sequence[str] = (),
-          add_tools: Sequence[ToolSpec] = (), update_tools: Sequence[ToolSpec] = (), remove_tools: Sequence[str] = (),
-          recalibrate: bool = True) -> Update:
+def apply(
+    router: Any,
+    *,
+    add_routes: Sequence[RouteSpec] = (),
+    update_routes: Sequence[RouteSpec] = (),
+    remove_routes: Sequence[str] = (),
+    add_tools: Sequence[ToolSpec] = (),
+    update_tools: Sequence[ToolSpec] = (),
+    remove_tools: Sequence[str] = (),
+    recalibrate: bool = True,
+) -> Update:
     """Apply one update to ``router`` (see the module doc); the router is unchanged when it raises."""
     for s in [*add_routes, *update_routes]:
         if not isinstance(s, RouteSpec):
@@ -74,19 +86,40 @@ def apply(router: Any, *, add_routes: Sequence[RouteSpec] = (), update_routes: S
         calibration = assembly.kept_calibration(router.calibration, {r.name for r in routes}, recalibrate)
         fitted = router.calibration is not None and router.calibration.source == "fitted"
         if head is not None and routes_changed and (spec_policy.head != "exemplars" or fitted):
-            raise ConfigError("this router has a fitted head over its routes: refit it (routecore fit --head) instead of a live update")
+            raise ConfigError(
+                "this router has a fitted head over its routes: refit it (routecore fit --head) instead of a live update"
+            )
         head_threshold = None
-        if head is not None and spec_policy.head == "exemplars" and not fitted and (routes_changed or calibration is None):
+        if (
+            head is not None
+            and spec_policy.head == "exemplars"
+            and not fitted
+            and (routes_changed or calibration is None)
+        ):
             # A head trained on the exemplars is trained again: with new cuts and the calibration they
             # belong to, or, with ``recalibrate=False``, alone (the cuts and the calibration stay).
             head_threshold = head.threshold if calibration is not None else None
             head = None
-        known = {"routes": assembly.known_vectors(rt.table), "tools": assembly.known_vectors(tc.tools), "anti": assembly.known_vectors(tc.anti)}
+        known = {
+            "routes": assembly.known_vectors(rt.table),
+            "tools": assembly.known_vectors(tc.tools),
+            "anti": assembly.known_vectors(tc.anti),
+        }
         t0 = time.perf_counter()
-        parts = assembly.build(routes, tools, encoder=router.encoder, spec_policy=spec_policy, llm=rt.llm, memory=tc.memory, head=head,
-                               storage=router._storage, calibration=calibration, known=known, head_threshold=head_threshold)
+        parts = assembly.build(
+            routes,
+            tools,
+            encoder=router.encoder,
+            spec_policy=spec_policy,
+            llm=rt.llm,
+            memory=tc.memory,
+            head=head,
+            storage=router._storage,
+            calibration=calibration,
+            known=known,
+            head_threshold=head_threshold,
+        )
         total = (time.perf_counter() - t0) * 1e3
         router.spec_policy = spec_policy
         router._install(parts)
         return Update(len(routes), len(tools), parts.embedded, parts.embed_ms, total - parts.embed_ms)
-

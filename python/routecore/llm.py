@@ -20,8 +20,18 @@ from routecore.errors import ConfigError, LLMError
 from routecore.llm_http import MAX_ANSWER_BYTES, KeepAlivePool
 from routecore.policy import CLARIFY
 
-__all__ = ["MAX_ANSWER_BYTES", "ChatCompletionsClient", "LLMChoice", "LLMRequest", "LLMRouter", "OpenAICompatibleRouter",
-           "achoose", "build_prompt", "llm_from_config", "parse_tool_call"]
+__all__ = [
+    "MAX_ANSWER_BYTES",
+    "ChatCompletionsClient",
+    "LLMChoice",
+    "LLMRequest",
+    "LLMRouter",
+    "OpenAICompatibleRouter",
+    "achoose",
+    "build_prompt",
+    "llm_from_config",
+    "parse_tool_call",
+]
 
 
 @dataclass(frozen=True)
@@ -69,7 +79,9 @@ def build_prompt(req: LLMRequest) -> str:
     if req.bias_rules:
         lines.append("Tie-break rules: " + "; ".join(req.bias_rules) + ".")
     if req.previous_route:
-        lines.append(f"The previous turn was routed to {req.previous_route}; prefer it if the message continues that topic.")
+        lines.append(
+            f"The previous turn was routed to {req.previous_route}; prefer it if the message continues that topic."
+        )
     if req.scores:
         ranked = sorted(req.scores.items(), key=lambda kv: -kv[1])
         lines.append("Semantic similarity scores: " + ", ".join(f"{k}={v:.3f}" for k, v in ranked) + ".")
@@ -84,8 +96,16 @@ class ChatCompletionsClient:
     ``api_key`` is sent as a bearer token when set (local servers need none);
     ``max_tokens`` is sent when set; ``timeout`` (seconds) bounds a whole call."""
 
-    def __init__(self, base_url: str, model: str, *, api_key: str | None = None, timeout: float = 5.0,
-                 temperature: float = 0.0, max_tokens: int | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 5.0,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+    ):
         from urllib.parse import urlsplit
 
         self.url = base_url.rstrip("/") + "/chat/completions"
@@ -94,20 +114,36 @@ class ChatCompletionsClient:
             raise ConfigError(f"LLM base_url must be an http:// or https:// URL, got {base_url!r}")
         if not (isinstance(timeout, (int, float)) and 0 < timeout < math.inf):
             raise ConfigError(f"LLM timeout must be a positive number of seconds, got {timeout!r}")
-        self.model, self.api_key, self.timeout, self.temperature, self.max_tokens = model, api_key, float(timeout), temperature, max_tokens
+        self.model, self.api_key, self.timeout, self.temperature, self.max_tokens = (
+            model,
+            api_key,
+            float(timeout),
+            temperature,
+            max_tokens,
+        )
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}({self.url!r}, {self.model!r}, timeout={self.timeout})"
 
     def payload(self, req: LLMRequest) -> dict[str, Any]:
         tools = [
-            {"type": "function", "function": {"name": n, "description": d or n, "parameters": {"type": "object", "properties": {}}}}
+            {
+                "type": "function",
+                "function": {
+                    "name": n,
+                    "description": d or n,
+                    "parameters": {"type": "object", "properties": {}},
+                },
+            }
             for n, d in list(req.routes) + [(CLARIFY, "Ask the user a clarification question.")]
         ]
         out: dict[str, Any] = {
             "model": self.model,
             "temperature": self.temperature,
-            "messages": [{"role": "system", "content": build_prompt(req)}, {"role": "user", "content": req.query}],
+            "messages": [
+                {"role": "system", "content": build_prompt(req)},
+                {"role": "user", "content": req.query},
+            ],
             "tools": tools,
             "tool_choice": "required",
         }
@@ -143,9 +179,20 @@ class OpenAICompatibleRouter(ChatCompletionsClient):
     ``LLMError`` with its status.
     """
 
-    def __init__(self, base_url: str, model: str, *, api_key: str | None = None, timeout: float = 5.0,
-                 temperature: float = 0.0, max_tokens: int | None = None, max_idle: int = 8):
-        super().__init__(base_url, model, api_key=api_key, timeout=timeout, temperature=temperature, max_tokens=max_tokens)
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 5.0,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        max_idle: int = 8,
+    ):
+        super().__init__(
+            base_url, model, api_key=api_key, timeout=timeout, temperature=temperature, max_tokens=max_tokens
+        )
         self._pool = KeepAlivePool(self.url, max_idle=max_idle)
 
     def choose(self, request: LLMRequest) -> LLMChoice:
@@ -163,9 +210,13 @@ class OpenAICompatibleRouter(ChatCompletionsClient):
         if self._pool.closed:
             raise LLMError(f"the LLM router for {self.url} is closed")
         try:
-            status, raw = self._pool.post(json.dumps(body).encode(), self.headers(), time.monotonic() + self.timeout)
+            status, raw = self._pool.post(
+                json.dumps(body).encode(), self.headers(), time.monotonic() + self.timeout
+            )
         except (OSError, http.client.HTTPException) as e:  # TimeoutError is an OSError
-            raise LLMError(f"LLM server unreachable or too slow at {self.url}: {e or type(e).__name__}") from None
+            raise LLMError(
+                f"LLM server unreachable or too slow at {self.url}: {e or type(e).__name__}"
+            ) from None
         if not 200 <= status < 300:
             raise LLMError(f"LLM server answered HTTP {status} at {self.url}")
         return raw
@@ -211,9 +262,15 @@ def parse_tool_call(raw: str, allowed: set[str]) -> str:
 
 
 # -- configuration ----------------------------------------------------------------------
-def llm_from_config(section: Mapping[str, Any] | None, where: str = "config", *, base_url: str | None = None,
-                    model: str | None = None, environ: Mapping[str, str] | None = None,
-                    router_class: type[OpenAICompatibleRouter] | None = None) -> OpenAICompatibleRouter | None:
+def llm_from_config(
+    section: Mapping[str, Any] | None,
+    where: str = "config",
+    *,
+    base_url: str | None = None,
+    model: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    router_class: type[OpenAICompatibleRouter] | None = None,
+) -> OpenAICompatibleRouter | None:
     """The LLM router of a config file's ``llm:`` section (``None`` when there is none).
 
     The section (:class:`routecore.config_schema.LLM`) has ``model``, ``base_url``
@@ -233,21 +290,33 @@ def llm_from_config(section: Mapping[str, Any] | None, where: str = "config", *,
     if section is None:
         if model is None:
             if base_url is not None:
-                raise ConfigError(f"{where}: --llm-url needs a model: --llm-model, or an 'llm:' section with 'model'")
+                raise ConfigError(
+                    f"{where}: --llm-url needs a model: --llm-model, or an 'llm:' section with 'model'"
+                )
             return None
         section = {}
     if not isinstance(section, Mapping):
         raise ConfigError(f"{where}: llm: expected a mapping, got {type(section).__name__}")
     if "api_key" in section:
-        raise ConfigError(f"{where}: llm: api_key: never write a key in a config; name its environment variable in api_key_env")
+        raise ConfigError(
+            f"{where}: llm: api_key: never write a key in a config; name its environment variable in api_key_env"
+        )
     from routecore import config_schema as s
 
-    cfg = s.convert({**section, "model": model} if model is not None else dict(section), s.LLM, f"{where}: llm")
+    cfg = s.convert(
+        {**section, "model": model} if model is not None else dict(section), s.LLM, f"{where}: llm"
+    )
     url = base_url or cfg.base_url or env.get("OPENAI_BASE_URL")
     if not url:
         raise ConfigError(f"{where}: llm: no base_url, and OPENAI_BASE_URL is not set")
     try:
-        return (router_class or OpenAICompatibleRouter)(url, cfg.model, api_key=env.get(cfg.api_key_env) or None, timeout=cfg.timeout,
-                                                        temperature=cfg.temperature, max_tokens=cfg.max_tokens)
+        return (router_class or OpenAICompatibleRouter)(
+            url,
+            cfg.model,
+            api_key=env.get(cfg.api_key_env) or None,
+            timeout=cfg.timeout,
+            temperature=cfg.temperature,
+            max_tokens=cfg.max_tokens,
+        )
     except ConfigError as e:  # a bad --llm-url or OPENAI_BASE_URL
         raise ConfigError(f"{where}: llm: {e}") from None

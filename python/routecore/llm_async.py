@@ -46,11 +46,28 @@ class AsyncOpenAICompatibleRouter(OpenAICompatibleRouter):
 
     native_async = True
 
-    def __init__(self, base_url: str, model: str, *, api_key: str | None = None, timeout: float = 5.0,
-                 temperature: float = 0.0, max_tokens: int | None = None, max_idle: int = 8, max_connections: int = 100):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 5.0,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        max_idle: int = 8,
+        max_connections: int = 100,
+    ):
         _httpx()  # fail now, not at the first call, when httpx is missing
-        super().__init__(base_url, model, api_key=api_key, timeout=timeout, temperature=temperature, max_tokens=max_tokens,
-                         max_idle=max_idle)
+        super().__init__(
+            base_url,
+            model,
+            api_key=api_key,
+            timeout=timeout,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            max_idle=max_idle,
+        )
         self.max_connections = max_connections
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -61,7 +78,10 @@ class AsyncOpenAICompatibleRouter(OpenAICompatibleRouter):
             httpx = _httpx()
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.timeout),
-                limits=httpx.Limits(max_connections=self.max_connections, max_keepalive_connections=min(self.max_connections, 20)),
+                limits=httpx.Limits(
+                    max_connections=self.max_connections,
+                    max_keepalive_connections=min(self.max_connections, 20),
+                ),
                 follow_redirects=False,
             )
             self._loop = loop
@@ -76,13 +96,19 @@ class AsyncOpenAICompatibleRouter(OpenAICompatibleRouter):
         try:
             raw = await asyncio.wait_for(self._post_async(body), self.timeout)
         except asyncio.TimeoutError:
-            raise LLMError(f"LLM server unreachable or too slow at {self.url}: the answer took longer than the timeout") from None
+            raise LLMError(
+                f"LLM server unreachable or too slow at {self.url}: the answer took longer than the timeout"
+            ) from None
         except (httpx.HTTPError, httpx.StreamError, OSError) as e:
-            raise LLMError(f"LLM server unreachable or too slow at {self.url}: {e or type(e).__name__}") from None
+            raise LLMError(
+                f"LLM server unreachable or too slow at {self.url}: {e or type(e).__name__}"
+            ) from None
         return self.parse(raw.decode("utf-8", "replace"), request)
 
     async def _post_async(self, body: bytes, limit: int = MAX_ANSWER_BYTES) -> bytes:
-        async with self._async_client().stream("POST", self.url, content=body, headers=self.headers()) as resp:
+        async with self._async_client().stream(
+            "POST", self.url, content=body, headers=self.headers()
+        ) as resp:
             if not 200 <= resp.status_code < 300:
                 raise LLMError(f"LLM server answered HTTP {resp.status_code} at {self.url}")
             chunks: list[bytes] = []
@@ -98,7 +124,9 @@ class AsyncOpenAICompatibleRouter(OpenAICompatibleRouter):
         """Close the async client (if made on this loop) and the sync connections. Later calls fail."""
         self.close()
         client, loop, self._client, self._loop = self._client, self._loop, None, None
-        if client is not None and loop is asyncio.get_running_loop():  # another loop's client cannot be closed here
+        if (
+            client is not None and loop is asyncio.get_running_loop()
+        ):  # another loop's client cannot be closed here
             await client.aclose()
 
     async def __aenter__(self) -> AsyncOpenAICompatibleRouter:

@@ -48,7 +48,9 @@ class KeepAlivePool:
         self.closed = False
         self._ssl: ssl.SSLContext | None = None
 
-    def post(self, body: bytes, headers: Mapping[str, str], deadline: float, limit: int = MAX_ANSWER_BYTES) -> tuple[int, bytes]:
+    def post(
+        self, body: bytes, headers: Mapping[str, str], deadline: float, limit: int = MAX_ANSWER_BYTES
+    ) -> tuple[int, bytes]:
         """``(status, body)`` of one POST; the body is read for 2xx answers only.
 
         Connecting, sending, the response headers and the body must all be done
@@ -135,7 +137,9 @@ def _left(deadline: float) -> float:
     return left
 
 
-def _exchange(conn: http.client.HTTPConnection, target: str, body: bytes, headers: dict[str, str], deadline: float) -> http.client.HTTPResponse:
+def _exchange(
+    conn: http.client.HTTPConnection, target: str, body: bytes, headers: dict[str, str], deadline: float
+) -> http.client.HTTPResponse:
     """Send the request on ``conn`` (connecting it first if needed) and read the
     response headers, every step bounded by ``deadline``."""
     if conn.sock is None:

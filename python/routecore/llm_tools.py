@@ -78,7 +78,7 @@ def parse_selection(text: str) -> dict[str, Any]:
         a, b = body.find(start), body.rfind(end)
         if a != -1 and b > a:
             try:
-                got = json.loads(body[a:b + 1])
+                got = json.loads(body[a : b + 1])
             except (json.JSONDecodeError, RecursionError):  # not JSON, or nested deeper than the stack
                 continue
             return got if isinstance(got, dict) else {"selected_tools": got}
@@ -102,8 +102,20 @@ class LLMToolRouter:
         ConfigError: a bad mode or ``hybrid_top``, a router without tools, or a bad URL.
     """
 
-    def __init__(self, router: Any, base_url: str | None = None, model: str = "", *, api_key: str | None = None, timeout: float = 10.0,
-                 mode: Mode = "hybrid", hybrid_top: int = 20, hint: bool = True, max_tokens: int | None = None, client: Any = None):
+    def __init__(
+        self,
+        router: Any,
+        base_url: str | None = None,
+        model: str = "",
+        *,
+        api_key: str | None = None,
+        timeout: float = 10.0,
+        mode: Mode = "hybrid",
+        hybrid_top: int = 20,
+        hint: bool = True,
+        max_tokens: int | None = None,
+        client: Any = None,
+    ):
         if mode not in MODES:
             raise ConfigError(f"LLM tool router: mode must be one of {MODES}, got {mode!r}")
         if not (isinstance(hybrid_top, int) and hybrid_top >= 1):
@@ -117,11 +129,19 @@ class LLMToolRouter:
                 raise ConfigError(f"LLM tool router: mode {mode!r} needs base_url")
             from routecore.llm import OpenAICompatibleRouter
 
-            self.client = OpenAICompatibleRouter(base_url, model, api_key=api_key, timeout=timeout, max_tokens=max_tokens)
+            self.client = OpenAICompatibleRouter(
+                base_url, model, api_key=api_key, timeout=timeout, max_tokens=max_tokens
+            )
 
     @classmethod
-    def from_config(cls, path: str | os.PathLike[str], *, llm_url: str | None = None, llm_model: str | None = None,
-                    **kw: Any) -> "LLMToolRouter":
+    def from_config(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        llm_url: str | None = None,
+        llm_model: str | None = None,
+        **kw: Any,
+    ) -> "LLMToolRouter":
         """The tools of a config, its ``llm:`` server and its ``llm_tools:`` section (``mode``,
         ``hybrid_top``, ``hint``; see ``examples/llm_tools.yaml``). ``llm_url`` / ``llm_model``
         override the server's URL and model, as on the command line; ``kw`` go to the Router."""
@@ -136,7 +156,9 @@ class LLMToolRouter:
         if cfg.mode != "semantic":
             client = llm_from_config(data.get("llm"), str(path), base_url=llm_url, model=llm_model)
             if client is None:
-                raise ConfigError(f"{path}: llm_tools: mode {cfg.mode!r} needs an 'llm:' section (the server)")
+                raise ConfigError(
+                    f"{path}: llm_tools: mode {cfg.mode!r} needs an 'llm:' section (the server)"
+                )
         # One client for both: the router's LLM fallback (its routes, if any) and the tool choice.
         router = Router.from_config(path, llm=client, llm_url=llm_url, llm_model=llm_model, **kw)
         return cls(router, mode=cfg.mode, hybrid_top=cfg.hybrid_top, hint=cfg.hint, client=client)
@@ -148,13 +170,18 @@ class LLMToolRouter:
     def messages(self, query: str, candidates: Sequence[Any], belt: ToolBelt | None) -> list[dict[str, str]]:
         """The chat messages of one call: the candidates' summaries, the answer format, the hint."""
         lines = "\n".join(t.summary() for t in candidates)
-        hint = f"\nA semantic search suggests: {', '.join(belt.names)}." if self.hint and belt is not None and belt.names else ""
+        hint = (
+            f"\nA semantic search suggests: {', '.join(belt.names)}."
+            if self.hint and belt is not None and belt.names
+            else ""
+        )
         system = (
             "You choose the tools an agent needs for the user's request, from this catalog (name: summary):\n"
             f"{lines}\n{hint}\n"
-            f"Answer with JSON inside <{TAG}></{TAG}> tags: {{\"selected_tools\": [names from the catalog, possibly none], "
-            f"\"complexity\": one of {list(COMPLEXITY)}, \"execution_strategy\": one of {list(STRATEGIES)}, "
-            "\"reasoning\": one sentence, \"confidence\": a number from 0 to 1}.")
+            f'Answer with JSON inside <{TAG}></{TAG}> tags: {{"selected_tools": [names from the catalog, possibly none], '
+            f'"complexity": one of {list(COMPLEXITY)}, "execution_strategy": one of {list(STRATEGIES)}, '
+            '"reasoning": one sentence, "confidence": a number from 0 to 1}.'
+        )
         return [{"role": "system", "content": system}, {"role": "user", "content": query}]
 
     def select(self, query: str, *, top_k: int | None = None) -> ToolRouting:
@@ -163,10 +190,14 @@ class LLMToolRouter:
         specs = self.router.tool_specs
         if self.mode == "semantic" or self.client is None:
             return self._semantic(self.router.tools(query, top_k=k), "semantic", None, specs)
-        vec = self.router.encoder.encode_with_stats([query]).embeddings[0]  # one encode for the belt and the ranking
+        vec = self.router.encoder.encode_with_stats([query]).embeddings[
+            0
+        ]  # one encode for the belt and the ranking
         belt = self.router.tools(query, top_k=k, vector=vec)
         if self.mode == "hybrid":
-            ranked = self.router.tools(query, top_k=min(self.hybrid_top, len(specs)), threshold=0.0, vector=vec).names
+            ranked = self.router.tools(
+                query, top_k=min(self.hybrid_top, len(specs)), threshold=0.0, vector=vec
+            ).names
             by_name = {t.name: t for t in specs}
             candidates = [by_name[n] for n in ranked if n in by_name]
         else:
@@ -180,7 +211,9 @@ class LLMToolRouter:
             answer = parse_selection(content)
         except (LLMError, ValueError) as e:
             ms = (time.perf_counter() - t0) * 1e3
-            return self._semantic(belt, self.mode, f"{type(e).__name__}: {e}", specs, prompt_tokens, schema_tokens, ms)
+            return self._semantic(
+                belt, self.mode, f"{type(e).__name__}: {e}", specs, prompt_tokens, schema_tokens, ms
+            )
         ms = (time.perf_counter() - t0) * 1e3
         return self._validated(answer, candidates, belt, k, prompt_tokens, schema_tokens, ms)
 
@@ -200,12 +233,27 @@ class LLMToolRouter:
             raise LLMError("the LLM answered nothing")
         return content
 
-    def _validated(self, answer: dict[str, Any], candidates: Sequence[Any], belt: ToolBelt, k: int, prompt_tokens: int,
-                   schema_tokens: int, ms: float) -> ToolRouting:
+    def _validated(
+        self,
+        answer: dict[str, Any],
+        candidates: Sequence[Any],
+        belt: ToolBelt,
+        k: int,
+        prompt_tokens: int,
+        schema_tokens: int,
+        ms: float,
+    ) -> ToolRouting:
         names = answer.get("selected_tools")
         if not isinstance(names, list):
-            return self._semantic(belt, self.mode, "the answer has no selected_tools list", self.router.tool_specs,
-                                  prompt_tokens, schema_tokens, ms)
+            return self._semantic(
+                belt,
+                self.mode,
+                "the answer has no selected_tools list",
+                self.router.tool_specs,
+                prompt_tokens,
+                schema_tokens,
+                ms,
+            )
         known = {t.name: t for t in candidates}
         chosen = list(dict.fromkeys(n for n in names if isinstance(n, str) and n in known))[:k]
         dropped = tuple(str(n) for n in names if not (isinstance(n, str) and n in known))
@@ -218,19 +266,63 @@ class LLMToolRouter:
             notes.append(f"execution_strategy {strategy!r} is not one of {STRATEGIES}")
             strategy = None
         conf = answer.get("confidence")
-        conf = float(conf) if isinstance(conf, (int, float)) and not isinstance(conf, bool) and 0 <= conf <= 1 else None
+        conf = (
+            float(conf)
+            if isinstance(conf, (int, float)) and not isinstance(conf, bool) and 0 <= conf <= 1
+            else None
+        )
         if not chosen and names:
-            return self._semantic(belt, self.mode, f"every tool the LLM named is unknown: {list(dropped)}", self.router.tool_specs,
-                                  prompt_tokens, schema_tokens, ms, dropped)
+            return self._semantic(
+                belt,
+                self.mode,
+                f"every tool the LLM named is unknown: {list(dropped)}",
+                self.router.tool_specs,
+                prompt_tokens,
+                schema_tokens,
+                ms,
+                dropped,
+            )
         reasoning = answer.get("reasoning")
-        return ToolRouting(tuple(chosen), tuple(known[n].schema() for n in chosen), self.mode, "llm", complexity, strategy,
-                           reasoning if isinstance(reasoning, str) else "", conf, None, dropped, tuple(notes),
-                           prompt_tokens, schema_tokens, ms, belt)
+        return ToolRouting(
+            tuple(chosen),
+            tuple(known[n].schema() for n in chosen),
+            self.mode,
+            "llm",
+            complexity,
+            strategy,
+            reasoning if isinstance(reasoning, str) else "",
+            conf,
+            None,
+            dropped,
+            tuple(notes),
+            prompt_tokens,
+            schema_tokens,
+            ms,
+            belt,
+        )
 
     @staticmethod
-    def _semantic(belt: ToolBelt, mode: str, why: str | None, specs: Sequence[Any], prompt_tokens: int = 0, schema_tokens: int = 0,
-                  ms: float = 0.0, dropped: tuple[str, ...] = ()) -> ToolRouting:
+    def _semantic(
+        belt: ToolBelt,
+        mode: str,
+        why: str | None,
+        specs: Sequence[Any],
+        prompt_tokens: int = 0,
+        schema_tokens: int = 0,
+        ms: float = 0.0,
+        dropped: tuple[str, ...] = (),
+    ) -> ToolRouting:
         by_name = {t.name: t for t in specs}
         names = tuple(n for n in belt.names if n in by_name)
-        return ToolRouting(names, tuple(by_name[n].schema() for n in names), mode, "semantic", fallback=why, dropped=dropped,
-                           prompt_tokens=prompt_tokens, schema_tokens=schema_tokens, llm_ms=ms, belt=belt)
+        return ToolRouting(
+            names,
+            tuple(by_name[n].schema() for n in names),
+            mode,
+            "semantic",
+            fallback=why,
+            dropped=dropped,
+            prompt_tokens=prompt_tokens,
+            schema_tokens=schema_tokens,
+            llm_ms=ms,
+            belt=belt,
+        )

@@ -52,7 +52,9 @@ def _transport(server: Any) -> tuple[Any, str | None, str]:
     if isinstance(server, Mapping):
         bad = set(server) - {"name", "command", "args", "env", "cwd", "url"}
         if bad or ("command" in server) == ("url" in server):
-            raise ConfigError(f"an MCP server mapping needs 'command' or 'url' (and optionally name, args, env, cwd); got keys {sorted(server)}")
+            raise ConfigError(
+                f"an MCP server mapping needs 'command' or 'url' (and optionally name, args, env, cwd); got keys {sorted(server)}"
+            )
         name = server.get("name")
         if "url" in server:
             return str(server["url"]), name, str(server["url"])
@@ -69,14 +71,18 @@ def _transport(server: Any) -> tuple[Any, str | None, str]:
         if not argv:
             raise ConfigError("an empty MCP server command")
         return StdioServerParameters(command=argv[0], args=argv[1:]), None, " ".join(argv)
-    raise ConfigError(f"an MCP server is a command line, a URL, a mapping or StdioServerParameters; got {type(server).__name__}")
+    raise ConfigError(
+        f"an MCP server is a command line, a URL, a mapping or StdioServerParameters; got {type(server).__name__}"
+    )
 
 
 async def _list_one(server: Any, position: int, timeout: float) -> MCPServerTools:
     try:
         from mcp import Client
     except ImportError as e:
-        raise ConfigError(f"listing MCP servers needs the mcp SDK: pip install 'routecore[mcp]' ({e})") from None
+        raise ConfigError(
+            f"listing MCP servers needs the mcp SDK: pip install 'routecore[mcp]' ({e})"
+        ) from None
     target, name, shown = _transport(server)
 
     async def fetch() -> tuple[Any, list[dict[str, Any]]]:
@@ -100,7 +106,12 @@ async def _list_one(server: Any, position: int, timeout: float) -> MCPServerTool
     except Exception as e:  # noqa: BLE001 - spawn errors, protocol errors, task groups
         raise MCPImportError(f"MCP server {shown!r} failed: {_root(e)}") from None
     label = name or (info.name if info is not None and info.name else f"mcp{position}")
-    return MCPServerTools(label, tuple(tools), shown, {"server_info": info.model_dump(mode="json", exclude_none=True) if info else {}})
+    return MCPServerTools(
+        label,
+        tuple(tools),
+        shown,
+        {"server_info": info.model_dump(mode="json", exclude_none=True) if info else {}},
+    )
 
 
 def _root(e: BaseException) -> str:
@@ -124,7 +135,9 @@ async def alist_mcp_tools(servers: Iterable[Any], *, timeout: float = 30.0) -> l
     seen: dict[str, str] = {}
     for g in got:
         if g.name in seen:
-            raise ConfigError(f"two MCP servers are named {g.name!r} ({seen[g.name]!r} and {g.source!r}); name them in a mapping")
+            raise ConfigError(
+                f"two MCP servers are named {g.name!r} ({seen[g.name]!r} and {g.source!r}); name them in a mapping"
+            )
         seen[g.name] = g.source
     return got
 
@@ -135,10 +148,14 @@ def list_mcp_tools(servers: Iterable[Any], *, timeout: float = 30.0) -> list[MCP
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(alist_mcp_tools(servers, timeout=timeout))
-    raise ConfigError("list_mcp_tools was called inside a running event loop: await alist_mcp_tools(...) instead")
+    raise ConfigError(
+        "list_mcp_tools was called inside a running event loop: await alist_mcp_tools(...) instead"
+    )
 
 
-def mcp_tool_specs(listed: Sequence[MCPServerTools], *, overlay: Any = None, missing_ok: bool = False) -> list[ToolSpec]:
+def mcp_tool_specs(
+    listed: Sequence[MCPServerTools], *, overlay: Any = None, missing_ok: bool = False
+) -> list[ToolSpec]:
     """ToolSpecs of the listed tools: each server's name is its tools' domain (plugin); ``overlay`` as in
     :func:`routecore.tool_formats.tool_specs`, applied across all servers."""
     from routecore.tool_formats import read_overlay, tool_specs

@@ -71,9 +71,14 @@ def lesson_matrix(rows: list[Any], dim: int | None) -> tuple[LessonMatrix, int]:
     rows not ``dim`` wide (any width agreeing with the first row when ``dim`` is None)."""
     width = dim if dim is not None else (len(rows[0][0]) // 4 if rows else 0)
     good = [r for r in rows if isinstance(r[0], bytes) and len(r[0]) == 4 * width]
-    emb = (np.stack([np.frombuffer(r[0], dtype=EMBEDDING_DTYPE) for r in good]).astype(np.float32, copy=False) if good
-           else np.zeros((0, width), dtype=np.float32))
-    return (emb, [r[1] for r in good], np.array([r[2] for r in good], dtype=bool), [r[3] for r in good]), len(rows) - len(good)
+    emb = (
+        np.stack([np.frombuffer(r[0], dtype=EMBEDDING_DTYPE) for r in good]).astype(np.float32, copy=False)
+        if good
+        else np.zeros((0, width), dtype=np.float32)
+    )
+    return (emb, [r[1] for r in good], np.array([r[2] for r in good], dtype=bool), [r[3] for r in good]), len(
+        rows
+    ) - len(good)
 
 
 #: URL schemes that select the PostgreSQL store.
@@ -119,7 +124,9 @@ class ExperienceMemory:
         #: Lessons the last matrix() left out because of their embedding's width.
         self.skipped = 0
         try:
-            self._db = sqlite3.connect(self.path, timeout=timeout, check_same_thread=False, isolation_level=None)
+            self._db = sqlite3.connect(
+                self.path, timeout=timeout, check_same_thread=False, isolation_level=None
+            )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
@@ -138,12 +145,16 @@ class ExperienceMemory:
             except sqlite3.Error as e:
                 raise MemoryStoreError(f"memory store {self.path} is corrupt or closed: {e}") from None
 
-    def record(self, query: str, tool: str, *, use: bool, embedding: np.ndarray, model_id: str, context: str = "") -> int:
+    def record(
+        self, query: str, tool: str, *, use: bool, embedding: np.ndarray, model_id: str, context: str = ""
+    ) -> int:
         """Store a lesson; returns its id."""
         v = lesson_vector(embedding)
         width = self._run("SELECT length(embedding) / 4 FROM lessons WHERE model_id = ? LIMIT 1", (model_id,))
         if width and width[0][0] != v.size:
-            raise MemoryStoreError(f"a lesson embedding for {model_id} is {v.size} wide, but that model's lessons are {width[0][0]} wide")
+            raise MemoryStoreError(
+                f"a lesson embedding for {model_id} is {v.size} wide, but that model's lessons are {width[0][0]} wide"
+            )
         rows = self._run(
             "INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES (?,?,?,?,?,?,?) RETURNING id",
             (query, context, tool, int(use), model_id, v.tobytes(), time.time()),
@@ -173,7 +184,9 @@ class ExperienceMemory:
         key = (version, count, dim)
         if self._cache and self._cache[0] == key and self._cache[1] == model_id:
             return self._cache[2]
-        rows = self._run("SELECT embedding, tool, use, context FROM lessons WHERE model_id = ? ORDER BY id", (model_id,))
+        rows = self._run(
+            "SELECT embedding, tool, use, context FROM lessons WHERE model_id = ? ORDER BY id", (model_id,)
+        )
         out, self.skipped = lesson_matrix(rows, dim)
         self._cache = (key, model_id, out)
         return out

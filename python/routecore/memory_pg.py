@@ -83,7 +83,9 @@ def _psycopg() -> Any:
     try:
         import psycopg
     except ImportError:
-        raise MemoryStoreError("a postgresql:// lesson store needs psycopg 3: pip install 'routecore[postgres]'") from None
+        raise MemoryStoreError(
+            "a postgresql:// lesson store needs psycopg 3: pip install 'routecore[postgres]'"
+        ) from None
     return psycopg
 
 
@@ -189,7 +191,9 @@ class PostgresMemory(ExperienceMemory):
 
     def _error(self, e: BaseException) -> MemoryStoreError:
         if self._watchdog.fired != self._fired:
-            return MemoryStoreError(f"memory store {self.path}: no answer within {2 * self._timeout:g} s (connection closed)")
+            return MemoryStoreError(
+                f"memory store {self.path}: no answer within {2 * self._timeout:g} s (connection closed)"
+            )
         return MemoryStoreError(f"memory store {self.path}: {_one_line(e)}")
 
     def _arm(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
@@ -205,24 +209,42 @@ class PostgresMemory(ExperienceMemory):
         self._conn = None
         wait = self._down_until - time.monotonic()
         if wait > 0:
-            raise MemoryStoreError(f"memory store {self.path} is unreachable ({self._down_why}); next try in {wait:.1f} s")
+            raise MemoryStoreError(
+                f"memory store {self.path} is unreachable ({self._down_why}); next try in {wait:.1f} s"
+            )
         pg = _psycopg()
         given = pg.conninfo.conninfo_to_dict(self._url)
         ms = str(max(1, int(self._timeout * 1000)))
-        extra = {"connect_timeout": str(max(2, math.ceil(self._timeout))), "application_name": "routecore",
-                 "keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "3",
-                 "tcp_user_timeout": ms}
+        extra = {
+            "connect_timeout": str(max(2, math.ceil(self._timeout))),
+            "application_name": "routecore",
+            "keepalives": "1",
+            "keepalives_idle": "5",
+            "keepalives_interval": "2",
+            "keepalives_count": "3",
+            "tcp_user_timeout": ms,
+        }
         conn = None
         self._fired = self._watchdog.fired
         try:
-            conn = pg.connect(self._url, autocommit=True, prepare_threshold=None,
-                              **{k: v for k, v in extra.items() if k not in given})
+            conn = pg.connect(
+                self._url,
+                autocommit=True,
+                prepare_threshold=None,
+                **{k: v for k, v in extra.items() if k not in given},
+            )
             self._arm(conn)
-            limits = {"statement_timeout": ms, "lock_timeout": ms, "idle_in_transaction_session_timeout": str(max(1000, 2 * int(ms)))}
+            limits = {
+                "statement_timeout": ms,
+                "lock_timeout": ms,
+                "idle_in_transaction_session_timeout": str(max(1000, 2 * int(ms))),
+            }
             limits = {k: v for k, v in limits.items() if k not in given.get("options", "")}
             if limits:
-                conn.execute("SELECT " + ", ".join(["set_config(%s, %s, false)"] * len(limits)),
-                             tuple(x for kv in limits.items() for x in kv))
+                conn.execute(
+                    "SELECT " + ", ".join(["set_config(%s, %s, false)"] * len(limits)),
+                    tuple(x for kv in limits.items() for x in kv),
+                )
             self._ensure_schema(conn)
         except (pg.Error, MemoryStoreError, OSError) as e:
             self._watchdog.disarm()
@@ -247,19 +269,27 @@ class PostgresMemory(ExperienceMemory):
                 try:
                     v = int(version)
                 except ValueError:
-                    raise MemoryStoreError(f"memory store {self.path}: schema version {version!r} is not understood "
-                                           f"(this routecore reads version {SCHEMA_VERSION})") from None
+                    raise MemoryStoreError(
+                        f"memory store {self.path}: schema version {version!r} is not understood "
+                        f"(this routecore reads version {SCHEMA_VERSION})"
+                    ) from None
                 if v > SCHEMA_VERSION:
-                    raise MemoryStoreError(f"memory store {self.path} has schema version {v}, newer than version {SCHEMA_VERSION} "
-                                           "that this routecore reads: upgrade routecore")
+                    raise MemoryStoreError(
+                        f"memory store {self.path} has schema version {v}, newer than version {SCHEMA_VERSION} "
+                        "that this routecore reads: upgrade routecore"
+                    )
                 if v < SCHEMA_VERSION:  # no older version exists yet: a migration would go here
-                    raise MemoryStoreError(f"memory store {self.path} has schema version {v}, older than version {SCHEMA_VERSION} "
-                                           "and no migration is known")
+                    raise MemoryStoreError(
+                        f"memory store {self.path} has schema version {v}, older than version {SCHEMA_VERSION} "
+                        "and no migration is known"
+                    )
                 return
             for statement in SCHEMA:
                 conn.execute(statement)
-            conn.execute("INSERT INTO routecore_meta (key, value) VALUES ('schema_version', %s) ON CONFLICT (key) DO NOTHING",
-                         (str(SCHEMA_VERSION),))
+            conn.execute(
+                "INSERT INTO routecore_meta (key, value) VALUES ('schema_version', %s) ON CONFLICT (key) DO NOTHING",
+                (str(SCHEMA_VERSION),),
+            )
 
     def _drop(self) -> None:
         self._watchdog.disarm()  # before the socket is closed: its number may be reused
@@ -298,8 +328,13 @@ class PostgresMemory(ExperienceMemory):
                 raise self._error(e) from None
         raise AssertionError("unreachable")
 
-    def _first(self, conn: psycopg.Connection[tuple[Any, ...]], sql: str, args: tuple[Any, ...] = (),
-               binary: bool = False) -> list[tuple[Any, ...]]:
+    def _first(
+        self,
+        conn: psycopg.Connection[tuple[Any, ...]],
+        sql: str,
+        args: tuple[Any, ...] = (),
+        binary: bool = False,
+    ) -> list[tuple[Any, ...]]:
         """The first statement on ``conn`` in a call: a lost connection raises :class:`_Stale`."""
         pg = _psycopg()
         try:
@@ -336,17 +371,23 @@ class PostgresMemory(ExperienceMemory):
 
     # -- the ExperienceMemory interface -----------------------------------------------------------
 
-    def record(self, query: str, tool: str, *, use: bool, embedding: np.ndarray, model_id: str, context: str = "") -> int:
+    def record(
+        self, query: str, tool: str, *, use: bool, embedding: np.ndarray, model_id: str, context: str = ""
+    ) -> int:
         """Store a lesson; returns its id."""
         v = lesson_vector(embedding)
 
         def write(conn: psycopg.Connection[tuple[Any, ...]]) -> int:
             # One writer per model at a time: the width check and the insert agree across processes.
             conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (MODEL_LOCK_NS, model_id))
-            width = conn.execute("SELECT octet_length(embedding) / 4 FROM routecore_lessons WHERE model_id = %s LIMIT 1",
-                                 (model_id,)).fetchone()
+            width = conn.execute(
+                "SELECT octet_length(embedding) / 4 FROM routecore_lessons WHERE model_id = %s LIMIT 1",
+                (model_id,),
+            ).fetchone()
             if width and width[0] != v.size:
-                raise MemoryStoreError(f"a lesson embedding for {model_id} is {v.size} wide, but that model's lessons are {width[0]} wide")
+                raise MemoryStoreError(
+                    f"a lesson embedding for {model_id} is {v.size} wide, but that model's lessons are {width[0]} wide"
+                )
             row = conn.execute(
                 "INSERT INTO routecore_lessons (query, context, tool, use, model_id, embedding, created) "
                 "VALUES (%s, %s, %s, %s, %s, %b, %s) RETURNING id",
@@ -358,12 +399,16 @@ class PostgresMemory(ExperienceMemory):
         return self._transact(write)
 
     def list(self) -> list[Lesson]:
-        rows = self._query("SELECT id, query, context, tool, use, model_id, created FROM routecore_lessons ORDER BY id")
+        rows = self._query(
+            "SELECT id, query, context, tool, use, model_id, created FROM routecore_lessons ORDER BY id"
+        )
         return [Lesson(int(r[0]), r[1], r[2], r[3], bool(r[4]), r[5], float(r[6])) for r in rows]
 
     def delete(self, lesson_id: int) -> bool:
         """Delete one lesson; False when it did not exist."""
-        return bool(self._query("DELETE FROM routecore_lessons WHERE id = %s RETURNING id", (int(lesson_id),)))
+        return bool(
+            self._query("DELETE FROM routecore_lessons WHERE id = %s RETURNING id", (int(lesson_id),))
+        )
 
     def matrix(self, model_id: str, dim: int | None = None) -> LessonMatrix:
         """(embeddings [n, d], tools, use flags, contexts) of lessons for ``model_id``,
@@ -378,8 +423,11 @@ class PostgresMemory(ExperienceMemory):
         key = (int(head[0][0]), int(head[0][1]), dim)
         if self._cache and self._cache[0] == key and self._cache[1] == model_id:
             return self._cache[2]
-        rows = self._query("SELECT embedding, tool, use, context FROM routecore_lessons WHERE model_id = %s ORDER BY id",
-                           (model_id,), binary=True)
+        rows = self._query(
+            "SELECT embedding, tool, use, context FROM routecore_lessons WHERE model_id = %s ORDER BY id",
+            (model_id,),
+            binary=True,
+        )
         out, self.skipped = lesson_matrix([(bytes(r[0]), *r[1:]) for r in rows], dim)
         self._cache = (key, model_id, out)
         return out

@@ -44,10 +44,14 @@ class ModelSource:
         names = [PurePosixPath(f).name for f in self.files]
         bad = [f for f in self.files if not _safe_rel_path(self.repo_path(f))]
         if not self.files or bad or len(set(names)) != len(names) or "config.json" in names:
-            raise ModelError(f"{self.repo}: bad file list {list(self.files)} (relative paths without '..', distinct base names, no config.json)")
+            raise ModelError(
+                f"{self.repo}: bad file list {list(self.files)} (relative paths without '..', distinct base names, no config.json)"
+            )
         for f, digest in self.sha256.items():
             if f not in self.files or not _SHA256.fullmatch(str(digest)):
-                raise ModelError(f"{self.repo}: bad pin {f!r}: {digest!r} (a file of the model and 64 lowercase hex digits)")
+                raise ModelError(
+                    f"{self.repo}: bad pin {f!r}: {digest!r} (a file of the model and 64 lowercase hex digits)"
+                )
 
     def repo_path(self, file: str) -> str:
         """``file``'s path from the repository root."""
@@ -60,7 +64,9 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 def _safe_rel_path(path: str) -> bool:
     """True if ``path`` is a plain relative POSIX path (no ``..``, ``.``, empty or absolute parts)."""
     parts = path.split("/")
-    return bool(path) and "\\" not in path and "\0" not in path and all(p not in ("", ".", "..") for p in parts)
+    return (
+        bool(path) and "\\" not in path and "\0" not in path and all(p not in ("", ".", "..") for p in parts)
+    )
 
 
 #: Models that `routecore models pull NAME` knows, each pinned to a commit and every file
@@ -174,22 +180,36 @@ def check_model_files(folder: Path) -> None:
         p = Path(rel)
         target = (folder / p).resolve()
         if p.is_absolute() or ".." in p.parts or root not in target.parents:
-            raise ModelError(f"{cfg}: {key} names {rel!r}, which is outside the model folder {folder} "
-                             f"(it leads to {target}); the model's files must be inside its folder")
+            raise ModelError(
+                f"{cfg}: {key} names {rel!r}, which is outside the model folder {folder} "
+                f"(it leads to {target}); the model's files must be inside its folder"
+            )
 
 
 def list_models() -> list[dict[str, Any]]:
     """Bundled, pulled and pullable models (a pull's hidden temporary folders are not models)."""
-    out: list[dict[str, Any]] = [{"name": DEFAULT_MODEL, "path": str(bundled_model_dir()), "status": "bundled"}]
+    out: list[dict[str, Any]] = [
+        {"name": DEFAULT_MODEL, "path": str(bundled_model_dir()), "status": "bundled"}
+    ]
     root = home() / "models"
-    pulled = sorted(p.name for p in root.iterdir() if not p.name.startswith(".") and (p / "config.json").is_file()) if root.is_dir() else []
+    pulled = (
+        sorted(p.name for p in root.iterdir() if not p.name.startswith(".") and (p / "config.json").is_file())
+        if root.is_dir()
+        else []
+    )
     out += [{"name": n, "path": str(root / n), "status": "pulled"} for n in pulled]
     out += [{"name": n, "path": None, "status": "available"} for n in REGISTRY if n not in pulled]
     return out
 
 
 def pull(
-    name: str, *, dest: Path | None = None, force: bool = False, timeout: float = 60.0, quiet: bool = False, retries: int = 4
+    name: str,
+    *,
+    dest: Path | None = None,
+    force: bool = False,
+    timeout: float = 60.0,
+    quiet: bool = False,
+    retries: int = 4,
 ) -> Path:
     """Download model ``name`` from the registry into the cache; returns its folder.
 
@@ -212,4 +232,6 @@ def pull(
     from routecore import models_pull  # network modules load only when a model is pulled
 
     target = Path(dest) if dest is not None else home() / "models" / name
-    return models_pull.pull_source(REGISTRY[name], target, force=force, timeout=timeout, quiet=quiet, retries=retries)
+    return models_pull.pull_source(
+        REGISTRY[name], target, force=force, timeout=timeout, quiet=quiet, retries=retries
+    )

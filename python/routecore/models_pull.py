@@ -130,7 +130,9 @@ def _locked(target: Path, note: Note) -> Iterator[None]:
     if fcntl is None:
         yield
         return
-    fd = os.open(target.parent / f".{target.name}.lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    fd = os.open(
+        target.parent / f".{target.name}.lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644
+    )
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -185,11 +187,15 @@ def _listings(src: ModelSource, client: Client, files: list[str]) -> dict[str, E
 def _expected_sha256(src: ModelSource, file: str, entry: Entry) -> Optional[str]:
     pin = src.sha256.get(file)
     if pin and entry.sha256 and pin != entry.sha256:
-        raise DownloadError(f"{src.repo} {entry.path}: the hub lists SHA-256 {entry.sha256}, the pin is {pin} (another revision?)")
+        raise DownloadError(
+            f"{src.repo} {entry.path}: the hub lists SHA-256 {entry.sha256}, the pin is {pin} (another revision?)"
+        )
     return pin or entry.sha256
 
 
-def _from_cache(src: ModelSource, file: str, entry: Optional[Entry], sha256: Optional[str], dest: Path, note: Note) -> Optional[str]:
+def _from_cache(
+    src: ModelSource, file: str, entry: Optional[Entry], sha256: Optional[str], dest: Path, note: Note
+) -> Optional[str]:
     """Put ``file`` at ``dest`` from the Hugging Face cache, verified; None once done, else why not.
 
     The expected content is ``sha256`` and ``entry`` (from the listing); without a
@@ -197,11 +203,17 @@ def _from_cache(src: ModelSource, file: str, entry: Optional[Entry], sha256: Opt
     """
     path = src.repo_path(file)
     why = "not in the cache"
-    for blob in hf_cache.candidates(src.repo, src.revision, path, (sha256, entry.git_sha1 if entry else None)):
+    for blob in hf_cache.candidates(
+        src.repo, src.revision, path, (sha256, entry.git_sha1 if entry else None)
+    ):
         named_sha, named_git = hf_cache.claims(blob)
-        want = entry or Entry(path, blob.stat().st_size, sha256 or named_sha, None if sha256 or named_sha else named_git)
+        want = entry or Entry(
+            path, blob.stat().st_size, sha256 or named_sha, None if sha256 or named_sha else named_git
+        )
         sha = sha256 or want.sha256
-        if (named_sha and sha and named_sha != sha) or (named_git and want.git_sha1 and named_git != want.git_sha1):
+        if (named_sha and sha and named_sha != sha) or (
+            named_git and want.git_sha1 and named_git != want.git_sha1
+        ):
             why = f"the cache holds another version ({blob.name})"
             continue
         if not (sha or want.git_sha1):
@@ -223,13 +235,18 @@ def _pull_locked(src: ModelSource, target: Path, client: Client, quiet: bool) ->
     name = {f: PurePosixPath(f).name for f in src.files}
     try:
         # A pinned file needs no listing; with no network, neither does one that a blob name vouches for.
-        missing = {f: _from_cache(src, f, None, src.sha256.get(f), staging / name[f], client.note)
-                   for f in src.files if f in src.sha256 or offline()}
+        missing = {
+            f: _from_cache(src, f, None, src.sha256.get(f), staging / name[f], client.note)
+            for f in src.files
+            if f in src.sha256 or offline()
+        }
         pending = [f for f in src.files if missing.get(f, "") is not None]
         if pending and offline():
             what = "; ".join(f"{src.repo_path(f)}: {missing[f]}" for f in pending)
-            raise DownloadError(f"{OFFLINE_ENV} is set and the Hugging Face cache {hf_cache.repo_folder(src.repo)} lacks "
-                                f"{src.repo} at {src.revision}: {what} (unset {OFFLINE_ENV} to download)")
+            raise DownloadError(
+                f"{OFFLINE_ENV} is set and the Hugging Face cache {hf_cache.repo_folder(src.repo)} lacks "
+                f"{src.repo} at {src.revision}: {what} (unset {OFFLINE_ENV} to download)"
+            )
         entries = _listings(src, client, pending) if pending else {}
         for file in pending:
             entry = entries[src.repo_path(file)]
@@ -257,7 +274,9 @@ def _pull_locked(src: ModelSource, target: Path, client: Client, quiet: bool) ->
     return target
 
 
-def pull_source(src: ModelSource, target: Path, *, force: bool, timeout: float, quiet: bool, retries: int) -> Path:
+def pull_source(
+    src: ModelSource, target: Path, *, force: bool, timeout: float, quiet: bool, retries: int
+) -> Path:
     """Install ``src`` at ``target`` as the module docstring describes; returns ``target``."""
     if (target / "config.json").is_file() and not force:
         return target

@@ -57,11 +57,33 @@ DEFAULT_BIAS_RULES: tuple[BiasRule, ...] = ()
 
 #: Keys filled from the calibration when unset, and the gap rules' width in
 #: calibrated ``scale`` units (a gap of one scale is a factor e in probability).
-CALIBRATED_KEYS = ("temperature", "high", "margin", "previous_high", "previous_margin", "medium", "min_score",
-                   "three_way_within", "collision_gap", "tool_threshold", "anti_pattern_threshold", "lesson_similarity",
-                   "affinity_boost", "affinity_penalty", "lesson_boost", "lexical_weight", "tool_lexical_weight")
-SCALE_UNITS = {"three_way_within": 1.0, "collision_gap": 1.6, "bias_within": 1.0, "lesson_boost": 5.0,
-               "affinity_boost": 2.0, "affinity_penalty": -4.0}
+CALIBRATED_KEYS = (
+    "temperature",
+    "high",
+    "margin",
+    "previous_high",
+    "previous_margin",
+    "medium",
+    "min_score",
+    "three_way_within",
+    "collision_gap",
+    "tool_threshold",
+    "anti_pattern_threshold",
+    "lesson_similarity",
+    "affinity_boost",
+    "affinity_penalty",
+    "lesson_boost",
+    "lexical_weight",
+    "tool_lexical_weight",
+)
+SCALE_UNITS = {
+    "three_way_within": 1.0,
+    "collision_gap": 1.6,
+    "bias_within": 1.0,
+    "lesson_boost": 5.0,
+    "affinity_boost": 2.0,
+    "affinity_penalty": -4.0,
+}
 #: Where the anti-pattern and lesson similarities sit between an unrelated best
 #: match (0) and a paraphrase (1) (Calibration.similarity).
 SIMILARITY_LEVELS = {"anti_pattern_threshold": 1.0, "lesson_similarity": 1.0}
@@ -184,14 +206,18 @@ class Policy:
         from routecore import config_schema
 
         config_schema.convert(self, config_schema.Policy, "policy")
-        if not isinstance(self.bias_rules, tuple) or not all(isinstance(r, BiasRule) for r in self.bias_rules):
+        if not isinstance(self.bias_rules, tuple) or not all(
+            isinstance(r, BiasRule) for r in self.bias_rules
+        ):
             raise ConfigError("policy: bias_rules must be a tuple of BiasRule objects")
         if not isinstance(self.discovery_prefixes, tuple):
             object.__setattr__(self, "discovery_prefixes", tuple(self.discovery_prefixes))
 
     def is_manual(self) -> bool:
         """Whether every calibrated key was given (nothing left to calibrate)."""
-        return all(getattr(self, k) is not None for k in CALIBRATED_KEYS) and all(r.within is not None for r in self.bias_rules)
+        return all(getattr(self, k) is not None for k in CALIBRATED_KEYS) and all(
+            r.within is not None for r in self.bias_rules
+        )
 
     def resolve(self, cal: Calibration | None) -> "Policy":
         """This policy with every unset key filled from ``cal``.
@@ -204,20 +230,45 @@ class Policy:
                 raise ConfigError("policy: unset thresholds need a calibration")
             return self
         fitted = cal.source == "fitted"
-        scaled = {k: SCALE_UNITS[k] * cal.scale for k in ("three_way_within", "collision_gap", "lesson_boost")}
+        scaled = {
+            k: SCALE_UNITS[k] * cal.scale for k in ("three_way_within", "collision_gap", "lesson_boost")
+        }
         # Affinity multiplies scores: +2 / -4 scales at a typical match.
-        scaled.update({k: max(1.0 + SCALE_UNITS[k] * cal.scale / max(cal.match, 0.05), 0.05) for k in ("affinity_boost", "affinity_penalty")})
+        scaled.update(
+            {
+                k: max(1.0 + SCALE_UNITS[k] * cal.scale / max(cal.match, 0.05), 0.05)
+                for k in ("affinity_boost", "affinity_penalty")
+            }
+        )
         similar = {k: cal.similarity(z) for k, z in SIMILARITY_LEVELS.items()}
-        values = {"temperature": cal.temperature, "high": cal.high, "margin": cal.margin, "medium": cal.medium,
-                  "previous_high": cal.previous_high, "previous_margin": cal.previous_margin, "min_score": cal.min_score,
-                  "tool_threshold": cal.tool_floor, "lexical_weight": cal.lexical_weight,
-                  "tool_lexical_weight": cal.tool_lexical_weight, **scaled, **similar}
-        fit_keys = {"temperature", "high", "margin", "medium", "min_score", "lexical_weight", "tool_lexical_weight"} if fitted else set()
-        changes: dict[str, Any] = {k: v for k, v in values.items() if getattr(self, k) is None or k in fit_keys}
+        values = {
+            "temperature": cal.temperature,
+            "high": cal.high,
+            "margin": cal.margin,
+            "medium": cal.medium,
+            "previous_high": cal.previous_high,
+            "previous_margin": cal.previous_margin,
+            "min_score": cal.min_score,
+            "tool_threshold": cal.tool_floor,
+            "lexical_weight": cal.lexical_weight,
+            "tool_lexical_weight": cal.tool_lexical_weight,
+            **scaled,
+            **similar,
+        }
+        fit_keys = (
+            {"temperature", "high", "margin", "medium", "min_score", "lexical_weight", "tool_lexical_weight"}
+            if fitted
+            else set()
+        )
+        changes: dict[str, Any] = {
+            k: v for k, v in values.items() if getattr(self, k) is None or k in fit_keys
+        }
         if self.clarify_mass is None and cal.clarify_mass is not None:
             changes["clarify_mass"] = cal.clarify_mass
-        changes["bias_rules"] = tuple(r if r.within is not None else replace(r, within=SCALE_UNITS["bias_within"] * cal.scale)
-                                      for r in self.bias_rules)
+        changes["bias_rules"] = tuple(
+            r if r.within is not None else replace(r, within=SCALE_UNITS["bias_within"] * cal.scale)
+            for r in self.bias_rules
+        )
         if fitted and cal.per_route:
             per = {n: dict(v) for n, v in self.per_route.items()}
             for n, o in cal.per_route.items():
@@ -238,9 +289,17 @@ class Policy:
         applied; ``continuing``: the previous-route thresholds (strategy A)."""
         keys = ("previous_high", "previous_margin") if continuing else ("high", "margin")
         if not self.per_route:
-            high, margin = resolved(getattr(self, keys[0]), keys[0]), resolved(getattr(self, keys[1]), keys[1])
+            high, margin = (
+                resolved(getattr(self, keys[0]), keys[0]),
+                resolved(getattr(self, keys[1]), keys[1]),
+            )
             return high, margin, resolved(self.medium, "medium"), resolved(self.min_score, "min_score")
-        return self.value(keys[0], route), self.value(keys[1], route), self.value("medium", route), self.value("min_score", route)
+        return (
+            self.value(keys[0], route),
+            self.value(keys[1], route),
+            self.value("medium", route),
+            self.value("min_score", route),
+        )
 
     def with_overrides(self, **changes: Any) -> "Policy":
         return replace(self, **changes)
@@ -300,8 +359,14 @@ def tier_of(p1: float, margin: float, high: float, high_margin: float, medium: f
     return "low"
 
 
-def bias_winner(names: Sequence[str], order: Sequence[int], top_adjusted: Sequence[float], policy: Policy,
-                three_way: bool = True, top_probs: Sequence[float] | None = None) -> tuple[str, str] | None:
+def bias_winner(
+    names: Sequence[str],
+    order: Sequence[int],
+    top_adjusted: Sequence[float],
+    policy: Policy,
+    three_way: bool = True,
+    top_probs: Sequence[float] | None = None,
+) -> tuple[str, str] | None:
     """(winner, rule text) when a bias rule fires for the best routes, else None.
 
     ``order`` holds the best routes (at least the best three when there are
@@ -324,7 +389,13 @@ def bias_winner(names: Sequence[str], order: Sequence[int], top_adjusted: Sequen
         return bool(top_probs[i] >= top_probs[0] * np.exp(-within / t))
 
     tw = resolved(policy.three_way_within, "three_way_within") if three_way and len(order) >= 3 else 0.0
-    if three_way and len(order) >= 3 and top_adjusted[0] - top_adjusted[2] <= tw and plausible(1, tw) and plausible(2, tw):
+    if (
+        three_way
+        and len(order) >= 3
+        and top_adjusted[0] - top_adjusted[2] <= tw
+        and plausible(1, tw)
+        and plausible(2, tw)
+    ):
         a, b, c = order[:3]
         return CLARIFY, f"three-way tie {names[a]}/{names[b]}/{names[c]} within {policy.three_way_within}"
     if len(order) >= 2:

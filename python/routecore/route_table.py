@@ -18,7 +18,6 @@ import numpy as np
 from routecore import _native, reasons
 from routecore.calibration import Calibration
 from routecore.conversation import routing_text
-from routecore.spelling import Speller, notes_of, tokenizer_words
 from routecore.decision import Alert, Decision, Entity, Exemplar, ScoreMap, Timings, trace
 from routecore.entities import EntityMatcher, entity_effects
 from routecore.errors import ConfigError, InvalidArgumentError
@@ -28,12 +27,16 @@ from routecore.llm import LLMRouter
 from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, resolved, tier_of
 from routecore.route_outcomes import Chooser, Outcomes
 from routecore.specs import RouteSpec, check_thresholds
+from routecore.spelling import Speller, notes_of, tokenizer_words
 from routecore.tables import EncoderLike, build_table, collision_alert, per_query, query_vectors
+
 
 class PreScore(NamedTuple):
     """What the scoring step adds to each route's cosine, and why (spec order but ``bias``)."""
 
-    bias: np.ndarray | None  # lexical + entities (None: nothing); spec or label-code order (ScoreTable.coded takes both)
+    bias: (
+        np.ndarray | None
+    )  # lexical + entities (None: nothing); spec or label-code order (ScoreTable.coded takes both)
     lexical: np.ndarray | None  # the lexical score alone
     entities: tuple[Entity, ...]  # the query's entities
     preferred: np.ndarray | None  # routes that prefer a type the query holds
@@ -57,8 +60,6 @@ def _noted(d: Decision, notes: tuple[tuple[str, str], ...]) -> Decision:
     return d if not notes else replace(d, alerts=d.alerts + tuple(Alert(k, m) for k, m in notes))
 
 
-
-
 def with_route_thresholds(policy: Policy, routes: Sequence[RouteSpec]) -> Policy:
     """``policy`` with the routes' own thresholds merged under its ``per_route`` overrides.
 
@@ -69,9 +70,13 @@ def with_route_thresholds(policy: Policy, routes: Sequence[RouteSpec]) -> Policy
     if unknown:
         raise ConfigError(f"policy.per_route names unknown routes {sorted(unknown)}")
     for i, b in enumerate(policy.bias_rules if routes else ()):  # a tools-only router has no route to decide
-        bad = [n for n in (b.a, b.b) if n not in names] + ([b.winner] if b.winner not in names | {CLARIFY} else [])
+        bad = [n for n in (b.a, b.b) if n not in names] + (
+            [b.winner] if b.winner not in names | {CLARIFY} else []
+        )
         if bad:
-            raise ConfigError(f"policy.bias_rules[{i}] ({b.a} vs {b.b} -> {b.winner}) names unknown routes {bad}")
+            raise ConfigError(
+                f"policy.bias_rules[{i}] ({b.a} vs {b.b} -> {b.winner}) names unknown routes {bad}"
+            )
     # The routes' own overrides, under those of the policy (explicit or fitted).
     spec_th = {r.name: check_thresholds(f"route {r.name!r}", r.thresholds) for r in routes if r.thresholds}
     if not spec_th:
@@ -95,8 +100,18 @@ class RouteTable(Outcomes):
         lexical: the BM25 table of the same exemplars (hybrid scoring, ``policy.lexical_weight``).
     """
 
-    def __init__(self, routes: Sequence[RouteSpec], *, encoder: EncoderLike, policy: Policy, llm: LLMRouter | None = None,
-                 head: Any = None, storage: str = "auto", vectors: np.ndarray | None = None, lexical: LexicalTable | None = None):
+    def __init__(
+        self,
+        routes: Sequence[RouteSpec],
+        *,
+        encoder: EncoderLike,
+        policy: Policy,
+        llm: LLMRouter | None = None,
+        head: Any = None,
+        storage: str = "auto",
+        vectors: np.ndarray | None = None,
+        lexical: LexicalTable | None = None,
+    ):
         self.specs = list(routes)
         self.by_name = {r.name: r for r in self.specs}
         self.encoder, self.policy, self.llm, self.head, self.lexical = encoder, policy, llm, head, lexical
@@ -131,8 +146,16 @@ class RouteTable(Outcomes):
         (:mod:`routecore.languages`); a policy later set by hand is used as given."""
         self.languages = LanguagePolicies.build(self.policy, spec_policy, calibration)
         # The head's out-of-scope cut per language the exemplars do not cover (routecore.exemplar_head).
-        cuts = {n: float(v["head_threshold"]) for n, v in calibration.languages.items() if "head_threshold" in v} if calibration else {}
-        detector = LanguageDetector.from_languages(calibration.languages) if cuts and calibration is not None else None
+        cuts = (
+            {n: float(v["head_threshold"]) for n, v in calibration.languages.items() if "head_threshold" in v}
+            if calibration
+            else {}
+        )
+        detector = (
+            LanguageDetector.from_languages(calibration.languages)
+            if cuts and calibration is not None
+            else None
+        )
         self.head_cuts = (detector, cuts) if detector is not None else None
 
     def policy_for(self, q: np.ndarray) -> tuple[Policy, str | None]:
@@ -142,9 +165,14 @@ class RouteTable(Outcomes):
     @staticmethod
     def domains(context_domains: Any) -> list[str]:
         """``context_domains`` as a list of names, or :class:`InvalidArgumentError`."""
-        if isinstance(context_domains, str) or not isinstance(context_domains, (list, tuple, set, frozenset)) \
-                or not all(isinstance(d, str) for d in context_domains):
-            raise InvalidArgumentError(f"context_domains must be a list of domain names (or empty), got {context_domains!r}")
+        if (
+            isinstance(context_domains, str)
+            or not isinstance(context_domains, (list, tuple, set, frozenset))
+            or not all(isinstance(d, str) for d in context_domains)
+        ):
+            raise InvalidArgumentError(
+                f"context_domains must be a list of domain names (or empty), got {context_domains!r}"
+            )
         return list(context_domains)
 
     def _text(self, query: Any, previous: str | None, clarify: Decision | None) -> str:
@@ -157,8 +185,16 @@ class RouteTable(Outcomes):
             raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
         return f"{clarify.query}\n{query}" if clarify is not None else query
 
-    def route(self, query: str, *, previous: str | None = None, context_domains: Sequence[str] = (), clarify: Decision | None = None,
-              vector: Any = None, choose: Chooser | None = None) -> Decision:
+    def route(
+        self,
+        query: str,
+        *,
+        previous: str | None = None,
+        context_domains: Sequence[str] = (),
+        clarify: Decision | None = None,
+        vector: Any = None,
+        choose: Chooser | None = None,
+    ) -> Decision:
         """The decision for ``query``: :meth:`routecore.router.Router.route` (which documents the arguments).
 
         ``choose`` replaces ``llm.choose`` for this call (:mod:`routecore.aio`)."""
@@ -171,18 +207,43 @@ class RouteTable(Outcomes):
         if not text:  # nothing left to read (emoji only, lone surrogates)
             return trace("route decision", _noted(self.empty(text, previous), notes))
         if vector is not None:
-            d = self.decide(text, query_vectors(vector, self.encoder.dim, 1)[0], previous, context_domains, clarify, t0, choose=choose)
+            d = self.decide(
+                text,
+                query_vectors(vector, self.encoder.dim, 1)[0],
+                previous,
+                context_domains,
+                clarify,
+                t0,
+                choose=choose,
+            )
             return _noted(d, notes)
         try:
             enc = self.encoder.encode_with_stats([text])
         except Exception as e:  # noqa: BLE001 - degrade to the LLM, never crash
             return trace("route decision", self._degraded(text, previous, e, t0, choose))
-        d = self.decide(text, enc.embeddings[0], previous, context_domains, clarify, t0, enc.tokenize_ms, bool(enc.truncated), choose)
+        d = self.decide(
+            text,
+            enc.embeddings[0],
+            previous,
+            context_domains,
+            clarify,
+            t0,
+            enc.tokenize_ms,
+            bool(enc.truncated),
+            choose,
+        )
         return _noted(d, notes)
 
-    def route_batch(self, queries: Sequence[str], *, previous: str | Sequence[str | None] | None = None,
-                    context_domains: Sequence[str] = (), vectors: Any = None, choose: Chooser | None = None,
-                    executor: Executor | None = None) -> list[Decision]:
+    def route_batch(
+        self,
+        queries: Sequence[str],
+        *,
+        previous: str | Sequence[str | None] | None = None,
+        context_domains: Sequence[str] = (),
+        vectors: Any = None,
+        choose: Chooser | None = None,
+        executor: Executor | None = None,
+    ) -> list[Decision]:
         """The decisions for ``queries`` from one batched encoder call (:meth:`routecore.router.Router.route_batch`).
 
         With an ``executor`` the decisions after the encoder call run in its threads,
@@ -204,7 +265,10 @@ class RouteTable(Outcomes):
             try:
                 enc = self.encoder.encode_with_stats(texts)
             except Exception:  # noqa: BLE001 - each query degrades on its own (the LLM, or an error decision)
-                return [self.route(q, previous=p, context_domains=context_domains, choose=choose) for q, p in zip(queries, prev)]
+                return [
+                    self.route(q, previous=p, context_domains=context_domains, choose=choose)
+                    for q, p in zip(queries, prev)
+                ]
             embs, tok_ms, truncated = enc.embeddings, enc.tokenize_ms, enc.truncated
         t1 = time.perf_counter()
         share = (t1 - t0) / len(texts)  # each decision reports its share of the batch's encoder call
@@ -213,12 +277,28 @@ class RouteTable(Outcomes):
             if not texts[i]:
                 return trace("route decision", _noted(self.empty(texts[i], prev[i]), notes[i]))
             start = time.perf_counter() - share
-            d = self.decide(texts[i], embs[i], prev[i], context_domains, None, start, tok_ms / len(texts), i in truncated, choose)
+            d = self.decide(
+                texts[i],
+                embs[i],
+                prev[i],
+                context_domains,
+                None,
+                start,
+                tok_ms / len(texts),
+                i in truncated,
+                choose,
+            )
             return _noted(d, notes[i])
 
-        return list(executor.map(one, range(len(texts)))) if executor is not None else [one(i) for i in range(len(texts))]
+        return (
+            list(executor.map(one, range(len(texts))))
+            if executor is not None
+            else [one(i) for i in range(len(texts))]
+        )
 
-    def prepare(self, text: str, q: np.ndarray, previous: str | None = None, clarify: Decision | None = None) -> Prepared:
+    def prepare(
+        self, text: str, q: np.ndarray, previous: str | None = None, clarify: Decision | None = None
+    ) -> Prepared:
         """The part of :meth:`decide` before the native step."""
         t1 = time.perf_counter()
         p, lang = self.policy_for(q)
@@ -231,15 +311,30 @@ class RouteTable(Outcomes):
         p = prepared.policy
         return self.table.step(p, list(context_domains), p.top_exemplars, exact=prepared.exact)
 
-    def decide(self, text: str, q: np.ndarray, previous: str | None, context_domains: Sequence[str], clarify: Decision | None,
-               t0: float, tokenize_ms: float = 0.0, truncated: bool = False, choose: Chooser | None = None,
-               prepared: Prepared | None = None, scored: dict[str, Any] | None = None) -> Decision:
+    def decide(
+        self,
+        text: str,
+        q: np.ndarray,
+        previous: str | None,
+        context_domains: Sequence[str],
+        clarify: Decision | None,
+        t0: float,
+        tokenize_ms: float = 0.0,
+        truncated: bool = False,
+        choose: Chooser | None = None,
+        prepared: Prepared | None = None,
+        scored: dict[str, Any] | None = None,
+    ) -> Decision:
         """The decision for ``text`` whose embedding is ``q``; ``t0`` is when its encoding began.
         ``prepared`` (:meth:`prepare`) and ``scored`` (its native step, done elsewhere: several
         tables in one call) skip those parts."""
         prep = prepared if prepared is not None else self.prepare(text, q, previous, clarify)
         p, lang, pre, exact, t1 = prep
-        r = scored if scored is not None else self.table.score(q, p, list(context_domains), p.top_exemplars, exact=exact, bias=pre.bias)
+        r = (
+            scored
+            if scored is not None
+            else self.table.score(q, p, list(context_domains), p.top_exemplars, exact=exact, bias=pre.bias)
+        )
         r["lexical"], r["preferred"], r["entities"] = pre.lexical, pre.preferred, pre.entities
         found = pre.entities
         t2 = time.perf_counter()
@@ -249,7 +344,14 @@ class RouteTable(Outcomes):
         d["entities"] = found
         t3 = time.perf_counter()
         llm_ms = d.pop("_llm_ms", 0.0)
-        timings = Timings(tokenize_ms, (t1 - t0) * 1e3 - tokenize_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3 - llm_ms, llm_ms, (t3 - t0) * 1e3)
+        timings = Timings(
+            tokenize_ms,
+            (t1 - t0) * 1e3 - tokenize_ms,
+            (t2 - t1) * 1e3,
+            (t3 - t2) * 1e3 - llm_ms,
+            llm_ms,
+            (t3 - t0) * 1e3,
+        )
         alerts = list(d.pop("alerts"))
         if truncated:
             alerts.append(Alert("truncated", "the query was truncated at the model's max_length"))
@@ -262,8 +364,18 @@ class RouteTable(Outcomes):
             used = {k: (resolved(getattr(p, k), k), resolved(getattr(self.policy, k), k)) for k in keys}
             if head_lang:
                 used["head_threshold"] = head_lang[1:]
-            alerts.append(language_alert(lang if lang is not None else str(head_lang[0] if head_lang else ""), used))
-        dec = Decision(**d, alerts=tuple(alerts), timings=timings, query=text, previous_route=previous, error_message=self.policy.error_message, calibrated=self.calibrated)
+            alerts.append(
+                language_alert(lang if lang is not None else str(head_lang[0] if head_lang else ""), used)
+            )
+        dec = Decision(
+            **d,
+            alerts=tuple(alerts),
+            timings=timings,
+            query=text,
+            previous_route=previous,
+            error_message=self.policy.error_message,
+            calibrated=self.calibrated,
+        )
         return trace("route decision", dec)
 
     def bias_and_entities(self, text: str, p: Policy) -> PreScore:
@@ -274,7 +386,11 @@ class RouteTable(Outcomes):
         found = self.entities.find(text) if self.entities is not None else ()
         preferred = None
         if self._entity_routes:
-            boost = p.entity_boost if p.entity_boost is not None else resolved(p.three_way_within, "three_way_within")
+            boost = (
+                p.entity_boost
+                if p.entity_boost is not None
+                else resolved(p.three_way_within, "three_way_within")
+            )
             eb, preferred = entity_effects(self.specs, {e.kind for e in found}, boost)
             if eb is not None:
                 bias = eb if lexical is None else lexical + eb
@@ -323,13 +439,22 @@ class RouteTable(Outcomes):
             # samples of one config (BENCHMARKS.md, few-shot decisions).
             gain = gain - np.asarray(r["lexical"], np.float64)
         if np.any(gain != 0):
-            logits = np.log(np.maximum(probs, 1e-30)) + gain / resolved((policy or self.policy).temperature, "temperature")
+            logits = np.log(np.maximum(probs, 1e-30)) + gain / resolved(
+                (policy or self.policy).temperature, "temperature"
+            )
             probs = np.exp(logits - logits.max())
             probs /= probs.sum()
         r["probs"] = probs.astype(np.float32)
 
-    def _decide(self, text: str, r: dict[str, Any], previous: str | None, clarify: Decision | None, choose: Chooser | None = None,
-                policy: Policy | None = None) -> dict[str, Any]:
+    def _decide(
+        self,
+        text: str,
+        r: dict[str, Any],
+        previous: str | None,
+        clarify: Decision | None,
+        choose: Chooser | None = None,
+        policy: Policy | None = None,
+    ) -> dict[str, Any]:
         p, names = policy or self.policy, self.table.names
         adjusted, probs = r["adjusted"], r["probs"]
         if clarify is not None and clarify.candidates:
@@ -358,13 +483,28 @@ class RouteTable(Outcomes):
             tier = "medium"
         labels, pos, texts = self.table.labels, self.table.pos, self.table.texts
         out: dict[str, Any] = {
-            "route": bname, "tier": tier, "confidence": p1, "margin": p1 - p2,
-            "probabilities": ScoreMap(names, probs, pos), "raw_scores": ScoreMap(names, r["dense"], pos),
+            "route": bname,
+            "tier": tier,
+            "confidence": p1,
+            "margin": p1 - p2,
+            "probabilities": ScoreMap(names, probs, pos),
+            "raw_scores": ScoreMap(names, r["dense"], pos),
             "lexical_scores": ScoreMap(names, r["lexical"], pos) if r.get("lexical") is not None else {},
-            "adjusted_scores": ScoreMap(names, adjusted, pos), "score_bounds": ScoreMap(names, r["bound"], pos),
-            "top_exemplars": tuple(Exemplar(labels[c], texts[i], s) for i, c, s in zip(r["top_ids"].tolist(), r["top_labels"].tolist(),
-                                                                                     r.get("top_dense", r["top_scores"]).tolist())),
-            "alerts": [], "action": "route", "candidates": (), "_llm_ms": 0.0, "out_of_scope": r.get("head_oos_p"),
+            "adjusted_scores": ScoreMap(names, adjusted, pos),
+            "score_bounds": ScoreMap(names, r["bound"], pos),
+            "top_exemplars": tuple(
+                Exemplar(labels[c], texts[i], s)
+                for i, c, s in zip(
+                    r["top_ids"].tolist(),
+                    r["top_labels"].tolist(),
+                    r.get("top_dense", r["top_scores"]).tolist(),
+                )
+            ),
+            "alerts": [],
+            "action": "route",
+            "candidates": (),
+            "_llm_ms": 0.0,
+            "out_of_scope": r.get("head_oos_p"),
         }
         # The scope reads the cosine or the head (lexical hits move labels, not the scope), unless
         # the query holds an entity type a route prefers: the config says such a query is its own,
@@ -375,17 +515,33 @@ class RouteTable(Outcomes):
         unsure = tier == "low" and pref is not None and bool(pref.any()) and not pref[best]
         if r.get("head_oos") or float(r["dense"][best]) < min_score or unsure or r.get("entity_scope"):
             if pref is not None and not pref[best] and clarify is None and not r.get("entity_scope"):
-                kept = np.where(pref, r["probs"], 0.0)  # before the previous-route boost, which the next pass applies
+                kept = np.where(
+                    pref, r["probs"], 0.0
+                )  # before the previous-route boost, which the next pass applies
                 kept = kept / kept.sum() if kept.sum() > 0 else pref / pref.sum()
-                return self._decide(text, {**r, "probs": kept.astype(np.float32), "entity_scope": True}, previous, clarify, choose, policy)
+                return self._decide(
+                    text,
+                    {**r, "probs": kept.astype(np.float32), "entity_scope": True},
+                    previous,
+                    clarify,
+                    choose,
+                    policy,
+                )
             if pref is None or not pref[best]:
-                out.update(action="none", route=None, tier="low", reason=self._scope_reason(r, bname, min_score))
+                out.update(
+                    action="none", route=None, tier="low", reason=self._scope_reason(r, bname, min_score)
+                )
                 return self._finish(out)
             # In scope by the config's rule, not by the scores: never the high tier.
             tier = out["tier"] = "medium" if tier == "high" else tier
             in_scope_by_entity = True
-            out["alerts"].append(Alert("entity_scope", f"the query holds an entity type that {bname} prefers: routed by the config's "
-                                                       f"rule, not by the scores (at most the medium tier)"))
+            out["alerts"].append(
+                Alert(
+                    "entity_scope",
+                    f"the query holds an entity type that {bname} prefers: routed by the config's "
+                    f"rule, not by the scores (at most the medium tier)",
+                )
+            )
         if r["collision"] is not None and clarify is None:
             c = r["collision"]
             out["alerts"].append(collision_alert(labels[c[0]], labels[c[1]], c[2], self.table, "route"))
@@ -395,8 +551,14 @@ class RouteTable(Outcomes):
             out["bias_rule"] = text_rule
             if winner == CLARIFY:
                 three = "three-way" in text_rule
-                out["reason"] = reasons.three_way(text_rule) if three else reasons.bias_rule(text_rule, p1, p2)
-                return self._finish(self._clarify(out, [names[i] for i, v in zip(order, top_adj) if v > -np.inf][:3 if three else 2]))
+                out["reason"] = (
+                    reasons.three_way(text_rule) if three else reasons.bias_rule(text_rule, p1, p2)
+                )
+                return self._finish(
+                    self._clarify(
+                        out, [names[i] for i, v in zip(order, top_adj) if v > -np.inf][: 3 if three else 2]
+                    )
+                )
             out["route"] = winner
             out["reason"] = reasons.bias_rule(text_rule, p1, p2)
             return self._finish(out)

@@ -18,8 +18,8 @@ import numpy as np
 
 from routecore import assembly, bundle, live
 from routecore.calibration import Calibration, fallback_note
-from routecore.entities import EntityConfig, EntityMatcher, check_route_entities
 from routecore.decision import Decision, ToolBelt
+from routecore.entities import EntityConfig, EntityMatcher, check_route_entities
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.llm import LLMRouter, llm_from_config
 from routecore.memory import ExperienceMemory
@@ -85,10 +85,19 @@ class Router:
     force, and ``calibrated`` says where its numbers come from.
     """
 
-    policy = _kept_on("route_table", "tool_catalog", name="policy", doc="The policy of routes and tools (routes' thresholds merged in).")
-    encoder = _kept_on("route_table", "tool_catalog", name="encoder", doc="The encoder of exemplars, queries and lessons.")
+    policy = _kept_on(
+        "route_table",
+        "tool_catalog",
+        name="policy",
+        doc="The policy of routes and tools (routes' thresholds merged in).",
+    )
+    encoder = _kept_on(
+        "route_table", "tool_catalog", name="encoder", doc="The encoder of exemplars, queries and lessons."
+    )
     llm = _kept_on("route_table", name="llm", doc="The optional LLM fallback router.")
-    head = _kept_on("route_table", name="head", doc="The optional linear head (route probabilities and out of scope).")
+    head = _kept_on(
+        "route_table", name="head", doc="The optional linear head (route probabilities and out of scope)."
+    )
     memory = _kept_on("tool_catalog", name="memory", doc="The optional experience memory of tool lessons.")
     route_specs = _kept_on("route_table", name="specs", doc="The route specifications.", settable=False)
     tool_specs = _kept_on("tool_catalog", name="specs", doc="The tool specifications.", settable=False)
@@ -98,14 +107,29 @@ class Router:
     _anti = _kept_on("tool_catalog", name="anti", doc="The anti-patterns' ScoreTable.", settable=False)
     _route_by_name = _kept_on("route_table", name="by_name", doc="Route name -> spec.", settable=False)
     _tool_by_name = _kept_on("tool_catalog", name="by_name", doc="Tool name -> spec.", settable=False)
-    _decide = _kept_on("route_table", name="_decide", doc="The route decision step (settable, to time or stub it).")
+    _decide = _kept_on(
+        "route_table", name="_decide", doc="The route decision step (settable, to time or stub it)."
+    )
 
-    def __init__(self, routes: Sequence[RouteSpec] = (), tools: Sequence[ToolSpec] = (), *, encoder: EncoderLike | None = None,
-                 policy: Policy | None = None, llm: LLMRouter | None = None, memory: ExperienceMemory | None = None,
-                 head: Any = None, storage: str = "auto", calibration: Calibration | None = None,
-                 progress: ProgressArg = None, tool_overlay: str | os.PathLike[str] | Mapping[str, Any] | None = None,
-                 entities: EntityConfig | None = None, metrics: Callable[[Any], Any] | None = None,
-                 _vectors: dict[str, np.ndarray] | None = None, _lexical: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        routes: Sequence[RouteSpec] = (),
+        tools: Sequence[ToolSpec] = (),
+        *,
+        encoder: EncoderLike | None = None,
+        policy: Policy | None = None,
+        llm: LLMRouter | None = None,
+        memory: ExperienceMemory | None = None,
+        head: Any = None,
+        storage: str = "auto",
+        calibration: Calibration | None = None,
+        progress: ProgressArg = None,
+        tool_overlay: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+        entities: EntityConfig | None = None,
+        metrics: Callable[[Any], Any] | None = None,
+        _vectors: dict[str, np.ndarray] | None = None,
+        _lexical: dict[str, Any] | None = None,
+    ):
         if not routes and not tools:
             raise ConfigError("a router needs at least one route or tool")
         if encoder is None:
@@ -124,8 +148,20 @@ class Router:
         self.spec_policy = with_route_thresholds(self._given_policy, routes)
         self._storage = storage
         self._writer = threading.Lock()  # live updates, one at a time
-        parts = assembly.build(routes, tools, encoder=encoder, spec_policy=self.spec_policy, llm=llm, memory=memory, head=head,
-                               storage=storage, calibration=calibration, vectors=_vectors, lexical=_lexical, progress=progress)
+        parts = assembly.build(
+            routes,
+            tools,
+            encoder=encoder,
+            spec_policy=self.spec_policy,
+            llm=llm,
+            memory=memory,
+            head=head,
+            storage=storage,
+            calibration=calibration,
+            vectors=_vectors,
+            lexical=_lexical,
+            progress=progress,
+        )
         self._install(parts)
         self.fitted: dict[str, Any] = {}  # calibration results (routecore fit), saved in bundles
         #: Called with every Decision and ToolBelt this router returns (a
@@ -151,12 +187,16 @@ class Router:
     def _sync_calibration(self) -> None:
         """What the route table reads of the calibration in force: its source and the fallback alert's line."""
         self.route_table.calibrated = self.calibrated
-        self.route_table.calibration_note = fallback_note(self.calibration) if self.calibrated == "zero-label" else None
+        self.route_table.calibration_note = (
+            fallback_note(self.calibration) if self.calibrated == "zero-label" else None
+        )
 
     @property
     def calibrated(self) -> str:
         """``zero-label``, ``fitted`` or ``manual``: where the policy's numbers come from."""
-        if self.calibration is not None and (self.calibration.source == "fitted" or not self.spec_policy.is_manual()):
+        if self.calibration is not None and (
+            self.calibration.source == "fitted" or not self.spec_policy.is_manual()
+        ):
             return self.calibration.source
         return "manual"
 
@@ -168,7 +208,9 @@ class Router:
         self.tool_catalog.set_languages(self.spec_policy, calibration)
         self.tool_catalog.set_lexical_form(self.spec_policy, calibration)  # a fitted stemmer and b
         self._sync_calibration()
-        self.route_table.calibration_note = fallback_note(self.calibration) if self.calibrated == "zero-label" else None
+        self.route_table.calibration_note = (
+            fallback_note(self.calibration) if self.calibrated == "zero-label" else None
+        )
 
     @classmethod
     def from_config(cls, path: str | os.PathLike[str], **kw: Any) -> Router:
@@ -184,7 +226,9 @@ class Router:
         policy = kw.pop("policy", None) or Policy.from_dict(data.get("policy"), f"{path}: policy")
         url, model = kw.pop("llm_url", None), kw.pop("llm_model", None)
         llm = kw.pop("llm", None) or llm_from_config(data.get("llm"), str(path), base_url=url, model=model)
-        entities = kw.pop("entities", None) or EntityConfig.from_dict(data.get("entities"), f"{path}: entities")
+        entities = kw.pop("entities", None) or EntityConfig.from_dict(
+            data.get("entities"), f"{path}: entities"
+        )
         try:
             return cls(routes, tools, policy=policy, llm=llm, entities=entities, **kw)
         except ConfigError as e:  # a cross-reference (bias rules, per_route, fallback_tool, entity types)
@@ -201,8 +245,16 @@ class Router:
         return router_from_semantic_router(path, **kw)
 
     @classmethod
-    def from_mcp(cls, servers: Iterable[Any], routes: Sequence[RouteSpec] = (), *, tool_overlay: Any = None, timeout: float = 30.0,
-                 missing_ok: bool = False, **kw: Any) -> Router:
+    def from_mcp(
+        cls,
+        servers: Iterable[Any],
+        routes: Sequence[RouteSpec] = (),
+        *,
+        tool_overlay: Any = None,
+        timeout: float = 30.0,
+        missing_ok: bool = False,
+        **kw: Any,
+    ) -> Router:
         """A router over the tools that running MCP servers list (``routecore[mcp]``).
 
         ``servers``: command lines, URLs or mappings (:mod:`routecore.mcp_tools`); each
@@ -210,23 +262,42 @@ class Router:
         inside an event loop."""
         from routecore.mcp_tools import list_mcp_tools, mcp_tool_specs
 
-        tools = mcp_tool_specs(list_mcp_tools(servers, timeout=timeout), overlay=tool_overlay, missing_ok=missing_ok)
+        tools = mcp_tool_specs(
+            list_mcp_tools(servers, timeout=timeout), overlay=tool_overlay, missing_ok=missing_ok
+        )
         return cls(routes, tools, **kw)
 
     @classmethod
-    async def afrom_mcp(cls, servers: Iterable[Any], routes: Sequence[RouteSpec] = (), *, tool_overlay: Any = None, timeout: float = 30.0,
-                        missing_ok: bool = False, **kw: Any) -> Router:
+    async def afrom_mcp(
+        cls,
+        servers: Iterable[Any],
+        routes: Sequence[RouteSpec] = (),
+        *,
+        tool_overlay: Any = None,
+        timeout: float = 30.0,
+        missing_ok: bool = False,
+        **kw: Any,
+    ) -> Router:
         """:meth:`from_mcp` from async code; the embedding runs in a worker thread."""
         import asyncio
 
         from routecore.mcp_tools import alist_mcp_tools, mcp_tool_specs
 
-        tools = mcp_tool_specs(await alist_mcp_tools(servers, timeout=timeout), overlay=tool_overlay, missing_ok=missing_ok)
+        tools = mcp_tool_specs(
+            await alist_mcp_tools(servers, timeout=timeout), overlay=tool_overlay, missing_ok=missing_ok
+        )
         return await asyncio.to_thread(cls, routes, tools, **kw)
 
     # -- routes -------------------------------------------------------------------
-    def route(self, query: str, *, previous: str | None = None, context_domains: Sequence[str] = (), clarify: Decision | None = None,
-              vector: Any = None) -> Decision:
+    def route(
+        self,
+        query: str,
+        *,
+        previous: str | None = None,
+        context_domains: Sequence[str] = (),
+        clarify: Decision | None = None,
+        vector: Any = None,
+    ) -> Decision:
         """Decide which route handles ``query``. Never raises for any query string.
 
         Args:
@@ -239,18 +310,36 @@ class Router:
                 A wrong width raises :class:`DimensionMismatchError`, NaN or infinity
                 :class:`NonFiniteError`.
         """
-        return self._emit(self.route_table.route(query, previous=previous, context_domains=context_domains, clarify=clarify, vector=vector))
+        return self._emit(
+            self.route_table.route(
+                query, previous=previous, context_domains=context_domains, clarify=clarify, vector=vector
+            )
+        )
 
-    def route_batch(self, queries: Sequence[str], *, previous: str | Sequence[str | None] | None = None,
-                    context_domains: Sequence[str] = (), vectors: Any = None, executor: Executor | None = None) -> list[Decision]:
+    def route_batch(
+        self,
+        queries: Sequence[str],
+        *,
+        previous: str | Sequence[str | None] | None = None,
+        context_domains: Sequence[str] = (),
+        vectors: Any = None,
+        executor: Executor | None = None,
+    ) -> list[Decision]:
         """The decisions for ``queries``, embedded in one batched encoder call.
 
         Each decision is the one :meth:`route` gives for that query. ``previous`` is
         one route for all queries or one per query; ``vectors`` (``n x dim``) skips
         the encoder; ``executor`` decides the queries in its threads (their LLM
         fallback calls then overlap)."""
-        return self._emit_all(self.route_table.route_batch(queries, previous=previous, context_domains=context_domains, vectors=vectors,
-                                                           executor=executor))
+        return self._emit_all(
+            self.route_table.route_batch(
+                queries,
+                previous=previous,
+                context_domains=context_domains,
+                vectors=vectors,
+                executor=executor,
+            )
+        )
 
     async def aroute(self, query: str, **kw: Any) -> Decision:
         """:meth:`route` off the event loop (the native work releases the GIL); the
@@ -270,8 +359,17 @@ class Router:
         return self.route_table.fallback_chain(route)
 
     # -- tools ----------------------------------------------------------------------
-    def tools(self, query: str, *, context_domain: str | None = None, top_k: int | None = None, threshold: float | None = None,
-              candidates: Sequence[str] | None = None, vector: Any = None, context: Any = None) -> ToolBelt:
+    def tools(
+        self,
+        query: str,
+        *,
+        context_domain: str | None = None,
+        top_k: int | None = None,
+        threshold: float | None = None,
+        candidates: Sequence[str] | None = None,
+        vector: Any = None,
+        context: Any = None,
+    ) -> ToolBelt:
         """The tool belt for ``query``: core tools, the best matches, discovery tools.
 
         ``candidates`` limits this call to those tools (names from the catalog; nothing
@@ -283,17 +381,46 @@ class Router:
         with it. A router without tools answers with an empty belt."""
         if context is not None:
             if vector is not None:
-                raise InvalidArgumentError("tools(): give context= or vector=, not both (the context's search text is embedded)")
+                raise InvalidArgumentError(
+                    "tools(): give context= or vector=, not both (the context's search text is embedded)"
+                )
             query = context.search_text()
             if context_domain is None and "domain" in context.layers:
                 context_domain = context.layers["domain"].label
-        return self._emit(select_tools(self.tool_catalog, query, context_domain, top_k, threshold, candidates=candidates, vector=vector))
+        return self._emit(
+            select_tools(
+                self.tool_catalog,
+                query,
+                context_domain,
+                top_k,
+                threshold,
+                candidates=candidates,
+                vector=vector,
+            )
+        )
 
-    def tools_batch(self, queries: Sequence[str], *, context_domain: str | None = None, top_k: int | None = None,
-                    threshold: float | None = None, candidates: Sequence[str] | None = None, vectors: Any = None) -> list[ToolBelt]:
+    def tools_batch(
+        self,
+        queries: Sequence[str],
+        *,
+        context_domain: str | None = None,
+        top_k: int | None = None,
+        threshold: float | None = None,
+        candidates: Sequence[str] | None = None,
+        vectors: Any = None,
+    ) -> list[ToolBelt]:
         """The tool belts for ``queries``, embedded in one batched encoder call (each as :meth:`tools` gives it)."""
-        return self._emit_all(select_tools_batch(self.tool_catalog, queries, context_domain, top_k, threshold, vectors=vectors,
-                                                 candidates=candidates))
+        return self._emit_all(
+            select_tools_batch(
+                self.tool_catalog,
+                queries,
+                context_domain,
+                top_k,
+                threshold,
+                vectors=vectors,
+                candidates=candidates,
+            )
+        )
 
     async def atools(self, query: str, **kw: Any) -> ToolBelt:
         """:meth:`tools` off the event loop."""
@@ -337,13 +464,19 @@ class Router:
         """Remove routes by name."""
         return live.apply(self, remove_routes=names, recalibrate=recalibrate)
 
-    def add_tools(self, tools: Sequence[Any], *, tool_overlay: Any = None, recalibrate: bool = True) -> live.Update:
+    def add_tools(
+        self, tools: Sequence[Any], *, tool_overlay: Any = None, recalibrate: bool = True
+    ) -> live.Update:
         """Add tools (any format :mod:`routecore.tool_formats` reads) to a serving router."""
-        return live.apply(self, add_tools=tool_specs(tools, overlay=tool_overlay) if tools else [], recalibrate=recalibrate)
+        return live.apply(
+            self, add_tools=tool_specs(tools, overlay=tool_overlay) if tools else [], recalibrate=recalibrate
+        )
 
     def update_tool(self, tool: Any, *, tool_overlay: Any = None, recalibrate: bool = True) -> live.Update:
         """Replace the tool of the same name."""
-        return live.apply(self, update_tools=tool_specs([tool], overlay=tool_overlay), recalibrate=recalibrate)
+        return live.apply(
+            self, update_tools=tool_specs([tool], overlay=tool_overlay), recalibrate=recalibrate
+        )
 
     def remove_tools(self, names: Sequence[str], *, recalibrate: bool = True) -> live.Update:
         """Remove tools by name."""

@@ -63,15 +63,34 @@ def record_of(obj: Any) -> dict[str, Any]:
     from routecore.knowledge import KnowledgeSelection
 
     if isinstance(obj, Decision):
-        return {"kind": "route", "query": obj.query, "action": obj.action, "route": obj.route, "tier": obj.tier,
-                "confidence": float(obj.confidence), "latency_ms": float(obj.timings.total)}
+        return {
+            "kind": "route",
+            "query": obj.query,
+            "action": obj.action,
+            "route": obj.route,
+            "tier": obj.tier,
+            "confidence": float(obj.confidence),
+            "latency_ms": float(obj.timings.total),
+        }
     if isinstance(obj, ToolBelt):
         offered = [t.name for t in obj.tools if t.reason != "core"]
-        return {"kind": "tools", "query": obj.query, "tools": offered, "no_tool": bool(obj.no_tool),
-                "latency_ms": float(obj.timings.total)}
+        return {
+            "kind": "tools",
+            "query": obj.query,
+            "tools": offered,
+            "no_tool": bool(obj.no_tool),
+            "latency_ms": float(obj.timings.total),
+        }
     if isinstance(obj, KnowledgeSelection):
-        return {"kind": "knowledge", "collections": obj.names, "source": obj.source, "confidence": float(obj.confidence)}
-    raise InvalidArgumentError(f"RoutingMetrics records a Decision, a ToolBelt or a KnowledgeSelection, not {type(obj).__name__}")
+        return {
+            "kind": "knowledge",
+            "collections": obj.names,
+            "source": obj.source,
+            "confidence": float(obj.confidence),
+        }
+    raise InvalidArgumentError(
+        f"RoutingMetrics records a Decision, a ToolBelt or a KnowledgeSelection, not {type(obj).__name__}"
+    )
 
 
 class RoutingMetrics:
@@ -127,8 +146,15 @@ class RoutingMetrics:
             self._write(rec)
         return str(rec["id"])
 
-    def feedback(self, decision: Any, *, route: Any = _UNSET, tools: Sequence[str] | None = None,
-                 collections: Sequence[str] | None = None, success: bool | None = None) -> None:
+    def feedback(
+        self,
+        decision: Any,
+        *,
+        route: Any = _UNSET,
+        tools: Sequence[str] | None = None,
+        collections: Sequence[str] | None = None,
+        success: bool | None = None,
+    ) -> None:
         """What turned out to be right for a recorded ``decision`` (the object, or its record id).
 
         ``route``: the right route, ``None`` when the query was out of scope; ``tools``:
@@ -144,7 +170,9 @@ class RoutingMetrics:
                 if ref is None or ref() is not decision:  # an id() reused by another object
                     rid = None
             if rid is None or rid not in self._records:
-                raise InvalidArgumentError("feedback for a decision these metrics did not record (or no longer keep)")
+                raise InvalidArgumentError(
+                    "feedback for a decision these metrics did not record (or no longer keep)"
+                )
             fb: dict[str, Any] = {}
             if route is not _UNSET:
                 fb["route"] = route
@@ -217,7 +245,11 @@ def _rate(num: int, den: int) -> float | None:
 
 
 def _route_right(r: Mapping[str, Any], truth: Any) -> bool:
-    return bool(r["action"] == "route" and r["route"] == truth) if truth is not None else bool(r["action"] != "route")
+    return (
+        bool(r["action"] == "route" and r["route"] == truth)
+        if truth is not None
+        else bool(r["action"] != "route")
+    )
 
 
 def _routes(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -226,10 +258,15 @@ def _routes(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     right = sum(_route_right(r, r["feedback"]["route"]) for r in judged)
     right_routed = sum(_route_right(r, r["feedback"]["route"]) for r in routed)
     wrong_high = sum(r["tier"] == "high" and not _route_right(r, r["feedback"]["route"]) for r in routed)
-    return {"decisions": len(recs), "with_feedback": len(judged), "accuracy": _rate(right, len(judged)),
-            "routed_share": _rate(len(routed), len(judged)), "routed_accuracy": _rate(right_routed, len(routed)),
-            "confident_wrong_rate": _rate(wrong_high, len(judged)),
-            "clarify_rate": _rate(sum(r["action"] == "clarify" for r in judged), len(judged))}
+    return {
+        "decisions": len(recs),
+        "with_feedback": len(judged),
+        "accuracy": _rate(right, len(judged)),
+        "routed_share": _rate(len(routed), len(judged)),
+        "routed_accuracy": _rate(right_routed, len(routed)),
+        "confident_wrong_rate": _rate(wrong_high, len(judged)),
+        "clarify_rate": _rate(sum(r["action"] == "clarify" for r in judged), len(judged)),
+    }
 
 
 def _tools(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -242,25 +279,47 @@ def _tools(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if not truth:
             none_rows += 1
             none_right += bool(r["no_tool"])
-    return {"belts": len(recs), "with_feedback": len(judged), "precision": _rate(hit, offered), "recall": _rate(hit, used),
-            "no_tool_rows": none_rows, "no_tool_right": _rate(none_right, none_rows)}
+    return {
+        "belts": len(recs),
+        "with_feedback": len(judged),
+        "precision": _rate(hit, offered),
+        "recall": _rate(hit, used),
+        "no_tool_rows": none_rows,
+        "no_tool_right": _rate(none_right, none_rows),
+    }
 
 
 def _knowledge(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     judged = [r for r in recs if "collections" in r.get("feedback", {})]
     anyhit = sum(bool(set(r["collections"]) & set(r["feedback"]["collections"])) for r in judged)
-    first = sum(bool(r["collections"]) and r["collections"][0] in r["feedback"]["collections"] for r in judged)
-    return {"selections": len(recs), "with_feedback": len(judged), "accuracy": _rate(anyhit, len(judged)),
-            "top1_accuracy": _rate(first, len(judged))}
+    first = sum(
+        bool(r["collections"]) and r["collections"][0] in r["feedback"]["collections"] for r in judged
+    )
+    return {
+        "selections": len(recs),
+        "with_feedback": len(judged),
+        "accuracy": _rate(anyhit, len(judged)),
+        "top1_accuracy": _rate(first, len(judged)),
+    }
 
 
 def _latency(recs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     by: dict[str, list[float]] = {}
     for r in recs:
-        key = r["route"] if r["kind"] == "route" and r["action"] == "route" else (r["action"] if r["kind"] == "route" else "tools")
+        key = (
+            r["route"]
+            if r["kind"] == "route" and r["action"] == "route"
+            else (r["action"] if r["kind"] == "route" else "tools")
+        )
         by.setdefault(str(key), []).append(r["latency_ms"])
-    return {k: {"n": len(v), "p50_ms": round(float(np.percentile(v, 50)), 3), "p95_ms": round(float(np.percentile(v, 95)), 3)}
-            for k, v in sorted(by.items())}
+    return {
+        k: {
+            "n": len(v),
+            "p50_ms": round(float(np.percentile(v, 50)), 3),
+            "p95_ms": round(float(np.percentile(v, 95)), 3),
+        }
+        for k, v in sorted(by.items())
+    }
 
 
 def _outcome(r: Mapping[str, Any]) -> bool | None:
@@ -285,13 +344,25 @@ def _reliability(recs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         conf = float(np.mean([c for c, _ in inside]))
         rate = float(np.mean([o for _, o in inside]))
         ece += len(inside) / len(pairs) * abs(rate - conf)
-        table.append({"bin": [lo, hi], "n": len(inside), "mean_confidence": round(conf, 6), "success_rate": round(rate, 6)})
+        table.append(
+            {
+                "bin": [lo, hi],
+                "n": len(inside),
+                "mean_confidence": round(conf, 6),
+                "success_rate": round(rate, 6),
+            }
+        )
     return {"n": len(pairs), "table": table, "ece": round(ece, 6) if pairs else None}
 
 
 def report(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The report of plain records (as :meth:`RoutingMetrics.records` gives them)."""
     kinds = {k: [r for r in records if r.get("kind") == k] for k in ("route", "tools", "knowledge")}
-    return {"records": len(records), "routes": _routes(kinds["route"]), "tools": _tools(kinds["tools"]),
-            "knowledge": _knowledge(kinds["knowledge"]), "latency_by_route": _latency(kinds["route"] + kinds["tools"]),
-            "reliability": _reliability(kinds["route"] + kinds["knowledge"])}
+    return {
+        "records": len(records),
+        "routes": _routes(kinds["route"]),
+        "tools": _tools(kinds["tools"]),
+        "knowledge": _knowledge(kinds["knowledge"]),
+        "latency_by_route": _latency(kinds["route"] + kinds["tools"]),
+        "reliability": _reliability(kinds["route"] + kinds["knowledge"]),
+    }

@@ -108,7 +108,14 @@ class ToolSpec:
 
     def schema(self) -> dict[str, Any]:
         """OpenAI-style function schema."""
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": dict(self.input_schema) or {"type": "object", "properties": {}}}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.input_schema) or {"type": "object", "properties": {}},
+            },
+        }
 
 
 #: Policy values a route can override (``RouteSpec.thresholds``, ``Policy.per_route``).
@@ -132,7 +139,9 @@ def _schema() -> Any:
 def check_thresholds(where: str, th: Any) -> dict[str, float]:
     """Validated per-route overrides: known keys, numbers in [0, 1]."""
     s = _schema()
-    checked: dict[str, float] = s.given(s.convert(dict(th) if isinstance(th, Mapping) else th, s.Thresholds, where))
+    checked: dict[str, float] = s.given(
+        s.convert(dict(th) if isinstance(th, Mapping) else th, s.Thresholds, where)
+    )
     return checked
 
 
@@ -160,11 +169,14 @@ def check_name(name: str, kind: str, where: str) -> None:
     bad = [c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp")]
     if bad:
         shown = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in dict.fromkeys(bad))
-        raise ConfigError(f"{where}: {kind} name {name!r} holds invisible or control characters ({shown}); "
-                          "names must read as they compare")
+        raise ConfigError(
+            f"{where}: {kind} name {name!r} holds invisible or control characters ({shown}); "
+            "names must read as they compare"
+        )
     if kind == "route" and name_key(name) in RESERVED_ROUTE_NAMES:
-        raise ConfigError(f"{where}: {name!r} is reserved (the clarify decision's route); "
-                          "name the route otherwise")
+        raise ConfigError(
+            f"{where}: {name!r} is reserved (the clarify decision's route); name the route otherwise"
+        )
 
 
 def _check_spec(spec: RouteSpec | ToolSpec, kind: str) -> None:
@@ -172,17 +184,32 @@ def _check_spec(spec: RouteSpec | ToolSpec, kind: str) -> None:
     s = _schema()
     s.convert(spec, s.Route if kind == "route" else s.Tool, f"{kind} {spec.name!r}")
     check_name(spec.name, kind, f"{kind} {spec.name!r}")
-    for k in ("utterances", "success_examples", "anti_patterns", "safety_tags", "prefers_entities", "requires_entities"):
+    for k in (
+        "utterances",
+        "success_examples",
+        "anti_patterns",
+        "safety_tags",
+        "prefers_entities",
+        "requires_entities",
+    ):
         if isinstance(getattr(spec, k, ()), list):
             object.__setattr__(spec, k, tuple(getattr(spec, k)))
 
 
 def _route(r: Any, i: int, where: str) -> RouteSpec:
     check_name(r.name, "route", f"{where}: routes[{i}]")
-    spec = RouteSpec(name=r.name, utterances=tuple(r.utterances), description=r.description, domain=r.domain,
-                     thresholds=check_thresholds(where, r.thresholds), fallback_on_error=r.fallback_on_error,
-                     metadata=r.metadata, prefers_entities=tuple(r.prefers_entities), requires_entities=tuple(r.requires_entities),
-                     label=r.label)
+    spec = RouteSpec(
+        name=r.name,
+        utterances=tuple(r.utterances),
+        description=r.description,
+        domain=r.domain,
+        thresholds=check_thresholds(where, r.thresholds),
+        fallback_on_error=r.fallback_on_error,
+        metadata=r.metadata,
+        prefers_entities=tuple(r.prefers_entities),
+        requires_entities=tuple(r.requires_entities),
+        label=r.label,
+    )
     if not spec.exemplars():
         raise ConfigError(f"{where}: routes[{i}] ({r.name!r}) has neither utterances nor a description")
     return spec
@@ -190,10 +217,21 @@ def _route(r: Any, i: int, where: str) -> RouteSpec:
 
 def _tool(t: Any, i: int, where: str) -> ToolSpec:
     check_name(t.name, "tool", f"{where}: tools[{i}]")
-    spec = ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema, domain=t.domain or t.plugin,
-                    success_examples=tuple(t.success_examples), anti_patterns=tuple(t.anti_patterns),
-                    cost_estimate=t.cost_estimate, avg_latency=t.avg_latency, safety_tags=tuple(t.safety_tags), core=t.core,
-                    metadata=t.metadata, prefers_entities=tuple(t.prefers_entities), requires_entities=tuple(t.requires_entities))
+    spec = ToolSpec(
+        name=t.name,
+        description=t.description,
+        input_schema=t.input_schema,
+        domain=t.domain or t.plugin,
+        success_examples=tuple(t.success_examples),
+        anti_patterns=tuple(t.anti_patterns),
+        cost_estimate=t.cost_estimate,
+        avg_latency=t.avg_latency,
+        safety_tags=tuple(t.safety_tags),
+        core=t.core,
+        metadata=t.metadata,
+        prefers_entities=tuple(t.prefers_entities),
+        requires_entities=tuple(t.requires_entities),
+    )
     if not spec.exemplars() and not spec.core:
         raise ConfigError(f"{where}: tools[{i}] ({t.name!r}) has neither a description nor success_examples")
     return spec
@@ -207,10 +245,13 @@ def unique(names: list[str], what: str, where: str = "config") -> None:
         if k in seen:
             first, j = names[seen[k]], seen[k]
             if first == n:
-                raise ConfigError(f"{where}: {what}s[{i}]: duplicate {what} name {n!r} "
-                                  f"(first at {what}s[{j}])")
-            raise ConfigError(f"{where}: {what}s[{i}]: {what} name {ascii(n)} looks like {ascii(first)} "
-                              f"({what}s[{j}]): the same once Unicode-normalized (NFKC) and case-folded")
+                raise ConfigError(
+                    f"{where}: {what}s[{i}]: duplicate {what} name {n!r} (first at {what}s[{j}])"
+                )
+            raise ConfigError(
+                f"{where}: {what}s[{i}]: {what} name {ascii(n)} looks like {ascii(first)} "
+                f"({what}s[{j}]): the same once Unicode-normalized (NFKC) and case-folded"
+            )
         seen[k] = i
 
 
@@ -247,7 +288,9 @@ def load_yaml(text: str, where: Any = "<string>") -> Any:
             else:
                 total = 1
             if total > YAML_MAX_NODES:
-                raise ConfigError(f"{where}: YAML expands to more than {YAML_MAX_NODES:,} nodes (aliases of aliases?)")
+                raise ConfigError(
+                    f"{where}: YAML expands to more than {YAML_MAX_NODES:,} nodes (aliases of aliases?)"
+                )
             sizes[id(n)] = total
             return total
 
@@ -281,8 +324,9 @@ def _json_object(where: Any) -> Any:
         out: dict[str, Any] = {}
         for k, v in pairs:
             if k in out:
-                raise ConfigError(f"{where}: duplicate key {k!r} in a JSON object "
-                                  "(the last would win silently)")
+                raise ConfigError(
+                    f"{where}: duplicate key {k!r} in a JSON object (the last would win silently)"
+                )
             out[k] = v
         return out
 
@@ -354,7 +398,9 @@ def parse_config(data: Any, where: str = "config") -> tuple[list[RouteSpec], lis
     names = {r.name for r in routes}
     for i, r in enumerate(routes):
         if r.fallback_on_error and r.fallback_on_error not in names:
-            raise ConfigError(f"{where}: routes[{i}].fallback_on_error: {r.fallback_on_error!r} is not a route")
+            raise ConfigError(
+                f"{where}: routes[{i}].fallback_on_error: {r.fallback_on_error!r} is not a route"
+            )
     return routes, tools
 
 

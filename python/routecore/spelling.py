@@ -63,7 +63,9 @@ class Speller:
     as whole words (:func:`tokenizer_words`); such words are never repaired. Without it
     nothing is: a word could not be told from a typo."""
 
-    def __init__(self, texts: Iterable[str], known: Callable[[Sequence[str]], Sequence[bool]] | None = None) -> None:
+    def __init__(
+        self, texts: Iterable[str], known: Callable[[Sequence[str]], Sequence[bool]] | None = None
+    ) -> None:
         self.words = frozenset(w for t in texts for w in _WORD.findall(t.lower()) if len(w) >= MIN_LETTERS)
         self._index: dict[str, set[str]] = {}
         for w in self.words:
@@ -99,7 +101,7 @@ class Speller:
         known = self._known([w for _, _, w, _ in picks])
         picks = [p for p, k in zip(picks, known) if not k]
         out, last, repairs = [], 0, []
-        for s, e, w, c in picks:
+        for s, e, _w, c in picks:
             assert c is not None
             out += [text[last:s], c]
             last = e

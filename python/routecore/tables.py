@@ -50,7 +50,16 @@ class ScoreTable:
         storage: ``"auto"`` (int8 from ``AUTO_INT8_ELEMENTS`` elements), ``"f32"``, ``"f16"`` or ``"int8"``.
     """
 
-    def __init__(self, names: list[str], domains: list[str], texts: list[str], owners: list[int], vectors: np.ndarray | None, dim: int, storage: str):
+    def __init__(
+        self,
+        names: list[str],
+        domains: list[str],
+        texts: list[str],
+        owners: list[int],
+        vectors: np.ndarray | None,
+        dim: int,
+        storage: str,
+    ):
         self.names: list[str] = names
         self.domains: list[str] = domains
         self.texts: list[str] = texts
@@ -60,45 +69,82 @@ class ScoreTable:
         self.index = VectorIndex(dim, backend="flat", storage=storage)
         self._steps: dict[tuple[Any, ...], Any] = {}  # StepParams per distinct policy values (step())
         if len(texts):
-            self.index.add(np.arange(len(texts)), vectors, [names[o] for o in owners], [domains[o] for o in owners])
+            self.index.add(
+                np.arange(len(texts)), vectors, [names[o] for o in owners], [domains[o] for o in owners]
+            )
         label_names = self.labels = self.index.label_names()
         self.pos = {n: i for i, n in enumerate(names)}
         code_of = {n: i for i, n in enumerate(label_names)}
         codes = np.array([code_of.get(n, 0) for n in names], dtype=np.int64)
         # Names interned in spec order (code 0 is the empty label): a slice, not a gather.
-        self.codes: np.ndarray | slice = slice(1, len(names) + 1) if np.array_equal(codes, np.arange(1, len(names) + 1)) else codes
+        self.codes: np.ndarray | slice = (
+            slice(1, len(names) + 1) if np.array_equal(codes, np.arange(1, len(names) + 1)) else codes
+        )
         #: 1 when the label codes are the specs' positions + 1 (a per-spec array after one
         #: zero is then in code order: see :meth:`coded`), else 0.
         self.lead = 1 if isinstance(self.codes, slice) else 0
         dom = {d: i for i, d in enumerate(sorted(set(domains)))}
         self.domain_ids = np.array([dom[d] for d in domains], dtype=np.uint32)
 
-    def step(self, policy: Policy, active: Sequence[str], top: int, aggregation: str | None = None, exact_top: int | None = None,
-             exact_floor: float = float("inf"), probabilities: bool = True, exact: Sequence[str] = ()) -> Any:
+    def step(
+        self,
+        policy: Policy,
+        active: Sequence[str],
+        top: int,
+        aggregation: str | None = None,
+        exact_top: int | None = None,
+        exact_floor: float = float("inf"),
+        probabilities: bool = True,
+        exact: Sequence[str] = (),
+    ) -> Any:
         """The parameters of one native step (``_native.StepParams``) under ``policy``, kept
         per distinct set of values: most calls of a router share one."""
-        key = (policy.temperature, aggregation or policy.aggregation, policy.top_n, tuple(active), policy.affinity_boost,
-               policy.affinity_penalty, policy.collision_gap, top, exact_top or policy.exact_top, policy.exact_band, exact_floor,
-               probabilities, tuple(exact))
+        key = (
+            policy.temperature,
+            aggregation or policy.aggregation,
+            policy.top_n,
+            tuple(active),
+            policy.affinity_boost,
+            policy.affinity_penalty,
+            policy.collision_gap,
+            top,
+            exact_top or policy.exact_top,
+            policy.exact_band,
+            exact_floor,
+            probabilities,
+            tuple(exact),
+        )
         p = self._steps.get(key)
         if p is None:
             if len(self._steps) >= 64:  # per-query exact routes (previous route, clarified candidates) vary
                 self._steps.clear()
             p = self._steps[key] = _native.StepParams(
-                aggregation=key[1], top_n=policy.top_n, temperature=resolved(policy.temperature, "temperature"), active_domains=list(active),
-                boost=resolved(policy.affinity_boost, "affinity_boost"), penalty=resolved(policy.affinity_penalty, "affinity_penalty"),
-                collision_gap=resolved(policy.collision_gap, "collision_gap"), top_exemplars=top,
-                exact_top=key[8], exact_band=policy.exact_band, exact_floor=exact_floor, probabilities=probabilities, exact_routes=list(exact))
+                aggregation=key[1],
+                top_n=policy.top_n,
+                temperature=resolved(policy.temperature, "temperature"),
+                active_domains=list(active),
+                boost=resolved(policy.affinity_boost, "affinity_boost"),
+                penalty=resolved(policy.affinity_penalty, "affinity_penalty"),
+                collision_gap=resolved(policy.collision_gap, "collision_gap"),
+                top_exemplars=top,
+                exact_top=key[8],
+                exact_band=policy.exact_band,
+                exact_floor=exact_floor,
+                probabilities=probabilities,
+                exact_routes=list(exact),
+            )
         return p
 
-    def lexical_bias(self, lexical: LexicalTable | None, text: str, weight: float) -> tuple[np.ndarray, np.ndarray] | None:
+    def lexical_bias(
+        self, lexical: LexicalTable | None, text: str, weight: float
+    ) -> tuple[np.ndarray, np.ndarray] | None:
         """What each spec's cosine gains from ``lexical``'s score for ``text`` (hybrid scoring):
         in this table's label-code order when :attr:`lead` allows it (:meth:`coded` then takes
         it without a copy), and its view in spec order; None when there is nothing to add."""
         if lexical is None or not text:
             return None
         coded = lexical.bias(text, weight, self.lead)
-        return None if coded is None else (coded, coded[self.lead:])
+        return None if coded is None else (coded, coded[self.lead :])
 
     def coded(self, bias: np.ndarray | None) -> np.ndarray | None:
         """``bias`` (spec order) in label-code order, as the native step takes it. A bias
@@ -110,9 +156,19 @@ class ScoreTable:
         coded[self.codes] = bias
         return coded
 
-    def score(self, q: np.ndarray, policy: Policy, active: list[str], top: int, aggregation: str | None = None,
-              exact_top: int | None = None, exact_floor: float = float("inf"), probabilities: bool = True,
-              exact: Sequence[str] = (), bias: np.ndarray | None = None) -> dict[str, Any]:
+    def score(
+        self,
+        q: np.ndarray,
+        policy: Policy,
+        active: list[str],
+        top: int,
+        aggregation: str | None = None,
+        exact_top: int | None = None,
+        exact_floor: float = float("inf"),
+        probabilities: bool = True,
+        exact: Sequence[str] = (),
+        bias: np.ndarray | None = None,
+    ) -> dict[str, Any]:
         """One native step; per-route arrays come back in spec order.
 
         ``bias`` (spec order) is added to each route's cosine before anything else
@@ -130,11 +186,15 @@ class ScoreTable:
         return r
 
 
-def score_many(tables: Sequence[ScoreTable], q: np.ndarray, steps: Sequence[Any], biases: Sequence[np.ndarray | None]) -> list[dict[str, Any]]:
+def score_many(
+    tables: Sequence[ScoreTable], q: np.ndarray, steps: Sequence[Any], biases: Sequence[np.ndarray | None]
+) -> list[dict[str, Any]]:
     """One native step per table on the one vector ``q``, in one native call (context
     layers); ``steps[i]`` (:meth:`ScoreTable.step`) and ``biases[i]`` (spec order) go with
     ``tables[i]``. Results as :meth:`ScoreTable.score` gives them."""
-    out = _native.score_many([t.index._impl for t in tables], q, list(steps), [t.coded(b) for t, b in zip(tables, biases)])
+    out = _native.score_many(
+        [t.index._impl for t in tables], q, list(steps), [t.coded(b) for t, b in zip(tables, biases)]
+    )
     return [t.in_spec_order(r) for t, r in zip(tables, out)]
 
 
@@ -171,13 +231,15 @@ def per_query(value: Any, n: int, what: str) -> list[Any]:
     return out
 
 
-def embed_texts(encoder: EncoderLike, texts: list[str], batch: int = 64, progress: Progress | None = None) -> np.ndarray:
+def embed_texts(
+    encoder: EncoderLike, texts: list[str], batch: int = 64, progress: Progress | None = None
+) -> np.ndarray:
     """The embeddings of ``texts`` (one row each), encoded ``batch`` at a time."""
     if not texts:
         return np.zeros((0, encoder.dim), dtype=np.float32)
     out = []
     for i in range(0, len(texts), batch):
-        out.append(encoder.encode_with_stats(texts[i:i + batch]).embeddings)
+        out.append(encoder.encode_with_stats(texts[i : i + batch]).embeddings)
         if progress is not None:
             progress.advance(len(out[-1]))
     return np.concatenate(out)
@@ -193,17 +255,27 @@ def exemplar_texts(specs: Sequence[Any], attr: str = "exemplars") -> tuple[list[
     return texts, owners
 
 
-def build_table(specs: Sequence[Any], encoder: EncoderLike, storage: str, vectors: np.ndarray | None = None, attr: str = "exemplars") -> ScoreTable:
+def build_table(
+    specs: Sequence[Any],
+    encoder: EncoderLike,
+    storage: str,
+    vectors: np.ndarray | None = None,
+    attr: str = "exemplars",
+) -> ScoreTable:
     """The :class:`ScoreTable` of the ``attr`` texts of ``specs``; embeds them unless ``vectors`` are given."""
     texts, owners = exemplar_texts(specs, attr)
     if vectors is None:
         vectors = embed_texts(encoder, texts)
-    return ScoreTable([s.name for s in specs], [s.domain for s in specs], texts, owners, vectors, encoder.dim, storage)
+    return ScoreTable(
+        [s.name for s in specs], [s.domain for s in specs], texts, owners, vectors, encoder.dim, storage
+    )
 
 
 def collision_alert(a: str, b: str, gap: float, table: ScoreTable, what: str) -> Alert:
     """The ambiguity alert for ``a`` and ``b`` (names in ``table``, ``what``: "route" or "tool") within ``gap``."""
     da, db = table.domains[table.pos[a]], table.domains[table.pos[b]]
-    msg = (f"Ambiguity alert: the {what}s '{a}' (domain '{da}') and '{b}' (domain '{db}') are within {gap:.3f} of each other. "
-           f"Check which domain the user means before using '{a}'; if the request is about '{db}', use '{b}'.")
+    msg = (
+        f"Ambiguity alert: the {what}s '{a}' (domain '{da}') and '{b}' (domain '{db}') are within {gap:.3f} of each other. "
+        f"Check which domain the user means before using '{a}'; if the request is about '{db}', use '{b}'."
+    )
     return Alert("collision", msg, {"first": a, "second": b, "gap": float(gap), "domains": [da, db]})

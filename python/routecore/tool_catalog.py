@@ -26,7 +26,9 @@ from routecore.tables import EncoderLike, build_table, exemplar_texts
 def lexical_form(spec_policy: Policy, calibration: Calibration | None) -> tuple[str, float]:
     """The tools' lexical stemmer and BM25 ``b``: the policy's stemmer when set, else the
     calibration's (the one ``routecore fit --tools`` chose), else none; ``b`` the calibration's."""
-    stemmer, b = (calibration.tool_lexical_stemmer, calibration.tool_lexical_b) if calibration else ("none", DEFAULT_B)
+    stemmer, b = (
+        (calibration.tool_lexical_stemmer, calibration.tool_lexical_b) if calibration else ("none", DEFAULT_B)
+    )
     return spec_policy.tool_lexical_stemmer or stemmer, b
 
 
@@ -46,9 +48,18 @@ class ToolCatalog:
     positions and their domains, in spec order.
     """
 
-    def __init__(self, tools: Sequence[ToolSpec], *, encoder: EncoderLike, policy: Policy, memory: ExperienceMemory | None = None,
-                 storage: str = "auto", vectors: np.ndarray | None = None, anti_vectors: np.ndarray | None = None,
-                 lexical: LexicalTable | None = None):
+    def __init__(
+        self,
+        tools: Sequence[ToolSpec],
+        *,
+        encoder: EncoderLike,
+        policy: Policy,
+        memory: ExperienceMemory | None = None,
+        storage: str = "auto",
+        vectors: np.ndarray | None = None,
+        anti_vectors: np.ndarray | None = None,
+        lexical: LexicalTable | None = None,
+    ):
         self.specs = list(tools)
         self.encoder, self.policy, self.memory, self.lexical = encoder, policy, memory, lexical
         self.by_name = {t.name: t for t in self.specs}
@@ -71,7 +82,9 @@ class ToolCatalog:
     def lexical_table(self, stemmer: str, b: float) -> LexicalTable:
         """A BM25 table of the tools (names and exemplars) with terms stemmed by ``stemmer`` and length norm ``b``."""
         texts, owners = exemplar_texts(self.specs)
-        return LexicalTable(texts, owners, len(self.specs), [t.name for t in self.specs], stemmer=stemmer, b=b)
+        return LexicalTable(
+            texts, owners, len(self.specs), [t.name for t in self.specs], stemmer=stemmer, b=b
+        )
 
     def set_lexical_form(self, spec_policy: Policy, calibration: Calibration | None) -> None:
         """Rebuild the lexical table when its stemmer or ``b`` are not :func:`lexical_form`'s
@@ -104,4 +117,6 @@ class ToolCatalog:
         if tool not in self.by_name:
             raise InvalidArgumentError(f"unknown tool {tool!r}")
         emb = self.encoder.encode_with_stats([query]).embeddings[0]
-        return self.memory.record(query, tool, use=use, embedding=emb, model_id=self.encoder.model_id, context=context)
+        return self.memory.record(
+            query, tool, use=use, embedding=emb, model_id=self.encoder.model_id, context=context
+        )

@@ -30,7 +30,17 @@ from routecore.errors import ConfigError
 from routecore.specs import ToolSpec, parse_config, read_config_file
 
 #: The keys an overlay entry may set: routecore's tool fields that the formats lack.
-OVERLAY_KEYS = ("success_examples", "anti_patterns", "domain", "plugin", "core", "cost_estimate", "avg_latency", "safety_tags", "description")
+OVERLAY_KEYS = (
+    "success_examples",
+    "anti_patterns",
+    "domain",
+    "plugin",
+    "core",
+    "cost_estimate",
+    "avg_latency",
+    "safety_tags",
+    "description",
+)
 
 #: MCP tool keys kept in ``ToolSpec.metadata`` (under ``"mcp"``).
 _MCP_KEPT = ("title", "annotations", "outputSchema", "_meta", "icons", "execution")
@@ -69,7 +79,10 @@ def _wire(obj: Any) -> Any:
 
 
 def _is_langchain(obj: Any) -> bool:
-    return any(c.__module__.startswith("langchain_core.tools") and c.__name__ == "BaseTool" for c in type(obj).__mro__)
+    return any(
+        c.__module__.startswith("langchain_core.tools") and c.__name__ == "BaseTool"
+        for c in type(obj).__mro__
+    )
 
 
 def tool_format(obj: Any) -> str:
@@ -101,8 +114,11 @@ def _openai(d: Mapping[str, Any], where: str) -> dict[str, Any]:
     if not isinstance(fn, Mapping):
         raise ConfigError(f"{where}: 'function' must be a mapping, got {type(fn).__name__}")
     extra = {k: v for k, v in fn.items() if k not in ("name", "description", "parameters", "type")}
-    out: dict[str, Any] = {"name": fn.get("name"), "description": fn.get("description") or "",
-                           "input_schema": _schema(fn.get("parameters"), where, "parameters")}
+    out: dict[str, Any] = {
+        "name": fn.get("name"),
+        "description": fn.get("description") or "",
+        "input_schema": _schema(fn.get("parameters"), where, "parameters"),
+    }
     if extra:
         out["metadata"] = {"openai": extra}
     return out
@@ -116,8 +132,12 @@ def _mcp(d: Mapping[str, Any], where: str) -> dict[str, Any]:
     if ann is not None and not isinstance(ann, Mapping):
         raise ConfigError(f"{where}: annotations must be a mapping, got {type(ann).__name__}")
     # An undocumented tool falls back on its human-readable title.
-    out: dict[str, Any] = {"name": d.get("name"), "description": d.get("description") or d.get("title") or "",
-                           "input_schema": _schema(d.get("inputSchema"), where, "inputSchema"), "safety_tags": list(mcp_safety_tags(ann))}
+    out: dict[str, Any] = {
+        "name": d.get("name"),
+        "description": d.get("description") or d.get("title") or "",
+        "input_schema": _schema(d.get("inputSchema"), where, "inputSchema"),
+        "safety_tags": list(mcp_safety_tags(ann)),
+    }
     kept = {k: d[k] for k in _MCP_KEPT if d.get(k) is not None}
     if kept:
         out["metadata"] = {"mcp": kept}
@@ -125,7 +145,9 @@ def _mcp(d: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def _langchain(tool: Any) -> dict[str, Any]:
-    from langchain_core.utils.function_calling import convert_to_openai_tool  # the object exists: so does the library
+    from langchain_core.utils.function_calling import (
+        convert_to_openai_tool,  # the object exists: so does the library
+    )
 
     d = _openai(convert_to_openai_tool(tool), f"LangChain tool {getattr(tool, 'name', '?')!r}")
     d["description"] = d["description"] or (tool.description or "")
@@ -139,7 +161,9 @@ def tool_dict(obj: Any, where: str = "tool") -> dict[str, Any]:
         return _langchain(obj)
     d = _wire(obj)
     if kind == "unknown":
-        raise ConfigError(f"{where}: a tool must be a ToolSpec, a mapping (routecore, MCP or OpenAI format) or a LangChain tool; got {type(obj).__name__}")
+        raise ConfigError(
+            f"{where}: a tool must be a ToolSpec, a mapping (routecore, MCP or OpenAI format) or a LangChain tool; got {type(obj).__name__}"
+        )
     if kind == "openai":
         return _openai(d, where)
     if kind == "mcp":
@@ -167,13 +191,21 @@ def read_overlay(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str
             raise ConfigError(f"{where}: {name!r}: expected a mapping of fields, got {type(fields).__name__}")
         bad = set(fields) - set(OVERLAY_KEYS)
         if bad:
-            raise ConfigError(f"{where}: {name!r}: unknown overlay keys {sorted(bad)}; allowed: {', '.join(OVERLAY_KEYS)}")
+            raise ConfigError(
+                f"{where}: {name!r}: unknown overlay keys {sorted(bad)}; allowed: {', '.join(OVERLAY_KEYS)}"
+            )
         out[str(name)] = dict(fields)
     return out
 
 
-def tool_specs(tools: Iterable[Any], *, overlay: str | os.PathLike[str] | Mapping[str, Any] | None = None, domain: str | None = None,
-               missing_ok: bool = False, where: str = "tools") -> list[ToolSpec]:
+def tool_specs(
+    tools: Iterable[Any],
+    *,
+    overlay: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    domain: str | None = None,
+    missing_ok: bool = False,
+    where: str = "tools",
+) -> list[ToolSpec]:
     """ToolSpecs from tools in any accepted format, with ``overlay`` applied.
 
     Args:
@@ -222,4 +254,7 @@ def normalize_config_tools(data: Any) -> Any:
     tools = data["tools"]
     if all(not isinstance(t, Mapping) or tool_format(t) == "routecore" for t in tools):
         return data
-    return {**data, "tools": [tool_dict(t, f"tools[{i}]") if isinstance(t, Mapping) else t for i, t in enumerate(tools)]}
+    return {
+        **data,
+        "tools": [tool_dict(t, f"tools[{i}]") if isinstance(t, Mapping) else t for i, t in enumerate(tools)],
+    }

@@ -22,8 +22,15 @@ from routecore.tables import collision_alert, query_vectors
 from routecore.tool_catalog import ToolCatalog
 
 
-def _ranked_scores(catalog: ToolCatalog, q: np.ndarray, context_domain: str | None, exact_top: int, floor: float,
-                   alerts: list[Alert], text: str = "") -> tuple[dict[str, Any], np.ndarray, bool, bool]:
+def _ranked_scores(
+    catalog: ToolCatalog,
+    q: np.ndarray,
+    context_domain: str | None,
+    exact_top: int,
+    floor: float,
+    alerts: list[Alert],
+    text: str = "",
+) -> tuple[dict[str, Any], np.ndarray, bool, bool]:
     """The native step's output (``raw``, ``bound``: 0 when exact, ``collision``),
     the final scores (affinity, anti-patterns, lessons), whether a lesson banned
     a tool (-inf) and whether anti-patterns or lessons changed any score. An
@@ -41,7 +48,9 @@ def _ranked_scores(catalog: ToolCatalog, q: np.ndarray, context_domain: str | No
     hit = None
     if len(catalog.anti.texts):
         anti_threshold = resolved(p.anti_pattern_threshold, "anti_pattern_threshold")
-        anti = catalog.anti.score(q, p, [], 0, aggregation="max", exact_floor=anti_threshold, probabilities=False)["raw"]
+        anti = catalog.anti.score(
+            q, p, [], 0, aggregation="max", exact_floor=anti_threshold, probabilities=False
+        )["raw"]
         hit = anti >= anti_threshold
     lessons: list[tuple[int, bool]] = []
     if catalog.memory is not None:
@@ -49,7 +58,12 @@ def _ranked_scores(catalog: ToolCatalog, q: np.ndarray, context_domain: str | No
         try:
             emb, tools, use, contexts = catalog.memory.matrix(catalog.encoder.model_id, q.shape[0])
             if catalog.memory.skipped:
-                alerts.append(Alert("memory_error", f"{catalog.memory.skipped} lessons skipped: their embedding is not {q.shape[0]} wide"))
+                alerts.append(
+                    Alert(
+                        "memory_error",
+                        f"{catalog.memory.skipped} lessons skipped: their embedding is not {q.shape[0]} wide",
+                    )
+                )
         except RoutecoreError as e:
             alerts.append(Alert("memory_error", f"lessons not applied: {e}"))
             emb, tools, use, contexts = np.zeros((0, 0), np.float32), [], np.zeros(0, bool), []
@@ -66,13 +80,24 @@ def _ranked_scores(catalog: ToolCatalog, q: np.ndarray, context_domain: str | No
     found = catalog.entities.find(text) if catalog.entities is not None and text else ()
     required_missing = False
     if catalog.entity_tools:  # entity preferences and requirements, as for routes
-        boost = p.entity_boost if p.entity_boost is not None else resolved(p.three_way_within, "three_way_within")
+        boost = (
+            p.entity_boost if p.entity_boost is not None else resolved(p.three_way_within, "three_way_within")
+        )
         eb, _ = entity_effects(catalog.specs, {e.kind for e in found}, boost)
         if eb is not None:
             bias = eb if lexical is None else lexical + eb
             required_missing = bool(np.isneginf(eb).any())
-    r = catalog.tools.score(q, p, active, 0, exact_top=exact_top + len(demoted), exact_floor=floor, probabilities=False, exact=exact,
-                            bias=bias)
+    r = catalog.tools.score(
+        q,
+        p,
+        active,
+        0,
+        exact_top=exact_top + len(demoted),
+        exact_floor=floor,
+        probabilities=False,
+        exact=exact,
+        bias=bias,
+    )
     r["lexical"], r["entities"] = lexical, found
     adjusted = r["adjusted"]  # a fresh array (or a view of one): ours to modify
     banned = catalog.without_exemplars or required_missing  # such tools score -inf
@@ -93,14 +118,19 @@ def _allowed(catalog: ToolCatalog, candidates: Sequence[str] | None) -> np.ndarr
     pos = catalog.tools.pos
     unknown = [c for c in candidates if c not in pos]
     if unknown:
-        raise InvalidArgumentError(f"candidates name unknown tools {unknown[:5]}{' ...' if len(unknown) > 5 else ''}")
+        raise InvalidArgumentError(
+            f"candidates name unknown tools {unknown[:5]}{' ...' if len(unknown) > 5 else ''}"
+        )
     mask = np.zeros(len(catalog.specs), bool)
     mask[[pos[c] for c in candidates]] = True
     return mask
 
 
 def _empty_belt(query: str, why: str, code: str = "no_tool") -> ToolBelt:
-    return trace("tool belt", ToolBelt((), (Alert("no_tool", why),), query=query, no_tool=True, reason=Reason(code, why)))
+    return trace(
+        "tool belt",
+        ToolBelt((), (Alert("no_tool", why),), query=query, no_tool=True, reason=Reason(code, why)),
+    )
 
 
 def _checked(query: Any, top_k: int | None, threshold: float | None, p: Any) -> tuple[int, float | None]:
@@ -108,13 +138,28 @@ def _checked(query: Any, top_k: int | None, threshold: float | None, p: Any) -> 
         raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
     k = p.tool_top_k if top_k is None else top_k
     th = p.tool_threshold if threshold is None else threshold
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1 << 31 or (th is not None and not 0 <= th <= 1):
-        raise InvalidArgumentError(f"top_k must be a whole number >= 1 and threshold in [0, 1]; got {k}, {th}")
+    if (
+        isinstance(k, bool)
+        or not isinstance(k, int)
+        or not 1 <= k <= 1 << 31
+        or (th is not None and not 0 <= th <= 1)
+    ):
+        raise InvalidArgumentError(
+            f"top_k must be a whole number >= 1 and threshold in [0, 1]; got {k}, {th}"
+        )
     return k, th
 
 
-def select_tools_batch(catalog: ToolCatalog, queries: Sequence[str], context_domain: str | None, top_k: int | None,
-                       threshold: float | None, *, vectors: Any = None, candidates: Sequence[str] | None = None) -> list[ToolBelt]:
+def select_tools_batch(
+    catalog: ToolCatalog,
+    queries: Sequence[str],
+    context_domain: str | None,
+    top_k: int | None,
+    threshold: float | None,
+    *,
+    vectors: Any = None,
+    candidates: Sequence[str] | None = None,
+) -> list[ToolBelt]:
     """The tool belts of ``queries`` from one batched encoder call (:meth:`routecore.router.Router.tools_batch`)."""
     if isinstance(queries, str):
         raise InvalidArgumentError("queries must be a list of strings; use tools() for one query")
@@ -122,7 +167,9 @@ def select_tools_batch(catalog: ToolCatalog, queries: Sequence[str], context_dom
     for q in queries:
         _checked(q, top_k, threshold, catalog.policy)
     if not queries or not catalog.specs:
-        return [select_tools(catalog, q, context_domain, top_k, threshold, candidates=candidates) for q in queries]
+        return [
+            select_tools(catalog, q, context_domain, top_k, threshold, candidates=candidates) for q in queries
+        ]
     t0 = time.perf_counter()
     if vectors is not None:
         embs, tok_ms = query_vectors(vectors, catalog.encoder.dim, len(queries)), 0.0
@@ -130,13 +177,32 @@ def select_tools_batch(catalog: ToolCatalog, queries: Sequence[str], context_dom
         enc = catalog.encoder.encode_with_stats([routing_text(q)[0] for q in queries])
         embs, tok_ms = enc.embeddings, enc.tokenize_ms
     share = (time.perf_counter() - t0) * 1e3 / len(queries)
-    return [select_tools(catalog, q, context_domain, top_k, threshold, candidates=candidates, encoded=(embs[i], tok_ms / len(queries), share))
-            for i, q in enumerate(queries)]
+    return [
+        select_tools(
+            catalog,
+            q,
+            context_domain,
+            top_k,
+            threshold,
+            candidates=candidates,
+            encoded=(embs[i], tok_ms / len(queries), share),
+        )
+        for i, q in enumerate(queries)
+    ]
 
 
-def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, top_k: int | None, threshold: float | None, *,
-                 exclude: set[str] | None = None, candidates: Sequence[str] | None = None, vector: Any = None,
-                 encoded: tuple[np.ndarray, float, float] | None = None) -> ToolBelt:
+def select_tools(
+    catalog: ToolCatalog,
+    query: str,
+    context_domain: str | None,
+    top_k: int | None,
+    threshold: float | None,
+    *,
+    exclude: set[str] | None = None,
+    candidates: Sequence[str] | None = None,
+    vector: Any = None,
+    encoded: tuple[np.ndarray, float, float] | None = None,
+) -> ToolBelt:
     """The tool belt of ``query`` from ``catalog`` (see :meth:`routecore.router.Router.tools`); ``exclude``: tools
     not to pick; ``candidates``: the only tools this call may offer (core and discovery tools included);
     ``vector``: the query's embedding, given by the caller; ``encoded``: (embedding, tokenize ms, encoder ms)
@@ -173,24 +239,40 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
             alerts.append(language_alert(lang, {"tool_threshold": (pl.tool_threshold, th)}))
             th = floor = pl.tool_threshold
     # The best ``wanted`` tools are exact, which is all the floor and the cap look at.
-    r, adjusted, banned, changed = _ranked_scores(catalog, q, context_domain, max(p.exact_top, wanted), float("inf"), alerts, routed)
+    r, adjusted, banned, changed = _ranked_scores(
+        catalog, q, context_domain, max(p.exact_top, wanted), float("inf"), alerts, routed
+    )
     raw, bound, table = r["dense"], r["bound"], catalog.tools
     lexical = r["lexical"]  # what the lexical pass added (entities' effects are in the adjusted scores only)
     if allowed is not None:  # the tools outside the candidates never enter the belt
         adjusted = np.where(allowed, adjusted, np.float32(-np.inf)).astype(np.float32)
         banned = True
     # Collisions are judged on the final scores (after anti-patterns and lessons), among tools that can be offered.
-    finite = np.where(np.isfinite(adjusted), adjusted, np.float32(-1e30)).astype(np.float32) if banned else adjusted
+    finite = (
+        np.where(np.isfinite(adjusted), adjusted, np.float32(-1e30)).astype(np.float32)
+        if banned
+        else adjusted
+    )
     if not (banned or changed) and isinstance(table.codes, slice):
         # Nothing changed the native step's scores, whose label codes are spec positions + 1.
         c = r["collision"]
         collision = None if c is None else (c[0] - 1, c[1] - 1, c[2])
     elif banned:
         live = np.flatnonzero(np.isfinite(adjusted))
-        c = _native.detect_collision(finite[live], table.domain_ids[live], resolved(p.collision_gap, "collision_gap")) if len(live) > 1 else None
+        c = (
+            _native.detect_collision(
+                finite[live], table.domain_ids[live], resolved(p.collision_gap, "collision_gap")
+            )
+            if len(live) > 1
+            else None
+        )
         collision = None if c is None else (int(live[c[0]]), int(live[c[1]]), c[2])
     else:
-        collision = _native.detect_collision(finite, table.domain_ids, resolved(p.collision_gap, "collision_gap")) if len(finite) > 1 else None
+        collision = (
+            _native.detect_collision(finite, table.domain_ids, resolved(p.collision_gap, "collision_gap"))
+            if len(finite) > 1
+            else None
+        )
     t2 = time.perf_counter()
     names, tools, domains = table.names, catalog.specs, table.domains
     pos, core = table.pos, catalog.core
@@ -199,7 +281,11 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
     m = min(finite_n, wanted)
     # One exact native top-m (ties to the lower index): O(tools), no full sort.
     shown_n = min(p.report_scores, finite_n)
-    best, ranked = _native.topk(finite, max(m, shown_n)) if max(m, shown_n) else (np.zeros(0, np.float32), np.zeros(0, np.uint64))
+    best, ranked = (
+        _native.topk(finite, max(m, shown_n))
+        if max(m, shown_n)
+        else (np.zeros(0, np.float32), np.zeros(0, np.uint64))
+    )
     shown_ix = ranked[:shown_n]  # numpy indices for the arrays' take()
     ranked = ranked.tolist()  # plain ints: numpy scalars are slow to index with
     order, shown = ranked[:m], ranked[:shown_n]
@@ -214,12 +300,29 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
         picked += 1
     if not picked and k:
         fb = p.fallback_tool
-        if fb is not None and fb in pos and fb not in chosen and (allowed is None or allowed[pos[fb]]) and not (exclude and fb in exclude):
+        if (
+            fb is not None
+            and fb in pos
+            and fb not in chosen
+            and (allowed is None or allowed[pos[fb]])
+            and not (exclude and fb in exclude)
+        ):
             chosen[fb] = "fallback"  # the confidence gate: a general tool (web search...) rather than none
-            alerts.append(Alert("no_tool", f"no tool scored above the floor {floor:.3f}: the belt holds its core tools and the "
-                                           f"fallback tool {fb!r}", {"fallback_tool": fb}))
+            alerts.append(
+                Alert(
+                    "no_tool",
+                    f"no tool scored above the floor {floor:.3f}: the belt holds its core tools and the "
+                    f"fallback tool {fb!r}",
+                    {"fallback_tool": fb},
+                )
+            )
         else:
-            alerts.append(Alert("no_tool", f"no tool scored above the floor {floor:.3f}: the belt holds only its core tools"))
+            alerts.append(
+                Alert(
+                    "no_tool",
+                    f"no tool scored above the floor {floor:.3f}: the belt holds only its core tools",
+                )
+            )
     # The matched tools' plugins in belt order (a set's order changes with each process's string hashing).
     plugins = [d for d in dict.fromkeys(domains[pos[n]] for n, why in chosen.items() if why != "core") if d]
     discovery = catalog.discovery_tools(p.discovery_prefixes)
@@ -233,8 +336,17 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
         alerts.append(a)
         prompt = a.message
     idx = [pos[n] for n in chosen]
-    choices = tuple(map(ToolChoice, chosen, [domains[i] for i in idx], adjusted.take(idx).tolist(), raw.take(idx).tolist(), chosen.values(),
-                        lexical.take(idx).tolist() if lexical is not None else [0.0] * len(idx)))
+    choices = tuple(
+        map(
+            ToolChoice,
+            chosen,
+            [domains[i] for i in idx],
+            adjusted.take(idx).tolist(),
+            raw.take(idx).tolist(),
+            chosen.values(),
+            lexical.take(idx).tolist() if lexical is not None else [0.0] * len(idx),
+        )
+    )
     # The reported scores: the top-k values are the final scores unless a lesson banned a tool.
     shown_names = [names[i] for i in shown]
     shown_adj = adjusted.take(shown_ix) if banned else best[:shown_n]
@@ -249,11 +361,21 @@ def select_tools(catalog: ToolCatalog, query: str, context_domain: str | None, t
         why = Reason("tools", f"{picked} tool(s) offered; the best, {top}, >= the floor {floor:.3f}")
     else:
         why = Reason("no_tool", f"the best tool {top} < the floor {floor:.3f}")
-    belt = ToolBelt(choices, tuple(alerts), prompt is not None, prompt, ScoreMap(shown_names, shown_adj), ScoreMap(shown_names, raw.take(shown_ix)),
-                    bounds, Timings(tok_ms, (t1 - t0) * 1e3 - tok_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3), query,
-                    no_tool=bool(k) and not picked,
-                    lexical_scores=ScoreMap(shown_names, lexical.take(shown_ix)) if lexical is not None else {}, entities=r["entities"],
-                    reason=why)
+    belt = ToolBelt(
+        choices,
+        tuple(alerts),
+        prompt is not None,
+        prompt,
+        ScoreMap(shown_names, shown_adj),
+        ScoreMap(shown_names, raw.take(shown_ix)),
+        bounds,
+        Timings(tok_ms, (t1 - t0) * 1e3 - tok_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3),
+        query,
+        no_tool=bool(k) and not picked,
+        lexical_scores=ScoreMap(shown_names, lexical.take(shown_ix)) if lexical is not None else {},
+        entities=r["entities"],
+        reason=why,
+    )
     return trace("tool belt", belt)
 
 
@@ -289,9 +411,28 @@ class ToolSession:
         if self.calls >= limit:
             return []
         self.calls += 1
-        more = select_tools(self.tool_catalog, query or self.query, self.context_domain, self.tool_catalog.policy.more_tools_batch, None, exclude=self.offered)
-        new = [ToolChoice(t.name, t.domain, t.score, t.raw_score, "more") for t in more.tools if t.name not in self.offered]
+        more = select_tools(
+            self.tool_catalog,
+            query or self.query,
+            self.context_domain,
+            self.tool_catalog.policy.more_tools_batch,
+            None,
+            exclude=self.offered,
+        )
+        new = [
+            ToolChoice(t.name, t.domain, t.score, t.raw_score, "more")
+            for t in more.tools
+            if t.name not in self.offered
+        ]
         self.offered.update(t.name for t in new)
         if self.calls >= limit:
-            self.alerts.append(trace("tool session", Alert("circuit_breaker", f"{MORE_TOOLS} was called {limit} times this turn and is now disabled; answer with the tools you have.")))
+            self.alerts.append(
+                trace(
+                    "tool session",
+                    Alert(
+                        "circuit_breaker",
+                        f"{MORE_TOOLS} was called {limit} times this turn and is now disabled; answer with the tools you have.",
+                    ),
+                )
+            )
         return trace(f"{MORE_TOOLS} call {self.calls}", new)

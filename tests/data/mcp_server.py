@@ -21,7 +21,11 @@ def home() -> MCPServer:
         """Read the current state of a Home Assistant entity (light, sensor, thermostat)."""
         return "on"
 
-    @s.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False))
+    @s.tool(
+        annotations=ToolAnnotations(
+            readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
+        )
+    )
     def ha_turn_on_light(entity_id: str, brightness: int = 255) -> str:
         """Switch on a light, optionally at a brightness between 0 and 255."""
         return "ok"
@@ -57,7 +61,18 @@ def calendar() -> MCPServer:
 
 def many(n: int) -> MCPServer:
     s = MCPServer("many")
-    topics = ["invoice", "ticket", "server", "user", "order", "flight", "report", "backup", "alert", "contract"]
+    topics = [
+        "invoice",
+        "ticket",
+        "server",
+        "user",
+        "order",
+        "flight",
+        "report",
+        "backup",
+        "alert",
+        "contract",
+    ]
     verbs = ["get", "list", "create", "update", "delete"]
     for i in range(n):
         topic, verb = topics[i % len(topics)], verbs[(i // len(topics)) % len(verbs)]
@@ -65,8 +80,12 @@ def many(n: int) -> MCPServer:
         def fn(item_id: str, note: str = "") -> str:
             return item_id
 
-        s.add_tool(fn, name=f"{verb}_{topic}_{i}", description=f"{verb.capitalize()} a {topic} record (variant {i}) by its id, with an optional note.",
-                   annotations=ToolAnnotations(readOnlyHint=verb in ("get", "list")))
+        s.add_tool(
+            fn,
+            name=f"{verb}_{topic}_{i}",
+            description=f"{verb.capitalize()} a {topic} record (variant {i}) by its id, with an optional note.",
+            annotations=ToolAnnotations(readOnlyHint=verb in ("get", "list")),
+        )
     return s
 
 

@@ -8,14 +8,14 @@ stay needed (strict mode reports unused ignores), so the protocol keeps rejectin
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence  # noqa: F401 - Any: in assert_type strings
 
 import numpy as np
 from typing_extensions import assert_type
 
 import routecore
-from routecore import Encoder, Policy, RouteSpec, Router, ToolSpec
-from routecore.decision import Alert, Decision, ToolBelt, ToolChoice
+from routecore import Encoder, Policy, Router, RouteSpec, ToolSpec
+from routecore.decision import Alert, Decision, ToolBelt, ToolChoice  # noqa: F401 - in assert_type strings
 from routecore.encoder import EncodeOutput
 from routecore.tables import EncoderLike, embed_texts
 
@@ -40,8 +40,10 @@ class MyEncoder:
         return EncodeOutput(np.ones((n, 4), np.float32), (), 0.0, 0.0, 0)
 
 
-ROUTES = [RouteSpec("billing", ("refund my order", "invoice question"), domain="finance"),
-          RouteSpec("support", ("the app crashes", "cannot log in"))]
+ROUTES = [
+    RouteSpec("billing", ("refund my order", "invoice question"), domain="finance"),
+    RouteSpec("support", ("the app crashes", "cannot log in")),
+]
 TOOLS = [ToolSpec("get_invoice", "Fetch an invoice by id", domain="finance")]
 
 

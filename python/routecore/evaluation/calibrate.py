@@ -52,7 +52,14 @@ def _macro_f1_many(pred: np.ndarray, gold: np.ndarray, n_classes: int) -> np.nda
     return out
 
 
-def objective_many(pred: np.ndarray, gold: np.ndarray, objective: str, n_classes: int, answered: np.ndarray | None = None, coverage: float = 0.9) -> np.ndarray:
+def objective_many(
+    pred: np.ndarray,
+    gold: np.ndarray,
+    objective: str,
+    n_classes: int,
+    answered: np.ndarray | None = None,
+    coverage: float = 0.9,
+) -> np.ndarray:
     """Objective per row of ``pred`` [T, n]; class ``n_classes - 1`` is out of scope.
 
     ``oos_f1`` / ``oos_recall`` are the out-of-scope F1 / recall among rows whose
@@ -85,12 +92,24 @@ def objective_many(pred: np.ndarray, gold: np.ndarray, objective: str, n_classes
         prec = np.divide(correct, ans.sum(axis=1), out=np.zeros(len(cov)), where=ans.sum(axis=1) > 0)
         ranked: np.ndarray = np.where(cov >= coverage, prec, -1.0 + cov)  # infeasible rows rank by coverage
         return ranked
-    raise InvalidArgumentError(f"objective must be accuracy, macro_f1, precision_at_coverage, oos_f1 or oos_recall, got {objective!r}")
+    raise InvalidArgumentError(
+        f"objective must be accuracy, macro_f1, precision_at_coverage, oos_f1 or oos_recall, got {objective!r}"
+    )
 
 
-def fit_thresholds(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str], oos_label: str = "oos", *,
-                   objective: Objective = "accuracy", coverage: float = 0.9, per_route: bool = True, grid: int = 200,
-                   min_gain: int = 2, cut_scores: np.ndarray | None = None) -> tuple[float, dict[str, float], float]:
+def fit_thresholds(
+    scores: np.ndarray,
+    gold: Sequence[str],
+    routes: Sequence[str],
+    oos_label: str = "oos",
+    *,
+    objective: Objective = "accuracy",
+    coverage: float = 0.9,
+    per_route: bool = True,
+    grid: int = 200,
+    min_gain: int = 2,
+    cut_scores: np.ndarray | None = None,
+) -> tuple[float, dict[str, float], float]:
     """Global then per-route ``min_score`` on raw route scores ``scores`` [n, R]; the cut reads
     ``cut_scores`` [n] (the best route's cosine in a hybrid router), or the best score."""
     names = list(routes)
@@ -106,6 +125,7 @@ def fit_thresholds(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str
     t_global = float(cands[int(np.argmax(vals))])
     th = np.full(R, t_global)
     if per_route:
+
         def correct_at(r_mask: np.ndarray, t: float) -> int:
             return int(((np.where(best[r_mask] >= t, arg[r_mask], R)) == g[r_mask]).sum())
 
@@ -119,7 +139,9 @@ def fit_thresholds(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str
             if counts.max() - base >= min_gain:
                 th[r] = float(local[int(np.argmax(counts))])
         pred_pr = _predictions(best, arg, th[arg], R)
-        val_pr = objective_many(pred_pr[None, :], g[None, :], objective, R + 1, (best >= th[arg])[None, :], coverage)[0]
+        val_pr = objective_many(
+            pred_pr[None, :], g[None, :], objective, R + 1, (best >= th[arg])[None, :], coverage
+        )[0]
         if val_pr < vals.max():
             th[:] = t_global  # per-route refinement must not hurt the real objective
     per = {names[r]: float(th[r]) for r in range(R) if th[r] != t_global}
@@ -138,7 +160,13 @@ def fit_temperature(scores: np.ndarray, gold: Sequence[str], routes: Sequence[st
     return C.fit_temperature(scores, g) if (g >= 0).any() else 0.05
 
 
-def fit_tiers(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str], temperature: float, target_precision: float = 0.95) -> tuple[float, float]:
+def fit_tiers(
+    scores: np.ndarray,
+    gold: Sequence[str],
+    routes: Sequence[str],
+    temperature: float,
+    target_precision: float = 0.95,
+) -> tuple[float, float]:
     """(high, margin) giving the largest high-tier coverage whose precision on
     validation is at least ``target_precision`` (the zero-label fit's rule,
     :func:`routecore.calibration.fit_tiers`, on validation rows)."""
@@ -146,10 +174,28 @@ def fit_tiers(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str], te
     return C.fit_tiers(p1, mg, arg == _gold_columns(gold, routes), target_precision) or (0.85, 0.15)
 
 
-def fit(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str], oos_label: str = "oos", *, objective: Objective = "accuracy",
-        coverage: float = 0.9, per_route: bool = True, target_precision: float = 0.95, cut_scores: np.ndarray | None = None) -> FitResult:
-    t, per, value = fit_thresholds(scores, gold, routes, oos_label, objective=objective, coverage=coverage, per_route=per_route,
-                                   cut_scores=cut_scores)
+def fit(
+    scores: np.ndarray,
+    gold: Sequence[str],
+    routes: Sequence[str],
+    oos_label: str = "oos",
+    *,
+    objective: Objective = "accuracy",
+    coverage: float = 0.9,
+    per_route: bool = True,
+    target_precision: float = 0.95,
+    cut_scores: np.ndarray | None = None,
+) -> FitResult:
+    t, per, value = fit_thresholds(
+        scores,
+        gold,
+        routes,
+        oos_label,
+        objective=objective,
+        coverage=coverage,
+        per_route=per_route,
+        cut_scores=cut_scores,
+    )
     temp = fit_temperature(scores, gold, routes)
     high, margin = fit_tiers(scores, gold, routes, temp, target_precision)
     return FitResult(objective, value, t, per, temp, high, margin)

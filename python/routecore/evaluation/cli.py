@@ -43,10 +43,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
         elif args.config:
             router = Router.from_config(args.config, encoder=_encoder(args))
         elif args.train:
-            router = R.build_router(D.load_routes(args.train), _encoder(args), shots=args.shots, seed=args.seed,
-                                    oos_label=args.oos_label, head=False if args.no_head else "exemplars", progress=progress)
+            router = R.build_router(
+                D.load_routes(args.train),
+                _encoder(args),
+                shots=args.shots,
+                seed=args.seed,
+                oos_label=args.oos_label,
+                head=False if args.no_head else "exemplars",
+                progress=progress,
+            )
         else:
-            raise SystemExit("routecore eval: give --bundle, --config or --train (or --tools for tool selection)")
+            raise SystemExit(
+                "routecore eval: give --bundle, --config or --train (or --tools for tool selection)"
+            )
         res = R.evaluate_routes(router, D.load_routes(args.data), oos_label=args.oos_label, progress=progress)
         res["fit"] = getattr(router, "fitted", None) or None
     if args.out:
@@ -55,7 +64,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(res, ensure_ascii=False))
     else:
-        keys = ["n", "accuracy", "in_scope_accuracy", "macro_f1", "oos", "decisions", "calibrated", "recall@5", "mrr", "latency_ms"]
+        keys = [
+            "n",
+            "accuracy",
+            "in_scope_accuracy",
+            "macro_f1",
+            "oos",
+            "decisions",
+            "calibrated",
+            "recall@5",
+            "mrr",
+            "latency_ms",
+        ]
         for k in keys:
             if k in res:
                 print(f"{k}: {res[k]}")
@@ -75,8 +95,10 @@ def _eval_log(args: argparse.Namespace) -> int:
         rel = res["reliability"]
         print(f"reliability: n={rel['n']} ece={rel['ece']}")
         for b in rel["table"]:
-            print(f"  confidence {b['bin'][0]:.1f}-{b['bin'][1]:.1f}: n={b['n']} mean {b['mean_confidence']:.3f} "
-                  f"success {b['success_rate']:.3f}")
+            print(
+                f"  confidence {b['bin'][0]:.1f}-{b['bin'][1]:.1f}: n={b['n']} mean {b['mean_confidence']:.3f} "
+                f"success {b['success_rate']:.3f}"
+            )
     return 0
 
 
@@ -90,9 +112,23 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if not args.train:
         raise SystemExit("routecore fit: give --train (routes) or --tools (a tool catalog)")
     head: bool | str = True if args.head else False if args.no_head else "exemplars"
-    router = R.build_router(D.load_routes(args.train), _encoder(args), shots=args.shots, seed=args.seed, oos_label=args.oos_label,
-                            head=head, progress=progress)
-    res = R.fit_router(router, D.load_routes(args.val), objective=args.objective, coverage=args.coverage, oos_label=args.oos_label, progress=progress)
+    router = R.build_router(
+        D.load_routes(args.train),
+        _encoder(args),
+        shots=args.shots,
+        seed=args.seed,
+        oos_label=args.oos_label,
+        head=head,
+        progress=progress,
+    )
+    res = R.fit_router(
+        router,
+        D.load_routes(args.val),
+        objective=args.objective,
+        coverage=args.coverage,
+        oos_label=args.oos_label,
+        progress=progress,
+    )
     router.save(args.out, fitted=router.fitted)
     out = {"bundle": str(Path(args.out)), **router.fitted}
     if args.json:
@@ -100,9 +136,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
     else:
         d = router.fitted["decisions"]
         acc = "n/a" if d["routed_accuracy"] is None else f"{d['routed_accuracy']:.4f}"
-        print(f"fitted ({res.objective} = {res.value:.4f} on validation); the router's decisions on validation: "
-              f"routed {d['routed_share']:.4f}, right among routed {acc} (target {d['target_precision']}), "
-              f"confidently wrong {d['confident_wrong_rate']:.4f}, clarify {d['clarify_rate']:.4f}; bundle written to {args.out}")
+        print(
+            f"fitted ({res.objective} = {res.value:.4f} on validation); the router's decisions on validation: "
+            f"routed {d['routed_share']:.4f}, right among routed {acc} (target {d['target_precision']}), "
+            f"confidently wrong {d['confident_wrong_rate']:.4f}, clarify {d['clarify_rate']:.4f}; bundle written to {args.out}"
+        )
     return 0
 
 
@@ -120,9 +158,12 @@ def _fit_tools(args: argparse.Namespace, progress: bool) -> int:
         router, rows = Router.from_config(args.tools, encoder=enc), None
     fitted = T.fit_tools(router, val, rows=rows, progress=progress)
     router.save(args.out, fitted=fitted)
-    print(json.dumps({"bundle": str(Path(args.out)), **fitted}) if args.json else
-          f"fitted the tools' lexical weight {fitted['tool_lexical_weight']:.4f} (stemmer {fitted['tool_lexical_stemmer']}, "
-          f"BM25 b {fitted['tool_lexical_b']:g}) on {fitted['val_rows']} rows; bundle written to {args.out}")
+    print(
+        json.dumps({"bundle": str(Path(args.out)), **fitted})
+        if args.json
+        else f"fitted the tools' lexical weight {fitted['tool_lexical_weight']:.4f} (stemmer {fitted['tool_lexical_stemmer']}, "
+        f"BM25 b {fitted['tool_lexical_b']:g}) on {fitted['val_rows']} rows; bundle written to {args.out}"
+    )
     return 0
 
 
@@ -137,35 +178,69 @@ def add_eval_commands(sub: argparse._SubParsersAction[_P]) -> None:
     common.add_argument("--oos-label", default="oos", help="label of out-of-scope samples (default: oos)")
     common.add_argument("--shots", type=int, help="use a seeded sample of N exemplars per label")
     common.add_argument("--seed", type=int, default=0)
-    common.add_argument("--head", action="store_true",
-                        help="fit: a light linear head trained on the whole train split (its out-of-scope rows as a class) instead of "
-                             "the default exemplar head, both cut on --val")
-    common.add_argument("--no-head", action="store_true",
-                        help="the cosine softmax (policy head: off) instead of the default exemplar head (eval --train, fit)")
+    common.add_argument(
+        "--head",
+        action="store_true",
+        help="fit: a light linear head trained on the whole train split (its out-of-scope rows as a class) instead of "
+        "the default exemplar head, both cut on --val",
+    )
+    common.add_argument(
+        "--no-head",
+        action="store_true",
+        help="the cosine softmax (policy head: off) instead of the default exemplar head (eval --train, fit)",
+    )
     common.add_argument("--json", action="store_true", help="print results as JSON")
     common.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    e = sub.add_parser("eval", parents=[common], help="evaluate a router on a labelled dataset",
-                       description="Evaluate routes ({text,label} JSONL) or tool selection ({query,tools,candidates?} JSONL with --tools "
-                                   "or --tools-in-rows; empty tools = no tool fits), or a production decision log (--log).")
+    e = sub.add_parser(
+        "eval",
+        parents=[common],
+        help="evaluate a router on a labelled dataset",
+        description="Evaluate routes ({text,label} JSONL) or tool selection ({query,tools,candidates?} JSONL with --tools "
+        "or --tools-in-rows; empty tools = no tool fits), or a production decision log (--log).",
+    )
     e.add_argument("--data", help="labelled JSONL to evaluate on")
-    e.add_argument("--log", help="a decision log written by RoutingMetrics(log=...): report its decisions against their feedback")
+    e.add_argument(
+        "--log",
+        help="a decision log written by RoutingMetrics(log=...): report its decisions against their feedback",
+    )
     e.add_argument("--bundle", help="router bundle (from `routecore fit` or Router.save)")
     e.add_argument("--config", help="routes YAML/JSON")
     e.add_argument("--train", help="build the routes from this {text,label} JSONL")
-    e.add_argument("--tools", help="tool catalog (JSONL with name/description, or YAML/JSON config): tool-selection mode")
-    e.add_argument("--tools-in-rows", action="store_true",
-                   help="tool-selection mode with no catalog file: every row lists its own candidates ({name, description})")
+    e.add_argument(
+        "--tools", help="tool catalog (JSONL with name/description, or YAML/JSON config): tool-selection mode"
+    )
+    e.add_argument(
+        "--tools-in-rows",
+        action="store_true",
+        help="tool-selection mode with no catalog file: every row lists its own candidates ({name, description})",
+    )
     e.add_argument("--out", help="folder for results.json, report.md and PNG plots")
     e.set_defaults(func=cmd_eval)
 
-    f = sub.add_parser("fit", parents=[common], help="calibrate thresholds on a validation split",
-                       description="Build routes from --train, fit thresholds/temperature/tiers on --val, save a bundle.")
+    f = sub.add_parser(
+        "fit",
+        parents=[common],
+        help="calibrate thresholds on a validation split",
+        description="Build routes from --train, fit thresholds/temperature/tiers on --val, save a bundle.",
+    )
     f.add_argument("--train", help="build the routes from this {text,label} JSONL")
-    f.add_argument("--tools", help="fit a tool catalog (JSONL or YAML/JSON config) instead: its lexical weight, on --val {query,tools} rows")
+    f.add_argument(
+        "--tools",
+        help="fit a tool catalog (JSONL or YAML/JSON config) instead: its lexical weight, on --val {query,tools} rows",
+    )
     f.add_argument("--val", required=True)
-    f.add_argument("--objective", choices=["accuracy", "macro_f1", "precision_at_coverage", "oos_f1", "oos_recall"], default="accuracy",
-                   help="oos_f1 / oos_recall: best out-of-scope F1 / recall keeping in-scope accuracy >= --coverage")
-    f.add_argument("--coverage", type=float, default=0.9, help="target coverage (precision_at_coverage) or in-scope accuracy floor (oos_f1)")
+    f.add_argument(
+        "--objective",
+        choices=["accuracy", "macro_f1", "precision_at_coverage", "oos_f1", "oos_recall"],
+        default="accuracy",
+        help="oos_f1 / oos_recall: best out-of-scope F1 / recall keeping in-scope accuracy >= --coverage",
+    )
+    f.add_argument(
+        "--coverage",
+        type=float,
+        default=0.9,
+        help="target coverage (precision_at_coverage) or in-scope accuracy floor (oos_f1)",
+    )
     f.add_argument("--out", required=True, help="bundle folder to write")
     f.set_defaults(func=cmd_fit)

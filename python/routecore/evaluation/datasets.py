@@ -73,7 +73,17 @@ def load_routes(path: str | os.PathLike[str], *, language: str | None = None) ->
     for n, o in read_jsonl(path):
         if not isinstance(o.get("text"), str) or not isinstance(o.get("label"), str):
             raise DatasetError(f"{path}:{n}: needs string fields 'text' and 'label'")
-        out.append(Sample(o["text"], o["label"], o.get("previous_route"), o.get("language", language), o.get("secondary_label"), o.get("confidence"), n))
+        out.append(
+            Sample(
+                o["text"],
+                o["label"],
+                o.get("previous_route"),
+                o.get("language", language),
+                o.get("secondary_label"),
+                o.get("confidence"),
+                n,
+            )
+        )
     if not out:
         raise DatasetError(f"{path}: empty dataset")
     return Dataset(str(path), out)
@@ -84,15 +94,24 @@ def _candidates(path: Any, n: int, o: dict[str, Any]) -> tuple[str | tuple[str, 
     if cands is None:
         return None
     if not isinstance(cands, list):
-        raise DatasetError(f"{path}:{n}: 'candidates' must be a list of tool names or {{name, description}} objects")
+        raise DatasetError(
+            f"{path}:{n}: 'candidates' must be a list of tool names or {{name, description}} objects"
+        )
     out: list[str | tuple[str, str]] = []
     for c in cands:
         if isinstance(c, str) and c:
             out.append(c)
-        elif isinstance(c, dict) and isinstance(c.get("name"), str) and c["name"] and isinstance(c.get("description", ""), str):
+        elif (
+            isinstance(c, dict)
+            and isinstance(c.get("name"), str)
+            and c["name"]
+            and isinstance(c.get("description", ""), str)
+        ):
             out.append((c["name"], c.get("description") or c["name"]))
         else:
-            raise DatasetError(f"{path}:{n}: a candidate must be a tool name or a {{name, description}} object, got {c!r:.80}")
+            raise DatasetError(
+                f"{path}:{n}: a candidate must be a tool name or a {{name, description}} object, got {c!r:.80}"
+            )
     names = [c if isinstance(c, str) else c[0] for c in out]
     if len(set(names)) != len(names):
         raise DatasetError(f"{path}:{n}: duplicate candidate names")
@@ -109,8 +128,14 @@ def load_tool_queries(path: str | os.PathLike[str]) -> Dataset:
     out = []
     for n, o in read_jsonl(path):
         tools = o.get("tools")
-        if not isinstance(o.get("query"), str) or not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
-            raise DatasetError(f"{path}:{n}: needs 'query' (string) and 'tools' (a list of tool names, empty when no tool fits)")
+        if (
+            not isinstance(o.get("query"), str)
+            or not isinstance(tools, list)
+            or not all(isinstance(t, str) and t for t in tools)
+        ):
+            raise DatasetError(
+                f"{path}:{n}: needs 'query' (string) and 'tools' (a list of tool names, empty when no tool fits)"
+            )
         out.append(ToolSample(o["query"], tuple(tools), n, _candidates(path, n, o)))
     if not out:
         raise DatasetError(f"{path}: empty dataset")

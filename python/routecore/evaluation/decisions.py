@@ -33,7 +33,9 @@ def decide_vectors(router: Any, X: np.ndarray, texts: Sequence[str]) -> list[tup
     return out
 
 
-def decision_figures(decisions: Sequence[tuple[str, str | None, str]], gold: Sequence[str], oos_label: str = "oos") -> dict[str, Any]:
+def decision_figures(
+    decisions: Sequence[tuple[str, str | None, str]], gold: Sequence[str], oos_label: str = "oos"
+) -> dict[str, Any]:
     """Routed share, accuracy among routed, confidently-wrong rate (high tier and wrong),
     clarify rate, and the share declined as out of scope."""
     n = max(len(gold), 1)
@@ -49,8 +51,14 @@ def decision_figures(decisions: Sequence[tuple[str, str | None, str]], gold: Seq
     }
 
 
-def fit_routed_cut(router: Any, X: np.ndarray, texts: Sequence[str], gold: Sequence[str], oos_label: str = "oos",
-                   steps: int = 48) -> dict[str, Any]:
+def fit_routed_cut(
+    router: Any,
+    X: np.ndarray,
+    texts: Sequence[str],
+    gold: Sequence[str],
+    oos_label: str = "oos",
+    steps: int = 48,
+) -> dict[str, Any]:
     """Install the ``medium`` cut whose decisions route the most of ``X`` with the routed
     ones right on at least ``policy.route_precision`` (Wilson lower bound); when no cut
     gets there, the one with the best bound. Returns the decision figures at that cut."""

@@ -49,7 +49,9 @@ def confusion(gold: Sequence[str], pred: Sequence[str | None], labels: Sequence[
     return m
 
 
-def top_confusions(gold: Sequence[str], pred: Sequence[str | None], n: int = 20) -> list[tuple[str, str, int]]:
+def top_confusions(
+    gold: Sequence[str], pred: Sequence[str | None], n: int = 20
+) -> list[tuple[str, str, int]]:
     c = Counter((g, p or "<none>") for g, p in zip(gold, pred) if g != p)
     return [(g, p, k) for (g, p), k in c.most_common(n)]
 
@@ -61,7 +63,12 @@ def oos_prf(gold: Sequence[str], pred: Sequence[str | None], oos: str) -> dict[s
     tp = float((g & p).sum())
     prec = tp / p.sum() if p.sum() else 0.0
     rec = tp / g.sum() if g.sum() else 0.0
-    return {"precision": prec, "recall": rec, "f1": 2 * prec * rec / (prec + rec) if prec + rec else 0.0, "support": int(g.sum())}
+    return {
+        "precision": prec,
+        "recall": rec,
+        "f1": 2 * prec * rec / (prec + rec) if prec + rec else 0.0,
+        "support": int(g.sum()),
+    }
 
 
 def in_scope_accuracy(gold: Sequence[str], pred: Sequence[str | None], oos: str) -> float:
@@ -70,7 +77,9 @@ def in_scope_accuracy(gold: Sequence[str], pred: Sequence[str | None], oos: str)
     return float(np.mean([g == p for g, p in pairs])) if pairs else 0.0
 
 
-def tool_metrics(gold: Sequence[Sequence[str]], ranked: Sequence[Sequence[str]], ks: Sequence[int] = (1, 3, 5)) -> dict[str, float]:
+def tool_metrics(
+    gold: Sequence[Sequence[str]], ranked: Sequence[Sequence[str]], ks: Sequence[int] = (1, 3, 5)
+) -> dict[str, float]:
     out: dict[str, float] = {}
     for k in ks:
         rec = [len(set(r[:k]) & set(g)) / len(set(g)) for g, r in zip(gold, ranked)]
@@ -95,8 +104,14 @@ def auroc(positive: Sequence[float], negative: Sequence[float]) -> float | None:
     return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
 
 
-def tool_shape_metrics(gold: Sequence[Sequence[str]], ranked: Sequence[Sequence[str]], selected: Sequence[Sequence[str]],
-                       no_tool: Sequence[bool], top: Sequence[float], ks: Sequence[int] = (1, 3, 5)) -> dict[str, object]:
+def tool_shape_metrics(
+    gold: Sequence[Sequence[str]],
+    ranked: Sequence[Sequence[str]],
+    selected: Sequence[Sequence[str]],
+    no_tool: Sequence[bool],
+    top: Sequence[float],
+    ks: Sequence[int] = (1, 3, 5),
+) -> dict[str, object]:
     """Tool selection over rows with one, several or no gold tools.
 
     ``ranked``: the best tools by score (the belt's reported scores); ``selected``:
@@ -139,7 +154,9 @@ def calibration(confidence: Sequence[float], correct: Sequence[bool], bins: int 
     return {"ece": float(ece), "curve": curve}
 
 
-def coverage_curve(confidence: Sequence[float], correct: Sequence[bool], points: int = 21) -> list[dict[str, float]]:
+def coverage_curve(
+    confidence: Sequence[float], correct: Sequence[bool], points: int = 21
+) -> list[dict[str, float]]:
     """Accuracy of the answered fraction when answering only the most confident ones."""
     order = np.argsort(-np.asarray(confidence, dtype=np.float64), kind="stable")
     y = np.asarray(correct, dtype=np.float64)[order]
@@ -154,4 +171,9 @@ def latency(ms: Sequence[float]) -> dict[str, float]:
     a = np.asarray(ms, dtype=np.float64)
     if not len(a):
         return {}
-    return {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)), "p99": float(np.percentile(a, 99)), "mean": float(a.mean())}
+    return {
+        "p50": float(np.percentile(a, 50)),
+        "p95": float(np.percentile(a, 95)),
+        "p99": float(np.percentile(a, 99)),
+        "mean": float(a.mean()),
+    }

@@ -25,13 +25,24 @@ def write_report(results: dict[str, Any], out: str | Path, title: str = "routeco
     plots = _plots(results, d)
     paths += plots
     md = [f"# {title}", "", f"Samples: {results.get('n')}", ""]
-    for k in ("accuracy", "in_scope_accuracy", "macro_f1", "clarification_rate", "llm_fallback_rate", "continuation_accuracy"):
+    for k in (
+        "accuracy",
+        "in_scope_accuracy",
+        "macro_f1",
+        "clarification_rate",
+        "llm_fallback_rate",
+        "continuation_accuracy",
+    ):
         if results.get(k) is not None:
             md.append(f"- {k.replace('_', ' ')}: {results[k]:.4f}")
     if "oos" in results:
         o = results["oos"]
-        md.append(f"- out-of-scope precision / recall / F1: {o['precision']:.3f} / {o['recall']:.3f} / {o['f1']:.3f} (support {o['support']})")
-    for k in [k for k in results if k.startswith(("recall@", "precision@"))] + (["mrr"] if "mrr" in results else []):
+        md.append(
+            f"- out-of-scope precision / recall / F1: {o['precision']:.3f} / {o['recall']:.3f} / {o['f1']:.3f} (support {o['support']})"
+        )
+    for k in [k for k in results if k.startswith(("recall@", "precision@"))] + (
+        ["mrr"] if "mrr" in results else []
+    ):
         md.append(f"- {k}: {results[k]:.4f}")
     if results.get("latency_ms"):
         l = results["latency_ms"]
@@ -82,15 +93,41 @@ def _plots(results: dict[str, Any], d: Path) -> list[Path]:
         plt.close(fig)
     if results.get("calibration", {}).get("curve"):
         c = results["calibration"]["curve"]
-        out.append(_line_plot(plt, d / "reliability.png", [x["confidence"] for x in c], [x["accuracy"] for x in c],
-                              "confidence", f"Reliability (ECE {results['calibration']['ece']:.3f})", diagonal=True))
+        out.append(
+            _line_plot(
+                plt,
+                d / "reliability.png",
+                [x["confidence"] for x in c],
+                [x["accuracy"] for x in c],
+                "confidence",
+                f"Reliability (ECE {results['calibration']['ece']:.3f})",
+                diagonal=True,
+            )
+        )
     if results.get("coverage_curve"):
         c = results["coverage_curve"]
-        out.append(_line_plot(plt, d / "coverage.png", [x["coverage"] for x in c], [x["accuracy"] for x in c], "coverage", "Accuracy vs coverage"))
+        out.append(
+            _line_plot(
+                plt,
+                d / "coverage.png",
+                [x["coverage"] for x in c],
+                [x["accuracy"] for x in c],
+                "coverage",
+                "Accuracy vs coverage",
+            )
+        )
     return out
 
 
-def _line_plot(plt: ModuleType, path: Path, x: list[float], y: list[float], xlabel: str, title: str, diagonal: bool = False) -> Path:
+def _line_plot(
+    plt: ModuleType,
+    path: Path,
+    x: list[float],
+    y: list[float],
+    xlabel: str,
+    title: str,
+    diagonal: bool = False,
+) -> Path:
     fig, ax = plt.subplots(figsize=(5, 4.5))
     if diagonal:
         ax.plot([0, 1], [0, 1], "k--", lw=1)

@@ -19,8 +19,8 @@ from routecore.evaluation import metrics as M
 from routecore.evaluation.calibrate import FitResult, fit, objective_many
 from routecore.evaluation.datasets import Dataset
 from routecore.evaluation.decisions import fit_head_tiers, fit_routed_cut
-from routecore.linear_head import LinearHead
 from routecore.lexical import fit_weight
+from routecore.linear_head import LinearHead
 from routecore.policy import Policy
 from routecore.progress import Progress
 from routecore.router import Router
@@ -28,7 +28,9 @@ from routecore.specs import RouteSpec
 from routecore.tables import embed_texts
 
 
-def embed(encoder: Any, texts: Sequence[str], *, batch: int = 64, progress: bool = False, what: str = "embedding") -> np.ndarray:
+def embed(
+    encoder: Any, texts: Sequence[str], *, batch: int = 64, progress: bool = False, what: str = "embedding"
+) -> np.ndarray:
     """Embeddings of ``texts``, cached on disk per model (``$ROUTECORE_HOME/embeddings``).
 
     The key holds an embedding version: "2" since int8 embeddings no longer depend
@@ -55,8 +57,14 @@ def embed(encoder: Any, texts: Sequence[str], *, batch: int = 64, progress: bool
     return X
 
 
-def routes_from_split(train: Dataset, *, shots: int | None = None, seed: int = 0, oos_label: str = "oos",
-                      descriptions: dict[str, str] | None = None) -> list[RouteSpec]:
+def routes_from_split(
+    train: Dataset,
+    *,
+    shots: int | None = None,
+    seed: int = 0,
+    oos_label: str = "oos",
+    descriptions: dict[str, str] | None = None,
+) -> list[RouteSpec]:
     """One route per label: all its utterances, or a seeded sample of ``shots``."""
     by: "OrderedDict[str, list[str]]" = OrderedDict()
     for s in train.samples:
@@ -74,8 +82,17 @@ def routes_from_split(train: Dataset, *, shots: int | None = None, seed: int = 0
     return routes
 
 
-def build_router(train: Dataset, encoder: Any, *, shots: int | None = None, seed: int = 0, oos_label: str = "oos",
-                 policy: Policy | None = None, head: bool | str = False, progress: bool = False) -> Router:
+def build_router(
+    train: Dataset,
+    encoder: Any,
+    *,
+    shots: int | None = None,
+    seed: int = 0,
+    oos_label: str = "oos",
+    policy: Policy | None = None,
+    head: bool | str = False,
+    progress: bool = False,
+) -> Router:
     """A router over ``train``'s labels. ``head``: ``True``, a linear head trained on the
     whole split (out-of-scope rows as a class) for ``fit`` to cut on validation;
     ``"exemplars"``, the zero-label exemplar head (``Policy(head="exemplars")``, the
@@ -91,18 +108,39 @@ def build_router(train: Dataset, encoder: Any, *, shots: int | None = None, seed
         X = embed(encoder, [s.text for s in train.samples], progress=progress, what="embedding train")
         lin = LinearHead.fit(X, [s.label for s in train.samples], oos_label=oos_label)
     # The policy a user gets from a config (low tier -> LLM, or clarify without one), calibrated zero-label.
-    return Router(routes, encoder=encoder, policy=policy, head=lin, progress=progress,
-                  _vectors={"routes": vecs, "tools": np.zeros((0, encoder.dim), np.float32), "anti": np.zeros((0, encoder.dim), np.float32)})
+    return Router(
+        routes,
+        encoder=encoder,
+        policy=policy,
+        head=lin,
+        progress=progress,
+        _vectors={
+            "routes": vecs,
+            "tools": np.zeros((0, encoder.dim), np.float32),
+            "anti": np.zeros((0, encoder.dim), np.float32),
+        },
+    )
 
 
 def raw_scores(router: Router, X: np.ndarray) -> np.ndarray:
     """Aggregated raw route scores [n, routes] (native scoring step per row), all exact."""
     p = router.policy
-    return np.stack([router._routes.score(x, p, [], 0, exact_floor=-np.inf)["raw"] for x in X]) if len(X) else np.zeros((0, len(router.route_specs)))
+    return (
+        np.stack([router._routes.score(x, p, [], 0, exact_floor=-np.inf)["raw"] for x in X])
+        if len(X)
+        else np.zeros((0, len(router.route_specs)))
+    )
 
 
-def fit_router(router: Router, val: Dataset, *, objective: str = "accuracy", coverage: float = 0.9, oos_label: str = "oos",
-               progress: bool = False) -> FitResult:
+def fit_router(
+    router: Router,
+    val: Dataset,
+    *,
+    objective: str = "accuracy",
+    coverage: float = 0.9,
+    oos_label: str = "oos",
+    progress: bool = False,
+) -> FitResult:
     """Fit thresholds, temperature and tiers on ``val`` and install them in ``router.policy``."""
     X = embed(router.encoder, [s.text for s in val.samples], progress=progress, what="embedding val")
     gold = [s.label for s in val.samples]
@@ -110,29 +148,53 @@ def fit_router(router: Router, val: Dataset, *, objective: str = "accuracy", cov
     S = S_dense = raw_scores(router, X)
     base = router.calibration
     lex_w, lex = (base.lexical_weight if base else 0.0), router.route_table.lexical
-    if lex is not None and router.spec_policy.lexical and router.spec_policy.lexical_weight is None and base is not None:
+    if (
+        lex is not None
+        and router.spec_policy.lexical
+        and router.spec_policy.lexical_weight is None
+        and base is not None
+    ):
         # The lexical weight is refitted on the in-scope validation rows, and every later fit sees the fused scores.
         L = lex.scores_batch([s.text for s in val.samples])
         ins = [i for i, g in enumerate(gold) if g in names]
-        lex_w, _ = fit_weight(S[ins], L[ins], np.array([names.index(gold[i]) for i in ins]), base.scale, gain_share=1.0)
+        lex_w, _ = fit_weight(
+            S[ins], L[ins], np.array([names.index(gold[i]) for i in ins]), base.scale, gain_share=1.0
+        )
         S = S + lex_w * L
-    cut = S_dense[np.arange(len(S)), S.argmax(axis=1)] if len(S) else None  # the out-of-scope cut reads the cosine
+    cut = (
+        S_dense[np.arange(len(S)), S.argmax(axis=1)] if len(S) else None
+    )  # the out-of-scope cut reads the cosine
     res = fit(S, gold, names, oos_label, objective=objective, coverage=coverage, cut_scores=cut)  # type: ignore[arg-type]
     per_route = {k: {"min_score": v} for k, v in res.per_route_min.items()}
     min_score = res.min_score
     if router.head is not None:
-        router.head.threshold = _fit_head_threshold(router.head, X, gold, names, oos_label, objective, coverage)
+        router.head.threshold = _fit_head_threshold(
+            router.head, X, gold, names, oos_label, objective, coverage
+        )
         min_score, per_route = 0.0, {}
     if base is None:  # a manual policy: the fit still overrides what it fits
         from routecore.calibration import background_vectors, zero_label
-        base = zero_label(np.zeros((0, router.encoder.dim), np.float32), [], 0, background_vectors(router.encoder))
+
+        base = zero_label(
+            np.zeros((0, router.encoder.dim), np.float32), [], 0, background_vectors(router.encoder)
+        )
     if router.head is None and oos_label not in gold:
         # Without out-of-scope rows, a fitted cut would sit at the lowest in-scope score (one
         # outlier): keep the zero-label cut, fitted against the background set.
         min_score, per_route = base.min_score, {}
-    router.calibrate(replace(base, source="fitted", temperature=res.temperature, high=res.high, margin=res.margin, lexical_weight=lex_w,
-                             min_score=float(np.clip(min_score, 0.0, 1.0)), per_route=per_route,
-                             stats={**base.stats, "fit_objective": res.objective, "fit_value": res.value}))
+    router.calibrate(
+        replace(
+            base,
+            source="fitted",
+            temperature=res.temperature,
+            high=res.high,
+            margin=res.margin,
+            lexical_weight=lex_w,
+            min_score=float(np.clip(min_score, 0.0, 1.0)),
+            per_route=per_route,
+            stats={**base.stats, "fit_objective": res.objective, "fit_value": res.value},
+        )
+    )
     texts = [s.text for s in val.samples]
     # A head's probabilities are not the cosine softmax's that `res` fitted the tiers on.
     head_tiers = fit_head_tiers(router, X, texts, gold) if router.head is not None else {}
@@ -142,12 +204,23 @@ def fit_router(router: Router, val: Dataset, *, objective: str = "accuracy", cov
     cal = router.calibration
     assert cal is not None  # calibrate() above installed one (fit_routed_cut only replaces it)
     router.calibrate(replace(cal, stats={**cal.stats, "validation_decisions": decisions}))
-    router.fitted = res.to_dict() | {"head_threshold": getattr(router.head, "threshold", None), "head_tiers": head_tiers or None,
-                                     "decisions": decisions}
+    router.fitted = res.to_dict() | {
+        "head_threshold": getattr(router.head, "threshold", None),
+        "head_tiers": head_tiers or None,
+        "decisions": decisions,
+    }
     return res
 
 
-def _fit_head_threshold(head: LinearHead, X: np.ndarray, gold: list[str], names: list[str], oos_label: str, objective: str, coverage: float) -> float:
+def _fit_head_threshold(
+    head: LinearHead,
+    X: np.ndarray,
+    gold: list[str],
+    names: list[str],
+    oos_label: str,
+    objective: str,
+    coverage: float,
+) -> float:
     head.threshold = 0.0
     pred, conf = head.predict(X)
     idx = {n: i for i, n in enumerate(names)}
@@ -167,7 +240,9 @@ def check_labels(router: Router, data: Dataset, oos_label: str) -> None:
             raise DatasetError(f"{data.name}:{s.line}: label {s.label!r} is not a route of this router")
 
 
-def evaluate_routes(router: Router, data: Dataset, *, oos_label: str = "oos", progress: bool = False) -> dict[str, Any]:
+def evaluate_routes(
+    router: Router, data: Dataset, *, oos_label: str = "oos", progress: bool = False
+) -> dict[str, Any]:
     check_labels(router, data, oos_label)
     bar = Progress(len(data), f"eval {data.name}", progress)
     gold, pred, conf, lat, langs, rows = [], [], [], [], [], []
@@ -175,7 +250,9 @@ def evaluate_routes(router: Router, data: Dataset, *, oos_label: str = "oos", pr
     routed = routed_ok = confident_wrong = raw_ok = dense_ok = 0
     for i, s in enumerate(data.samples):
         t = time.perf_counter()
-        d = router.route(s.text, previous=s.previous_route if s.previous_route in router._route_by_name else None)
+        d = router.route(
+            s.text, previous=s.previous_route if s.previous_route in router._route_by_name else None
+        )
         lat.append((time.perf_counter() - t) * 1e3)
         p = d.route if d.action == "route" else (None if d.action == "none" else "CLARIFY")
         clar += d.action == "clarify"
@@ -194,23 +271,55 @@ def evaluate_routes(router: Router, data: Dataset, *, oos_label: str = "oos", pr
         pred.append(p)
         conf.append(d.confidence if d.action == "route" else 0.0)
         langs.append(s.language)
-        rows.append({"text": s.text, "label": s.label, "pred": p, "action": d.action, "tier": d.tier, "confidence": d.confidence})
+        rows.append(
+            {
+                "text": s.text,
+                "label": s.label,
+                "pred": p,
+                "action": d.action,
+                "tier": d.tier,
+                "confidence": d.confidence,
+            }
+        )
         bar.update(i + 1)
     n_in = sum(g != oos_label for g in gold)
-    return summarize(gold, pred, conf, lat, langs, oos_label, extra={
-        "clarification_rate": clar / len(data), "llm_fallback_rate": llm / len(data),
-        "continuation_accuracy": cont_ok / cont_n if cont_n else None,
-        # The cost of the decision layer, beside the accuracy of the raw top-1 route.
-        "decisions": {"routed_share": routed / len(data), "routed_accuracy": routed_ok / routed if routed else None,
-                      "confident_wrong_rate": confident_wrong / len(data), "clarify_rate": clar / len(data),
-                      # the ranking the rules start from (cosine + lexical), and the cosine's alone
-                      "raw_top1_accuracy": raw_ok / n_in if n_in else None, "dense_top1_accuracy": dense_ok / n_in if n_in else None},
-        "calibrated": getattr(router, "calibrated", None)}, rows=rows)
+    return summarize(
+        gold,
+        pred,
+        conf,
+        lat,
+        langs,
+        oos_label,
+        extra={
+            "clarification_rate": clar / len(data),
+            "llm_fallback_rate": llm / len(data),
+            "continuation_accuracy": cont_ok / cont_n if cont_n else None,
+            # The cost of the decision layer, beside the accuracy of the raw top-1 route.
+            "decisions": {
+                "routed_share": routed / len(data),
+                "routed_accuracy": routed_ok / routed if routed else None,
+                "confident_wrong_rate": confident_wrong / len(data),
+                "clarify_rate": clar / len(data),
+                # the ranking the rules start from (cosine + lexical), and the cosine's alone
+                "raw_top1_accuracy": raw_ok / n_in if n_in else None,
+                "dense_top1_accuracy": dense_ok / n_in if n_in else None,
+            },
+            "calibrated": getattr(router, "calibrated", None),
+        },
+        rows=rows,
+    )
 
 
-def summarize(gold: Sequence[str], pred: Sequence[str | None], conf: Sequence[float], lat: Sequence[float],
-              langs: Sequence[str | None], oos_label: str, extra: Mapping[str, Any] | None = None,
-              rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def summarize(
+    gold: Sequence[str],
+    pred: Sequence[str | None],
+    conf: Sequence[float],
+    lat: Sequence[float],
+    langs: Sequence[str | None],
+    oos_label: str,
+    extra: Mapping[str, Any] | None = None,
+    rows: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     labels = sorted({g for g in gold if g != oos_label})
     has_oos = any(g == oos_label for g in gold)
     correct = [g == p or (g == oos_label and p is None) for g, p in zip(gold, pred)]

@@ -42,7 +42,9 @@ class RowTools:
     gold: list[list[str]]
 
 
-def rows_catalog(data: Dataset, catalog: Sequence[dict[str, Any]] | None) -> tuple[list[dict[str, Any]], RowTools]:
+def rows_catalog(
+    data: Dataset, catalog: Sequence[dict[str, Any]] | None
+) -> tuple[list[dict[str, Any]], RowTools]:
     """The catalog to build (``catalog`` plus the tools rows define) and each row's tools in it.
 
     A tool a row defines gets its own catalog entry per distinct description;
@@ -90,8 +92,14 @@ def _catalog_rows(router: Router, data: Dataset) -> RowTools:
     return rows_catalog(data, [{"name": n, "description": ""} for n in router._tool_by_name])[1]
 
 
-def evaluate_tools(router: Router, data: Dataset, *, ks: Sequence[int] = (1, 3, 5), progress: bool = False,
-                   rows: RowTools | None = None) -> dict[str, Any]:
+def evaluate_tools(
+    router: Router,
+    data: Dataset,
+    *,
+    ks: Sequence[int] = (1, 3, 5),
+    progress: bool = False,
+    rows: RowTools | None = None,
+) -> dict[str, Any]:
     """Recall@k, precision@k and MRR on rows with gold tools; all-gold-in-belt on rows
     with several; no-tool precision/recall on rows without; AUROC of the best tool's
     score between rows with and without a right tool; latency."""
@@ -108,10 +116,16 @@ def evaluate_tools(router: Router, data: Dataset, *, ks: Sequence[int] = (1, 3, 
         no_tool.append(belt.no_tool)
         top.append(next(iter(belt.scores.values()), float("-inf")))
         bar.update(i + 1)
-    return {"n": len(data), **M.tool_shape_metrics(rows.gold, ranked, selected, no_tool, top, ks), "latency_ms": M.latency(lat)}
+    return {
+        "n": len(data),
+        **M.tool_shape_metrics(rows.gold, ranked, selected, no_tool, top, ks),
+        "latency_ms": M.latency(lat),
+    }
 
 
-def fit_tools(router: Router, val: Dataset, *, rows: RowTools | None = None, progress: bool = False) -> dict[str, Any]:
+def fit_tools(
+    router: Router, val: Dataset, *, rows: RowTools | None = None, progress: bool = False
+) -> dict[str, Any]:
     """Fit the tools' lexical pass on ``val`` (rows with gold tools: the first gold tool's
     rank) and install it as a fitted calibration; returns what was fitted.
 
@@ -135,9 +149,19 @@ def fit_tools(router: Router, val: Dataset, *, rows: RowTools | None = None, pro
     Q = embed(router.encoder, queries, progress=progress, what="embedding val")
     S = route_scores(Q, V, owners, len(cat.specs))
     gold = np.array([cat.tools.pos[rows.gold[i][0]] for i in keep])
-    stemmer, b, w, stats, tried = fit_form(cat.lexical_table, queries, S, gold, cal.scale, router.spec_policy.tool_lexical_stemmer)
-    router.calibrate(replace(cal, source="fitted", tool_lexical_weight=w, tool_lexical_stemmer=stemmer, tool_lexical_b=b,
-                             stats={**cal.stats, **{f"tools_{k}": v for k, v in stats.items()}}))
+    stemmer, b, w, stats, tried = fit_form(
+        cat.lexical_table, queries, S, gold, cal.scale, router.spec_policy.tool_lexical_stemmer
+    )
+    router.calibrate(
+        replace(
+            cal,
+            source="fitted",
+            tool_lexical_weight=w,
+            tool_lexical_stemmer=stemmer,
+            tool_lexical_b=b,
+            stats={**cal.stats, **{f"tools_{k}": v for k, v in stats.items()}},
+        )
+    )
     fitted = {"tool_lexical_weight": w, "tool_lexical_stemmer": stemmer, "tool_lexical_b": b}
     router.fitted = {**fitted, "val_rows": len(keep), **stats, "forms_val_top1": tried}
     return router.fitted

@@ -57,8 +57,8 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import os
 import math
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -93,10 +93,16 @@ def read_semantic_router(path: str | os.PathLike[str], *, thresholds: bool = Fal
     p = Path(path)
     data = _load(p)
     if not isinstance(data, dict):
-        raise ConfigError(f"{p}: expected a semantic-router config (a mapping with router_type or routes), found {_kind(data)}")
+        raise ConfigError(
+            f"{p}: expected a semantic-router config (a mapping with router_type or routes), found {_kind(data)}"
+        )
     if "router_type" in data:
         layout, sources = "1.x", list(_sources(data, p, ""))
-        cosine = data["router_type"] == "indexed" and data.get("calibrator") is None and data.get("sparse_encoder") is None
+        cosine = (
+            data["router_type"] == "indexed"
+            and data.get("calibrator") is None
+            and data.get("sparse_encoder") is None
+        )
     elif "routes" in data:
         layout, sources, cosine = "0.x", [("", data["routes"])], True
     else:
@@ -123,9 +129,11 @@ def _dropped_note(p: Path, dropped: list[tuple[str, str, float]]) -> str:
     for key, owner, value in dropped:
         groups.setdefault((key, value), []).append(owner)
     named = "; ".join(f"{key} {value:g} on {', '.join(owners)}" for (key, value), owners in groups.items())
-    return (f"{p}: semantic-router's thresholds ({named}) are cosine floors on its own encoder's scale: "
-            f"kept in metadata (semantic_router) only, routecore calibrates its own out-of-scope cut; "
-            f"thresholds=True (routecore import --thresholds) keeps them as min_score")
+    return (
+        f"{p}: semantic-router's thresholds ({named}) are cosine floors on its own encoder's scale: "
+        f"kept in metadata (semantic_router) only, routecore calibrates its own out-of-scope cut; "
+        f"thresholds=True (routecore import --thresholds) keeps them as min_score"
+    )
 
 
 def write_config(doc: dict[str, Any], out_path: str | Path, *, force: bool = False) -> Path:
@@ -146,8 +154,9 @@ def write_config(doc: dict[str, Any], out_path: str | Path, *, force: bool = Fal
     return p
 
 
-def router_from_semantic_router(path: str | os.PathLike[str], *, thresholds: bool = False,
-                                **router_kw: Any) -> Router:
+def router_from_semantic_router(
+    path: str | os.PathLike[str], *, thresholds: bool = False, **router_kw: Any
+) -> Router:
     """A :class:`routecore.Router` over the routes of a semantic-router config file
     (``thresholds``: as :func:`read_semantic_router`, whose :class:`ImportNote` it passes on).
     ``router_kw`` go to ``Router`` (``encoder``, ``policy``...); a given ``policy``
@@ -166,21 +175,35 @@ _P = TypeVar("_P", bound=argparse.ArgumentParser)
 
 def add_import_command(sub: argparse._SubParsersAction[_P]) -> None:
     """Register ``routecore import semantic-router FILE [-o OUT] [--force] [--json]``."""
-    i = sub.add_parser("import", help="convert another router's saved config to a routecore config",
-                       description="Convert a semantic-router route config (JSON/YAML, 0.x or 1.x) to a routecore config: "
-                                   "routes, utterances, descriptions, function schemas and metadata. "
-                                   "semantic-router's thresholds are kept in metadata: routecore calibrates "
-                                   "its own (--thresholds keeps them).")
+    i = sub.add_parser(
+        "import",
+        help="convert another router's saved config to a routecore config",
+        description="Convert a semantic-router route config (JSON/YAML, 0.x or 1.x) to a routecore config: "
+        "routes, utterances, descriptions, function schemas and metadata. "
+        "semantic-router's thresholds are kept in metadata: routecore calibrates "
+        "its own (--thresholds keeps them).",
+    )
     i.add_argument("source", choices=sorted(_READERS), help="the format of FILE")
     i.add_argument("file", help="the saved config to convert")
-    i.add_argument("-o", "--output", help="write the config here (.yaml/.yml: YAML, otherwise JSON); default: YAML on stdout")
+    i.add_argument(
+        "-o",
+        "--output",
+        help="write the config here (.yaml/.yml: YAML, otherwise JSON); default: YAML on stdout",
+    )
     i.add_argument("--force", action="store_true", help="overwrite --output if it exists")
-    i.add_argument("--thresholds", dest="thresholds", action="store_true", default=False,
-                   help="map the source's cosine thresholds to min_score as they are "
-                        "(they sit on its encoder's scale)")
-    i.add_argument("--no-thresholds", dest="thresholds", action="store_false",
-                   help="keep the source's thresholds in metadata only, routecore calibrates its own "
-                        "(the default)")
+    i.add_argument(
+        "--thresholds",
+        dest="thresholds",
+        action="store_true",
+        default=False,
+        help="map the source's cosine thresholds to min_score as they are (they sit on its encoder's scale)",
+    )
+    i.add_argument(
+        "--no-thresholds",
+        dest="thresholds",
+        action="store_false",
+        help="keep the source's thresholds in metadata only, routecore calibrates its own (the default)",
+    )
     i.add_argument("--json", action="store_true", help="print the config as JSON on stdout")
     i.set_defaults(func=cmd_import)
 
@@ -237,16 +260,26 @@ def _sources(cfg: dict[str, Any], p: Path, at: str) -> Iterator[tuple[str, Any]]
     if kind in ("chain", "merge"):
         subs = cfg.get("routers")
         if not isinstance(subs, list) or not subs:
-            raise ConfigError(f"{p}: {at}routers: expected a non-empty list of router configs, found {_kind(subs)}")
+            raise ConfigError(
+                f"{p}: {at}routers: expected a non-empty list of router configs, found {_kind(subs)}"
+            )
         for i, sub in enumerate(subs):
             if not isinstance(sub, dict):
-                raise ConfigError(f"{p}: {at}routers[{i}]: expected a router config mapping, found {_kind(sub)}")
+                raise ConfigError(
+                    f"{p}: {at}routers[{i}]: expected a router config mapping, found {_kind(sub)}"
+                )
             yield from _sources(sub, p, f"{at}routers[{i}].")
         return
     if cfg.get("routes") is None:
         index = cfg.get("index")
-        where = f"the {index.get('type')!r} index holds them" if isinstance(index, dict) and index.get("type") not in (None, "local") else "none saved"
-        raise ConfigError(f"{p}: {at}routes: no routes in the file ({where}); save the router with its routes in a local index")
+        where = (
+            f"the {index.get('type')!r} index holds them"
+            if isinstance(index, dict) and index.get("type") not in (None, "local")
+            else "none saved"
+        )
+        raise ConfigError(
+            f"{p}: {at}routes: no routes in the file ({where}); save the router with its routes in a local index"
+        )
     yield at, cfg["routes"]
 
 
@@ -285,7 +318,9 @@ def _route(r: Any, where: str) -> tuple[str, list[str], str, dict[str, Any], dic
         raise ConfigError(f"{where}: utterances: expected a list of strings, found {_kind(utterances)}")
     for j, u in enumerate(utterances):
         if not isinstance(u, str):
-            raise ConfigError(f"{where}: utterances[{j}]: expected text (routecore routes text only), found {_kind(u)}")
+            raise ConfigError(
+                f"{where}: utterances[{j}]: expected text (routecore routes text only), found {_kind(u)}"
+            )
     description = r.get("description") or ""
     if not isinstance(description, str):
         raise ConfigError(f"{where}: description: expected a string, found {_kind(description)}")
@@ -303,8 +338,15 @@ def _route(r: Any, where: str) -> tuple[str, list[str], str, dict[str, Any], dic
     return name, list(utterances), description, dict(metadata), extra
 
 
-def _routes(p: Path, layout: str, settings: dict[str, Any], sources: list[tuple[str, Any]], cosine: bool,
-            keep: bool, dropped: list[tuple[str, str, float]]) -> list[dict[str, Any]]:
+def _routes(
+    p: Path,
+    layout: str,
+    settings: dict[str, Any],
+    sources: list[tuple[str, Any]],
+    cosine: bool,
+    keep: bool,
+    dropped: list[tuple[str, str, float]],
+) -> list[dict[str, Any]]:
     """routecore routes from every source's routes; same names across sources are merged.
     Cosine floors (``cosine``) become ``thresholds.min_score`` when ``keep``, else they are
     listed in ``dropped`` (field, route, value)."""
@@ -324,9 +366,16 @@ def _routes(p: Path, layout: str, settings: dict[str, Any], sources: list[tuple[
             seen.add(name)
             out = merged.get(name)
             if out is None:
-                info: dict[str, Any] = {"layout": layout, "router": copy.deepcopy(settings)}  # no YAML aliases
-                out = merged[name] = {"name": name, "utterances": [], "description": description,
-                                      "metadata": {**metadata, "semantic_router": info}}
+                info: dict[str, Any] = {
+                    "layout": layout,
+                    "router": copy.deepcopy(settings),
+                }  # no YAML aliases
+                out = merged[name] = {
+                    "name": name,
+                    "utterances": [],
+                    "description": description,
+                    "metadata": {**metadata, "semantic_router": info},
+                }
                 if "semantic_router" in metadata:  # the route's own key of that name is kept beside
                     info["metadata"] = {"semantic_router": metadata["semantic_router"]}
             info = out["metadata"]["semantic_router"]
@@ -348,5 +397,11 @@ def _routes(p: Path, layout: str, settings: dict[str, Any], sources: list[tuple[
                 out["thresholds"] = {"min_score": floor}
             elif cosine and not keep and extra.get(key) is not None:
                 dropped.append((key, name, float(extra[key])))
-    keys = ("name", "utterances", "description", "thresholds", "metadata")  # a fixed order, empty fields left out
+    keys = (
+        "name",
+        "utterances",
+        "description",
+        "thresholds",
+        "metadata",
+    )  # a fixed order, empty fields left out
     return [{k: r[k] for k in keys if r.get(k)} for r in merged.values()]

@@ -52,10 +52,18 @@ class RetrieveTools(NamedTuple):
     coroutine: Callable[[str], Awaitable[list[str]]]
 
 
-def make_retrieve_tools(router: Router, *, top_k: int | None = None, context_domain: str | None = None, include_core: bool = True,
-                        tool_ids: Mapping[str, str] | None = None, registry: Mapping[str, Any] | None = None,
-                        on_belt: Callable[[ToolBelt], None] | None = None, name: str = "retrieve_tools",
-                        description: str = _DESCRIPTION) -> RetrieveTools:
+def make_retrieve_tools(
+    router: Router,
+    *,
+    top_k: int | None = None,
+    context_domain: str | None = None,
+    include_core: bool = True,
+    tool_ids: Mapping[str, str] | None = None,
+    registry: Mapping[str, Any] | None = None,
+    on_belt: Callable[[ToolBelt], None] | None = None,
+    name: str = "retrieve_tools",
+    description: str = _DESCRIPTION,
+) -> RetrieveTools:
     """Tool retrieval for langgraph-bigtool's ``create_agent``, backed by ``router.tools``.
 
     Both functions take the LLM's search ``query`` (the only argument the model
@@ -89,7 +97,9 @@ def make_retrieve_tools(router: Router, *, top_k: int | None = None, context_dom
     if registry is not None:
         missing = sorted(n for n in (s.name for s in router.tool_specs) if ids.get(n, n) not in registry)
         if missing:
-            raise ConfigError(f"tools of the router have no entry in the tool registry: {missing[:10]}{' ...' if len(missing) > 10 else ''}")
+            raise ConfigError(
+                f"tools of the router have no entry in the tool registry: {missing[:10]}{' ...' if len(missing) > 10 else ''}"
+            )
 
     def to_ids(belt: ToolBelt) -> list[str]:
         if on_belt is not None:
@@ -114,8 +124,20 @@ def make_retrieve_tools(router: Router, *, top_k: int | None = None, context_dom
 
 def _whole(d: Any) -> bool:
     """A decision as ``Decision.to_dict()`` wrote it (every required field), not a summary."""
-    return isinstance(d, Mapping) and {"action", "route", "tier", "confidence", "margin", "probabilities", "raw_scores",
-                                       "adjusted_scores"} <= d.keys()
+    return (
+        isinstance(d, Mapping)
+        and {
+            "action",
+            "route",
+            "tier",
+            "confidence",
+            "margin",
+            "probabilities",
+            "raw_scores",
+            "adjusted_scores",
+        }
+        <= d.keys()
+    )
 
 
 def _get(state: Any, key: str, default: Any = None) -> Any:
@@ -134,10 +156,21 @@ class RouterEdge:
     conditional edge, so later nodes can read the clarify question.
     """
 
-    def __init__(self, router: Router, *, routes_to_nodes: Mapping[str, str] | None = None, clarify: str = "clarify",
-                 none: str = "fallback", error: str | None = None, messages_key: str = "messages", previous_key: str | None = None,
-                 context_domains_key: str | None = None, route_key: str = "route", decision_key: str = "decision",
-                 last_n: int = 3):
+    def __init__(
+        self,
+        router: Router,
+        *,
+        routes_to_nodes: Mapping[str, str] | None = None,
+        clarify: str = "clarify",
+        none: str = "fallback",
+        error: str | None = None,
+        messages_key: str = "messages",
+        previous_key: str | None = None,
+        context_domains_key: str | None = None,
+        route_key: str = "route",
+        decision_key: str = "decision",
+        last_n: int = 3,
+    ):
         if isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 1:
             raise InvalidArgumentError(f"last_n must be a whole number >= 1, got {last_n!r}")
         self.router = router
@@ -146,11 +179,17 @@ class RouterEdge:
             raise ConfigError("a router edge needs a router with routes")
         unknown = sorted(set(routes_to_nodes or ()) - set(self.route_names))
         if unknown:
-            raise ConfigError(f"routes_to_nodes names unknown routes {unknown}; known: {list(self.route_names)}")
+            raise ConfigError(
+                f"routes_to_nodes names unknown routes {unknown}; known: {list(self.route_names)}"
+            )
         mapping: Mapping[str, str] = routes_to_nodes or {}
         self.nodes: dict[str, str] = {r: mapping.get(r, r) for r in self.route_names}
         self.clarify, self.none, self.error = clarify, none, error if error is not None else none
-        self.messages_key, self.previous_key, self.context_domains_key = messages_key, previous_key, context_domains_key
+        self.messages_key, self.previous_key, self.context_domains_key = (
+            messages_key,
+            previous_key,
+            context_domains_key,
+        )
         self.route_key, self.decision_key, self.last_n = route_key, decision_key, last_n
 
     @property
@@ -181,7 +220,9 @@ class RouterEdge:
         """
         messages = _get(state, self.messages_key)
         if not messages:
-            raise InvalidArgumentError(f"the graph state has no {self.messages_key!r} to route (messages_key)")
+            raise InvalidArgumentError(
+                f"the graph state has no {self.messages_key!r} to route (messages_key)"
+            )
         kw: dict[str, Any] = {}
         if self.previous_key is not None:
             previous = _get(state, self.previous_key)
@@ -191,9 +232,25 @@ class RouterEdge:
             kw["context_domains"] = tuple(_get(state, self.context_domains_key) or ())
         asked = _get(state, self.decision_key)
         if asked is not None and _get(asked, "action") == "clarify" and _get(asked, "candidates"):
-            kw["clarify"] = asked if isinstance(asked, Decision) else Decision.from_dict(asked) if _whole(asked) else Decision(
-                action="clarify", route=CLARIFY, tier="low", confidence=0.0, margin=0.0, probabilities={}, raw_scores={},
-                adjusted_scores={}, candidates=tuple(_get(asked, "candidates")), question=_get(asked, "question"), query=_get(asked, "query") or "")
+            kw["clarify"] = (
+                asked
+                if isinstance(asked, Decision)
+                else Decision.from_dict(asked)
+                if _whole(asked)
+                else Decision(
+                    action="clarify",
+                    route=CLARIFY,
+                    tier="low",
+                    confidence=0.0,
+                    margin=0.0,
+                    probabilities={},
+                    raw_scores={},
+                    adjusted_scores={},
+                    candidates=tuple(_get(asked, "candidates")),
+                    question=_get(asked, "question"),
+                    query=_get(asked, "query") or "",
+                )
+            )
             return routing_query(messages, last_n=1), kw
         return routing_query(messages, last_n=self.last_n), kw
 
@@ -232,7 +289,9 @@ class RouterEdge:
         """The conditional edge after :meth:`node`: the node of the stored decision (no routing)."""
         decision = _get(state, self.decision_key)
         if decision is None:
-            raise InvalidArgumentError(f"the graph state has no {self.decision_key!r}: run the router node first")
+            raise InvalidArgumentError(
+                f"the graph state has no {self.decision_key!r}: run the router node first"
+            )
         return self.node_for(decision)
 
     def runnable(self) -> RunnableLambda[Any, str]:
@@ -244,10 +303,20 @@ class RouterEdge:
         return RunnableLambda(self.node, afunc=self.anode, name="routecore_router")
 
 
-def make_router_edge(router: Router, *, routes_to_nodes: Mapping[str, str] | None = None, clarify: str = "clarify",
-                     none: str = "fallback", error: str | None = None, messages_key: str = "messages",
-                     previous_key: str | None = None, context_domains_key: str | None = None, route_key: str = "route",
-                     decision_key: str = "decision", last_n: int = 3) -> RouterEdge:
+def make_router_edge(
+    router: Router,
+    *,
+    routes_to_nodes: Mapping[str, str] | None = None,
+    clarify: str = "clarify",
+    none: str = "fallback",
+    error: str | None = None,
+    messages_key: str = "messages",
+    previous_key: str | None = None,
+    context_domains_key: str | None = None,
+    route_key: str = "route",
+    decision_key: str = "decision",
+    last_n: int = 3,
+) -> RouterEdge:
     """A LangGraph conditional edge (and node) routing the conversation by route name.
 
     Args:
@@ -268,7 +337,16 @@ def make_router_edge(router: Router, *, routes_to_nodes: Mapping[str, str] | Non
     ``edge.path_map`` lists every node it can return. A conversation without
     human text raises :class:`InvalidArgumentError`.
     """
-    return RouterEdge(router, routes_to_nodes=routes_to_nodes, clarify=clarify, none=none, error=error, messages_key=messages_key,
-                      previous_key=previous_key, context_domains_key=context_domains_key, route_key=route_key,
-                      decision_key=decision_key, last_n=last_n)
-
+    return RouterEdge(
+        router,
+        routes_to_nodes=routes_to_nodes,
+        clarify=clarify,
+        none=none,
+        error=error,
+        messages_key=messages_key,
+        previous_key=previous_key,
+        context_domains_key=context_domains_key,
+        route_key=route_key,
+        decision_key=decision_key,
+        last_n=last_n,
+    )

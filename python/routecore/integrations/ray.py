@@ -60,9 +60,15 @@ def _result(r: Any) -> Any:
 class RouterDeployment:
     """One Serve replica: a router loaded once, batched ``route`` and ``tools``."""
 
-    def __init__(self, config: str | None = None, bundle: str | None = None, lessons: str | None = None,
-                 max_batch_size: int = _MAX_BATCH, batch_wait_timeout_s: float = _WAIT_S,
-                 router_options: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        config: str | None = None,
+        bundle: str | None = None,
+        lessons: str | None = None,
+        max_batch_size: int = _MAX_BATCH,
+        batch_wait_timeout_s: float = _WAIT_S,
+        router_options: Mapping[str, Any] | None = None,
+    ) -> None:
         from routecore.memory import ExperienceMemory
         from routecore.router import Router
 
@@ -71,21 +77,27 @@ class RouterDeployment:
         kw: dict[str, Any] = dict(router_options or {})
         if lessons:
             kw["memory"] = ExperienceMemory(lessons)
-        self.router = Router.from_config(config, **kw) if config is not None else Router.load(str(bundle), **kw)
+        self.router = (
+            Router.from_config(config, **kw) if config is not None else Router.load(str(bundle), **kw)
+        )
         batched: tuple[Any, ...] = (self._route_batched, self._tools_batched)  # @serve.batch wrappers
         for method in batched:
             method.set_max_batch_size(max_batch_size)
             method.set_batch_wait_timeout_s(batch_wait_timeout_s)
 
     # -- Python handle methods ----------------------------------------------------
-    async def route(self, query: str, previous: str | None = None, context_domains: Sequence[str] = ()) -> dict[str, Any]:
+    async def route(
+        self, query: str, previous: str | None = None, context_domains: Sequence[str] = ()
+    ) -> dict[str, Any]:
         """``Router.route(query, previous=, context_domains=).to_dict()``, batched with concurrent calls."""
         from routecore.serve.batcher import RouteItem
 
         d: Decision = _result(await self._route_batched(RouteItem(query, previous, tuple(context_domains))))
         return d.to_dict()
 
-    async def tools(self, query: str, context_domain: str | None = None, top_k: int | None = None) -> dict[str, Any]:
+    async def tools(
+        self, query: str, context_domain: str | None = None, top_k: int | None = None
+    ) -> dict[str, Any]:
         """``Router.tools(query, context_domain=, top_k=).to_dict()``, batched with concurrent calls."""
         from routecore.serve.batcher import ToolsItem
 
@@ -115,7 +127,9 @@ class RouterDeployment:
 
         from routecore.serve.batcher import run_tools
 
-        return await asyncio.to_thread(run_tools, self.router, items)  # one tools_batch per (context_domain, top_k)
+        return await asyncio.to_thread(
+            run_tools, self.router, items
+        )  # one tools_batch per (context_domain, top_k)
 
     # -- HTTP -------------------------------------------------------------------------
     async def __call__(self, request: Any) -> Any:
@@ -126,26 +140,48 @@ class RouterDeployment:
         if request.method == "GET" and path == "healthz":
             return json_response({"status": "ok"})
         if request.method != "POST" or path not in ("route", "tools", "lessons"):
-            return json_response({"error": "NotFound", "message": f"{request.method} {request.url.path}"}, 404)
+            return json_response(
+                {"error": "NotFound", "message": f"{request.method} {request.url.path}"}, 404
+            )
         try:
             body = await request.json()
             if not isinstance(body, dict) or not isinstance(body.get("query"), str):
                 raise InvalidArgumentError("the body must be a JSON object with a string 'query'")
             if path == "route":
-                return json_response(await self.route(body["query"], body.get("previous"), body.get("context_domains") or ()))
+                return json_response(
+                    await self.route(body["query"], body.get("previous"), body.get("context_domains") or ())
+                )
             if path == "tools":
-                return json_response(await self.tools(body["query"], body.get("context_domain"), body.get("top_k")))
-            lesson = self.record_lesson(body["query"], str(body["tool"]), bool(body["use"]), str(body.get("context", "")))
+                return json_response(
+                    await self.tools(body["query"], body.get("context_domain"), body.get("top_k"))
+                )
+            lesson = self.record_lesson(
+                body["query"], str(body["tool"]), bool(body["use"]), str(body.get("context", ""))
+            )
             return json_response({"id": lesson})
-        except (RoutecoreError, ValueError, KeyError, TypeError) as e:  # a bad argument, bad JSON, a missing field
+        except (
+            RoutecoreError,
+            ValueError,
+            KeyError,
+            TypeError,
+        ) as e:  # a bad argument, bad JSON, a missing field
             return json_response({"error": type(e).__name__, "message": str(e)}, 422)
 
 
-def deployment(config: str | os.PathLike[str] | None = None, bundle: str | os.PathLike[str] | None = None, *,
-               num_replicas: int = 2, autoscaling_config: Mapping[str, Any] | None = None,
-               max_batch_size: int = _MAX_BATCH, batch_wait_timeout_s: float = _WAIT_S, lessons: str | os.PathLike[str] | None = None,
-               ray_actor_options: Mapping[str, Any] | None = None, router_options: Mapping[str, Any] | None = None,
-               name: str = "routecore", max_ongoing_requests: int | None = None) -> Application:
+def deployment(
+    config: str | os.PathLike[str] | None = None,
+    bundle: str | os.PathLike[str] | None = None,
+    *,
+    num_replicas: int = 2,
+    autoscaling_config: Mapping[str, Any] | None = None,
+    max_batch_size: int = _MAX_BATCH,
+    batch_wait_timeout_s: float = _WAIT_S,
+    lessons: str | os.PathLike[str] | None = None,
+    ray_actor_options: Mapping[str, Any] | None = None,
+    router_options: Mapping[str, Any] | None = None,
+    name: str = "routecore",
+    max_ongoing_requests: int | None = None,
+) -> Application:
     """A Serve application (``serve.run(app)``) of a router from ``config`` or ``bundle``.
 
     Args:
@@ -176,8 +212,16 @@ def deployment(config: str | os.PathLike[str] | None = None, bundle: str | os.Pa
     def path(p: str | os.PathLike[str] | None) -> str | None:
         return None if p is None else os.path.abspath(os.fspath(p))
 
-    lesson_store = None if lessons is None else (str(lessons) if str(lessons).startswith("postgres") else path(lessons))
+    lesson_store = (
+        None if lessons is None else (str(lessons) if str(lessons).startswith("postgres") else path(lessons))
+    )
     dep: Any = RouterDeployment  # a serve.Deployment (the decorator's type is not precise)
-    app: Application = dep.options(**opts).bind(path(config), path(bundle), lesson_store, max_batch_size, batch_wait_timeout_s,
-                                                dict(router_options or {}))
+    app: Application = dep.options(**opts).bind(
+        path(config),
+        path(bundle),
+        lesson_store,
+        max_batch_size,
+        batch_wait_timeout_s,
+        dict(router_options or {}),
+    )
     return app

@@ -61,10 +61,28 @@ from starlette.routing import Route
 from routecore.decision import plain
 from routecore.errors import ConfigError, InvalidArgumentError, MemoryStoreError, RoutecoreError
 from routecore.serve import openapi
-from routecore.serve.batcher import (Batching, MicroBatcher, RouteItem, ToolsItem, route_many, route_one, run_routes, run_tools,
-                                     tools_one)
-from routecore.serve.http import (ApiError, Gate, Limits, encode_json, error_response, http_error,
-                                  json_response, read_body, scrub)
+from routecore.serve.batcher import (
+    Batching,
+    MicroBatcher,
+    RouteItem,
+    ToolsItem,
+    route_many,
+    route_one,
+    run_routes,
+    run_tools,
+    tools_one,
+)
+from routecore.serve.http import (
+    ApiError,
+    Gate,
+    Limits,
+    encode_json,
+    error_response,
+    http_error,
+    json_response,
+    read_body,
+    scrub,
+)
 from routecore.serve.metrics import Metrics
 from routecore.serve.sessions import SessionStore
 from routecore.serve.sources import DEFAULT_RELOAD_SETTLE, ChangeWatch, RouterSource, source_of
@@ -79,9 +97,22 @@ __all__ = ["Batching", "Limits", "RouterSource", "create_app"]
 class Server:
     """The loaded router, its reloads, the batchers and worker threads of one app (``app.state.server``)."""
 
-    def __init__(self, source: Any, *, token: Optional[str], limits: Limits, batching: Batching, memory: Any, session_ttl: float,
-                 max_sessions: int, reload_poll_s: float, threads: int, version: str,
-                 wait_for_load: bool = False, reload_settle_s: float = DEFAULT_RELOAD_SETTLE):
+    def __init__(
+        self,
+        source: Any,
+        *,
+        token: Optional[str],
+        limits: Limits,
+        batching: Batching,
+        memory: Any,
+        session_ttl: float,
+        max_sessions: int,
+        reload_poll_s: float,
+        threads: int,
+        version: str,
+        wait_for_load: bool = False,
+        reload_settle_s: float = DEFAULT_RELOAD_SETTLE,
+    ):
         self.source, self.token, self.limits, self.batching = source, token, limits, batching
         self.wait_for_load = wait_for_load
         self.version = version
@@ -117,8 +148,12 @@ class Server:
     def current(self) -> Any:
         r = self.router
         if r is None:
-            raise ApiError(503, "NotReady", f"the router is not loaded yet{': ' + self.load_error if self.load_error else ''}",
-                           {"Retry-After": "1"})
+            raise ApiError(
+                503,
+                "NotReady",
+                f"the router is not loaded yet{': ' + self.load_error if self.load_error else ''}",
+                {"Retry-After": "1"},
+            )
         return r
 
     def fan_out(self, router: Any) -> Optional[ThreadPoolExecutor]:
@@ -139,11 +174,25 @@ class Server:
         self._loader = ThreadPoolExecutor(1, thread_name_prefix="routecore-load")
         b = self.batching
         if b.enabled:
-            self.route_batcher = MicroBatcher(self._run_routes, self.current, self.pool, window_ms=b.window_ms, max_batch=b.max_batch,
-                                              on_batch=self.metrics.batch_size.labels("route").observe)
-            self.tools_batcher = MicroBatcher(run_tools, self.current, self.pool, window_ms=b.window_ms, max_batch=b.max_batch,
-                                              on_batch=self.metrics.batch_size.labels("tools").observe)
-        if self.wait_for_load:  # uvicorn listens only once the lifespan has started: no request before the router
+            self.route_batcher = MicroBatcher(
+                self._run_routes,
+                self.current,
+                self.pool,
+                window_ms=b.window_ms,
+                max_batch=b.max_batch,
+                on_batch=self.metrics.batch_size.labels("route").observe,
+            )
+            self.tools_batcher = MicroBatcher(
+                run_tools,
+                self.current,
+                self.pool,
+                window_ms=b.window_ms,
+                max_batch=b.max_batch,
+                on_batch=self.metrics.batch_size.labels("tools").observe,
+            )
+        if (
+            self.wait_for_load
+        ):  # uvicorn listens only once the lifespan has started: no request before the router
             await self.reload("start")
             if self.router is None:
                 raise RuntimeError(f"the router did not load: {self.load_error}")
@@ -154,7 +203,12 @@ class Server:
         try:
             loop.add_signal_handler(signal.SIGHUP, lambda: self._spawn(self.reload("SIGHUP")))
             self._sighup = True
-        except (ValueError, RuntimeError, NotImplementedError, AttributeError):  # not the main thread, or no SIGHUP (Windows)
+        except (
+            ValueError,
+            RuntimeError,
+            NotImplementedError,
+            AttributeError,
+        ):  # not the main thread, or no SIGHUP (Windows)
             log.debug("no SIGHUP handler: the event loop is not in the main thread")
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
@@ -206,7 +260,12 @@ class Server:
                 except Exception as e:  # noqa: BLE001 - keep serving the old router
                     self.load_error = f"{type(e).__name__}: {' '.join(str(e).split())}"
                     self.metrics.reloads.labels("failed").inc()
-                    log.error("router load (%s) failed, %s: %s", why, "keeping the previous router" if self.router else "not ready", self.load_error)
+                    log.error(
+                        "router load (%s) failed, %s: %s",
+                        why,
+                        "keeping the previous router" if self.router else "not ready",
+                        self.load_error,
+                    )
                 else:
                     self.router = router  # the swap: one reference, read once per request or batch
                     self.generation += 1
@@ -214,7 +273,12 @@ class Server:
                     self.metrics.reloads.labels("ok").inc()
                     self.metrics.generation.set(self.generation)
                     self.metrics.ready.set(1)
-                    log.info("router loaded (%s, generation %d) in %.2f s", why, self.generation, time.perf_counter() - t0)
+                    log.info(
+                        "router loaded (%s, generation %d) in %.2f s",
+                        why,
+                        self.generation,
+                        time.perf_counter() - t0,
+                    )
                 self._stamp = stamp
                 if not self._again:
                     break
@@ -227,7 +291,11 @@ class Server:
 
     def check_query(self, text: Optional[str], field: str) -> None:
         if text is not None and len(text) > self.limits.max_query_chars:
-            raise ApiError(422, "QueryTooLong", f"{field} is {len(text)} characters; the limit is {self.limits.max_query_chars} (--max-query-chars)")
+            raise ApiError(
+                422,
+                "QueryTooLong",
+                f"{field} is {len(text)} characters; the limit is {self.limits.max_query_chars} (--max-query-chars)",
+            )
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         assert self.pool is not None
@@ -246,9 +314,17 @@ def _endpoints(srv: Server) -> list[Route]:
         srv.check_query(req.query, "query")
         router = srv.current()
         if req.previous is not None and router.route_specs and req.previous not in router.route_table.by_name:
-            raise ApiError(422, "InvalidArgumentError", f"unknown previous route {req.previous!r}; known: {sorted(router.route_table.by_name)}")
+            raise ApiError(
+                422,
+                "InvalidArgumentError",
+                f"unknown previous route {req.previous!r}; known: {sorted(router.route_table.by_name)}",
+            )
         item = RouteItem(req.query, req.previous, tuple(req.context_domains))
-        d = await srv.route_batcher.submit(item) if srv.route_batcher is not None else await srv.run(route_one, router, item)
+        d = (
+            await srv.route_batcher.submit(item)
+            if srv.route_batcher is not None
+            else await srv.run(route_one, router, item)
+        )
         m.observe_decision("/v1/route", d, time.perf_counter() - t0)
         return json_response(d.to_dict())
 
@@ -257,7 +333,11 @@ def _endpoints(srv: Server) -> list[Route]:
         req = await srv.body(request, openapi.RouteBatchRequest)
         n = len(req.queries)
         if n > srv.limits.max_batch:
-            raise ApiError(422, "BatchTooLarge", f"{n} queries; the limit is {srv.limits.max_batch} per batch (--max-batch-queries)")
+            raise ApiError(
+                422,
+                "BatchTooLarge",
+                f"{n} queries; the limit is {srv.limits.max_batch} per batch (--max-batch-queries)",
+            )
         for i, q in enumerate(req.queries):
             srv.check_query(q, f"queries[{i}]")
         prev = req.previous
@@ -268,7 +348,13 @@ def _endpoints(srv: Server) -> list[Route]:
         else:
             previous = [prev] * n
         router = srv.current()
-        ds = await srv.run(route_many, router, req.queries, previous, tuple(req.context_domains), srv.fan_out(router)) if n else []
+        ds = (
+            await srv.run(
+                route_many, router, req.queries, previous, tuple(req.context_domains), srv.fan_out(router)
+            )
+            if n
+            else []
+        )
         dt = time.perf_counter() - t0
         for d in ds:
             m.observe_decision("/v1/route/batch", d, dt / n)
@@ -283,13 +369,21 @@ def _endpoints(srv: Server) -> list[Route]:
         router = srv.current()
         if req.session_id is not None:
             if req.top_k is not None:
-                raise ApiError(422, "ValidationError", "top_k cannot be given with session_id: a session's belt uses the policy's top_k")
+                raise ApiError(
+                    422,
+                    "ValidationError",
+                    "top_k cannot be given with session_id: a session's belt uses the policy's top_k",
+                )
             ts = await srv.run(lambda: router.tool_session(req.query, context_domain=req.context_domain))
             s = srv.sessions.put(req.session_id, ts)
             m.observe_stages("/v1/tools", ts.belt, time.perf_counter() - t0)
             return json_response({**ts.belt.to_dict(), "session": srv.sessions.state(req.session_id, s)})
         item = ToolsItem(req.query, req.context_domain, req.top_k)
-        belt = await srv.tools_batcher.submit(item) if srv.tools_batcher is not None else await srv.run(tools_one, router, item)
+        belt = (
+            await srv.tools_batcher.submit(item)
+            if srv.tools_batcher is not None
+            else await srv.run(tools_one, router, item)
+        )
         m.observe_stages("/v1/tools", belt, time.perf_counter() - t0)
         return json_response(belt.to_dict())
 
@@ -300,11 +394,17 @@ def _endpoints(srv: Server) -> list[Route]:
         s = srv.sessions.get(req.session_id)
         if s is None:
             if req.query is None:
-                raise ApiError(404, "UnknownSession", f"no session {req.session_id!r} (never opened, or expired after "
-                                                      f"{srv.sessions.ttl:g} s unused); give query to open one")
+                raise ApiError(
+                    404,
+                    "UnknownSession",
+                    f"no session {req.session_id!r} (never opened, or expired after "
+                    f"{srv.sessions.ttl:g} s unused); give query to open one",
+                )
             router = srv.current()
             ts = await srv.run(lambda: router.tool_session(req.query, context_domain=req.context_domain))
-            s = srv.sessions.get(req.session_id) or srv.sessions.put(req.session_id, ts)  # another request may have opened it meanwhile
+            s = srv.sessions.get(req.session_id) or srv.sessions.put(
+                req.session_id, ts
+            )  # another request may have opened it meanwhile
         async with s.lock:  # one request_more_tools at a time per session
             ts = s.tool_session
             more = await srv.run(ts.request_more_tools, req.request)
@@ -312,7 +412,9 @@ def _endpoints(srv: Server) -> list[Route]:
             if state["breaker_open"] and not s.tripped:
                 s.tripped = True
                 m.breaker_trips.inc()
-        return json_response({"tools": [plain(t) for t in more], "alerts": [plain(a) for a in ts.alerts], "session": state})
+        return json_response(
+            {"tools": [plain(t) for t in more], "alerts": [plain(a) for a in ts.alerts], "session": state}
+        )
 
     async def lessons(request: Request) -> Response:
         req = await srv.body(request, openapi.LessonRequest)
@@ -373,10 +475,21 @@ def _endpoints(srv: Server) -> list[Route]:
     ]
 
 
-def create_app(router_source: Any, *, token: Optional[str] = None, limits: Limits = Limits(), batching: Batching = Batching(),
-               memory: Any = None, session_ttl: float = 300.0, max_sessions: int = 10_000, reload_poll_s: float = 2.0,
-               threads: int = 8, version: Optional[str] = None, wait_for_load: bool = False,
-               reload_settle_s: float = DEFAULT_RELOAD_SETTLE) -> Starlette:
+def create_app(
+    router_source: Any,
+    *,
+    token: Optional[str] = None,
+    limits: Limits = Limits(),
+    batching: Batching = Batching(),
+    memory: Any = None,
+    session_ttl: float = 300.0,
+    max_sessions: int = 10_000,
+    reload_poll_s: float = 2.0,
+    threads: int = 8,
+    version: Optional[str] = None,
+    wait_for_load: bool = False,
+    reload_settle_s: float = DEFAULT_RELOAD_SETTLE,
+) -> Starlette:
     """The sidecar's ASGI app (run it with uvicorn; ``routecore serve`` does).
 
     Args:
@@ -404,9 +517,20 @@ def create_app(router_source: Any, *, token: Optional[str] = None, limits: Limit
         from routecore._native import __version__
 
         version = str(__version__)
-    srv = Server(source_of(router_source), token=token.strip() if token else None, limits=limits, batching=batching, memory=memory,
-                 session_ttl=session_ttl, max_sessions=max_sessions, reload_poll_s=reload_poll_s, threads=threads, version=version,
-                 wait_for_load=wait_for_load, reload_settle_s=reload_settle_s)
+    srv = Server(
+        source_of(router_source),
+        token=token.strip() if token else None,
+        limits=limits,
+        batching=batching,
+        memory=memory,
+        session_ttl=session_ttl,
+        max_sessions=max_sessions,
+        reload_poll_s=reload_poll_s,
+        threads=threads,
+        version=version,
+        wait_for_load=wait_for_load,
+        reload_settle_s=reload_settle_s,
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -416,7 +540,11 @@ def create_app(router_source: Any, *, token: Optional[str] = None, limits: Limit
         finally:
             await srv.stop()
 
-    app = Starlette(routes=_endpoints(srv), middleware=[Middleware(Gate, server=srv)], lifespan=lifespan,
-                    exception_handlers={HTTPException: http_error})
+    app = Starlette(
+        routes=_endpoints(srv),
+        middleware=[Middleware(Gate, server=srv)],
+        lifespan=lifespan,
+        exception_handlers={HTTPException: http_error},
+    )
     app.state.server = srv
     return app

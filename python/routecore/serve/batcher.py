@@ -35,7 +35,10 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Hashable, Optional, Sequence, Tuple, TypeVar
 
-from routecore.serve import DEFAULT_MAX_BATCH, DEFAULT_WINDOW_MS  # measured with benches/serve_load.py (see above)
+from routecore.serve import (  # measured with benches/serve_load.py (see above)
+    DEFAULT_MAX_BATCH,
+    DEFAULT_WINDOW_MS,
+)
 
 T = TypeVar("T")
 
@@ -81,8 +84,16 @@ class MicroBatcher(Generic[T]):
     swaps it between batches, never inside one); ``on_batch(size)`` observes sizes.
     """
 
-    def __init__(self, run: Callable[[Any, Sequence[Any]], list[Any]], router: Callable[[], Any], executor: Executor, *,
-                 window_ms: float = DEFAULT_WINDOW_MS, max_batch: int = DEFAULT_MAX_BATCH, on_batch: Callable[[int], None] | None = None):
+    def __init__(
+        self,
+        run: Callable[[Any, Sequence[Any]], list[Any]],
+        router: Callable[[], Any],
+        executor: Executor,
+        *,
+        window_ms: float = DEFAULT_WINDOW_MS,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        on_batch: Callable[[int], None] | None = None,
+    ):
         self._run, self._router, self._executor = run, router, executor
         self.window = window_ms / 1e3
         self.max_batch = max_batch
@@ -123,7 +134,7 @@ class MicroBatcher(Generic[T]):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        batch, self._pending = self._pending[:self.max_batch], self._pending[self.max_batch:]
+        batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
         batch = [(item, fut) for item, fut in batch if not fut.done()]  # a client that went away
         if not batch:
             if self._pending:
@@ -134,7 +145,9 @@ class MicroBatcher(Generic[T]):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _go(self, loop: asyncio.AbstractEventLoop, batch: list[tuple[Any, asyncio.Future[Any]]]) -> None:
+    async def _go(
+        self, loop: asyncio.AbstractEventLoop, batch: list[tuple[Any, asyncio.Future[Any]]]
+    ) -> None:
         try:
             if self._on_batch is not None:
                 self._on_batch(len(batch))
@@ -187,7 +200,13 @@ def run_routes(router: Any, items: Sequence[RouteItem], fan_out: Executor | None
     for idx in _grouped(items, lambda it: it.context_domains).values():
         group = [items[i] for i in idx]
         try:
-            ds = route_many(router, [it.query for it in group], [it.previous for it in group], group[0].context_domains, fan_out)
+            ds = route_many(
+                router,
+                [it.query for it in group],
+                [it.previous for it in group],
+                group[0].context_domains,
+                fan_out,
+            )
         except Exception:  # noqa: BLE001 - one request at a time, so that only the bad one fails
             ds = [_call(route_one, router, it) for it in group]
         for i, d in zip(idx, ds):
@@ -202,7 +221,11 @@ def run_tools(router: Any, items: Sequence[ToolsItem]) -> list[Any]:
         group = [items[i] for i in idx]
         cd, k = group[0].context_domain, group[0].top_k
         try:
-            belts = router.tools_batch([it.query for it in group], context_domain=cd, top_k=k) if len(group) > 1 else [tools_one(router, group[0])]
+            belts = (
+                router.tools_batch([it.query for it in group], context_domain=cd, top_k=k)
+                if len(group) > 1
+                else [tools_one(router, group[0])]
+            )
         except Exception:  # noqa: BLE001
             belts = [_call(tools_one, router, it) for it in group]
         for i, b in zip(idx, belts):
@@ -217,12 +240,19 @@ def _call(fn: Callable[..., Any], *args: Any) -> Any:
         return e
 
 
-def route_many(router: Any, queries: list[str], previous: list[str | None], context_domains: Sequence[str],
-               fan_out: Executor | None = None) -> list[Any]:
+def route_many(
+    router: Any,
+    queries: list[str],
+    previous: list[str | None],
+    context_domains: Sequence[str],
+    fan_out: Executor | None = None,
+) -> list[Any]:
     """``router.route_batch`` for ``queries``; with an LLM fallback, the decisions run in
     ``fan_out``'s threads, so that the LLM calls of medium-confidence decisions overlap
     instead of queueing one after the other inside the batch (decisions identical)."""
     if len(queries) == 1:
         return [router.route(queries[0], previous=previous[0], context_domains=context_domains)]
     executor = fan_out if router.llm is not None else None
-    return list(router.route_batch(queries, previous=previous, context_domains=context_domains, executor=executor))
+    return list(
+        router.route_batch(queries, previous=previous, context_domains=context_domains, executor=executor)
+    )

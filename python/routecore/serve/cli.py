@@ -49,14 +49,31 @@ def resolve_token(token_env: Optional[str], token_file: Optional[str]) -> Option
 
 def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
     return {
-        "config": args.config, "bundle": args.bundle, "overlay": args.overlay, "model": args.model,
-        "llm_url": args.llm_url, "llm_model": args.llm_model, "cache": not args.no_cache, "lessons": args.lessons,
-        "token_env": args.token_env, "token_file": args.token_file,
-        "batching": not args.no_batching, "window_ms": args.batch_window_ms, "max_batch": args.max_batch,
-        "max_body_bytes": args.max_body_bytes, "max_query_chars": args.max_query_chars, "max_batch_queries": args.max_batch_queries,
-        "session_ttl": args.session_ttl, "reload_poll_s": args.reload_poll, "threads": args.threads, "log_level": args.log_level,
-        "workers": args.workers, "header_timeout": args.header_timeout, "body_timeout": args.body_timeout,
-        "max_connections": args.max_connections, "reload_settle_s": args.reload_settle,
+        "config": args.config,
+        "bundle": args.bundle,
+        "overlay": args.overlay,
+        "model": args.model,
+        "llm_url": args.llm_url,
+        "llm_model": args.llm_model,
+        "cache": not args.no_cache,
+        "lessons": args.lessons,
+        "token_env": args.token_env,
+        "token_file": args.token_file,
+        "batching": not args.no_batching,
+        "window_ms": args.batch_window_ms,
+        "max_batch": args.max_batch,
+        "max_body_bytes": args.max_body_bytes,
+        "max_query_chars": args.max_query_chars,
+        "max_batch_queries": args.max_batch_queries,
+        "session_ttl": args.session_ttl,
+        "reload_poll_s": args.reload_poll,
+        "threads": args.threads,
+        "log_level": args.log_level,
+        "workers": args.workers,
+        "header_timeout": args.header_timeout,
+        "body_timeout": args.body_timeout,
+        "max_connections": args.max_connections,
+        "reload_settle_s": args.reload_settle,
     }
 
 
@@ -86,15 +103,29 @@ def app_from_settings(s: dict[str, Any]) -> Any:
         from routecore.memory import ExperienceMemory
 
         memory = ExperienceMemory(s["lessons"])
-    source = RouterSource(s.get("config"), s.get("bundle"), overlay=s.get("overlay"), model=s.get("model"), llm_url=s.get("llm_url"),
-                          llm_model=s.get("llm_model"), cache=s.get("cache", True))
-    return create_app(source, token=resolve_token(s.get("token_env"), s.get("token_file")), memory=memory,
-                      limits=Limits(s["max_body_bytes"], s["max_query_chars"], s["max_batch_queries"],
-                                    s.get("body_timeout", 30.0)),
-                      batching=Batching(s["batching"], s["window_ms"], s["max_batch"]),
-                      session_ttl=s["session_ttl"], reload_poll_s=s["reload_poll_s"], threads=s["threads"],
-                      reload_settle_s=s.get("reload_settle_s", 5.0),
-                      wait_for_load=s.get("workers", 1) > 1)
+    source = RouterSource(
+        s.get("config"),
+        s.get("bundle"),
+        overlay=s.get("overlay"),
+        model=s.get("model"),
+        llm_url=s.get("llm_url"),
+        llm_model=s.get("llm_model"),
+        cache=s.get("cache", True),
+    )
+    return create_app(
+        source,
+        token=resolve_token(s.get("token_env"), s.get("token_file")),
+        memory=memory,
+        limits=Limits(
+            s["max_body_bytes"], s["max_query_chars"], s["max_batch_queries"], s.get("body_timeout", 30.0)
+        ),
+        batching=Batching(s["batching"], s["window_ms"], s["max_batch"]),
+        session_ttl=s["session_ttl"],
+        reload_poll_s=s["reload_poll_s"],
+        threads=s["threads"],
+        reload_settle_s=s.get("reload_settle_s", 5.0),
+        wait_for_load=s.get("workers", 1) > 1,
+    )
 
 
 def app_from_env() -> Any:
@@ -103,13 +134,19 @@ def app_from_env() -> Any:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    for name, path, want_dir in (("--config", args.config, False), ("--bundle", args.bundle, True), ("--overlay", args.overlay, False)):
+    for name, path, want_dir in (
+        ("--config", args.config, False),
+        ("--bundle", args.bundle, True),
+        ("--overlay", args.overlay, False),
+    ):
         if path and not (os.path.isdir(path) if want_dir else os.path.isfile(path)):
             raise ConfigError(f"{name} {path}: no such {'folder' if want_dir else 'file'}")
     token = resolve_token(args.token_env, args.token_file)
     if token is None and not is_loopback(args.host) and not args.insecure:
-        raise ConfigError(f"refusing to listen on {args.host} without a bearer token: set {args.token_env or TOKEN_ENV} or --token-file, "
-                          "or pass --insecure to serve anyone who can reach the port")
+        raise ConfigError(
+            f"refusing to listen on {args.host} without a bearer token: set {args.token_env or TOKEN_ENV} or --token-file, "
+            "or pass --insecure to serve anyone who can reach the port"
+        )
     try:
         import uvicorn
     except ImportError:
@@ -117,9 +154,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from routecore.serve.connections import protocol_class
 
     settings = settings_from_args(args)
-    common: dict[str, Any] = {"host": args.host, "port": args.port, "log_level": args.log_level, "access_log": args.access_log,
-                              "timeout_graceful_shutdown": args.graceful_timeout, "lifespan": "on",
-                              "server_header": False, "http": protocol_class(args.http)}
+    common: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "log_level": args.log_level,
+        "access_log": args.access_log,
+        "timeout_graceful_shutdown": args.graceful_timeout,
+        "lifespan": "on",
+        "server_header": False,
+        "http": protocol_class(args.http),
+    }
     if args.workers > 1:
         os.environ[SETTINGS_ENV] = json.dumps(settings)
         uvicorn.run("routecore.serve.cli:app_from_env", factory=True, workers=args.workers, **common)
@@ -142,50 +186,127 @@ def add_serve_command(sub: Any) -> argparse.ArgumentParser:
     """Register ``routecore serve`` on the subparsers ``sub`` of routecore's parser."""
     from routecore.serve import DEFAULT_MAX_BATCH, DEFAULT_WINDOW_MS
 
-    s: argparse.ArgumentParser = sub.add_parser("serve", help="serve the router over HTTP (needs routecore[serve])",
-                       description="Serve routes, tool belts and lessons as a JSON HTTP sidecar (uvicorn + Starlette), with "
-                                   "micro-batching, Prometheus metrics at /metrics, OpenAPI at /openapi.json, hot reload on SIGHUP "
-                                   "or a changed config/bundle file, and graceful shutdown on SIGTERM.")
+    s: argparse.ArgumentParser = sub.add_parser(
+        "serve",
+        help="serve the router over HTTP (needs routecore[serve])",
+        description="Serve routes, tool belts and lessons as a JSON HTTP sidecar (uvicorn + Starlette), with "
+        "micro-batching, Prometheus metrics at /metrics, OpenAPI at /openapi.json, hot reload on SIGHUP "
+        "or a changed config/bundle file, and graceful shutdown on SIGTERM.",
+    )
     src = s.add_mutually_exclusive_group(required=True)
     src.add_argument("--config", help="routes/tools YAML or JSON")
     src.add_argument("--bundle", help="a saved router bundle folder")
-    s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; any other needs a token or --insecure)")
+    s.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1; any other needs a token or --insecure)",
+    )
     s.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
-    s.add_argument("--workers", type=int, default=1, help="worker processes, each with its own router, tool sessions and (without --lessons) lesson store (default 1)")
-    s.add_argument("--token-env", default=TOKEN_ENV, metavar="NAME", help=f"environment variable holding the bearer token (default {TOKEN_ENV})")
+    s.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes, each with its own router, tool sessions and (without --lessons) lesson store (default 1)",
+    )
+    s.add_argument(
+        "--token-env",
+        default=TOKEN_ENV,
+        metavar="NAME",
+        help=f"environment variable holding the bearer token (default {TOKEN_ENV})",
+    )
     s.add_argument("--token-file", help="file holding the bearer token (wins over --token-env)")
     s.add_argument("--insecure", action="store_true", help="allow a non-loopback address without a token")
     s.add_argument("--overlay", help="YAML/JSON of routecore fields by tool name")
     s.add_argument("--model", help="model folder or name (default: the bundled multilingual-e5-small)")
     s.add_argument("--llm-url", help="OpenAI-compatible server of the LLM fallback")
     s.add_argument("--llm-model", help="the LLM fallback's model")
-    s.add_argument("--no-cache", action="store_true", help="embed the config again instead of reusing its cached bundle")
-    s.add_argument("--lessons", metavar="PATH", help="lesson store for /v1/lessons: a SQLite path or a postgresql:// URL shared by replicas (default: in memory, lost on exit)")
-    s.add_argument("--no-batching", action="store_true", help="one encoder call per request instead of micro-batches")
-    s.add_argument("--batch-window-ms", type=_positive(float), default=DEFAULT_WINDOW_MS,
-                   help=f"longest wait, in ms, for more requests to join a micro-batch (default {DEFAULT_WINDOW_MS:g})")
-    s.add_argument("--max-batch", type=int, default=DEFAULT_MAX_BATCH, help=f"requests per micro-batch at most (default {DEFAULT_MAX_BATCH})")
-    s.add_argument("--max-body-bytes", type=int, default=1 << 20, help="request body limit (default 1 MiB; 413 above)")
-    s.add_argument("--max-query-chars", type=int, default=8192, help="characters per query (default 8192; 422 above)")
-    s.add_argument("--max-batch-queries", type=int, default=256, help="queries per /v1/route/batch request (default 256; 422 above)")
-    s.add_argument("--header-timeout", type=_positive(float), default=10.0,
-                   help="seconds a connection has to send a request's head, from its opening or its "
-                        "previous response; then 408 and closed (default 10; 0: no limit)")
-    s.add_argument("--body-timeout", type=_positive(float), default=30.0,
-                   help="seconds to receive a request's body once its head is in (default 30; 408 above; "
-                        "0: no limit)")
-    s.add_argument("--max-connections", type=_positive(int), default=512,
-                   help="open connections per worker process; one more is answered 503 and closed "
-                        "(default 512; 0: no cap)")
-    s.add_argument("--http", choices=["auto", "h11", "httptools"], default="auto",
-                   help="HTTP parser: httptools when installed (auto, the default) or h11")
-    s.add_argument("--session-ttl", type=_positive(float), default=300.0, help="seconds a request_more_tools session lives unused (default 300)")
-    s.add_argument("--reload-poll", type=_positive(float), default=2.0, help="seconds between checks of the files for a change (0: never)")
-    s.add_argument("--reload-settle", type=_positive(float), default=5.0,
-                   help="seconds a config written in place must stay unchanged before it is reloaded; a file "
-                        "replaced by a rename reloads at the next poll (default 5)")
+    s.add_argument(
+        "--no-cache", action="store_true", help="embed the config again instead of reusing its cached bundle"
+    )
+    s.add_argument(
+        "--lessons",
+        metavar="PATH",
+        help="lesson store for /v1/lessons: a SQLite path or a postgresql:// URL shared by replicas (default: in memory, lost on exit)",
+    )
+    s.add_argument(
+        "--no-batching", action="store_true", help="one encoder call per request instead of micro-batches"
+    )
+    s.add_argument(
+        "--batch-window-ms",
+        type=_positive(float),
+        default=DEFAULT_WINDOW_MS,
+        help=f"longest wait, in ms, for more requests to join a micro-batch (default {DEFAULT_WINDOW_MS:g})",
+    )
+    s.add_argument(
+        "--max-batch",
+        type=int,
+        default=DEFAULT_MAX_BATCH,
+        help=f"requests per micro-batch at most (default {DEFAULT_MAX_BATCH})",
+    )
+    s.add_argument(
+        "--max-body-bytes", type=int, default=1 << 20, help="request body limit (default 1 MiB; 413 above)"
+    )
+    s.add_argument(
+        "--max-query-chars", type=int, default=8192, help="characters per query (default 8192; 422 above)"
+    )
+    s.add_argument(
+        "--max-batch-queries",
+        type=int,
+        default=256,
+        help="queries per /v1/route/batch request (default 256; 422 above)",
+    )
+    s.add_argument(
+        "--header-timeout",
+        type=_positive(float),
+        default=10.0,
+        help="seconds a connection has to send a request's head, from its opening or its "
+        "previous response; then 408 and closed (default 10; 0: no limit)",
+    )
+    s.add_argument(
+        "--body-timeout",
+        type=_positive(float),
+        default=30.0,
+        help="seconds to receive a request's body once its head is in (default 30; 408 above; 0: no limit)",
+    )
+    s.add_argument(
+        "--max-connections",
+        type=_positive(int),
+        default=512,
+        help="open connections per worker process; one more is answered 503 and closed "
+        "(default 512; 0: no cap)",
+    )
+    s.add_argument(
+        "--http",
+        choices=["auto", "h11", "httptools"],
+        default="auto",
+        help="HTTP parser: httptools when installed (auto, the default) or h11",
+    )
+    s.add_argument(
+        "--session-ttl",
+        type=_positive(float),
+        default=300.0,
+        help="seconds a request_more_tools session lives unused (default 300)",
+    )
+    s.add_argument(
+        "--reload-poll",
+        type=_positive(float),
+        default=2.0,
+        help="seconds between checks of the files for a change (0: never)",
+    )
+    s.add_argument(
+        "--reload-settle",
+        type=_positive(float),
+        default=5.0,
+        help="seconds a config written in place must stay unchanged before it is reloaded; a file "
+        "replaced by a rename reloads at the next poll (default 5)",
+    )
     s.add_argument("--threads", type=int, default=8, help="worker threads for the router's calls (default 8)")
-    s.add_argument("--graceful-timeout", type=_positive(float), default=30.0, help="seconds to finish requests in flight on SIGTERM (default 30)")
+    s.add_argument(
+        "--graceful-timeout",
+        type=_positive(float),
+        default=30.0,
+        help="seconds to finish requests in flight on SIGTERM (default 30)",
+    )
     s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     s.add_argument("--access-log", action="store_true", help="log every request (uvicorn's access log)")
     s.add_argument("--json", action="store_true", help="errors as JSON")

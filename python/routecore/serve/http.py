@@ -18,14 +18,24 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from routecore.decision import plain
 
-
 if TYPE_CHECKING:
     from routecore.serve.app import Server
 
 #: Paths answered without a token (probes).
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
-ENDPOINTS = frozenset({"/v1/route", "/v1/route/batch", "/v1/tools", "/v1/tools/more", "/v1/lessons",
-                       "/healthz", "/readyz", "/metrics", "/openapi.json"})
+ENDPOINTS = frozenset(
+    {
+        "/v1/route",
+        "/v1/route/batch",
+        "/v1/tools",
+        "/v1/tools/more",
+        "/v1/lessons",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/openapi.json",
+    }
+)
 #: The HTTP methods the request counter names; any other is counted as ``other`` (the label is set
 #: before authentication, so a raw method would let anyone grow the metrics without bound).
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -34,8 +44,11 @@ METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 def metric_labels(path: str, method: str, status: int) -> tuple[str, str, str]:
     """The request counter's labels, each from a closed set: a known endpoint or ``other``, a
     known method or ``other``, a status code from 100 to 599 or ``other``."""
-    return (path if path in ENDPOINTS else "other", method if method in METHODS else "other",
-            str(status) if 100 <= status <= 599 else "other")
+    return (
+        path if path in ENDPOINTS else "other",
+        method if method in METHODS else "other",
+        str(status) if 100 <= status <= 599 else "other",
+    )
 
 
 @dataclass(frozen=True)
@@ -55,7 +68,9 @@ class ApiError(Exception):
         self.status, self.kind, self.message, self.headers = status, kind, message, headers
 
 
-def error_response(status: int, kind: str, message: str, headers: Optional[dict[str, str]] = None) -> Response:
+def error_response(
+    status: int, kind: str, message: str, headers: Optional[dict[str, str]] = None
+) -> Response:
     body = encode_json({"error": {"type": kind, "message": message}})
     return Response(body, status, headers, media_type="application/json")
 
@@ -136,8 +151,12 @@ class Gate:
             if self._token is not None and path not in OPEN_PATHS:
                 problem = self._auth(scope)
                 if problem is not None:
-                    err = 'Bearer realm="routecore"' + (', error="invalid_token"' if "wrong" in problem else "")
-                    await error_response(401, "Unauthorized", problem, {"WWW-Authenticate": err})(scope, receive, send_status)
+                    err = 'Bearer realm="routecore"' + (
+                        ', error="invalid_token"' if "wrong" in problem else ""
+                    )
+                    await error_response(401, "Unauthorized", problem, {"WWW-Authenticate": err})(
+                        scope, receive, send_status
+                    )
                     return
             await self.app(scope, receive, send_status)
         finally:
@@ -165,8 +184,9 @@ async def read_body(request: Request, shape: type, limits: Limits) -> Any:
     limit = limits.max_body_bytes
     cl = request.headers.get("content-length")
     if cl is not None and cl.isdigit() and int(cl) > limit:
-        raise ApiError(413, "BodyTooLarge",
-                       f"the body is {int(cl)} bytes; the limit is {limit} (--max-body-bytes)")
+        raise ApiError(
+            413, "BodyTooLarge", f"the body is {int(cl)} bytes; the limit is {limit} (--max-body-bytes)"
+        )
     chunks: list[bytes] = []
 
     async def read() -> None:
@@ -174,19 +194,25 @@ async def read_body(request: Request, shape: type, limits: Limits) -> Any:
         async for chunk in request.stream():
             n += len(chunk)
             if n > limit:
-                raise ApiError(413, "BodyTooLarge",
-                               f"the body is over {limit} bytes, the limit (--max-body-bytes)")
+                raise ApiError(
+                    413, "BodyTooLarge", f"the body is over {limit} bytes, the limit (--max-body-bytes)"
+                )
             chunks.append(chunk)
 
     wait = limits.body_timeout
     try:
         await (asyncio.wait_for(read(), wait) if wait > 0 else read())
     except ClientDisconnect:
-        raise ApiError(400, "ClientDisconnect",
-                       "the client went away before sending the whole body") from None
+        raise ApiError(
+            400, "ClientDisconnect", "the client went away before sending the whole body"
+        ) from None
     except asyncio.TimeoutError:
-        raise ApiError(408, "BodyTimeout", f"the body did not arrive within {wait:g} s (--body-timeout)",
-                       {"Connection": "close"}) from None
+        raise ApiError(
+            408,
+            "BodyTimeout",
+            f"the body did not arrive within {wait:g} s (--body-timeout)",
+            {"Connection": "close"},
+        ) from None
     raw = b"".join(chunks)
     try:
         return msgspec.json.decode(raw, type=shape)
@@ -198,13 +224,18 @@ async def read_body(request: Request, shape: type, limits: Limits) -> Any:
         except msgspec.ValidationError as v:
             raise ApiError(422, "ValidationError", str(v)) from None
         except ValueError:
-            raise ApiError(400, "InvalidJSON", f"the body is not JSON: {e}" if raw.strip()
-                           else "the body is empty; send a JSON object") from None
+            raise ApiError(
+                400,
+                "InvalidJSON",
+                f"the body is not JSON: {e}" if raw.strip() else "the body is empty; send a JSON object",
+            ) from None
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     kind = {404: "NotFound", 405: "MethodNotAllowed"}.get(exc.status_code, "HTTPError")
-    msg = {404: f"no endpoint at {request.url.path} (see /openapi.json)",
-           405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
+    msg = {
+        404: f"no endpoint at {request.url.path} (see /openapi.json)",
+        405: f"{request.method} is not allowed on {request.url.path}",
+    }.get(exc.status_code, str(exc.detail))
     return error_response(exc.status_code, kind, msg, dict(exc.headers or {}))

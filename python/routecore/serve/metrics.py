@@ -31,7 +31,28 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+LATENCY_BUCKETS = (
+    0.0005,
+    0.001,
+    0.002,
+    0.003,
+    0.005,
+    0.0075,
+    0.01,
+    0.015,
+    0.02,
+    0.03,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 _TIMEOUT_WORDS = ("timeout", "timed out", "too slow", "took longer")
 
@@ -46,10 +67,17 @@ class _EncoderCache(Collector):
         enc = self._encoder()
         stats = enc.cache_stats() if enc is not None and hasattr(enc, "cache_stats") else None
         hits, misses = (stats.hits, stats.misses) if stats is not None else (0, 0)
-        yield CounterMetricFamily("routecore_encoder_cache_hits", "Queries the encoder answered from its cache.", value=hits)
-        yield CounterMetricFamily("routecore_encoder_cache_misses", "Queries the encoder had to embed.", value=misses)
-        yield GaugeMetricFamily("routecore_encoder_cache_hit_ratio", "hits / (hits + misses) of the encoder's query cache.",
-                                value=hits / (hits + misses) if hits + misses else 0.0)
+        yield CounterMetricFamily(
+            "routecore_encoder_cache_hits", "Queries the encoder answered from its cache.", value=hits
+        )
+        yield CounterMetricFamily(
+            "routecore_encoder_cache_misses", "Queries the encoder had to embed.", value=misses
+        )
+        yield GaugeMetricFamily(
+            "routecore_encoder_cache_hit_ratio",
+            "hits / (hits + misses) of the encoder's query cache.",
+            value=hits / (hits + misses) if hits + misses else 0.0,
+        )
 
 
 class Metrics:
@@ -57,21 +85,53 @@ class Metrics:
 
     def __init__(self, encoder: Callable[[], Any]):
         r = self.registry = CollectorRegistry(auto_describe=True)
-        self.requests = Counter("routecore_http_requests", "HTTP requests by endpoint, method and status.", ["endpoint", "method", "status"], registry=r)
-        self.latency = Histogram("routecore_http_request_duration_seconds", "Time to answer a request, by endpoint.", ["endpoint"],
-                                 buckets=LATENCY_BUCKETS, registry=r)
-        self.stage = Histogram("routecore_stage_duration_seconds", "Encoder time against the rest of a routing request.", ["endpoint", "stage"],
-                               buckets=LATENCY_BUCKETS, registry=r)
-        self.decisions = Counter("routecore_decisions", "Route decisions by action, route and tier.", ["action", "route", "tier"], registry=r)
+        self.requests = Counter(
+            "routecore_http_requests",
+            "HTTP requests by endpoint, method and status.",
+            ["endpoint", "method", "status"],
+            registry=r,
+        )
+        self.latency = Histogram(
+            "routecore_http_request_duration_seconds",
+            "Time to answer a request, by endpoint.",
+            ["endpoint"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.stage = Histogram(
+            "routecore_stage_duration_seconds",
+            "Encoder time against the rest of a routing request.",
+            ["endpoint", "stage"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.decisions = Counter(
+            "routecore_decisions",
+            "Route decisions by action, route and tier.",
+            ["action", "route", "tier"],
+            registry=r,
+        )
         self.llm_calls = Counter("routecore_llm_calls", "Calls to the LLM fallback router.", registry=r)
-        self.llm_errors = Counter("routecore_llm_errors", "LLM fallback calls that failed (the semantic route was used).", registry=r)
-        self.llm_timeouts = Counter("routecore_llm_timeouts", "LLM fallback calls that timed out.", registry=r)
-        self.breaker_trips = Counter("routecore_circuit_breaker_trips", "request_more_tools circuit breakers that opened.", registry=r)
-        self.batch_size = Histogram("routecore_batch_size", "Requests per micro-batch.", ["kind"], buckets=BATCH_BUCKETS, registry=r)
+        self.llm_errors = Counter(
+            "routecore_llm_errors",
+            "LLM fallback calls that failed (the semantic route was used).",
+            registry=r,
+        )
+        self.llm_timeouts = Counter(
+            "routecore_llm_timeouts", "LLM fallback calls that timed out.", registry=r
+        )
+        self.breaker_trips = Counter(
+            "routecore_circuit_breaker_trips", "request_more_tools circuit breakers that opened.", registry=r
+        )
+        self.batch_size = Histogram(
+            "routecore_batch_size", "Requests per micro-batch.", ["kind"], buckets=BATCH_BUCKETS, registry=r
+        )
         self.in_flight = Gauge("routecore_in_flight_requests", "Requests being answered.", registry=r)
         self.sessions = Gauge("routecore_tool_sessions", "Open request_more_tools sessions.", registry=r)
         self.ready = Gauge("routecore_ready", "1 once a router is loaded.", registry=r)
-        self.generation = Gauge("routecore_router_generation", "Routers loaded so far (1 after the first load).", registry=r)
+        self.generation = Gauge(
+            "routecore_router_generation", "Routers loaded so far (1 after the first load).", registry=r
+        )
         self.reloads = Counter("routecore_reloads", "Router reloads by result.", ["result"], registry=r)
         r.register(_EncoderCache(encoder))
 
@@ -87,7 +147,9 @@ class Metrics:
         self.stage.labels(endpoint, "rest").observe(max(handler_s - enc, 0.0))
 
     def _observe_llm(self, d: Any) -> None:
-        failed = bool(d.fallback and d.fallback.startswith("llm failed")) or any(a.kind == "llm_error" for a in d.alerts)
+        failed = bool(d.fallback and d.fallback.startswith("llm failed")) or any(
+            a.kind == "llm_error" for a in d.alerts
+        )
         if d.used_llm or failed:
             self.llm_calls.inc()
         if failed:

@@ -24,7 +24,10 @@ SESSION_ID_MAX = 128
 #: Largest top_k a request may ask for.
 TOP_K_MAX = 1000
 
-SessionId = Annotated[str, Meta(min_length=1, max_length=SESSION_ID_MAX, description="a client-chosen id (e.g. the agent turn's)")]
+SessionId = Annotated[
+    str,
+    Meta(min_length=1, max_length=SESSION_ID_MAX, description="a client-chosen id (e.g. the agent turn's)"),
+]
 
 
 class RouteRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -120,7 +123,16 @@ class Ready(msgspec.Struct, kw_only=True):
 
 
 REQUESTS = (RouteRequest, RouteBatchRequest, ToolsRequest, MoreToolsRequest, LessonRequest)
-RESPONSES = (Decision, ToolBelt, MoreToolsResponse, RouteBatchResponse, LessonResponse, ErrorResponse, Health, Ready)
+RESPONSES = (
+    Decision,
+    ToolBelt,
+    MoreToolsResponse,
+    RouteBatchResponse,
+    LessonResponse,
+    ErrorResponse,
+    Health,
+    Ready,
+)
 _REF = "#/components/schemas/{name}"
 
 
@@ -137,11 +149,16 @@ def components() -> Dict[str, Any]:
     d["action"] = {"type": "string", "enum": ["route", "clarify", "none", "error"]}
     d["tier"] = {"type": "string", "enum": ["high", "medium", "low"]}
     d["collision"] = {"type": "boolean", "description": "a collision alert is in alerts"}
-    d["system_prompt_alert"] = {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "the collision alert's text"}
+    d["system_prompt_alert"] = {
+        "anyOf": [{"type": "string"}, {"type": "null"}],
+        "description": "the collision alert's text",
+    }
     comps["Decision"]["required"] += ["collision", "system_prompt_alert"]
     belt = comps["ToolBelt"]
-    belt["properties"]["session"] = {"$ref": _REF.format(name="SessionState"),
-                                     "description": "only when the request gave a session_id"}
+    belt["properties"]["session"] = {
+        "$ref": _REF.format(name="SessionState"),
+        "description": "only when the request gave a session_id",
+    }
     comps["Ready"]["required"] = ["ready", "generation"]
     return comps
 
@@ -151,44 +168,112 @@ def _body(name: str) -> Dict[str, Any]:
 
 
 def _answer(name: str, what: str) -> Dict[str, Any]:
-    return {"description": what, "content": {"application/json": {"schema": {"$ref": _REF.format(name=name)}}}}
+    return {
+        "description": what,
+        "content": {"application/json": {"schema": {"$ref": _REF.format(name=name)}}},
+    }
 
 
 _ERRORS = {
-    "400": "the body is not JSON", "401": "no bearer token, or a wrong one", "404": "unknown path, or unknown session without a query",
-    "413": "the body is larger than the limit", "422": "a field is missing, of the wrong type or over a limit (query length, batch size)",
+    "400": "the body is not JSON",
+    "401": "no bearer token, or a wrong one",
+    "404": "unknown path, or unknown session without a query",
+    "413": "the body is larger than the limit",
+    "422": "a field is missing, of the wrong type or over a limit (query length, batch size)",
     "503": "the router is not loaded yet",
 }
 
 
-def _post(summary: str, request: str, response: str, *, status: str = "200", extra: tuple[str, ...] = ()) -> Dict[str, Any]:
+def _post(
+    summary: str, request: str, response: str, *, status: str = "200", extra: tuple[str, ...] = ()
+) -> Dict[str, Any]:
     errs = {k: _answer("ErrorResponse", v) for k, v in _ERRORS.items() if k != "404" or "404" in extra}
-    return {"post": {"summary": summary, "requestBody": _body(request), "responses": {status: _answer(response, "OK"), **errs},
-                     "security": [{"bearer": []}]}}
+    return {
+        "post": {
+            "summary": summary,
+            "requestBody": _body(request),
+            "responses": {status: _answer(response, "OK"), **errs},
+            "security": [{"bearer": []}],
+        }
+    }
 
 
 def document(version: str = "") -> Dict[str, Any]:
     """The OpenAPI 3.1 document of the sidecar."""
-    return copy.deepcopy({
-        "openapi": "3.1.0",
-        "info": {"title": "routecore serve", "version": version or "0",
-                 "description": "Semantic routing and tool belts over HTTP. Bodies are the Python API's objects "
-                                "(Decision.to_dict(), ToolBelt.to_dict()). Scores that are not finite are written as null."},
-        "paths": {
-            "/v1/route": _post("Route one query (Router.route)", "RouteRequest", "Decision"),
-            "/v1/route/batch": _post("Route several queries (Router.route_batch)", "RouteBatchRequest", "RouteBatchResponse"),
-            "/v1/tools": _post("The tool belt of one query (Router.tools, or Router.tool_session with session_id)", "ToolsRequest", "ToolBelt"),
-            "/v1/tools/more": _post("request_more_tools in a session, with its circuit breaker", "MoreToolsRequest", "MoreToolsResponse",
-                                    extra=("404",)),
-            "/v1/lessons": _post("Record a lesson (Router.record_lesson)", "LessonRequest", "LessonResponse", status="201"),
-            "/healthz": {"get": {"summary": "The process answers", "responses": {"200": _answer("Health", "alive")}}},
-            "/readyz": {"get": {"summary": "A router is loaded", "responses": {"200": _answer("Ready", "ready"), "503": _answer("Ready", "loading")}}},
-            "/metrics": {"get": {"summary": "Prometheus metrics", "security": [{"bearer": []}],
-                                 "responses": {"200": {"description": "text format 0.0.4", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
-            "/openapi.json": {"get": {"summary": "This document", "security": [{"bearer": []}],
-                                      "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {"schema": {"type": "object"}}}}}}},
-        },
-        "components": {"schemas": components(),
-                       "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
-                                                      "description": "only when the server has a token (--token-env / --token-file)"}}},
-    })
+    return copy.deepcopy(
+        {
+            "openapi": "3.1.0",
+            "info": {
+                "title": "routecore serve",
+                "version": version or "0",
+                "description": "Semantic routing and tool belts over HTTP. Bodies are the Python API's objects "
+                "(Decision.to_dict(), ToolBelt.to_dict()). Scores that are not finite are written as null.",
+            },
+            "paths": {
+                "/v1/route": _post("Route one query (Router.route)", "RouteRequest", "Decision"),
+                "/v1/route/batch": _post(
+                    "Route several queries (Router.route_batch)", "RouteBatchRequest", "RouteBatchResponse"
+                ),
+                "/v1/tools": _post(
+                    "The tool belt of one query (Router.tools, or Router.tool_session with session_id)",
+                    "ToolsRequest",
+                    "ToolBelt",
+                ),
+                "/v1/tools/more": _post(
+                    "request_more_tools in a session, with its circuit breaker",
+                    "MoreToolsRequest",
+                    "MoreToolsResponse",
+                    extra=("404",),
+                ),
+                "/v1/lessons": _post(
+                    "Record a lesson (Router.record_lesson)", "LessonRequest", "LessonResponse", status="201"
+                ),
+                "/healthz": {
+                    "get": {
+                        "summary": "The process answers",
+                        "responses": {"200": _answer("Health", "alive")},
+                    }
+                },
+                "/readyz": {
+                    "get": {
+                        "summary": "A router is loaded",
+                        "responses": {"200": _answer("Ready", "ready"), "503": _answer("Ready", "loading")},
+                    }
+                },
+                "/metrics": {
+                    "get": {
+                        "summary": "Prometheus metrics",
+                        "security": [{"bearer": []}],
+                        "responses": {
+                            "200": {
+                                "description": "text format 0.0.4",
+                                "content": {"text/plain": {"schema": {"type": "string"}}},
+                            }
+                        },
+                    }
+                },
+                "/openapi.json": {
+                    "get": {
+                        "summary": "This document",
+                        "security": [{"bearer": []}],
+                        "responses": {
+                            "200": {
+                                "description": "OpenAPI 3.1",
+                                "content": {"application/json": {"schema": {"type": "object"}}},
+                            }
+                        },
+                    }
+                },
+            },
+            "components": {
+                "schemas": components(),
+                "securitySchemes": {
+                    "bearer": {
+                        "type": "http",
+                        "scheme": "bearer",
+                        "description": "only when the server has a token (--token-env / --token-file)",
+                    }
+                },
+            },
+        }
+    )

@@ -9,7 +9,6 @@ from typing import Any, Callable, Optional
 
 from routecore.serve.metrics import Metrics
 
-
 # -- request_more_tools sessions ------------------------------------------------------
 
 
@@ -25,7 +24,9 @@ class SessionStore:
     """Tool sessions by id, each kept ``ttl`` seconds after its last use (at most
     ``max_sessions``: the least recently used goes first). Used from the event loop only."""
 
-    def __init__(self, ttl: float, max_sessions: int, metrics: Metrics, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, ttl: float, max_sessions: int, metrics: Metrics, clock: Callable[[], float] = time.monotonic
+    ):
         self.ttl, self.max_sessions, self.metrics, self.clock = ttl, max_sessions, metrics, clock
         self._sessions: dict[str, _Session] = {}
 
@@ -63,5 +64,11 @@ class SessionStore:
     def state(self, sid: str, s: _Session) -> dict[str, Any]:
         ts = s.tool_session
         limit = ts.tool_catalog.policy.more_tools_limit
-        return {"session_id": sid, "tool_names": ts.tool_names, "calls": ts.calls, "limit": limit, "breaker_open": ts.calls >= limit,
-                "expires_in_s": round(max(s.expires - self.clock(), 0.0), 3)}
+        return {
+            "session_id": sid,
+            "tool_names": ts.tool_names,
+            "calls": ts.calls,
+            "limit": limit,
+            "breaker_open": ts.calls >= limit,
+            "expires_in_s": round(max(s.expires - self.clock(), 0.0), 3),
+        }

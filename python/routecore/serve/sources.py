@@ -10,7 +10,6 @@ from typing import Any, Callable, Hashable, Optional, Union
 
 from routecore.errors import ConfigError
 
-
 # -- where the router comes from ------------------------------------------------------
 
 
@@ -22,9 +21,18 @@ class RouterSource:
     every reload. A config is embedded through the command line's cache of
     embedded configs (:mod:`routecore.config_cache`) unless ``cache=False``."""
 
-    def __init__(self, config: Union[str, os.PathLike[str], None] = None, bundle: Union[str, os.PathLike[str], None] = None, *,
-                 overlay: Union[str, os.PathLike[str], None] = None, model: Optional[str] = None, encoder: Any = None,
-                 llm_url: Optional[str] = None, llm_model: Optional[str] = None, cache: bool = True):
+    def __init__(
+        self,
+        config: Union[str, os.PathLike[str], None] = None,
+        bundle: Union[str, os.PathLike[str], None] = None,
+        *,
+        overlay: Union[str, os.PathLike[str], None] = None,
+        model: Optional[str] = None,
+        encoder: Any = None,
+        llm_url: Optional[str] = None,
+        llm_model: Optional[str] = None,
+        cache: bool = True,
+    ):
         if (config is None) == (bundle is None):
             raise ConfigError("give a config file or a bundle folder (one of them)")
         self.config = Path(config) if config is not None else None

@@ -42,7 +42,10 @@ def function_schema(fn: Any) -> dict[str, Any]:
 
     params = TypeAdapter(fn).json_schema()
     params.pop("additionalProperties", None)
-    return {"type": "function", "function": {"name": fn.__name__, "description": (fn.__doc__ or "").strip(), "parameters": params}}
+    return {
+        "type": "function",
+        "function": {"name": fn.__name__, "description": (fn.__doc__ or "").strip(), "parameters": params},
+    }
 
 
 def _offline_embed(self: Any, docs: List[Any], **kwargs: Any) -> List[List[float]]:
@@ -61,13 +64,23 @@ def routes() -> list[Any]:
     from semantic_router.route import Route
 
     return [
-        Route(name="weather", utterances=["what's the weather in Paris", "will it rain tomorrow", "is it cold outside"],
-              description="Questions about the weather forecast.", confidence_threshold=0.42,
-              metadata={"function_schemas": [function_schema(get_weather)], "owner": "tools-team"}),
-        Route(name="chitchat", utterances=["how are you today", "lovely weather, isn't it", "tell me a joke"]),
-        Route(name="politics", utterances=["who will win the élection", "what do you think of the président"],
-              description="Politique et élections — refuse politely.", confidence_threshold=0.6,
-              metadata={"tags": ["guardrail", "refuse"], "priority": 2}),
+        Route(
+            name="weather",
+            utterances=["what's the weather in Paris", "will it rain tomorrow", "is it cold outside"],
+            description="Questions about the weather forecast.",
+            confidence_threshold=0.42,
+            metadata={"function_schemas": [function_schema(get_weather)], "owner": "tools-team"},
+        ),
+        Route(
+            name="chitchat", utterances=["how are you today", "lovely weather, isn't it", "tell me a joke"]
+        ),
+        Route(
+            name="politics",
+            utterances=["who will win the élection", "what do you think of the président"],
+            description="Politique et élections — refuse politely.",
+            confidence_threshold=0.6,
+            metadata={"tags": ["guardrail", "refuse"], "priority": 2},
+        ),
     ]
 
 
@@ -78,7 +91,9 @@ def _indexed(threshold: float | None) -> Any:
     for method in ("__call__", "encode_documents", "encode_queries"):  # this process only
         setattr(CohereEncoder, method, _offline_embed)
     enc = CohereEncoder(name="embed-multilingual-v3.0", cohere_api_key="offline-not-used")
-    return IndexedRouter(encoder=enc, routes=routes(), top_k=5, aggregation="mean", confidence_threshold=threshold)
+    return IndexedRouter(
+        encoder=enc, routes=routes(), top_k=5, aggregation="mean", confidence_threshold=threshold
+    )
 
 
 def _decision() -> Any:
@@ -87,8 +102,15 @@ def _decision() -> Any:
     from semantic_router.routers import DecisionRouter
 
     model = TypeSafeDecisionModel(api_key="offline-not-used")
-    described = [Route(name=r.name, description=r.description or "Small talk.", confidence_threshold=0.7 if r.name == "weather" else None,
-                       metadata=r.metadata) for r in routes()]
+    described = [
+        Route(
+            name=r.name,
+            description=r.description or "Small talk.",
+            confidence_threshold=0.7 if r.name == "weather" else None,
+            metadata=r.metadata,
+        )
+        for r in routes()
+    ]
     return DecisionRouter(model=model, routes=described, confidence_threshold=0.5)
 
 
@@ -100,9 +122,12 @@ def make_files(out_dir: str | Path = HERE) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     indexed = _indexed(0.3)
     written = []
-    for name, router, save in [("sr1_indexed.json", indexed, "to_json"), ("sr1_indexed.yaml", indexed, "to_yaml"),
-                               ("sr1_decision.yaml", _decision(), "to_yaml"),
-                               ("sr1_chain.json", Chain([_indexed(None), _decision()], confidence_threshold=0.5), "to_json")]:
+    for name, router, save in [
+        ("sr1_indexed.json", indexed, "to_json"),
+        ("sr1_indexed.yaml", indexed, "to_yaml"),
+        ("sr1_decision.yaml", _decision(), "to_yaml"),
+        ("sr1_chain.json", Chain([_indexed(None), _decision()], confidence_threshold=0.5), "to_json"),
+    ]:
         getattr(router, save)(out / name)
         written.append(out / name)
     return written
