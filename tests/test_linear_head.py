@@ -65,3 +65,16 @@ def test_the_head_separates_separable_classes_and_is_deterministic(tmp_path):
     back = LinearHead.load(tmp_path / "h.npz")
     np.testing.assert_array_equal(back.proba(X), P)
     assert back.classes == head.classes and back.oos_class is None
+
+
+def test_above_the_batch_size_steps_read_random_batches_and_still_separate():
+    X, labels = _blobs(n_per=60)
+    full = LinearHead.fit(X, labels, oos_label=None, epochs=100)
+    small = LinearHead.fit(X, labels, oos_label=None, epochs=100, batch=32)  # 240 rows: 7.5 batches
+    assert not np.allclose(small.W, full.W)  # other steps
+    np.testing.assert_array_equal(small.W, LinearHead.fit(X, labels, oos_label=None, epochs=100, batch=32).W)
+    assert [small.classes[i] for i in small.proba(X).argmax(axis=1)] == labels
+    # Up to twice the batch size the training is the full-batch one, bit for bit.
+    np.testing.assert_array_equal(
+        full.W, LinearHead.fit(X, labels, oos_label=None, epochs=100, batch=len(X) // 2).W
+    )
