@@ -18,16 +18,13 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from routecore.errors import MemoryStoreError
+from routecore.lesson_cache import EMBEDDING_DTYPE, LessonCache, LessonMatrix, Row
 from routecore.models import HOME_ENV
-
-#: ``ExperienceMemory.matrix()``: (embeddings [n, d], tools, use flags, contexts).
-#: (A module-level alias: inside the class, ``list`` is the method ``ExperienceMemory.list``.)
-LessonMatrix = tuple[np.ndarray, list[str], np.ndarray, list[str]]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS lessons (
@@ -54,31 +51,12 @@ class Lesson:
     created: float
 
 
-#: How embeddings are stored, by both stores: float32, little-endian.
-EMBEDDING_DTYPE = np.dtype("<f4")
-
-
 def lesson_vector(embedding: np.ndarray) -> np.ndarray:
     """``embedding`` as the flat float32 vector a store keeps; rejects an empty or non-finite one."""
     v = np.ascontiguousarray(embedding, dtype=EMBEDDING_DTYPE).ravel()
     if not v.size or not np.isfinite(v).all():
         raise MemoryStoreError("a lesson needs a non-empty, finite embedding")
     return v
-
-
-def lesson_matrix(rows: list[Any], dim: int | None) -> tuple[LessonMatrix, int]:
-    """The matrix of ``(embedding bytes, tool, use, context)`` rows, and how many were skipped:
-    rows not ``dim`` wide (any width agreeing with the first row when ``dim`` is None)."""
-    width = dim if dim is not None else (len(rows[0][0]) // 4 if rows else 0)
-    good = [r for r in rows if isinstance(r[0], bytes) and len(r[0]) == 4 * width]
-    emb = (
-        np.stack([np.frombuffer(r[0], dtype=EMBEDDING_DTYPE) for r in good]).astype(np.float32, copy=False)
-        if good
-        else np.zeros((0, width), dtype=np.float32)
-    )
-    return (emb, [r[1] for r in good], np.array([r[2] for r in good], dtype=bool), [r[3] for r in good]), len(
-        rows
-    ) - len(good)
 
 
 #: URL schemes that select the PostgreSQL store.
@@ -120,7 +98,9 @@ class ExperienceMemory:
                 raise MemoryStoreError(f"cannot create {path.parent} for the memory store: {e}") from None
         self.path = str(path)
         self._lock = threading.Lock()
-        self._cache: tuple[tuple[Any, ...], str, LessonMatrix] | None = None
+        self._lessons: LessonCache | None = None  # matrix(): grown as lessons are added
+        self._writes = 0  # this connection's writes (SQLite's data_version counts only others')
+        self._seen: tuple[tuple[int, int], LessonCache | None] = ((-1, -1), None)
         #: Lessons the last matrix() left out because of their embedding's width.
         self.skipped = 0
         try:
@@ -159,6 +139,7 @@ class ExperienceMemory:
             "INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES (?,?,?,?,?,?,?) RETURNING id",
             (query, context, tool, int(use), model_id, v.tobytes(), time.time()),
         )
+        self._writes += 1  # after the commit: a reader in between sees the change at its next call
         return int(rows[0][0])
 
     def list(self) -> list[Lesson]:
@@ -167,29 +148,47 @@ class ExperienceMemory:
 
     def delete(self, lesson_id: int) -> bool:
         """Delete one lesson; False when it did not exist."""
-        return bool(self._run("DELETE FROM lessons WHERE id = ? RETURNING id", (lesson_id,)))
+        gone = bool(self._run("DELETE FROM lessons WHERE id = ? RETURNING id", (lesson_id,)))
+        self._writes += 1
+        return gone
 
     def matrix(self, model_id: str, dim: int | None = None) -> LessonMatrix:
-        """(embeddings [n, d], tools, use flags, contexts) of lessons for ``model_id``,
-        re-read only when the database changed (also by other processes).
+        """(embeddings [n, d], tools, use flags, contexts) of lessons for ``model_id``: read
+        again only past the last lesson read when lessons were only added since (also by other
+        processes), in full when any was deleted (:mod:`routecore.lesson_cache`).
 
         Rows whose embedding is not ``dim`` wide (any width agreeing with the first
         row when ``dim`` is None) are skipped; ``skipped`` counts them."""
+        cache = self._lessons
+        if cache is None or cache.model_id != model_id or cache.dim != dim and dim is not None:
+            cache = self._lessons = LessonCache(model_id, dim)
+        # A count over the table costs a scan (1.8 ms at 3,000 lessons): only when a write may have
+        # happened, this connection's (its own counter) or another's (SQLite's data_version).
+        seen = (self._read("PRAGMA data_version")[0][0], self._writes)
+        if seen == self._seen[0] and self._seen[1] is cache and cache.head is not None and cache.head[0] >= 0:
+            head = cache.head
+        else:
+            row = self._read("SELECT count(*), coalesce(max(id), 0) FROM lessons")[0]
+            head = (int(row[0]), int(row[1]))
+            self._seen = (seen, cache)
+        out = cache.matrix(
+            head,
+            lambda lo, hi: self._read(
+                "SELECT id, model_id, embedding, tool, use, context FROM lessons WHERE id > ? AND id <= ? "
+                "ORDER BY id",
+                (lo, hi),
+            ),
+        )
+        self.skipped = cache.skipped
+        return out
+
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> Sequence[Row]:
+        """A read (no write lock: readers do not queue behind a writer's transaction)."""
         with self._lock:
             try:
-                version = self._db.execute("PRAGMA data_version").fetchone()[0]
-                count = self._db.execute("SELECT count(*), coalesce(max(id), 0) FROM lessons").fetchone()
+                return self._db.execute(sql, args).fetchall()
             except sqlite3.Error as e:
                 raise MemoryStoreError(f"memory store {self.path}: {e}") from None
-        key = (version, count, dim)
-        if self._cache and self._cache[0] == key and self._cache[1] == model_id:
-            return self._cache[2]
-        rows = self._run(
-            "SELECT embedding, tool, use, context FROM lessons WHERE model_id = ? ORDER BY id", (model_id,)
-        )
-        out, self.skipped = lesson_matrix(rows, dim)
-        self._cache = (key, model_id, out)
-        return out
 
     def close(self) -> None:
         self._db.close()

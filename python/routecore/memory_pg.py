@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 import numpy as np
 
 from routecore.errors import MemoryStoreError
-from routecore.memory import ExperienceMemory, Lesson, LessonMatrix, lesson_matrix, lesson_vector
+from routecore.lesson_cache import LessonCache, LessonMatrix
+from routecore.memory import ExperienceMemory, Lesson, lesson_vector
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -171,7 +172,7 @@ class PostgresMemory(ExperienceMemory):
         self.path = redacted(path)
         self._timeout = float(timeout)
         self._lock = threading.Lock()
-        self._cache: tuple[tuple[Any, ...], str, LessonMatrix] | None = None
+        self._lessons: LessonCache | None = None  # matrix(): grown as lessons are added
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
         self._closed = False
         self._down_until = 0.0
@@ -411,25 +412,30 @@ class PostgresMemory(ExperienceMemory):
         )
 
     def matrix(self, model_id: str, dim: int | None = None) -> LessonMatrix:
-        """(embeddings [n, d], tools, use flags, contexts) of lessons for ``model_id``,
-        re-read only when the table changed (also by other processes): one round
-        trip when it did not.
+        """(embeddings [n, d], tools, use flags, contexts) of lessons for ``model_id``: one
+        round trip when nothing changed, the new rows only when lessons were only added
+        (also by other replicas), everything when any was deleted
+        (:mod:`routecore.lesson_cache`).
 
         Rows whose embedding is not ``dim`` wide (any width agreeing with the first
         row when ``dim`` is None) are skipped; ``skipped`` counts them."""
-        # Ids only grow, so the same count and largest id mean the same rows. Read before
-        # the rows: a lesson added in between makes the next call read again, no more.
         head = self._query("SELECT count(*), coalesce(max(id), 0) FROM routecore_lessons")
-        key = (int(head[0][0]), int(head[0][1]), dim)
-        if self._cache and self._cache[0] == key and self._cache[1] == model_id:
-            return self._cache[2]
-        rows = self._query(
-            "SELECT embedding, tool, use, context FROM routecore_lessons WHERE model_id = %s ORDER BY id",
-            (model_id,),
-            binary=True,
+        cache = self._lessons
+        if cache is None or cache.model_id != model_id or cache.dim != dim and dim is not None:
+            cache = self._lessons = LessonCache(model_id, dim)
+        out = cache.matrix(
+            (int(head[0][0]), int(head[0][1])),
+            lambda lo, hi: [
+                (int(r[0]), r[1], bytes(r[2]), r[3], r[4], r[5])
+                for r in self._query(
+                    "SELECT id, model_id, embedding, tool, use, context FROM routecore_lessons "
+                    "WHERE id > %s AND id <= %s ORDER BY id",
+                    (lo, hi),
+                    binary=True,
+                )
+            ],
         )
-        out, self.skipped = lesson_matrix([(bytes(r[0]), *r[1:]) for r in rows], dim)
-        self._cache = (key, model_id, out)
+        self.skipped = cache.skipped
         return out
 
     def close(self) -> None:
