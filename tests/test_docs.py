@@ -205,7 +205,8 @@ def test_a_shell_block_runs(block, sandbox):
     # a server answered each curl (curl prints the JSON bodies back to back), and with no error
     answers = _json_objects(out)
     assert len(answers) >= sum(c.lstrip().startswith("curl ") for c in commands), out
-    assert [o for o in answers if "error" in o] == []
+    assert [o for o in answers if "error" in o or o.get("action") == "error"] == []
+    assert [o for o in answers if "tools" in o and not o["tools"]] == []  # a belt shown is not empty
 
 
 def _json_objects(text: str) -> list:
