@@ -48,8 +48,12 @@ def resolve_token(token_env: Optional[str], token_file: Optional[str]) -> Option
 
 
 def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The serve settings of parsed arguments; neither ``--config`` nor ``--bundle`` serves the
+    default of ``routecore route``, the bundled IT-operations example."""
+    from routecore.examples import IT_OPS_ROUTES
+
     return {
-        "config": args.config,
+        "config": args.config or (None if args.bundle else str(IT_OPS_ROUTES)),
         "bundle": args.bundle,
         "overlay": args.overlay,
         "model": args.model,
@@ -193,8 +197,10 @@ def add_serve_command(sub: Any) -> argparse.ArgumentParser:
         "micro-batching, Prometheus metrics at /metrics, OpenAPI at /openapi.json, hot reload on SIGHUP "
         "or a changed config/bundle file, and graceful shutdown on SIGTERM.",
     )
-    src = s.add_mutually_exclusive_group(required=True)
-    src.add_argument("--config", help="routes/tools YAML or JSON")
+    src = s.add_mutually_exclusive_group()
+    src.add_argument(
+        "--config", help="routes/tools YAML or JSON (default, without --bundle: the IT-operations example)"
+    )
     src.add_argument("--bundle", help="a saved router bundle folder")
     s.add_argument(
         "--host",
