@@ -19,21 +19,19 @@ import threading
 import time
 from pathlib import Path
 
+import httpx  # the serve extra and jsonschema are in the test extra: missing, the suite fails, never skips
+import jsonschema
+import prometheus_client  # noqa: F401
 import pytest
+import starlette  # noqa: F401
+import uvicorn
 import yaml
 
 from conftest import ROOT
-
-httpx = pytest.importorskip("httpx")
-uvicorn = pytest.importorskip("uvicorn")
-pytest.importorskip("starlette")
-pytest.importorskip("prometheus_client")
-jsonschema = pytest.importorskip("jsonschema")
-
-from routecore.examples import IT_OPS_ROUTES, TOOLS  # noqa: E402
-from routecore.serve.app import Limits, RouterSource, create_app  # noqa: E402
-from routecore.serve.batcher import Batching  # noqa: E402
-from routecore.serve.openapi import document  # noqa: E402
+from routecore.examples import IT_OPS_ROUTES, TOOLS
+from routecore.serve.app import Limits, RouterSource, create_app
+from routecore.serve.batcher import Batching
+from routecore.serve.openapi import document
 
 TOKEN = "s3cret-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
