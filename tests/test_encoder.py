@@ -319,3 +319,24 @@ def test_a_huge_query_is_cut_before_tokenizing(encoder):
     assert out.truncated == (0,)
     cut = encoder.max_length * CHARS_PER_TOKEN
     assert float(out.embeddings[0] @ encoder.encode(head + "x" * (cut - len(head)))[0]) > 0.9999
+
+
+@pytest.mark.parametrize("swap", ["tokenizer", "pooling"])
+def test_a_folder_whose_model_does_not_reproduce_its_shipped_embeddings_is_refused(tmp_path, swap):
+    """Another model's (structurally valid) tokenizer, or another pooling, in the bundled model's
+    folder: it ships its sets' embeddings, and the model as loaded must reproduce them (issue 36 §1)."""
+    import routecore
+
+    src = Path(routecore.__file__).parent / "models" / "multilingual-e5-small"
+    d = tmp_path / "renamed-e5"  # the check reads the ONNX file's hash, not the folder's name
+    shutil.copytree(src, d)
+    if swap == "tokenizer":
+        need_shared(MODELS / "all-minilm-l6-v2")
+        shutil.copy(MODELS / "all-minilm-l6-v2" / "tokenizer.json", d / "tokenizer.json")
+    else:
+        cfg = json.loads((d / "config.json").read_text())
+        (d / "config.json").write_text(json.dumps({**cfg, "pooling": "cls"}))
+    with pytest.raises(ModelError, match="does not reproduce the reference embeddings"):
+        Encoder.load(d)
+    shutil.copytree(src, tmp_path / "intact")
+    assert Encoder.load(tmp_path / "intact").dim == 384  # an intact copy loads

@@ -67,12 +67,52 @@ def _stored(path: Path, model_id: str) -> dict[str, np.ndarray] | None:
         return None
 
 
-def _cache_path(model_id: str) -> Path | None:
-    """Where another model's set embeddings are cached (None: caching off, ROUTECORE_NO_CACHE=1)."""
+#: Rows of a shipped set a model must reproduce when it loads (:func:`check_reference`).
+REFERENCE_ROWS = 3
+#: The cosine they must keep: the same computation, so only float noise between CPUs' kernels
+#: (e5: 0.9999998); all-MiniLM-L6-v2's tokenizer in e5's folder gave 0.741, ``cls`` pooling 0.879.
+REFERENCE_COSINE = 0.99
+
+
+def check_reference(encoder: Any) -> None:
+    """A :class:`routecore.errors.ModelError` when the model folder ships its sets' embeddings
+    (``calibration-sets.npz``, for this ONNX file) and the model as loaded (tokenizer, pooling,
+    prefixes) does not reproduce the first :data:`REFERENCE_ROWS` of them: a swapped
+    ``tokenizer.json`` or an edited ``config.json`` would otherwise embed, and misroute, silently."""
+    from routecore.errors import ModelError
+
+    path = Path(encoder.onnx_path).parent / SETS_FILE
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            # The same ONNX file (the id's hash), whatever the folder is called; the same texts.
+            if str(z["model_id"]).rsplit(":", 1)[-1] != encoder.model_id.rsplit(":", 1)[-1]:
+                return
+            if str(z["digest"]) != sets_digest():
+                return
+            ref = np.asarray(z["background"][:REFERENCE_ROWS], dtype=np.float32)
+    except (OSError, KeyError, ValueError):  # no such file, or not a sets file: nothing to check against
+        return
+    got = encoder.encode(list(background_texts()[0][:REFERENCE_ROWS]))
+    encoder.clear_cache()  # a fresh encoder: its query cache and counters as the user gets them
+    cos = (got * ref).sum(axis=1) / np.maximum(
+        np.linalg.norm(got, axis=1) * np.linalg.norm(ref, axis=1), 1e-12
+    )
+    if float(cos.min()) < REFERENCE_COSINE:
+        raise ModelError(
+            f"{encoder.path}: the model does not reproduce the reference embeddings it ships ({path.name}: "
+            f"cosine {float(cos.min()):.3f} < {REFERENCE_COSINE}); its tokenizer.json or config.json is not "
+            "the one the model was made with"
+        )
+
+
+def _cache_path(model_id: str, files_id: str | None = None) -> Path | None:
+    """Where another model's set embeddings are cached (None: caching off, ROUTECORE_NO_CACHE=1),
+    per ONNX file and, when the encoder says it, per tokenizer and config (``Encoder.files_id``)."""
     from routecore.config_cache import enabled
     from routecore.models import home
 
-    return home() / "calibration" / f"{model_id.replace(':', '_')}.npz" if enabled() else None
+    name = model_id.replace(":", "_") + (f"_{files_id}" if files_id else "")
+    return home() / "calibration" / f"{name}.npz" if enabled() else None
 
 
 def write_sets(path: Path, model_id: str, sets: dict[str, np.ndarray]) -> None:
@@ -114,7 +154,7 @@ def _embedded(which: str, encoder: Any) -> np.ndarray:
     if (which, model_id) not in _EMBEDDED:
         onnx = getattr(encoder, "onnx_path", None)
         sets = _stored(Path(onnx).parent / SETS_FILE, model_id) if onnx is not None else None
-        cache = _cache_path(model_id) if sets is None else None
+        cache = _cache_path(model_id, getattr(encoder, "files_id", None)) if sets is None else None
         if sets is None and cache is not None:
             sets = _stored(cache, model_id)
         if sets is None:

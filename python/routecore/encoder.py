@@ -115,7 +115,11 @@ class Encoder:
         models.check_model_files(folder)
         lib = onnxruntime_library(runtime_path)
         native = _native.Encoder.load(str(folder), str(lib), variant, threads, cache_size, spinning)
-        return cls(native, folder)
+        encoder = cls(native, folder)
+        from routecore.background import check_reference
+
+        check_reference(encoder)  # a folder that ships reference embeddings must reproduce them
+        return encoder
 
     @property
     def dim(self) -> int:
