@@ -15,20 +15,20 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from routecore import _native, reasons
 from routecore.calibration import Calibration
 from routecore.conversation import routing_text
-from routecore.decision import Alert, Decision, Entity, Exemplar, ScoreMap, Timings, trace
+from routecore.decision import Alert, Decision, Entity, Timings, trace
 from routecore.entities import EntityMatcher, entity_effects
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.languages import LanguageDetector, LanguagePolicies, language_alert
 from routecore.lexical import LexicalTable
 from routecore.llm import LLMRouter
-from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, resolved, tier_of
-from routecore.route_outcomes import Chooser, Outcomes
+from routecore.policy import CLARIFY, Policy, resolved
+from routecore.route_decide import Decider
+from routecore.route_outcomes import Chooser
 from routecore.specs import RouteSpec, check_thresholds
 from routecore.spelling import Speller, notes_of, tokenizer_words
-from routecore.tables import EncoderLike, build_table, collision_alert, per_query, query_vectors
+from routecore.tables import EncoderLike, build_table, per_query, query_vectors
 
 
 class PreScore(NamedTuple):
@@ -86,7 +86,7 @@ def with_route_thresholds(policy: Policy, routes: Sequence[RouteSpec]) -> Policy
     return policy.with_overrides(per_route=merged)
 
 
-class RouteTable(Outcomes):
+class RouteTable(Decider):
     """The routes of a router and the decision of which one handles a query.
 
     Args:
@@ -401,177 +401,3 @@ class RouteTable(Outcomes):
         in code and in spec order (:meth:`ScoreTable.lexical_bias`), or None."""
         lexical = self.lexical if self.policy.lexical else None
         return self.table.lexical_bias(lexical, text, self.policy.lexical_weight or 0.0)
-
-    def _head_columns(self) -> tuple[np.ndarray, int]:
-        """The head's column of each route (spec order) and of its out-of-scope class; a
-        name it lacks reads the extra column past its last one. Kept per head object."""
-        cached = self._head_cols
-        if cached is None or cached[0] is not self.head:
-            cls = {c: i for i, c in enumerate(self.head.classes)}
-            missing = len(self.head.classes)
-            cols = np.array([cls.get(n, missing) for n in self.table.names], dtype=np.int64)
-            cached = self._head_cols = (self.head, cols, cls.get(self.head.oos_class, missing))
-        return cached[1], cached[2]
-
-    def _apply_head(self, r: dict[str, Any], q: np.ndarray, policy: Policy | None = None) -> None:
-        """Replace softmax probabilities by the linear head's (O(routes x dim)).
-
-        What the cosines gained before the decision (lexical scores, entity and context
-        boosts) moves the head's log-probabilities as it would move the cosine softmax's
-        (the gain over the temperature); the scope reads the head alone, as the cosine
-        cut reads the cosine."""
-        p = np.append(self.head.proba(q)[0].astype(np.float64), 0.0)  # the last entry: a class the head lacks
-        cols, oos_col = self._head_columns()
-        probs, oos = p[cols], float(p[oos_col])
-        threshold, lang = self.head.threshold, None
-        if self.head_cuts is not None:  # a query in a language the exemplars do not cover: its own cut
-            lang = self.head_cuts[0].detect(q)
-            threshold = self.head_cuts[1].get(lang, threshold)
-            r["head_language"] = (lang, threshold, self.head.threshold) if lang in self.head_cuts[1] else None
-        r["head_oos"] = oos >= probs.max() or probs.max() < threshold
-        r["head_p1"], r["head_oos_p"], r["head_threshold"] = float(probs.max()), oos, threshold
-        total = probs.sum()
-        probs = probs / total if total > 0 else np.full(len(probs), 1 / len(probs))
-        gain = np.asarray(r["adjusted"], np.float64) - np.asarray(r["dense"], np.float64)
-        if r.get("lexical") is not None:
-            # The lexical score moves the cosine softmax, not the head: the head already read the
-            # words, and the gain over a per-config weight made its probabilities swing between
-            # samples of one config (BENCHMARKS.md, few-shot decisions).
-            gain = gain - np.asarray(r["lexical"], np.float64)
-        if np.any(gain != 0):
-            logits = np.log(np.maximum(probs, 1e-30)) + gain / resolved(
-                (policy or self.policy).temperature, "temperature"
-            )
-            probs = np.exp(logits - logits.max())
-            probs /= probs.sum()
-        r["probs"] = probs.astype(np.float32)
-
-    def _decide(
-        self,
-        text: str,
-        r: dict[str, Any],
-        previous: str | None,
-        clarify: Decision | None,
-        choose: Chooser | None = None,
-        policy: Policy | None = None,
-    ) -> dict[str, Any]:
-        p, names = policy or self.policy, self.table.names
-        adjusted, probs = r["adjusted"], r["probs"]
-        if clarify is not None and clarify.candidates:
-            keep = np.isin(np.array(names), list(clarify.candidates))
-            adjusted = np.where(keep, adjusted, -np.inf).astype(np.float32)
-            probs = _native.softmax(adjusted, resolved(p.temperature, "temperature"))
-        prev_i = names.index(previous) if previous else None
-        if p.previous_strategy == "boost":
-            probs = apply_previous_boost(probs, prev_i, p.previous_boost)
-        # The decision reads the best three routes only (ties to the lower index).
-        top_p, order = _native.topk(probs, min(3, len(probs)))
-        top_p, order = top_p.tolist(), order.tolist()
-        top_adj = [adjusted.item(i) for i in order]  # no fancy indexing: it is slow on cold caches
-        if r.get("entity_scope"):  # only the routes preferring the query's entities compete
-            top_adj = [v if r["preferred"][i] else -np.inf for i, v in zip(order, top_adj)]
-        best = order[0]
-        bname = names[best]
-        p1 = top_p[0]
-        p2 = top_p[1] if len(order) > 1 else 0.0
-        continuing = prev_i == best and p.previous_strategy == "thresholds"
-        high, margin_th, medium, min_score = p.thresholds(bname, continuing)
-        tier = tier_of(p1, p1 - p2, high, margin_th, medium)
-        if clarify is not None and clarify.candidates and tier == "low":
-            # The user answered a clarification: the best of the routes it offered, never asked again. (Its
-            # probabilities are the cosine softmax among them, on another scale than the routing cut.)
-            tier = "medium"
-        labels, pos, texts = self.table.labels, self.table.pos, self.table.texts
-        out: dict[str, Any] = {
-            "route": bname,
-            "tier": tier,
-            "confidence": p1,
-            "margin": p1 - p2,
-            "probabilities": ScoreMap(names, probs, pos),
-            "raw_scores": ScoreMap(names, r["dense"], pos),
-            "lexical_scores": ScoreMap(names, r["lexical"], pos) if r.get("lexical") is not None else {},
-            "adjusted_scores": ScoreMap(names, adjusted, pos),
-            "score_bounds": ScoreMap(names, r["bound"], pos),
-            "top_exemplars": tuple(
-                Exemplar(labels[c], texts[i], s)
-                for i, c, s in zip(
-                    r["top_ids"].tolist(),
-                    r["top_labels"].tolist(),
-                    r.get("top_dense", r["top_scores"]).tolist(),
-                )
-            ),
-            "alerts": [],
-            "action": "route",
-            "candidates": (),
-            "_llm_ms": 0.0,
-            "out_of_scope": r.get("head_oos_p"),
-        }
-        # The scope reads the cosine or the head (lexical hits move labels, not the scope), unless
-        # the query holds an entity type a route prefers: the config says such a query is its own,
-        # so it goes to the best of the routes that prefer it.
-        pref = r.get("preferred")
-        in_scope_by_entity = False
-        # A low-tier query that holds an entity type only other routes prefer is theirs too.
-        unsure = tier == "low" and pref is not None and bool(pref.any()) and not pref[best]
-        if r.get("head_oos") or float(r["dense"][best]) < min_score or unsure or r.get("entity_scope"):
-            if pref is not None and not pref[best] and clarify is None and not r.get("entity_scope"):
-                kept = np.where(
-                    pref, r["probs"], 0.0
-                )  # before the previous-route boost, which the next pass applies
-                kept = kept / kept.sum() if kept.sum() > 0 else pref / pref.sum()
-                return self._decide(
-                    text,
-                    {**r, "probs": kept.astype(np.float32), "entity_scope": True},
-                    previous,
-                    clarify,
-                    choose,
-                    policy,
-                )
-            if pref is None or not pref[best]:
-                out.update(
-                    action="none", route=None, tier="low", reason=self._scope_reason(r, bname, min_score)
-                )
-                return self._finish(out)
-            # In scope by the config's rule, not by the scores: never the high tier.
-            tier = out["tier"] = "medium" if tier == "high" else tier
-            in_scope_by_entity = True
-            out["alerts"].append(
-                Alert(
-                    "entity_scope",
-                    f"the query holds an entity type that {bname} prefers: routed by the config's "
-                    f"rule, not by the scores (at most the medium tier)",
-                )
-            )
-        if r["collision"] is not None and clarify is None:
-            c = r["collision"]
-            out["alerts"].append(collision_alert(labels[c[0]], labels[c[1]], c[2], self.table, "route"))
-        rule = bias_winner(names, order, top_adj, p, three_way=tier != "high", top_probs=top_p)
-        if rule:
-            winner, text_rule = rule
-            out["bias_rule"] = text_rule
-            if winner == CLARIFY:
-                three = "three-way" in text_rule
-                out["reason"] = (
-                    reasons.three_way(text_rule) if three else reasons.bias_rule(text_rule, p1, p2)
-                )
-                return self._finish(
-                    self._clarify(
-                        out, [names[i] for i, v in zip(order, top_adj) if v > -np.inf][: 3 if three else 2]
-                    )
-                )
-            out["route"] = winner
-            out["reason"] = reasons.bias_rule(text_rule, p1, p2)
-            return self._finish(out)
-        if in_scope_by_entity:
-            kinds = ", ".join(sorted({e.kind for e in r.get("entities", ())})) or "an entity type"
-            out["reason"] = reasons.entity(bname, kinds)
-        if tier == "high":
-            out.setdefault("reason", reasons.confident(bname, p1, high, p1 - p2, margin_th, continuing))
-            return self._finish(out)
-        if tier == "medium":
-            out["hint"] = bname
-            if clarify is not None and clarify.candidates and p1 < medium:
-                out.setdefault("reason", reasons.answered(bname, p1, list(clarify.candidates)))
-            out.setdefault("reason", reasons.likely(bname, p1, medium, high))
-            return self._finish(self._ask_llm(text, out, previous, choose, lambda: out) if self.llm else out)
-        return self._finish(self._low(text, out, names, order, top_p, p, previous, choose))
