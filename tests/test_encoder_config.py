@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 
 import pytest
 
@@ -12,12 +14,16 @@ from routecore.models import bundled_model_dir
 
 
 def _folder(tmp_path, **overrides):
-    """The bundled model (files linked, not copied) with ``overrides`` in config.json."""
+    """The bundled model (files hard-linked where the filesystem allows, else copied: a symbolic
+    link would lead out of the folder, which the loader refuses) with ``overrides`` in config.json."""
     src = bundled_model_dir()
     cfg = json.loads((src / "config.json").read_text())
     for f in src.iterdir():
         if f.name != "config.json":
-            (tmp_path / f.name).symlink_to(f)
+            try:
+                os.link(f, tmp_path / f.name)
+            except OSError:
+                shutil.copy(f, tmp_path / f.name)
     (tmp_path / "config.json").write_text(json.dumps({**cfg, **overrides}))
     return tmp_path
 

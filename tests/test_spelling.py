@@ -69,3 +69,10 @@ def test_a_mistyped_query_routes_with_a_spelling_alert(encoder):
     assert not [a for a in r.route("the production server is down").alerts if a.kind == "spelling"]
     batch = r.route_batch(["teh prodution servr is dwon sinse mornign, pls hlep"])[0]
     assert batch.route == d.route and [a.kind for a in batch.alerts] == [a.kind for a in d.alerts]
+
+
+def test_a_form_of_an_exemplar_word_is_not_a_typo():
+    s = Speller(["the app crashes on start", "my cards were declined"], nothing_known)
+    for q in ("the app crashed", "my card was declined", "it keeps crashing"):
+        assert s.repair(q) == (q, ()), q
+    assert s.repair("the app crahses")[0] == "the app crashes"  # a swap is still repaired

@@ -103,7 +103,7 @@ class LinearHead:
                 Wsum += W
                 bsum += b
         if m < n and tail:
-            W, b = Wsum / tail, bsum / tail
+            W, b = (Wsum / tail).astype(np.float32), (bsum / tail).astype(np.float32)
         return cls(W * SCALE, b, classes, oos_label if oos_label in idx else None)
 
     def proba(self, X: np.ndarray) -> np.ndarray:

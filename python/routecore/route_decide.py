@@ -164,6 +164,20 @@ class Decider(Outcomes):
                     f"rule, not by the scores (at most the medium tier)",
                 )
             )
+        elif tier == "low" and pref is not None and pref[best] and clarify is None:
+            # The best route is the only one of the plausible pair that prefers the query's entity
+            # type: the config's rule settles the tie, at the medium tier (before it, adding the
+            # entity's gain pushed the pair past a bias rule's window and the query was clarified).
+            if len(order) < 2 or not pref[order[1]]:
+                tier = out["tier"] = "medium"
+                in_scope_by_entity = True
+                out["alerts"].append(
+                    Alert(
+                        "entity_scope",
+                        f"the query holds an entity type that {bname} prefers and {names[order[1]] if len(order) > 1 else 'no other route'} "
+                        "does not: routed by the config's rule, not by the scores (at most the medium tier)",
+                    )
+                )
         if r["collision"] is not None and clarify is None:
             c = r["collision"]
             out["alerts"].append(collision_alert(labels[c[0]], labels[c[1]], c[2], self.table, "route"))

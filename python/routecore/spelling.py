@@ -24,6 +24,18 @@ MIN_LETTERS = 4
 #: From this many letters, two edits are repaired.
 TWO_EDITS = 8
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+#: Endings that make another form of a word (English, French, Spanish, German): a query word that
+#: differs from an exemplar word only in such endings is that word inflected, not mistyped
+#: ("crashed" beside an exemplar's "crashes").
+INFLECTIONS = frozenset({"", "s", "es", "ed", "d", "ing", "er", "ers", "e", "en", "n", "ly"})
+
+
+def _inflected(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ only in their :data:`INFLECTIONS`."""
+    p = 0
+    while p < min(len(a), len(b)) and a[p] == b[p]:
+        p += 1
+    return a[p:] in INFLECTIONS and b[p:] in INFLECTIONS
 
 
 def _deletes(word: str, depth: int) -> set[str]:
@@ -79,7 +91,7 @@ class Speller:
         for d in _deletes(word, depth):
             found |= self._index.get(d, set())
         best = [w for w in found if _distance(word, w) <= depth]
-        if not best:
+        if not best or any(_inflected(word, w) for w in best):  # a form of a known word: not a typo
             return None
         top = min(_distance(word, w) for w in best)
         near = [w for w in best if _distance(word, w) == top]
