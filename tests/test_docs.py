@@ -9,7 +9,7 @@ directory (issue 35 §6).
   ``--option`` it shows for it is in that command's ``--help``.
 
 The blocks run in a sandbox: a fresh ``HOME`` and ``TMPDIR`` under pytest's temporary folder, the
-model hubs pointed at a closed port, and ``tests/docs_sandbox/sitecustomize.py`` loaded into every
+remote endpoints pointed at a closed 127.0.0.1 port, and ``tests/docs_sandbox/sitecustomize.py`` loaded into every
 Python process a block starts (an audit hook that fails the process on a write outside the sandbox
 or a connection to anything but loopback).
 """
@@ -100,7 +100,7 @@ def sandbox(tmp_path):
         PYTHONPATH=str(SANDBOX_HOOK),
         PYTHONDONTWRITEBYTECODE="1",
         ROUTECORE_DOCS_SANDBOX=str(tmp_path),
-        # nothing may be downloaded: the hubs are a closed port, and the Hugging Face cache is offline
+        # nothing may be downloaded: remote endpoints are a closed loopback port, the cache offline
         ROUTECORE_HUB_ENDPOINT="http://127.0.0.1:9",
         HF_ENDPOINT="http://127.0.0.1:9",
         HF_HUB_OFFLINE="1",
@@ -152,7 +152,7 @@ def test_the_sandbox_refuses_writes_outside_it_and_downloads(sandbox, tmp_path):
         "import pathlib, urllib.request\n"
         "pathlib.Path('inside.txt').write_text('ok')\n"
         "for attempt in (lambda: pathlib.Path(%r).write_text('no'),\n"
-        "                lambda: urllib.request.urlopen('https://huggingface.co', timeout=5)):\n"
+        "                lambda: urllib.request.urlopen('https://example.org', timeout=5)):\n"
         "    try:\n"
         "        attempt()\n"
         "    except Exception:\n"
@@ -160,7 +160,7 @@ def test_the_sandbox_refuses_writes_outside_it_and_downloads(sandbox, tmp_path):
     )
     rc, _, err = _run([sys.executable, "-c", code], work, env)
     assert rc == 97, err
-    assert "write outside the sandbox" in err and "name lookup of 'huggingface.co'" in err
+    assert "write outside the sandbox" in err and "name lookup of 'example.org'" in err
     assert not outside.exists()
     assert (work / "inside.txt").read_text() == "ok"
 
