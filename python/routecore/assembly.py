@@ -174,7 +174,14 @@ def _exemplar_head(
     ``head_threshold`` and a ``calibration`` that holds a head's cuts, only the serving
     head is trained and both are kept (a live update with ``recalibrate=False``)."""
     from routecore.background import background_languages, background_vectors, parallel_rows, parallel_vectors
-    from routecore.exemplar_head import fit_exemplar_head, language_fits, prior_fit, serving_head, with_head
+    from routecore.exemplar_head import (
+        fit_exemplar_head,
+        language_fits,
+        out_of_scope_rows,
+        prior_fit,
+        serving_head,
+        with_head,
+    )
     from routecore.fits import Targets
     from routecore.prior import prior_for
 
@@ -202,8 +209,9 @@ def _exemplar_head(
     prior = prior_for(str(getattr(encoder, "model_id", ""))) if spec_policy.prior else None
     if prior is not None and (calibration is None or calibration.source == "zero-label"):
         # The model's measured prior holds the cuts: one training, no folds (routecore.prior).
-        head = serving_head(V, np.asarray(owners), [r.name for r in routes], B, base, 0.0)
-        fit = prior_fit(head, prior, base, B, V, np.asarray(owners))
+        oos = out_of_scope_rows(B, V, base, np.asarray(owners))
+        head = serving_head(V, np.asarray(owners), [r.name for r in routes], B, base, 0.0, oos=oos)
+        fit = prior_fit(head, prior, base, len(V), len(B), len(oos))
         if calibration is None:
             return head, None
         per_language = language_fits(fit, calibration.languages, parallel_vectors(encoder), parallel_rows())

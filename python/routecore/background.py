@@ -57,10 +57,14 @@ def sets_digest() -> str:
 
 
 def _stored(path: Path, model_id: str) -> dict[str, np.ndarray] | None:
-    """Both sets' embeddings from ``path`` when it holds this model's and these texts'."""
+    """Both sets' embeddings from ``path`` when it holds these texts' by this model: the same ONNX
+    file (the id's hash), whatever its folder is called."""
     try:
         with np.load(path, allow_pickle=False) as z:
-            if str(z["model_id"]) != model_id or str(z["digest"]) != sets_digest():
+            if (
+                str(z["model_id"]).rsplit(":", 1)[-1] != model_id.rsplit(":", 1)[-1]
+                or str(z["digest"]) != sets_digest()
+            ):
                 return None
             return {k: np.ascontiguousarray(z[k], dtype=np.float32) for k in ("background", "parallel")}
     except (OSError, KeyError, ValueError):
@@ -82,16 +86,10 @@ def check_reference(encoder: Any) -> None:
     from routecore.errors import ModelError
 
     path = Path(encoder.onnx_path).parent / SETS_FILE
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            # The same ONNX file (the id's hash), whatever the folder is called; the same texts.
-            if str(z["model_id"]).rsplit(":", 1)[-1] != encoder.model_id.rsplit(":", 1)[-1]:
-                return
-            if str(z["digest"]) != sets_digest():
-                return
-            ref = np.asarray(z["background"][:REFERENCE_ROWS], dtype=np.float32)
-    except (OSError, KeyError, ValueError):  # no such file, or not a sets file: nothing to check against
+    sets = _stored(path, encoder.model_id)
+    if sets is None:  # no such file, or not this model's: nothing to check against
         return
+    ref = sets["background"][:REFERENCE_ROWS]
     got = encoder.encode(list(background_texts()[0][:REFERENCE_ROWS]))
     encoder.clear_cache()  # a fresh encoder: its query cache and counters as the user gets them
     cos = (got * ref).sum(axis=1) / np.maximum(

@@ -153,7 +153,7 @@ def fit_exemplar_head(
     cosine calibration's do."""
     owners = np.asarray(owners, dtype=np.int64)
     labels = np.array(names, dtype=object)[owners]
-    B = _out_of_scope_rows(background, V, base, owners)
+    B = out_of_scope_rows(background, V, base, owners)
     bar = Progress(folds + 1, "training the exemplar head", progress) if progress else None
 
     def train(rows: np.ndarray, bg: np.ndarray) -> LinearHead:  # bg: a mask of background rows
@@ -241,11 +241,12 @@ def fit_exemplar_head(
 
 
 def prior_fit(
-    head: LinearHead, prior: Any, base: Calibration, background: np.ndarray, V: np.ndarray, owners: np.ndarray
+    head: LinearHead, prior: Any, base: Calibration, rows: int, background: int, kept: int
 ) -> HeadFit:
     """The :class:`HeadFit` of a head whose cuts come from a model's measured prior
     (:class:`routecore.prior.DecisionPrior`) at the config's separability (``base.stats``)
-    instead of out-of-fold probabilities; the head's scope cut is the prior's ``scope``."""
+    instead of out-of-fold probabilities; the head's scope cut is the prior's ``scope``. ``rows``
+    exemplars trained it, with ``kept`` of ``background`` rows as its out-of-scope class."""
     top1 = base.stats.get("top1_dense")
     per_route = float(base.stats.get("exemplars_per_route") or 1.0)
     if (
@@ -255,7 +256,6 @@ def prior_fit(
         top1 = (float(lo) + float(hi)) / 2
     cuts = prior.cuts(float(top1), per_route, int(base.stats.get("routes") or 2))
     head.threshold = prior.scope
-    kept = len(_out_of_scope_rows(background, V, base, owners))
     return HeadFit(
         head,
         cuts,
@@ -265,15 +265,15 @@ def prior_fit(
             "folds": 0,
             "top1_dense": top1,
             "exemplars_per_route": per_route,
-            "rows": int(len(V)),
-            "background": kept,
-            "background_dropped": int(len(background) - kept),
+            "rows": int(rows),
+            "background": int(kept),
+            "background_dropped": int(background - kept),
         },
         None,
     )
 
 
-def _out_of_scope_rows(
+def out_of_scope_rows(
     background: np.ndarray, V: np.ndarray, base: Calibration, owners: np.ndarray
 ) -> np.ndarray:
     """The background rows that look like no route (the head's out-of-scope class). A row is
@@ -315,12 +315,16 @@ def serving_head(
     *,
     epochs: int = 300,
     seed: int = 0,
+    oos: np.ndarray | None = None,
 ) -> LinearHead:
     """Only the head that serves, trained as :func:`fit_exemplar_head` trains it, with the
     out-of-scope cut ``threshold`` kept from an earlier fit (a live update with
-    ``recalibrate=False``: one training instead of ``FOLDS + 1``, the cuts unchanged)."""
+    ``recalibrate=False``: one training instead of ``FOLDS + 1``, the cuts unchanged).
+    ``oos``: :func:`out_of_scope_rows` of ``background``, when the caller has them already."""
     labels = np.array(names, dtype=object)[np.asarray(owners, dtype=np.int64)]
-    head = _train(V, labels, _out_of_scope_rows(background, V, base, owners), epochs, seed)
+    if oos is None:
+        oos = out_of_scope_rows(background, V, base, owners)
+    head = _train(V, labels, oos, epochs, seed)
     head.threshold = threshold
     return head
 

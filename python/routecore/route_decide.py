@@ -17,6 +17,16 @@ from routecore.route_outcomes import Chooser, Outcomes
 from routecore.tables import collision_alert
 
 
+def _entity_alert(route: str, over: str | None = None) -> Alert:
+    """The ``entity_scope`` alert: ``route`` decided by the config's entity preference (over ``over``)."""
+    why = f" and {over} does not" if over else ""
+    return Alert(
+        "entity_scope",
+        f"the query holds an entity type that {route} prefers{why}: routed by the config's rule, "
+        "not by the scores (at most the medium tier)",
+    )
+
+
 class Decider(Outcomes):
     """The decision steps of a route table (see the module docstring)."""
 
@@ -157,13 +167,7 @@ class Decider(Outcomes):
             # In scope by the config's rule, not by the scores: never the high tier.
             tier = out["tier"] = "medium" if tier == "high" else tier
             in_scope_by_entity = True
-            out["alerts"].append(
-                Alert(
-                    "entity_scope",
-                    f"the query holds an entity type that {bname} prefers: routed by the config's "
-                    f"rule, not by the scores (at most the medium tier)",
-                )
-            )
+            out["alerts"].append(_entity_alert(bname))
         elif tier == "low" and pref is not None and pref[best] and clarify is None:
             # The best route is the only one of the plausible pair that prefers the query's entity
             # type: the config's rule settles the tie, at the medium tier (before it, adding the
@@ -171,13 +175,7 @@ class Decider(Outcomes):
             if len(order) < 2 or not pref[order[1]]:
                 tier = out["tier"] = "medium"
                 in_scope_by_entity = True
-                out["alerts"].append(
-                    Alert(
-                        "entity_scope",
-                        f"the query holds an entity type that {bname} prefers and {names[order[1]] if len(order) > 1 else 'no other route'} "
-                        "does not: routed by the config's rule, not by the scores (at most the medium tier)",
-                    )
-                )
+                out["alerts"].append(_entity_alert(bname, names[order[1]] if len(order) > 1 else None))
         if r["collision"] is not None and clarify is None:
             c = r["collision"]
             out["alerts"].append(collision_alert(labels[c[0]], labels[c[1]], c[2], self.table, "route"))

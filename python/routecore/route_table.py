@@ -123,14 +123,8 @@ class RouteTable(Decider):
         self._head_cols: tuple[Any, np.ndarray, int] | None = None  # _head_columns
         self.entities: EntityMatcher | None = None  # the Router's entities: section
         self._entity_routes = any(r.prefers_entities or r.requires_entities for r in self.specs)
-        self._speller: Speller | None = None  # speller(), built on first use
-
-    def speller(self) -> Speller:
-        """The typo repair of this table's queries (:mod:`routecore.spelling`): the exemplars' words,
-        the encoder's tokenizer telling words from typos."""
-        if self._speller is None:
-            self._speller = Speller(self.table.texts, tokenizer_words(self.encoder))
-        return self._speller
+        # Built with the table, not on the first query: 0.2 s at 150 x 100 exemplars.
+        self.speller = Speller(self.table.texts, tokenizer_words(encoder))
 
     def _read(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
         """What the router encodes for ``text`` and the alerts that says so: :func:`routing_text`,
@@ -138,7 +132,7 @@ class RouteTable(Decider):
         text, notes = routing_text(text)
         if not text:
             return text, notes
-        text, repairs = self.speller().repair(text)
+        text, repairs = self.speller.repair(text)
         return text, notes + notes_of(repairs)
 
     def set_languages(self, spec_policy: Policy, calibration: Calibration | None) -> None:

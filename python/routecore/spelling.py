@@ -78,7 +78,12 @@ class Speller:
     def __init__(
         self, texts: Iterable[str], known: Callable[[Sequence[str]], Sequence[bool]] | None = None
     ) -> None:
-        self.words = frozenset(w for t in texts for w in _WORD.findall(t.lower()) if len(w) >= MIN_LETTERS)
+        # Without a tokenizer nothing is repaired: no index to build.
+        self.words = (
+            frozenset(w for t in texts for w in _WORD.findall(t.lower()) if len(w) >= MIN_LETTERS)
+            if known is not None
+            else frozenset()
+        )
         self._index: dict[str, set[str]] = {}
         for w in self.words:
             for d in _deletes(w, 2 if len(w) >= TWO_EDITS - 1 else 1):
@@ -90,11 +95,12 @@ class Speller:
         found: set[str] = set()
         for d in _deletes(word, depth):
             found |= self._index.get(d, set())
-        best = [w for w in found if _distance(word, w) <= depth]
+        dist = {w: _distance(word, w) for w in found}
+        best = [w for w, d in dist.items() if d <= depth]
         if not best or any(_inflected(word, w) for w in best):  # a form of a known word: not a typo
             return None
-        top = min(_distance(word, w) for w in best)
-        near = [w for w in best if _distance(word, w) == top]
+        top = min(dist[w] for w in best)
+        near = [w for w in best if dist[w] == top]
         return near[0] if len(near) == 1 else None
 
     def repair(self, text: str) -> tuple[str, tuple[Repair, ...]]:
