@@ -24,26 +24,30 @@ def kr(encoder):
 
 
 def test_best_collections_with_priorities(kr):
-    got = kr.select("what is the procedure to restart the Kafka brokers")
+    got = kr.collections("what is the procedure to restart the Kafka brokers")
     assert got.source == "router" and got.names[0] == "it_runbooks" and len(got.collections) == 2
     assert sum(p for _, p in got.collections) == pytest.approx(1.0)
     assert got.collections[0][1] > got.collections[1][1]
     assert got.confidence >= got.gate == pytest.approx(kr.router.policy.medium)  # calibrated, not 0.7
-    fr = kr.select("combien de jours de congé maternité")
+    fr = kr.collections("combien de jours de congé maternité")
     assert fr.names[0] == "hr_policies"
 
 
 def test_map_wins_and_the_gate_falls_back(kr, encoder):
-    got = kr.select("the checkout page is slow", domain="operations", intent="debug")
+    got = kr.collections("the checkout page is slow", domain="operations", intent="debug")
     assert got.source == "map" and got.collections == (("it_runbooks", 1.0),)
-    assert kr.select("the checkout page is slow", domain="operations", intent="ask").source != "map"
+    assert kr.collections("the checkout page is slow", domain="operations", intent="ask").source != "map"
     strict = KnowledgeRouter(kr.router, KnowledgeConfig(gate=0.9))
-    fb = strict.select("budget for the new release features")  # between product docs and finance
-    assert fb.source == "fallback" and "under the gate 0.900" in fb.reason
+    fb = strict.collections("budget for the new release features")  # between product docs and finance
+    assert fb.source == "fallback" and "under the gate 0.900" in fb.reason.message
     assert fb.names == kr.names and {p for _, p in fb.collections} == {0.25}
     listed = KnowledgeRouter(kr.router, KnowledgeConfig(fallback=("product_docs",)))
-    out = listed.select("the weather in Paris")
-    assert (out.source, out.reason, out.collections) == ("fallback", "out of scope", (("product_docs", 1.0),))
+    out = listed.collections("the weather in Paris")
+    assert (out.source, out.reason.message, out.collections) == (
+        "fallback",
+        "out of scope",
+        (("product_docs", 1.0),),
+    )
 
 
 def test_bad_knowledge_configs(kr):
@@ -73,10 +77,10 @@ def kr_llm(encoder, server):  # noqa: F811
 def test_the_llm_answer_decides_the_collections(kr_llm, server):  # noqa: F811
     server.mode = "ok:finance_reports"  # the second collection by probability
     n = len(server.requests)
-    got = kr_llm.select(BETWEEN)
+    got = kr_llm.collections(BETWEEN)
     assert len(server.requests) == n + 1 and got.confidence < got.gate  # asked; the gate alone: fallback
     assert (got.source, got.names) == ("llm", ["finance_reports", "product_docs"])
-    assert "the LLM chose finance_reports" in got.reason
+    assert "the LLM chose finance_reports" in got.reason.message
     assert sum(p for _, p in got.collections) == pytest.approx(1.0)
     assert got.collections[0][1] > got.collections[1][1]
     asked = [t["function"]["name"] for t in server.requests[-1]["tools"]]
@@ -89,7 +93,7 @@ def test_the_llm_answer_wins_over_a_best_collection_above_the_gate(server):  # n
     kr = KnowledgeRouter(router)
     p = router.route("q").probabilities
     assert p["INCIDENT"] > kr.gate > p["RAG"]  # by probabilities alone: INCIDENT, above the gate
-    got = kr.select("q")
+    got = kr.collections("q")
     assert (got.source, got.names) == ("llm", ["RAG", "INCIDENT"])
     # The chosen collections' probabilities, sorted: the LLM's takes the highest.
     assert got.collections[0][1] == pytest.approx(p["INCIDENT"] / (p["INCIDENT"] + p["RAG"]))
@@ -106,36 +110,36 @@ def test_the_llm_answer_wins_over_a_best_collection_above_the_gate(server):  # n
 )
 def test_an_answer_that_names_no_collection_falls_back_with_a_reason(kr_llm, server, mode, why):  # noqa: F811
     server.mode = mode
-    got = kr_llm.select(BETWEEN)
+    got = kr_llm.collections(BETWEEN)
     assert got.source == "fallback" and got.names == kr_llm.names
     assert {p for _, p in got.collections} == {0.25}
-    assert got.reason.startswith("the LLM's answer was not used") and why in got.reason
+    assert got.reason.message.startswith("the LLM's answer was not used") and why in got.reason.message
     gated = f"best collection's probability {got.confidence:.3f} under the gate {got.gate:.3f}"
-    assert got.reason.endswith(gated)
+    assert got.reason.message.endswith(gated)
 
 
 def test_above_the_gate_a_set_aside_answer_leaves_the_router_ranking(server):  # noqa: F811
     server.mode = "ok:UNKNOWN"
     router, _ = make(server)
-    got = KnowledgeRouter(router).select("q")
+    got = KnowledgeRouter(router).collections("q")
     assert (got.source, got.names) == ("router", ["INCIDENT", "RAG"])
-    assert "unknown route 'UNKNOWN'" in got.reason
+    assert "unknown route 'UNKNOWN'" in got.reason.message
 
 
 def test_an_unchecked_unknown_answer_is_set_aside(kr_llm, server, monkeypatch):  # noqa: F811
     server.mode = "ok:finance_reports"
     route = kr_llm.router.route
     monkeypatch.setattr(kr_llm.router, "route", lambda q: dataclasses.replace(route(q), route="wiki"))
-    got = kr_llm.select(BETWEEN)
-    assert got.source == "fallback" and "the LLM answered an unknown collection 'wiki'" in got.reason
+    got = kr_llm.collections(BETWEEN)
+    assert got.source == "fallback" and "the LLM answered an unknown collection 'wiki'" in got.reason.message
 
 
 def test_when_the_encoder_fails_the_llm_collection_comes_alone(server):  # noqa: F811
     server.mode = "ok:GENERAL"
     router, enc = make(server)
     enc.fail = True
-    got = KnowledgeRouter(router).select("anything")
+    got = KnowledgeRouter(router).collections("anything")
     assert (got.source, got.collections) == ("llm", (("GENERAL", 1.0),))
     server.mode = "garbage"
-    got = KnowledgeRouter(router).select("anything")
-    assert got.source == "fallback" and "no decision (the encoder failed" in got.reason
+    got = KnowledgeRouter(router).collections("anything")
+    assert got.source == "fallback" and "no decision (the encoder failed" in got.reason.message

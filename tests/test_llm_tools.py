@@ -95,7 +95,7 @@ QUERY = "the nginx service on web-3 keeps crashing, restart it and tell me why"
 def test_good_answer_in_both_modes(tools_router, server):
     for mode in ("llm", "hybrid"):
         r = LLMToolRouter(tools_router, server.url, "m", mode=mode, hybrid_top=5)
-        got = r.select(QUERY)
+        got = r.choose_tools(QUERY)
         assert (
             got.source == "llm"
             and got.fallback is None
@@ -117,11 +117,11 @@ def test_good_answer_in_both_modes(tools_router, server):
 def test_unknown_names_are_dropped_and_reported(tools_router, server):
     r = LLMToolRouter(tools_router, server.url, "m", mode="llm")
     server.answer = '<tool_selection>{"selected_tools": ["restart_service", "format_disk"], "complexity": "huge"}</tool_selection>'
-    got = r.select(QUERY)
+    got = r.choose_tools(QUERY)
     assert got.tools == ("restart_service",) and got.dropped == ("format_disk",) and got.source == "llm"
     assert got.complexity is None and any("huge" in n for n in got.notes)
     server.answer = '<tool_selection>{"selected_tools": ["format_disk"]}</tool_selection>'
-    got = r.select(QUERY)
+    got = r.choose_tools(QUERY)
     assert got.source == "semantic" and "unknown" in got.fallback and got.dropped == ("format_disk",)
     assert got.tools == tuple(tools_router.tools(QUERY).names)
 
@@ -139,23 +139,23 @@ def test_unknown_names_are_dropped_and_reported(tools_router, server):
 )
 def test_garbage_falls_back_to_the_semantic_belt(tools_router, server, answer, why):
     server.answer = answer
-    got = LLMToolRouter(tools_router, server.url, "m").select(QUERY)
+    got = LLMToolRouter(tools_router, server.url, "m").choose_tools(QUERY)
     assert got.source == "semantic" and why in got.fallback
     assert got.tools == tuple(tools_router.tools(QUERY).names) and got.belt is not None
 
 
 def test_timeouts_and_http_errors_fall_back(tools_router, server):
     server.status = 503
-    got = LLMToolRouter(tools_router, server.url, "m").select(QUERY)
+    got = LLMToolRouter(tools_router, server.url, "m").choose_tools(QUERY)
     assert got.source == "semantic" and "HTTP 503" in got.fallback
     server.status, server.stall = 200, True  # no answer until the client gives up
-    got = LLMToolRouter(tools_router, server.url, "m", timeout=0.2).select(QUERY)
+    got = LLMToolRouter(tools_router, server.url, "m", timeout=0.2).choose_tools(QUERY)
     assert got.source == "semantic" and "too slow" in got.fallback
     assert server.hung_up.wait(30)  # the client hung up, with no answer sent
 
 
 def test_semantic_mode_and_bad_settings(tools_router):
-    got = LLMToolRouter(tools_router, mode="semantic").select(QUERY)
+    got = LLMToolRouter(tools_router, mode="semantic").choose_tools(QUERY)
     assert (
         got.source == "semantic"
         and got.fallback is None
@@ -184,14 +184,14 @@ def test_example_config_runs_against_a_loopback_server(server, encoder, tmp_path
 
     r = LLMToolRouter.from_config(LLM_TOOLS, encoder=encoder, llm_url=server.url, llm_model="local")
     assert (r.mode, r.hybrid_top, r.hint) == ("hybrid", 20, True)
-    got = r.select(QUERY)
+    got = r.choose_tools(QUERY)
     assert got.source == "llm" and got.tools == ("restart_service", "get_system_logs")
     assert server.requests[-1]["model"] == "local"
     r.close()
     cfg = LLM_TOOLS.read_text(encoding="utf-8")
     semantic = tmp_path / "semantic.yaml"
     semantic.write_text(cfg.replace("mode: hybrid", "mode: semantic"), encoding="utf-8")
-    assert LLMToolRouter.from_config(semantic, encoder=encoder).select(QUERY).source == "semantic"
+    assert LLMToolRouter.from_config(semantic, encoder=encoder).choose_tools(QUERY).source == "semantic"
     no_server = tmp_path / "no_server.yaml"
     data = yaml.safe_load(cfg)
     del data["llm"]

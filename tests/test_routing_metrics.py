@@ -84,9 +84,9 @@ def test_tool_precision_recall_and_no_tool(tools_router):
 def test_knowledge_selections(encoder):
     m = RoutingMetrics()
     kr = KnowledgeRouter.from_config(Path(examples).parent / "knowledge.yaml", encoder=encoder, metrics=m)
-    sel = kr.select("what is the procedure to restart the Kafka brokers")
+    sel = kr.collections("what is the procedure to restart the Kafka brokers")
     m.feedback(sel, collections=[sel.names[0]], success=True)
-    other = kr.select("combien de jours de congé maternité")
+    other = kr.collections("combien de jours de congé maternité")
     m.feedback(other, collections=["no_such_collection"])
     r = m.report()
     assert r["knowledge"] == {"selections": 2, "with_feedback": 2, "accuracy": 0.5, "top1_accuracy": 0.5}

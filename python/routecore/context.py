@@ -10,15 +10,12 @@ once and decides every layer on that vector: a :class:`Context` with each layer'
 probability, tier and alerts, the entities, and the timings.
 
 Open and exhaustive layers. An *open* layer may decline: its label is None when its decision
-is ``none`` (out of scope) or ``clarify``, as a router's route would be; intent and domain
-layers are open (a query may have no intent or domain among the labels). An *exhaustive*
+is ``none`` (out of scope) or ``clarify``; intent and domain layers are open. An *exhaustive*
 layer's labels cover every query (every request has some urgency and some sensitivity), so
-it always names one: when its decision declined, its best label by probability, at the
-decision's tier (``low`` after a ``none``: the tier still says how sure the layer is), with
-``declined`` set to the decision's action and an ``exhaustive`` alert. A layer says which it
-is with ``open: true|false``; unset, it is open, since an exhaustive layer must be meant to
-cover everything. The default layers set it: ``intent`` open, ``urgency`` and
-``sensitivity`` exhaustive. A config layer that replaces a default one by name states its own.
+it names one even when its decision declined: its best label by probability, at the decision's
+tier, with ``declined`` set to the decision's action and an ``exhaustive`` alert (not after an
+``error`` decision: the encoder failed, and nothing says which label). ``open: true|false``
+says which a layer is (unset: open); ``urgency`` and ``sensitivity`` are exhaustive.
 
 Config (YAML or JSON)::
 
@@ -36,10 +33,22 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
-from routecore.decision import Alert, Decision, Entity, plain, trace
-from routecore.errors import ConfigError
+from routecore import reasons as reasons_mod
+from routecore.conversation import routing_text
+from routecore.decision import Alert, Decision, Entity, Reason, plain, trace
+from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.routing_metrics import emit
+
+Notes = tuple[tuple[str, str], ...]
+
+#: The reason codes of a :class:`Context` (each layer's decision has its own reason).
+CONTEXT_REASONS: dict[str, str] = {
+    "context": "every layer decided on the query's one embedding (the message names the labels)",
+    "empty_query": "nothing to read (empty, blank, or only lone surrogates): each layer's empty_query decision",
+    "error": "the encoder failed: each layer decided as Router.route does then (its LLM, else error)",
+}
 
 #: The default layers.
 DEFAULT_LAYERS = Path(__file__).resolve().parent / "data" / "context_layers.yaml"
@@ -67,12 +76,16 @@ class LayerResult:
 @dataclass(frozen=True)
 class Context:
     """Every layer's result for one query, its entities and the timings (ms):
-    ``encode``, one entry per layer, and ``total``."""
+    ``encode``, ``scoring``, one entry per layer, and ``total`` (``total`` only when nothing
+    was encoded). ``reason``: a code of :data:`CONTEXT_REASONS`; ``alerts``: what reading the
+    query did (``invalid_text``, ``long_query``), as on a :class:`~routecore.decision.Decision`."""
 
     query: str
     layers: Mapping[str, LayerResult]
     entities: tuple[Entity, ...] = ()
     timings: Mapping[str, float] = field(default_factory=dict)
+    reason: Reason | None = None
+    alerts: tuple[Alert, ...] = ()
 
     def label(self, layer: str) -> str | None:
         """The label of ``layer`` (KeyError naming the layers when there is none such)."""
@@ -99,12 +112,40 @@ class Context:
         )  # nothing decided: the query as it is
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values; each layer without its decision (:data:`_LAYER_KEYS`)."""
         return {
             "query": self.query,
             "entities": plain(self.entities),
             "timings": dict(self.timings),
             "layers": {n: {k: plain(getattr(r, k)) for k in _LAYER_KEYS} for n, r in self.layers.items()},
+            "reason": plain(self.reason),
+            "alerts": plain(self.alerts),
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Context":
+        """The context :meth:`to_dict` wrote (the layers' decisions are not in it: None).
+
+        Raises:
+            InvalidArgumentError: not a mapping, or a field of the wrong shape (named).
+        """
+        if not isinstance(d, Mapping):
+            raise InvalidArgumentError(f"a context must be a mapping, got {type(d).__name__}")
+        try:
+            layers = {
+                n: LayerResult(**{**r, "alerts": tuple(Alert(**a) for a in r.get("alerts", ()))})
+                for n, r in d["layers"].items()
+            }
+            return cls(
+                d["query"],
+                layers,
+                tuple(Entity(**e) for e in d.get("entities", ())),
+                dict(d.get("timings", {})),
+                Reason(**d["reason"]) if d.get("reason") is not None else None,
+                tuple(Alert(**a) for a in d.get("alerts", ())),
+            )
+        except (KeyError, TypeError, AttributeError) as e:
+            raise InvalidArgumentError(f"context: {type(e).__name__}: {e}") from None
 
 
 #: The fields of a layer's result in :meth:`Context.to_dict`.
@@ -128,13 +169,23 @@ def _read(path: str | os.PathLike[str]) -> dict[str, Any]:
 class ContextRouter:
     """Named layers over one encoder (see the module docs); ``entities`` (an
     :class:`~routecore.entities.EntityConfig`) are found once per query; ``exhaustive``:
-    the names of the layers that always name a label (the others are open).
+    the names of the layers that always name a label (the others are open); ``metrics``: a sink
+    called with every :class:`Context` (as ``Router(metrics=)``).
+
+    Calls: :meth:`detect`, :meth:`detect_batch`, :meth:`adetect`, :meth:`adetect_batch`.
 
     Raises:
         ConfigError: no layers, layers whose encoders differ, or an exhaustive name that is no layer.
     """
 
-    def __init__(self, layers: Mapping[str, Any], entities: Any = None, exhaustive: Iterable[str] = ()):
+    def __init__(
+        self,
+        layers: Mapping[str, Any],
+        entities: Any = None,
+        exhaustive: Iterable[str] = (),
+        *,
+        metrics: Any = None,
+    ):
         if not layers:
             raise ConfigError("a context router needs at least one layer")
         models = {r.encoder.model_id for r in layers.values()}
@@ -153,14 +204,22 @@ class ContextRouter:
 
         #: The entities of every query, found once (``entities``: an EntityConfig).
         self.matcher = EntityMatcher(entities) if entities is not None and entities.kinds else None
+        #: Called with every Context (a :class:`routecore.routing_metrics.RoutingMetrics`, or any
+        #: callable); each layer's router still calls its own ``metrics`` with its decision.
+        self.metrics = metrics
 
     @classmethod
     def from_config(
-        cls, path: str | os.PathLike[str] | None = None, *, encoder: Any = None, defaults: bool = True
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        encoder: Any = None,
+        defaults: bool = True,
+        metrics: Any = None,
     ) -> "ContextRouter":
         """The default layers (unless ``defaults=False``), with the layers of the config at
         ``path`` added or replacing them by name, all on ``encoder`` (default: the bundled model).
-        A layer with ``open: false`` is exhaustive (module docs)."""
+        A layer with ``open: false`` is exhaustive (module docs); ``metrics`` as in the constructor."""
         from routecore.entities import EntityConfig
         from routecore.policy import Policy
         from routecore.router import Router
@@ -192,22 +251,101 @@ class ContextRouter:
                 entities=entities if uses else None,
             )
         exhaustive = [n for n, (layer, _) in specs.items() if layer.get("open") is False]
-        return cls(layers, entities, exhaustive=exhaustive)
+        return cls(layers, entities, exhaustive=exhaustive, metrics=metrics)
 
     def detect(self, query: str) -> Context:
         """Encode ``query`` once and decide every layer on that vector: every layer's
         table is scored in one native call (``tables.score_many``), then each layer's
-        rules decide. ``timings``: the encoder, that call, and each layer's rules."""
+        rules decide. ``timings``: the encoder, that call, and each layer's rules.
+
+        Never raises for any string (a non-str is an :class:`InvalidArgumentError`). Lone
+        surrogates are removed with an ``invalid_text`` alert; a query with nothing left to read
+        gets each layer's ``empty_query`` decision (reason ``empty_query``); when the encoder
+        fails, each layer decides as :meth:`Router.route <routecore.router.Router.route>` does
+        then (its LLM, else an ``error`` decision; reason ``error``)."""
+        text, notes = self._checked(query)
+        if not text:
+            return self._emit(self._each_layer(query, notes, "empty_query"))
+        t0 = time.perf_counter()
+        try:
+            enc = self.encoder.encode_with_stats([text])
+        except Exception as e:  # noqa: BLE001 - each layer degrades as route() does, never a crash
+            return self._emit(self._each_layer(query, notes, "error", e))
+        got = self._decided(query, text, notes, enc.embeddings[0], t0, enc.tokenize_ms, bool(enc.truncated))
+        return self._emit(got)
+
+    def detect_batch(self, queries: Sequence[str]) -> list[Context]:
+        """The contexts of ``queries`` from one batched encoder call; each is the one
+        :meth:`detect` gives (a failed batch call: each query degrades on its own)."""
+        if isinstance(queries, str) or not isinstance(queries, Sequence):
+            raise InvalidArgumentError("queries must be a list of strings; use detect() for one query")
+        read = [self._checked(q) for q in queries]
+        texts = [t for t, _ in read if t]
+        if not texts:
+            return [self.detect(q) for q in queries]
+        t0 = time.perf_counter()
+        try:
+            enc = self.encoder.encode_with_stats(texts)
+        except Exception:  # noqa: BLE001 - each query degrades on its own
+            return [self.detect(q) for q in queries]
+        out, j = [], 0
+        for q, (text, notes) in zip(queries, read):
+            if not text:
+                out.append(self.detect(q))
+                continue
+            tok_ms = enc.tokenize_ms / len(texts)
+            out.append(
+                self._emit(self._decided(q, text, notes, enc.embeddings[j], t0, tok_ms, j in enc.truncated))
+            )
+            j += 1
+        return out
+
+    async def adetect(self, query: str) -> Context:
+        """:meth:`detect` off the event loop (the native work releases the GIL)."""
+        from routecore.aio import run_off_loop  # asyncio loads on the first async call
+
+        return await run_off_loop(self.detect, None, query)
+
+    async def adetect_batch(self, queries: Sequence[str]) -> list[Context]:
+        """:meth:`detect_batch` off the event loop."""
+        from routecore.aio import run_off_loop  # asyncio loads on the first async call
+
+        return await run_off_loop(self.detect_batch, None, queries)
+
+    def _emit(self, ctx: Context) -> Context:
+        return emit(self.metrics, trace("context", ctx))
+
+    @staticmethod
+    def _checked(query: Any) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """What is encoded for ``query`` and the notes that say what was removed (as route())."""
+        if not isinstance(query, str):
+            raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
+        text, notes = routing_text(query)
+        return (text if query.strip() else ""), notes
+
+    def _each_layer(self, query: str, notes: Notes, code: str, err: Exception | None = None) -> Context:
+        """The context when nothing could be encoded: each layer's own :meth:`Router.route` decision
+        (empty query, or the encoder's failure: its LLM, else an error decision)."""
+        t0 = time.perf_counter()
+        results = {n: self._result(n, router, router.route(query)) for n, router in self.layers.items()}
+        why = (
+            reasons_mod.empty_query()
+            if code == "empty_query"
+            else Reason("error", f"the encoder failed ({type(err).__name__}: {err}); each layer degraded")
+        )
+        timings = {"total": (time.perf_counter() - t0) * 1e3}
+        alerts = tuple(Alert(k, m) for k, m in notes)
+        return Context(query, results, self._entities(query), timings, why, alerts)
+
+    def _decided(
+        self, query: str, text: str, notes: Notes, q: Any, t0: float, tokenize_ms: float, truncated: bool
+    ) -> Context:
+        """Every layer decided on ``q``, the embedding of ``text`` (the query as read)."""
         from routecore.tables import score_many
 
         tables = [router.route_table for router in self.layers.values()]
-        for rt in tables:
-            rt._text(query, None, None)  # the checks of route(): a str, a table with routes
-        t0 = time.perf_counter()
-        enc = self.encoder.encode_with_stats([query])
         t1 = time.perf_counter()
-        q = enc.embeddings[0]
-        prepared = [rt.prepare(query, q) for rt in tables]
+        prepared = [rt.prepare(text, q) for rt in tables]
         scored = score_many(
             [rt.table for rt in tables],
             q,
@@ -219,21 +357,34 @@ class ContextRouter:
         timings = {"encode": (t1 - t0) * 1e3, "scoring": (t2 - t1) * 1e3}
         for (name, router), rt, pp, r in zip(self.layers.items(), tables, prepared, scored):
             ts = time.perf_counter()
-            d = router._emit(
-                rt.decide(
-                    query, q, None, (), None, t0, enc.tokenize_ms, bool(enc.truncated), prepared=pp, scored=r
-                )
-            )
+            d = rt.decide(text, q, None, (), None, t0, tokenize_ms, truncated, prepared=pp, scored=r)
+            results[name] = self._result(name, router, emit(router.metrics, d))
             timings[name] = (time.perf_counter() - ts) * 1e3
-            if d.action == "route":
-                results[name] = LayerResult(d.route, float(d.confidence), d.tier, d.action, d.alerts, d)
-            elif name in self.exhaustive and d.action in ("none", "clarify"):
-                results[name] = _named_anyway(name, [s.name for s in rt.specs], d)
-            else:
-                results[name] = LayerResult(None, float(d.confidence), d.tier, d.action, d.alerts, d)
-        found = self.matcher.find(query) if self.matcher is not None else ()
         timings["total"] = (time.perf_counter() - t0) * 1e3
-        return trace("context", Context(query, results, found, timings))
+        decided = [f"{n} {r.label}" for n, r in results.items() if r.label is not None]
+        why = Reason(
+            "context",
+            f"{len(decided)} of {len(results)} layers named a label"
+            + (f" ({', '.join(decided)})" if decided else ""),
+        )
+        alerts = tuple(Alert(k, m) for k, m in notes)
+        return Context(query, results, self._entities(query), timings, why, alerts)
+
+    def _entities(self, query: str) -> tuple[Entity, ...]:
+        """The query's entities (spans in the query with any lone surrogate removed)."""
+        if self.matcher is None:
+            return ()
+        if any(0xD800 <= ord(ch) <= 0xDFFF for ch in query):  # no native matcher can read them
+            query = "".join(ch for ch in query if not 0xD800 <= ord(ch) <= 0xDFFF)
+        return tuple(self.matcher.find(query))
+
+    def _result(self, name: str, router: Any, d: Decision) -> LayerResult:
+        """A layer's result from its decision (module docs: open and exhaustive layers)."""
+        if d.action == "route":
+            return LayerResult(d.route, float(d.confidence), d.tier, d.action, d.alerts, d)
+        if name in self.exhaustive and d.action in ("none", "clarify"):
+            return _named_anyway(name, [s.name for s in router.route_specs], d)
+        return LayerResult(None, float(d.confidence), d.tier, d.action, d.alerts, d)
 
 
 def _named_anyway(layer: str, labels: list[str], d: Decision) -> LayerResult:

@@ -299,5 +299,29 @@ class ToolBelt:
         d: dict[str, Any] = plain(self)
         return d
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ToolBelt":
+        """The belt :meth:`to_dict` (or ``/v1/tools``) wrote.
+
+        Raises:
+            InvalidArgumentError: not a mapping, an unknown key, or a nested value of the wrong shape.
+        """
+        from routecore.errors import InvalidArgumentError
+
+        if not isinstance(d, Mapping):
+            raise InvalidArgumentError(f"a tool belt must be a mapping, got {type(d).__name__}")
+        kw = dict(d)
+        try:
+            for k, item in (("tools", ToolChoice), ("alerts", Alert), ("entities", Entity)):
+                if k in kw:
+                    kw[k] = tuple(item(**x) for x in kw[k])
+            if isinstance(kw.get("reason"), Mapping):
+                kw["reason"] = Reason(**kw["reason"])
+            if "timings" in kw:
+                kw["timings"] = Timings(**kw["timings"])
+            return cls(**kw)
+        except TypeError as e:
+            raise InvalidArgumentError(f"tool belt: {e}") from None
+
     def to_json(self, **kw: Any) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, **kw)

@@ -30,11 +30,24 @@ Config: a routecore config whose ``routes`` are the collections, with a
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from routecore.errors import ConfigError
+from routecore.decision import Reason, plain
+from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routing_metrics import emit
+
+#: The reason codes of a :class:`KnowledgeSelection`.
+KNOWLEDGE_REASONS: dict[str, str] = {
+    "map": "a (domain, intent) entry of the map chose the collections",
+    "ranked": "the best collections by probability, the best above the gate",
+    "llm": "the collection the LLM named comes first, then the next best by probability",
+    "under_gate": "fallback: the best collection's probability is under the gate",
+    "out_of_scope": "fallback: the collection router found the query out of scope",
+    "empty_query": "fallback: nothing to read (empty, blank, or only lone surrogates)",
+    "error": "fallback: the encoder failed and no LLM named a collection",
+}
 
 
 @dataclass(frozen=True)
@@ -43,18 +56,44 @@ class KnowledgeSelection:
 
     ``source``: ``router`` (the best collections), ``llm`` (the collection the LLM
     named, first), ``map`` (a ``(domain, intent)`` entry) or ``fallback`` (under the
-    gate, or out of scope: ``reason`` says which). ``reason`` also says when an LLM
-    answer was set aside (see the module docs)."""
+    gate, out of scope, an empty query or a failed encoder). ``reason``: a code of
+    :data:`KNOWLEDGE_REASONS`; its message also says when an LLM answer was set aside
+    (see the module docs)."""
 
     collections: tuple[tuple[str, float], ...]
     source: str
-    reason: str = ""
+    reason: Reason | None = None
     confidence: float = 0.0
     gate: float = 0.0
+    query: str = ""
 
     @property
     def names(self) -> list[str]:
+        """The collections' names, best first."""
         return [c for c, _ in self.collections]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values (collections as ``[name, priority]`` pairs)."""
+        d: dict[str, Any] = plain(self)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "KnowledgeSelection":
+        """The selection :meth:`to_dict` wrote.
+
+        Raises:
+            InvalidArgumentError: not a mapping, or a field of the wrong shape (named).
+        """
+        if not isinstance(d, Mapping):
+            raise InvalidArgumentError(f"a knowledge selection must be a mapping, got {type(d).__name__}")
+        try:
+            kw = dict(d)
+            kw["collections"] = tuple((str(c), float(p)) for c, p in kw["collections"])
+            if kw.get("reason") is not None:
+                kw["reason"] = Reason(**kw["reason"])
+            return cls(**kw)
+        except (KeyError, TypeError, ValueError) as e:
+            raise InvalidArgumentError(f"knowledge selection: {type(e).__name__}: {e}") from None
 
 
 @dataclass(frozen=True)
@@ -132,19 +171,73 @@ class KnowledgeRouter:
             return self.config.gate
         return float(self.router.policy.medium)
 
+    def collections(
+        self, query: str, *, domain: str | None = None, intent: str | None = None
+    ) -> KnowledgeSelection:
+        """The collections for ``query``; ``domain`` and ``intent`` (from the caller's context) may
+        match the map. Never raises for any string (a non-str is an :class:`InvalidArgumentError`):
+        an empty query or a failed encoder without an LLM answer gives the fallback, with reason
+        ``empty_query`` or ``error``."""
+        hit = self._mapped(query, domain, intent)
+        return emit(self.metrics, hit or self._selection(query, self.router.route(query)))
+
+    def collections_batch(
+        self, queries: Sequence[str], *, domain: str | None = None, intent: str | None = None
+    ) -> list[KnowledgeSelection]:
+        """:meth:`collections` of each query (one ``domain`` and ``intent`` for all); the queries
+        the map does not decide are routed in one batched encoder call."""
+        if isinstance(queries, str) or not isinstance(queries, Sequence):
+            raise InvalidArgumentError("queries must be a list of strings; use collections() for one query")
+        hits = [self._mapped(q, domain, intent) for q in queries]
+        todo = [q for q, h in zip(queries, hits) if h is None]
+        decisions = iter(self.router.route_batch(todo) if todo else [])
+        return [
+            emit(self.metrics, h if h is not None else self._selection(q, next(decisions)))
+            for q, h in zip(queries, hits)
+        ]
+
+    async def acollections(self, query: str, **kw: Any) -> KnowledgeSelection:
+        """:meth:`collections` off the event loop (the native work releases the GIL)."""
+        from routecore.aio import run_off_loop  # asyncio loads on the first async call
+
+        return await run_off_loop(self.collections, None, query, **kw)
+
+    async def acollections_batch(self, queries: Sequence[str], **kw: Any) -> list[KnowledgeSelection]:
+        """:meth:`collections_batch` off the event loop."""
+        from routecore.aio import run_off_loop  # asyncio loads on the first async call
+
+        return await run_off_loop(self.collections_batch, None, queries, **kw)
+
     def select(
         self, query: str, *, domain: str | None = None, intent: str | None = None
     ) -> KnowledgeSelection:
-        """The collections for ``query``; ``domain`` and ``intent`` (from the caller's context) may match the map."""
-        return emit(self.metrics, self._select(query, domain, intent))
+        """Deprecated: :meth:`collections`."""
+        warnings.warn(
+            "KnowledgeRouter.select is deprecated: use collections()", DeprecationWarning, stacklevel=2
+        )
+        return self.collections(query, domain=domain, intent=intent)
 
-    def _select(self, query: str, domain: str | None, intent: str | None) -> KnowledgeSelection:
+    def select_many(self, queries: Sequence[str]) -> list[KnowledgeSelection]:
+        """Deprecated: :meth:`collections_batch`."""
+        warnings.warn(
+            "KnowledgeRouter.select_many is deprecated: use collections_batch()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.collections_batch(queries)
+
+    def _mapped(self, query: Any, domain: str | None, intent: str | None) -> KnowledgeSelection | None:
+        """The map's selection when an entry matches ``domain`` and ``intent``, else None."""
+        if not isinstance(query, str):
+            raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
         for d, i, cs in self.config.map:
             if (d is None or d == domain) and (i is None or i == intent) and (d is not None or i is not None):
-                return KnowledgeSelection(
-                    tuple((c, 1.0 / len(cs)) for c in cs), "map", f"map entry ({d}, {i})"
-                )
-        dec = self.router.route(query)
+                shares = tuple((c, 1.0 / len(cs)) for c in cs)
+                return KnowledgeSelection(shares, "map", Reason("map", f"map entry ({d}, {i})"), query=query)
+        return None
+
+    def _selection(self, query: str, dec: Any) -> KnowledgeSelection:
+        """The selection the collection router's decision ``dec`` gives (module docs)."""
         probs = dict(dec.probabilities)
         ranked = sorted(self.names, key=lambda n: -probs.get(n, 0.0))
         conf, gate = float(dec.confidence), self.gate
@@ -153,30 +246,42 @@ class KnowledgeRouter:
             chosen = [dec.route] + [n for n in ranked if n != dec.route][: self.config.top_k - 1]
             weights = sorted((probs.get(n, 0.0) for n in chosen), reverse=True)
             total = sum(weights)
-            why = dec.reason.message if dec.reason is not None else f"the LLM chose {dec.route}"
+            why = Reason(
+                "llm", dec.reason.message if dec.reason is not None else f"the LLM chose {dec.route}"
+            )
             if total <= 0.0:  # no probabilities (the encoder failed): the LLM's collection alone
-                return KnowledgeSelection(((dec.route, 1.0),), "llm", why, conf, gate)
+                return KnowledgeSelection(((dec.route, 1.0),), "llm", why, conf, gate, query)
             shares = tuple((n, w / total) for n, w in zip(chosen, weights))
-            return KnowledgeSelection(shares, "llm", why, conf, gate)
+            return KnowledgeSelection(shares, "llm", why, conf, gate, query)
         note = f"the LLM's answer was not used: {set_aside}" if set_aside else ""
+        code = dec.reason.code if dec.reason is not None else ""
         if dec.action in ("none", "error") or conf < gate:
             if dec.action == "error":
+                code = "error"
                 why = f"no decision ({dec.reason.message if dec.reason is not None else dec.fallback})"
+            elif any(a.kind == "encoder_error" for a in dec.alerts):  # the LLM asked to clarify
+                code, why = "error", "no decision (the encoder failed and the LLM named no collection)"
+            elif code == "empty_query":
+                why = "the query is empty or blank"
             elif dec.action == "none":
-                why = "out of scope"
+                code, why = "out_of_scope", "out of scope"
             else:
-                why = f"best collection's probability {conf:.3f} under the gate {gate:.3f}"
+                code, why = (
+                    "under_gate",
+                    f"best collection's probability {conf:.3f} under the gate {gate:.3f}",
+                )
             fb = self.names if self.config.fallback == "all" else list(self.config.fallback)
-            reason = f"{note}; {why}" if note else why
-            return KnowledgeSelection(tuple((c, 1.0 / len(fb)) for c in fb), "fallback", reason, conf, gate)
+            reason = Reason(code, f"{note}; {why}" if note else why)
+            return KnowledgeSelection(
+                tuple((c, 1.0 / len(fb)) for c in fb), "fallback", reason, conf, gate, query
+            )
         best = ranked[: self.config.top_k]
         total = sum(probs.get(n, 0.0) for n in best) or 1.0
         shares = tuple((n, probs.get(n, 0.0) / total) for n in best)
-        return KnowledgeSelection(shares, "router", note, conf, gate)
-
-    def select_many(self, queries: Sequence[str]) -> list[KnowledgeSelection]:
-        """:meth:`select` of each query (no domain or intent)."""
-        return [self.select(q) for q in queries]
+        msg = f"{best[0]} {probs.get(best[0], 0.0):.3f} >= the gate {gate:.3f}"
+        return KnowledgeSelection(
+            shares, "router", Reason("ranked", f"{note}; {msg}" if note else msg), conf, gate, query
+        )
 
 
 def _llm_set_aside(dec: Any, names: Sequence[str]) -> str:

@@ -21,68 +21,37 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import replace as _replace
 from typing import Any, Literal, Sequence
 
 from routecore.catalog import estimate_tokens
-from routecore.decision import ToolBelt
-from routecore.errors import ConfigError, LLMError
+from routecore.conversation import routing_text
+from routecore.decision import Reason, ToolBelt, trace
+from routecore.errors import ConfigError, InvalidArgumentError, LLMError
+from routecore.routing_metrics import emit
+from routecore.tool_routing import (
+    COMPLEXITY,
+    STRATEGIES,
+    TAG,
+    TOOL_ROUTING_REASONS,
+    ToolRouting,
+    parse_selection,
+)
 
 Mode = Literal["llm", "hybrid", "semantic"]
 MODES = ("llm", "hybrid", "semantic")
-COMPLEXITY = ("simple", "medium", "complex")
-STRATEGIES = ("direct", "iterative", "parallel")
-TAG = "tool_selection"
-
-
-@dataclass(frozen=True)
-class ToolRouting:
-    """The tools chosen for a query, with the LLM's view of the task.
-
-    ``source`` is ``llm`` when the LLM's (validated) answer chose the tools and
-    ``semantic`` when the semantic belt did: in ``semantic`` mode, or as the
-    fallback whose reason is ``fallback``. ``dropped``: names the LLM gave that are
-    not candidates. ``schemas``: the chosen tools' full schemas."""
-
-    tools: tuple[str, ...]
-    schemas: tuple[dict[str, Any], ...]
-    mode: str
-    source: str
-    complexity: str | None = None
-    execution_strategy: str | None = None
-    reasoning: str = ""
-    confidence: float | None = None
-    fallback: str | None = None
-    dropped: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-    #: Estimated tokens of the router prompt (summaries) and of every candidate's full schema.
-    prompt_tokens: int = 0
-    schema_tokens: int = 0
-    llm_ms: float = 0.0
-    belt: ToolBelt | None = field(default=None, repr=False)
-
-
-def parse_selection(text: str) -> dict[str, Any]:
-    """The JSON object of an answer: inside ``<tool_selection>`` tags when present, else
-    the outermost braces; a bare JSON list is read as the selected tools.
-
-    Raises:
-        ValueError: nothing that parses as JSON.
-    """
-    m = re.search(rf"<{TAG}>(.*?)</{TAG}>", text, re.S | re.I)
-    body = (m.group(1) if m else text).strip()
-    body = re.sub(r"^```(?:json)?\s*|\s*```$", "", body.strip(), flags=re.I)
-    for start, end in (("{", "}"), ("[", "]")):
-        a, b = body.find(start), body.rfind(end)
-        if a != -1 and b > a:
-            try:
-                got = json.loads(body[a : b + 1])
-            except (json.JSONDecodeError, RecursionError):  # not JSON, or nested deeper than the stack
-                continue
-            return got if isinstance(got, dict) else {"selected_tools": got}
-    raise ValueError("no JSON object or list in the answer")
+__all__ = [
+    "COMPLEXITY",
+    "MODES",
+    "STRATEGIES",
+    "TAG",
+    "TOOL_ROUTING_REASONS",
+    "LLMToolRouter",
+    "ToolRouting",
+    "parse_selection",
+]
 
 
 class LLMToolRouter:
@@ -97,6 +66,10 @@ class LLMToolRouter:
         hint: show the LLM the semantic belt's tools.
         client: an :class:`routecore.llm.OpenAICompatibleRouter` to use instead of
             ``base_url``, ``model``, ... (:meth:`from_config` passes the ``llm:`` section's).
+        metrics: a sink called with every :class:`ToolRouting` (as ``Router(metrics=)``).
+
+    Calls: :meth:`choose_tools`, :meth:`choose_tools_batch`, :meth:`achoose_tools`,
+    :meth:`achoose_tools_batch` (``select`` is a deprecated alias).
 
     Raises:
         ConfigError: a bad mode or ``hybrid_top``, a router without tools, or a bad URL.
@@ -115,6 +88,7 @@ class LLMToolRouter:
         hint: bool = True,
         max_tokens: int | None = None,
         client: Any = None,
+        metrics: Any = None,
     ):
         if mode not in MODES:
             raise ConfigError(f"LLM tool router: mode must be one of {MODES}, got {mode!r}")
@@ -124,6 +98,8 @@ class LLMToolRouter:
             raise ConfigError("LLM tool router: the router has no tools")
         self.router, self.mode, self.hybrid_top, self.hint = router, mode, hybrid_top, hint
         self.client = client
+        #: Called with every ToolRouting (a :class:`routecore.routing_metrics.RoutingMetrics`, or any callable).
+        self.metrics = metrics
         if mode != "semantic" and client is None:
             if not base_url:
                 raise ConfigError(f"LLM tool router: mode {mode!r} needs base_url")
@@ -160,8 +136,11 @@ class LLMToolRouter:
                     f"{path}: llm_tools: mode {cfg.mode!r} needs an 'llm:' section (the server)"
                 )
         # One client for both: the router's LLM fallback (its routes, if any) and the tool choice.
+        metrics = kw.pop("metrics", None)
         router = Router.from_config(path, llm=client, llm_url=llm_url, llm_model=llm_model, **kw)
-        return cls(router, mode=cfg.mode, hybrid_top=cfg.hybrid_top, hint=cfg.hint, client=client)
+        return cls(
+            router, mode=cfg.mode, hybrid_top=cfg.hybrid_top, hint=cfg.hint, client=client, metrics=metrics
+        )
 
     def close(self) -> None:
         if self.client is not None:
@@ -184,16 +163,64 @@ class LLMToolRouter:
         )
         return [{"role": "system", "content": system}, {"role": "user", "content": query}]
 
+    def choose_tools(self, query: str, *, top_k: int | None = None) -> ToolRouting:
+        """The tools for ``query`` (at most ``top_k``, default the policy's ``tool_top_k``).
+
+        Never raises for any string (a non-str is an :class:`InvalidArgumentError`): lone
+        surrogates are removed (a note says so); nothing left to read gives no tool and no LLM
+        call (reason ``empty_query``); a failed LLM falls back to the semantic belt
+        (``fallback``); a failed encoder leaves the LLM every tool's summary, as ``route()``
+        leaves it the routes, and when it does not answer either, the core tools (``error``)."""
+        if not isinstance(query, str):
+            raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
+        return emit(self.metrics, trace("tool routing", self._choose(query, top_k)))
+
+    def choose_tools_batch(self, queries: Sequence[str], *, top_k: int | None = None) -> list[ToolRouting]:
+        """:meth:`choose_tools` of each query (one LLM call per query that needs one)."""
+        if isinstance(queries, str) or not isinstance(queries, Sequence):
+            raise InvalidArgumentError("queries must be a list of strings; use choose_tools() for one query")
+        return [self.choose_tools(q, top_k=top_k) for q in queries]
+
+    async def achoose_tools(self, query: str, **kw: Any) -> ToolRouting:
+        """:meth:`choose_tools` off the event loop (the LLM call runs in the worker thread)."""
+        from routecore.aio import run_off_loop  # asyncio loads on the first async call
+
+        return await run_off_loop(self.choose_tools, None, query, **kw)
+
+    async def achoose_tools_batch(self, queries: Sequence[str], **kw: Any) -> list[ToolRouting]:
+        """:meth:`choose_tools_batch` off the event loop."""
+        from routecore.aio import run_off_loop  # asyncio loads on the first async call
+
+        return await run_off_loop(self.choose_tools_batch, None, queries, **kw)
+
     def select(self, query: str, *, top_k: int | None = None) -> ToolRouting:
-        """The tools for ``query`` (at most ``top_k``, default the policy's ``tool_top_k``)."""
+        """Deprecated: :meth:`choose_tools`."""
+        warnings.warn(
+            "LLMToolRouter.select is deprecated: use choose_tools()", DeprecationWarning, stacklevel=2
+        )
+        return self.choose_tools(query, top_k=top_k)
+
+    def _choose(self, query: str, top_k: int | None) -> ToolRouting:
         k = top_k or self.router.policy.tool_top_k
         specs = self.router.tool_specs
-        if self.mode == "semantic" or self.client is None:
-            return self._semantic(self.router.tools(query, top_k=k), "semantic", None, specs)
-        vec = self.router.encoder.encode_with_stats([query]).embeddings[
-            0
-        ]  # one encode for the belt and the ranking
+        text, notes = routing_text(query)
+        notes_ = tuple(m for _, m in notes)
+        if not text.strip():
+            belt = self.router.tools(query, top_k=k)  # the empty belt: nothing is encoded
+            why = Reason("empty_query", "the query is empty or blank: no tool, no LLM call")
+            return _replace(
+                self._semantic(belt, self.mode, None, specs), reason=why, notes=notes_, query=query
+            )
+        try:  # one encode for the belt and the ranking
+            vec = self.router.encoder.encode_with_stats([text]).embeddings[0]
+        except Exception as e:  # noqa: BLE001 - degrade as route() does: the LLM, else the core tools
+            return self._without_encoder(query, text, k, f"{type(e).__name__}: {e}", notes_)
         belt = self.router.tools(query, top_k=k, vector=vec)
+        if self.mode == "semantic" or self.client is None:
+            why = Reason("semantic", f"semantic mode: the router's belt ({belt.reason or 'no reason'})")
+            return _replace(
+                self._semantic(belt, "semantic", None, specs), reason=why, notes=notes_, query=query
+            )
         if self.mode == "hybrid":
             ranked = self.router.tools(
                 query, top_k=min(self.hybrid_top, len(specs)), threshold=0.0, vector=vec
@@ -202,20 +229,48 @@ class LLMToolRouter:
             candidates = [by_name[n] for n in ranked if n in by_name]
         else:
             candidates = list(specs)
-        msgs = self.messages(query, candidates, belt)
+        got = self._asked(text, candidates, belt, k)
+        return _replace(got, notes=notes_ + got.notes, query=query)
+
+    def _asked(self, text: str, candidates: Sequence[Any], belt: ToolBelt | None, k: int) -> ToolRouting:
+        """Ask the LLM to choose among ``candidates``: its checked answer, else the semantic belt."""
+        specs = self.router.tool_specs
+        msgs = self.messages(text, candidates, belt)
         prompt_tokens = estimate_tokens(msgs[0]["content"] + msgs[1]["content"])
         schema_tokens = estimate_tokens(json.dumps([t.schema() for t in candidates]))
         t0 = time.perf_counter()
         try:
-            content = self._ask(msgs)
-            answer = parse_selection(content)
-        except (LLMError, ValueError) as e:
+            answer = parse_selection(self._ask(msgs))
+        except Exception as e:  # noqa: BLE001 - any LLM failure (a caller's client too) falls back
             ms = (time.perf_counter() - t0) * 1e3
-            return self._semantic(
-                belt, self.mode, f"{type(e).__name__}: {e}", specs, prompt_tokens, schema_tokens, ms
-            )
+            why = f"{type(e).__name__}: {e}"
+            return self._semantic(belt, self.mode, why, specs, prompt_tokens, schema_tokens, ms)
         ms = (time.perf_counter() - t0) * 1e3
         return self._validated(answer, candidates, belt, k, prompt_tokens, schema_tokens, ms)
+
+    def _without_encoder(
+        self, query: str, text: str, k: int, error: str, notes: tuple[str, ...]
+    ) -> ToolRouting:
+        """The encoder failed: the LLM chooses from every tool's summary; when it does not (or
+        there is none), the core tools, reason ``error``."""
+        note = f"encoder failed ({error})"
+        if self.mode != "semantic" and self.client is not None:
+            got = self._asked(text, list(self.router.tool_specs), None, k)
+            if got.source == "llm":
+                return _replace(got, notes=(*notes, note, *got.notes), query=query)
+            error = f"{error}; the LLM did not answer either: {got.fallback}"
+        core = tuple(t for t in self.router.tool_specs if t.core)
+        why = Reason("error", f"the encoder failed ({error}): the core tools only")
+        return ToolRouting(
+            tuple(t.name for t in core),
+            tuple(t.schema() for t in core),
+            self.mode,
+            "semantic",
+            fallback=note,
+            notes=(*notes, note),
+            reason=why,
+            query=query,
+        )
 
     def _ask(self, msgs: list[dict[str, str]]) -> str:
         """The assistant's text of one call (LLMError on transport, status or shape)."""
@@ -299,11 +354,16 @@ class LLMToolRouter:
             schema_tokens,
             ms,
             belt,
+            Reason(
+                "llm",
+                f"the LLM chose {len(chosen)} of {len(known)} candidates"
+                + (f" (unknown names dropped: {list(dropped)})" if dropped else ""),
+            ),
         )
 
     @staticmethod
     def _semantic(
-        belt: ToolBelt,
+        belt: ToolBelt | None,
         mode: str,
         why: str | None,
         specs: Sequence[Any],
@@ -313,7 +373,7 @@ class LLMToolRouter:
         dropped: tuple[str, ...] = (),
     ) -> ToolRouting:
         by_name = {t.name: t for t in specs}
-        names = tuple(n for n in belt.names if n in by_name)
+        names = tuple(n for n in belt.names if n in by_name) if belt is not None else ()
         return ToolRouting(
             names,
             tuple(by_name[n].schema() for n in names),
@@ -325,4 +385,5 @@ class LLMToolRouter:
             schema_tokens=schema_tokens,
             llm_ms=ms,
             belt=belt,
+            reason=Reason("fallback", f"the semantic belt: {why}") if why is not None else None,
         )

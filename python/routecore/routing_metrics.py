@@ -10,9 +10,9 @@ feedback arrives.
     print(metrics.report())
 
 The router calls the sink (any callable) with each :class:`~routecore.decision.Decision`
-and :class:`~routecore.decision.ToolBelt` it returns; a
-:class:`~routecore.knowledge.KnowledgeRouter` given ``metrics=`` calls it with each
-selection. Feedback names the right route (``None``: out of scope), the tools the
+and :class:`~routecore.decision.ToolBelt` it returns; every other router given ``metrics=``
+calls it with each result (``KnowledgeRouter``, ``LLMToolRouter``, ``ContextRouter``,
+``Cascade``: docs/routers.md). Feedback names the right route (``None``: out of scope), the tools the
 agent used or should have used, the right collections, and/or plain ``success``.
 
 :meth:`RoutingMetrics.report` gives: route accuracy against feedback (with the share
@@ -58,9 +58,12 @@ def emit(sink: Any, result: _R) -> _R:
 
 
 def record_of(obj: Any) -> dict[str, Any]:
-    """The log record of a Decision, a ToolBelt or a KnowledgeSelection (without its id)."""
+    """The log record of a Decision, a ToolBelt, a KnowledgeSelection, a ToolRouting (kind
+    ``tools``, as a belt) or a Context (kind ``context``: each layer's label), without its id."""
+    from routecore.context import Context
     from routecore.decision import Decision, ToolBelt
     from routecore.knowledge import KnowledgeSelection
+    from routecore.tool_routing import ToolRouting
 
     if isinstance(obj, Decision):
         return {
@@ -81,6 +84,16 @@ def record_of(obj: Any) -> dict[str, Any]:
             "no_tool": bool(obj.no_tool),
             "latency_ms": float(obj.timings.total),
         }
+    if isinstance(obj, ToolRouting):
+        belt_ms = float(obj.belt.timings.total) if obj.belt is not None else 0.0
+        return {
+            "kind": "tools",
+            "query": obj.query,
+            "tools": list(obj.tools),
+            "no_tool": not obj.tools,
+            "source": obj.source,
+            "latency_ms": belt_ms + float(obj.llm_ms),
+        }
     if isinstance(obj, KnowledgeSelection):
         return {
             "kind": "knowledge",
@@ -88,8 +101,16 @@ def record_of(obj: Any) -> dict[str, Any]:
             "source": obj.source,
             "confidence": float(obj.confidence),
         }
+    if isinstance(obj, Context):
+        return {
+            "kind": "context",
+            "query": obj.query,
+            "labels": {n: r.label for n, r in obj.layers.items()},
+            "latency_ms": float(obj.timings.get("total", 0.0)),
+        }
     raise InvalidArgumentError(
-        f"RoutingMetrics records a Decision, a ToolBelt or a KnowledgeSelection, not {type(obj).__name__}"
+        "RoutingMetrics records a Decision, a ToolBelt, a KnowledgeSelection, a ToolRouting or a Context, "
+        f"not {type(obj).__name__}"
     )
 
 
