@@ -20,6 +20,7 @@ from typing import Any, Iterator, Sequence, TypeVar
 
 import numpy as np
 
+from routecore import learning
 from routecore._native import LexicalIndex
 from routecore.atomic import temp_beside
 from routecore.calibration import Calibration
@@ -99,6 +100,9 @@ def _save_locked(router: Any, d: Path, fitted: dict[str, Any] | None) -> None:
         "tools": [asdict(t) for t in router.tool_specs],
         "entities": router.entities.to_dict() if router.entities is not None else None,
         "fitted": fitted or {},
+        "learned": [
+            asdict(e) for e in learning.saved(router)
+        ],  # the learned exemplars' source and time (routecore.learning)
         "generation": gen,
         "files": files,
     }
@@ -285,4 +289,6 @@ def _load_generation(
         kw["head"] = LinearHead.load(_member(d, meta, "head", meta["head"]))
     r = cls(routes, tools, encoder=encoder, policy=policy, _vectors=vecs, _lexical=lexical, **kw)  # type: ignore[call-arg]
     r.fitted = meta.get("fitted", {})  # type: ignore[attr-defined]
+    if meta.get("learned"):
+        learning.restore(r, learning.parse_saved(meta["learned"], f"{d / 'bundle.json'}: learned"))
     return r

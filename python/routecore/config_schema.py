@@ -152,6 +152,10 @@ class Policy(Thresholds):  # its first fields are the thresholds a route can ove
     tool_lexical_stemmer: Optional[Literal["none", "english", "french"]] = None
     head: Literal["off", "exemplars"] = "exemplars"
     prior: bool = True
+    learn_from_llm: bool = False
+    learn_cap: AtLeastOne = 200
+    learn_duplicate: Optional[Unit] = None
+    learn_refit_every: AtLeastOne = 50
     error_message: str = "Sorry, I could not handle this request. Please try again later."
 
 

@@ -199,6 +199,10 @@ class Decision:
     #: The exemplar head's probability that the query is none of the routes (``probabilities``
     #: are the routes' share of the rest); None without a head.
     out_of_scope: float | None = None
+    #: The generation of the router's routes that decided: 0 as built (or loaded, or last
+    #: changed by a live update), then one more per learned or forgotten exemplar and per
+    #: background refit (routecore.learning).
+    generation: int = 0
 
     @property
     def collision(self) -> bool:

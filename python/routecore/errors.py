@@ -36,6 +36,10 @@ class LLMError(RoutecoreError):
     """The LLM fallback router failed (unreachable, timeout, unparseable answer)."""
 
 
+class UnknownRouteError(InvalidArgumentError):
+    """A route name the router does not have (``Router.learn`` was told an unknown route)."""
+
+
 __all__ = [
     "BadKError",
     "ConfigError",
@@ -54,4 +58,5 @@ __all__ = [
     "RuntimeUnavailableError",
     "StorageIOError",
     "UnknownIdError",
+    "UnknownRouteError",
 ]

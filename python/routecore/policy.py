@@ -197,6 +197,16 @@ class Policy:
     #: routecore ships one (routecore.prior; ``calibrated="prior"``, one training). ``false``: fit
     #: them out of fold on the exemplars (``zero-label``, five trainings).
     prior: bool = True
+    #: Learning (``Router.learn``, routecore.learning): learn the LLM fallback's answers too.
+    learn_from_llm: bool = False
+    #: At most this many learned exemplars per route; the oldest go first (a default, not a fit).
+    learn_cap: int = 200
+    #: A query whose cosine to one of the route's exemplars reaches this is a near-duplicate and
+    #: is not learned; unset: the cut calibrated on the config's exemplars (same-route pairs).
+    learn_duplicate: float | None = None
+    #: After this many learned exemplars the head and calibration are rebuilt in the background
+    #: (a default, not a fit: BENCHMARKS / docs/learning.md give its cost).
+    learn_refit_every: int = 50
     #: What the caller says when every route of the fallback chain has failed.
     error_message: str = "Sorry, I could not handle this request. Please try again later."
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
-from routecore import assembly, bundle, live
+from routecore import assembly, bundle, learning, live
 from routecore.calibration import Calibration, fallback_note
 from routecore.decision import Decision, ToolBelt
 from routecore.entities import EntityConfig, EntityMatcher, check_route_entities
@@ -169,6 +169,7 @@ class Router:
         self.metrics = metrics
 
     def _emit(self, result: _T) -> _T:
+        learning.after_route(self, result)  # policy.learn_from_llm
         return emit(self.metrics, result)
 
     def _emit_all(self, results: list[_T]) -> list[_T]:
@@ -310,11 +311,11 @@ class Router:
                 A wrong width raises :class:`DimensionMismatchError`, NaN or infinity
                 :class:`NonFiniteError`.
         """
-        return self._emit(
-            self.route_table.route(
-                query, previous=previous, context_domains=context_domains, clarify=clarify, vector=vector
-            )
+        rt = self.route_table  # read once: the generation that decides
+        d = rt.route(
+            query, previous=previous, context_domains=context_domains, clarify=clarify, vector=vector
         )
+        return self._emit(learning.stamped(rt, d))
 
     def route_batch(
         self,
@@ -331,28 +332,27 @@ class Router:
         one route for all queries or one per query; ``vectors`` (``n x dim``) skips
         the encoder; ``executor`` decides the queries in its threads (their LLM
         fallback calls then overlap)."""
-        return self._emit_all(
-            self.route_table.route_batch(
-                queries,
-                previous=previous,
-                context_domains=context_domains,
-                vectors=vectors,
-                executor=executor,
-            )
+        rt = self.route_table
+        ds = rt.route_batch(
+            queries, previous=previous, context_domains=context_domains, vectors=vectors, executor=executor
         )
+        return self._emit_all([learning.stamped(rt, d) for d in ds])
 
     async def aroute(self, query: str, **kw: Any) -> Decision:
         """:meth:`route` off the event loop (the native work releases the GIL); the
         LLM fallback is awaited on the loop when it has an async client."""
         from routecore.aio import run_off_loop  # asyncio loads on the first async call
 
-        return self._emit(await run_off_loop(self.route_table.route, self.llm, query, **kw))
+        rt = self.route_table
+        return self._emit(learning.stamped(rt, await run_off_loop(rt.route, self.llm, query, **kw)))
 
     async def aroute_batch(self, queries: Sequence[str], **kw: Any) -> list[Decision]:
         """:meth:`route_batch` off the event loop."""
         from routecore.aio import run_off_loop  # asyncio loads on the first async call
 
-        return self._emit_all(await run_off_loop(self.route_table.route_batch, self.llm, queries, **kw))
+        rt = self.route_table
+        ds = await run_off_loop(rt.route_batch, self.llm, queries, **kw)
+        return self._emit_all([learning.stamped(rt, d) for d in ds])
 
     def fallback_chain(self, route: str) -> tuple[str, ...]:
         """``route`` and the routes reached by following ``fallback_on_error``."""
@@ -481,6 +481,31 @@ class Router:
     def remove_tools(self, names: Sequence[str], *, recalibrate: bool = True) -> live.Update:
         """Remove tools by name."""
         return live.apply(self, remove_tools=names, recalibrate=recalibrate)
+
+    # -- learning -------------------------------------------------------------------
+    def learn(
+        self, query: str, route: str, *, source: str = "user", vector: Any = None, force: bool = False
+    ) -> learning.Learned:
+        """Add ``query`` to ``route`` as a learned exemplar (``source``: ``"user"``, ``"llm"`` or
+        ``"agent"``), without retraining from scratch; readers see the old routes or the new ones.
+
+        An unknown route raises :class:`~routecore.errors.UnknownRouteError`; a near-duplicate
+        of one of the route's exemplars is not added; an answer that contradicts a confident
+        (high-tier) decision is held for review (:meth:`held_for_review`) unless ``force``.
+        ``vector``: the query's embedding, when the caller has it. See :mod:`routecore.learning`."""
+        return learning.learner(self).learn(query, route, source=source, vector=vector, force=force)
+
+    def learned(self, route: str | None = None) -> list[learning.LearnedExemplar]:
+        """The learned exemplars (of ``route``), oldest first, with their source and time."""
+        return learning.learner(self).learned(route)
+
+    def forget(self, ids: int | Sequence[int]) -> list[learning.LearnedExemplar]:
+        """Remove learned exemplars by id (:attr:`LearnedExemplar.id`); returns them."""
+        return learning.learner(self).forget([ids] if isinstance(ids, int) else ids)
+
+    def held_for_review(self) -> list[learning.Review]:
+        """The answers :meth:`learn` held because they contradicted a confident decision."""
+        return learning.learner(self).held()
 
     # -- bundles --------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str], *, fitted: dict[str, Any] | None = None) -> None:
