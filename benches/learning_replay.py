@@ -107,6 +107,7 @@ def run(enc: Any, name: str, a: argparse.Namespace, noise: float) -> dict[str, A
         "learned": len(router.learned()),
         "held": len(router.held_for_review()),
         "refits": lr.refits,
+        "duplicate_cut": lr.state.duplicate_cut(router.spec_policy, router.calibration),
         "generation": lr.generation,
         "route_p95": pct(all_route, 95),
         "learn_p95": pct(all_learn, 95),
@@ -157,7 +158,8 @@ def main() -> None:
             goal = TARGET.get(name, 0.95) if noise <= 0.05 else 0.90
             print(
                 f"\n## {name}, teacher wrong {100 * noise:.0f} %: teacher calls {100 * r['teacher_share']:.1f} %, "
-                f"learned {r['learned']}, held {r['held']}, refits {r['refits']}, build {r['build_s']:.2f} s, "
+                f"learned {r['learned']}, held {r['held']}, refits {r['refits']}, duplicate cut {r['duplicate_cut']:.3f}, "
+                f"build {r['build_s']:.2f} s, "
                 f"route p95 {r['route_p95']:.1f} ms, learn p95 {r['learn_p95']:.1f} ms "
                 f"({r['learn_p95'] / r['route_p95']:.2f}x), precision goal {100 * goal:.0f} %"
             )

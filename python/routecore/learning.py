@@ -5,9 +5,9 @@ the guards of the issue:
 
 - a route the router does not have is refused (:class:`UnknownRouteError`);
 - a near-duplicate of one of the route's exemplars is not added: its cosine to the
-  nearest one reaches ``policy.learn_duplicate``, or, unset (the default), the cut
-  :func:`routecore.held_out.near_duplicate_cut` calibrates on the config's own exemplars
-  (the 95th percentile of the cosines of same-route pairs under the encoder in use);
+  nearest one reaches ``policy.learn_duplicate``, or, unset (the default), a cut on the
+  calibration's similarity scale for the encoder in use (twice as far above an unrelated
+  match as a paraphrase is: :data:`routecore.learning_update.DUPLICATE_LEVEL`);
 - an answer that contradicts a confident decision (the high tier, made without the LLM)
   is held for review (:meth:`Learner.held`), not learned;
 - a route keeps at most ``policy.learn_cap`` learned exemplars (the oldest go first);
@@ -199,7 +199,8 @@ class Learner:
         with self.router._writer:
             self._sync()
             st = self.state
-            nearest, cut = st.nearest(v, route), st.duplicate_cut(self.router.spec_policy)
+            nearest = st.nearest(v, route)
+            cut = st.duplicate_cut(self.router.spec_policy, self.router.calibration)
             if nearest >= cut:
                 return Learned("duplicate", route, self.generation, nearest, cut)
             if d.action == "route" and d.tier == "high" and d.route != route and not force:

@@ -18,10 +18,12 @@ import numpy as np
 
 from routecore.tables import ScoreTable, exemplar_texts
 
-#: A learned query this close to an exemplar of its route (cosine at least this quantile of the
-#: config's same-route exemplar pairs, under the encoder in use) is a near-duplicate. The 0.95
-#: quantile (routecore.held_out's) flagged most of the queries a 5-shot router did not route on
-#: the dev replays (it sits at 0.92-0.96 for multilingual-e5-small): docs/learning.md.
+#: A learned query this close to an exemplar of its route is a near-duplicate: on the calibration's
+#: similarity scale (``Calibration.similarity``: 0 is an unrelated best match under the encoder in
+#: use, 1 a paraphrase), this level, twice a paraphrase's distance above an unrelated match.
+DUPLICATE_LEVEL = 2.0
+#: Without a calibration (every threshold set by hand): this quantile of the cosines of the
+#: config's same-route exemplar pairs.
 DUPLICATE_QUANTILE = 0.99
 
 
@@ -58,10 +60,13 @@ class State:
         rows = self.owners == self.rt.table.pos[route]
         return float((self.V[rows] @ v).max()) if rows.any() else -1.0
 
-    def duplicate_cut(self, spec_policy: Any) -> float:
-        """``policy.learn_duplicate``, or the cut calibrated on the exemplars (below 1: a copy is a duplicate)."""
+    def duplicate_cut(self, spec_policy: Any, calibration: Any) -> float:
+        """``policy.learn_duplicate``; else :data:`DUPLICATE_LEVEL` on the calibration's similarity
+        scale; else the :data:`DUPLICATE_QUANTILE` of same-route pairs. Below 1: a copy is a duplicate."""
         if spec_policy.learn_duplicate is not None:
             return float(spec_policy.learn_duplicate)
+        if calibration is not None:
+            return min(calibration.similarity(DUPLICATE_LEVEL), 1.0 - 1e-4)
         if self.cut is None:
             G = self.V @ self.V.T
             same = self.owners[:, None] == self.owners[None, :]

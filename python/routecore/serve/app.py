@@ -5,6 +5,7 @@ Endpoints (JSON; the bodies are :mod:`routecore.serve.openapi`'s shapes):
 - ``POST /v1/route``, ``POST /v1/route/batch``, ``POST /v1/tools``: a
   :class:`~routecore.decision.Decision` / :class:`~routecore.decision.ToolBelt`
   as ``to_dict()`` writes it (``{"decisions": [...]}`` for a batch);
+- ``POST /v1/learn``: ``Router.learn`` (routecore.learning), with the token rules of the others;
 - ``POST /v1/tools/more``: ``request_more_tools`` in a session keyed by a
   client-chosen id, kept ``session_ttl`` seconds after its last use, with the
   session's circuit breaker; ``POST /v1/tools`` with a ``session_id`` opens one;
@@ -424,6 +425,24 @@ def _endpoints(srv: Server) -> list[Route]:
         lesson_id = await srv.run(lambda: router.record_lesson(query, req.tool, use=req.use, context=context))
         return json_response({"id": lesson_id}, 201)
 
+    async def learn(request: Request) -> Response:
+        req = await srv.body(request, openapi.LearnRequest)
+        srv.check_query(req.query, "query")
+        router = srv.current()
+        query = scrub(req.query)
+        res = await srv.run(lambda: router.learn(query, req.route, source=req.source, force=req.force))
+        body = openapi.LearnResponse(
+            status=res.status,
+            route=res.route,
+            generation=res.generation,
+            nearest=res.nearest,
+            cut=res.cut,
+            id=res.exemplar.id if res.exemplar is not None else None,
+            decided=res.review.decided if res.review is not None else None,
+            evicted=[e.id for e in res.evicted],
+        )
+        return json_response(msgspec.to_builtins(body))
+
     async def healthz(request: Request) -> Response:
         return json_response({"status": "ok"})
 
@@ -468,6 +487,7 @@ def _endpoints(srv: Server) -> list[Route]:
         Route("/v1/tools", guarded(tools), methods=post),
         Route("/v1/tools/more", guarded(tools_more), methods=post),
         Route("/v1/lessons", guarded(lessons), methods=post),
+        Route("/v1/learn", guarded(learn), methods=post),
         Route("/healthz", guarded(healthz), methods=["GET"]),
         Route("/readyz", guarded(readyz), methods=["GET"]),
         Route("/metrics", guarded(metrics), methods=["GET"]),

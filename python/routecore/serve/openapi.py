@@ -12,7 +12,7 @@ real responses catches any drift between the two.
 from __future__ import annotations
 
 import copy
-from typing import Annotated, Any, Dict, List, Optional, Union
+from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
 import msgspec
 from msgspec import Meta
@@ -76,6 +76,15 @@ class LessonRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     context: str = ""
 
 
+class LearnRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """``Router.learn(query, route, source=, force=)`` (routecore.learning)."""
+
+    query: str
+    route: str
+    source: Literal["user", "llm", "agent"] = "user"
+    force: bool = False
+
+
 class SessionState(msgspec.Struct, kw_only=True):
     """A ``request_more_tools`` session: the tools offered so far, the meta tool while the breaker is closed."""
 
@@ -103,6 +112,20 @@ class LessonResponse(msgspec.Struct, kw_only=True):
     id: int
 
 
+class LearnResponse(msgspec.Struct, kw_only=True):
+    """What ``Router.learn`` did: ``learned`` (``id``: the learned exemplar's), ``duplicate`` (``nearest`` >= ``cut``) or
+    ``held`` for review (it contradicts a high-tier decision of ``decided``)."""
+
+    status: Literal["learned", "duplicate", "held"]
+    route: str
+    generation: int
+    nearest: float
+    cut: float
+    id: Optional[int] = None
+    decided: Optional[str] = None
+    evicted: List[int] = []
+
+
 class ErrorDetail(msgspec.Struct, kw_only=True):
     type: str
     message: str
@@ -122,13 +145,14 @@ class Ready(msgspec.Struct, kw_only=True):
     reason: Optional[str] = None
 
 
-REQUESTS = (RouteRequest, RouteBatchRequest, ToolsRequest, MoreToolsRequest, LessonRequest)
+REQUESTS = (RouteRequest, RouteBatchRequest, ToolsRequest, MoreToolsRequest, LessonRequest, LearnRequest)
 RESPONSES = (
     Decision,
     ToolBelt,
     MoreToolsResponse,
     RouteBatchResponse,
     LessonResponse,
+    LearnResponse,
     ErrorResponse,
     Health,
     Ready,
@@ -224,6 +248,11 @@ def document(version: str = "") -> Dict[str, Any]:
                     "MoreToolsRequest",
                     "MoreToolsResponse",
                     extra=("404",),
+                ),
+                "/v1/learn": _post(
+                    "Learn a labelled query as an exemplar of its route (Router.learn)",
+                    "LearnRequest",
+                    "LearnResponse",
                 ),
                 "/v1/lessons": _post(
                     "Record a lesson (Router.record_lesson)", "LessonRequest", "LessonResponse", status="201"
