@@ -197,3 +197,30 @@ def test_learned_exemplars_survive_a_restart(encoder, tmp_path):
     back.save(tmp_path / "b")
     again = Router.load(tmp_path / "b", encoder=encoder)
     assert [e.text for e in again.learned()] == [b.text, c.text]
+
+
+def test_learned_exemplars_survive_a_restart_in_the_lesson_store_and_replicas_share_them(encoder, tmp_path):
+    from routecore.memory import ExperienceMemory
+
+    path = tmp_path / "lessons.sqlite"
+    a = Router(ROUTES, encoder=encoder, memory=ExperienceMemory(path))
+    x = a.learn("the courier lost my box", "shipping", source="agent").exemplar
+    y = a.learn("my card was billed for nothing", "billing").exemplar
+    stored = a.memory.learned_exemplars(encoder.model_id)
+    assert [(s.id, s.route, s.text, s.source) for s in stored] == [
+        (x.id, "shipping", x.text, "agent"),
+        (y.id, "billing", y.text, "user"),
+    ]
+    b = Router(ROUTES, encoder=encoder, memory=ExperienceMemory(path))  # a restart, or a replica
+    assert [(e.id, e.route, e.text, e.source, e.time) for e in b.learned()] == [
+        (e.id, e.route, e.text, e.source, e.time) for e in a.learned()
+    ]
+    assert b.route("the courier lost my box").top_exemplars[0].text == "the courier lost my box"
+    z = b.learn("I want to close my profile", "account", force=True).exemplar
+    assert z is not None and [e.text for e in b.forget(x.id)] == [x.text]
+    assert a.memory.learned_exemplars(encoder.model_id)[0].id == y.id  # gone from the store
+    assert a.sync_learned() == 2  # x dropped, z added
+    assert [e.text for e in a.learned()] == [y.text, z.text]
+    assert "the courier lost my box" not in a._route_by_name["shipping"].utterances
+    learner(a).wait()
+    learner(b).wait()

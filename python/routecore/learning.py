@@ -124,6 +124,13 @@ def after_route(router: Any, d: Any) -> None:
         learner(router).learn(d.query, d.route, source="llm")
 
 
+def load_stored(router: Any) -> None:
+    """When the router's lesson store holds learned exemplars (a restart), take them (:meth:`Learner.sync`)."""
+    m = router.memory
+    if m is not None and hasattr(m, "learned_exemplars") and m.learned_exemplars(router.encoder.model_id):
+        learner(router).sync()
+
+
 def saved(router: Any) -> list[LearnedExemplar]:
     """The learned exemplars a bundle keeps (their texts are the routes' exemplars already)."""
     lr = router.__dict__.get("_learner")
@@ -208,13 +215,21 @@ class Learner:
                 self.reviews.append(rv)
                 return Learned("held", route, self.generation, nearest, cut, review=rv)
             self.generation += 1
-            e = LearnedExemplar(self.next_id, route, query, source, time.time(), self.generation)
-            self.next_id += 1
+            now, store = time.time(), self._store()
+            if store is not None:  # the store's id: unique across the replicas that share it
+                eid = store.add_learned(
+                    route, query, source, embedding=v, model_id=rt.encoder.model_id, created=now
+                )
+            else:
+                eid, self.next_id = self.next_id, self.next_id + 1
+            e = LearnedExemplar(eid, route, query, source, now, self.generation)
             mine = [x for x, _ in self.entries.values() if x.route == route]
             cap = self.router.spec_policy.learn_cap
             gone = tuple(mine[: max(0, len(mine) + 1 - cap)])
             for g in gone:
                 del self.entries[g.id]
+            if gone and store is not None:
+                store.remove_learned([g.id for g in gone])
             self.entries[e.id] = (e, v)
             if gone:
                 self.forgot_at = self.generation
@@ -237,6 +252,9 @@ class Learner:
             if unknown:
                 raise InvalidArgumentError(f"no learned exemplar has id {unknown}")
             gone = [self.entries.pop(i)[0] for i in ids]
+            store = self._store()
+            if gone and store is not None:
+                store.remove_learned([e.id for e in gone])
             if gone:
                 self.generation += 1
                 self.forgot_at = self.generation
@@ -252,6 +270,55 @@ class Learner:
             if v is not None:
                 self.entries[e.id] = (e, v)
                 self.next_id = max(self.next_id, e.id + 1)
+
+    def sync(self) -> int:
+        """Take the router's lesson store as the truth: add the learned exemplars it holds that
+        this router lacks (another replica's, or all after a restart; their embeddings are
+        stored), drop those it no longer holds. Returns how many changed; the head is refitted
+        in the background when any did."""
+        from routecore import learning_update as U
+
+        store = self._store()
+        if store is None:
+            return 0
+        rows = store.learned_exemplars(self.router.encoder.model_id)
+        with self.router._writer:
+            self._sync()
+            rt, dim = self.router.route_table, self.router.encoder.dim
+            stored = {r.id for r in rows}
+            drop = [e for e, _ in self.entries.values() if e.id not in stored]
+            for e in drop:
+                del self.entries[e.id]
+            if drop:
+                self.generation += 1
+                self.forgot_at = self.generation
+                self._rebuild({(e.route, e.text) for e in drop})
+            have = {(e.route, e.text) for e, _ in self.entries.values()}
+            new = [
+                r
+                for r in rows
+                if r.id not in self.entries
+                and r.route in rt.by_name
+                and r.embedding.size == dim
+                and (r.route, r.text) not in have
+                and r.text not in rt.by_name[r.route].utterances
+            ]
+            if new:
+                self.generation += 1
+                for r in new:
+                    e = LearnedExemplar(r.id, r.route, r.text, r.source, r.created, self.generation)
+                    self.entries[r.id] = (e, r.embedding)
+                stemmer = self.router.spec_policy.lexical_stemmer
+                rows_in = [(r.route, r.text, r.embedding) for r in new]
+                self._install(U.append_many(self.state, self.router.route_table, rows_in, stemmer))
+            if drop or new:
+                self._start_refit()
+            return len(drop) + len(new)
+
+    def _store(self) -> Any:
+        """The router's lesson store when it keeps learned exemplars (routecore.memory), else None."""
+        m = self.router.memory
+        return m if m is not None and hasattr(m, "learned_exemplars") else None
 
     def wait(self, timeout: float | None = None) -> None:
         """Wait for a background refit in flight (tests, benchmarks, before a save)."""

@@ -102,13 +102,21 @@ def _table(rt: Any, specs: list[Any], V: np.ndarray, owners: np.ndarray, stemmer
 
 def append(st: State, rt: Any, route: str, text: str, v: np.ndarray, stemmer: str) -> Any:
     """A route table with ``text`` (embedding ``v``) one more exemplar of ``route``; the head is kept."""
-    o = rt.table.pos[route]
-    spec = rt.specs[o]
-    specs = list(rt.specs)
-    specs[o] = replace(spec, utterances=(*spec.utterances, text))
-    at = int(np.searchsorted(st.owners, o)) + len(spec.utterances)  # before its description
-    V = np.insert(st.V, at, v.astype(np.float32), axis=0)
-    owners = np.insert(st.owners, at, o)
+    return append_many(st, rt, [(route, text, v)], stemmer)
+
+
+def append_many(st: State, rt: Any, rows: list[tuple[str, str, np.ndarray]], stemmer: str) -> Any:
+    """A route table with ``rows`` ((route, text, embedding)) more exemplars, in one build."""
+    add: dict[int, list[tuple[str, np.ndarray]]] = {}
+    for route, text, v in rows:
+        add.setdefault(rt.table.pos[route], []).append((text, np.asarray(v, np.float32)))
+    specs, V, owners = list(rt.specs), st.V, st.owners
+    for o in sorted(add, reverse=True):  # from the last route: the rows of earlier ones stay put
+        spec, items = specs[o], add[o]
+        at = int(np.searchsorted(owners, o)) + len(spec.utterances)  # before its description
+        V = np.insert(V, at, np.stack([v for _, v in items]), axis=0)
+        owners = np.insert(owners, at, [o] * len(items))
+        specs[o] = replace(spec, utterances=(*spec.utterances, *(t for t, _ in items)))
     return _table(rt, specs, V, owners, stemmer)
 
 

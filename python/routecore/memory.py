@@ -37,6 +37,15 @@ CREATE TABLE IF NOT EXISTS lessons (
     embedding BLOB NOT NULL,
     created REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS learned (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    route TEXT NOT NULL,
+    text TEXT NOT NULL,
+    source TEXT NOT NULL,
+    model_id TEXT NOT NULL,
+    embedding BLOB NOT NULL,
+    created REAL NOT NULL
+);
 """
 
 
@@ -49,6 +58,19 @@ class Lesson:
     use: bool
     model_id: str
     created: float
+
+
+@dataclass(frozen=True)
+class StoredExemplar:
+    """A learned exemplar (routecore.learning) as a store keeps it: with its embedding, so
+    that a restart or another replica does not embed it again."""
+
+    id: int
+    route: str
+    text: str
+    source: str
+    created: float
+    embedding: np.ndarray
 
 
 def lesson_vector(embedding: np.ndarray) -> np.ndarray:
@@ -151,6 +173,37 @@ class ExperienceMemory:
         gone = bool(self._run("DELETE FROM lessons WHERE id = ? RETURNING id", (lesson_id,)))
         self._writes += 1
         return gone
+
+    # -- learned exemplars (routecore.learning) ---------------------------------------
+    def add_learned(
+        self, route: str, text: str, source: str, *, embedding: np.ndarray, model_id: str, created: float
+    ) -> int:
+        """Store a learned exemplar of ``route``; returns its id (unique in the store)."""
+        rows = self._run(
+            "INSERT INTO learned (route, text, source, model_id, embedding, created) VALUES (?,?,?,?,?,?) "
+            "RETURNING id",
+            (route, text, source, model_id, lesson_vector(embedding).tobytes(), created),
+        )
+        self._writes += 1
+        return int(rows[0][0])
+
+    def learned_exemplars(self, model_id: str) -> list[StoredExemplar]:
+        """The learned exemplars stored for ``model_id``, oldest first."""
+        rows = self._read(
+            "SELECT id, route, text, source, created, embedding FROM learned WHERE model_id = ? ORDER BY id",
+            (model_id,),
+        )
+        return [
+            StoredExemplar(r[0], r[1], r[2], r[3], r[4], np.frombuffer(r[5], EMBEDDING_DTYPE)) for r in rows
+        ]
+
+    def remove_learned(self, ids: Sequence[int]) -> int:
+        """Remove learned exemplars by id; returns how many there were."""
+        n = 0
+        for i in ids:
+            n += len(self._run("DELETE FROM learned WHERE id = ? RETURNING id", (int(i),)))
+        self._writes += 1
+        return n
 
     def matrix(self, model_id: str, dim: int | None = None) -> LessonMatrix:
         """(embeddings [n, d], tools, use flags, contexts) of lessons for ``model_id``: read

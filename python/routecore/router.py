@@ -167,6 +167,7 @@ class Router:
         #: Called with every Decision and ToolBelt this router returns (a
         #: :class:`routecore.routing_metrics.RoutingMetrics`, or any callable).
         self.metrics = metrics
+        learning.load_stored(self)  # the learned exemplars a lesson store keeps (routecore.learning)
 
     def _emit(self, result: _T) -> _T:
         learning.after_route(self, result)  # policy.learn_from_llm
@@ -502,6 +503,12 @@ class Router:
     def forget(self, ids: int | Sequence[int]) -> list[learning.LearnedExemplar]:
         """Remove learned exemplars by id (:attr:`LearnedExemplar.id`); returns them."""
         return learning.learner(self).forget([ids] if isinstance(ids, int) else ids)
+
+    def sync_learned(self) -> int:
+        """Take the learned exemplars of this router's lesson store (``memory=``): those another
+        replica learned, or all after a restart (a router built with a store does this itself);
+        drop those removed from it. Returns how many changed."""
+        return learning.learner(self).sync()
 
     def held_for_review(self) -> list[learning.Review]:
         """The answers :meth:`learn` held because they contradicted a confident decision."""
