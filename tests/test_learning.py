@@ -224,3 +224,17 @@ def test_learned_exemplars_survive_a_restart_in_the_lesson_store_and_replicas_sh
     assert "the courier lost my box" not in a._route_by_name["shipping"].utterances
     learner(a).wait()
     learner(b).wait()
+
+
+def test_a_live_update_keeps_the_learned_exemplars_of_the_routes_that_remain(router):
+    x = router.learn("the courier lost my box", "shipping").exemplar
+    y = router.learn("my card was billed for nothing", "billing").exemplar
+    learner(router).wait()
+    router.add_routes([RouteSpec("weather", ("will it rain tomorrow", "weather forecast for Paris"))])
+    router.remove_routes(["billing"])
+    assert router.learned() == [x]  # billing's is gone with its route
+    assert y is not None and "my card was billed for nothing" not in router._routes.texts
+    assert router.route("x").generation == 0  # a live update starts the count again
+    assert router.forget(x.id) == [x]
+    assert "the courier lost my box" not in router._route_by_name["shipping"].utterances
+    learner(router).wait()

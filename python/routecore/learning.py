@@ -136,9 +136,7 @@ def saved(router: Any) -> list[LearnedExemplar]:
     lr = router.__dict__.get("_learner")
     if lr is None:
         return []
-    with router._writer:
-        lr._sync()
-        return lr.learned()
+    return lr.learned()
 
 
 def parse_saved(raw: Any, where: str) -> list[LearnedExemplar]:
@@ -175,8 +173,10 @@ class Learner:
 
     # -- reads -------------------------------------------------------------------------
     def learned(self, route: str | None = None) -> list[LearnedExemplar]:
-        """The learned exemplars (of ``route``), oldest first."""
-        return [e for e, _ in self.entries.values() if route is None or e.route == route]
+        """The learned exemplars (of ``route``), oldest first (those of routes a live update removed are dropped)."""
+        with self.router._writer:
+            self._sync()
+            return [e for e, _ in self.entries.values() if route is None or e.route == route]
 
     def held(self) -> list[Review]:
         """The answers held for review, oldest first."""
