@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Sequence
 
 import numpy as np
 
 from routecore.decision import Decision
-from routecore.errors import ConfigError, InvalidArgumentError, LLMError, UnknownRouteError
+from routecore.errors import ConfigError, InvalidArgumentError, LLMError, MemoryStoreError, UnknownRouteError
 
 SOURCES = ("user", "llm", "agent")
 Source = Literal["user", "llm", "agent"]
@@ -127,8 +128,15 @@ def after_route(router: Any, d: Any) -> None:
 def load_stored(router: Any) -> None:
     """When the router's lesson store holds learned exemplars (a restart), take them (:meth:`Learner.sync`)."""
     m = router.memory
-    if m is not None and hasattr(m, "learned_exemplars") and m.learned_exemplars(router.encoder.model_id):
-        learner(router).sync()
+    if m is None or not hasattr(m, "learned_exemplars"):
+        return
+    try:
+        if m.learned_exemplars(router.encoder.model_id):
+            learner(router).sync()
+    except MemoryStoreError as e:  # the router serves without them; sync_learned() tries again
+        warnings.warn(
+            f"learned exemplars not loaded from the lesson store: {e}", RuntimeWarning, stacklevel=3
+        )
 
 
 def saved(router: Any) -> list[LearnedExemplar]:
@@ -214,7 +222,6 @@ class Learner:
                 rv = Review(query, route, str(d.route), float(d.confidence), source, time.time())
                 self.reviews.append(rv)
                 return Learned("held", route, self.generation, nearest, cut, review=rv)
-            self.generation += 1
             now, store = time.time(), self._store()
             if store is not None:  # the store's id: unique across the replicas that share it
                 eid = store.add_learned(
@@ -222,6 +229,7 @@ class Learner:
                 )
             else:
                 eid, self.next_id = self.next_id, self.next_id + 1
+            self.generation += 1
             e = LearnedExemplar(eid, route, query, source, now, self.generation)
             mine = [x for x, _ in self.entries.values() if x.route == route]
             cap = self.router.spec_policy.learn_cap
