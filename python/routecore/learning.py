@@ -383,7 +383,7 @@ class Learner:
                 return
             later = [(e, v) for e, v in self.entries.values() if e.generation > job.generation]
             r._install(parts)
-            self.state = U.State.of(r.route_table)
+            self.state = U.State.of(r.route_table, self.state)
             stemmer = r.spec_policy.lexical_stemmer
             for e, v in later:
                 r.route_table = U.append(self.state, r.route_table, e.route, e.text, v, stemmer)

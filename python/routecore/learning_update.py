@@ -61,12 +61,15 @@ class State:
         return float((self.V[rows] @ v).max()) if rows.any() else -1.0
 
     def duplicate_cut(self, spec_policy: Any, calibration: Any) -> float:
-        """``policy.learn_duplicate``; else :data:`DUPLICATE_LEVEL` on the calibration's similarity
-        scale; else the :data:`DUPLICATE_QUANTILE` of same-route pairs. Below 1: a copy is a duplicate."""
+        """``policy.learn_duplicate``; else :data:`DUPLICATE_LEVEL` on the similarity scale of the
+        calibration in force when learning began (kept through the refits: theirs, with more
+        exemplars, moved it from 0.96 to 0.88 on the MASSIVE en replay, and then most queries the
+        router did not route counted as duplicates); else the :data:`DUPLICATE_QUANTILE` of the
+        same-route pairs. Below 1: a copy is a duplicate."""
         if spec_policy.learn_duplicate is not None:
             return float(spec_policy.learn_duplicate)
-        if calibration is not None:
-            return min(calibration.similarity(DUPLICATE_LEVEL), 1.0 - 1e-4)
+        if self.cut is None and calibration is not None:  # the calibration in force when learning began
+            self.cut = min(calibration.similarity(DUPLICATE_LEVEL), 1.0 - 1e-4)
         if self.cut is None:
             G = self.V @ self.V.T
             same = self.owners[:, None] == self.owners[None, :]
