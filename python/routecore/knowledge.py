@@ -246,13 +246,13 @@ class KnowledgeRouter:
             chosen = [dec.route] + [n for n in ranked if n != dec.route][: self.config.top_k - 1]
             weights = sorted((probs.get(n, 0.0) for n in chosen), reverse=True)
             total = sum(weights)
-            why = Reason(
+            by_llm = Reason(
                 "llm", dec.reason.message if dec.reason is not None else f"the LLM chose {dec.route}"
             )
             if total <= 0.0:  # no probabilities (the encoder failed): the LLM's collection alone
-                return KnowledgeSelection(((dec.route, 1.0),), "llm", why, conf, gate, query)
+                return KnowledgeSelection(((dec.route, 1.0),), "llm", by_llm, conf, gate, query)
             shares = tuple((n, w / total) for n, w in zip(chosen, weights))
-            return KnowledgeSelection(shares, "llm", why, conf, gate, query)
+            return KnowledgeSelection(shares, "llm", by_llm, conf, gate, query)
         note = f"the LLM's answer was not used: {set_aside}" if set_aside else ""
         code = dec.reason.code if dec.reason is not None else ""
         if dec.action in ("none", "error") or conf < gate:

@@ -292,7 +292,7 @@ class LLMToolRouter:
         self,
         answer: dict[str, Any],
         candidates: Sequence[Any],
-        belt: ToolBelt,
+        belt: ToolBelt | None,
         k: int,
         prompt_tokens: int,
         schema_tokens: int,
