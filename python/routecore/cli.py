@@ -164,11 +164,24 @@ def _version() -> str:
         return str(__version__)
 
 
+class _Version(argparse.Action):
+    """``--version``, read only when asked for (the package metadata costs ~50 ms a call)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **_: Any) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit"
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"routecore {_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="routecore", description="Semantic routing of LLM agent turns: routes, tool belts, confidence."
     )
-    p.add_argument("--version", action="version", version=f"routecore {_version()}")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     r = sub.add_parser(
