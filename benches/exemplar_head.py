@@ -120,7 +120,7 @@ def _confidence(router, x: np.ndarray, text: str) -> float:
     r = router._routes.score(x, p, [], 0, bias=rt.bias_and_entities(text, p).bias)
     if rt.head is not None:
         rt._apply_head(r, x, p)
-    return float(np.max(r["probs"]))
+    return float(np.max(r.probs))
 
 
 def main() -> None:

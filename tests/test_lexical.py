@@ -300,30 +300,28 @@ def test_bias_none_is_the_plain_step_and_a_bias_moves_it(storage):
     n = len(ix.label_names())
     args = (q, _native.StepParams(active_domains=["d1"], exact_top=3))
     plain, none = ix.score_routes(*args), ix.score_routes(*args, None)
-    assert plain.keys() == none.keys() and "dense" not in plain
-    for k in plain:
-        if isinstance(plain[k], np.ndarray):
-            assert plain[k].tobytes() == none[k].tobytes(), k
-        else:
-            assert plain[k] == none[k], k
+    assert plain.dense is None and none.dense is None and plain.top_dense is None
+    for k in ("raw", "bound", "adjusted", "probs", "route_domains", "top_scores", "top_ids", "top_labels"):
+        assert getattr(plain, k).tobytes() == getattr(none, k).tobytes(), k
+    assert plain.collision == none.collision
     zero = ix.score_routes(*args, np.zeros(n, np.float32))
-    np.testing.assert_array_equal(zero["raw"], plain["raw"])
-    np.testing.assert_array_equal(zero["dense"], plain["raw"])
-    np.testing.assert_array_equal(zero["top_ids"], plain["top_ids"])
-    np.testing.assert_array_equal(zero["top_dense"], plain["top_scores"])
+    np.testing.assert_array_equal(zero.raw, plain.raw)
+    np.testing.assert_array_equal(zero.dense, plain.raw)
+    np.testing.assert_array_equal(zero.top_ids, plain.top_ids)
+    np.testing.assert_array_equal(zero.top_dense, plain.top_scores)
     # Remove the best route, lift a weak one.
-    order = np.argsort(-plain["raw"], kind="stable")
+    order = np.argsort(-plain.raw, kind="stable")
     best, weak = int(order[0]), int(order[12])
     bias = np.zeros(n, np.float32)
     bias[best], bias[weak] = -np.inf, 0.6
     r = ix.score_routes(*args, bias)
-    assert r["adjusted"][best] == -np.inf and r["probs"][best] == 0
-    assert r["raw"][weak] == np.float32(r["dense"][weak] + np.float32(0.6))
-    assert int(np.argmax(r["raw"])) == weak
+    assert r.adjusted[best] == -np.inf and r.probs[best] == 0
+    assert r.raw[weak] == np.float32(r.dense[weak] + np.float32(0.6))
+    assert int(np.argmax(r.raw)) == weak
     labels = ix.label_names()
-    assert all(int(c) != best for c in r["top_labels"]) and labels[int(r["top_labels"][0])] == labels[weak]
-    assert r["collision"] is None or best not in r["collision"][:2]
-    np.testing.assert_allclose(r["top_scores"], r["top_dense"] + bias[r["top_labels"]], atol=1e-6)
+    assert all(int(c) != best for c in r.top_labels) and labels[int(r.top_labels[0])] == labels[weak]
+    assert r.collision is None or best not in r.collision[:2]
+    np.testing.assert_allclose(r.top_scores, r.top_dense + bias[r.top_labels], atol=1e-6)
     for bad in (np.zeros(n - 1, np.float32), np.full(n, np.nan, np.float32), np.full(n, -np.inf, np.float32)):
         with pytest.raises(_native.InvalidArgumentError):
             ix.score_routes(*args, bad)

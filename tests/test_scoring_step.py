@@ -59,9 +59,9 @@ def test_int8_step_is_exact_where_it_matters_and_bounded_elsewhere(
     r = ix.score_routes(q, _native.StepParams(aggregation=how, exact_top=exact_top, exact_band=band))
     names = ix.label_names()
     ref, s = reference(X, labels, names, q, how, 3)
-    bound = r["bound"]
+    bound = r.bound
     finite = np.isfinite(ref)
-    err = np.abs(r["raw"][finite] - ref[finite])
+    err = np.abs(r.raw[finite] - ref[finite])
     assert np.all(err <= bound[finite] + 1e-5)
     assert np.all(err[bound[finite] == 0] <= 1e-5)
     # The true best `exact_top` routes, and all within `band` of the best, are exact.
@@ -70,8 +70,8 @@ def test_int8_step_is_exact_where_it_matters_and_bounded_elsewhere(
     assert np.all(fin_bound[order[:exact_top]] == 0)
     assert np.all(fin_bound[ref[finite] >= ref[finite].max() - band + 1e-5] == 0)
     # Best exemplars: exact scores of the true best rows.
-    np.testing.assert_allclose(r["top_scores"], np.sort(s)[::-1][:5], atol=1e-5)
-    assert abs(float(r["probs"].sum()) - 1) < 1e-5
+    np.testing.assert_allclose(r.top_scores, np.sort(s)[::-1][:5], atol=1e-5)
+    assert abs(float(r.probs.sum()) - 1) < 1e-5
 
 
 @pytest.mark.parametrize("storage", ["f32", "f16"])
@@ -80,20 +80,20 @@ def test_exact_storages_report_zero_bounds(storage):
     r = ix.score_routes(q)
     ref, _ = reference(X, labels, ix.label_names(), q, "max", 3)
     fin = np.isfinite(ref)
-    np.testing.assert_allclose(r["raw"][fin], ref[fin], atol=1e-5)
-    assert not r["bound"].any()
+    np.testing.assert_allclose(r.raw[fin], ref[fin], atol=1e-5)
+    assert not r.bound.any()
 
 
 def test_int8_floor_and_affinity():
     ix, X, labels, q = make(50, 10, 96, "int8", 7)
     # A floor below every score makes every route exact.
     r = ix.score_routes(q, _native.StepParams(exact_top=1, exact_band=0.0, exact_floor=-2.0))
-    assert not r["bound"].any()
+    assert not r.bound.any()
     # With a domain active, contenders are judged on adjusted scores.
     a = ix.score_routes(q, _native.StepParams(active_domains=["d1"], exact_top=3, exact_band=0.0))
-    best = np.argsort(-a["adjusted"], kind="stable")[:3]
-    assert not a["bound"][best].any()
+    best = np.argsort(-a.adjusted, kind="stable")[:3]
+    assert not a.bound[best].any()
     e = _native.FlatIndex(96, "f32")
     e.add(np.arange(len(X), dtype=np.uint64), X, labels, [f"d{(i // 10) % 3}" for i in range(len(X))])
     b = e.score_routes(q, _native.StepParams(active_domains=["d1"]))
-    np.testing.assert_allclose(a["adjusted"][best], b["adjusted"][best], atol=1e-5)
+    np.testing.assert_allclose(a.adjusted[best], b.adjusted[best], atol=1e-5)

@@ -1,7 +1,7 @@
 """Type stubs of the native extension (hand-written; keep in sync with rust/python)."""
 
 from os import PathLike
-from typing import Any, Sequence, final
+from typing import Sequence, final
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,7 @@ __all__ = [
     "StorageIOError",
     "FlatIndex",
     "StepParams",
+    "StepResult",
     "score_many",
     "Encoder",
     "LexicalIndex",
@@ -84,9 +85,38 @@ class StepParams:
 
 def score_many(
     indexes: list[FlatIndex], query: _F32, params: list[StepParams], biases: list[_F32 | None]
-) -> list[dict[str, Any]]:
+) -> list[StepResult]:
     """One routing step per index on one query vector, in one call (GIL released once)."""
     ...
+
+@final
+class StepResult:
+    """One routing step's arrays (numpy, moved without copies); per-route arrays in label-code
+    order. ``dense`` and ``top_dense`` are set when the step had a bias."""
+
+    @property
+    def raw(self) -> _F32: ...
+    @property
+    def bound(self) -> _F32: ...
+    @property
+    def adjusted(self) -> _F32: ...
+    @property
+    def probs(self) -> _F32: ...
+    @property
+    def route_domains(self) -> npt.NDArray[np.uint32]: ...
+    @property
+    def top_scores(self) -> _F32: ...
+    @property
+    def top_ids(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def top_labels(self) -> npt.NDArray[np.uint32]: ...
+    @property
+    def collision(self) -> tuple[int, int, float] | None:
+        """``(first, second, gap)`` label codes of a collision between the top two routes."""
+    @property
+    def dense(self) -> _F32 | None: ...
+    @property
+    def top_dense(self) -> _F32 | None: ...
 
 # A pyo3 class: not subclassable at runtime.
 @final
@@ -116,9 +146,8 @@ class FlatIndex:
     def score_all(self, query: _F32) -> _F32: ...
     def score_routes(
         self, query: _F32, params: StepParams | None = None, bias: _F32 | None = None
-    ) -> dict[str, Any]:
-        """One routing step. Keys: raw, bound, adjusted, probs, route_domains,
-        top_scores, top_ids, top_labels, collision. With int8 storage, routes
+    ) -> StepResult:
+        """One routing step (:class:`StepResult`). With int8 storage, routes
         outside the exact set (``exact_top``/``exact_band``/``exact_floor``/``exact_routes``) keep
         an int8 estimate of ``raw`` with ``|error| <= bound``; ``bound`` is 0
         for exact routes and always 0 for f32/f16 storage. ``probs`` is empty
@@ -130,9 +159,9 @@ class FlatIndex:
         removes the route (probability 0, never in the collision or the top).
         With a bias, ``raw`` is cosine + bias, ``adjusted`` is ``raw`` after
         affinity (-inf for removed routes), ``top_scores`` are exemplar cosine +
-        its route's bias, and two keys are added: ``dense`` (the aggregated
+        its route's bias, and two more arrays are set: ``dense`` (the aggregated
         cosine alone) and ``top_dense`` (each best exemplar's cosine). Without
-        one, the result is that of the plain step, without those keys."""
+        one, the result is that of the plain step, and those two are None."""
         ...
     def label_names(self) -> list[str]: ...
     def domain_names(self) -> list[str]: ...

@@ -5,6 +5,7 @@ holds the routes, their table and the policy, and scores the query."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ from routecore.decision import Alert, Decision, Exemplar, ScoreMap
 from routecore.languages import LanguageDetector
 from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, resolved, tier_of
 from routecore.route_outcomes import Chooser, Outcomes
-from routecore.tables import collision_alert
+from routecore.tables import Step, collision_alert
 
 
 def _entity_alert(route: str, over: str | None = None) -> Alert:
@@ -45,7 +46,7 @@ class Decider(Outcomes):
             cached = self._head_cols = (self.head, cols, cls.get(self.head.oos_class, missing))
         return cached[1], cached[2]
 
-    def _apply_head(self, r: dict[str, Any], q: np.ndarray, policy: Policy | None = None) -> None:
+    def _apply_head(self, r: Step, q: np.ndarray, policy: Policy | None = None) -> None:
         """Replace softmax probabilities by the linear head's (O(routes x dim)).
 
         What the cosines gained before the decision (lexical scores, entity and context
@@ -59,36 +60,36 @@ class Decider(Outcomes):
         if self.head_cuts is not None:  # a query in a language the exemplars do not cover: its own cut
             lang = self.head_cuts[0].detect(q)
             threshold = self.head_cuts[1].get(lang, threshold)
-            r["head_language"] = (lang, threshold, self.head.threshold) if lang in self.head_cuts[1] else None
-        r["head_oos"] = oos >= probs.max() or probs.max() < threshold
-        r["head_p1"], r["head_oos_p"], r["head_threshold"] = float(probs.max()), oos, threshold
+            r.head_language = (lang, threshold, self.head.threshold) if lang in self.head_cuts[1] else None
+        r.head_oos = oos >= probs.max() or probs.max() < threshold
+        r.head_p1, r.head_oos_p, r.head_threshold = float(probs.max()), oos, threshold
         total = probs.sum()
         probs = probs / total if total > 0 else np.full(len(probs), 1 / len(probs))
-        gain = np.asarray(r["adjusted"], np.float64) - np.asarray(r["dense"], np.float64)
-        if r.get("lexical") is not None:
+        gain = np.asarray(r.adjusted, np.float64) - np.asarray(r.dense, np.float64)
+        if r.lexical is not None:
             # The lexical score moves the cosine softmax, not the head: the head already read the
             # words, and the gain over a per-config weight made its probabilities swing between
             # samples of one config (BENCHMARKS.md, few-shot decisions).
-            gain = gain - np.asarray(r["lexical"], np.float64)
+            gain = gain - np.asarray(r.lexical, np.float64)
         if np.any(gain != 0):
             logits = np.log(np.maximum(probs, 1e-30)) + gain / resolved(
                 (policy or self.policy).temperature, "temperature"
             )
             probs = np.exp(logits - logits.max())
             probs /= probs.sum()
-        r["probs"] = probs.astype(np.float32)
+        r.probs = probs.astype(np.float32)
 
     def _decide(
         self,
         text: str,
-        r: dict[str, Any],
+        r: Step,
         previous: str | None,
         clarify: Decision | None,
         choose: Chooser | None = None,
         policy: Policy | None = None,
     ) -> dict[str, Any]:
         p, names = policy or self.policy, self.table.names
-        adjusted, probs = r["adjusted"], r["probs"]
+        adjusted, probs = r.adjusted, r.probs
         if clarify is not None and clarify.candidates:
             keep = np.isin(np.array(names), list(clarify.candidates))
             adjusted = np.where(keep, adjusted, -np.inf).astype(np.float32)
@@ -100,8 +101,9 @@ class Decider(Outcomes):
         top_p, order = _native.topk(probs, min(3, len(probs)))
         top_p, order = top_p.tolist(), order.tolist()
         top_adj = [adjusted.item(i) for i in order]  # no fancy indexing: it is slow on cold caches
-        if r.get("entity_scope"):  # only the routes preferring the query's entities compete
-            top_adj = [v if r["preferred"][i] else -np.inf for i, v in zip(order, top_adj)]
+        pref = r.preferred
+        if r.entity_scope and pref is not None:  # only the routes preferring the query's entities compete
+            top_adj = [v if pref[i] else -np.inf for i, v in zip(order, top_adj)]
         best = order[0]
         bname = names[best]
         p1 = top_p[0]
@@ -120,40 +122,39 @@ class Decider(Outcomes):
             "confidence": p1,
             "margin": p1 - p2,
             "probabilities": ScoreMap(names, probs, pos),
-            "raw_scores": ScoreMap(names, r["dense"], pos),
-            "lexical_scores": ScoreMap(names, r["lexical"], pos) if r.get("lexical") is not None else {},
+            "raw_scores": ScoreMap(names, r.dense, pos),
+            "lexical_scores": ScoreMap(names, r.lexical, pos) if r.lexical is not None else {},
             "adjusted_scores": ScoreMap(names, adjusted, pos),
-            "score_bounds": ScoreMap(names, r["bound"], pos),
+            "score_bounds": ScoreMap(names, r.bound, pos),
             "top_exemplars": tuple(
                 Exemplar(labels[c], texts[i], s)
                 for i, c, s in zip(
-                    r["top_ids"].tolist(),
-                    r["top_labels"].tolist(),
-                    r.get("top_dense", r["top_scores"]).tolist(),
+                    r.top_ids.tolist(),
+                    r.top_labels.tolist(),
+                    (r.top_dense if r.top_dense is not None else r.top_scores).tolist(),
                 )
             ),
             "alerts": [],
             "action": "route",
             "candidates": (),
             "_llm_ms": 0.0,
-            "out_of_scope": r.get("head_oos_p"),
+            "out_of_scope": r.head_oos_p,
         }
         # The scope reads the cosine or the head (lexical hits move labels, not the scope), unless
         # the query holds an entity type a route prefers: the config says such a query is its own,
         # so it goes to the best of the routes that prefer it.
-        pref = r.get("preferred")
         in_scope_by_entity = False
         # A low-tier query that holds an entity type only other routes prefer is theirs too.
         unsure = tier == "low" and pref is not None and bool(pref.any()) and not pref[best]
-        if r.get("head_oos") or float(r["dense"][best]) < min_score or unsure or r.get("entity_scope"):
-            if pref is not None and not pref[best] and clarify is None and not r.get("entity_scope"):
+        if r.head_oos or float(r.dense[best]) < min_score or unsure or r.entity_scope:
+            if pref is not None and not pref[best] and clarify is None and not r.entity_scope:
                 kept = np.where(
-                    pref, r["probs"], 0.0
+                    pref, r.probs, 0.0
                 )  # before the previous-route boost, which the next pass applies
                 kept = kept / kept.sum() if kept.sum() > 0 else pref / pref.sum()
                 return self._decide(
                     text,
-                    {**r, "probs": kept.astype(np.float32), "entity_scope": True},
+                    replace(r, probs=kept.astype(np.float32), entity_scope=True),
                     previous,
                     clarify,
                     choose,
@@ -176,8 +177,8 @@ class Decider(Outcomes):
                 tier = out["tier"] = "medium"
                 in_scope_by_entity = True
                 out["alerts"].append(_entity_alert(bname, names[order[1]] if len(order) > 1 else None))
-        if r["collision"] is not None and clarify is None:
-            c = r["collision"]
+        if r.collision is not None and clarify is None:
+            c = r.collision
             out["alerts"].append(collision_alert(labels[c[0]], labels[c[1]], c[2], self.table, "route"))
         rule = bias_winner(names, order, top_adj, p, three_way=tier != "high", top_probs=top_p)
         if rule:
@@ -197,7 +198,7 @@ class Decider(Outcomes):
             out["reason"] = reasons.bias_rule(text_rule, p1, p2)
             return self._finish(out)
         if in_scope_by_entity:
-            kinds = ", ".join(sorted({e.kind for e in r.get("entities", ())})) or "an entity type"
+            kinds = ", ".join(sorted({e.kind for e in r.entities})) or "an entity type"
             out["reason"] = reasons.entity(bname, kinds)
         if tier == "high":
             out.setdefault("reason", reasons.confident(bname, p1, high, p1 - p2, margin_th, continuing))

@@ -15,7 +15,7 @@ from routecore.errors import InvalidArgumentError
 from routecore.llm import LLMChoice, LLMRequest, LLMRouter
 from routecore.policy import CLARIFY, Policy, resolved
 from routecore.specs import RouteSpec
-from routecore.tables import ScoreTable
+from routecore.tables import ScoreTable, Step
 
 #: A call that picks a route for an LLM request (``LLMRouter.choose``, or its async stand-in).
 Chooser = Callable[[LLMRequest], LLMChoice]
@@ -90,16 +90,11 @@ class Outcomes:
             return self._ask_llm(text, out, previous, choose, without_llm)
         return without_llm()
 
-    def _scope_reason(self, r: dict[str, Any], best: str, min_score: float) -> Reason:
+    def _scope_reason(self, r: Step, best: str, min_score: float) -> Reason:
         """Why a query is out of scope: the head's numbers, or the cosine cut."""
-        if r.get("head_oos"):
-            return reasons.out_of_scope_head(
-                best,
-                float(r.get("head_p1", 0.0)),
-                float(r.get("head_oos_p", 0.0)),
-                float(r.get("head_threshold", 0.0)),
-            )
-        return reasons.out_of_scope_cosine(best, float(r["dense"][self.table.pos[best]]), min_score)
+        if r.head_oos:
+            return reasons.out_of_scope_head(best, r.head_p1, r.head_oos_p or 0.0, r.head_threshold)
+        return reasons.out_of_scope_cosine(best, float(r.dense[self.table.pos[best]]), min_score)
 
     def _finish(self, out: dict[str, Any]) -> dict[str, Any]:
         out["fallback_chain"] = self.fallback_chain(out["route"]) if out.get("route") else ()

@@ -28,7 +28,7 @@ from routecore.route_decide import Decider
 from routecore.route_outcomes import Chooser
 from routecore.specs import RouteSpec, check_thresholds
 from routecore.spelling import Speller, notes_of, tokenizer_words
-from routecore.tables import EncoderLike, build_table, per_query, query_vectors
+from routecore.tables import EncoderLike, Step, build_table, per_query, query_vectors
 
 
 class PreScore(NamedTuple):
@@ -317,7 +317,7 @@ class RouteTable(Decider):
         truncated: bool = False,
         choose: Chooser | None = None,
         prepared: Prepared | None = None,
-        scored: dict[str, Any] | None = None,
+        scored: Step | None = None,
     ) -> Decision:
         """The decision for ``text`` whose embedding is ``q``; ``t0`` is when its encoding began.
         ``prepared`` (:meth:`prepare`) and ``scored`` (its native step, done elsewhere: several
@@ -329,7 +329,7 @@ class RouteTable(Decider):
             if scored is not None
             else self.table.score(q, p, list(context_domains), p.top_exemplars, exact=exact, bias=pre.bias)
         )
-        r["lexical"], r["preferred"], r["entities"] = pre.lexical, pre.preferred, pre.entities
+        r.lexical, r.preferred, r.entities = pre.lexical, pre.preferred, tuple(pre.entities)
         found = pre.entities
         t2 = time.perf_counter()
         if self.head is not None:
@@ -351,7 +351,7 @@ class RouteTable(Decider):
             alerts.append(Alert("truncated", "the query was truncated at the model's max_length"))
         if self.calibration_note is not None:
             alerts.append(Alert("calibration_fallback", self.calibration_note))
-        head_lang = r.get("head_language")
+        head_lang = r.head_language
         if lang is not None or head_lang:
             # The numbers this language changed: the cosine cut and temperature, or the head's cut and tiers.
             keys = ("min_score", "temperature") if self.head is None else ("medium", "high")

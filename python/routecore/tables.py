@@ -9,6 +9,7 @@ protocol, the ``AUTO_INT8_ELEMENTS`` storage cut-off, and
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
 import numpy as np
@@ -21,6 +22,42 @@ from routecore.index import VectorIndex
 from routecore.lexical import LexicalTable
 from routecore.policy import Policy, resolved
 from routecore.progress import Progress
+
+
+@dataclass(slots=True)
+class Step:
+    """One native routing step (``_native.StepResult``), per-route arrays in spec order, and what
+    the decision adds to it. ``raw`` holds the cosines plus any bias (lexical, entities), ``dense``
+    the cosines alone; ``bound`` is each int8 estimate's error bound (0 when exact)."""
+
+    raw: np.ndarray
+    bound: np.ndarray
+    adjusted: np.ndarray
+    #: The routes' probabilities (empty when the step computed none).
+    probs: np.ndarray
+    dense: np.ndarray
+    route_domains: np.ndarray
+    #: The best exemplars: their scores, ids, label codes and (with a bias) cosines.
+    top_scores: np.ndarray
+    top_ids: np.ndarray
+    top_labels: np.ndarray
+    top_dense: np.ndarray | None
+    #: ``(first, second, gap)`` label codes of the top two routes' collision.
+    collision: tuple[int, int, float] | None
+    #: What the lexical pass added to each route (spec order), when it ran.
+    lexical: np.ndarray | None = None
+    #: Which routes prefer an entity the query holds, when any route prefers one.
+    preferred: np.ndarray | None = None
+    entities: tuple[Any, ...] = ()
+    #: Only the routes preferring the query's entities compete.
+    entity_scope: bool = False
+    #: The linear head's verdict: out of scope, its best probability, its out-of-scope
+    #: probability (None without a head), the cut it used and the language whose cut that was.
+    head_oos: bool = False
+    head_p1: float = 0.0
+    head_oos_p: float | None = None
+    head_threshold: float = 0.0
+    head_language: tuple[str, float, float] | None = None
 
 
 class EncoderLike(Protocol):
@@ -168,7 +205,7 @@ class ScoreTable:
         probabilities: bool = True,
         exact: Sequence[str] = (),
         bias: np.ndarray | None = None,
-    ) -> dict[str, Any]:
+    ) -> Step:
         """One native step; per-route arrays come back in spec order.
 
         ``bias`` (spec order) is added to each route's cosine before anything else
@@ -176,19 +213,28 @@ class ScoreTable:
         p = self.step(policy, active, top, aggregation, exact_top, exact_floor, probabilities, exact)
         return self.in_spec_order(self.index._impl.score_routes(q, p, self.coded(bias)))
 
-    def in_spec_order(self, r: dict[str, Any]) -> dict[str, Any]:
-        """A native step's per-route arrays (label-code order) in spec order."""
+    def in_spec_order(self, r: Any) -> Step:
+        """A native step's result (``_native.StepResult``, label-code order) in spec order."""
         c = self.codes
-        r["raw"], r["adjusted"], r["bound"] = r["raw"][c], r["adjusted"][c], r["bound"][c]
-        r["dense"] = r["dense"][c] if r.get("dense") is not None else r["raw"]
-        if len(r["probs"]):
-            r["probs"] = r["probs"][c]
-        return r
+        raw, probs = r.raw[c], r.probs
+        return Step(
+            raw=raw,
+            bound=r.bound[c],
+            adjusted=r.adjusted[c],
+            probs=probs[c] if len(probs) else probs,
+            dense=r.dense[c] if r.dense is not None else raw,
+            route_domains=r.route_domains,
+            top_scores=r.top_scores,
+            top_ids=r.top_ids,
+            top_labels=r.top_labels,
+            top_dense=r.top_dense,
+            collision=r.collision,
+        )
 
 
 def score_many(
     tables: Sequence[ScoreTable], q: np.ndarray, steps: Sequence[Any], biases: Sequence[np.ndarray | None]
-) -> list[dict[str, Any]]:
+) -> list[Step]:
     """One native step per table on the one vector ``q``, in one native call (context
     layers); ``steps[i]`` (:meth:`ScoreTable.step`) and ``biases[i]`` (spec order) go with
     ``tables[i]``. Results as :meth:`ScoreTable.score` gives them."""

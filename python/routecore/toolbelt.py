@@ -18,7 +18,7 @@ from routecore.entities import entity_effects
 from routecore.errors import InvalidArgumentError, RoutecoreError
 from routecore.languages import language_alert
 from routecore.policy import affinity_scale, resolved
-from routecore.tables import collision_alert, query_vectors
+from routecore.tables import Step, collision_alert, query_vectors
 from routecore.tool_catalog import ToolCatalog
 
 
@@ -30,7 +30,7 @@ def _ranked_scores(
     floor: float,
     alerts: list[Alert],
     text: str = "",
-) -> tuple[dict[str, Any], np.ndarray, bool, bool]:
+) -> tuple[Step, np.ndarray, bool, bool]:
     """The native step's output (``raw``, ``bound``: 0 when exact, ``collision``),
     the final scores (affinity, anti-patterns, lessons), whether a lesson banned
     a tool (-inf) and whether anti-patterns or lessons changed any score. An
@@ -50,7 +50,7 @@ def _ranked_scores(
         anti_threshold = resolved(p.anti_pattern_threshold, "anti_pattern_threshold")
         anti = catalog.anti.score(
             q, p, [], 0, aggregation="max", exact_floor=anti_threshold, probabilities=False
-        )["raw"]
+        ).raw
         hit = anti >= anti_threshold
     lessons: list[tuple[int, bool]] = []
     if catalog.memory is not None:
@@ -101,8 +101,8 @@ def _ranked_scores(
         exact=exact,
         bias=bias,
     )
-    r["lexical"], r["entities"] = lexical, found
-    adjusted = r["adjusted"]  # a fresh array (or a view of one): ours to modify
+    r.lexical, r.entities = lexical, tuple(found)
+    adjusted = r.adjusted  # a fresh array (or a view of one): ours to modify
     banned = catalog.without_exemplars or required_missing  # such tools score -inf
     if demoted:
         adjusted[demoted] = affinity_scale(adjusted[demoted], p.anti_pattern_penalty)  # any sign: never up
@@ -245,8 +245,8 @@ def select_tools(
     r, adjusted, banned, changed = _ranked_scores(
         catalog, q, context_domain, max(p.exact_top, wanted), float("inf"), alerts, routed
     )
-    raw, bound, table = r["dense"], r["bound"], catalog.tools
-    lexical = r["lexical"]  # what the lexical pass added (entities' effects are in the adjusted scores only)
+    raw, bound, table = r.dense, r.bound, catalog.tools
+    lexical = r.lexical  # what the lexical pass added (entities' effects are in the adjusted scores only)
     if allowed is not None:  # the tools outside the candidates never enter the belt
         adjusted = np.where(allowed, adjusted, np.float32(-np.inf)).astype(np.float32)
         banned = True
@@ -258,7 +258,7 @@ def select_tools(
     )
     if not (banned or changed) and isinstance(table.codes, slice):
         # Nothing changed the native step's scores, whose label codes are spec positions + 1.
-        c = r["collision"]
+        c = r.collision
         collision = None if c is None else (c[0] - 1, c[1] - 1, c[2])
     elif banned:
         live = np.flatnonzero(np.isfinite(adjusted))
@@ -376,7 +376,7 @@ def select_tools(
         query,
         no_tool=bool(k) and not picked,
         lexical_scores=ScoreMap(shown_names, lexical.take(shown_ix)) if lexical is not None else {},
-        entities=r["entities"],
+        entities=r.entities,
         reason=why,
     )
     return trace("tool belt", belt)

@@ -126,7 +126,7 @@ def raw_scores(router: Router, X: np.ndarray) -> np.ndarray:
     """Aggregated raw route scores [n, routes] (native scoring step per row), all exact."""
     p = router.policy
     return (
-        np.stack([router._routes.score(x, p, [], 0, exact_floor=-np.inf)["raw"] for x in X])
+        np.stack([router._routes.score(x, p, [], 0, exact_floor=-np.inf).raw for x in X])
         if len(X)
         else np.zeros((0, len(router.route_specs)))
     )

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use numpy::{PyArray1, PyReadonlyArray1};
 use parking_lot::RwLock;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyList, PyString};
 use routecore_core::scoring::step::{score_routes_biased, StepParams, StepResult};
 use routecore_core::scoring::Aggregation;
 use routecore_core::{persist, Error, FlatIndex, StorageKind};
@@ -174,8 +174,8 @@ impl PyFlatIndex {
         Ok(PyArray1::from_vec(py, v))
     }
 
-    /// One native routing step; see `routecore_core::scoring::step`. Returns a dict
-    /// of arrays; with a `bias` (float32, one per label code), also `dense` and `top_dense`.
+    /// One native routing step; see `routecore_core::scoring::step`. With a `bias`
+    /// (float32, one per label code), the result also holds `dense` and `top_dense`.
     #[pyo3(signature = (query, params = None, bias = None))]
     fn score_routes<'py>(
         &self,
@@ -183,7 +183,7 @@ impl PyFlatIndex {
         query: &Bound<'py, PyAny>,
         params: Option<PyRef<'py, PyStepParams>>,
         bias: Option<PyReadonlyArray1<'py, f32>>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<PyStepResult> {
         let q = F32Rows::extract(query, "query", self.inner.read().dim())?;
         let data = q.slice();
         let bias = bias.as_ref().map(|b| b.as_slice()).transpose()?;
@@ -196,7 +196,7 @@ impl PyFlatIndex {
             }
         };
         let out = py.detach(|| self.step(data, p, bias)).map_err(PyRcErr)?;
-        step_dict(py, out)
+        Ok(step_result(py, out))
     }
 
     fn label_names(&self) -> Vec<String> {
@@ -322,31 +322,59 @@ impl PyStepParams {
     }
 }
 
-/// The dict of one step's arrays (moved into numpy without copies).
-fn step_dict<'py>(
-    py: Python<'py>,
-    (r, top_ids, top_labels): StepOut,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("raw", PyArray1::from_vec(py, r.raw))?;
-    d.set_item("bound", PyArray1::from_vec(py, r.bound))?;
-    d.set_item("adjusted", PyArray1::from_vec(py, r.adjusted))?;
-    d.set_item("probs", PyArray1::from_vec(py, r.probs))?;
-    d.set_item("route_domains", PyArray1::from_vec(py, r.route_domains))?;
-    d.set_item(
-        "top_scores",
-        PyArray1::from_vec(py, r.top.iter().map(|h| h.score).collect::<Vec<f32>>()),
-    )?;
-    d.set_item("top_ids", PyArray1::from_vec(py, top_ids))?;
-    d.set_item("top_labels", PyArray1::from_vec(py, top_labels))?;
-    d.set_item("collision", r.collision.map(|c| (c.first, c.second, c.gap)))?;
-    if let Some(v) = r.dense {
-        d.set_item("dense", PyArray1::from_vec(py, v))?;
+/// One routing step's arrays, moved into numpy without copies. Per-route arrays are in
+/// label-code order; `dense` and `top_dense` are set when the step had a bias.
+#[pyclass(module = "routecore._native", name = "StepResult", frozen)]
+pub struct PyStepResult {
+    #[pyo3(get)]
+    raw: Py<PyArray1<f32>>,
+    #[pyo3(get)]
+    bound: Py<PyArray1<f32>>,
+    #[pyo3(get)]
+    adjusted: Py<PyArray1<f32>>,
+    #[pyo3(get)]
+    probs: Py<PyArray1<f32>>,
+    #[pyo3(get)]
+    route_domains: Py<PyArray1<u32>>,
+    #[pyo3(get)]
+    top_scores: Py<PyArray1<f32>>,
+    #[pyo3(get)]
+    top_ids: Py<PyArray1<u64>>,
+    #[pyo3(get)]
+    top_labels: Py<PyArray1<u32>>,
+    /// `(first, second, gap)` label codes of a collision between the top two routes.
+    #[pyo3(get)]
+    collision: Option<(usize, usize, f32)>,
+    #[pyo3(get)]
+    dense: Option<Py<PyArray1<f32>>>,
+    #[pyo3(get)]
+    top_dense: Option<Py<PyArray1<f32>>>,
+}
+
+#[pymethods]
+impl PyStepResult {
+    fn __repr__(&self) -> String {
+        "StepResult(raw, bound, adjusted, probs, route_domains, top_scores, top_ids, top_labels, \
+         collision, dense, top_dense)"
+            .to_string()
     }
-    if let Some(v) = r.top_dense {
-        d.set_item("top_dense", PyArray1::from_vec(py, v))?;
+}
+
+fn step_result(py: Python<'_>, (r, top_ids, top_labels): StepOut) -> PyStepResult {
+    let top_scores: Vec<f32> = r.top.iter().map(|h| h.score).collect();
+    PyStepResult {
+        raw: PyArray1::from_vec(py, r.raw).unbind(),
+        bound: PyArray1::from_vec(py, r.bound).unbind(),
+        adjusted: PyArray1::from_vec(py, r.adjusted).unbind(),
+        probs: PyArray1::from_vec(py, r.probs).unbind(),
+        route_domains: PyArray1::from_vec(py, r.route_domains).unbind(),
+        top_scores: PyArray1::from_vec(py, top_scores).unbind(),
+        top_ids: PyArray1::from_vec(py, top_ids).unbind(),
+        top_labels: PyArray1::from_vec(py, top_labels).unbind(),
+        collision: r.collision.map(|c| (c.first, c.second, c.gap)),
+        dense: r.dense.map(|v| PyArray1::from_vec(py, v).unbind()),
+        top_dense: r.top_dense.map(|v| PyArray1::from_vec(py, v).unbind()),
     }
-    Ok(d)
 }
 
 /// One routing step per index, all on one query vector, in one call with the GIL
@@ -359,7 +387,7 @@ pub fn score_many<'py>(
     query: &Bound<'py, PyAny>,
     params: Vec<PyRef<'py, PyStepParams>>,
     biases: Vec<Option<PyReadonlyArray1<'py, f32>>>,
-) -> PyResult<Vec<Bound<'py, PyDict>>> {
+) -> PyResult<Vec<PyStepResult>> {
     if params.len() != indexes.len() || biases.len() != indexes.len() {
         return Err(PyRcErr(Error::InvalidArgument(format!(
             "score_many: {} indexes, {} params and {} biases (one each)",
@@ -397,5 +425,5 @@ pub fn score_many<'py>(
                 .collect::<routecore_core::Result<Vec<_>>>()
         })
         .map_err(PyRcErr)?;
-    outs.into_iter().map(|o| step_dict(py, o)).collect()
+    Ok(outs.into_iter().map(|o| step_result(py, o)).collect())
 }

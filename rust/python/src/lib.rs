@@ -16,6 +16,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<index::PyFlatIndex>()?;
     m.add_class::<index::PyStepParams>()?;
+    m.add_class::<index::PyStepResult>()?;
     m.add_function(wrap_pyfunction!(index::score_many, m)?)?;
     m.add_class::<encoder::PyEncoder>()?;
     m.add_class::<lexical::PyLexicalIndex>()?;
