@@ -32,6 +32,7 @@ from routecore import (
     ToolRouting,
 )
 from routecore.context import CONTEXT_REASONS
+from routecore.conversation import routing_text
 from routecore.decision import REASON_CODES, Decision
 from routecore.errors import InvalidArgumentError, LLMError, RoutecoreError
 from routecore.knowledge import KNOWLEDGE_REASONS
@@ -66,7 +67,8 @@ TOOLS = (
 
 
 def readable(q: str) -> bool:
-    return bool("".join(ch for ch in q if not 0xD800 <= ord(ch) <= 0xDFFF).strip())
+    """Whether anything of ``q`` is left to encode (lone surrogates and pictographs are not read)."""
+    return bool(q.strip()) and bool(routing_text(q)[0].strip())
 
 
 class StubLLM:
@@ -193,6 +195,13 @@ def test_context_router_reports_to_its_metrics_and_refuses_non_text(w):
         context.metrics = None
     recs = m.records()
     assert [r["kind"] for r in recs] == ["context"] * 4
+    enc = w[0]
+    before = enc.calls
+    batch = context.detect_batch(["a1", "", "b1", "high"])
+    assert enc.calls == before + 1  # one batched encoder call for every readable query
+    assert [c.to_dict()["layers"] for c in batch] == [
+        context.detect(q).to_dict()["layers"] for q in ["a1", "", "b1", "high"]
+    ]
     assert recs[0]["labels"] == {"intent": "A", "urgency": context.detect("a1").label("urgency")}
     with pytest.raises(InvalidArgumentError):
         context.detect(b"a1")
@@ -244,6 +253,10 @@ def test_knowledge_router_names_deprecated_aliases_and_metrics(w):
     finally:
         kr.metrics = None
     assert [r["kind"] for r in m.records()] == ["knowledge"] * 3
+    enc = w[0]
+    before = enc.calls
+    kr.collections_batch(["a1", "b1", "a2"])
+    assert enc.calls == before + 1  # one batched encoder call
     with pytest.raises(InvalidArgumentError):
         kr.collections(None)
 
@@ -319,6 +332,14 @@ def test_llm_tool_router_names_the_alias_and_metrics(w):
         r.metrics = None
     recs = m.records()
     assert [(x["kind"], x["tools"], x["source"]) for x in recs] == [("tools", ["logs"], "llm")] * 2
+    enc = w[0]
+    before = enc.calls
+    got = r.choose_tools_batch(["read the logs", "", "restart a service"])
+    assert enc.calls == before + 1  # one batched encoder call, then each query's LLM call
+    one = [r.choose_tools(q) for q in ["read the logs", "", "restart a service"]]
+    assert [(t.tools, t.source, t.reason, t.dropped) for t in got] == [
+        (t.tools, t.source, t.reason, t.dropped) for t in one
+    ]
     with pytest.raises(InvalidArgumentError):
         r.choose_tools(3)
 

@@ -38,6 +38,7 @@ from routecore.tool_routing import (
     TOOL_ROUTING_REASONS,
     ToolRouting,
     parse_selection,
+    semantic_routing,
 )
 
 Mode = Literal["llm", "hybrid", "semantic"]
@@ -176,10 +177,25 @@ class LLMToolRouter:
         return emit(self.metrics, trace("tool routing", self._choose(query, top_k)))
 
     def choose_tools_batch(self, queries: Sequence[str], *, top_k: int | None = None) -> list[ToolRouting]:
-        """:meth:`choose_tools` of each query (one LLM call per query that needs one)."""
+        """:meth:`choose_tools` of each query, embedded in one batched encoder call (one LLM call
+        per query that needs one; a failed batch call: each query degrades on its own)."""
         if isinstance(queries, str) or not isinstance(queries, Sequence):
             raise InvalidArgumentError("queries must be a list of strings; use choose_tools() for one query")
-        return [self.choose_tools(q, top_k=top_k) for q in queries]
+        for q in queries:
+            if not isinstance(q, str):
+                raise InvalidArgumentError(f"queries must be strings, got {type(q).__name__}")
+        texts = [routing_text(q)[0] for q in queries]
+        todo = [t for t in texts if t.strip()]
+        try:
+            rows = iter(self.router.encoder.encode_with_stats(todo).embeddings if todo else [])
+        except Exception:  # noqa: BLE001 - each query degrades on its own, as choose_tools() does
+            return [self.choose_tools(q, top_k=top_k) for q in queries]
+        return [
+            emit(
+                self.metrics, trace("tool routing", self._choose(q, top_k, next(rows) if t.strip() else None))
+            )
+            for q, t in zip(queries, texts)
+        ]
 
     async def achoose_tools(self, query: str, **kw: Any) -> ToolRouting:
         """:meth:`choose_tools` off the event loop (the LLM call runs in the worker thread)."""
@@ -200,7 +216,8 @@ class LLMToolRouter:
         )
         return self.choose_tools(query, top_k=top_k)
 
-    def _choose(self, query: str, top_k: int | None) -> ToolRouting:
+    def _choose(self, query: str, top_k: int | None, vec: Any = None) -> ToolRouting:
+        """The result for ``query``; ``vec``: its embedding from a batched encoder call."""
         k = top_k or self.router.policy.tool_top_k
         specs = self.router.tool_specs
         text, notes = routing_text(query)
@@ -209,17 +226,18 @@ class LLMToolRouter:
             belt = self.router.tools(query, top_k=k)  # the empty belt: nothing is encoded
             why = Reason("empty_query", "the query is empty or blank: no tool, no LLM call")
             return _replace(
-                self._semantic(belt, self.mode, None, specs), reason=why, notes=notes_, query=query
+                semantic_routing(belt, self.mode, None, specs), reason=why, notes=notes_, query=query
             )
         try:  # one encode for the belt and the ranking
-            vec = self.router.encoder.encode_with_stats([text]).embeddings[0]
+            if vec is None:
+                vec = self.router.encoder.encode_with_stats([text]).embeddings[0]
         except Exception as e:  # noqa: BLE001 - degrade as route() does: the LLM, else the core tools
             return self._without_encoder(query, text, k, f"{type(e).__name__}: {e}", notes_)
         belt = self.router.tools(query, top_k=k, vector=vec)
         if self.mode == "semantic" or self.client is None:
             why = Reason("semantic", f"semantic mode: the router's belt ({belt.reason or 'no reason'})")
             return _replace(
-                self._semantic(belt, "semantic", None, specs), reason=why, notes=notes_, query=query
+                semantic_routing(belt, "semantic", None, specs), reason=why, notes=notes_, query=query
             )
         if self.mode == "hybrid":
             ranked = self.router.tools(
@@ -244,7 +262,7 @@ class LLMToolRouter:
         except Exception as e:  # noqa: BLE001 - any LLM failure (a caller's client too) falls back
             ms = (time.perf_counter() - t0) * 1e3
             why = f"{type(e).__name__}: {e}"
-            return self._semantic(belt, self.mode, why, specs, prompt_tokens, schema_tokens, ms)
+            return semantic_routing(belt, self.mode, why, specs, prompt_tokens, schema_tokens, ms)
         ms = (time.perf_counter() - t0) * 1e3
         return self._validated(answer, candidates, belt, k, prompt_tokens, schema_tokens, ms)
 
@@ -300,7 +318,7 @@ class LLMToolRouter:
     ) -> ToolRouting:
         names = answer.get("selected_tools")
         if not isinstance(names, list):
-            return self._semantic(
+            return semantic_routing(
                 belt,
                 self.mode,
                 "the answer has no selected_tools list",
@@ -327,7 +345,7 @@ class LLMToolRouter:
             else None
         )
         if not chosen and names:
-            return self._semantic(
+            return semantic_routing(
                 belt,
                 self.mode,
                 f"every tool the LLM named is unknown: {list(dropped)}",
@@ -359,31 +377,4 @@ class LLMToolRouter:
                 f"the LLM chose {len(chosen)} of {len(known)} candidates"
                 + (f" (unknown names dropped: {list(dropped)})" if dropped else ""),
             ),
-        )
-
-    @staticmethod
-    def _semantic(
-        belt: ToolBelt | None,
-        mode: str,
-        why: str | None,
-        specs: Sequence[Any],
-        prompt_tokens: int = 0,
-        schema_tokens: int = 0,
-        ms: float = 0.0,
-        dropped: tuple[str, ...] = (),
-    ) -> ToolRouting:
-        by_name = {t.name: t for t in specs}
-        names = tuple(n for n in belt.names if n in by_name) if belt is not None else ()
-        return ToolRouting(
-            names,
-            tuple(by_name[n].schema() for n in names),
-            mode,
-            "semantic",
-            fallback=why,
-            dropped=dropped,
-            prompt_tokens=prompt_tokens,
-            schema_tokens=schema_tokens,
-            llm_ms=ms,
-            belt=belt,
-            reason=Reason("fallback", f"the semantic belt: {why}") if why is not None else None,
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from routecore.decision import Reason, ToolBelt, plain
 from routecore.errors import InvalidArgumentError
@@ -101,3 +101,31 @@ def parse_selection(text: str) -> dict[str, Any]:
                 continue
             return got if isinstance(got, dict) else {"selected_tools": got}
     raise ValueError("no JSON object or list in the answer")
+
+
+def semantic_routing(
+    belt: ToolBelt | None,
+    mode: str,
+    why: str | None,
+    specs: Sequence[Any],
+    prompt_tokens: int = 0,
+    schema_tokens: int = 0,
+    ms: float = 0.0,
+    dropped: tuple[str, ...] = (),
+) -> ToolRouting:
+    """The semantic belt's tools as a ToolRouting (``why``: the LLM's failure it stands in for)."""
+    by_name = {t.name: t for t in specs}
+    names = tuple(n for n in belt.names if n in by_name) if belt is not None else ()
+    return ToolRouting(
+        names,
+        tuple(by_name[n].schema() for n in names),
+        mode,
+        "semantic",
+        fallback=why,
+        dropped=dropped,
+        prompt_tokens=prompt_tokens,
+        schema_tokens=schema_tokens,
+        llm_ms=ms,
+        belt=belt,
+        reason=Reason("fallback", f"the semantic belt: {why}") if why is not None else None,
+    )
