@@ -122,8 +122,9 @@ class Cascade:
         fast = self.fast.route_batch(queries, **kw)
         up = [i for i, d in enumerate(fast) if not _fast_enough(d)]
         prev = kw.get("previous")
-        if prev is not None and not isinstance(prev, str):
-            kw = {**kw, "previous": [list(prev)[i] for i in up]}
+        if prev is not None and not isinstance(prev, str):  # one per query: those of the escalated
+            each = list(prev)
+            kw = {**kw, "previous": [each[i] for i in up]}
         strong = iter(self.strong.route_batch([queries[i] for i in up], **kw) if up else [])
         self._count(len(queries) - len(up), len(up))
         escalated = set(up)

@@ -120,7 +120,11 @@ class KnowledgeConfig:
 
 
 class KnowledgeRouter:
-    """The best collections for a query (see the module docs).
+    """The best collections for a query (see the module docs); ``metrics``: a sink called with
+    every :class:`KnowledgeSelection` (as ``Router(metrics=)``).
+
+    Calls: :meth:`collections`, :meth:`collections_batch`, :meth:`acollections`,
+    :meth:`acollections_batch` (``select`` and ``select_many`` are deprecated aliases).
 
     Raises:
         ConfigError: a map entry, the fallback or ``top_k`` names unknown collections or is out of range.
