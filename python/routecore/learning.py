@@ -144,7 +144,8 @@ def saved(router: Any) -> list[LearnedExemplar]:
     lr = router.__dict__.get("_learner")
     if lr is None:
         return []
-    return lr.learned()
+    out: list[LearnedExemplar] = lr.learned()
+    return out
 
 
 def parse_saved(raw: Any, where: str) -> list[LearnedExemplar]:

@@ -84,7 +84,8 @@ class State:
         if spec is None or text not in spec.utterances:
             return None
         start = int(np.searchsorted(self.owners, self.rt.table.pos[route]))
-        return self.V[start + spec.utterances.index(text)]
+        row: np.ndarray = self.V[start + spec.utterances.index(text)]
+        return row
 
 
 def _table(rt: Any, specs: list[Any], V: np.ndarray, owners: np.ndarray, stemmer: str) -> Any:

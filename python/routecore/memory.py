@@ -12,6 +12,7 @@ extra; imported only then).
 
 from __future__ import annotations
 
+import builtins
 import os
 import sqlite3
 import threading
@@ -187,9 +188,9 @@ class ExperienceMemory:
         self._writes += 1
         return int(rows[0][0])
 
-    def learned_exemplars(self, model_id: str) -> list[StoredExemplar]:
+    def learned_exemplars(self, model_id: str) -> builtins.list[StoredExemplar]:
         """The learned exemplars stored for ``model_id``, oldest first."""
-        rows = self._read(
+        rows: Sequence[Any] = self._read(
             "SELECT id, route, text, source, created, embedding FROM learned WHERE model_id = ? ORDER BY id",
             (model_id,),
         )

@@ -28,6 +28,7 @@ also by other processes and hosts), ``skipped``, ``close``; every failure is a
 
 from __future__ import annotations
 
+import builtins
 import math
 import os
 import re
@@ -439,7 +440,7 @@ class PostgresMemory(ExperienceMemory):
         )
         return int(rows[0][0])
 
-    def learned_exemplars(self, model_id: str) -> list[StoredExemplar]:
+    def learned_exemplars(self, model_id: str) -> builtins.list[StoredExemplar]:
         """The learned exemplars stored for ``model_id``, oldest first."""
         rows = self._query(
             "SELECT id, route, text, source, created, embedding FROM routecore_learned WHERE model_id = %s "
