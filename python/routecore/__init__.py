@@ -4,7 +4,8 @@ Main classes: :class:`VectorIndex`, :class:`Encoder` and the routers, each with 
 batch call and an async call and a frozen result (docs/routers.md): :class:`Router`
 (:class:`Decision`, :class:`ToolBelt`), :class:`ContextRouter` (:class:`Context`),
 :class:`KnowledgeRouter` (:class:`KnowledgeSelection`), :class:`LLMToolRouter`
-(:class:`ToolRouting`) and :class:`Cascade` (:class:`Decision`).
+(:class:`ToolRouting`) and :class:`Cascade` (:class:`Decision`); :class:`TurnRouter`
+(:class:`Turn`) gives a turn's context, route, tools and collections from one encode.
 """
 
 from routecore._native import __version__
@@ -21,6 +22,7 @@ from routecore.policy import BiasRule, Policy
 from routecore.router import Router
 from routecore.routing_metrics import RoutingMetrics
 from routecore.specs import RouteSpec, ToolSpec
+from routecore.turn import Turn, TurnRouter
 
 __all__ = [
     "Alert",
@@ -45,6 +47,8 @@ __all__ = [
     "ToolChoice",
     "ToolRouting",
     "ToolSpec",
+    "Turn",
+    "TurnRouter",
     "VectorIndex",
     "__version__",
 ]

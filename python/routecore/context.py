@@ -1,13 +1,11 @@
 """Context layers (issue 19): one encode, several heads.
 
-A :class:`ContextRouter` holds named layers, each a route set with its own policy and
-calibration (a :class:`~routecore.router.Router` over one shared encoder). The default
-layers (``data/context_layers.yaml``) are intent (ask / transform / generate / plan /
-debug / review), urgency (low / medium / high) and sensitivity (public / internal / pii
-/ safety_critical); a config adds a domain layer, replaces any layer, and may list
-entities (:mod:`routecore.entities`). :meth:`ContextRouter.detect` encodes the query
-once and decides every layer on that vector: a :class:`Context` with each layer's label,
-probability, tier and alerts, the entities, and the timings.
+A :class:`ContextRouter` holds named layers, each a :class:`~routecore.router.Router` with its own
+policy and calibration over one shared encoder. The default layers (``data/context_layers.yaml``) are
+intent (ask / transform / generate / plan / debug / review), urgency (low / medium / high) and
+sensitivity (public / internal / pii / safety_critical); a config adds a domain layer, replaces any
+layer, and may list entities. :meth:`ContextRouter.detect` encodes the query once and decides every
+layer on that vector: a :class:`Context`.
 
 Open and exhaustive layers. An *open* layer may decline: its label is None when its decision
 is ``none`` (out of scope) or ``clarify``; intent and domain layers are open. An *exhaustive*
@@ -40,6 +38,7 @@ from routecore.conversation import routing_text
 from routecore.decision import Alert, Decision, Entity, Reason, plain, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routing_metrics import emit
+from routecore.tables import query_vectors
 
 Notes = tuple[tuple[str, str], ...]
 
@@ -58,10 +57,8 @@ DEFAULT_LAYERS = Path(__file__).resolve().parent / "data" / "context_layers.yaml
 class LayerResult:
     """One layer's decision: its label, the best label's probability, the tier, the action
     and the alerts. An open layer's label is None when its decision was ``none`` (out of scope)
-    or ``clarify``; an exhaustive layer's never is (module docs): it then names its best
-    label by probability, with the action ``route``, the decision's tier, an ``exhaustive``
-    alert, and ``declined`` set to the decision's action. ``decision``: the layer's own
-    :class:`~routecore.decision.Decision`, as its router made it."""
+    or ``clarify``; an exhaustive layer's then names its best label (module docs). ``decision``:
+    the layer's own :class:`~routecore.decision.Decision`, as its router made it."""
 
     label: str | None
     probability: float
@@ -215,11 +212,11 @@ class ContextRouter:
         *,
         encoder: Any = None,
         defaults: bool = True,
-        metrics: Any = None,
+        **kw: Any,
     ) -> "ContextRouter":
         """The default layers (unless ``defaults=False``), with the layers of the config at
         ``path`` added or replacing them by name, all on ``encoder`` (default: the bundled model).
-        A layer with ``open: false`` is exhaustive (module docs); ``metrics`` as in the constructor."""
+        A layer with ``open: false`` is exhaustive (module docs); ``kw`` (``metrics``) as in the constructor."""
         from routecore.entities import EntityConfig
         from routecore.policy import Policy
         from routecore.router import Router
@@ -251,22 +248,25 @@ class ContextRouter:
                 entities=entities if uses else None,
             )
         exhaustive = [n for n, (layer, _) in specs.items() if layer.get("open") is False]
-        return cls(layers, entities, exhaustive=exhaustive, metrics=metrics)
+        return cls(layers, entities, exhaustive=exhaustive, **kw)
 
-    def detect(self, query: str) -> Context:
-        """Encode ``query`` once and decide every layer on that vector: every layer's
-        table is scored in one native call (``tables.score_many``), then each layer's
-        rules decide. ``timings``: the encoder, that call, and each layer's rules.
+    def detect(self, query: str, *, vector: Any = None) -> Context:
+        """Encode ``query`` once and decide every layer on that vector: every layer's table is scored
+        in one native call (``tables.score_many``), then each layer's rules decide.
 
         Never raises for any string (a non-str is an :class:`InvalidArgumentError`). Lone
         surrogates are removed with an ``invalid_text`` alert; a query with nothing left to read
         gets each layer's ``empty_query`` decision (reason ``empty_query``); when the encoder
         fails, each layer decides as :meth:`Router.route <routecore.router.Router.route>` does
-        then (its LLM, else an ``error`` decision; reason ``error``)."""
+        then (its LLM, else an ``error`` decision; reason ``error``). ``vector``: the query's
+        embedding from this encoder, when the caller has one (as ``Router.route(vector=)``)."""
         text, notes = self._checked(query)
         if not text:
             return self._emit(self._each_layer(query, notes, "empty_query"))
         t0 = time.perf_counter()
+        if vector is not None:
+            q = query_vectors(vector, self.encoder.dim, 1)[0]
+            return self._emit(self._decided(query, text, notes, q, t0, 0.0, False))
         try:
             enc = self.encoder.encode_with_stats([text])
         except Exception as e:  # noqa: BLE001 - each layer degrades as route() does, never a crash

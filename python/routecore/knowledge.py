@@ -176,14 +176,17 @@ class KnowledgeRouter:
         return float(self.router.policy.medium)
 
     def collections(
-        self, query: str, *, domain: str | None = None, intent: str | None = None
+        self, query: str, *, domain: str | None = None, intent: str | None = None, vector: Any = None
     ) -> KnowledgeSelection:
         """The collections for ``query``; ``domain`` and ``intent`` (from the caller's context) may
         match the map. Never raises for any string (a non-str is an :class:`InvalidArgumentError`):
         an empty query or a failed encoder without an LLM answer gives the fallback, with reason
-        ``empty_query`` or ``error``."""
+        ``empty_query`` or ``error``. ``vector``: the query's embedding, as ``Router.route(vector=)``."""
         hit = self._mapped(query, domain, intent)
-        return emit(self.metrics, hit or self._selection(query, self.router.route(query)))
+        if hit is None:
+            dec = self.router.route(query) if vector is None else self.router.route(query, vector=vector)
+            hit = self._selection(query, dec)
+        return emit(self.metrics, hit)
 
     def collections_batch(
         self, queries: Sequence[str], *, domain: str | None = None, intent: str | None = None
