@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from routecore import Router
+from routecore import Router, RoutingMetrics
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.turn import TURN_REASONS, Turn, TurnRouter
 from stubs import StubEncoder, manual
@@ -93,6 +93,14 @@ def test_turn_metrics_and_checks(w):
     finally:
         t.metrics = None
     assert [type(k) for k in kinds] == [Turn, Turn]
+    m = RoutingMetrics()
+    t.metrics = m
+    try:
+        t.turn("a1")
+    finally:
+        t.metrics = None
+    (rec,) = m.records()
+    assert (rec["kind"], rec["route"], rec["collections"][0]) == ("turn", "A", "A")
     with pytest.raises(InvalidArgumentError):
         t.turn(None)
     with pytest.raises(ConfigError, match="same encoder"):

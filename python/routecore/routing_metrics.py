@@ -59,11 +59,13 @@ def emit(sink: Any, result: _R) -> _R:
 
 def record_of(obj: Any) -> dict[str, Any]:
     """The log record of a Decision, a ToolBelt, a KnowledgeSelection, a ToolRouting (kind
-    ``tools``, as a belt) or a Context (kind ``context``: each layer's label), without its id."""
+    ``tools``, as a belt), a Context (kind ``context``: each layer's label) or a Turn (kind ``turn``),
+    without its id."""
     from routecore.context import Context
     from routecore.decision import Decision, ToolBelt
     from routecore.knowledge import KnowledgeSelection
     from routecore.tool_routing import ToolRouting
+    from routecore.turn import Turn
 
     if isinstance(obj, Decision):
         return {
@@ -108,9 +110,18 @@ def record_of(obj: Any) -> dict[str, Any]:
             "labels": {n: r.label for n, r in obj.layers.items()},
             "latency_ms": float(obj.timings.get("total", 0.0)),
         }
+    if isinstance(obj, Turn):
+        return {
+            "kind": "turn",
+            "query": obj.query,
+            "route": obj.decision.route if obj.decision is not None else None,
+            "tools": obj.belt.names if obj.belt is not None else [],
+            "collections": obj.knowledge.names if obj.knowledge is not None else [],
+            "latency_ms": float(obj.timings.get("total", 0.0)),
+        }
     raise InvalidArgumentError(
-        "RoutingMetrics records a Decision, a ToolBelt, a KnowledgeSelection, a ToolRouting or a Context, "
-        f"not {type(obj).__name__}"
+        "RoutingMetrics records a Decision, a ToolBelt, a KnowledgeSelection, a ToolRouting, a Context "
+        f"or a Turn, not {type(obj).__name__}"
     )
 
 
