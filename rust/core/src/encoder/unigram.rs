@@ -4,7 +4,8 @@
 //! `tokenizers` builds a byte trie of one hash map per node for a unigram model: for
 //! multilingual-e5-small's 250k pieces that is about 0.6 s of the 0.8 s a
 //! `tokenizer.json` takes to load, on every encoder load (every CLI call). [`FastUnigram`]
-//! keeps the pieces sorted instead, and walks that order as a trie. Its Viterbi pass is the
+//! keeps one hash map of the pieces instead, and looks up each prefix up to the longest
+//! piece (pre-tokenized words are short). Its Viterbi pass is the
 //! one of `tokenizers` 0.22 (`Unigram::encode_optimized`), step for step: the same
 //! candidates in the same order, the same strict comparisons, the same unknown-piece
 //! score and fusing. `tests/unigram_parity.rs` checks the ids against `tokenizers` on
@@ -15,6 +16,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+use rustc_hash::FxHashMap;
 
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -38,14 +41,15 @@ pub type TextTokenizer = TokenizerImpl<
     DecoderWrapper,
 >;
 
-/// A unigram model whose pieces are kept sorted by their bytes.
+/// A unigram model whose pieces are looked up in one hash map.
 #[derive(Clone, Debug)]
 pub struct FastUnigram {
     /// Pieces and their scores, by id.
     vocab: Vec<(String, f64)>,
-    /// Ids ordered by their piece's bytes; of repeated pieces only the last id (the one a
-    /// hash map filled in id order keeps).
-    sorted: Vec<u32>,
+    /// Each piece's id; of repeated pieces the last id (as `tokenizers` fills its map).
+    ids: FxHashMap<String, u32>,
+    /// The longest piece, in bytes: no match is longer.
+    longest: usize,
     min_score: f64,
     unk_id: Option<usize>,
 }
@@ -67,41 +71,31 @@ impl FastUnigram {
                 vocab.len()
             ));
         }
-        let mut sorted: Vec<u32> = (0..vocab.len() as u32).collect();
-        sorted.sort_unstable_by(|&a, &b| {
-            let (x, y) = (
-                vocab[a as usize].0.as_bytes(),
-                vocab[b as usize].0.as_bytes(),
-            );
-            x.cmp(y).then(b.cmp(&a)) // equal pieces: the last id first
-        });
-        sorted.dedup_by(|later, kept| vocab[*later as usize].0 == vocab[*kept as usize].0);
+        let mut ids = FxHashMap::with_capacity_and_hasher(vocab.len(), Default::default());
+        for (id, (piece, _)) in vocab.iter().enumerate() {
+            ids.insert(piece.clone(), id as u32);
+        }
+        let longest = vocab.iter().map(|v| v.0.len()).max().unwrap_or(0);
         let min_score = vocab.iter().map(|v| v.1).fold(f64::INFINITY, f64::min);
         Ok(FastUnigram {
             vocab,
-            sorted,
+            ids,
+            longest,
             min_score,
             unk_id,
         })
     }
 
-    /// Calls `found(id, length)` for each piece that is a prefix of `bytes`, shortest first.
-    fn prefixes(&self, bytes: &[u8], mut found: impl FnMut(u32, usize)) {
-        let (mut lo, mut hi) = (0, self.sorted.len());
-        for (depth, &b) in bytes.iter().enumerate() {
-            // Every piece in sorted[lo..hi] starts with bytes[..depth]: those of exactly that
-            // length come first (no byte at `depth`), then the rest by their byte at `depth`.
-            let at = |id: &u32| self.vocab[*id as usize].0.as_bytes().get(depth).copied();
-            let span = &self.sorted[lo..hi];
-            let start = lo + span.partition_point(|id| at(id) < Some(b));
-            let end = lo + span.partition_point(|id| at(id) <= Some(b));
-            if start == end {
+    /// Calls `found(id, length)` for each piece that is a prefix of `text`, shortest first
+    /// (the order of `tokenizers`' trie walk).
+    fn prefixes(&self, text: &str, mut found: impl FnMut(u32, usize)) {
+        for (at, ch) in text.char_indices() {
+            let end = at + ch.len_utf8();
+            if end > self.longest {
                 return;
             }
-            (lo, hi) = (start, end);
-            let first = self.sorted[lo];
-            if self.vocab[first as usize].0.len() == depth + 1 {
-                found(first, depth + 1);
+            if let Some(&id) = self.ids.get(&text[..end]) {
+                found(id, end);
             }
         }
     }
@@ -127,7 +121,6 @@ impl FastUnigram {
             };
             size + 1
         ];
-        let bytes = sentence.as_bytes();
         let mut starts_at = 0;
         while starts_at < size {
             let here = best[starts_at].score;
@@ -136,7 +129,7 @@ impl FastUnigram {
                 .next()
                 .map_or(1, char::len_utf8);
             let mut has_single = false;
-            self.prefixes(&bytes[starts_at..], |id, length| {
+            self.prefixes(&sentence[starts_at..], |id, length| {
                 let target = &mut best[starts_at + length];
                 let candidate = self.vocab[id as usize].1 + here;
                 if target.starts_at.is_none() || candidate > target.score {
@@ -205,10 +198,7 @@ impl FastUnigram {
     }
 
     fn token_to_id(&self, token: &str) -> Option<u32> {
-        self.sorted
-            .binary_search_by(|&id| self.vocab[id as usize].0.as_bytes().cmp(token.as_bytes()))
-            .ok()
-            .map(|at| self.sorted[at])
+        self.ids.get(token).copied()
     }
 }
 
@@ -286,11 +276,7 @@ impl Model for TokenModel {
 
     fn get_vocab(&self) -> HashMap<String, u32> {
         match self {
-            TokenModel::Unigram(u) => u
-                .sorted
-                .iter()
-                .map(|&id| (u.vocab[id as usize].0.clone(), id))
-                .collect(),
+            TokenModel::Unigram(u) => u.ids.iter().map(|(k, &v)| (k.clone(), v)).collect(),
             TokenModel::Other(m) => m.get_vocab(),
         }
     }
