@@ -136,6 +136,17 @@ def _empty_belt(query: str, why: str, code: str = "no_tool") -> ToolBelt:
     )
 
 
+def _encoder_failed(catalog: ToolCatalog, query: str, e: Exception) -> ToolBelt:
+    """The belt when the encoder fails: the core tools only, with an ``encoder_error`` alert and
+    reason ``error`` (a route decision degrades the same way: it never raises)."""
+    msg = f"the encoder failed ({type(e).__name__}: {e}): the core tools only"
+    core = tuple(ToolChoice(t.name, t.domain, 0.0, 0.0, "core") for t in catalog.specs if t.core)
+    belt = ToolBelt(
+        core, (Alert("encoder_error", msg),), query=query, no_tool=True, reason=Reason("error", msg)
+    )
+    return trace("tool belt", belt)
+
+
 def _checked(query: Any, top_k: int | None, threshold: float | None, p: Any) -> tuple[int, float | None]:
     if not isinstance(query, str):
         raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
@@ -177,7 +188,10 @@ def select_tools_batch(
     if vectors is not None:
         embs, tok_ms = query_vectors(vectors, catalog.encoder.dim, len(queries)), 0.0
     else:
-        enc = catalog.encoder.encode_with_stats([routing_text(q)[0] for q in queries])
+        try:
+            enc = catalog.encoder.encode_with_stats([routing_text(q)[0] for q in queries])
+        except Exception as e:  # noqa: BLE001 - each belt degrades as tools() does, never a raise
+            return [_encoder_failed(catalog, q, e) for q in queries]
         embs, tok_ms = enc.embeddings, enc.tokenize_ms
     share = (time.perf_counter() - t0) * 1e3 / len(queries)
     return [
@@ -231,7 +245,10 @@ def select_tools(
     elif vector is not None:
         q, tok_ms = query_vectors(vector, catalog.encoder.dim, 1)[0], 0.0
     else:
-        enc = catalog.encoder.encode_with_stats([routed])
+        try:
+            enc = catalog.encoder.encode_with_stats([routed])
+        except Exception as e:  # noqa: BLE001 - degrade to the core tools, never crash
+            return _encoder_failed(catalog, query, e)
         q, tok_ms = enc.embeddings[0], enc.tokenize_ms
     t1 = time.perf_counter()
     alerts: list[Alert] = []

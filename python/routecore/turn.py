@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 
 from routecore.context import Context
 from routecore.conversation import routing_text
-from routecore.decision import Alert, Decision, Reason, ToolBelt, ToolChoice, plain, trace
+from routecore.decision import Decision, Reason, ToolBelt, plain, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.knowledge import KnowledgeSelection
 from routecore.routing_metrics import emit
@@ -162,20 +162,9 @@ class TurnRouter:
         return Turn(query, ctx, decision, belt, knowledge, why, timings)
 
     def _belt(self, query: str, vec: Any) -> ToolBelt:
-        """``Router.tools`` with ``vec``; without one, when the encoder fails there, the core tools
-        with an ``encoder_error`` alert and reason ``error`` (as a route decision degrades)."""
-        try:
-            return self.router.tools(query, vector=vec)  # type: ignore[no-any-return]
-        except Exception as e:  # noqa: BLE001 - Router.tools lets an encoder failure through
-            if vec is not None:
-                raise
-            msg = f"the encoder failed ({type(e).__name__}: {e}): the core tools only"
-            core = tuple(
-                ToolChoice(t.name, t.domain, 0.0, 0.0, "core") for t in self.router.tool_specs if t.core
-            )
-            return ToolBelt(
-                core, (Alert("encoder_error", msg),), query=query, no_tool=True, reason=Reason("error", msg)
-            )
+        """``Router.tools`` with ``vec`` (when the encoder fails there, the core tools with an
+        ``encoder_error`` alert and reason ``error``, as a route decision degrades)."""
+        return self.router.tools(query, vector=vec)  # type: ignore[no-any-return]
 
 
 def _with_encode(t: Turn, encode_ms: float) -> Turn:
