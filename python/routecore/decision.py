@@ -208,12 +208,12 @@ class Decision:
     def collision(self) -> bool:
         """True when the best two routes are from different domains within
         ``policy.collision_gap`` (a ``collision`` alert is then in ``alerts``)."""
-        return any(a.kind == "collision" for a in self.alerts)
+        return _collision(self.alerts) is not None
 
     @property
     def system_prompt_alert(self) -> str | None:
         """The collision alert's text, ready to inject into a system prompt."""
-        return next((a.message for a in self.alerts if a.kind == "collision"), None)
+        return _collision(self.alerts)
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, plus ``collision`` and ``system_prompt_alert``."""
@@ -268,14 +268,17 @@ class ToolChoice:
     lexical_score: float = 0.0
 
 
+def _collision(alerts: Sequence[Alert]) -> str | None:
+    """The text of the ``collision`` alert among ``alerts``, if there is one."""
+    return next((a.message for a in alerts if a.kind == "collision"), None)
+
+
 @dataclass(frozen=True)
 class ToolBelt:
     """The tools offered to the LLM for one turn."""
 
     tools: tuple[ToolChoice, ...]
     alerts: tuple[Alert, ...] = ()
-    collision: bool = False
-    system_prompt_alert: str | None = None
     #: Adjusted and raw scores of the best ``policy.report_scores`` tools, best first.
     scores: Mapping[str, float] = field(default_factory=dict)
     raw_scores: Mapping[str, float] = field(default_factory=dict)
@@ -299,8 +302,21 @@ class ToolBelt:
     def names(self) -> list[str]:
         return [t.name for t in self.tools]
 
+    @property
+    def collision(self) -> bool:
+        """True when two offered tools of different domains are within ``policy.collision_gap``
+        (a ``collision`` alert is then in ``alerts``), as :attr:`Decision.collision`."""
+        return _collision(self.alerts) is not None
+
+    @property
+    def system_prompt_alert(self) -> str | None:
+        """The collision alert's text, ready to inject into a system prompt."""
+        return _collision(self.alerts)
+
     def to_dict(self) -> dict[str, Any]:
+        """Every field, plus ``collision`` and ``system_prompt_alert`` (as :meth:`Decision.to_dict`)."""
         d: dict[str, Any] = plain(self)
+        d["collision"], d["system_prompt_alert"] = self.collision, self.system_prompt_alert
         return d
 
     @classmethod
@@ -314,7 +330,7 @@ class ToolBelt:
 
         if not isinstance(d, Mapping):
             raise InvalidArgumentError(f"a tool belt must be a mapping, got {type(d).__name__}")
-        kw = dict(d)
+        kw = {k: v for k, v in d.items() if k not in ("collision", "system_prompt_alert")}  # from the alerts
         try:
             for k, item in (("tools", ToolChoice), ("alerts", Alert), ("entities", Entity)):
                 if k in kw:

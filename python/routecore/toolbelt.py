@@ -350,11 +350,8 @@ def select_tools(
         for n in discovery.get(plugin, ()):
             if allowed is None or allowed[pos[n]]:
                 chosen.setdefault(n, "discovery")
-    prompt = None
     if collision is not None and picked:  # two close tools that both miss the floor are not offered: no alert
-        a = collision_alert(names[collision[0]], names[collision[1]], collision[2], table, "tool")
-        alerts.append(a)
-        prompt = a.message
+        alerts.append(collision_alert(names[collision[0]], names[collision[1]], collision[2], table, "tool"))
     idx = [pos[n] for n in chosen]
     choices = tuple(
         map(
@@ -384,8 +381,6 @@ def select_tools(
     belt = ToolBelt(
         choices,
         tuple(alerts),
-        prompt is not None,
-        prompt,
         ScoreMap(shown_names, shown_adj),
         ScoreMap(shown_names, raw.take(shown_ix)),
         bounds,

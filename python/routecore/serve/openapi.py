@@ -172,12 +172,16 @@ def components() -> Dict[str, Any]:
     d = comps["Decision"]["properties"]
     d["action"] = {"type": "string", "enum": ["route", "clarify", "none", "error"]}
     d["tier"] = {"type": "string", "enum": ["high", "medium", "low"]}
-    d["collision"] = {"type": "boolean", "description": "a collision alert is in alerts"}
-    d["system_prompt_alert"] = {
-        "anyOf": [{"type": "string"}, {"type": "null"}],
-        "description": "the collision alert's text",
-    }
-    comps["Decision"]["required"] += ["collision", "system_prompt_alert"]
+    for name in ("Decision", "ToolBelt"):  # properties of both, read from their alerts
+        comps[name]["properties"]["collision"] = {
+            "type": "boolean",
+            "description": "a collision alert is in alerts",
+        }
+        comps[name]["properties"]["system_prompt_alert"] = {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": "the collision alert's text",
+        }
+        comps[name]["required"] += ["collision", "system_prompt_alert"]
     belt = comps["ToolBelt"]
     belt["properties"]["session"] = {
         "$ref": _REF.format(name="SessionState"),
