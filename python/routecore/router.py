@@ -16,21 +16,22 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
-from routecore import assembly, bundle, learning, live
+from routecore import assembly, bundle, learning
 from routecore.calibration import Calibration, fallback_note
-from routecore.decision import Decision, ToolBelt
+from routecore.decision import Decision
 from routecore.entities import EntityConfig, EntityMatcher, check_route_entities
-from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.errors import ConfigError
 from routecore.llm import LLMRouter, llm_from_config
 from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
 from routecore.progress import ProgressArg
 from routecore.route_table import with_route_thresholds
+from routecore.router_changes import Changes
+from routecore.router_tools import ToolCalls
 from routecore.routing_metrics import emit
 from routecore.specs import RouteSpec, ToolSpec, parse_config, read_config_file
 from routecore.tables import AUTO_INT8_ELEMENTS, EncoderLike
 from routecore.tool_formats import tool_specs
-from routecore.toolbelt import ToolSession, select_tools, select_tools_batch
 
 _T = TypeVar("_T")
 
@@ -49,7 +50,7 @@ def _kept_on(*components: str, name: str, doc: str, settable: bool = True) -> pr
     return property(attrgetter(f"{components[0]}.{name}"), set_ if settable else None, doc=doc)
 
 
-class Router:
+class Router(ToolCalls, Changes):
     """Semantic router over routes and tools.
 
     Args:
@@ -358,161 +359,6 @@ class Router:
     def fallback_chain(self, route: str) -> tuple[str, ...]:
         """``route`` and the routes reached by following ``fallback_on_error``."""
         return self.route_table.fallback_chain(route)
-
-    # -- tools ----------------------------------------------------------------------
-    def tools(
-        self,
-        query: str,
-        *,
-        context_domain: str | None = None,
-        top_k: int | None = None,
-        threshold: float | None = None,
-        candidates: Sequence[str] | None = None,
-        vector: Any = None,
-        context: Any = None,
-    ) -> ToolBelt:
-        """The tool belt for ``query``: core tools, the best matches, discovery tools.
-
-        ``candidates`` limits this call to those tools (names from the catalog; nothing
-        is re-embedded). ``vector``: the query's embedding, as in :meth:`route`.
-        ``context`` (a :class:`routecore.context.Context` of this query) builds the
-        search from the context (:meth:`~routecore.context.Context.search_text`: intent,
-        domain, entities, task; the belt's ``query`` is that text), and its ``domain``
-        layer's label is the context domain unless one is given; ``vector`` does not go
-        with it. A router without tools answers with an empty belt."""
-        if context is not None:
-            if vector is not None:
-                raise InvalidArgumentError(
-                    "tools(): give context= or vector=, not both (the context's search text is embedded)"
-                )
-            query = context.search_text()
-            if context_domain is None and "domain" in context.layers:
-                context_domain = context.layers["domain"].label
-        return self._emit(
-            select_tools(
-                self.tool_catalog,
-                query,
-                context_domain,
-                top_k,
-                threshold,
-                candidates=candidates,
-                vector=vector,
-            )
-        )
-
-    def tools_batch(
-        self,
-        queries: Sequence[str],
-        *,
-        context_domain: str | None = None,
-        top_k: int | None = None,
-        threshold: float | None = None,
-        candidates: Sequence[str] | None = None,
-        vectors: Any = None,
-    ) -> list[ToolBelt]:
-        """The tool belts for ``queries``, embedded in one batched encoder call (each as :meth:`tools` gives it)."""
-        return self._emit_all(
-            select_tools_batch(
-                self.tool_catalog,
-                queries,
-                context_domain,
-                top_k,
-                threshold,
-                vectors=vectors,
-                candidates=candidates,
-            )
-        )
-
-    async def atools(self, query: str, **kw: Any) -> ToolBelt:
-        """:meth:`tools` off the event loop."""
-        from routecore.aio import run_off_loop  # asyncio loads on the first async call
-
-        return await run_off_loop(self.tools, None, query, **kw)
-
-    async def atools_batch(self, queries: Sequence[str], **kw: Any) -> list[ToolBelt]:
-        """:meth:`tools_batch` off the event loop."""
-        from routecore.aio import run_off_loop  # asyncio loads on the first async call
-
-        return await run_off_loop(self.tools_batch, None, queries, **kw)
-
-    def discovery_tools(self, prefixes: tuple[str, ...]) -> dict[str, list[str]]:
-        """Plugin -> its tools whose names start with one of ``prefixes`` (cached)."""
-        return self.tool_catalog.discovery_tools(prefixes)
-
-    def tool_session(self, query: str, *, context_domain: str | None = None) -> ToolSession:
-        """A per-turn :class:`routecore.toolbelt.ToolSession` (request_more_tools, breaker)."""
-        return ToolSession(self.tool_catalog, query, context_domain)
-
-    def record_lesson(self, query: str, tool: str, *, use: bool, context: str = "") -> int:
-        """Remember a correction: for queries like ``query`` (in ``context``), (do not) use ``tool``."""
-        return self.tool_catalog.record_lesson(query, tool, use=use, context=context)
-
-    # -- live updates ---------------------------------------------------------------
-    def add_routes(self, routes: Sequence[RouteSpec], *, recalibrate: bool = True) -> live.Update:
-        """Add routes to a serving router: only their exemplars are embedded, and
-        readers see the old routes or the new ones, never a mix.
-
-        ``recalibrate=False`` keeps a zero-label calibration as it is instead of
-        recomputing it for the new tables (most of an update's cost on large
-        tables: BENCHMARKS.md); see :mod:`routecore.live`."""
-        return live.apply(self, add_routes=routes, recalibrate=recalibrate)
-
-    def update_route(self, route: RouteSpec, *, recalibrate: bool = True) -> live.Update:
-        """Replace the route of the same name (only new or changed exemplars are embedded)."""
-        return live.apply(self, update_routes=[route], recalibrate=recalibrate)
-
-    def remove_routes(self, names: Sequence[str], *, recalibrate: bool = True) -> live.Update:
-        """Remove routes by name."""
-        return live.apply(self, remove_routes=names, recalibrate=recalibrate)
-
-    def add_tools(
-        self, tools: Sequence[Any], *, tool_overlay: Any = None, recalibrate: bool = True
-    ) -> live.Update:
-        """Add tools (any format :mod:`routecore.tool_formats` reads) to a serving router."""
-        return live.apply(
-            self, add_tools=tool_specs(tools, overlay=tool_overlay) if tools else [], recalibrate=recalibrate
-        )
-
-    def update_tool(self, tool: Any, *, tool_overlay: Any = None, recalibrate: bool = True) -> live.Update:
-        """Replace the tool of the same name."""
-        return live.apply(
-            self, update_tools=tool_specs([tool], overlay=tool_overlay), recalibrate=recalibrate
-        )
-
-    def remove_tools(self, names: Sequence[str], *, recalibrate: bool = True) -> live.Update:
-        """Remove tools by name."""
-        return live.apply(self, remove_tools=names, recalibrate=recalibrate)
-
-    # -- learning -------------------------------------------------------------------
-    def learn(
-        self, query: str, route: str, *, source: str = "user", vector: Any = None, force: bool = False
-    ) -> learning.Learned:
-        """Add ``query`` to ``route`` as a learned exemplar (``source``: ``"user"``, ``"llm"`` or
-        ``"agent"``), without retraining from scratch; readers see the old routes or the new ones.
-
-        An unknown route raises :class:`~routecore.errors.UnknownRouteError`; a near-duplicate
-        of one of the route's exemplars is not added; an answer that contradicts a confident
-        (high-tier) decision is held for review (:meth:`held_for_review`) unless ``force``.
-        ``vector``: the query's embedding, when the caller has it. See :mod:`routecore.learning`."""
-        return learning.learner(self).learn(query, route, source=source, vector=vector, force=force)
-
-    def learned(self, route: str | None = None) -> list[learning.LearnedExemplar]:
-        """The learned exemplars (of ``route``), oldest first, with their source and time."""
-        return learning.learner(self).learned(route)
-
-    def forget(self, ids: int | Sequence[int]) -> list[learning.LearnedExemplar]:
-        """Remove learned exemplars by id (:attr:`LearnedExemplar.id`); returns them."""
-        return learning.learner(self).forget([ids] if isinstance(ids, int) else ids)
-
-    def sync_learned(self) -> int:
-        """Take the learned exemplars of this router's lesson store (``memory=``): those another
-        replica learned, or all after a restart (a router built with a store does this itself);
-        drop those removed from it. Returns how many changed."""
-        return learning.learner(self).sync()
-
-    def held_for_review(self) -> list[learning.Review]:
-        """The answers :meth:`learn` held because they contradicted a confident decision."""
-        return learning.learner(self).held()
 
     # -- bundles --------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str], *, fitted: dict[str, Any] | None = None) -> None:
