@@ -9,6 +9,7 @@ import pytest
 from routecore import Router, RouteSpec
 from routecore.errors import InvalidArgumentError, RoutecoreError, UnknownRouteError
 from routecore.learning import learner
+from routecore.lesson_cache import store_key
 from routecore.llm import LLMChoice
 from routecore.policy import Policy
 
@@ -206,7 +207,7 @@ def test_learned_exemplars_survive_a_restart_in_the_lesson_store_and_replicas_sh
     a = Router(ROUTES, encoder=encoder, memory=ExperienceMemory(path))
     x = a.learn("the courier lost my box", "shipping", source="agent").exemplar
     y = a.learn("my card was billed for nothing", "billing").exemplar
-    stored = a.memory.learned_exemplars(encoder.model_id)
+    stored = a.memory.learned_exemplars(store_key(encoder))
     assert [(s.id, s.route, s.text, s.source) for s in stored] == [
         (x.id, "shipping", x.text, "agent"),
         (y.id, "billing", y.text, "user"),
@@ -218,7 +219,7 @@ def test_learned_exemplars_survive_a_restart_in_the_lesson_store_and_replicas_sh
     assert b.route("the courier lost my box").top_exemplars[0].text == "the courier lost my box"
     z = b.learn("I want to close my profile", "account", force=True).exemplar
     assert z is not None and [e.text for e in b.forget(x.id)] == [x.text]
-    assert a.memory.learned_exemplars(encoder.model_id)[0].id == y.id  # gone from the store
+    assert a.memory.learned_exemplars(store_key(encoder))[0].id == y.id  # gone from the store
     assert a.sync_learned() == 2  # x dropped, z added
     assert [e.text for e in a.learned()] == [y.text, z.text]
     assert "the courier lost my box" not in a._route_by_name["shipping"].utterances

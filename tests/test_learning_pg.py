@@ -12,6 +12,7 @@ import pg_server
 from conftest import missing
 from routecore import Router
 from routecore.learning import learner
+from routecore.lesson_cache import store_key
 from routecore.memory import ExperienceMemory
 from test_learning import ROUTES
 
@@ -59,4 +60,4 @@ def test_a_store_made_before_learning_gets_its_table(encoder, url):
         c.execute("DROP TABLE routecore_learned")  # as a store of an earlier routecore
     r = Router(ROUTES, encoder=encoder, memory=ExperienceMemory(url))
     assert r.learn("the courier lost my box", "shipping").status == "learned"
-    assert [s.text for s in r.memory.learned_exemplars(encoder.model_id)] == ["the courier lost my box"]
+    assert [s.text for s in r.memory.learned_exemplars(store_key(encoder))] == ["the courier lost my box"]

@@ -102,3 +102,29 @@ def test_readers_beside_a_writer_see_every_lesson_in_order(tmp_path):
         r.join()
     assert not errors, errors[0]
     assert len(mem.matrix("m", 4)[1]) == 200 and seen
+
+
+def test_lessons_are_filed_under_the_tokenizer_and_config_too(tmp_path):
+    """A lesson embedded under one tokenizer or config (``Encoder.files_id``) is not applied under
+    another of the same ONNX file (issue 36 §1); a row written before files were named applies."""
+    import sqlite3
+
+    from stubs import mix
+    from test_tools import router
+
+    mem = ExperienceMemory(tmp_path / "m.sqlite")
+    r = router(memory=mem, q=mix(a0=0.6, a3=0.55))
+    r.encoder.files_id = "tok-a"
+    r.record_lesson("q", "ha_get_logs", use=False)
+    assert "ha_get_logs" not in r.tools("q").names
+    r.encoder.files_id = "tok-b"  # config.json edited, or tokenizer.json swapped
+    assert "ha_get_logs" in r.tools("q").names
+    r.encoder.files_id = "tok-a"
+    assert "ha_get_logs" not in r.tools("q").names
+
+    db = sqlite3.connect(tmp_path / "m.sqlite")  # the row as an earlier version wrote it: the bare model id
+    db.execute("UPDATE lessons SET model_id = ?", (r.encoder.model_id,))
+    db.commit()
+    db.close()
+    r.encoder.files_id = "tok-b"
+    assert "ha_get_logs" not in r.tools("q").names

@@ -43,6 +43,7 @@ import numpy as np
 
 from routecore.decision import Decision
 from routecore.errors import ConfigError, InvalidArgumentError, LLMError, MemoryStoreError, UnknownRouteError
+from routecore.lesson_cache import store_key
 
 SOURCES = ("user", "llm", "agent")
 Source = Literal["user", "llm", "agent"]
@@ -131,7 +132,7 @@ def load_stored(router: Any) -> None:
     if m is None or not hasattr(m, "learned_exemplars"):
         return
     try:
-        if m.learned_exemplars(router.encoder.model_id):
+        if m.learned_exemplars(store_key(router.encoder)):
             learner(router).sync()
     except MemoryStoreError as e:  # the router serves without them; sync_learned() tries again
         warnings.warn(
@@ -226,7 +227,7 @@ class Learner:
             now, store = time.time(), self._store()
             if store is not None:  # the store's id: unique across the replicas that share it
                 eid = store.add_learned(
-                    route, query, source, embedding=v, model_id=rt.encoder.model_id, created=now
+                    route, query, source, embedding=v, model_id=store_key(rt.encoder), created=now
                 )
             else:
                 eid, self.next_id = self.next_id, self.next_id + 1
@@ -290,7 +291,7 @@ class Learner:
         store = self._store()
         if store is None:
             return 0
-        rows = store.learned_exemplars(self.router.encoder.model_id)
+        rows = store.learned_exemplars(store_key(self.router.encoder))
         with self.router._writer:
             self._sync()
             rt, dim = self.router.route_table, self.router.encoder.dim

@@ -26,6 +26,23 @@ EMBEDDING_DTYPE = np.dtype("<f4")
 
 #: ``(count, largest id)`` of a store's table, over every model.
 Head = tuple[int, int]
+
+
+def store_key(encoder: Any) -> str:
+    """What a lesson store files an embedding under: the encoder's ``model_id`` (its ONNX file) and,
+    when it has one, its ``files_id`` (tokenizer and config), so that an edited ``config.json`` or a
+    swapped ``tokenizer.json`` never reads the lessons embedded before (issue 36)."""
+    model_id = str(encoder.model_id)
+    files_id = getattr(encoder, "files_id", None)
+    return f"{model_id}+{files_id}" if files_id else model_id
+
+
+def key_and_legacy(key: str) -> tuple[str, str]:
+    """``key`` and the bare model id rows written before :func:`store_key` named the files carry
+    (read as before: their tokenizer and config are unknown)."""
+    return key, key.split("+", 1)[0]
+
+
 #: A row as :class:`LessonCache` reads it: ``(id, model_id, embedding bytes, tool, use, context)``.
 Row = tuple[int, str, bytes, str, Any, str]
 
@@ -71,7 +88,8 @@ class LessonCache:
             rows = rows_between(0, head[1])
             if len(rows) != head[0]:  # a change between the head and the rows: read again next call
                 head = (-1, -1)
-        self._append([r for r in rows if r[1] == self.model_id])
+        keys = key_and_legacy(self.model_id)
+        self._append([r for r in rows if r[1] in keys])
         n = self._n
         view = (self._emb[:n], self._tools[:n], self._use[:n], self._contexts[:n])
         self._state = (head, view)

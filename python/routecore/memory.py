@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from routecore.errors import MemoryStoreError
-from routecore.lesson_cache import EMBEDDING_DTYPE, LessonCache, LessonMatrix, Row
+from routecore.lesson_cache import EMBEDDING_DTYPE, LessonCache, LessonMatrix, Row, key_and_legacy
 from routecore.models import HOME_ENV
 
 SCHEMA = """
@@ -191,8 +191,8 @@ class ExperienceMemory:
     def learned_exemplars(self, model_id: str) -> builtins.list[StoredExemplar]:
         """The learned exemplars stored for ``model_id``, oldest first."""
         rows: Sequence[Any] = self._read(
-            "SELECT id, route, text, source, created, embedding FROM learned WHERE model_id = ? ORDER BY id",
-            (model_id,),
+            "SELECT id, route, text, source, created, embedding FROM learned WHERE model_id IN (?, ?) ORDER BY id",
+            key_and_legacy(model_id),
         )
         return [
             StoredExemplar(r[0], r[1], r[2], r[3], r[4], np.frombuffer(r[5], EMBEDDING_DTYPE)) for r in rows

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 import numpy as np
 
 from routecore.errors import MemoryStoreError
-from routecore.lesson_cache import EMBEDDING_DTYPE, LessonCache, LessonMatrix
+from routecore.lesson_cache import EMBEDDING_DTYPE, LessonCache, LessonMatrix, key_and_legacy
 from routecore.memory import ExperienceMemory, Lesson, StoredExemplar, lesson_vector
 
 if TYPE_CHECKING:
@@ -443,9 +443,9 @@ class PostgresMemory(ExperienceMemory):
     def learned_exemplars(self, model_id: str) -> builtins.list[StoredExemplar]:
         """The learned exemplars stored for ``model_id``, oldest first."""
         rows = self._query(
-            "SELECT id, route, text, source, created, embedding FROM routecore_learned WHERE model_id = %s "
-            "ORDER BY id",
-            (model_id,),
+            "SELECT id, route, text, source, created, embedding FROM routecore_learned "
+            "WHERE model_id IN (%s, %s) ORDER BY id",
+            key_and_legacy(model_id),
             binary=True,
         )
         return [

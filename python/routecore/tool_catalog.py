@@ -16,6 +16,7 @@ from routecore.calibration import Calibration
 from routecore.entities import EntityMatcher
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.languages import LanguagePolicies
+from routecore.lesson_cache import store_key
 from routecore.lexical import DEFAULT_B, LexicalTable
 from routecore.memory import ExperienceMemory
 from routecore.policy import Policy
@@ -118,5 +119,5 @@ class ToolCatalog:
             raise InvalidArgumentError(f"unknown tool {tool!r}")
         emb = self.encoder.encode_with_stats([query]).embeddings[0]
         return self.memory.record(
-            query, tool, use=use, embedding=emb, model_id=self.encoder.model_id, context=context
+            query, tool, use=use, embedding=emb, model_id=store_key(self.encoder), context=context
         )

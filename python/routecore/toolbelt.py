@@ -17,6 +17,7 @@ from routecore.decision import Alert, Reason, ScoreMap, Timings, ToolBelt, ToolC
 from routecore.entities import entity_effects
 from routecore.errors import InvalidArgumentError, RoutecoreError
 from routecore.languages import language_alert
+from routecore.lesson_cache import store_key
 from routecore.policy import affinity_scale, resolved
 from routecore.tables import Step, collision_alert, query_vectors
 from routecore.tool_catalog import ToolCatalog
@@ -56,7 +57,7 @@ def _ranked_scores(
     if catalog.memory is not None:
         floor -= resolved(p.lesson_boost, "lesson_boost")  # a lesson can lift a tool over the floor
         try:
-            emb, tools, use, contexts = catalog.memory.matrix(catalog.encoder.model_id, q.shape[0])
+            emb, tools, use, contexts = catalog.memory.matrix(store_key(catalog.encoder), q.shape[0])
             if catalog.memory.skipped:
                 alerts.append(
                     Alert(
