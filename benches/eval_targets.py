@@ -80,7 +80,7 @@ def main(model=None):
     q, cat = D.metatool("single_tool")
     router = tools_router(cat, enc, progress=True)
     Xq = R.embed(enc, [s.query for s in q.samples], progress=True, what="embed metatool")
-    hits = router._tools.index.search(Xq, 5)
+    hits = router.tool_catalog.tools.index.search(Xq, 5)
     ranked = [list(row) for row in hits.labels]
     res["metatool_single"] = M.tool_metrics([s.tools for s in q.samples], ranked, (1, 3, 5))
     print(json.dumps(res, indent=1))

@@ -117,7 +117,7 @@ def run(enc: Encoder, name: str, head: str, no_clinc_background: bool = False, s
 def _confidence(router, x: np.ndarray, text: str) -> float:
     rt = router.route_table
     p, _ = rt.policy_for(x)
-    r = router._routes.score(x, p, [], 0, bias=rt.bias_and_entities(text, p).bias)
+    r = router.route_table.table.score(x, p, [], 0, bias=rt.bias_and_entities(text, p).bias)
     if rt.head is not None:
         rt._apply_head(r, x, p)
     return float(np.max(r.probs))

@@ -51,9 +51,9 @@ def main() -> None:
         encoder=fixed,
         policy=r8.policy,
         storage="f32",
-        _vectors={"routes": r8._routes.index.vectors()[1], "tools": z, "anti": z},
+        _vectors={"routes": r8.route_table.table.index.vectors()[1], "tools": z, "anti": z},
     )
-    assert (r8._routes.storage, r32._routes.storage) == ("int8", "f32")
+    assert (r8.route_table.table.storage, r32.route_table.table.storage) == ("int8", "f32")
     same = same_all = 0
     bounds = []
     for t in texts:
@@ -77,7 +77,7 @@ def main() -> None:
         bounds.extend(v for v in a8.score_bounds.values() if v > 0)
     now = datetime.datetime.now(datetime.timezone.utc)
     print(
-        f"{now:%Y-%m-%d %H:%M} UTC, {enc.model_id}, {len(r8._routes.texts)} exemplars, {len(texts)} CLINC150 test queries"
+        f"{now:%Y-%m-%d %H:%M} UTC, {enc.model_id}, {len(r8.route_table.table.texts)} exemplars, {len(texts)} CLINC150 test queries"
     )
     print(
         f"same (action, route, tier): {same}/{len(texts)}; same including candidates, bias rule and best exemplars: {same_all}/{len(texts)}"

@@ -98,7 +98,7 @@ def live_update(enc, train):
     t = time.perf_counter()
     r = Router(routes, encoder=enc)
     build_s = time.perf_counter() - t
-    rows = len(r._routes.texts)
+    rows = len(r.route_table.table.texts)
     new = RouteSpec("new_route", tuple(f"{u} (variant)" for u in routes[0].utterances[:100]))
     add = r.add_routes([new])
     changed = RouteSpec(

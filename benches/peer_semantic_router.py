@@ -89,7 +89,7 @@ def rc_predict(router, X):
     names = [r.name for r in router.route_specs]
     preds = []
     for x in X:  # same per-query native step + thresholds as Router.route
-        raw = router._routes.score(x, router.policy, [], 0).raw
+        raw = router.route_table.table.score(x, router.policy, [], 0).raw
         a = int(raw.argmax())
         preds.append(names[a] if raw[a] >= router.policy.value("min_score", names[a]) else None)
     return preds, (time.perf_counter() - t) / len(X) * 1e3

@@ -39,7 +39,7 @@ def main() -> None:
         enc = Encoder.load(path, cache_size=0)
         router = R.build_router(train, enc, shots=100)
         ix = VectorIndex(enc.dim, backend="flat", storage="int8")
-        ix.add(np.arange(len(router._routes.texts)), router._routes.index.vectors()[1])
+        ix.add(np.arange(len(router.route_table.table.texts)), router.route_table.table.index.vectors()[1])
         enc_t, cold, hot = [], [], []
         for i in range(300):
             t0 = time.perf_counter()
@@ -52,7 +52,7 @@ def main() -> None:
             enc_t.append(t1 - t0), cold.append(t2 - t1), hot.append(t3 - t2)
         e, c, h = (np.array(x[20:]) for x in (enc_t, cold, hot))
         # int8 codes plus 16 bytes of per-row facts (scale, code sum, error, norm).
-        read = len(router._routes.texts) * (enc.dim + 16) / (bw * 1e9)
+        read = len(router.route_table.table.texts) * (enc.dim + 16) / (bw * 1e9)
         print(
             f"| {name} | {np.median(e) * 1e3:.2f} | {np.median(h) * 1e6:.0f} | {np.median(c) * 1e6:.0f} / {np.percentile(c, 95) * 1e6:.0f} | "
             f"{np.median(c) / np.median(e):.1%} | {read * 1e6:.0f} | {read / np.median(e):.1%} |"

@@ -45,7 +45,7 @@ def main(names, parallel=False) -> None:
     for name in names:
         r = router_for(name, "clinc150 (150 routes x 100)")
         log: dict = {}
-        r._routes.index._impl = _Timed(r._routes.index._impl, log)
+        r.route_table.table.index._impl = _Timed(r.route_table.table.index._impl, log)
         decide = r._decide
 
         def timed_decide(*a):

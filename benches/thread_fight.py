@@ -159,7 +159,7 @@ def main() -> None:
     print(f"command: python {' '.join(sys.argv)}  (cwd benches/)")
     print(f"git: {commit}{' (+ uncommitted changes)' if dirty else ''}")
     print(
-        f"router: {SETUP[0]}, {SETUP[1]}, {len(r.route_specs)} routes, table storage {r._routes.index.storage}, "
+        f"router: {SETUP[0]}, {SETUP[1]}, {len(r.route_specs)} routes, table storage {r.route_table.table.index.storage}, "
         f"built in {build_s:.0f} s; encoder threads {enc_spin.threads}, cache off"
     )
     print(f"cutoffs: parallel_cutoff {_native.parallel_cutoff()}, route_parallel_cutoff {cutoff0} (B sets 0)")

@@ -47,7 +47,7 @@ def splits(name: str, split: str) -> tuple[D.Dataset, D.Dataset]:
 
 def decide(router, X: np.ndarray, texts: list[str]) -> list[tuple[str, str | None, str, float]]:
     """(action, route, tier, confidence) of the router's decision step for each query vector."""
-    table, rt = router._routes, router.route_table
+    table, rt = router.route_table.table, router.route_table
     out = []
     for x, text in zip(X, texts):
         p, _ = rt.policy_for(x)

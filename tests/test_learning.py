@@ -49,8 +49,8 @@ def test_a_learned_query_is_an_exemplar_with_its_source_and_time(router):
     (e,) = router.learned()
     assert (e.route, e.text, e.source, e.id) == ("shipping", "the courier lost my box", "agent", 1)
     assert e.time > 0 and e.generation == res.generation
-    assert "the courier lost my box" in router._route_by_name["shipping"].utterances
-    assert "the courier lost my box" in router._routes.texts
+    assert "the courier lost my box" in router.route_table.by_name["shipping"].utterances
+    assert "the courier lost my box" in router.route_table.table.texts
     d = router.route("the courier lost my box")
     assert d.generation == res.generation
     assert d.top_exemplars[0].text == "the courier lost my box"  # the table holds it now
@@ -62,7 +62,7 @@ def test_a_near_duplicate_is_not_added_twice(router):
     assert again.status == "duplicate" and again.nearest >= again.cut and again.exemplar is None
     assert router.learn("track my order", "shipping").status == "duplicate"  # a config exemplar
     assert [e.text for e in router.learned()] == ["my package never arrived"]
-    assert router._route_by_name["shipping"].utterances.count("my package never arrived") == 1
+    assert router.route_table.by_name["shipping"].utterances.count("my package never arrived") == 1
     # The cut sits on the encoder's scale: under 1, above the typical same-route pair.
     assert 0.5 < again.cut < 1.0
 
@@ -75,7 +75,7 @@ def test_an_answer_contradicting_a_confident_decision_is_held_for_review(router)
     assert res.status == "held" and res.review is not None
     assert (res.review.route, res.review.decided, res.review.source) == ("shipping", "account", "llm")
     assert router.held_for_review() == [res.review]
-    assert router.learned() == [] and q not in router._route_by_name["shipping"].utterances
+    assert router.learned() == [] and q not in router.route_table.by_name["shipping"].utterances
     forced = router.learn("charged two times on my card", "shipping", force=True)  # a reviewer's call
     assert forced.status == "learned"
 
@@ -87,8 +87,8 @@ def test_a_route_keeps_at_most_the_cap_and_the_oldest_go_first(encoder):
     assert [x.status for x in results] == ["learned"] * 3
     assert [e.text for e in results[2].evicted] == [texts[0]]
     assert [e.text for e in r.learned("billing")] == texts[1:]
-    assert texts[0] not in r._route_by_name["billing"].utterances
-    assert texts[0] not in r._routes.texts and texts[2] in r._routes.texts
+    assert texts[0] not in r.route_table.by_name["billing"].utterances
+    assert texts[0] not in r.route_table.table.texts and texts[2] in r.route_table.table.texts
 
 
 def test_learned_exemplars_can_be_removed(router):
@@ -100,8 +100,8 @@ def test_learned_exemplars_can_be_removed(router):
     assert len(router.learned()) == 2  # nothing removed
     assert router.forget(a.id) == [a]
     assert router.learned() == [b]
-    assert "the courier lost my box" not in router._route_by_name["shipping"].utterances
-    assert "the courier lost my box" not in router._routes.texts
+    assert "the courier lost my box" not in router.route_table.by_name["shipping"].utterances
+    assert "the courier lost my box" not in router.route_table.table.texts
     learner(router).wait()
 
 
@@ -116,7 +116,7 @@ def test_the_background_refit_rebuilds_the_head_and_decisions_name_its_generatio
     d = r.route("the courier lost my box")
     assert d.generation == lr.generation == 3  # two learns and the refit
     assert [e.text for e in r.learned()] == ["the courier lost my box", "my card was billed for nothing"]
-    assert "the courier lost my box" in r._route_by_name["shipping"].utterances
+    assert "the courier lost my box" in r.route_table.by_name["shipping"].utterances
 
 
 class _LLM:
@@ -188,13 +188,13 @@ def test_learned_exemplars_survive_a_restart(encoder, tmp_path):
     r.save(tmp_path / "b")
     back = Router.load(tmp_path / "b", encoder=encoder)
     assert back.learned() == [a, b]
-    assert "the courier lost my box" in back._route_by_name["shipping"].utterances
+    assert "the courier lost my box" in back.route_table.by_name["shipping"].utterances
     assert back.route("the courier lost my box").top_exemplars[0].text == "the courier lost my box"
     assert back.learn("the courier lost my box", "shipping").status == "duplicate"
     c = back.learn("the parcel went to the wrong town", "shipping").exemplar
     assert c is not None and c.id == 3  # ids go on after the saved ones
     assert back.forget(a.id) == [a]
-    assert "the courier lost my box" not in back._route_by_name["shipping"].utterances
+    assert "the courier lost my box" not in back.route_table.by_name["shipping"].utterances
     back.save(tmp_path / "b")
     again = Router.load(tmp_path / "b", encoder=encoder)
     assert [e.text for e in again.learned()] == [b.text, c.text]
@@ -222,7 +222,7 @@ def test_learned_exemplars_survive_a_restart_in_the_lesson_store_and_replicas_sh
     assert a.memory.learned_exemplars(store_key(encoder))[0].id == y.id  # gone from the store
     assert a.sync_learned() == 2  # x dropped, z added
     assert [e.text for e in a.learned()] == [y.text, z.text]
-    assert "the courier lost my box" not in a._route_by_name["shipping"].utterances
+    assert "the courier lost my box" not in a.route_table.by_name["shipping"].utterances
     learner(a).wait()
     learner(b).wait()
 
@@ -234,8 +234,8 @@ def test_a_live_update_keeps_the_learned_exemplars_of_the_routes_that_remain(rou
     router.add_routes([RouteSpec("weather", ("will it rain tomorrow", "weather forecast for Paris"))])
     router.remove_routes(["billing"])
     assert router.learned() == [x]  # billing's is gone with its route
-    assert y is not None and "my card was billed for nothing" not in router._routes.texts
+    assert y is not None and "my card was billed for nothing" not in router.route_table.table.texts
     assert router.route("x").generation == 0  # a live update starts the count again
     assert router.forget(x.id) == [x]
-    assert "the courier lost my box" not in router._route_by_name["shipping"].utterances
+    assert "the courier lost my box" not in router.route_table.by_name["shipping"].utterances
     learner(router).wait()

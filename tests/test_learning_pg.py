@@ -47,7 +47,7 @@ def test_replicas_share_learned_exemplars_through_postgres(encoder, url):
     assert [e.text for e in a.learned()] == [x.text, y.text]
     a.forget(x.id)
     assert b.sync_learned() == 1 and [e.text for e in b.learned()] == [y.text]
-    assert x.text not in b._route_by_name["shipping"].utterances
+    assert x.text not in b.route_table.by_name["shipping"].utterances
     learner(a).wait()
     learner(b).wait()
 

@@ -45,7 +45,7 @@ def test_route_batch_equals_single_calls(it_ops_router, encoder):
     batch = it_ops_router.route_batch(
         QUERIES,
         previous=[None, None, None, "GENERAL", None, None, None, None]
-        if "GENERAL" in it_ops_router._route_by_name
+        if "GENERAL" in it_ops_router.route_table.by_name
         else None,
     )
     encoder.clear_cache()

@@ -42,8 +42,8 @@ def setup():
 def test_auto_storage_picks_int8_for_large_tables(setup):
     routes, enc, policy, _ = setup
     assert N_ROUTES * PER * DIM >= AUTO_INT8_ELEMENTS
-    assert Router(routes, encoder=enc, policy=policy)._routes.storage == "int8"
-    assert Router(routes[:3], encoder=enc, policy=policy)._routes.storage == "f32"
+    assert Router(routes, encoder=enc, policy=policy).route_table.table.storage == "int8"
+    assert Router(routes[:3], encoder=enc, policy=policy).route_table.table.storage == "f32"
 
 
 def test_int8_router_decides_like_f32(setup):
@@ -114,7 +114,7 @@ def test_int8_tool_belt_matches_f32(tmp_path):
     assert estimated > 0  # the reported tail really held int8 estimates
     # Lessons lift or ban tools: the lifted one is scored exactly.
     for r in (exact, compact):
-        r.memory = ExperienceMemory(tmp_path / f"{r._tools.storage}.sqlite")
+        r.memory = ExperienceMemory(tmp_path / f"{r.tool_catalog.tools.storage}.sqlite")
         r.record_lesson("tool 74 please", "t300", use=True)
         r.record_lesson("tool 74 please", "t74", use=False)
     a, b = exact.tools("tool 74 please"), compact.tools("tool 74 please")

@@ -101,7 +101,7 @@ def test_metrics_of_each_shape_on_crafted_vectors():
     ]
     data = D.Dataset("crafted", rows)
     res = evaluate_tools(
-        r, data, rows=rows_catalog(data, [{"name": n, "description": ""} for n in r._tool_by_name])[1]
+        r, data, rows=rows_catalog(data, [{"name": n, "description": ""} for n in r.tool_catalog.by_name])[1]
     )
     assert (res["n_relevant"], res["n_no_tool"], res["n_multi"]) == (3, 1, 1)
     assert res["recall@1"] == pytest.approx((1 + 0.5 + 1) / 3)  # rain? may only pick among its candidates

@@ -81,7 +81,9 @@ def _writer_lock(d: Path) -> Iterator[None]:
 def _save_locked(router: Any, d: Path, fitted: dict[str, Any] | None) -> None:
     gen = uuid.uuid4().hex[:12]
     files: dict[str, dict[str, Any]] = {}
-    for name, table in zip(TABLES, (router._routes, router._tools, router._anti)):
+    for name, table in zip(
+        TABLES, (router.route_table.table, router.tool_catalog.tools, router.tool_catalog.anti)
+    ):
         files[name] = _write(d, f"{name}.{gen}.rci", table.index.save, rows=len(table.index))
     for name, lex in (("routes", router.route_table.lexical), ("tools", router.tool_catalog.lexical)):
         if lex is not None:  # the BM25 tables, saved beside the dense ones (same generation, same checks)

@@ -127,7 +127,7 @@ def _calibration(router: Any, V: np.ndarray, owners: np.ndarray, R: int, B: np.n
 
 def _vectors(router: Any, n: int) -> np.ndarray:
     """The route exemplars' embeddings from the router's table (f32), else embedded again."""
-    table = router._routes
+    table = router.route_table.table
     if table.storage == "f32" and len(table.index) == n:
         ids, vecs, _, _ = table.index.vectors()
         V = np.empty((n, vecs.shape[1]), np.float32)

@@ -102,12 +102,6 @@ class Router(ToolCalls, Changes):
     memory = _kept_on("tool_catalog", name="memory", doc="The optional experience memory of tool lessons.")
     route_specs = _kept_on("route_table", name="specs", doc="The route specifications.", settable=False)
     tool_specs = _kept_on("tool_catalog", name="specs", doc="The tool specifications.", settable=False)
-    # Read by evaluation code, benches and tests.
-    _routes = _kept_on("route_table", name="table", doc="The routes' ScoreTable.", settable=False)
-    _tools = _kept_on("tool_catalog", name="tools", doc="The tools' ScoreTable.", settable=False)
-    _anti = _kept_on("tool_catalog", name="anti", doc="The anti-patterns' ScoreTable.", settable=False)
-    _route_by_name = _kept_on("route_table", name="by_name", doc="Route name -> spec.", settable=False)
-    _tool_by_name = _kept_on("tool_catalog", name="by_name", doc="Tool name -> spec.", settable=False)
     _decide = _kept_on(
         "route_table", name="_decide", doc="The route decision step (settable, to time or stub it)."
     )

@@ -126,7 +126,7 @@ def raw_scores(router: Router, X: np.ndarray) -> np.ndarray:
     """Aggregated raw route scores [n, routes] (native scoring step per row), all exact."""
     p = router.policy
     return (
-        np.stack([router._routes.score(x, p, [], 0, exact_floor=-np.inf).raw for x in X])
+        np.stack([router.route_table.table.score(x, p, [], 0, exact_floor=-np.inf).raw for x in X])
         if len(X)
         else np.zeros((0, len(router.route_specs)))
     )
@@ -251,7 +251,7 @@ def evaluate_routes(
     for i, s in enumerate(data.samples):
         t = time.perf_counter()
         d = router.route(
-            s.text, previous=s.previous_route if s.previous_route in router._route_by_name else None
+            s.text, previous=s.previous_route if s.previous_route in router.route_table.by_name else None
         )
         lat.append((time.perf_counter() - t) * 1e3)
         p = d.route if d.action == "route" else (None if d.action == "none" else "CLARIFY")

@@ -89,7 +89,7 @@ def rows_catalog(
 
 def _catalog_rows(router: Router, data: Dataset) -> RowTools:
     """``data``'s rows over ``router``'s own catalog (rows may only name its tools)."""
-    return rows_catalog(data, [{"name": n, "description": ""} for n in router._tool_by_name])[1]
+    return rows_catalog(data, [{"name": n, "description": ""} for n in router.tool_catalog.by_name])[1]
 
 
 def evaluate_tools(
