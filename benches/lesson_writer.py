@@ -1,10 +1,12 @@
 """Readers' throughput while lessons are written (issue 36 §6: goal, readers keep >= 80 %).
 
-    python benches/lesson_writer.py [--readers 15] [--seconds 10] [--prefill 3000]
+    python benches/lesson_writer.py [--readers 15] [--seconds 10] [--prefill 3000] [--served]
 
 A router over the shipped example tool catalog with an SQLite lesson store in a temporary
 folder; ``--readers`` threads call ``tools()`` on cached queries for ``--seconds``, first alone,
-then beside one thread that records lessons back to back (each embeds its query). ``--prefill``
+then beside one thread that records lessons back to back (each embeds a new query; with ``--served``
+each is about a query just served, whose embedding the encoder's cache holds, as a correction of the
+turn an agent just ran is). ``--prefill``
 lessons (random unit embeddings, unrelated queries) are stored first: a store in use holds many.
 Prints the readers' calls in each phase, their ratio, and the lessons written.
 """
@@ -22,12 +24,13 @@ import numpy as np
 
 from routecore import Router
 from routecore.examples import TOOLS
+from routecore.lesson_cache import store_key
 from routecore.memory import ExperienceMemory
 
 QUERIES = ["device logs", "turn on the kitchen light", "what's on my calendar", "restart the server"]
 
 
-def phase(router: Router, readers: int, seconds: float, write: bool) -> tuple[int, int]:
+def phase(router: Router, readers: int, seconds: float, write: bool, served: bool = False) -> tuple[int, int]:
     stop = threading.Event()
     calls = [0] * readers
     written = [0]
@@ -42,7 +45,7 @@ def phase(router: Router, readers: int, seconds: float, write: bool) -> tuple[in
         while not stop.is_set():
             q = QUERIES[written[0] % len(QUERIES)]
             router.record_lesson(
-                f"{q} #{written[0]}", names[written[0] % len(names)], use=written[0] % 2 == 0
+                q if served else f"{q} #{written[0]}", names[written[0] % len(names)], use=written[0] % 2 == 0
             )
             written[0] += 1
 
@@ -62,6 +65,7 @@ def main() -> None:
     ap.add_argument("--readers", type=int, default=15)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--prefill", type=int, default=3000)
+    ap.add_argument("--served", action="store_true", help="lessons about queries just served (cached)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         memory = ExperienceMemory(Path(tmp) / "lessons.sqlite")
@@ -75,15 +79,16 @@ def main() -> None:
                 names[i % len(names)],
                 use=True,
                 embedding=v / np.linalg.norm(v),
-                model_id=router.encoder.model_id,
+                model_id=store_key(router.encoder),
             )
         for q in QUERIES:  # the embeddings cached: the readers measure the non-encoder path
             router.tools(q)
         alone, _ = phase(router, a.readers, a.seconds, write=False)
-        beside, written = phase(router, a.readers, a.seconds, write=True)
+        beside, written = phase(router, a.readers, a.seconds, write=True, served=a.served)
     print(
         f"{platform.machine()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {a.readers} readers, "
-        f"{a.seconds:g} s, {a.prefill} lessons before: {alone} calls alone, {beside} beside a writer ({written} lessons): "
+        f"{a.seconds:g} s, {a.prefill} lessons before: {alone} calls alone, {beside} beside a writer ({written} "
+        f"lessons{', on served queries' if a.served else ''}): "
         f"{100 * beside / max(alone, 1):.0f} % kept (goal >= 80 %)"
     )
 
