@@ -38,6 +38,9 @@ CREATE TABLE IF NOT EXISTS lessons (
     embedding BLOB NOT NULL,
     created REAL NOT NULL
 );
+-- A narrow index: counting lessons (what a reader checks after each write) reads it, not the rows and their
+-- 1.5 KB embeddings (1.8 -> 0.2 ms at 3,000 lessons).
+CREATE INDEX IF NOT EXISTS lessons_created ON lessons (created);
 CREATE TABLE IF NOT EXISTS learned (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     route TEXT NOT NULL,
