@@ -389,3 +389,15 @@ def test_fallback_tool_when_no_tool_passes_the_floor(encoder):
     assert not ok.no_tool and "get_weather" in ok.names and all(t.reason != "fallback" for t in ok.tools)
     with pytest.raises(ConfigError, match="fallback_tool 'nope'"):
         Router([], tools, encoder=encoder, policy=Policy(fallback_tool="nope"))
+
+
+def test_many_lessons_on_one_tool_count_once_and_a_ban_wins(tmp_path):
+    r = router(memory=ExperienceMemory(tmp_path / "m.sqlite"), q=mix(a0=0.6, a3=0.55))
+    r.record_lesson("q", "disk", use=True)
+    once = r.tools("q", top_k=2).scores["disk"]
+    for _ in range(3):
+        r.record_lesson("q", "disk", use=True)
+    assert r.tools("q", top_k=2).scores["disk"] == once  # the boost is not added four times
+    r.record_lesson("q", "disk", use=False)
+    r.record_lesson("q", "disk", use=True)  # a later "use it" does not lift a ban
+    assert "disk" not in r.tools("q", top_k=2).names

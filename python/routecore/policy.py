@@ -162,7 +162,8 @@ class Policy:
     #: The factor of a tool an anti-pattern matches, applied by :func:`affinity_scale`.
     anti_pattern_penalty: float = 0.50
     lesson_similarity: float | None = None
-    #: Added to a tool's score by a "use it" lesson (a cosine; unset, 5 calibrated scales).
+    #: Added to a tool's score by its "use it" lessons (once, however many match the query; a matching
+    #: "do not use" lesson wins and removes the tool). A cosine; unset, 5 calibrated scales.
     lesson_boost: float | None = None
     #: Added to the cosine of a route that prefers an entity type the query holds
     #: (routecore.entities); unset, one calibrated scale (the three-way tie window).

@@ -73,10 +73,12 @@ def _ranked_scores(
             # threads its pool serialised them (3,000 lessons, 15 readers: 446 calls in 10 s
             # against 18,882 with one BLAS thread; benches/lesson_writer.py).
             sims = np.einsum("ij,j->i", emb, q)
+            verdict: dict[int, bool] = {}  # one per tool, however many lessons match: a "do not use" wins
             for i in np.flatnonzero(sims >= p.lesson_similarity):
                 j = catalog.tools.pos.get(tools[i])
                 if j is not None and (not contexts[i] or contexts[i] == (context_domain or "")):
-                    lessons.append((j, bool(use[i])))
+                    verdict[j] = verdict.get(j, True) and bool(use[i])
+            lessons = list(verdict.items())
     demoted = hit.nonzero()[0].tolist() if hit is not None else []
     exact = [names[j] for j in demoted] + [names[j] for j, _ in lessons]
     lex = catalog.lexical_bias(text)
