@@ -24,7 +24,7 @@ from routecore.policy import Policy, resolved
 from routecore.progress import Progress
 
 
-@dataclass(slots=True)
+@dataclass
 class Step:
     """One native routing step (``_native.StepResult``), per-route arrays in spec order, and what
     the decision adds to it. ``raw`` holds the cosines plus any bias (lexical, entities), ``dense``

@@ -309,7 +309,9 @@ def select_tools(
         if max(m, shown_n)
         else (np.zeros(0, np.float32), np.zeros(0, np.uint64))
     )
-    shown_ix = ranked[:shown_n]  # numpy indices for the arrays' take()
+    shown_ix = ranked[:shown_n].astype(
+        np.intp
+    )  # numpy indices for the arrays' take() (numpy < 2.1 refuses uint64)
     ranked = ranked.tolist()  # plain ints: numpy scalars are slow to index with
     order, shown = ranked[:m], ranked[:shown_n]
     picked = 0
