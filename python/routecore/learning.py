@@ -36,7 +36,7 @@ from __future__ import annotations
 import threading
 import time
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
 import numpy as np
@@ -94,12 +94,6 @@ class Learned:
 def _no_llm(_request: Any) -> Any:
     """A chooser that declines: the contradiction guard reads the decision made without the LLM."""
     raise LLMError("the learning guard decides without the LLM")
-
-
-def stamped(rt: Any, d: Decision) -> Decision:
-    """``d`` with the generation of the route table ``rt`` that decided it."""
-    g = getattr(rt, "generation", 0)
-    return d if not g else replace(d, generation=g)
 
 
 def learner(router: Any) -> Learner:

@@ -30,6 +30,9 @@ class Outcomes:
     llm: LLMRouter | None
     calibrated: str
     table: ScoreTable
+    #: Which generation of the routes this table is (routecore.learning installs each new one); every
+    #: decision it makes carries it.
+    generation: int = 0
 
     def fallback_chain(self, route: str) -> tuple[str, ...]:
         """``route`` and the routes reached by following ``fallback_on_error``."""
@@ -167,6 +170,7 @@ class Outcomes:
         alerts = [Alert("encoder_error", f"encoder failed: {type(err).__name__}: {err}")]
         common: dict[str, Any] = dict(
             calibrated=self.calibrated,
+            generation=self.generation,
             query=text,
             previous_route=previous,
             error_message=self.policy.error_message,
@@ -218,6 +222,7 @@ class Outcomes:
             adjusted_scores={},
             reason=reasons.empty_query(),
             calibrated=self.calibrated,
+            generation=self.generation,
             query=text,
             previous_route=previous,
             error_message=self.policy.error_message,

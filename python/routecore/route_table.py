@@ -369,6 +369,7 @@ class RouteTable(Decider):
             previous_route=previous,
             error_message=self.policy.error_message,
             calibrated=self.calibrated,
+            generation=self.generation,
         )
         return trace("route decision", dec)
 

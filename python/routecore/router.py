@@ -307,11 +307,11 @@ class Router(ToolCalls, Changes):
                 A wrong width raises :class:`DimensionMismatchError`, NaN or infinity
                 :class:`NonFiniteError`.
         """
-        rt = self.route_table  # read once: the generation that decides
-        d = rt.route(
-            query, previous=previous, context_domains=context_domains, clarify=clarify, vector=vector
+        return self._emit(
+            self.route_table.route(
+                query, previous=previous, context_domains=context_domains, clarify=clarify, vector=vector
+            )
         )
-        return self._emit(learning.stamped(rt, d))
 
     def route_batch(
         self,
@@ -328,27 +328,28 @@ class Router(ToolCalls, Changes):
         one route for all queries or one per query; ``vectors`` (``n x dim``) skips
         the encoder; ``executor`` decides the queries in its threads (their LLM
         fallback calls then overlap)."""
-        rt = self.route_table
-        ds = rt.route_batch(
-            queries, previous=previous, context_domains=context_domains, vectors=vectors, executor=executor
+        return self._emit_all(
+            self.route_table.route_batch(
+                queries,
+                previous=previous,
+                context_domains=context_domains,
+                vectors=vectors,
+                executor=executor,
+            )
         )
-        return self._emit_all([learning.stamped(rt, d) for d in ds])
 
     async def aroute(self, query: str, **kw: Any) -> Decision:
         """:meth:`route` off the event loop (the native work releases the GIL); the
         LLM fallback is awaited on the loop when it has an async client."""
         from routecore.aio import run_off_loop  # asyncio loads on the first async call
 
-        rt = self.route_table
-        return self._emit(learning.stamped(rt, await run_off_loop(rt.route, self.llm, query, **kw)))
+        return self._emit(await run_off_loop(self.route_table.route, self.llm, query, **kw))
 
     async def aroute_batch(self, queries: Sequence[str], **kw: Any) -> list[Decision]:
         """:meth:`route_batch` off the event loop."""
         from routecore.aio import run_off_loop  # asyncio loads on the first async call
 
-        rt = self.route_table
-        ds = await run_off_loop(rt.route_batch, self.llm, queries, **kw)
-        return self._emit_all([learning.stamped(rt, d) for d in ds])
+        return self._emit_all(await run_off_loop(self.route_table.route_batch, self.llm, queries, **kw))
 
     def fallback_chain(self, route: str) -> tuple[str, ...]:
         """``route`` and the routes reached by following ``fallback_on_error``."""
