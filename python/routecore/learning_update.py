@@ -154,6 +154,7 @@ class RefitJob:
         """The job for the router's tables now, or None when its head cannot be rebuilt here (a
         fitted head: ``routecore fit --head``) or a live update replaced the table."""
         from routecore import assembly
+        from routecore.live import build_args
 
         rt, tc, sp = router.route_table, router.tool_catalog, router.spec_policy
         if rt is not st.rt:
@@ -167,22 +168,7 @@ class RefitJob:
             head_threshold = head.threshold if calibration is not None else None
             head = None
         texts = exemplar_texts(rt.specs)[0]
-        known = {
-            "routes": dict(zip(texts, st.V)),
-            "tools": assembly.known_vectors(tc.tools),
-            "anti": assembly.known_vectors(tc.anti),
-        }
-        kw = dict(
-            encoder=router.encoder,
-            spec_policy=sp,
-            llm=rt.llm,
-            memory=tc.memory,
-            head=head,
-            storage=router._storage,
-            calibration=calibration,
-            known=known,
-            head_threshold=head_threshold,
-        )
+        kw = build_args(router, sp, head, calibration, head_threshold, dict(zip(texts, st.V)))
         return cls(router, rt, tc, generation, {"specs": (list(rt.specs), list(tc.specs)), **kw})
 
     def build(self) -> Any:

@@ -60,6 +60,36 @@ def _merged(
     return out
 
 
+def build_args(
+    router: Any,
+    spec_policy: Any,
+    head: Any,
+    calibration: Any,
+    head_threshold: Any,
+    routes_known: dict[str, Any],
+) -> dict[str, Any]:
+    """The keyword arguments of :func:`routecore.assembly.build` for a rebuild of ``router``'s tables (a live
+    update, a learning refit): its encoder, LLM, memory and storage, the tools' and anti-patterns' vectors it
+    has, and ``routes_known`` (text -> vector) for the routes'."""
+    tc = router.tool_catalog
+    known = {
+        "routes": routes_known,
+        "tools": assembly.known_vectors(tc.tools),
+        "anti": assembly.known_vectors(tc.anti),
+    }
+    return dict(
+        encoder=router.encoder,
+        spec_policy=spec_policy,
+        llm=router.route_table.llm,
+        memory=tc.memory,
+        head=head,
+        storage=router._storage,
+        calibration=calibration,
+        known=known,
+        head_threshold=head_threshold,
+    )
+
+
 def apply(
     router: Any,
     *,
@@ -100,25 +130,11 @@ def apply(
             # belong to, or, with ``recalibrate=False``, alone (the cuts and the calibration stay).
             head_threshold = head.threshold if calibration is not None else None
             head = None
-        known = {
-            "routes": assembly.known_vectors(rt.table),
-            "tools": assembly.known_vectors(tc.tools),
-            "anti": assembly.known_vectors(tc.anti),
-        }
         t0 = time.perf_counter()
-        parts = assembly.build(
-            routes,
-            tools,
-            encoder=router.encoder,
-            spec_policy=spec_policy,
-            llm=rt.llm,
-            memory=tc.memory,
-            head=head,
-            storage=router._storage,
-            calibration=calibration,
-            known=known,
-            head_threshold=head_threshold,
+        args = build_args(
+            router, spec_policy, head, calibration, head_threshold, assembly.known_vectors(rt.table)
         )
+        parts = assembly.build(routes, tools, **args)
         total = (time.perf_counter() - t0) * 1e3
         router.spec_policy = spec_policy
         router._install(parts)
