@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 
 from routecore.encoder import EncodeOutput
 
@@ -101,3 +103,12 @@ def manual(**kw):
     from routecore.policy import Policy
 
     return Policy(**{**MANUAL, "head": "off", **kw})
+
+
+#: Any text for the contract properties: every code point, lone surrogates mixed in (st.characters()
+#: leaves them out), and the words the crafted tables know.
+SURROGATES = st.sampled_from(["\ud800", "\udfff", "\udc80", "\ud83d"])
+ANY_TEXT = st.lists(
+    st.one_of(st.characters(), SURROGATES, st.sampled_from(["a1", " ", "\n"])), max_size=12
+).map("".join)
+CONTRACT_PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -16,7 +16,7 @@ import threading
 from functools import lru_cache
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from routecore import (
@@ -39,14 +39,9 @@ from routecore.knowledge import KNOWLEDGE_REASONS
 from routecore.llm import LLMChoice
 from routecore.specs import RouteSpec, ToolSpec
 from routecore.tool_routing import TOOL_ROUTING_REASONS
-from stubs import StubEncoder, manual, mix, unit
+from stubs import ANY_TEXT, CONTRACT_PROPS, StubEncoder, manual, mix, unit
 
-SURROGATES = st.sampled_from(["\ud800", "\udfff", "\udc80", "\ud83d"])
-#: Any text: every code point, lone surrogates mixed in (st.characters() leaves them out).
-TEXT = st.lists(st.one_of(st.characters(), SURROGATES, st.sampled_from(["a1", " ", "\n"])), max_size=12).map(
-    "".join
-)
-PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+TEXT, PROPS = ANY_TEXT, CONTRACT_PROPS
 
 EXEMPLARS = {
     "a1": unit(0),

@@ -10,19 +10,15 @@ from __future__ import annotations
 
 import asyncio
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from routecore import Router, ToolBelt
 from routecore.decision import REASON_CODES, Decision
 from routecore.specs import RouteSpec, ToolSpec
-from stubs import StubEncoder, manual, mix, unit
+from stubs import ANY_TEXT, CONTRACT_PROPS, StubEncoder, manual, mix, unit
 
-SURROGATES = st.sampled_from(["\ud800", "\udfff", "\udc80", "\ud83d"])
-TEXT = st.lists(st.one_of(st.characters(), SURROGATES, st.sampled_from(["a1", " "])), max_size=10).map(
-    "".join
-)
-PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+TEXT, PROPS = ANY_TEXT, CONTRACT_PROPS
 
 EXEMPLARS = {
     "a1": unit(0),
