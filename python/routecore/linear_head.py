@@ -14,6 +14,11 @@ SCALE = 20.0
 #: Above twice this many rows a training step reads a random batch of this many: every config the
 #: decision priors were measured on (150 routes x 20 exemplars and the background) trains on full batches.
 BATCH_ROWS = 4096
+#: Centred logits are floored here before the softmax: exp(-60) is 1e-26, which no float32 sum of
+#: probabilities sees, while the gradient of far smaller ones (times the class weights) fell in
+#: float32's subnormal range, where each multiply-add costs a microcode assist on x86 cores: it
+#: made X.T @ G 2.4x slower (BENCHMARKS.md §7). The trained weights are the same to the bit.
+LOGIT_FLOOR = np.float32(-60.0)
 
 
 @dataclass
@@ -85,6 +90,7 @@ class LinearHead:
             Z += b
             np.max(Z, axis=1, keepdims=True, out=top)
             Z -= top
+            np.maximum(Z, LOGIT_FLOOR, out=Z)
             np.exp(Z, out=Z)
             np.sum(Z, axis=1, keepdims=True, out=top)
             Z /= top  # probabilities
