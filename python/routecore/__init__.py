@@ -8,21 +8,62 @@ batch call and an async call and a frozen result (docs/routers.md): :class:`Rout
 (:class:`Turn`) gives a turn's context, route, tools and collections from one encode.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from routecore._native import __version__
-from routecore.cascade import Cascade
-from routecore.context import Context, ContextRouter, LayerResult
-from routecore.decision import Alert, Decision, Reason, ToolBelt, ToolChoice
 from routecore.encoder import Encoder
 from routecore.errors import *  # noqa: F403
 from routecore.errors import RoutecoreError
 from routecore.index import SearchResult, VectorIndex
-from routecore.knowledge import KnowledgeRouter, KnowledgeSelection
-from routecore.llm_tools import LLMToolRouter, ToolRouting
 from routecore.policy import BiasRule, Policy
 from routecore.router import Router
-from routecore.routing_metrics import RoutingMetrics
 from routecore.specs import RouteSpec, ToolSpec
-from routecore.turn import Turn, TurnRouter
+
+if TYPE_CHECKING:
+    from routecore.cascade import Cascade
+    from routecore.context import Context, ContextRouter, LayerResult
+    from routecore.decision import Alert, Decision, Reason, ToolBelt, ToolChoice
+    from routecore.knowledge import KnowledgeRouter, KnowledgeSelection
+    from routecore.llm_tools import LLMToolRouter, ToolRouting
+    from routecore.routing_metrics import RoutingMetrics
+    from routecore.turn import Turn, TurnRouter
+
+#: Names imported on first use (PEP 562): a CLI call or a plain ``Router`` never pays for the
+#: other routers' modules.
+_LAZY = {
+    "Cascade": "cascade",
+    "Context": "context",
+    "ContextRouter": "context",
+    "LayerResult": "context",
+    "Alert": "decision",
+    "Decision": "decision",
+    "Reason": "decision",
+    "ToolBelt": "decision",
+    "ToolChoice": "decision",
+    "KnowledgeRouter": "knowledge",
+    "KnowledgeSelection": "knowledge",
+    "LLMToolRouter": "llm_tools",
+    "ToolRouting": "llm_tools",
+    "RoutingMetrics": "routing_metrics",
+    "Turn": "turn",
+    "TurnRouter": "turn",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'routecore' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"routecore.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "Alert",
