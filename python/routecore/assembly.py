@@ -176,13 +176,13 @@ def _exemplar_head(
     from routecore.background import background_languages, background_vectors, parallel_rows, parallel_vectors
     from routecore.exemplar_head import (
         fit_exemplar_head,
-        language_fits,
         out_of_scope_rows,
         prior_fit,
         serving_head,
         with_head,
     )
     from routecore.fits import Targets
+    from routecore.head_languages import language_fits
     from routecore.prior import prior_for
 
     base = calibration or for_router(

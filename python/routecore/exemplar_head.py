@@ -18,7 +18,7 @@ probabilities fit
   head gets right (the background class rejects on its own when it wins);
 - per language the exemplars do not cover, that cut and the tiers again, from
   how the head's probabilities of the parallel set's sentences change from a
-  covered language to that one (:func:`language_fits`).
+  covered language to that one (:func:`routecore.head_languages.language_fits`).
 
 The head that serves is then trained on every row. It costs ``folds + 1``
 trainings at build time (seconds for 10k exemplars; a bundle keeps it), and
@@ -28,14 +28,13 @@ O(routes x dim) per query.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 
 from routecore.calibration import Calibration
-from routecore.fits import Targets, fit_medium, fit_tiers, softmax, top2
+from routecore.fits import Targets, fit_medium, fit_tiers, softmax, top2_gold
 from routecore.held_out import near_duplicate_cut
-from routecore.languages import MIN_PAIRS, pairs, transfer
 from routecore.linear_head import LinearHead
 from routecore.progress import Progress, ProgressArg
 
@@ -122,12 +121,6 @@ def _folds(owners: np.ndarray, k: int, seed: int, groups: np.ndarray | None = No
     return out
 
 
-def _top2(P: np.ndarray, gold: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Best probability, margin and whether the best is ``gold``, per row of ``P``."""
-    p1, mg, arg = top2(P)
-    return p1, mg, arg == gold
-
-
 def fit_exemplar_head(
     V: np.ndarray,
     owners: np.ndarray,
@@ -200,7 +193,7 @@ def fit_exemplar_head(
     }
     fields: dict[str, Any] = {}
     if fit_cuts:
-        p1, mg, right = _top2(Q[held], owners[held])
+        p1, mg, right = top2_gold(Q[held], owners[held])
         # Out of scope when the background class wins or the best in-scope probability is under
         # the cut, which keeps IN_SCOPE_KEPT of the out-of-fold rows the head gets right.
         kept = right & ~oos_first[held]
@@ -209,7 +202,7 @@ def fit_exemplar_head(
         oof = (np.log(np.maximum(Q[held][scoped], 1e-30)), owners[held][scoped])
         t1, tmg, tright = p1[scoped], mg[scoped], right[scoped]
         if gain is not None and np.any(gain[held]):
-            g1, gmg, gright = _top2(softmax(oof[0] + gain[held][scoped], 1.0), oof[1])
+            g1, gmg, gright = top2_gold(softmax(oof[0] + gain[held][scoped], 1.0), oof[1])
             t1, tmg, tright = (
                 np.concatenate([t1, g1]),
                 np.concatenate([tmg, gmg]),
@@ -329,80 +322,13 @@ def serving_head(
     return head
 
 
-def _logit(p: np.ndarray) -> np.ndarray:
-    q = np.clip(p, 1e-6, 1 - 1e-6)
-    out: np.ndarray = np.log(q / (1 - q))
-    return out
-
-
-def language_fits(
-    fit: HeadFit,
-    languages: Mapping[str, Mapping[str, Any]],
-    parallel: np.ndarray,
-    rows: Sequence[tuple[int, str, str]],
-    targets: Targets = Targets(),
-    seed: int = 0,
-) -> dict[str, dict[str, float]]:
-    """Per language the exemplars do not cover (those the cosine calibration adapted,
-    :mod:`routecore.languages`), the head's own numbers for queries in it, measured on
-    the parallel sentences the head takes for in scope in a covered language:
-
-    - ``head_threshold``: the scope cut moved by the median shift, in log-odds, of
-      their best in-scope probability from the covered language to this one;
-    - the tiers and ``medium``: the out-of-fold rows' log-probabilities rescored as
-      this language's (the slope and noise of the same sentences' log-probabilities,
-      ``languages.transfer``) and the cuts fitted on them at the same targets: the
-      head is right on fewer queries of another language at the same probability.
-
-    Sentences the head declines in the covered language measure how out of scope they
-    look, not how sure it is of a route, and are left out."""
-    head = fit.head
-    homes = [n for n, v in languages.items() if v.get("covered")]
-    out: dict[str, dict[str, float]] = {}
-    if not homes or not len(parallel) or head.threshold <= 0:
-        return out
-    P, oos, _ = in_scope_probs(head, parallel)
-    best = P.max(axis=1)
-    in_scope = (best >= head.threshold) & (oos < best)
-    logp = np.log(np.maximum(P / P.sum(axis=1, keepdims=True), 1e-30))
-    for lang, v in languages.items():
-        if "offset" not in v:
-            continue
-        a, b = pairs(rows, homes, lang)
-        a, b = a[in_scope[a]], b[in_scope[a]]
-        if len(a) < MIN_PAIRS:
-            continue
-        shift = float(np.median(_logit(best[b]) - _logit(best[a])))
-        fields = {
-            "head_threshold": round(
-                float(1 / (1 + np.exp(-(_logit(np.array([head.threshold]))[0] + shift)))), 6
-            )
-        }
-        if fit.oof is not None and len(fit.oof[1]):
-            slope, noise, _ = transfer(logp[a], logp[b])
-            rng = np.random.default_rng(seed)
-            L, gold = fit.oof
-            p1, mg, right = _top2(softmax(slope * L + rng.normal(0.0, noise, L.shape), 1.0), gold)
-            medium, tiers = (
-                fit_medium(p1, right, targets.route_precision),
-                fit_tiers(p1, mg, right, targets.high_precision),
-            )
-            prev = fit_tiers(p1, mg, right, targets.previous_precision) if tiers else None
-            fields.update({"medium": medium} if medium is not None else {})
-            fields.update({"high": tiers[0], "margin": tiers[1]} if tiers else {})
-            fields.update({"previous_high": prev[0], "previous_margin": prev[1]} if prev else {})
-            fields.update(head_slope=round(slope, 6), head_noise=round(noise, 6))
-        out[lang] = fields
-    return out
-
-
 def with_head(
     base: Calibration, fit: HeadFit, per_language: Mapping[str, Mapping[str, float]] | None = None
 ) -> Calibration:
     """``base`` with the head's tiers and the cosine cut off (the head's decides the
     scope). Languages lose their cosine numbers (the tool floor's offset stays); those
-    in ``per_language`` (:func:`language_fits`) get the head's, with an ``offset`` of 0
-    so that their queries are decided under them."""
+    in ``per_language`` (:func:`~routecore.head_languages.language_fits`) get the head's, with an
+    ``offset`` of 0 so that their queries are decided under them."""
     cosine = set(_TIER_KEYS) | {"offset", "slope", "noise", "temperature"}
     langs = {k: {f: v for f, v in d.items() if f not in cosine} for k, d in base.languages.items()}
     for k, fields in (per_language or {}).items():

@@ -59,6 +59,12 @@ def top2(P: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return p1, p1 - p2, arg
 
 
+def top2_gold(P: np.ndarray, gold: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Best probability, margin and whether the best is ``gold``, per row of ``P``."""
+    p1, mg, arg = top2(P)
+    return p1, mg, arg == gold
+
+
 def wilson_lower(right: np.ndarray | float, n: np.ndarray | float, z: float = 1.645) -> np.ndarray:
     """One-sided 95 % Wilson lower bound of a precision ``right / n``."""
     n = np.maximum(np.asarray(n, dtype=np.float64), 1.0)
