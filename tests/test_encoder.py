@@ -272,12 +272,28 @@ def test_missing_and_corrupt_onnx(tmp_path):
 
 
 def test_tokenizer_that_does_not_fit_the_model(tmp_path):
+    """Refused at load (issue 36 §1), not on the first query that holds a large id."""
     d = model_copy(tmp_path)
     need_shared(E5)
     shutil.copy(E5 / "tokenizer.json", d / "tokenizer.json")  # 250k ids vs a 30k vocabulary
-    enc = Encoder.load(d)
-    with pytest.raises(ModelError, match="inference failed"):
-        enc.encode("a sentence whose pieces have large ids like 中文")
+    with pytest.raises(ModelError, match="250002 ids but .* cannot embed id 250001"):
+        Encoder.load(d)
+
+
+def test_tokenizer_whose_padding_is_not_the_models(tmp_path):
+    """A BERT tokenizer in front of an XLM-R model: every id embeds, but config.json's pad id 1 is
+    BERT's ``[unused0]``, not a special token."""
+    need_shared(E5)
+    d = tmp_path / "e5"
+    d.mkdir()
+    shutil.copy(E5 / "model-int8.onnx", d / "model.onnx")
+    shutil.copy(MINILM / "tokenizer.json", d / "tokenizer.json")
+    cfg = json.loads((E5 / "config.json").read_text())
+    cfg.pop("models")
+    cfg["onnx"] = "model.onnx"
+    (d / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ModelError, match=r"pad_token_id 1 is not a special token .*\[unused0\]"):
+        Encoder.load(d)
 
 
 @pytest.mark.parametrize(
@@ -330,9 +346,11 @@ def test_a_folder_whose_model_does_not_reproduce_its_shipped_embeddings_is_refus
     src = Path(routecore.__file__).parent / "models" / "multilingual-e5-small"
     d = tmp_path / "renamed-e5"  # the check reads the ONNX file's hash, not the folder's name
     shutil.copytree(src, d)
-    if swap == "tokenizer":
-        need_shared(MODELS / "all-minilm-l6-v2")
-        shutil.copy(MODELS / "all-minilm-l6-v2" / "tokenizer.json", d / "tokenizer.json")
+    if swap == "tokenizer":  # same size and special tokens, every other piece under another id
+        tok = json.loads((d / "tokenizer.json").read_text(encoding="utf-8"))
+        vocab = tok["model"]["vocab"]
+        vocab[10:-10] = vocab[10:-10][::-1]
+        (d / "tokenizer.json").write_text(json.dumps(tok), encoding="utf-8")
     else:
         cfg = json.loads((d / "config.json").read_text())
         (d / "config.json").write_text(json.dumps({**cfg, "pooling": "cls"}))

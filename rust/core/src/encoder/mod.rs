@@ -3,6 +3,7 @@
 
 pub mod cache;
 pub mod config;
+mod fit_check;
 mod pooling;
 pub mod runtime;
 mod session;
@@ -14,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use ort::logging::LogLevel;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::TensorElementType;
@@ -155,6 +157,8 @@ impl Encoder {
                 .and_then(|b| Ok(b.with_intra_threads(threads)?))
                 .and_then(|b| Ok(b.with_inter_threads(1)?))
                 .and_then(|b| Ok(b.with_intra_op_spinning(spinning)?))
+                // A failed run comes back as our typed error: ONNX Runtime must not also print it.
+                .and_then(|b| Ok(b.with_log_level(LogLevel::Fatal)?))
                 .and_then(|mut b| b.commit_from_file(&path))
                 .map_err(|e| model_err(&format!("cannot load ONNX model {}", path.display()), e))
         });
@@ -175,7 +179,7 @@ impl Encoder {
             Some(forced) => forced,
             None => session::dynamically_quantized(&onnx_path)?,
         };
-        Ok(Encoder {
+        let encoder = Encoder {
             dir: dir.to_path_buf(),
             onnx_path,
             config,
@@ -184,7 +188,9 @@ impl Encoder {
             threads,
             cache: EmbeddingCache::new(opts.cache_size),
             truncations: AtomicU64::new(0),
-        })
+        };
+        encoder.check_tokenizer_fits()?;
+        Ok(encoder)
     }
 
     /// Check inputs and the output against the config; returns the output name.
