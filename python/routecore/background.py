@@ -115,7 +115,7 @@ def check_reference(encoder: Any) -> None:
 def _cache_path(model_id: str, files_id: str | None = None) -> Path | None:
     """Where another model's set embeddings are cached (None: caching off, ROUTECORE_NO_CACHE=1),
     per ONNX file and, when the encoder says it, per tokenizer and config (``Encoder.files_id``)."""
-    from routecore.config_cache import enabled
+    from routecore.cache_env import enabled
     from routecore.models import home
 
     name = model_id.replace(":", "_") + (f"_{files_id}" if files_id else "")

@@ -23,7 +23,7 @@ import numpy as np
 from routecore import learning
 from routecore._native import LexicalIndex
 from routecore.atomic import temp_beside
-from routecore.calibration import Calibration
+from routecore.calibration_record import Calibration
 from routecore.errors import ConfigError, RoutecoreError, StorageIOError
 from routecore.index import VectorIndex
 from routecore.policy import Policy

@@ -11,17 +11,13 @@ a second call with the same config skips the embedding. ``--no-cache`` (or
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Any, Callable
 
+# Re-exported (``X as X``): the switch lives below this module, where routecore.background reads it.
+from routecore.cache_env import NO_CACHE_ENV as NO_CACHE_ENV
+from routecore.cache_env import enabled as enabled
 from routecore.errors import RoutecoreError
-
-NO_CACHE_ENV = "ROUTECORE_NO_CACHE"
-
-
-def enabled() -> bool:
-    return os.environ.get(NO_CACHE_ENV, "").strip().upper() not in ("1", "TRUE", "YES", "ON")
 
 
 def key(files: list[Path | None], model_id: str) -> str:

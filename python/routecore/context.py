@@ -38,9 +38,8 @@ from routecore.context_result import Context as Context
 from routecore.context_result import LayerResult as LayerResult
 from routecore.context_result import Notes
 from routecore.conversation import routing_text
-from routecore.decision import Alert, Decision, Entity, Reason, trace
+from routecore.decision import Alert, Decision, Entity, Reason, emit, trace
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.routing_metrics import emit
 from routecore.tables import query_vectors
 
 #: The default layers.

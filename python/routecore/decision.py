@@ -64,6 +64,21 @@ def trace(what: str, result: _R) -> _R:
     return result
 
 
+def emit(sink: Any, result: _R) -> _R:
+    """Hand ``result`` to ``sink`` (when set) and return it; a failing sink is logged on the
+    ``routecore`` logger, never raised: a decision does not fail because of its metrics.
+
+    Every router calls it with each result it returns (the sink is usually a
+    :class:`routecore.routing_metrics.RoutingMetrics`); it lives beside :func:`trace` so that the
+    routers need not import the metrics, which read their result types."""
+    if sink is not None:
+        try:
+            sink(result)
+        except Exception as e:  # noqa: BLE001
+            log.warning("routing metrics sink failed: %s: %s", type(e).__name__, e)
+    return result
+
+
 def plain(v: Any) -> Any:
     """Dataclasses and score maps as plain dicts/lists, ready for ``json.dumps``."""
     if isinstance(v, ScoreMap):

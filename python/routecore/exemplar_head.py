@@ -32,7 +32,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from routecore.calibration import Calibration
+from routecore.calibration_record import Calibration
 from routecore.fits import Targets, fit_medium, fit_tiers, softmax, top2_gold
 from routecore.held_out import near_duplicate_cut
 from routecore.linear_head import LinearHead

@@ -34,9 +34,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from routecore.decision import Reason, plain
+from routecore.decision import Reason, emit, plain
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.routing_metrics import emit
 
 #: The reason codes of a :class:`KnowledgeSelection`.
 KNOWLEDGE_REASONS: dict[str, str] = {

@@ -33,8 +33,8 @@ import numpy as np
 from routecore.decision import Alert
 from routecore.fits import Targets, fit_medium, fit_temperature, fit_tiers, top2_correct
 
-if TYPE_CHECKING:  # annotations only: routecore.calibration imports this module
-    from routecore.calibration import Calibration
+if TYPE_CHECKING:
+    from routecore.calibration_record import Calibration
     from routecore.policy import Policy
 
 #: A language is covered by the routes when at least this share of their exemplars is in it.

@@ -28,9 +28,8 @@ from typing import Any, Literal, Sequence
 
 from routecore.catalog import estimate_tokens
 from routecore.conversation import routing_text
-from routecore.decision import Reason, ToolBelt, trace
+from routecore.decision import Reason, ToolBelt, emit, trace
 from routecore.errors import ConfigError, InvalidArgumentError, LLMError
-from routecore.routing_metrics import emit
 from routecore.tool_routing import (
     COMPLEXITY,
     STRATEGIES,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, Mapping
 
-from routecore.calibration import Calibration
+from routecore.calibration_record import Calibration
 from routecore.errors import ConfigError
 
 # Re-exported (``X as X``): the rules the policy's numbers drive (routecore.policy_rules).

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from routecore.calibration import Calibration
+from routecore.calibration_record import Calibration
 from routecore.conversation import routing_text
 from routecore.decision import Alert, Decision, Entity, Timings, trace
 from routecore.entities import EntityMatcher, entity_effects

@@ -18,7 +18,7 @@ import numpy as np
 
 from routecore import assembly, bundle, learning
 from routecore.calibration import Calibration, fallback_note
-from routecore.decision import Decision
+from routecore.decision import Decision, emit
 from routecore.entities import EntityConfig, EntityMatcher, check_route_entities
 from routecore.errors import ConfigError
 from routecore.llm import LLMRouter, llm_from_config
@@ -28,7 +28,6 @@ from routecore.progress import ProgressArg
 from routecore.route_table import with_route_thresholds
 from routecore.router_changes import Changes
 from routecore.router_tools import ToolCalls
-from routecore.routing_metrics import emit
 from routecore.specs import RouteSpec, ToolSpec, parse_config, read_config_file
 from routecore.tables import AUTO_INT8_ELEMENTS, EncoderLike
 from routecore.tool_formats import tool_specs

@@ -37,7 +37,8 @@ from typing import Any, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
-from routecore.decision import log
+# Re-exported (``X as X``): the routers' sink call lives with the results (routecore.decision).
+from routecore.decision import emit as emit
 from routecore.errors import ConfigError, InvalidArgumentError
 
 #: Reliability bins over the confidence [0, 1].
@@ -46,22 +47,11 @@ _UNSET: Any = object()
 _R = TypeVar("_R")
 
 
-def emit(sink: Any, result: _R) -> _R:
-    """Hand ``result`` to ``sink`` (when set) and return it; a failing sink is logged on the
-    ``routecore`` logger, never raised: a decision does not fail because of its metrics."""
-    if sink is not None:
-        try:
-            sink(result)
-        except Exception as e:  # noqa: BLE001
-            log.warning("routing metrics sink failed: %s: %s", type(e).__name__, e)
-    return result
-
-
 def record_of(obj: Any) -> dict[str, Any]:
     """The log record of a Decision, a ToolBelt, a KnowledgeSelection, a ToolRouting (kind
     ``tools``, as a belt), a Context (kind ``context``: each layer's label) or a Turn (kind ``turn``),
     without its id."""
-    from routecore.context import Context
+    from routecore.context_result import Context
     from routecore.decision import Decision, ToolBelt
     from routecore.knowledge import KnowledgeSelection
     from routecore.tool_routing import ToolRouting

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from routecore.calibration import Calibration
+from routecore.calibration_record import Calibration
 from routecore.entities import EntityMatcher
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.languages import LanguagePolicies

@@ -20,10 +20,9 @@ from typing import Any, Mapping, Sequence
 
 from routecore.context import Context
 from routecore.conversation import routing_text
-from routecore.decision import Decision, Reason, ToolBelt, plain, trace
+from routecore.decision import Decision, Reason, ToolBelt, emit, plain, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.knowledge import KnowledgeSelection
-from routecore.routing_metrics import emit
 
 #: The reason codes of a :class:`Turn` (each part has its own reason).
 TURN_REASONS: dict[str, str] = {
