@@ -217,6 +217,16 @@ def test_a_bundle_of_the_same_onnx_file_with_another_config_or_tokenizer_is_refu
     assert changed.model_id == enc.model_id and changed.files_id != enc.files_id
     with pytest.raises(ConfigError, match="another config.json or tokenizer.json .* rebuild the bundle"):
         Router.load(tmp_path / "b", encoder=changed)
+    # A bundle saved before bundles recorded model_files: its first exemplars are embedded again.
+    meta_file = next(p for p in (tmp_path / "b").rglob("bundle.json"))
+    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    del meta["model_files"]
+    meta_file.write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(
+        ConfigError, match=r"before bundles recorded .*\(cosine 0\.\d+ < .* rebuild the bundle"
+    ):
+        Router.load(tmp_path / "b", encoder=changed)
+    assert Router.load(tmp_path / "b", encoder=enc).route_specs  # the same files: it loads
     built = []
     routes_file = tmp_path / "routes.json"
     rows = [{"name": r.name, "utterances": list(r.utterances)} for r in routes]

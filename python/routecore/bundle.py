@@ -216,6 +216,31 @@ def load(cls: type[_R], path: str | os.PathLike[str], *, encoder: EncoderLike | 
     raise ConfigError(f"{d}: the bundle was replaced {_LOAD_ATTEMPTS} times while it loaded")
 
 
+#: Exemplars that a bundle saved without ``model_files`` embeds again at load.
+_UNRECORDED_ROWS = 3
+
+
+def _check_unrecorded_files(d: Path, encoder: EncoderLike, texts: list[str], vectors: np.ndarray) -> None:
+    """A bundle saved before bundles recorded the model's ``config.json`` and ``tokenizer.json``
+    (``model_files``) cannot say which of them made its vectors: its first exemplars are embedded
+    again, and must be what the encoder gives now (issue 36 §1)."""
+    from routecore.background import REFERENCE_COSINE
+    from routecore.tables import embed_texts
+
+    n = min(_UNRECORDED_ROWS, len(texts))
+    if not n:
+        return
+    got, ref = embed_texts(encoder, texts[:n]), vectors[:n]
+    norms = np.linalg.norm(got, axis=1) * np.linalg.norm(ref, axis=1)
+    cos = float(((got * ref).sum(axis=1) / np.maximum(norms, 1e-12)).min())
+    if cos < REFERENCE_COSINE:
+        raise ConfigError(
+            f"{d}: bundle was saved before bundles recorded the model's config.json and tokenizer.json, "
+            f"and {encoder.model_id} no longer gives its exemplars' vectors (cosine {cos:.3f} < "
+            f"{REFERENCE_COSINE}): pooling, prefixes or the vocabulary differ; rebuild the bundle"
+        )
+
+
 #: How many generations a load follows when saves keep replacing the bundle under it.
 _LOAD_ATTEMPTS = 5
 
@@ -265,6 +290,8 @@ def _load_generation(
                 "save the bundle again"
             )
         vecs[name] = v[order]
+    if made is None and have is not None:
+        _check_unrecorded_files(d, encoder, exemplar_texts(routes)[0], vecs["routes"])
     if "policy" not in meta and "policy" not in kw:
         raise ConfigError(f"{d}: bundle.json lacks 'policy'")
     policy = kw.pop("policy", None) or Policy.from_dict(meta["policy"], f"{d / 'bundle.json'}: policy")
