@@ -7,6 +7,7 @@ mod fit_check;
 mod pooling;
 pub mod runtime;
 mod session;
+pub mod static_model;
 pub mod unigram;
 
 use std::borrow::Cow;
@@ -24,6 +25,7 @@ use tokenizers::TruncationParams;
 pub use cache::{CacheStats, EmbeddingCache};
 pub use config::{ModelConfig, PaddingSide, Pooling};
 use session::Runner;
+pub use static_model::{StaticConfig, StaticEncoder};
 pub use unigram::TextTokenizer;
 
 use crate::error::{Error, Result};
@@ -108,12 +110,12 @@ pub struct Encoder {
     truncations: AtomicU64,
 }
 
-fn model_err(what: &str, e: impl std::fmt::Display) -> Error {
+pub(crate) fn model_err(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Model(format!("{what}: {e}"))
 }
 
 /// `tokenizer.json` at `path`, truncating at `max_length` and never padding.
-fn load_tokenizer(path: &Path, max_length: usize) -> Result<TextTokenizer> {
+pub(crate) fn load_tokenizer(path: &Path, max_length: usize) -> Result<TextTokenizer> {
     let cannot =
         |e: &dyn std::fmt::Display| model_err(&format!("cannot load {}", path.display()), e);
     let text = std::fs::read_to_string(path).map_err(|e| cannot(&e))?;

@@ -1,0 +1,318 @@
+//! A static embedding table (issue 38): a text's embedding is the mean of its
+//! pieces' rows, L2-normalised. No transformer runs; each text is embedded on its
+//! own, so an embedding never depends on the other texts of a call.
+//!
+//! A static model folder (written by `routecore models distill`) holds
+//! `config.json` (`"kind": "static"`), the source model's `tokenizer.json`,
+//! `embeddings.f16` (`rows × dim` little-endian float16) and `token_ids.u32` (the
+//! tokenizer id of each row). Pieces without a row add nothing.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use half::f16;
+use serde::Deserialize;
+
+use super::{load_tokenizer, model_err, Encoded, TextTokenizer};
+use crate::error::{Error, Result};
+
+/// The table of row embeddings.
+pub const EMBEDDINGS_FILE: &str = "embeddings.f16";
+/// Each row's tokenizer id.
+pub const TOKEN_IDS_FILE: &str = "token_ids.u32";
+
+fn default_true() -> bool {
+    true
+}
+fn default_max_length() -> usize {
+    512
+}
+
+/// `config.json` of a static model folder. Unknown keys are ignored.
+#[derive(Clone, Debug, Deserialize)]
+pub struct StaticConfig {
+    /// Must be `"static"`.
+    pub kind: String,
+    /// Row width.
+    pub dim: usize,
+    /// Number of rows.
+    pub rows: usize,
+    /// Storage type of `embeddings.f16`: `"float16"`.
+    #[serde(default)]
+    pub dtype: Option<String>,
+    /// L2-normalise the mean.
+    #[serde(default = "default_true")]
+    pub normalize: bool,
+    /// Pieces read per text at most.
+    #[serde(default = "default_max_length")]
+    pub max_length: usize,
+    /// The model the table was distilled from (`name:sha256-prefix`).
+    #[serde(default)]
+    pub source_model: Option<String>,
+}
+
+impl StaticConfig {
+    /// Parse `dir/config.json`.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let path = dir.join("config.json");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| model_err(&format!("cannot read {}", path.display()), e))?;
+        let cfg: StaticConfig = serde_json::from_str(&text)
+            .map_err(|e| model_err(&format!("bad {}", path.display()), e))?;
+        if cfg.kind != "static" {
+            return Err(Error::Model(format!(
+                "{}: kind {:?}, expected \"static\"",
+                path.display(),
+                cfg.kind
+            )));
+        }
+        if cfg.dim == 0 || cfg.rows == 0 || cfg.max_length == 0 {
+            return Err(Error::Model(format!(
+                "{}: dim, rows and max_length must be positive",
+                path.display()
+            )));
+        }
+        if cfg.dtype.as_deref().is_some_and(|d| d != "float16") {
+            return Err(Error::Model(format!(
+                "{}: dtype {:?}, only \"float16\" is read",
+                path.display(),
+                cfg.dtype
+            )));
+        }
+        Ok(cfg)
+    }
+}
+
+/// A loaded static table; `encode` may be called from many threads at once.
+pub struct StaticEncoder {
+    dir: PathBuf,
+    config: StaticConfig,
+    tokenizer: TextTokenizer,
+    /// `rows × dim`, widened to f32 once at load.
+    table: Vec<f32>,
+    /// Row of each tokenizer id, `u32::MAX` when the piece has none.
+    row_of: Vec<u32>,
+    truncations: AtomicU64,
+}
+
+fn read_exact_len(path: &Path, len: usize) -> Result<Vec<u8>> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| model_err(&format!("cannot read {}", path.display()), e))?;
+    if bytes.len() != len {
+        return Err(Error::Model(format!(
+            "{}: {} bytes, config.json says {len}",
+            path.display(),
+            bytes.len()
+        )));
+    }
+    Ok(bytes)
+}
+
+impl StaticEncoder {
+    /// Open the static model folder `dir`.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let config = StaticConfig::load(dir)?;
+        let (rows, dim) = (config.rows, config.dim);
+        let size = rows.checked_mul(dim).and_then(|n| n.checked_mul(2));
+        let size = size.ok_or_else(|| Error::Model("rows × dim overflows".into()))?;
+        let raw = read_exact_len(&dir.join(EMBEDDINGS_FILE), size)?;
+        let table: Vec<f32> = raw
+            .chunks_exact(2)
+            .map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect();
+        if let Some(i) = table.iter().position(|x| !x.is_finite()) {
+            return Err(Error::NonFinite {
+                what: "static embeddings",
+                row: i / dim,
+            });
+        }
+        let ids = read_exact_len(&dir.join(TOKEN_IDS_FILE), rows * 4)?;
+        let tokenizer = load_tokenizer(&dir.join("tokenizer.json"), config.max_length)?;
+        let vocab = tokenizer.get_vocab_size(true);
+        let mut row_of = vec![u32::MAX; vocab];
+        for (row, b) in ids.chunks_exact(4).enumerate() {
+            let id = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+            let slot = row_of.get_mut(id).ok_or_else(|| {
+                Error::Model(format!(
+                    "{}: row {row} names token id {id}, past the vocabulary ({vocab})",
+                    dir.join(TOKEN_IDS_FILE).display()
+                ))
+            })?;
+            *slot = row as u32;
+        }
+        Ok(StaticEncoder {
+            dir: dir.to_path_buf(),
+            config,
+            tokenizer,
+            table,
+            row_of,
+            truncations: AtomicU64::new(0),
+        })
+    }
+
+    /// The parsed `config.json`.
+    pub fn config(&self) -> &StaticConfig {
+        &self.config
+    }
+    /// Embedding width.
+    pub fn dim(&self) -> usize {
+        self.config.dim
+    }
+    /// The model folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    /// Texts truncated at `max_length` pieces since load.
+    pub fn truncations(&self) -> u64 {
+        self.truncations.load(Ordering::Relaxed)
+    }
+
+    /// Piece ids of each text (no special tokens, truncated) and whether it was cut.
+    pub fn tokenize(&self, texts: &[&str]) -> Result<(Vec<Vec<u32>>, Vec<bool>)> {
+        let mut ids = Vec::with_capacity(texts.len());
+        let mut cut = Vec::with_capacity(texts.len());
+        for t in texts {
+            let e = self
+                .tokenizer
+                .encode(*t, false)
+                .map_err(|e| model_err("tokenization failed", e))?;
+            ids.push(e.get_ids().to_vec());
+            cut.push(!e.get_overflowing().is_empty());
+        }
+        Ok((ids, cut))
+    }
+
+    /// The embedding of one text's piece ids into `out` (`dim` floats): the mean of
+    /// the rows of the pieces that have one, L2-normalised; zeros when none has.
+    pub fn pool(&self, ids: &[u32], out: &mut [f32]) {
+        let dim = self.config.dim;
+        out.fill(0.0);
+        let mut n = 0usize;
+        for &id in ids {
+            let row = self.row_of.get(id as usize).copied().unwrap_or(u32::MAX);
+            if row == u32::MAX {
+                continue;
+            }
+            let r = &self.table[row as usize * dim..(row as usize + 1) * dim];
+            for (o, x) in out.iter_mut().zip(r) {
+                *o += x;
+            }
+            n += 1;
+        }
+        if n == 0 {
+            return;
+        }
+        let inv = 1.0 / n as f32;
+        out.iter_mut().for_each(|o| *o *= inv);
+        if self.config.normalize {
+            let norm = out.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if norm > 0.0 {
+                out.iter_mut().for_each(|o| *o /= norm);
+            }
+        }
+    }
+
+    /// Embed `texts`: `n × dim` floats, each text on its own.
+    pub fn encode(&self, texts: &[&str]) -> Result<Encoded> {
+        let dim = self.config.dim;
+        let mut out = Encoded {
+            data: vec![0f32; texts.len() * dim],
+            n: texts.len(),
+            dim,
+            ..Default::default()
+        };
+        let (mut tok_ns, mut pool_ns) = (0u64, 0u64);
+        for (i, t) in texts.iter().enumerate() {
+            let t0 = Instant::now();
+            let e = self
+                .tokenizer
+                .encode(*t, false)
+                .map_err(|e| model_err("tokenization failed", e))?;
+            let t1 = Instant::now();
+            if !e.get_overflowing().is_empty() {
+                out.truncated.push(i);
+            }
+            self.pool(e.get_ids(), &mut out.data[i * dim..(i + 1) * dim]);
+            tok_ns += (t1 - t0).as_nanos() as u64;
+            pool_ns += t1.elapsed().as_nanos() as u64;
+        }
+        self.truncations
+            .fetch_add(out.truncated.len() as u64, Ordering::Relaxed);
+        out.tokenize_ns = tok_ns;
+        out.infer_ns = pool_ns;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A folder with MiniLM's tokenizer and a table of `rows` rows of width 4.
+    fn folder(tag: &str, rows: &[(u32, [f32; 4])]) -> Option<PathBuf> {
+        let tok = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/models/all-minilm-l6-v2/tokenizer.json");
+        if !tok.is_file() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{} missing",
+                tok.display()
+            );
+            return None;
+        }
+        let dir = std::env::temp_dir().join(format!("rc-static-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(&tok, dir.join("tokenizer.json")).unwrap();
+        let cfg = format!(r#"{{"kind":"static","dim":4,"rows":{}}}"#, rows.len());
+        std::fs::write(dir.join("config.json"), cfg).unwrap();
+        let mut emb = Vec::new();
+        let mut ids = Vec::new();
+        for (id, r) in rows {
+            ids.extend_from_slice(&id.to_le_bytes());
+            for x in r {
+                emb.extend_from_slice(&f16::from_f32(*x).to_le_bytes());
+            }
+        }
+        std::fs::write(dir.join(EMBEDDINGS_FILE), emb).unwrap();
+        std::fs::write(dir.join(TOKEN_IDS_FILE), ids).unwrap();
+        Some(dir)
+    }
+
+    #[test]
+    fn mean_of_known_rows_normalised() {
+        // MiniLM's WordPiece: "hello" = 7592, "world" = 2088.
+        let Some(dir) = folder(
+            "mean",
+            &[(7592, [1.0, 0.0, 0.0, 0.0]), (2088, [0.0, 3.0, 0.0, 0.0])],
+        ) else {
+            return;
+        };
+        let enc = StaticEncoder::load(&dir).unwrap();
+        let e = enc.encode(&["hello world", "hello", "zebra", ""]).unwrap();
+        let s = 1.0 / 10f32.sqrt();
+        let want = [s, 3.0 * s, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0];
+        for (a, b) in e.data[..8].iter().zip(want) {
+            assert!((a - b).abs() < 1e-6, "{:?}", &e.data[..8]);
+        }
+        assert!(
+            e.data[8..].iter().all(|&x| x == 0.0),
+            "no known piece: zeros"
+        );
+        let (ids, _) = enc.tokenize(&["hello world"]).unwrap();
+        assert_eq!(ids, vec![vec![7592, 2088]], "no special tokens");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn refuses_bad_files() {
+        let Some(dir) = folder("bad", &[(7592, [1.0, 0.0, 0.0, 0.0])]) else {
+            return;
+        };
+        std::fs::write(dir.join(TOKEN_IDS_FILE), 99_999_999u32.to_le_bytes()).unwrap();
+        assert!(matches!(StaticEncoder::load(&dir), Err(Error::Model(_))));
+        std::fs::write(dir.join(EMBEDDINGS_FILE), [0u8; 3]).unwrap();
+        assert!(matches!(StaticEncoder::load(&dir), Err(Error::Model(_))));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
