@@ -1,10 +1,10 @@
-//! `routecore._native.Encoder`: the core ONNX text encoder.
+//! `routecore._native.Encoder`: the core ONNX text encoder; `StaticEncoder`: a static table.
 
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use routecore_core::encoder::{Encoder, EncoderOptions, TextKind};
+use routecore_core::encoder::{Encoder, EncoderOptions, StaticEncoder, TextKind};
 
 use crate::arrays::shaped;
 use crate::errors::PyRcErr;
@@ -116,5 +116,74 @@ impl PyEncoder {
     #[getter]
     fn query_prefix(&self) -> String {
         self.inner.config().query_prefix.clone()
+    }
+}
+
+/// A static embedding table (`routecore models distill`): mean of piece rows, no transformer.
+#[pyclass(module = "routecore._native", name = "StaticEncoder", frozen)]
+pub struct PyStaticEncoder {
+    inner: StaticEncoder,
+}
+
+#[pymethods]
+impl PyStaticEncoder {
+    /// Open a static model folder.
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let inner = py.detach(|| StaticEncoder::load(&path)).map_err(PyRcErr)?;
+        Ok(PyStaticEncoder { inner })
+    }
+
+    /// Returns (embeddings [n, dim] float32, truncated positions, stats dict), as `Encoder`;
+    /// `kind` is checked and otherwise ignored (a static table has no prefixes).
+    #[pyo3(signature = (texts, kind = "query"))]
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+        kind: &str,
+    ) -> PyResult<(Bound<'py, PyAny>, Vec<usize>, Bound<'py, PyDict>)> {
+        TextKind::parse(kind).map_err(PyRcErr)?;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let e = if refs.len() <= 4 {
+            self.inner.encode(&refs) // microseconds: releasing the GIL would cost more
+        } else {
+            py.detach(|| self.inner.encode(&refs))
+        }
+        .map_err(PyRcErr)?;
+        let stats = PyDict::new(py);
+        stats.set_item("tokenize_ns", e.tokenize_ns)?;
+        stats.set_item("infer_ns", e.infer_ns)?;
+        stats.set_item("cache_hits", 0)?;
+        Ok((shaped(py, e.data, e.n, e.dim, false)?, e.truncated, stats))
+    }
+
+    /// Piece ids per text (no special tokens, truncated).
+    #[pyo3(signature = (texts, kind = "query"))]
+    fn tokenize(&self, texts: Vec<String>, kind: &str) -> PyResult<(Vec<Vec<u32>>, Vec<bool>)> {
+        TextKind::parse(kind).map_err(PyRcErr)?;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        Ok(self.inner.tokenize(&refs).map_err(PyRcErr)?)
+    }
+
+    #[getter]
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    #[getter]
+    fn rows(&self) -> usize {
+        self.inner.config().rows
+    }
+    #[getter]
+    fn truncations(&self) -> u64 {
+        self.inner.truncations()
+    }
+    #[getter]
+    fn max_length(&self) -> usize {
+        self.inner.config().max_length
+    }
+    #[getter]
+    fn source_model(&self) -> Option<String> {
+        self.inner.config().source_model.clone()
     }
 }

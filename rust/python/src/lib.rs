@@ -19,6 +19,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::PyStepResult>()?;
     m.add_function(wrap_pyfunction!(index::score_many, m)?)?;
     m.add_class::<encoder::PyEncoder>()?;
+    m.add_class::<encoder::PyStaticEncoder>()?;
     m.add_class::<lexical::PyLexicalIndex>()?;
     m.add_class::<entities::PyEntitySet>()?;
     m.add_function(wrap_pyfunction!(lexical::lexical_tokens, m)?)?;
