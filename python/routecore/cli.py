@@ -137,12 +137,30 @@ def cmd_models(args: argparse.Namespace) -> int:
             else "\n".join(f"{r['name']:<20} {r['status']:<10} {r['path'] or ''}" for r in rows)
         )
         return 0
+    if args.action == "distill":
+        return _distill(args)
     if not args.name:
         raise SystemExit("routecore models pull: give a model name, e.g. bge-m3")
     path = models.pull(args.name, force=args.force, quiet=args.json)
     print(
         json.dumps({"name": args.name, "path": str(path)}) if args.json else f"pulled {args.name} into {path}"
     )
+    return 0
+
+
+def _distill(args: argparse.Namespace) -> int:
+    from routecore import distill
+
+    corpus = distill.read_corpus(args.corpus or [])
+    r = distill.distill(args.name, dims=args.dims, vocab=args.vocab, corpus=corpus)
+    if args.json:
+        print(json.dumps(r.to_dict()))
+    else:
+        print(
+            f"distilled {r.source} into {r.path}: {r.rows} of {r.vocab_size} pieces x {r.dims} dims "
+            f"({r.pruning}); PCA keeps {100 * r.explained_variance:.1f} % of the variance; "
+            f"{r.build_seconds:.1f} s on {r.threads} threads"
+        )
     return 0
 
 
@@ -244,10 +262,18 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(func=cmd_tools)
 
     m = sub.add_parser(
-        "models", help="list or pull models", description="List models, or download one into the cache."
+        "models",
+        help="list, pull or distill models",
+        description="List models, download one into the cache, or distill a static table from one "
+        "(written to the cache as NAME-static; nothing is downloaded).",
     )
-    m.add_argument("action", choices=["list", "pull"])
+    m.add_argument("action", choices=["list", "pull", "distill"])
     m.add_argument("name", nargs="?")
+    m.add_argument("--dims", type=int, default=256, help="distill: width of the table (PCA)")
+    m.add_argument("--vocab", type=int, default=None, help="distill: pieces kept by score or id")
+    m.add_argument(
+        "--corpus", action="append", help="distill: a text or JSONL file whose pieces are kept too"
+    )
     m.add_argument("--force", action="store_true", help="download again even if present")
     m.add_argument("--json", action="store_true", help="JSON output")
     m.set_defaults(func=cmd_models)

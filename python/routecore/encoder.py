@@ -79,7 +79,11 @@ class Encoder:
         runtime_path: str | os.PathLike[str] | None = None,
         spinning: bool = True,
     ) -> "Encoder":
-        """Open a model folder, a pulled model by name, or the bundled default.
+        """Open a model folder, a pulled or distilled model by name, or the bundled default.
+
+        A static table (``"kind": "static"`` in ``config.json``, from ``routecore models distill``)
+        opens as a :class:`routecore.static_encoder.StaticEncoder`; ``variant``, ``threads``,
+        ``cache_size``, ``runtime_path`` and ``spinning`` do not apply to it.
 
         Args:
             variant: a key of ``models`` in ``config.json`` (``"int8"``, ``"fp32"``).
@@ -112,6 +116,10 @@ class Encoder:
                 f"cache_size must be a whole number between 0 and {MAX_CACHE}, got {cache_size!r}"
             )
         folder = models.resolve(path_or_name)
+        from routecore import static_encoder  # small; imports nothing heavy
+
+        if static_encoder.is_static(folder):  # a distilled table: no ONNX Runtime
+            return static_encoder.StaticEncoder.open(folder)
         models.check_model_files(folder)
         lib = onnxruntime_library(runtime_path)
         native = _native.Encoder.load(str(folder), str(lib), variant, threads, cache_size, spinning)

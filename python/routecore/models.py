@@ -187,7 +187,8 @@ def check_model_files(folder: Path) -> None:
 
 
 def list_models() -> list[dict[str, Any]]:
-    """Bundled, pulled and pullable models (a pull's hidden temporary folders are not models)."""
+    """Bundled, pulled (or distilled: static tables) and pullable models (a pull's or a distillation's
+    hidden temporary folders are not models)."""
     out: list[dict[str, Any]] = [
         {"name": DEFAULT_MODEL, "path": str(bundled_model_dir()), "status": "bundled"}
     ]
@@ -197,9 +198,18 @@ def list_models() -> list[dict[str, Any]]:
         if root.is_dir()
         else []
     )
-    out += [{"name": n, "path": str(root / n), "status": "pulled"} for n in pulled]
+    out += [{"name": n, "path": str(root / n), "status": _status(root / n)} for n in pulled]
     out += [{"name": n, "path": None, "status": "available"} for n in REGISTRY if n not in pulled]
     return out
+
+
+def _status(folder: Path) -> str:
+    """``distilled`` for a static table (``routecore models distill``), else ``pulled``."""
+    try:
+        kind = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("kind")
+    except (OSError, ValueError, AttributeError):
+        kind = None
+    return "distilled" if kind == "static" else "pulled"
 
 
 def pull(
