@@ -8,8 +8,13 @@ the answer. Otherwise (medium or low tier, clarification, out of scope) the stro
 router encodes the query and decides. The fast router has no LLM fallback, so an
 escalated query reaches the LLM (if any) only through the strong router.
 
-Every decision carries a ``cascade`` alert saying which encoder served it, and its
-timings include the fast router's time when it was escalated.
+Every decision carries a ``cascade`` alert saying which encoder served it (``served_by``: fast or
+strong; ``encoder_tier``: ``static`` for a static table, else ``transformer``), and its timings
+include the fast router's time when it was escalated.
+
+The static tier (issue 38, docs/static.md): :meth:`Cascade.static` puts a static table distilled
+from the transformer (``routecore models distill``) in front of it; the table's router has its own
+zero-label calibration and decides when that says high tier.
 """
 
 from __future__ import annotations
@@ -74,6 +79,36 @@ class Cascade:
         strong = Router.from_config(path, encoder=Encoder.load(strong_model), **kw)
         return cls(fast, strong, metrics=metrics)
 
+    @classmethod
+    def static(
+        cls,
+        path: Any,
+        model: str | None = None,
+        *,
+        static_model: str | None = None,
+        build: bool = False,
+        **kw: Any,
+    ) -> "Cascade":
+        """The static tier in front of ``model`` (None: the bundled default): the fast router's
+        encoder is ``static_model``, else ``<model>-static`` from the model cache, distilled there
+        first (:func:`routecore.distill.distill`, default settings) when ``build`` and it is missing;
+        ``kw`` as in :meth:`from_config`.
+
+        Raises:
+            ModelError: no such static table (and not ``build``).
+        """
+        from routecore import models
+
+        if static_model is None:
+            from routecore.distill import static_name
+
+            static_model = static_name(models.resolve(model))
+            if build and not (models.home() / "models" / static_model).is_dir():
+                from routecore.distill import distill
+
+                distill(model)
+        return cls.from_config(path, fast_model=static_model, strong_model=model, **kw)
+
     @property
     def served(self) -> dict[str, int]:
         """How many decisions each router gave (a copy, read under the lock); set it to reset."""
@@ -103,10 +138,10 @@ class Cascade:
         d = self.fast.route(query, **kw)
         if _fast_enough(d):
             self._count(1, 0)
-            return emit(self.metrics, _by_fast(d))
+            return emit(self.metrics, _by_fast(d, _tier(self.fast)))
         s = self.strong.route(query, **kw)
         self._count(0, 1)
-        return emit(self.metrics, _by_strong(d, s))
+        return emit(self.metrics, _by_strong(d, s, _tier(self.strong)))
 
     def route_batch(self, queries: Sequence[str], **kw: Any) -> list[Decision]:
         """:meth:`route` of each query: the fast router's batch, then one strong batch of the
@@ -128,8 +163,9 @@ class Cascade:
         strong = iter(self.strong.route_batch([queries[i] for i in up], **kw) if up else [])
         self._count(len(queries) - len(up), len(up))
         escalated = set(up)
+        ft, st = _tier(self.fast), _tier(self.strong)
         return [
-            emit(self.metrics, _by_strong(d, next(strong)) if i in escalated else _by_fast(d))
+            emit(self.metrics, _by_strong(d, next(strong), st) if i in escalated else _by_fast(d, ft))
             for i, d in enumerate(fast)
         ]
 
@@ -157,11 +193,18 @@ def _fast_enough(d: Decision) -> bool:
     return d.action == "route" and d.tier == "high"
 
 
-def _by_fast(d: Decision) -> Decision:
-    return replace(d, alerts=d.alerts + (_served("fast", d),))
+def _tier(router: Router) -> str:
+    """``static`` when ``router`` embeds with a static table, else ``transformer``."""
+    from routecore.static_encoder import StaticEncoder
+
+    return "static" if isinstance(router.encoder, StaticEncoder) else "transformer"
 
 
-def _by_strong(d: Decision, s: Decision) -> Decision:
+def _by_fast(d: Decision, tier: str) -> Decision:
+    return replace(d, alerts=d.alerts + (_served("fast", d, tier),))
+
+
+def _by_strong(d: Decision, s: Decision, tier: str) -> Decision:
     """The strong router's decision ``s``, with the fast one's (``d``) time added."""
     t, f = s.timings, d.timings
     timings = replace(
@@ -172,10 +215,10 @@ def _by_strong(d: Decision, s: Decision) -> Decision:
         policy=t.policy + f.policy,
         total=t.total + f.total,
     )
-    return replace(s, alerts=s.alerts + (_served("strong", d),), timings=timings)
+    return replace(s, alerts=s.alerts + (_served("strong", d, tier),), timings=timings)
 
 
-def _served(by: str, fast: Decision) -> Alert:
+def _served(by: str, fast: Decision, tier: str) -> Alert:
     why = (
         "the fast encoder routed at the high tier"
         if by == "fast"
@@ -184,5 +227,11 @@ def _served(by: str, fast: Decision) -> Alert:
     return Alert(
         "cascade",
         why,
-        {"served_by": by, "fast_action": fast.action, "fast_tier": fast.tier, "fast_route": fast.route},
+        {
+            "served_by": by,
+            "encoder_tier": tier,
+            "fast_action": fast.action,
+            "fast_tier": fast.tier,
+            "fast_route": fast.route,
+        },
     )
