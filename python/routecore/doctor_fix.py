@@ -8,14 +8,13 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from routecore.doctor_checks import normalised
 from routecore.errors import ConfigError
 
 
 def apply_edits(doc: Mapping[str, Any], edits: Sequence[Any]) -> dict[str, Any]:
     """A copy of the config document ``doc`` with the ``drop`` and ``move`` edits applied (``add``
     edits are suggestions, not applied); a moved text is not added twice to its new route."""
-    from routecore.doctor import normalised
-
     out = copy.deepcopy(dict(doc))
     routes = out.get("routes")
     if not isinstance(routes, list):

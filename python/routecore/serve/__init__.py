@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Batching", "Limits", "RouterSource", "create_app"]
+# Re-exported (``X as X``): the micro-batching defaults the command's parser reads.
+from routecore.serve.defaults import DEFAULT_MAX_BATCH as DEFAULT_MAX_BATCH
+from routecore.serve.defaults import DEFAULT_WINDOW_MS as DEFAULT_WINDOW_MS
 
-#: Micro-batching defaults (:mod:`routecore.serve.batcher`, which documents the measurements
-#: behind them); here so that the command's parser reads them without importing asyncio.
-DEFAULT_WINDOW_MS = 5.0
-DEFAULT_MAX_BATCH = 32
+__all__ = ["Batching", "Limits", "RouterSource", "create_app"]
 
 
 def __getattr__(name: str) -> Any:

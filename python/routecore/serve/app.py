@@ -562,7 +562,7 @@ def create_app(
 
     app = Starlette(
         routes=_endpoints(srv),
-        middleware=[Middleware(Gate, server=srv)],
+        middleware=[Middleware(Gate, token=srv.token, metrics=srv.metrics)],
         lifespan=lifespan,
         exception_handlers={HTTPException: http_error},
     )

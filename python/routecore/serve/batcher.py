@@ -35,7 +35,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Hashable, Optional, Sequence, Tuple, TypeVar
 
-from routecore.serve import (  # measured with benches/serve_load.py (see above)
+from routecore.serve.defaults import (  # measured with benches/serve_load.py (see above)
     DEFAULT_MAX_BATCH,
     DEFAULT_WINDOW_MS,
 )

@@ -8,7 +8,7 @@ import hmac
 import json
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import msgspec
 from starlette.exceptions import HTTPException
@@ -17,9 +17,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from routecore.decision import plain
-
-if TYPE_CHECKING:
-    from routecore.serve.app import Server
+from routecore.serve.metrics import Metrics
 
 #: Paths answered without a token (probes).
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
@@ -127,15 +125,15 @@ def json_response(body: Any, status: int = 200) -> Response:
 class Gate:
     """Pure ASGI middleware: the bearer token, request counts, latency, requests in flight."""
 
-    def __init__(self, app: ASGIApp, server: Server):
-        self.app, self.srv = app, server
-        self._token = server.token.encode() if server.token else None
+    def __init__(self, app: ASGIApp, token: str | None, metrics: Metrics):
+        self.app, self.metrics = app, metrics
+        self._token = token.encode() if token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        m = self.srv.metrics
+        m = self.metrics
         path = scope["path"]
         status = 500
         t0 = time.perf_counter()
