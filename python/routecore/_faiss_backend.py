@@ -205,3 +205,12 @@ class FaissIndex:
         for j, s in enumerate(live.tolist()):
             out[j] = self._index.reconstruct(int(s))
         return out
+
+    def entries(self) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+        """(ids, vectors, labels, domains) of every entry, in storage order, read under the lock its
+        writers hold: one snapshot, as ``_native.FlatIndex.entries`` gives (``VectorIndex.vectors``)."""
+        with self._lock:
+            names, dnames = self.label_names(), self.domain_names()
+            labels = [names[c] for c in self.label_codes()]
+            domains = [dnames[c] for c in self.domain_codes()]
+            return self.ids(), self.vectors(), labels, domains

@@ -106,6 +106,12 @@ class VectorIndex:
     def storage(self) -> str:
         return self._storage
 
+    @property
+    def native(self) -> Any:
+        """The index that does the work (a ``_native.FlatIndex``, or a FAISS one): a route table runs
+        its native scoring step on it (:mod:`routecore.tables`). Internal to routecore."""
+        return self._impl
+
     def __len__(self) -> int:
         return len(self._impl)
 
@@ -158,13 +164,9 @@ class VectorIndex:
         """(ids, vectors, labels, domains) of every entry, in storage order: one
         snapshot, even while other threads write."""
         impl = self._impl  # read once: an "auto" index may move to HNSW meanwhile
-        if isinstance(impl, _native.FlatIndex):
-            return impl.entries()  # one native call under one lock
-        with impl._lock:  # FAISS: its writers hold the same lock
-            names, dnames = impl.label_names(), impl.domain_names()
-            labels = [names[c] for c in impl.label_codes()]
-            domains = [dnames[c] for c in impl.domain_codes()]
-            return impl.ids(), impl.vectors(), labels, domains
+        # One snapshot under the index's lock: one native call (FlatIndex), or FAISS's writers' lock.
+        entries: tuple[np.ndarray, np.ndarray, list[str], list[str]] = impl.entries()
+        return entries
 
     # -- persistence ---------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:

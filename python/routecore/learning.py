@@ -98,12 +98,13 @@ def _no_llm(_request: Any) -> Any:
 
 def learner(router: Any) -> Learner:
     """The router's :class:`Learner` (made on first use)."""
-    lr = router.__dict__.get("_learner")
+    h = router.internals
+    lr = h.learner
     if lr is None:
-        with router._writer:
-            lr = router.__dict__.get("_learner")
+        with h.writer:
+            lr = h.learner
             if lr is None:
-                lr = router._learner = Learner(router)
+                lr = h.learner = Learner(router)
     return lr  # type: ignore[no-any-return]
 
 
@@ -136,7 +137,7 @@ def load_stored(router: Any) -> None:
 
 def saved(router: Any) -> list[LearnedExemplar]:
     """The learned exemplars a bundle keeps (their texts are the routes' exemplars already)."""
-    lr = router.__dict__.get("_learner")
+    lr = router.internals.learner
     if lr is None:
         return []
     out: list[LearnedExemplar] = lr.learned()
@@ -154,7 +155,7 @@ def parse_saved(raw: Any, where: str) -> list[LearnedExemplar]:
 def restore(router: Any, entries: Sequence[LearnedExemplar]) -> None:
     """Mark ``entries`` of a loaded bundle as learned (listed, removable, counted in the cap)."""
     lr = learner(router)
-    with router._writer:
+    with router.internals.writer:
         lr.restore(entries)
 
 
@@ -178,7 +179,7 @@ class Learner:
     # -- reads -------------------------------------------------------------------------
     def learned(self, route: str | None = None) -> list[LearnedExemplar]:
         """The learned exemplars (of ``route``), oldest first (those of routes a live update removed are dropped)."""
-        with self.router._writer:
+        with self.router.internals.writer:
             self._sync()
             return [e for e, _ in self.entries.values() if route is None or e.route == route]
 
@@ -207,7 +208,7 @@ class Learner:
             else rt.encoder.encode_with_stats([query]).embeddings[0]
         )
         d = rt.route(query, vector=v, choose=_no_llm)  # the semantic decision, without the LLM
-        with self.router._writer:
+        with self.router.internals.writer:
             self._sync()
             st = self.state
             nearest = st.nearest(v, route)
@@ -250,7 +251,7 @@ class Learner:
         and nothing is removed); the head is retrained in the background."""
         if isinstance(ids, int):
             ids = [ids]
-        with self.router._writer:
+        with self.router.internals.writer:
             self._sync()
             unknown = [i for i in ids if i not in self.entries]
             if unknown:
@@ -286,7 +287,7 @@ class Learner:
         if store is None:
             return 0
         rows = store.learned_exemplars(store_key(self.router.encoder))
-        with self.router._writer:
+        with self.router.internals.writer:
             self._sync()
             rt, dim = self.router.route_table, self.router.encoder.dim
             stored = {r.id for r in rows}
@@ -369,16 +370,16 @@ class Learner:
         from routecore import learning_update as U
 
         r = self.router
-        with r._writer:
+        with r.internals.writer:
             job = U.RefitJob.begin(r, self.state, self.generation)
         if job is None:
             return
         parts = job.build()  # off the lock: readers and learn() go on
-        with r._writer:
+        with r.internals.writer:
             if not job.still_valid(r, self.state, self.forgot_at):
                 return
             later = [(e, v) for e, v in self.entries.values() if e.generation > job.generation]
-            r._install(parts)
+            r.internals.install(parts)
             self.state = U.State.of(r.route_table, self.state)
             stemmer = r.spec_policy.lexical_stemmer
             for e, v in later:

@@ -40,7 +40,7 @@ class State:
 
     @classmethod
     def of(cls, rt: Any, prev: State | None = None) -> State:
-        rows = getattr(rt, "_learn_rows", None)
+        rows = rt.learn_rows
         if rows is None:
             from routecore.assembly import known_vectors
 
@@ -49,7 +49,7 @@ class State:
             dim = rt.encoder.dim
             V = np.stack([have[t] for t in texts]) if texts else np.zeros((0, dim), np.float32)
             rows = (np.ascontiguousarray(V, dtype=np.float32), np.asarray(owners, np.int64))
-            rt._learn_rows = rows
+            rt.learn_rows = rows
         st = cls(rt, rows[0], rows[1])
         if prev is not None:
             st.cut = prev.cut
@@ -99,8 +99,8 @@ def _table(rt: Any, specs: list[Any], V: np.ndarray, owners: np.ndarray, stemmer
         from routecore.lexical import LexicalTable
 
         new.lexical = LexicalTable(texts, own, len(specs), stemmer=stemmer)
-    new._head_cols = None
-    new._learn_rows = (V, owners)
+    new.forget_head_columns()
+    new.learn_rows = (V, owners)
     return new
 
 

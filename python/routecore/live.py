@@ -83,7 +83,7 @@ def build_args(
         llm=router.route_table.llm,
         memory=tc.memory,
         head=head,
-        storage=router._storage,
+        storage=router.internals.storage,
         calibration=calibration,
         known=known,
         head_threshold=head_threshold,
@@ -105,13 +105,13 @@ def apply(
     for s in [*add_routes, *update_routes]:
         if not isinstance(s, RouteSpec):
             raise InvalidArgumentError(f"routes must be RouteSpec objects, got {type(s).__name__}")
-    with router._writer:
+    with router.internals.writer:
         rt, tc = router.route_table, router.tool_catalog
         routes = _merged(rt.specs, add_routes, update_routes, remove_routes, "route")
         tools = _merged(tc.specs, add_tools, update_tools, remove_tools, "tool")
         if not routes and not tools:
             raise ConfigError("an update may not remove every route and every tool")
-        spec_policy = with_route_thresholds(router._given_policy, routes)
+        spec_policy = with_route_thresholds(router.internals.given_policy, routes)
         head, routes_changed = rt.head, bool(add_routes or update_routes or remove_routes)
         calibration = assembly.kept_calibration(router.calibration, {r.name for r in routes}, recalibrate)
         fitted = router.calibration is not None and router.calibration.source == "fitted"
@@ -137,5 +137,5 @@ def apply(
         parts = assembly.build(routes, tools, **args)
         total = (time.perf_counter() - t0) * 1e3
         router.spec_policy = spec_policy
-        router._install(parts)
+        router.internals.install(parts)
         return Update(len(routes), len(tools), parts.embedded, parts.embed_ms, total - parts.embed_ms)

@@ -46,6 +46,10 @@ class Decider(Outcomes):
             cached = self._head_cols = (self.head, cols, cls.get(self.head.oos_class, missing))
         return cached[1], cached[2]
 
+    def forget_head_columns(self) -> None:
+        """Drop the head's cached columns (a copy of this table over new rows: routecore.learning_update)."""
+        self._head_cols = None
+
     def _apply_head(self, r: Step, q: np.ndarray, policy: Policy | None = None) -> None:
         """Replace softmax probabilities by the linear head's (O(routes x dim)).
 

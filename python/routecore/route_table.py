@@ -121,6 +121,7 @@ class RouteTable(Decider):
         self.languages: LanguagePolicies | None = None  # set_languages
         self.head_cuts: tuple[LanguageDetector, dict[str, float]] | None = None  # set_languages
         self._head_cols: tuple[Any, np.ndarray, int] | None = None  # _head_columns
+        self.learn_rows: tuple[np.ndarray, np.ndarray] | None = None  # routecore.learning_update.State
         self.entities: EntityMatcher | None = None  # the Router's entities: section
         self._entity_routes = any(r.prefers_entities or r.requires_entities for r in self.specs)
         # Built with the table, not on the first query: 0.2 s at 150 x 100 exemplars.

@@ -9,7 +9,6 @@ bundles are in :mod:`routecore.bundle`.
 from __future__ import annotations
 
 import os
-import threading
 from concurrent.futures import Executor
 from operator import attrgetter
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
@@ -27,6 +26,7 @@ from routecore.policy import Policy
 from routecore.progress import ProgressArg
 from routecore.route_table import with_route_thresholds
 from routecore.router_changes import Changes
+from routecore.router_internals import RouterInternals
 from routecore.router_tools import ToolCalls
 from routecore.specs import RouteSpec, ToolSpec, parse_config, read_config_file
 from routecore.tables import AUTO_INT8_ELEMENTS, EncoderLike
@@ -138,10 +138,10 @@ class Router(ToolCalls, Changes):
         check_route_entities(tools, entities, "tools", "tool")
         self.entities = entities
         self._entity_matcher = EntityMatcher(entities) if entities is not None and entities.kinds else None
-        self._given_policy = policy or Policy()
-        self.spec_policy = with_route_thresholds(self._given_policy, routes)
-        self._storage = storage
-        self._writer = threading.Lock()  # live updates, one at a time
+        given = policy or Policy()
+        self.spec_policy = with_route_thresholds(given, routes)
+        #: routecore's own interface to this router (live updates, learning): not public API.
+        self.internals = RouterInternals(storage, given, self._install)
         parts = assembly.build(
             routes,
             tools,

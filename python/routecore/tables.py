@@ -211,7 +211,7 @@ class ScoreTable:
         ``bias`` (spec order) is added to each route's cosine before anything else
         (hybrid scoring); ``raw`` then holds the sums and ``dense`` the cosines."""
         p = self.step(policy, active, top, aggregation, exact_top, exact_floor, probabilities, exact)
-        return self.in_spec_order(self.index._impl.score_routes(q, p, self.coded(bias)))
+        return self.in_spec_order(self.index.native.score_routes(q, p, self.coded(bias)))
 
     def in_spec_order(self, r: Any) -> Step:
         """A native step's result (``_native.StepResult``, label-code order) in spec order."""
@@ -239,7 +239,7 @@ def score_many(
     layers); ``steps[i]`` (:meth:`ScoreTable.step`) and ``biases[i]`` (spec order) go with
     ``tables[i]``. Results as :meth:`ScoreTable.score` gives them."""
     out = _native.score_many(
-        [t.index._impl for t in tables], q, list(steps), [t.coded(b) for t, b in zip(tables, biases)]
+        [t.index.native for t in tables], q, list(steps), [t.coded(b) for t, b in zip(tables, biases)]
     )
     return [t.in_spec_order(r) for t, r in zip(tables, out)]
 
