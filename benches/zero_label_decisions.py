@@ -55,7 +55,7 @@ def decide(router, X: np.ndarray, texts: list[str]) -> list[tuple[str, str | Non
         if rt.head is not None:  # the exemplar head (the default) or a fitted one
             rt._apply_head(r, x, p)
         d = rt._decide("", r, None, None, policy=p)
-        out.append((d["action"], d.get("route"), d["tier"], float(d.get("confidence", 0.0))))
+        out.append((d.action, d.route, d.tier, float(d.confidence)))
     return out
 
 

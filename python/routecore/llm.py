@@ -38,7 +38,7 @@ __all__ = [
 class LLMRequest:
     query: str
     routes: Sequence[tuple[str, str]]  # (name, description)
-    scores: dict[str, float] = field(default_factory=dict)
+    scores: Mapping[str, float] = field(default_factory=dict)  # a ScoreMap from a route table
     previous_route: str | None = None
     bias_rules: Sequence[str] = ()
     hint: str | None = None

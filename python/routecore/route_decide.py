@@ -14,7 +14,7 @@ from routecore import _native, reasons
 from routecore.decision import Alert, Decision, Exemplar, ScoreMap
 from routecore.languages import LanguageDetector
 from routecore.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, resolved, tier_of
-from routecore.route_outcomes import Chooser, Outcomes
+from routecore.route_outcomes import Chooser, Draft, Outcomes
 from routecore.tables import Step, collision_alert
 
 
@@ -91,7 +91,7 @@ class Decider(Outcomes):
         clarify: Decision | None,
         choose: Chooser | None = None,
         policy: Policy | None = None,
-    ) -> dict[str, Any]:
+    ) -> Draft:
         p, names = policy or self.policy, self.table.names
         adjusted, probs = r.adjusted, r.probs
         if clarify is not None and clarify.candidates:
@@ -120,17 +120,17 @@ class Decider(Outcomes):
             # probabilities are the cosine softmax among them, on another scale than the routing cut.)
             tier = "medium"
         labels, pos, texts = self.table.labels, self.table.pos, self.table.texts
-        out: dict[str, Any] = {
-            "route": bname,
-            "tier": tier,
-            "confidence": p1,
-            "margin": p1 - p2,
-            "probabilities": ScoreMap(names, probs, pos),
-            "raw_scores": ScoreMap(names, r.dense, pos),
-            "lexical_scores": ScoreMap(names, r.lexical, pos) if r.lexical is not None else {},
-            "adjusted_scores": ScoreMap(names, adjusted, pos),
-            "score_bounds": ScoreMap(names, r.bound, pos),
-            "top_exemplars": tuple(
+        out = Draft(
+            route=bname,
+            tier=tier,
+            confidence=p1,
+            margin=p1 - p2,
+            probabilities=ScoreMap(names, probs, pos),
+            raw_scores=ScoreMap(names, r.dense, pos),
+            lexical_scores=ScoreMap(names, r.lexical, pos) if r.lexical is not None else {},
+            adjusted_scores=ScoreMap(names, adjusted, pos),
+            score_bounds=ScoreMap(names, r.bound, pos),
+            top_exemplars=tuple(
                 Exemplar(labels[c], texts[i], s)
                 for i, c, s in zip(
                     r.top_ids.tolist(),
@@ -138,12 +138,8 @@ class Decider(Outcomes):
                     (r.top_dense if r.top_dense is not None else r.top_scores).tolist(),
                 )
             ),
-            "alerts": [],
-            "action": "route",
-            "candidates": (),
-            "_llm_ms": 0.0,
-            "out_of_scope": r.head_oos_p,
-        }
+            out_of_scope=r.head_oos_p,
+        )
         # The scope reads the cosine or the head (lexical hits move labels, not the scope), unless
         # the query holds an entity type a route prefers: the config says such a query is its own,
         # so it goes to the best of the routes that prefer it.
@@ -165,52 +161,51 @@ class Decider(Outcomes):
                     policy,
                 )
             if pref is None or not pref[best]:
-                out.update(
-                    action="none", route=None, tier="low", reason=self._scope_reason(r, bname, min_score)
-                )
+                out.action, out.route, out.tier = "none", None, "low"
+                out.reason = self._scope_reason(r, bname, min_score)
                 return self._finish(out)
             # In scope by the config's rule, not by the scores: never the high tier.
-            tier = out["tier"] = "medium" if tier == "high" else tier
+            tier = out.tier = "medium" if tier == "high" else tier
             in_scope_by_entity = True
-            out["alerts"].append(_entity_alert(bname))
+            out.alerts.append(_entity_alert(bname))
         elif tier == "low" and pref is not None and pref[best] and clarify is None:
             # The best route is the only one of the plausible pair that prefers the query's entity
             # type: the config's rule settles the tie, at the medium tier (before it, adding the
             # entity's gain pushed the pair past a bias rule's window and the query was clarified).
             if len(order) < 2 or not pref[order[1]]:
-                tier = out["tier"] = "medium"
+                tier = out.tier = "medium"
                 in_scope_by_entity = True
-                out["alerts"].append(_entity_alert(bname, names[order[1]] if len(order) > 1 else None))
+                out.alerts.append(_entity_alert(bname, names[order[1]] if len(order) > 1 else None))
         if r.collision is not None and clarify is None:
             c = r.collision
-            out["alerts"].append(collision_alert(labels[c[0]], labels[c[1]], c[2], self.table, "route"))
+            out.alerts.append(collision_alert(labels[c[0]], labels[c[1]], c[2], self.table, "route"))
         rule = bias_winner(names, order, top_adj, p, three_way=tier != "high", top_probs=top_p)
         if rule:
             winner, text_rule = rule
-            out["bias_rule"] = text_rule
+            out.bias_rule = text_rule
             if winner == CLARIFY:
                 three = "three-way" in text_rule
-                out["reason"] = (
-                    reasons.three_way(text_rule) if three else reasons.bias_rule(text_rule, p1, p2)
-                )
+                out.reason = reasons.three_way(text_rule) if three else reasons.bias_rule(text_rule, p1, p2)
                 return self._finish(
                     self._clarify(
                         out, [names[i] for i, v in zip(order, top_adj) if v > -np.inf][: 3 if three else 2]
                     )
                 )
-            out["route"] = winner
-            out["reason"] = reasons.bias_rule(text_rule, p1, p2)
+            out.route = winner
+            out.reason = reasons.bias_rule(text_rule, p1, p2)
             return self._finish(out)
         if in_scope_by_entity:
             kinds = ", ".join(sorted({e.kind for e in r.entities})) or "an entity type"
-            out["reason"] = reasons.entity(bname, kinds)
+            out.reason = reasons.entity(bname, kinds)
         if tier == "high":
-            out.setdefault("reason", reasons.confident(bname, p1, high, p1 - p2, margin_th, continuing))
+            if out.reason is None:
+                out.reason = reasons.confident(bname, p1, high, p1 - p2, margin_th, continuing)
             return self._finish(out)
         if tier == "medium":
-            out["hint"] = bname
-            if clarify is not None and clarify.candidates and p1 < medium:
-                out.setdefault("reason", reasons.answered(bname, p1, list(clarify.candidates)))
-            out.setdefault("reason", reasons.likely(bname, p1, medium, high))
+            out.hint = bname
+            if out.reason is None and clarify is not None and clarify.candidates and p1 < medium:
+                out.reason = reasons.answered(bname, p1, list(clarify.candidates))
+            if out.reason is None:
+                out.reason = reasons.likely(bname, p1, medium, high)
             return self._finish(self._ask_llm(text, out, previous, choose, lambda: out) if self.llm else out)
         return self._finish(self._low(text, out, names, order, top_p, p, previous, choose))

@@ -5,12 +5,13 @@ query. A mixin of :class:`~routecore.route_table.RouteTable`, which holds the ro
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from routecore import reasons
-from routecore.decision import Alert, Decision, Reason, Timings
+from routecore.decision import Alert, Decision, Entity, Exemplar, Reason, Timings
 from routecore.errors import InvalidArgumentError
 from routecore.llm import LLMChoice, LLMRequest, LLMRouter
 from routecore.policy import CLARIFY, Policy, resolved
@@ -19,6 +20,83 @@ from routecore.tables import ScoreTable, Step
 
 #: A call that picks a route for an LLM request (``LLMRouter.choose``, or its async stand-in).
 Chooser = Callable[[LLMRequest], LLMChoice]
+
+
+@dataclass
+class Draft:
+    """A route decision while it is made: what the decision steps (``Decider._decide``) and the
+    outcomes below fill in. :meth:`RouteTable.decide <routecore.route_table.RouteTable.decide>` then
+    makes the :class:`~routecore.decision.Decision` of it, with its timings and the alerts of the
+    query. The fields not set keep the Decision's defaults."""
+
+    route: str | None
+    tier: str
+    confidence: float
+    margin: float
+    probabilities: Mapping[str, float]
+    raw_scores: Mapping[str, float]
+    lexical_scores: Mapping[str, float]
+    adjusted_scores: Mapping[str, float]
+    score_bounds: Mapping[str, float]
+    top_exemplars: tuple[Exemplar, ...]
+    out_of_scope: float | None
+    alerts: list[Alert] = field(default_factory=list)
+    action: str = "route"
+    candidates: tuple[str, ...] = ()
+    question: str | None = None
+    hint: str | None = None
+    used_llm: bool = False
+    fallback: str | None = None
+    bias_rule: str | None = None
+    fallback_chain: tuple[str, ...] = ()
+    reason: Reason | None = None
+    #: The time the LLM took (ms): the decision's ``timings.llm``.
+    llm_ms: float = 0.0
+
+    def decision(
+        self,
+        *,
+        entities: tuple[Entity, ...],
+        alerts: tuple[Alert, ...],
+        timings: Timings,
+        query: str,
+        previous_route: str | None,
+        error_message: str,
+        calibrated: str,
+        generation: int,
+    ) -> Decision:
+        """The :class:`~routecore.decision.Decision` of this draft, with what the route table adds:
+        the query's entities, every alert (the draft's first), the timings and the router's fields."""
+        return Decision(
+            action=self.action,
+            route=self.route,
+            tier=self.tier,
+            confidence=self.confidence,
+            margin=self.margin,
+            probabilities=self.probabilities,
+            raw_scores=self.raw_scores,
+            adjusted_scores=self.adjusted_scores,
+            top_exemplars=self.top_exemplars,
+            candidates=self.candidates,
+            question=self.question,
+            hint=self.hint,
+            used_llm=self.used_llm,
+            fallback=self.fallback,
+            bias_rule=self.bias_rule,
+            fallback_chain=self.fallback_chain,
+            score_bounds=self.score_bounds,
+            lexical_scores=self.lexical_scores,
+            reason=self.reason,
+            out_of_scope=self.out_of_scope,
+            entities=entities,
+            alerts=alerts,
+            timings=timings,
+            query=query,
+            previous_route=previous_route,
+            error_message=error_message,
+            calibrated=calibrated,
+            generation=generation,
+        )
 
 
 class Outcomes:
@@ -46,31 +124,26 @@ class Outcomes:
     def _low(
         self,
         text: str,
-        out: dict[str, Any],
+        out: Draft,
         names: Sequence[str],
         order: list[int],
         top_p: list[float],
         p: Policy,
         previous: str | None,
         choose: Chooser | None,
-    ) -> dict[str, Any]:
+    ) -> Draft:
         """A low-tier decision: the LLM when the policy asks it and there is one, else ``none``
         or a clarification (the LLM's failure ends there too)."""
         bname, p1, medium = names[order[0]], top_p[0], resolved(p.medium, "medium")
 
-        def without_llm() -> dict[str, Any]:
+        def without_llm() -> Draft:
             if p.low_action == "none":
-                out.update(
-                    action="none",
-                    route=None,
-                    reason=reasons.low_confidence(bname, p1, medium, "declined (low_action 'none')"),
-                )
+                out.action, out.route = "none", None
+                out.reason = reasons.low_confidence(bname, p1, medium, "declined (low_action 'none')")
                 return out
             if p.low_action == "llm" and self.llm is None:  # no LLM to ask: say so
-                out["fallback"] = (
-                    "low confidence and no LLM is configured (low_action 'llm'): asked the user to clarify instead"
-                )
-                out["alerts"].append(Alert("fallback", out["fallback"]))
+                out.fallback = "low confidence and no LLM is configured (low_action 'llm'): asked the user to clarify instead"
+                out.alerts.append(Alert("fallback", out.fallback))
             # A third option when the best two hold less than the clarify mass and it is plausible beside the second.
             third = (
                 len(order) > 2
@@ -82,11 +155,9 @@ class Outcomes:
             shown = [names[i] for i in order[:n]]
             # A tie when every option is within one scale (a factor e) of the best; else just unsure.
             if top_p[len(shown) - 1] >= p1 / np.e:
-                out["reason"] = reasons.tie(shown, top_p[: len(shown)], medium)
+                out.reason = reasons.tie(shown, top_p[: len(shown)], medium)
             else:
-                out["reason"] = reasons.low_confidence(
-                    bname, p1, medium, "asked which of " + " / ".join(shown)
-                )
+                out.reason = reasons.low_confidence(bname, p1, medium, "asked which of " + " / ".join(shown))
             return self._clarify(out, shown)
 
         if p.low_action == "llm" and self.llm:
@@ -99,14 +170,13 @@ class Outcomes:
             return reasons.out_of_scope_head(best, r.head_p1, r.head_oos_p or 0.0, r.head_threshold)
         return reasons.out_of_scope_cosine(best, float(r.dense[self.table.pos[best]]), min_score)
 
-    def _finish(self, out: dict[str, Any]) -> dict[str, Any]:
-        out["fallback_chain"] = self.fallback_chain(out["route"]) if out.get("route") else ()
+    def _finish(self, out: Draft) -> Draft:
+        out.fallback_chain = self.fallback_chain(out.route) if out.route else ()
         return out
 
-    def _clarify(self, out: dict[str, Any], candidates: list[str]) -> dict[str, Any]:
-        out.update(
-            action="clarify", route=CLARIFY, candidates=tuple(candidates), question=self.question(candidates)
-        )
+    def _clarify(self, out: Draft, candidates: list[str]) -> Draft:
+        out.action, out.route, out.candidates = "clarify", CLARIFY, tuple(candidates)
+        out.question = self.question(candidates)
         return out
 
     def question(self, candidates: Sequence[str]) -> str:
@@ -119,41 +189,44 @@ class Outcomes:
     def _ask_llm(
         self,
         text: str,
-        out: dict[str, Any],
+        out: Draft,
         previous: str | None,
         choose: Chooser | None,
-        without: Callable[[], dict[str, Any]],
-    ) -> dict[str, Any]:
+        without: Callable[[], Draft],
+    ) -> Draft:
         """The LLM's decision; ``without()`` (what a router without an LLM decides) when it fails
         or names a route this router does not have."""
         req = LLMRequest(
             text,
             [(r.name, r.description) for r in self.specs],
-            out["adjusted_scores"],
+            out.adjusted_scores,
             previous,
             [f"{b.a} vs {b.b} within {b.within}: {b.winner}" for b in self.policy.bias_rules],
-            out.get("hint"),
+            out.hint,
         )
         t = time.perf_counter()
-        tier, p1 = out["tier"], out["confidence"]
+        tier, p1 = out.tier, out.confidence
         try:
             choice = (choose or self.llm.choose)(req)  # type: ignore[union-attr]
             if choice.route != CLARIFY and choice.route not in self.by_name:
                 raise InvalidArgumentError(f"the LLM answered an unknown route {choice.route!r}")
-            out["used_llm"] = True
+            out.used_llm = True
             if choice.route == CLARIFY:
-                order = sorted(out["probabilities"], key=lambda n: -out["probabilities"][n])
+                probs = out.probabilities
+                order = sorted(probs, key=lambda n: -probs[n])
                 self._clarify(out, order[:2])
-                out["reason"] = reasons.llm(None, tier, p1)
+                out.reason = reasons.llm(None, tier, p1)
             else:
-                out.update(route=choice.route, action="route", reason=reasons.llm(choice.route, tier, p1))
+                out.route, out.action = choice.route, "route"
+                out.reason = reasons.llm(choice.route, tier, p1)
         except Exception as e:  # noqa: BLE001 - any LLM failure ends where no LLM would
             err = f"{type(e).__name__}: {e}"
             out = without()
-            out["fallback"] = f"llm failed ({err}); decided as without an LLM"
-            out["alerts"].append(Alert("fallback", out["fallback"]))
-            out["reason"] = reasons.llm_failed(err, out["reason"])
-        out["_llm_ms"] = (time.perf_counter() - t) * 1e3
+            out.fallback = f"llm failed ({err}); decided as without an LLM"
+            out.alerts.append(Alert("fallback", out.fallback))
+            assert out.reason is not None  # without() always says why
+            out.reason = reasons.llm_failed(err, out.reason)
+        out.llm_ms = (time.perf_counter() - t) * 1e3
         return out
 
     def _degraded(

@@ -336,9 +336,8 @@ class RouteTable(Decider):
         if self.head is not None:
             self._apply_head(r, q, p)
         d = self._decide(text, r, previous, clarify, choose, p)
-        d["entities"] = found
         t3 = time.perf_counter()
-        llm_ms = d.pop("_llm_ms", 0.0)
+        llm_ms = d.llm_ms
         timings = Timings(
             tokenize_ms,
             (t1 - t0) * 1e3 - tokenize_ms,
@@ -347,7 +346,7 @@ class RouteTable(Decider):
             llm_ms,
             (t3 - t0) * 1e3,
         )
-        alerts = list(d.pop("alerts"))
+        alerts = list(d.alerts)
         if truncated:
             alerts.append(Alert("truncated", "the query was truncated at the model's max_length"))
         if self.calibration_note is not None:
@@ -362,8 +361,8 @@ class RouteTable(Decider):
             alerts.append(
                 language_alert(lang if lang is not None else str(head_lang[0] if head_lang else ""), used)
             )
-        dec = Decision(
-            **d,
+        dec = d.decision(
+            entities=found,
             alerts=tuple(alerts),
             timings=timings,
             query=text,
