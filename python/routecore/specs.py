@@ -3,10 +3,11 @@ them (reading the YAML or JSON file is :mod:`routecore.config_files`)."""
 
 from __future__ import annotations
 
+import os
 import threading
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from routecore.config_files import MAX_CONFIG_BYTES as MAX_CONFIG_BYTES
 from routecore.config_files import YAML_MAX_DEPTH as YAML_MAX_DEPTH
@@ -15,6 +16,7 @@ from routecore.config_files import load_yaml as load_yaml
 from routecore.config_files import read_config_file as read_config_file
 from routecore.config_files import read_text as read_text
 from routecore.errors import ConfigError
+from routecore.tool_mappings import normalize_config_tools, read_overlay, tool_dict
 
 
 @dataclass(frozen=True)
@@ -88,8 +90,6 @@ class ToolSpec:
     @classmethod
     def parse(cls, tool: Any, *, overlay: Any = None) -> ToolSpec:
         """A ToolSpec from a tool in any accepted format (:mod:`routecore.tool_formats`)."""
-        from routecore.tool_formats import tool_specs
-
         return tool_specs([tool], overlay=overlay, where="tool")[0]
 
     def exemplars(self) -> list[str]:
@@ -264,8 +264,6 @@ def parse_config(data: Any, where: str = "config") -> tuple[list[RouteSpec], lis
     that name routes. Errors name ``where`` and the path inside the document.
 
     ``tools`` entries may be in MCP or OpenAI format (:mod:`routecore.tool_formats`)."""
-    from routecore.tool_formats import normalize_config_tools
-
     cfg = _schema().validate(normalize_config_tools(data), where)
     _TRUSTED.on = True  # the document was just checked as a whole
     try:
@@ -290,3 +288,52 @@ def parse_routes(data: Mapping[str, Any], where: str = "config") -> list[RouteSp
 
 def parse_tools(data: Mapping[str, Any], where: str = "config") -> list[ToolSpec]:
     return parse_config({"tools": data.get("tools") or []} if isinstance(data, Mapping) else data, where)[1]
+
+
+def tool_specs(
+    tools: Iterable[Any],
+    *,
+    overlay: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    domain: str | None = None,
+    missing_ok: bool = False,
+    where: str = "tools",
+) -> list[ToolSpec]:
+    """ToolSpecs from tools in any accepted format, with ``overlay`` applied.
+
+    Args:
+        tools: ToolSpecs, mappings (routecore, MCP, OpenAI) or LangChain tools, mixed freely.
+        overlay: routecore fields by tool name (:func:`read_overlay`); its safety tags
+            are added to those of MCP annotations, its other values win.
+        domain: the domain (plugin) of tools that have none (an MCP server's name).
+        missing_ok: accept overlay entries that name no tool (a server dropped the
+            tool); by default they raise :class:`ConfigError`, since a typo would
+            otherwise go unnoticed.
+
+    Raises:
+        ConfigError: an unreadable tool or overlay, duplicate names, or an invalid
+            field (the error names the tool's position).
+    """
+    over = read_overlay(overlay) if overlay is not None else {}
+    docs: list[dict[str, Any]] = []
+    for i, t in enumerate(tools):
+        d = _from_spec(t) if isinstance(t, ToolSpec) else tool_dict(t, f"{where}[{i}]")
+        if not isinstance(d.get("name"), str) or not d["name"]:
+            raise ConfigError(f"{where}[{i}]: a tool needs a name")
+        extra = over.get(d["name"], {})
+        d.update({k: v for k, v in extra.items() if k != "safety_tags"})
+        if extra.get("safety_tags"):
+            d["safety_tags"] = list(dict.fromkeys([*d.get("safety_tags", ()), *extra["safety_tags"]]))
+        if domain and not (d.get("domain") or d.get("plugin")):
+            d["domain"] = domain
+        docs.append(d)
+    unknown = set(over) - {d["name"] for d in docs}
+    if unknown and not missing_ok:
+        named = "overlay" if isinstance(overlay, Mapping) else f"overlay {overlay}"
+        raise ConfigError(f"{named} names tools that are not in the catalog: {sorted(unknown)[:10]}")
+    return parse_config({"tools": docs}, where)[1]
+
+
+def _from_spec(t: ToolSpec) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(t).items()}
