@@ -175,7 +175,7 @@ impl StaticEncoder {
         for t in texts {
             let e = self
                 .tokenizer
-                .encode(*t, false)
+                .encode_fast(*t, false)
                 .map_err(|e| model_err("tokenization failed", e))?;
             ids.push(e.get_ids().to_vec());
             cut.push(!e.get_overflowing().is_empty());
@@ -227,7 +227,7 @@ impl StaticEncoder {
             let t0 = Instant::now();
             let e = self
                 .tokenizer
-                .encode(*t, false)
+                .encode_fast(*t, false) // no offsets: they are not used
                 .map_err(|e| model_err("tokenization failed", e))?;
             let t1 = Instant::now();
             if !e.get_overflowing().is_empty() {
@@ -314,5 +314,47 @@ mod tests {
         std::fs::write(dir.join(EMBEDDINGS_FILE), [0u8; 3]).unwrap();
         assert!(matches!(StaticEncoder::load(&dir), Err(Error::Model(_))));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// Microseconds per text, one text a call, on one thread (issue 38's goal: 30 µs):
+/// `STATIC_DIR=<table> TEXTS=<one text a line> cargo test --release --lib
+/// static_model::timing -- --ignored --nocapture`.
+#[cfg(test)]
+mod timing {
+    use super::*;
+
+    #[test]
+    #[ignore]
+    fn tokenizer_paths() {
+        let (Some(dir), Some(texts)) = (std::env::var_os("STATIC_DIR"), std::env::var_os("TEXTS"))
+        else {
+            eprintln!("skipping: set STATIC_DIR and TEXTS");
+            return;
+        };
+        let enc = StaticEncoder::load(Path::new(&dir)).unwrap();
+        let texts: Vec<String> = std::fs::read_to_string(texts)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        for round in 0..3 {
+            let t = Instant::now();
+            for q in &texts {
+                std::hint::black_box(enc.tokenizer.encode(q.as_str(), false).unwrap());
+            }
+            let a = t.elapsed().as_nanos() as f64 / texts.len() as f64 / 1e3;
+            let t = Instant::now();
+            for q in &texts {
+                std::hint::black_box(enc.tokenizer.encode_fast(q.as_str(), false).unwrap());
+            }
+            let b = t.elapsed().as_nanos() as f64 / texts.len() as f64 / 1e3;
+            let t = Instant::now();
+            for q in &texts {
+                std::hint::black_box(enc.encode(&[q.as_str()]).unwrap());
+            }
+            let c = t.elapsed().as_nanos() as f64 / texts.len() as f64 / 1e3;
+            eprintln!("round {round}: encode {a:.1} us, encode_fast {b:.1} us, full {c:.1} us");
+        }
     }
 }
