@@ -2,7 +2,8 @@
 transformer only when the table's router does not route at the high tier.
 
     ROUTECORE_HOME=/tmp/rchome python benches/static_tier.py [--model PATH] [--static NAME|PATH]
-        [--sets clinc150,banking77,massive-en,massive-fr,massive-zh] [--shots full,10] [--timed 300] [--json OUT]
+        [--sets clinc150,banking77,massive-en,massive-fr,massive-zh] [--shots full,10]
+        [--timed 300] [--json OUT]
 
 Routes from each train split (``full``: every row; ``10``: 10 per label, seed 0), the default
 policy (exemplar head, zero-label calibration), one router per encoder. Dev splits as in
@@ -13,9 +14,10 @@ shots: the share served by the static tier and the precision among those queries
 routed query right, an out-of-scope query declined) of the cascade, of the transformer alone and of
 the table alone; the static tier's coverage (share of the dev queries' pieces that have a row).
 
-Timing (``--timed N`` dev queries, full train only, query caches off, one process, 2 cores):
+Timing (``--timed N`` dev queries, query caches off, one process, 2 cores):
 ``Cascade.route`` p50/p95 of the statically served queries and of all of them, the transformer
 alone, and ``route_batch`` throughput (batches of 64) over statically served queries.
+``--encode-only``: the table's microseconds per dev query, one query a call.
 """
 
 from __future__ import annotations
@@ -83,6 +85,26 @@ def timing(fast: Any, strong: Any, texts: list[str], n: int, a: argparse.Namespa
     return out
 
 
+def encode_us(enc: Any, texts: list[str]) -> dict[str, Any]:
+    """Microseconds per text, one text a call (the table runs on the calling thread): in the core
+    (tokenize + gather + mean, from the encoder's own timers) and through ``Encoder.encode``."""
+    for t in texts[:200]:
+        enc.encode(t)
+    core, call = [], []
+    for t in texts:
+        t0 = time.perf_counter()
+        out = enc.encode_with_stats(t)
+        call.append((time.perf_counter() - t0) * 1e6)
+        core.append((out.tokenize_ms + out.infer_ms) * 1e3)
+    pieces = float(np.mean([len(p) for p in enc.tokenize(texts)]))
+    return {
+        "texts": len(texts),
+        "pieces_mean": round(pieces, 1),
+        "core_us": pct(core),
+        "encode_us": pct(call),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="the transformer (default: the bundled e5)")
@@ -91,9 +113,16 @@ def main() -> None:
     ap.add_argument("--shots", default="full,10")
     ap.add_argument("--timed", type=int, default=300)
     ap.add_argument("--json", default=None, help="also write every row to this file")
+    ap.add_argument("--encode-only", action="store_true", help="only the table's time per text")
     a = ap.parse_args()
     a.static = a.static or static_name(models.resolve(a.model))
-    se, te = Encoder.load(a.static), Encoder.load(a.model)
+    se = Encoder.load(a.static)
+    if a.encode_only:
+        for name in a.sets.split(","):
+            texts = [s.text for s in splits(name, "dev")[1].samples]
+            print(json.dumps({"set": name, **encode_us(se, texts)}), flush=True)
+        return
+    te = Encoder.load(a.model)
     print(f"# static {se.model_id} ({se.rows} rows x {se.dim}), transformer {te.model_id}", flush=True)
     rows = []
     for name in a.sets.split(","):
@@ -123,8 +152,8 @@ def main() -> None:
             )
             if k is None:
                 row["piece_coverage"] = coverage(se, texts)
-                if a.timed:
-                    row["timing_ms"] = timing(fast, strong, texts, a.timed, a)
+            if a.timed:
+                row["timing_ms"] = timing(fast, strong, texts, a.timed, a)
             rows.append(row)
             print(json.dumps(row), flush=True)
     if a.json:
