@@ -161,3 +161,12 @@ def test_corrupt_table_is_refused(table: Path, tmp_path: Path) -> None:
     (bad / EMBEDDINGS).write_bytes(b"\0" * 10)
     with pytest.raises(ModelError, match="bytes, config.json says"):
         Encoder.load(bad)
+
+
+def test_distill_again_replaces_the_table(tmp_path: Path) -> None:
+    src = need_shared(MODELS / "all-minilm-l6-v2")
+    distill(src, dims=8, vocab=300, dest=tmp_path / "t")
+    distill(src, dims=12, vocab=300, dest=tmp_path / "t")
+    assert json.loads((tmp_path / "t" / "config.json").read_text())["dim"] == 12
+    assert Encoder.load(tmp_path / "t").dim == 12
+    assert [p.name for p in tmp_path.iterdir()] == ["t"], "no temporary or old folder left"

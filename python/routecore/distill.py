@@ -234,12 +234,6 @@ def _write(
     seconds: float,
 ) -> DistillReport:
     """The model folder, written under a temporary name and renamed into place."""
-    tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    shutil.copyfile(src / "tokenizer.json", tmp / "tokenizer.json")
-    table.astype("<f2").tofile(tmp / EMBEDDINGS)
-    ids.astype("<u4").tofile(tmp / TOKEN_IDS)
     digest = hashlib.sha256()
     with open(onnx, "rb") as f:
         while chunk := f.read(1 << 22):
@@ -260,9 +254,24 @@ def _write(
         "distill": report.to_dict() | {"path": None},
         "license": cfg.get("license"),
     }
-    (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    if folder.exists():
-        shutil.rmtree(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp.rename(folder)
+    tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
+    old = folder.with_name(f".{folder.name}.old-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.mkdir()
+        shutil.copyfile(src / "tokenizer.json", tmp / "tokenizer.json")
+        table.astype("<f2").tofile(tmp / EMBEDDINGS)
+        ids.astype("<u4").tofile(tmp / TOKEN_IDS)
+        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        if folder.exists():  # the old table moves aside, the new one in, then the old one goes
+            folder.rename(old)
+        tmp.rename(folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old.exists() and not folder.exists():
+            old.rename(folder)  # the old table stays
+        raise
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
     return report
