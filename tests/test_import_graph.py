@@ -3,60 +3,56 @@
 
 from __future__ import annotations
 
-import ast
+import importlib.util
 import subprocess
 import sys
-from pathlib import Path
+from types import ModuleType
 
 from conftest import ROOT
 
 PACKAGE = ROOT / "python" / "routecore"
 
 
-def _module(path: Path) -> str:
-    name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    return name[: -len(".__init__")] if name.endswith(".__init__") else name
+def _graph_tool() -> ModuleType:
+    """scripts/import_cycles.py, which builds the package's import graph and finds its circles."""
+    spec = importlib.util.spec_from_file_location("import_cycles", ROOT / "scripts" / "import_cycles.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
-def _imports(path: Path, modules: set[str]) -> set[str]:
-    """The package modules ``path`` imports at module level (not inside functions)."""
-    name = _module(path)
-    pkg = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-    out: set[str] = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            parts = pkg.split(".")
-            base = (
-                ".".join(parts[: len(parts) - node.level + 1] + [node.module or ""])
-                if node.level
-                else node.module
-            )
-            if base:
-                out |= {base.rstrip(".")} | {f"{base}.{a.name}" for a in node.names}
-    return {m for m in out if m in modules and m not in (name, "routecore")}
+def _circles(everywhere: bool) -> list[list[str]]:
+    g = _graph_tool()
+    files = {g.module_name(p, PACKAGE): p for p in PACKAGE.rglob("*.py")}
+    graph = {m: g.imports(p, PACKAGE, set(files), everywhere) for m, p in files.items()}
+    circles: list[list[str]] = g.circles(graph)
+    return circles
 
 
 def test_no_module_level_import_circles():
-    files = {_module(p): p for p in PACKAGE.rglob("*.py")}
-    graph = {m: _imports(p, set(files)) for m, p in files.items()}
-    state: dict[str, int] = {}  # 1: on the path, 2: done
-    circles: list[list[str]] = []
+    assert not _circles(everywhere=False)
 
-    def visit(m: str, path: list[str]) -> None:
-        state[m] = 1
-        for d in sorted(graph[m]):
-            if state.get(d) == 1:
-                circles.append(path[path.index(d) :] + [d])
-            elif d not in state:
-                visit(d, path + [d])
-        state[m] = 2
 
-    for m in sorted(graph):
-        if m not in state:
-            visit(m, [m])
-    assert not circles, circles
+#: The circles left once imports inside functions count too (issue 35 §5; 28 modules in one on
+#: 63ed20e). Each is a design decision still to make; a new circle fails here.
+KNOWN_FUNCTION_LEVEL = {
+    # models.pull imports models_pull (the network modules load only then); models_pull, hub_http and
+    # hf_cache import the registry's types and its checks (_SHA256, _safe_rel_path) from models.
+    frozenset({"routecore.models", "routecore.models_pull", "routecore.hub_http", "routecore.hf_cache"}),
+    # Encoder.load opens a distilled table as a StaticEncoder, which imports encoder's output types.
+    frozenset({"routecore.encoder", "routecore.static_encoder"}),
+    # ExperienceMemory("postgresql://...") constructs its subclass PostgresMemory.
+    frozenset({"routecore.memory", "routecore.memory_pg"}),
+    # Router.from_semantic_router and importers.router_from_semantic_router: each entry point
+    # calls into the other's module.
+    frozenset({"routecore.router", "routecore.importers.semantic_router"}),
+}
+
+
+def test_no_new_function_level_import_circles():
+    new = [c for c in _circles(everywhere=True) if frozenset(c) not in KNOWN_FUNCTION_LEVEL]
+    assert not new, new
 
 
 def test_import_routecore_loads_no_optional_extra():
