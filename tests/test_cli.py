@@ -133,7 +133,9 @@ def test_a_second_call_reuses_the_embedded_config(tmp_path):
                 "--config",
                 str(cfg),
                 *extra,
-                "my vpn is broken",
+                # Near B's exemplar: "my vpn is broken" is a coin toss for a head trained on one exemplar a
+                # route (B on ONNX Runtime 1.31, a clarification on 1.19, whose embeddings differ by 0.002).
+                "the VPN is down again",
             ],
             capture_output=True,
             text=True,
