@@ -1,6 +1,7 @@
 """Readers' throughput while lessons are written (issue 36 §6: goal, readers keep >= 80 %).
 
     python benches/lesson_writer.py [--readers 15] [--seconds 10] [--prefill 3000] [--served]
+        [--threads N] [--no-spinning]
 
 A router over the shipped example tool catalog with an SQLite lesson store in a temporary
 folder; ``--readers`` threads call ``tools()`` on cached queries for ``--seconds``, first alone,
@@ -8,6 +9,8 @@ then beside one thread that records lessons back to back (each embeds a new quer
 each is about a query just served, whose embedding the encoder's cache holds, as a correction of the
 turn an agent just ran is). ``--prefill``
 lessons (random unit embeddings, unrelated queries) are stored first: a store in use holds many.
+``--threads`` / ``--no-spinning``: the encoder's ``Encoder.load(threads=..., spinning=False)``
+(ONNX Runtime's threads busy-wait after a run by default, on cores the readers want).
 Prints the readers' calls in each phase, their ratio, and the lessons written.
 """
 
@@ -22,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from routecore import Router
+from routecore import Encoder, Router
 from routecore.examples import TOOLS
 from routecore.lesson_cache import store_key
 from routecore.memory import ExperienceMemory
@@ -66,10 +69,13 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--prefill", type=int, default=3000)
     ap.add_argument("--served", action="store_true", help="lessons about queries just served (cached)")
+    ap.add_argument("--threads", type=int, default=None, help="the encoder's intra-op threads")
+    ap.add_argument("--no-spinning", action="store_true", help="Encoder.load(spinning=False)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         memory = ExperienceMemory(Path(tmp) / "lessons.sqlite")
-        router = Router.from_config(TOOLS, memory=memory)
+        encoder = Encoder.load(threads=a.threads, spinning=not a.no_spinning)
+        router = Router.from_config(TOOLS, memory=memory, encoder=encoder)
         rng = np.random.default_rng(0)
         names = router.tool_catalog.tools.names
         for i in range(a.prefill):
@@ -87,7 +93,8 @@ def main() -> None:
         beside, written = phase(router, a.readers, a.seconds, write=True, served=a.served)
     print(
         f"{platform.machine()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {a.readers} readers, "
-        f"{a.seconds:g} s, {a.prefill} lessons before: {alone} calls alone, {beside} beside a writer ({written} "
+        f"{a.seconds:g} s, encoder threads {encoder.threads}, spinning {not a.no_spinning}, "
+        f"{a.prefill} lessons before: {alone} calls alone, {beside} beside a writer ({written} "
         f"lessons{', on served queries' if a.served else ''}): "
         f"{100 * beside / max(alone, 1):.0f} % kept (goal >= 80 %)"
     )
