@@ -3,6 +3,10 @@ router's own normalisation undoes the harmless ones."""
 
 from __future__ import annotations
 
+import difflib
+import random
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,11 +24,23 @@ def test_every_perturbation_is_deterministic(text, seed):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet="abcdefghij klmnop", min_size=20, max_size=200), st.integers(0, 5))
-def test_typos_touch_about_the_share_asked(text, seed):
-    t = typos(text, 0.10, seed)
-    assert abs(len(t) - len(text)) <= max(3, len(text) // 5)
+@given(st.text(alphabet="abcdefghij klmnop", max_size=200), st.integers(0, 5))
+def test_typos_change_only_letters_and_nothing_at_rate_zero(text, seed):
     assert typos(text, 0.0, seed) == text
+    t = typos(text, 0.10, seed)
+    assert t.count(" ") == text.count(" ")  # a swap only moves a letter next to a letter
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_typos_touch_about_the_share_asked(seed):
+    """On a 2,500-letter text, where the count of edits is near its mean (a short text can draw six
+    doubled letters in 29, as hypothesis once found: a bound per short text is not a property)."""
+    rng = random.Random(3)
+    words = ["server", "production", "password", "printer", "network", "calendar", "refund", "account"]
+    text = " ".join(rng.choice(words) for _ in range(300))
+    t = typos(text, 0.10, seed)
+    similarity = difflib.SequenceMatcher(None, text, t, autojunk=False).ratio()
+    assert 0.85 <= similarity <= 0.97 and abs(len(t) - len(text)) <= 40  # 0.90-0.94 on seeds 0-4
 
 
 def test_long_inputs_keep_the_query_first_and_have_the_size_asked():
