@@ -245,13 +245,18 @@ def test_threads_share_one_encoder(encoder):
         assert cos(results[i], expected[i]) > 0.9999
 
 
-def model_copy(tmp_path: Path, **config_changes) -> Path:
-    need_shared(MINILM)
+def model_copy(
+    tmp_path: Path, src: Path = MINILM, tokenizer_of: Path | None = None, **config_changes
+) -> Path:
+    """A folder of ``src``'s int8 graph and config (with ``config_changes``) and the tokenizer of
+    ``tokenizer_of`` (default: ``src``'s)."""
+    need_shared(src)
+    need_shared(tokenizer_of or src)
     d = tmp_path / "m"
     d.mkdir()
-    shutil.copy(MINILM / "model-int8.onnx", d / "model.onnx")
-    shutil.copy(MINILM / "tokenizer.json", d / "tokenizer.json")
-    cfg = json.loads((MINILM / "config.json").read_text())
+    shutil.copy(src / "model-int8.onnx", d / "model.onnx")
+    shutil.copy((tokenizer_of or src) / "tokenizer.json", d / "tokenizer.json")
+    cfg = json.loads((src / "config.json").read_text())
     cfg.pop("models")
     cfg["onnx"] = "model.onnx"
     cfg.update(config_changes)
@@ -273,9 +278,7 @@ def test_missing_and_corrupt_onnx(tmp_path):
 
 def test_tokenizer_that_does_not_fit_the_model(tmp_path):
     """Refused at load (issue 36 §1), not on the first query that holds a large id."""
-    d = model_copy(tmp_path)
-    need_shared(E5)
-    shutil.copy(E5 / "tokenizer.json", d / "tokenizer.json")  # 250k ids vs a 30k vocabulary
+    d = model_copy(tmp_path, tokenizer_of=E5)  # 250k ids vs a 30k vocabulary
     with pytest.raises(ModelError, match="250002 ids but .* cannot embed id 250001"):
         Encoder.load(d)
 
@@ -283,15 +286,7 @@ def test_tokenizer_that_does_not_fit_the_model(tmp_path):
 def test_tokenizer_whose_padding_is_not_the_models(tmp_path):
     """A BERT tokenizer in front of an XLM-R model: every id embeds, but config.json's pad id 1 is
     BERT's ``[unused0]``, not a special token."""
-    need_shared(E5)
-    d = tmp_path / "e5"
-    d.mkdir()
-    shutil.copy(E5 / "model-int8.onnx", d / "model.onnx")
-    shutil.copy(MINILM / "tokenizer.json", d / "tokenizer.json")
-    cfg = json.loads((E5 / "config.json").read_text())
-    cfg.pop("models")
-    cfg["onnx"] = "model.onnx"
-    (d / "config.json").write_text(json.dumps(cfg))
+    d = model_copy(tmp_path, E5, tokenizer_of=MINILM)
     with pytest.raises(ModelError, match=r"pad_token_id 1 is not a special token .*\[unused0\]"):
         Encoder.load(d)
 
