@@ -189,7 +189,7 @@ class Encoder:
         length before tokenizing: the model only sees its first ``max_length`` tokens
         anyway, and a 10 MB query used to cost 9 s of tokenizing."""
         cap = self.max_length * CHARS_PER_TOKEN
-        batch = [t[:cap] for t in _texts(texts)]
+        batch = [t[:cap] for t in as_texts(texts)]
         emb, truncated, st = self._native.encode(batch, kind)
         return EncodeOutput(
             emb, tuple(truncated), st["tokenize_ns"] / 1e6, st["infer_ns"] / 1e6, st["cache_hits"]
@@ -197,7 +197,7 @@ class Encoder:
 
     def tokenize(self, texts: str | Sequence[str], kind: Kind = "query") -> list[list[int]]:
         """Token ids the model sees (prefix and special tokens included, truncated)."""
-        return self._native.tokenize(_texts(texts), kind)[0]
+        return self._native.tokenize(as_texts(texts), kind)[0]
 
     def cache_stats(self) -> CacheStats:
         return CacheStats(**self._native.cache_stats())
@@ -209,7 +209,9 @@ class Encoder:
         return f"Encoder(path={str(self.path)!r}, dim={self.dim}, threads={self.threads})"
 
 
-def _texts(texts: str | Sequence[str]) -> list[str]:
+def as_texts(texts: str | Sequence[str]) -> list[str]:
+    """``texts`` as a list of valid strings (lone surrogates replaced by U+FFFD); a non-string is
+    an :class:`InvalidArgumentError`."""
     if isinstance(texts, str):
         return [_valid(texts)]
     out = list(texts)

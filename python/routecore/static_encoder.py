@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from routecore import _native
-from routecore.encoder import CHARS_PER_TOKEN, CacheStats, EncodeOutput, Encoder, Kind, _texts
+from routecore.encoder import CHARS_PER_TOKEN, CacheStats, EncodeOutput, Encoder, Kind, as_texts
 
 #: The table file, which :attr:`StaticEncoder.model_id` hashes.
 EMBEDDINGS = "embeddings.f16"
@@ -77,13 +77,13 @@ class StaticEncoder(Encoder):
 
     def encode_with_stats(self, texts: str | Sequence[str], kind: Kind = "query") -> EncodeOutput:
         cap = self.max_length * CHARS_PER_TOKEN
-        batch = [t[:cap] for t in _texts(texts)]
+        batch = [t[:cap] for t in as_texts(texts)]
         emb, truncated, st = self._static.encode(batch, kind)
         return EncodeOutput(emb, tuple(truncated), st["tokenize_ns"] / 1e6, st["infer_ns"] / 1e6, 0)
 
     def tokenize(self, texts: str | Sequence[str], kind: Kind = "query") -> list[list[int]]:
         """Piece ids (no special tokens, truncated)."""
-        return self._static.tokenize(_texts(texts), kind)[0]
+        return self._static.tokenize(as_texts(texts), kind)[0]
 
     def cache_stats(self) -> CacheStats:
         return CacheStats(hits=0, misses=0, size=0, capacity=0)
