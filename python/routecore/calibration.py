@@ -167,6 +167,8 @@ def zero_label(
     own, B = own[np.isfinite(own)], B[np.isfinite(B)]
     unrelated = float(np.median(B)) if len(B) else float(np.median(best)) - 0.1 if len(best) else 0.0
     match = float(np.median(own)) if len(own) else unrelated + 0.1
+    if not len(own):
+        stats["match_fallback"] = "unrelated + 0.1: no exemplar could be held out (a constant, not a fit)"
     if R >= 2 and len(rows) >= MIN_ROWS:
         # The cosines' temperature, with or without a lexical weight: a query whose words the
         # exemplars do not hold (another language, a paraphrase) is scored on cosines alone.

@@ -46,6 +46,9 @@ class Calibration:
     #: A clarification names the best routes until their probabilities add up to this
     #: (two or three routes; a model's prior sets it, routecore.prior).
     clarify_mass: float | None = None
+    #: The support the high tier needs (``Policy.high_support``): ``match`` in the exemplars'
+    #: languages; for another language, ``match`` moved by its offset (:meth:`for_language`).
+    support: float | None = None
     #: Per-route overrides (``routecore fit``: per-route ``min_score``).
     per_route: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     #: Per background language: its centroid and whether the exemplars cover it; for the
@@ -114,7 +117,10 @@ class Calibration:
                 n: {k: (float(np.clip(v + off, 0.0, 1.0)) if k == "min_score" else v) for k, v in o.items()}
                 for n, o in self.per_route.items()
             }
+            # The head drops a language's cosine offset from its tiers and keeps it for the support.
+            support = self.support if self.support is not None else self.match
             changes.update(
+                support=float(np.clip(support + float(adj.get("support_offset", off)), 0.0, 1.0)),
                 min_score=float(np.clip(self.min_score + off, 0.0, 1.0)),
                 temperature=temperature,
                 scale=temperature,

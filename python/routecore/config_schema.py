@@ -113,6 +113,7 @@ class Policy(Thresholds):  # its first fields are the thresholds a route can ove
     """The decision layer's numbers. Unset (null) values are calibrated for the encoder in use."""
 
     temperature: Optional[Positive] = None
+    high_support: Optional[Unit] = None
     high_precision: Unit = 0.95
     route_precision: Unit = 0.90
     previous_precision: Unit = 0.90

@@ -332,7 +332,7 @@ def with_head(
     cosine = set(_TIER_KEYS) | {"offset", "slope", "noise", "temperature"}
     langs = {k: {f: v for f, v in d.items() if f not in cosine} for k, d in base.languages.items()}
     for k, fields in (per_language or {}).items():
-        langs[k].update(fields, offset=0.0)
+        langs[k].update(fields, offset=0.0, support_offset=base.languages[k].get("offset", 0.0))
     return replace(
         base,
         **fit.fields,

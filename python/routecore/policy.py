@@ -84,6 +84,12 @@ class Policy:
     medium: float | None = None
     min_score: float | None = None
     temperature: float | None = None
+    #: The high tier also needs support: the best route's cosine (its lexical score left aside)
+    #: must reach this. Unset: the calibration's ``match``, the median cosine of a held-out
+    #: exemplar to its own route (off when no exemplar could be held out). A linear head is
+    #: sure of queries far from every exemplar, and a few exemplars cannot show which queries
+    #: of their domain are not theirs (BENCHMARKS.md, small configs); 0 turns it off.
+    high_support: float | None = None
     high_precision: float = 0.95
     route_precision: float = 0.90
     previous_precision: float = 0.90
@@ -249,6 +255,8 @@ class Policy:
         }
         if self.clarify_mass is None and cal.clarify_mass is not None:
             changes["clarify_mass"] = cal.clarify_mass
+        if self.high_support is None and not cal.stats.get("match_fallback"):
+            changes["high_support"] = cal.support if cal.support is not None else cal.match
         changes["bias_rules"] = tuple(
             r if r.within is not None else replace(r, within=SCALE_UNITS["bias_within"] * cal.scale)
             for r in self.bias_rules

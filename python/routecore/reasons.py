@@ -28,6 +28,14 @@ def likely(route: str, p1: float, medium: float, high: float) -> Reason:
     )
 
 
+def unsupported(route: str, p1: float, high: float, cosine: float, support: float) -> Reason:
+    return Reason(
+        "likely",
+        f"{route} {p1:.2f} >= the high tier {high:.2f}, but its best exemplar cosine {cosine:.3f} < the "
+        f"support the high tier needs {support:.3f} (how close a held-out exemplar is to its route)",
+    )
+
+
 def answered(route: str, p1: float, offered: list[str]) -> Reason:
     return Reason(
         "likely",

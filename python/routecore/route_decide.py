@@ -115,6 +115,10 @@ class Decider(Outcomes):
         continuing = prev_i == best and p.previous_strategy == "thresholds"
         high, margin_th, medium, min_score = p.thresholds(bname, continuing)
         tier = tier_of(p1, p1 - p2, high, margin_th, medium)
+        support, cosine = p.high_support, float(r.dense[best])
+        unsupported = tier == "high" and support is not None and cosine < support
+        if unsupported:  # sure, but farther from every exemplar than they are from their route: medium
+            tier = "medium"
         if clarify is not None and clarify.candidates and tier == "low":
             # The user answered a clarification: the best of the routes it offered, never asked again. (Its
             # probabilities are the cosine softmax among them, on another scale than the routing cut.)
@@ -140,6 +144,8 @@ class Decider(Outcomes):
             ),
             out_of_scope=r.head_oos_p,
         )
+        if unsupported:
+            out.reason = reasons.unsupported(bname, p1, high, cosine, support or 0.0)
         # The scope reads the cosine or the head (lexical hits move labels, not the scope), unless
         # the query holds an entity type a route prefers: the config says such a query is its own,
         # so it goes to the best of the routes that prefer it.
