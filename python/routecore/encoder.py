@@ -154,12 +154,12 @@ class Encoder:
     def model_id(self) -> str:
         """``<folder name>:<sha256 of the ONNX file, 16 hex>`` (identifies embeddings)."""
         if self._model_id is None:
-            h = hashlib.sha256()
-            with open(self.onnx_path, "rb") as f:
-                while chunk := f.read(1 << 22):
-                    h.update(chunk)
-            self._model_id = f"{self.path.name}:{h.hexdigest()[:16]}"
+            self._model_id = f"{self.path.name}:{self._file_digest()[:16]}"
         return self._model_id
+
+    def _file_digest(self) -> str:
+        """The SHA-256 (hex) of the ONNX file, hashed by the loader while the session was built."""
+        return self._native.onnx_sha256
 
     @property
     def files_id(self) -> str:

@@ -9,6 +9,7 @@ returns one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Sequence
@@ -74,6 +75,13 @@ class StaticEncoder(Encoder):
     def onnx_path(self) -> Path:
         """The table file (there is no ONNX graph): what :attr:`model_id` hashes."""
         return self.path / EMBEDDINGS
+
+    def _file_digest(self) -> str:
+        h = hashlib.sha256()
+        with open(self.onnx_path, "rb") as f:
+            while chunk := f.read(1 << 22):
+                h.update(chunk)
+        return h.hexdigest()
 
     def encode_with_stats(self, texts: str | Sequence[str], kind: Kind = "query") -> EncodeOutput:
         cap = self.max_length * CHARS_PER_TOKEN

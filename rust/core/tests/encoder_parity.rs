@@ -188,3 +188,29 @@ fn absurd_thread_counts_are_refused() {
         );
     }
 }
+
+#[test]
+fn file_sha256_matches_the_standard_vectors() {
+    let dir = std::env::temp_dir().join(format!("routecore-sha-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (empty, abc, big) = (dir.join("empty"), dir.join("abc"), dir.join("big"));
+    std::fs::write(&empty, b"").unwrap();
+    std::fs::write(&abc, b"abc").unwrap();
+    // Longer than the hasher's 1 MiB read buffer: two million 'a's (hashlib's digest).
+    std::fs::write(&big, vec![b'a'; 2_000_000]).unwrap();
+    let sha = routecore_core::encoder::file_sha256;
+    assert_eq!(
+        sha(&empty).unwrap(),
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
+    assert_eq!(
+        sha(&abc).unwrap(),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    assert_eq!(
+        sha(&big).unwrap(),
+        "bcf7f9d1b4311c3352e60502255ce09a6744df84e8f2c89f79c4b5d74933a95a"
+    );
+    assert!(matches!(sha(&dir.join("missing")), Err(Error::Model(_))));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -105,6 +105,11 @@ impl PyEncoder {
     fn onnx_path(&self) -> PathBuf {
         self.inner.onnx_path().to_path_buf()
     }
+    /// The ONNX file's SHA-256 (hex), hashed while the model loaded.
+    #[getter]
+    fn onnx_sha256(&self) -> &str {
+        self.inner.onnx_sha256()
+    }
     #[getter]
     fn max_length(&self) -> usize {
         self.inner.config().max_length
