@@ -14,7 +14,7 @@ same catalog with the terms `fit --tools` picks on MetaTool (English stems, BM25
 ``--real``: the same router, but each query is encoded by the bundled e5 model as in
 use (ONNX Runtime between two calls evicts the caches the scoring step reads); the
 time measured is the call's own non-encoder time, ``total - tokenize - encode`` of
-its :class:`~routecore.decision.Timings`.
+its :class:`~routecore.decide.decision.Timings`.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ import pytest
 
 from conftest import SHARED  # noqa: F401 - puts tests/ on the path
 from routecore import Encoder
-from routecore.encoder import EncodeOutput
+from routecore.config.specs import RouteSpec, ToolSpec
+from routecore.core.encoder import EncodeOutput
 from routecore.evaluation import datasets as D
 from routecore.evaluation.runner import embed
-from routecore.router import Router
-from routecore.specs import RouteSpec, ToolSpec
+from routecore.routers.router import Router
 from stubs import manual
 
 _E5: list = []

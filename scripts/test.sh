@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The Rust encoder tests load the ONNX Runtime library shipped in the onnxruntime wheel.
-ROUTECORE_ORT_LIB="${ROUTECORE_ORT_LIB:-$(python -c 'from routecore.runtime import onnxruntime_library as f; print(f())')}"
+ROUTECORE_ORT_LIB="${ROUTECORE_ORT_LIB:-$(python -c 'from routecore.core.runtime import onnxruntime_library as f; print(f())')}"
 export ROUTECORE_ORT_LIB
 bash scripts/lint.sh
 cargo test --release -p routecore-core

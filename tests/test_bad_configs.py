@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from routecore.config.specs import RouteSpec, ToolSpec, parse_routes, parse_tools
+from routecore.decide.policy import BiasRule, Policy
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.policy import BiasRule, Policy
-from routecore.router import Router
-from routecore.specs import RouteSpec, ToolSpec, parse_routes, parse_tools
+from routecore.routers.router import Router
 from stubs import StubEncoder, manual, unit
 
 ENC = {"a": unit(0), "b": unit(1), "t": unit(2)}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from routecore.config.specs import RouteSpec, ToolSpec
 from routecore.errors import ConfigError, StorageIOError
-from routecore.router import Router
-from routecore.specs import RouteSpec, ToolSpec
+from routecore.routers.router import Router
 from stubs import StubEncoder, manual, mix, unit
 
 
@@ -49,7 +49,7 @@ def _two_route_router(enc, **kw):
 def test_a_save_that_fails_half_way_keeps_the_previous_bundle(tmp_path, monkeypatch):
     """Tables used to be replaced one by one: a failure between two left a folder of two
     generations that loaded and routed wrongly. Now bundle.json, replaced last, names one generation."""
-    from routecore.index import VectorIndex
+    from routecore.core.index import VectorIndex
 
     enc = StubEncoder({"a": unit(0), "b": unit(1), "t": unit(2), "a2": unit(3), "q": mix(a0=0.9)})
     old = _two_route_router(enc)
@@ -196,7 +196,9 @@ def test_a_bundle_of_the_same_onnx_file_with_another_config_or_tokenizer_is_refu
     import os
     import shutil
 
-    from routecore import Encoder, config_cache, models
+    from routecore import Encoder
+    from routecore.hub import models
+    from routecore.routers import config_cache
 
     bundled = models.bundled_model_dir()
     folder = tmp_path / "model"

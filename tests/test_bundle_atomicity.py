@@ -13,8 +13,8 @@ import threading
 import time
 from pathlib import Path
 
-from routecore.router import Router
-from routecore.specs import RouteSpec, ToolSpec
+from routecore.config.specs import RouteSpec, ToolSpec
+from routecore.routers.router import Router
 from stubs import StubEncoder, manual, mix, unit
 
 TESTS = Path(__file__).resolve().parent

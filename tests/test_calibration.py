@@ -7,7 +7,7 @@ import pytest
 
 from conftest import MODELS, ROOT, need_shared
 from routecore import Encoder, Router
-from routecore.calibration import (
+from routecore.calibrate.calibration import (
     Calibration,
     background_texts,
     fit_min_score,
@@ -16,9 +16,9 @@ from routecore.calibration import (
     route_scores,
     zero_label,
 )
+from routecore.config.specs import RouteSpec, ToolSpec, read_config_file
+from routecore.decide.policy import CALIBRATED_KEYS, BiasRule, Policy
 from routecore.errors import ConfigError
-from routecore.policy import CALIBRATED_KEYS, BiasRule, Policy
-from routecore.specs import RouteSpec, ToolSpec, read_config_file
 
 EX = ROOT / "examples"
 
@@ -32,7 +32,7 @@ def sane(p: Policy) -> None:
 
 
 def test_config_calibrates_for_the_encoder(it_ops_router, encoder):
-    # The bundled model has a decision prior: the head's cuts come from it (routecore.prior).
+    # The bundled model has a decision prior: the head's cuts come from it (routecore.calibrate.prior).
     assert it_ops_router.calibrated == "prior" and it_ops_router.calibration.source == "prior"
     sane(it_ops_router.policy)
     # The held-out exemplars and the background set were used.
@@ -179,7 +179,7 @@ def test_high_tier_rows_lose_their_nearest_same_route_exemplars():
 
 
 def test_plain_leave_one_out_rows_come_first():
-    from routecore.held_out import held_out_max, near_duplicate_cut
+    from routecore.calibrate.held_out import held_out_max, near_duplicate_cut
 
     rng = np.random.default_rng(1)
     V = rng.normal(size=(60, 16)).astype(np.float32)
@@ -192,7 +192,7 @@ def test_plain_leave_one_out_rows_come_first():
 
 
 def test_lexical_weight_leaves_the_cosine_temperature_alone():
-    from routecore.lexical import LexicalTable
+    from routecore.core.lexical import LexicalTable
 
     # 6 routes whose cosines overlap, and whose exemplars share one keyword: the lexical
     # weight is fitted, but a query without those words is still scored on cosines alone.

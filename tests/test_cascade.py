@@ -8,11 +8,11 @@ import pytest
 
 from conftest import MODELS, need_shared
 from routecore import Encoder, Router
-from routecore.cascade import Cascade
+from routecore.config.specs import RouteSpec
 from routecore.errors import ConfigError
 from routecore.examples import __file__ as examples
-from routecore.llm import OpenAICompatibleRouter
-from routecore.specs import RouteSpec
+from routecore.llm.llm import OpenAICompatibleRouter
+from routecore.routers.cascade import Cascade
 
 IT_OPS = Path(examples).parent / "it_ops_routes.yaml"
 

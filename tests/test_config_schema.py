@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from routecore import config_schema
+from routecore.config import config_schema
+from routecore.config.specs import RouteSpec, ToolSpec, load_yaml, parse_config
+from routecore.decide.policy import Policy
 from routecore.errors import ConfigError, RoutecoreError
-from routecore.policy import Policy
-from routecore.router import Router
-from routecore.specs import RouteSpec, ToolSpec, load_yaml, parse_config
+from routecore.routers.router import Router
 from stubs import StubEncoder, manual, unit
 
 ROOT = Path(__file__).resolve().parents[1]

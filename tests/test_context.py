@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from routecore.context import ContextRouter
 from routecore.errors import ConfigError
 from routecore.examples import __file__ as examples
+from routecore.routers.context import ContextRouter
 
 CONTEXT = Path(examples).parent / "context.yaml"
 
@@ -46,7 +46,8 @@ def test_every_layer_from_one_encode(cr, encoder):
 
 
 def test_one_native_call_scores_every_layer_and_decides_as_route_does(cr, encoder, monkeypatch):
-    from routecore import _native, tables
+    from routecore import _native
+    from routecore.core import tables
 
     calls = []
     real = _native.score_many

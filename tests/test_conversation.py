@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import langchain_core.messages as lc  # the test extra installs it: missing, these fail, never skip
 import pytest
 
-from routecore.conversation import routing_query
+from routecore.decide.conversation import routing_query
 from routecore.errors import InvalidArgumentError
 
 
@@ -110,7 +110,7 @@ def test_only_the_messages_read_are_checked():
 
 def test_import_routecore_imports_no_framework():
     code = (
-        "import routecore, routecore.conversation, routecore.integrations, sys; "
+        "import routecore, routecore.decide.conversation, routecore.integrations, sys; "
         "bad = sorted({m.split('.')[0] for m in sys.modules} & {'langgraph', 'langgraph_bigtool', 'langchain_core', 'mcp', 'httpx'}); "
         "assert not bad, bad"
     )

@@ -9,11 +9,11 @@ import pytest
 
 from routecore import Router
 from routecore.cli import main
-from routecore.doctor import DoctorReport, apply_edits, diagnose, write_config
+from routecore.config.specs import parse_config, read_config_file
+from routecore.doctor.doctor import DoctorReport, apply_edits, diagnose, write_config
 from routecore.errors import ConfigError, DatasetError
 from routecore.examples import IT_OPS_ROUTES
-from routecore.routing_metrics import RoutingMetrics
-from routecore.specs import parse_config, read_config_file
+from routecore.routers.routing_metrics import RoutingMetrics
 
 MOVED = "the payment service is very slow right now"  # an INCIDENT exemplar, put in RAG
 DUPLICATE = "The production server is down!"  # repeats INCIDENT's "the production server is down"

@@ -220,7 +220,7 @@ def test_bad_arguments(encoder):
 def test_threads_are_capped_at_what_the_cpus_can_run():
     """Issue 36 §8: threads=1024 under an address-space limit hung; more threads than
     THREADS_PER_CPU per usable CPU are now refused before any is started."""
-    from routecore.encoder import THREADS_PER_CPU, max_threads
+    from routecore.core.encoder import THREADS_PER_CPU, max_threads
 
     cpus = len(os.sched_getaffinity(0))
     assert max_threads() == min(1024, THREADS_PER_CPU * cpus)
@@ -323,7 +323,7 @@ def test_missing_runtime_library_is_a_typed_error(tmp_path):
 
 def test_a_huge_query_is_cut_before_tokenizing(encoder):
     """A 10 MB query used to take seconds of tokenizing for 512 tokens the model keeps."""
-    from routecore.encoder import CHARS_PER_TOKEN
+    from routecore.core.encoder import CHARS_PER_TOKEN
 
     head = "the printer on floor three is jammed again " * 40
     out = encoder.encode_with_stats(head + "x" * 10_000_000)

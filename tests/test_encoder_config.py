@@ -10,7 +10,7 @@ import pytest
 
 from routecore import Encoder
 from routecore.errors import ModelError
-from routecore.models import bundled_model_dir
+from routecore.hub.models import bundled_model_dir
 
 
 def _folder(tmp_path, **overrides):
@@ -51,7 +51,7 @@ def test_max_length_within_the_position_table_loads(tmp_path):
 
 
 def test_the_bundled_and_known_models_declare_their_position_tables(tmp_path):
-    from routecore.models import REGISTRY
+    from routecore.hub.models import REGISTRY
 
     assert {k: json.loads((bundled_model_dir() / "config.json").read_text())[k] for k in XLMR} == XLMR
     for src in REGISTRY.values():

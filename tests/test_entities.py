@@ -11,10 +11,10 @@ import pytest
 
 from conftest import ROOT
 from routecore import RoutecoreError, Router
-from routecore.entities import Entity, EntityConfig, EntityMatcher, entity_bias
+from routecore.config.specs import RouteSpec
+from routecore.core.entities import Entity, EntityConfig, EntityMatcher, entity_bias
 from routecore.errors import ConfigError
 from routecore.examples import __file__ as examples
-from routecore.specs import RouteSpec
 
 IT_OPS = Path(examples).parent / "it_ops_routes.yaml"
 ROWS = [
@@ -143,7 +143,7 @@ def test_required_entity_leaves_a_route_out(encoder):
 
 
 def test_tools_prefer_and_require_entities(encoder):
-    from routecore.specs import ToolSpec
+    from routecore.config.specs import ToolSpec
 
     tools = [
         ToolSpec(

@@ -112,7 +112,7 @@ def test_eval_builds_the_router_a_config_gets(tmp_path, clinc_slice):
             "eval", "--train", clinc_slice / "train.jsonl", "--data", clinc_slice / "test.jsonl", "--json"
         ).stdout
     )
-    assert res["calibrated"] == "prior"  # the bundled model's decision prior (routecore.prior)
+    assert res["calibrated"] == "prior"  # the bundled model's decision prior (routecore.calibrate.prior)
     assert res["decisions"]["routed_accuracy"] > 0.8
 
 

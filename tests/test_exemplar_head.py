@@ -9,9 +9,9 @@ import pytest
 
 from conftest import ROOT
 from routecore import Router
-from routecore.exemplar_head import OOS_CLASS, _folds, _near_copy_groups
-from routecore.policy import Policy
-from routecore.specs import RouteSpec, ToolSpec, read_config_file
+from routecore.calibrate.exemplar_head import OOS_CLASS, _folds, _near_copy_groups
+from routecore.config.specs import RouteSpec, ToolSpec, read_config_file
+from routecore.decide.policy import Policy
 
 EX = ROOT / "examples"
 QUERIES = [
@@ -144,7 +144,7 @@ ASSISTANT = [
 
 
 def test_other_languages_get_their_own_cut_and_are_not_taught_out_of_scope(encoder):
-    from routecore.background import background_languages, parallel_rows
+    from routecore.core.background import background_languages, parallel_rows
 
     # Routes made of the parallel set's English sentences: the head takes every one of them
     # for in scope, so each other language's cut is measured on all of them.

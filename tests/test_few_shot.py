@@ -9,10 +9,10 @@ import pytest
 
 from conftest import DATASETS, need_shared
 from routecore import Router
-from routecore.calibration import Calibration, fallback_note
+from routecore.calibrate.calibration import Calibration, fallback_note
+from routecore.calibrate.prior import DecisionPrior, config_features, cut_for, p_right, prior_for
+from routecore.config.specs import RouteSpec
 from routecore.errors import ConfigError
-from routecore.prior import DecisionPrior, config_features, cut_for, p_right, prior_for
-from routecore.specs import RouteSpec
 
 SHOP = [
     RouteSpec(

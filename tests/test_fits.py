@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routecore.fits import fit_temperature, fit_tiers, wilson_lower
+from routecore.calibrate.fits import fit_temperature, fit_tiers, wilson_lower
 
 
 def reference_tiers(p1, margin, correct, target, min_selected=10):

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from routecore.lexical import LexicalTable, fit_weight, stop_words
-from routecore.policy import Policy
-from routecore.router import Router
-from routecore.specs import RouteSpec, ToolSpec
+from routecore.config.specs import RouteSpec, ToolSpec
+from routecore.core.lexical import LexicalTable, fit_weight, stop_words
+from routecore.decide.policy import Policy
+from routecore.routers.router import Router
 from stubs import StubEncoder, manual, mix, unit
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -39,14 +39,21 @@ def test_no_module_level_import_circles():
 KNOWN_FUNCTION_LEVEL = {
     # models.pull imports models_pull (the network modules load only then); models_pull, hub_http and
     # hf_cache import the registry's types and its checks (_SHA256, _safe_rel_path) from models.
-    frozenset({"routecore.models", "routecore.models_pull", "routecore.hub_http", "routecore.hf_cache"}),
+    frozenset(
+        {
+            "routecore.hub.models",
+            "routecore.hub.models_pull",
+            "routecore.hub.hub_http",
+            "routecore.hub.hf_cache",
+        }
+    ),
     # Encoder.load opens a distilled table as a StaticEncoder, which imports encoder's output types.
-    frozenset({"routecore.encoder", "routecore.static_encoder"}),
+    frozenset({"routecore.core.encoder", "routecore.core.static_encoder"}),
     # ExperienceMemory("postgresql://...") constructs its subclass PostgresMemory.
-    frozenset({"routecore.memory", "routecore.memory_pg"}),
+    frozenset({"routecore.memory.memory", "routecore.memory.memory_pg"}),
     # Router.from_semantic_router and importers.router_from_semantic_router: each entry point
     # calls into the other's module.
-    frozenset({"routecore.router", "routecore.importers.semantic_router"}),
+    frozenset({"routecore.routers.router", "routecore.importers.semantic_router"}),
 }
 
 

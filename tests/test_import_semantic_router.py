@@ -35,6 +35,7 @@ import pytest
 import yaml
 
 from routecore import Router
+from routecore.config.specs import parse_config, read_config_file
 from routecore.errors import ConfigError
 from routecore.importers.semantic_router import (
     ImportNote,
@@ -43,7 +44,6 @@ from routecore.importers.semantic_router import (
     router_from_semantic_router,
     write_config,
 )
-from routecore.specs import parse_config, read_config_file
 
 # Reading a file with cosine thresholds notes that they were dropped; the tests that check the
 # note catch it (pytest.warns), the others need not print it.

@@ -44,7 +44,7 @@ def test_confidently_wrong_is_rarer_than_one_in_twenty(decisions):
             if d.action == "route" and d.tier == "high"
             else d.action
         ] += 1
-        assert d.calibrated == "prior"  # the bundled model's decision prior (routecore.prior)
+        assert d.calibrated == "prior"  # the bundled model's decision prior (routecore.calibrate.prior)
     assert outcome["confidently_wrong"] < len(ROWS) / 20, outcome
     # The default exemplar head: 32 of 40 right on 2026-11-25 (the cosine softmax: 27); the
     # rest declined, or clarified by the config's RAG/INCIDENT rule.
@@ -52,8 +52,8 @@ def test_confidently_wrong_is_rarer_than_one_in_twenty(decisions):
 
 
 def test_the_cosine_softmax_routes_fewer_and_none_confidently_wrong(encoder):
-    from routecore.policy import Policy
-    from routecore.specs import read_config_file
+    from routecore.config.specs import read_config_file
+    from routecore.decide.policy import Policy
 
     cfg = ROOT / "examples" / "it_ops_routes.yaml"
     r = Router.from_config(

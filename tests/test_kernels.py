@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from routecore import _native
+from routecore.decide.policy import affinity_scale
 from routecore.errors import BadKError, InvalidArgumentError, NonFiniteError
-from routecore.policy import affinity_scale
 
 finite = st.floats(-1e3, 1e3, allow_nan=False, width=32)
 

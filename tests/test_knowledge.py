@@ -11,8 +11,8 @@ import pytest
 
 from routecore.errors import ConfigError
 from routecore.examples import __file__ as examples
-from routecore.knowledge import KnowledgeConfig, KnowledgeRouter
-from routecore.llm import OpenAICompatibleRouter
+from routecore.llm.llm import OpenAICompatibleRouter
+from routecore.routers.knowledge import KnowledgeConfig, KnowledgeRouter
 from test_llm import make, server  # noqa: F401 (the loopback LLM server fixture)
 
 KNOWLEDGE = Path(examples).parent / "knowledge.yaml"

@@ -21,7 +21,7 @@ from pydantic import Field
 
 from routecore import BiasRule, ConfigError, InvalidArgumentError, Policy, Router, RouteSpec
 from routecore.integrations.langgraph import make_retrieve_tools, make_router_edge
-from routecore.memory import ExperienceMemory
+from routecore.memory.memory import ExperienceMemory
 
 
 @tool

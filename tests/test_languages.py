@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from routecore import Router
-from routecore.background import background_languages, background_vectors
-from routecore.calibration import Calibration
-from routecore.languages import LanguageDetector, adapted, centroids, fit_languages, transfer
-from routecore.policy import Policy
-from routecore.specs import RouteSpec, ToolSpec
+from routecore.calibrate.calibration import Calibration
+from routecore.calibrate.languages import LanguageDetector, adapted, centroids, fit_languages, transfer
+from routecore.config.specs import RouteSpec, ToolSpec
+from routecore.core.background import background_languages, background_vectors
+from routecore.decide.policy import Policy
 
 ROUTES = [
     RouteSpec(

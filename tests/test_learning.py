@@ -1,4 +1,4 @@
-"""Router.learn (routecore.learning, issue 37): the guards, generations, concurrency, persistence."""
+"""Router.learn (routecore.updates.learning, issue 37): the guards, generations, concurrency, persistence."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import threading
 import pytest
 
 from routecore import Router, RouteSpec
+from routecore.decide.policy import Policy
 from routecore.errors import InvalidArgumentError, RoutecoreError, UnknownRouteError
-from routecore.learning import learner
-from routecore.lesson_cache import store_key
-from routecore.llm import LLMChoice
-from routecore.policy import Policy
+from routecore.llm.llm import LLMChoice
+from routecore.memory.lesson_cache import store_key
+from routecore.updates.learning import learner
 
 ROUTES = [
     RouteSpec(
@@ -201,7 +201,7 @@ def test_learned_exemplars_survive_a_restart(encoder, tmp_path):
 
 
 def test_learned_exemplars_survive_a_restart_in_the_lesson_store_and_replicas_share_them(encoder, tmp_path):
-    from routecore.memory import ExperienceMemory
+    from routecore.memory.memory import ExperienceMemory
 
     path = tmp_path / "lessons.sqlite"
     a = Router(ROUTES, encoder=encoder, memory=ExperienceMemory(path))

@@ -1,4 +1,4 @@
-"""Learned exemplars (routecore.learning) in the PostgreSQL lesson store: replicas share them, a
+"""Learned exemplars (routecore.updates.learning) in the PostgreSQL lesson store: replicas share them, a
 restart takes them back, a store made before the table existed gets it. Under CI a missing server
 or psycopg fails; elsewhere it skips (tests/pg_server.py)."""
 
@@ -11,9 +11,9 @@ import pytest
 import pg_server
 from conftest import missing
 from routecore import Router
-from routecore.learning import learner
-from routecore.lesson_cache import store_key
-from routecore.memory import ExperienceMemory
+from routecore.memory.lesson_cache import store_key
+from routecore.memory.memory import ExperienceMemory
+from routecore.updates.learning import learner
 from test_learning import ROUTES
 
 

@@ -1,4 +1,4 @@
-"""The lesson matrix grown in place (routecore.lesson_cache; issue 36 §6): the same matrix as a
+"""The lesson matrix grown in place (routecore.memory.lesson_cache; issue 36 §6): the same matrix as a
 full read after any sequence of additions and deletions, only new rows read after additions,
 snapshots that later additions never change, and readers beside a writer on a real store."""
 
@@ -10,8 +10,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routecore.lesson_cache import LessonCache
-from routecore.memory import ExperienceMemory
+from routecore.memory.lesson_cache import LessonCache
+from routecore.memory.memory import ExperienceMemory
 
 
 class Table:

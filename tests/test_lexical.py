@@ -159,7 +159,7 @@ def test_exclusion_stop_words_and_arguments():
 
 
 def test_coverage_discounts_accidental_matches_across_languages():
-    from routecore.lexical import LexicalTable
+    from routecore.core.lexical import LexicalTable
 
     en = [
         "reset my password",
@@ -329,7 +329,7 @@ def test_bias_none_is_the_plain_step_and_a_bias_moves_it(storage):
 
 def test_label_bias_is_the_scaled_label_scores():
     from routecore import RoutecoreError
-    from routecore.lexical import stop_words
+    from routecore.core.lexical import stop_words
 
     ix = _native.LexicalIndex(list(stop_words()))
     ix.add(
@@ -357,8 +357,8 @@ def test_label_bias_is_the_scaled_label_scores():
 
 
 def test_a_stemmed_index_matches_inflected_forms_and_keeps_its_stemmer():
+    from routecore.core.lexical import DEFAULT_B, LexicalTable, stop_words
     from routecore.errors import ConfigError, InvalidArgumentError
-    from routecore.lexical import DEFAULT_B, LexicalTable, stop_words
 
     assert LexicalIndex().b == DEFAULT_B
     docs, names = (
@@ -381,7 +381,7 @@ def test_a_stemmed_index_matches_inflected_forms_and_keeps_its_stemmer():
 
 
 def test_fit_form_stems_when_the_validation_rows_need_it():
-    from routecore.lexical import DEFAULT_B, LexicalTable, fit_form
+    from routecore.core.lexical import DEFAULT_B, LexicalTable, fit_form
 
     docs, names = ["book flights", "weather report"], ["flights", "weather"]
     queries = ["booking a flight", "the flight i booked", "flight bookings please", "booking flight now"]

@@ -1,4 +1,4 @@
-"""The linear head (routecore.linear_head): its training is the documented Adam on the
+"""The linear head (routecore.calibrate.linear_head): its training is the documented Adam on the
 class-balanced cross-entropy (checked against a plain restatement of it), deterministic,
 and it round-trips through save/load."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from routecore.linear_head import SCALE, LinearHead
+from routecore.calibrate.linear_head import SCALE, LinearHead
 
 
 def _reference_fit(X, labels, epochs, lr=0.05, l2=1e-3, seed=0):

@@ -1,4 +1,4 @@
-"""Live updates of a serving router (routecore.live): only new exemplars embedded, whole snapshots only."""
+"""Live updates of a serving router (routecore.updates.live): only new exemplars embedded, whole snapshots only."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 import pytest
 
 from routecore import Router, RouteSpec, ToolSpec
+from routecore.decide.policy import CLARIFY, BiasRule, Policy
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.policy import CLARIFY, BiasRule, Policy
 
 BASE = [
     RouteSpec(

@@ -13,11 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from routecore import llm_http
+from routecore.config.specs import RouteSpec
 from routecore.errors import LLMError
-from routecore.llm import LLMRequest, OpenAICompatibleRouter, parse_tool_call
-from routecore.router import Router
-from routecore.specs import RouteSpec
+from routecore.llm import llm_http
+from routecore.llm.llm import LLMRequest, OpenAICompatibleRouter, parse_tool_call
+from routecore.routers.router import Router
 from stubs import StubEncoder, manual, mix, unit
 
 ROUTES = [

@@ -10,14 +10,14 @@ import httpx  # noqa: F401 (the test extra installs it: missing, these fail, nev
 import pytest
 
 from routecore.errors import LLMError
-from routecore.llm import OpenAICompatibleRouter, achoose
+from routecore.llm.llm import OpenAICompatibleRouter, achoose
 from test_llm import REQ, server  # noqa: F401 (the loopback LLM server fixture)
 
 
 def test_import_routecore_does_not_import_httpx():
     import subprocess
 
-    code = "import sys, routecore, routecore.llm_async; print(any(m in sys.modules for m in ('httpx', 'http.client')))"
+    code = "import sys, routecore, routecore.llm.llm_async; print(any(m in sys.modules for m in ('httpx', 'http.client')))"
     assert (
         subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True
@@ -27,7 +27,7 @@ def test_import_routecore_does_not_import_httpx():
 
 
 def _async(server, **kw):
-    from routecore.llm_async import AsyncOpenAICompatibleRouter
+    from routecore.llm.llm_async import AsyncOpenAICompatibleRouter
 
     return AsyncOpenAICompatibleRouter(server.url, "test-model", **kw)
 
@@ -71,7 +71,7 @@ def test_async_router_failures(server, mode, timeout, match):
 
 
 def test_async_router_unreachable():
-    from routecore.llm_async import AsyncOpenAICompatibleRouter
+    from routecore.llm.llm_async import AsyncOpenAICompatibleRouter
 
     async def main():
         async with AsyncOpenAICompatibleRouter("http://127.0.0.1:9/v1", "m", timeout=0.5) as llm:
@@ -121,7 +121,7 @@ def test_achoose_awaits_any_llm_router(server):
 
 
 def test_aroute_awaits_an_async_llm_on_the_loop(server):
-    from routecore.router import Router
+    from routecore.routers.router import Router
     from stubs import StubEncoder, manual, mix, unit
     from test_llm import ROUTES
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from routecore import config_schema
+from routecore.config import config_schema
+from routecore.config.specs import parse_config
 from routecore.errors import ConfigError
-from routecore.llm import OpenAICompatibleRouter, llm_from_config
-from routecore.router import Router
-from routecore.specs import parse_config
+from routecore.llm.llm import OpenAICompatibleRouter, llm_from_config
+from routecore.routers.router import Router
 from stubs import StubEncoder, manual, mix, unit
 from test_llm import ROUTES, server  # noqa: F401 (the loopback LLM server fixture)
 
@@ -137,7 +137,7 @@ def test_command_line_overrides():
 
 
 def test_the_router_class_can_be_chosen():
-    from routecore.llm_async import AsyncOpenAICompatibleRouter
+    from routecore.llm.llm_async import AsyncOpenAICompatibleRouter
 
     llm = llm_from_config(
         {"model": "m", "base_url": "http://x/v1"},

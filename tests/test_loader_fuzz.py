@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from routecore import RoutecoreError, VectorIndex
 from routecore._native import LexicalIndex
-from routecore.router import Router
-from routecore.specs import RouteSpec, ToolSpec
+from routecore.config.specs import RouteSpec, ToolSpec
+from routecore.routers.router import Router
 from stubs import StubEncoder, manual, unit
 
 SETTINGS = settings(

@@ -1,4 +1,4 @@
-"""Tools listed live from real MCP servers started as subprocesses (routecore.mcp_tools)."""
+"""Tools listed live from real MCP servers started as subprocesses (routecore.integrations.mcp_tools)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from routecore import Router
 from routecore.errors import ConfigError
-from routecore.mcp_tools import MCPImportError, alist_mcp_tools, list_mcp_tools, mcp_tool_specs
+from routecore.integrations.mcp_tools import MCPImportError, alist_mcp_tools, list_mcp_tools, mcp_tool_specs
 
 SERVER = str(Path(__file__).parent / "data" / "mcp_server.py")
 HOME = [sys.executable, SERVER, "home"]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from routecore.errors import MemoryStoreError
-from routecore.memory import ExperienceMemory
+from routecore.memory.memory import ExperienceMemory
 
 
 def emb(i):

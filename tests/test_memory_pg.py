@@ -22,7 +22,7 @@ import pytest
 import pg_server
 from conftest import missing
 from routecore.errors import MemoryStoreError
-from routecore.memory import ExperienceMemory
+from routecore.memory.memory import ExperienceMemory
 
 
 def _missing(what: str) -> None:
@@ -146,8 +146,8 @@ def test_same_lessons_same_answers_as_sqlite(url, tmp_path):
 
 def test_psycopg_only_for_a_url_and_no_password_in_messages():
     code = (
-        "import sys, routecore, routecore.memory, routecore.router\n"
-        "routecore.memory.ExperienceMemory(':memory:').close()\n"
+        "import sys, routecore, routecore.memory.memory, routecore.routers.router\n"
+        "routecore.memory.memory.ExperienceMemory(':memory:').close()\n"
         "assert 'psycopg' not in sys.modules, 'psycopg imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
@@ -176,7 +176,7 @@ _QUERIES: dict = {}
 
 def _router(memory):
     """The router of test_tools' lessons test; every replica encodes the same texts the same way."""
-    from routecore.router import Router
+    from routecore.routers.router import Router
     from stubs import StubEncoder, manual, mix
     from test_tools import TOOLS, VEC
 
@@ -261,7 +261,7 @@ def test_four_processes_write_fifty_lessons_each(url):
 def test_processes_creating_the_schema_at_once(url):
     assert _processes(6, "open", url) == dict.fromkeys(range(6), "ok")
     tables = sql(url, "SELECT tablename FROM pg_tables WHERE tablename LIKE 'routecore_%' ORDER BY 1")
-    learned = ("routecore_learned",)  # routecore.learning
+    learned = ("routecore_learned",)  # routecore.updates.learning
     assert tables == [learned, ("routecore_lessons",), ("routecore_meta",)]
     assert sql(url, "SELECT key, value FROM routecore_meta") == [("schema_version", "1")]
 

@@ -16,9 +16,10 @@ import pytest
 
 from conftest import MODELS, need_shared
 from fake_hub import Hub, hf_cache, isolate
-from routecore import Encoder, models
-from routecore import hf_cache as hfc
+from routecore import Encoder
 from routecore.errors import DownloadError, ModelError
+from routecore.hub import hf_cache as hfc
+from routecore.hub import models
 
 
 @pytest.fixture

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from fake_hub import Hub, isolate
-from routecore import models
 from routecore.errors import DownloadError, ModelError
+from routecore.hub import models
 
 REPO = "me/tiny"
 WEIGHTS = np.random.default_rng(0).bytes(300_000)
@@ -199,7 +199,7 @@ def test_concurrent_forced_pulls_in_two_processes(serve, target, tmp_path):
     hub = serve(faults={"onnx/model.onnx": ["slow", "slow"]}, delay=1.5)
     script = textwrap.dedent(f"""
         import json
-        from routecore import models
+        from routecore.hub import models
         models.REGISTRY["tiny"] = models.ModelSource({REPO!r}, "onnx", ("model.onnx", "/tokenizer.json"), {{"dim": 4}})
         print(models.pull("tiny", force=True, quiet=True))
     """)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routecore.conversation import normalize_query
+from routecore.decide.conversation import normalize_query
 from routecore.evaluation.perturb import PERTURBATIONS, emoji, long_input, repeat, shout, typos
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=200)

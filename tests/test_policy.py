@@ -8,10 +8,10 @@ import logging
 
 import pytest
 
+from routecore.config.specs import RouteSpec
+from routecore.decide.policy import CLARIFY, BiasRule, Policy
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.policy import CLARIFY, BiasRule, Policy
-from routecore.router import Router
-from routecore.specs import RouteSpec
+from routecore.routers.router import Router
 from stubs import StubEncoder, it_ops_rules, mix, unit
 from stubs import manual as _manual
 
@@ -104,7 +104,7 @@ def test_it_ops_bias_rules(cos, expected, rule):
 
 
 def test_bias_rules_read_the_cosine_gap_either_way_and_three_way_ties_only_below_high():
-    from routecore.policy import bias_winner
+    from routecore.decide.policy import bias_winner
 
     p = manual(bias_rules=(BiasRule("A", "B", CLARIFY, within=0.05),), three_way_within=0.05)
     names = ["A", "B", "C"]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from routecore.progress import Progress
-from routecore.router import Router
-from routecore.specs import RouteSpec, ToolSpec
+from routecore.config.specs import RouteSpec, ToolSpec
+from routecore.core.progress import Progress
+from routecore.routers.router import Router
 from stubs import StubEncoder, manual, unit
 
 ROUTES = [RouteSpec(f"R{i}", tuple(f"r{i} {j}" for j in range(50))) for i in range(3)]
@@ -46,7 +46,7 @@ def test_progress_is_throttled_but_always_ends_at_the_total(capsys):
 
 
 def test_no_carriage_returns_in_pipes_and_logs_a_bar_on_a_terminal(capsys, monkeypatch):
-    import routecore.progress as P
+    import routecore.core.progress as P
 
     p = Progress(1000, "x")
     for i in range(1, 1001):

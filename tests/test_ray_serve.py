@@ -114,7 +114,7 @@ def cluster(config, lessons_url):
 @pytest.fixture(scope="module")
 def local(config, encoder, lessons_url):
     from routecore import Router
-    from routecore.memory import ExperienceMemory
+    from routecore.memory.memory import ExperienceMemory
 
     return Router.from_config(config, encoder=encoder, memory=ExperienceMemory(lessons_url))
 

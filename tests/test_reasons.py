@@ -8,10 +8,10 @@ import json
 import pytest
 
 from routecore import Router
-from routecore.decision import REASON_CODES, Decision, Reason
-from routecore.llm import LLMChoice, LLMRequest, OpenAICompatibleRouter
-from routecore.policy import CLARIFY, BiasRule
-from routecore.specs import RouteSpec
+from routecore.config.specs import RouteSpec
+from routecore.decide.decision import REASON_CODES, Decision, Reason
+from routecore.decide.policy import CLARIFY, BiasRule
+from routecore.llm.llm import LLMChoice, LLMRequest, OpenAICompatibleRouter
 from stubs import StubEncoder, manual, mix, unit
 
 ROUTES = [
@@ -150,7 +150,7 @@ def test_lone_surrogates_are_removed_with_an_alert_everywhere(it_ops_router, too
 
 
 def test_noise_around_a_query_is_folded_before_it_is_encoded():
-    from routecore.conversation import normalize_query, routing_text
+    from routecore.decide.conversation import normalize_query, routing_text
 
     assert normalize_query("🔥🔥 le site est down 😱 help!!") == "le site est down help!"
     assert normalize_query("THE SERVER IS DOWN") == "the server is down"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from routecore.memory import ExperienceMemory
-from routecore.router import AUTO_INT8_ELEMENTS, Router
-from routecore.specs import RouteSpec, ToolSpec
+from routecore.config.specs import RouteSpec, ToolSpec
+from routecore.memory.memory import ExperienceMemory
+from routecore.routers.router import AUTO_INT8_ELEMENTS, Router
 from stubs import DIM, StubEncoder, manual
 
 N_ROUTES, PER = 60, 12

@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from routecore import Router, ToolBelt
-from routecore.decision import REASON_CODES, Decision
-from routecore.specs import RouteSpec, ToolSpec
+from routecore.config.specs import RouteSpec, ToolSpec
+from routecore.decide.decision import REASON_CODES, Decision
 from stubs import ANY_TEXT, CONTRACT_PROPS, StubEncoder, manual, mix, unit
 
 TEXT, PROPS = ANY_TEXT, CONTRACT_PROPS

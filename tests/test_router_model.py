@@ -6,7 +6,7 @@ import pytest
 
 from conftest import MODELS, ROOT, need_shared
 from routecore import Encoder, Router
-from routecore.conversation import routing_query
+from routecore.decide.conversation import routing_query
 from routecore.errors import ConfigError
 
 EX = ROOT / "examples"

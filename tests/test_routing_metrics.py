@@ -16,8 +16,8 @@ from conftest import ROOT
 from routecore import RoutingMetrics
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.examples import __file__ as examples
-from routecore.knowledge import KnowledgeRouter
-from routecore.routing_metrics import report
+from routecore.routers.knowledge import KnowledgeRouter
+from routecore.routers.routing_metrics import report
 
 QUERIES = [
     "le serveur de production est en panne depuis ce matin",

@@ -167,7 +167,7 @@ def test_import_routecore_does_not_import_the_server():
 @pytest.fixture
 def lessons(router):
     """An in-memory lesson store, attached to the module's router for one test."""
-    from routecore.memory import ExperienceMemory
+    from routecore.memory.memory import ExperienceMemory
 
     yield ExperienceMemory(":memory:")
     router.memory = None
@@ -505,7 +505,7 @@ class SlowLLM:
 
     def choose(self, request):
         from routecore.errors import LLMError
-        from routecore.llm import LLMChoice
+        from routecore.llm.llm import LLMChoice
 
         with self.lock:
             self.running += 1
@@ -528,7 +528,7 @@ def test_llm_fallback_in_batches_runs_in_parallel_and_is_counted(config, encoder
     """With an LLM, a micro-batch is embedded once and its decisions (and LLM calls) run in
     parallel: the same decisions as route(), and calls, errors and timeouts in the metrics."""
     from routecore import Router
-    from routecore.policy import Policy
+    from routecore.decide.policy import Policy
 
     llm = SlowLLM()
     r = Router.from_config(

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from routecore.config.specs import parse_routes, parse_tools, read_config_file
 from routecore.errors import ConfigError
-from routecore.router import Router
-from routecore.specs import parse_routes, parse_tools, read_config_file
+from routecore.routers.router import Router
 from stubs import StubEncoder, unit
 
 
@@ -210,7 +210,7 @@ def test_devices_fifos_folders_and_huge_files_are_refused_as_configs(tmp_path):
     import os
     import threading
 
-    from routecore.specs import read_text
+    from routecore.config.specs import read_text
 
     fifo = tmp_path / "routes.yaml"
     os.mkfifo(fifo)

@@ -1,4 +1,4 @@
-"""Typo repair against a router's vocabulary (routecore.spelling; issue 34 §4)."""
+"""Typo repair against a router's vocabulary (routecore.decide.spelling; issue 34 §4)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routecore import Router
+from routecore.decide.spelling import MIN_LETTERS, Speller, _distance, tokenizer_words
 from routecore.examples import IT_OPS_ROUTES
-from routecore.spelling import MIN_LETTERS, Speller, _distance, tokenizer_words
 
 EXEMPLARS = ["the production server is down", "reset my password please", "configure the firewall rules"]
 

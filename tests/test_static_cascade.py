@@ -9,12 +9,12 @@ from typing import Iterator
 import pytest
 
 from conftest import MODELS, need_shared
-from routecore import models
-from routecore.cascade import Cascade
-from routecore.decision import Decision
+from routecore.core.static_encoder import StaticEncoder
+from routecore.decide.decision import Decision
 from routecore.errors import ModelError
 from routecore.examples import __file__ as examples
-from routecore.static_encoder import StaticEncoder
+from routecore.hub import models
+from routecore.routers.cascade import Cascade
 
 IT_OPS = Path(examples).parent / "it_ops_routes.yaml"
 QUERIES = [

@@ -12,11 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import MODELS, need_shared
-from routecore import Encoder, models
+from routecore import Encoder
 from routecore.cli import main as cli_main
-from routecore.distill import EMBEDDINGS, TOKEN_IDS, distill, read_corpus
+from routecore.core.static_encoder import StaticEncoder
 from routecore.errors import InvalidArgumentError, ModelError
-from routecore.static_encoder import StaticEncoder
+from routecore.hub import models
+from routecore.hub.distill import EMBEDDINGS, TOKEN_IDS, distill, read_corpus
 
 TEXTS = [
     "reset my password",

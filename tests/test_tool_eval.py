@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from routecore.config.specs import RouteSpec, ToolSpec
 from routecore.errors import DatasetError
 from routecore.evaluation import datasets as D
 from routecore.evaluation import metrics as M
 from routecore.evaluation.tool_eval import evaluate_tools, rows_catalog
-from routecore.router import Router
-from routecore.specs import RouteSpec, ToolSpec
+from routecore.routers.router import Router
 from stubs import StubEncoder, manual, mix, unit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -227,7 +227,7 @@ def test_a_calibration_with_a_stemmer_rebuilds_the_tools_lexical_table_and_bundl
     from dataclasses import replace
 
     from routecore import Encoder
-    from routecore.calibration import Calibration
+    from routecore.calibrate.calibration import Calibration
     from routecore.errors import ConfigError
     from routecore.examples import TOOLS
 
@@ -251,9 +251,9 @@ def test_a_calibration_with_a_stemmer_rebuilds_the_tools_lexical_table_and_bundl
 
 
 def test_stemmers_set_in_the_policy_win_over_the_fit(tmp_path, encoder):
+    from routecore.decide.policy import Policy
     from routecore.errors import ConfigError
     from routecore.evaluation.tool_eval import fit_tools
-    from routecore.policy import Policy
 
     tools = [ToolSpec(t["name"], t["description"]) for t in CATALOG]
     routes = [

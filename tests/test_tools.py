@@ -9,12 +9,12 @@ import logging
 import numpy as np
 import pytest
 
-from routecore.catalog import build_catalog, estimate_tokens
-from routecore.conversation import routing_query
+from routecore.config.specs import ToolSpec
+from routecore.decide.conversation import routing_query
 from routecore.errors import ConfigError, InvalidArgumentError, MemoryStoreError
-from routecore.memory import ExperienceMemory
-from routecore.router import Router
-from routecore.specs import ToolSpec
+from routecore.memory.memory import ExperienceMemory
+from routecore.routers.router import Router
+from routecore.tools.catalog import build_catalog, estimate_tokens
 from stubs import StubEncoder, manual, mix, unit
 
 TOOLS = [
@@ -285,7 +285,7 @@ def test_tool_without_exemplars_is_never_ranked():
 
 def test_lone_surrogate_in_a_query_is_replaced_not_fatal(encoder):
     """An emoji cut in half ("\\ud83d") no longer breaks tools() or route()."""
-    from routecore.specs import RouteSpec
+    from routecore.config.specs import RouteSpec
 
     tools = Router(
         tools=[ToolSpec("get_weather", "weather forecast for a city")], encoder=encoder, policy=manual()
@@ -340,7 +340,7 @@ def test_bad_or_empty_candidates():
 
 
 def test_a_router_without_tools_answers_with_an_empty_belt():
-    from routecore.specs import RouteSpec
+    from routecore.config.specs import RouteSpec
 
     r = Router([RouteSpec("A", ("a",))], encoder=StubEncoder({"a": unit(0)}), policy=manual())
     belt = r.tools("anything")
@@ -371,8 +371,8 @@ def test_discovery_tools_come_in_the_same_order_in_every_process():
 
 
 def test_fallback_tool_when_no_tool_passes_the_floor(encoder):
+    from routecore.decide.policy import Policy
     from routecore.errors import ConfigError
-    from routecore.policy import Policy
 
     tools = [
         ToolSpec(

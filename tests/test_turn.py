@@ -1,4 +1,4 @@
-"""One call per agent turn (routecore.turn): the context, the route, the tools and the knowledge
+"""One call per agent turn (routecore.routers.turn): the context, the route, the tools and the knowledge
 collections from one encode, each as its own call with that vector gives it; the contract of
 tests/test_contract.py holds (any text, a failing encoder)."""
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from routecore import Router, RoutingMetrics
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.turn import TURN_REASONS, Turn, TurnRouter
+from routecore.routers.turn import TURN_REASONS, Turn, TurnRouter
 from stubs import StubEncoder, manual
 from test_contract import EXEMPLARS, PROPS, ROUTES, TEXT, TOOLS, readable, world
 

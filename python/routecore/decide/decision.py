@@ -1,0 +1,362 @@
+"""Frozen, JSON-serialisable results of routing and tool selection."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+
+class ScoreMap(Mapping[str, float]):
+    """Read-only ``name -> score`` view over a per-route array.
+
+    Built in O(1) however many routes there are (no per-route Python loop on
+    the routing path). It compares equal to a dict with the same items, and
+    ``dict(m)`` / :meth:`to_dict` give a plain dict.
+    """
+
+    __slots__ = ("_names", "_values", "_pos")
+
+    def __init__(
+        self, names: Sequence[str], values: np.ndarray | Sequence[float], pos: dict[str, int] | None = None
+    ):
+        self._names = names
+        self._values = values if isinstance(values, np.ndarray) else np.asarray(values)
+        self._pos = pos
+        if len(self._names) != len(self._values):
+            raise ValueError(f"{len(self._names)} names for {len(self._values)} values")
+
+    def __getitem__(self, name: str) -> float:
+        if self._pos is None:
+            self._pos = {n: i for i, n in enumerate(self._names)}
+        return float(self._values[self._pos[name]])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def to_dict(self) -> dict[str, float]:
+        return dict(zip(self._names, self._values.tolist()))
+
+    def __repr__(self) -> str:
+        return f"ScoreMap({self.to_dict()!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ScoreMap, (list(self._names), self._values))
+
+
+log = logging.getLogger("routecore")
+_R = TypeVar("_R")
+
+
+def trace(what: str, result: _R) -> _R:
+    """Log ``result`` (a decision, a tool belt, ...) as JSON at DEBUG on the
+    ``routecore`` logger: the same trace the caller gets back. Returns it."""
+    if log.isEnabledFor(logging.DEBUG):
+        body = result.to_dict() if hasattr(result, "to_dict") else plain(result)
+        log.debug("%s %s", what, json.dumps(body, ensure_ascii=False))
+    return result
+
+
+def emit(sink: Any, result: _R) -> _R:
+    """Hand ``result`` to ``sink`` (when set) and return it; a failing sink is logged on the
+    ``routecore`` logger, never raised: a decision does not fail because of its metrics.
+
+    Every router calls it with each result it returns (the sink is usually a
+    :class:`routecore.routers.routing_metrics.RoutingMetrics`); it lives beside :func:`trace` so that the
+    routers need not import the metrics, which read their result types."""
+    if sink is not None:
+        try:
+            sink(result)
+        except Exception as e:  # noqa: BLE001
+            log.warning("routing metrics sink failed: %s: %s", type(e).__name__, e)
+    return result
+
+
+def plain(v: Any) -> Any:
+    """Dataclasses and score maps as plain dicts/lists, ready for ``json.dumps``."""
+    if isinstance(v, ScoreMap):
+        return v.to_dict()
+    if is_dataclass(v) and not isinstance(v, type):
+        return {f.name: plain(getattr(v, f.name)) for f in fields(v)}
+    if isinstance(v, (list, tuple)):
+        return [plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    return v
+
+
+@dataclass(frozen=True)
+class Entity:
+    """One entity found in a query (routecore.core.entities): its type, the dictionary term
+    (or the matched text of a pattern), and its character span in the query."""
+
+    kind: str
+    value: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Alert:
+    kind: str  # "collision", "circuit_breaker", "fallback", "truncated", ...
+    message: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+#: Every reason code a :class:`Decision` or a :class:`ToolBelt` can carry, with what it means
+#: (README.md, "Actions and reasons", lists the same).
+REASON_CODES: dict[str, str] = {
+    "confident": "routed: the best route clears the high tier",
+    "likely": "routed: the best route clears the routing cut, below the high tier",
+    "previous_route": "routed: the previous route's own (lower) tier lets the conversation continue there",
+    "bias_rule": "routed (or clarified) by a bias rule of the config between two plausible routes",
+    "entity": "routed to a route that prefers an entity type the query holds, though the scores alone were out of scope",
+    "llm": "the LLM fallback chose the route (or asked to clarify)",
+    "tie": "clarify: two or three routes are all plausible and none clears the routing cut",
+    "low_confidence": "clarify or none: no route clears the routing cut, and nothing says the query is out of scope",
+    "out_of_scope": "none: the query looks like none of the routes (the out-of-scope evidence is named)",
+    "llm_failed": "the LLM fallback failed: the decision is the one a router without an LLM makes",
+    "empty_query": "none: the query is empty or blank",
+    "error": "error: the encoder failed and no LLM could answer",
+    "tools": "tool belt: the tools that clear the floor",
+    "no_tool": "tool belt: no candidate tool clears the floor (core or fallback tools only)",
+}
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a decision (or a tool belt) came out as it did: a stable ``code`` (one of
+    :data:`REASON_CODES`) and one human line that names the numbers compared."""
+
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Milliseconds per stage.
+
+    ``tokenize`` is the tokenizer's time; ``encode`` the rest of the encoder call
+    (ONNX Runtime, pooling, the encoder's cache and binding), so ``tokenize +
+    encode`` is the wall time of the encoder call. ``score`` is the native scoring
+    step, ``policy`` the decision rules (without ``llm``, the LLM router's time).
+    """
+
+    tokenize: float = 0.0
+    encode: float = 0.0
+    score: float = 0.0
+    policy: float = 0.0
+    llm: float = 0.0
+    total: float = 0.0
+
+
+@dataclass(frozen=True)
+class Exemplar:
+    route: str
+    text: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with a user turn.
+
+    ``action`` is ``route`` (use ``route``), ``clarify`` (ask ``question``, choosing
+    among ``candidates``), ``none`` (out of scope, or declined) or ``error``; ``reason``
+    says why, with the numbers compared.
+    """
+
+    action: str
+    route: str | None
+    tier: str
+    confidence: float
+    margin: float
+    probabilities: Mapping[str, float]
+    raw_scores: Mapping[str, float]
+    adjusted_scores: Mapping[str, float]
+    top_exemplars: tuple[Exemplar, ...] = ()
+    alerts: tuple[Alert, ...] = ()
+    candidates: tuple[str, ...] = ()
+    question: str | None = None
+    hint: str | None = None
+    used_llm: bool = False
+    fallback: str | None = None
+    bias_rule: str | None = None
+    previous_route: str | None = None
+    fallback_chain: tuple[str, ...] = ()
+    error_message: str = ""  # the end of the fallback chain, after its last route
+    timings: Timings = field(default_factory=Timings)
+    query: str = ""
+    #: Routes whose raw score is an int8 estimate (large tables only), with the
+    #: bound on its error; every route that can change the decision is exact.
+    score_bounds: Mapping[str, float] = field(default_factory=dict)
+    #: Where the policy's thresholds come from: ``zero-label`` (fitted from the
+    #: exemplars when the router was built), ``fitted`` (``routecore fit``) or
+    #: ``manual`` (every threshold set in code or config).
+    calibrated: str = "manual"
+    #: Hybrid scoring: what each route's cosine gained from its lexical (BM25) score
+    #: before anything was decided; ``raw_scores`` are the cosines alone.
+    lexical_scores: Mapping[str, float] = field(default_factory=dict)
+    #: The query's entities (routecore.core.entities), when the router has an ``entities:`` section.
+    entities: tuple[Entity, ...] = ()
+    #: Why: a code of :data:`REASON_CODES` and a line with the numbers compared.
+    reason: Reason | None = None
+    #: The exemplar head's probability that the query is none of the routes (``probabilities``
+    #: are the routes' share of the rest); None without a head.
+    out_of_scope: float | None = None
+    #: The generation of the router's routes that decided: 0 as built (or loaded, or last
+    #: changed by a live update), then one more per learned or forgotten exemplar and per
+    #: background refit (routecore.updates.learning).
+    generation: int = 0
+
+    @property
+    def collision(self) -> bool:
+        """True when the best two routes are from different domains within
+        ``policy.collision_gap`` (a ``collision`` alert is then in ``alerts``)."""
+        return _collision(self.alerts) is not None
+
+    @property
+    def system_prompt_alert(self) -> str | None:
+        """The collision alert's text, ready to inject into a system prompt."""
+        return _collision(self.alerts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, plus ``collision`` and ``system_prompt_alert``."""
+        d: dict[str, Any] = plain(self)
+        d["collision"], d["system_prompt_alert"] = self.collision, self.system_prompt_alert
+        return d
+
+    def to_json(self, **kw: Any) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, **kw)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Decision":
+        """The decision :meth:`to_dict` (or ``/v1/route``, or a decision log) wrote.
+
+        Raises:
+            InvalidArgumentError: not a mapping, a required field missing, an unknown key,
+                or a nested value of the wrong shape (named).
+        """
+        from routecore.errors import InvalidArgumentError
+
+        if not isinstance(d, Mapping):
+            raise InvalidArgumentError(f"a decision must be a mapping, got {type(d).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known - {"collision", "system_prompt_alert"}
+        if unknown:
+            raise InvalidArgumentError(f"decision: unknown keys {sorted(unknown)}")
+        kw = {k: v for k, v in d.items() if k in known}
+        try:
+            for k, item in (("top_exemplars", Exemplar), ("alerts", Alert), ("entities", Entity)):
+                if k in kw:
+                    kw[k] = tuple(item(**x) for x in kw[k])
+            if isinstance(kw.get("reason"), Mapping):
+                kw["reason"] = Reason(**kw["reason"])
+            for k in ("candidates", "fallback_chain"):
+                if k in kw:
+                    kw[k] = tuple(kw[k])
+            if "timings" in kw:
+                kw["timings"] = Timings(**kw["timings"])
+            return cls(**kw)
+        except TypeError as e:
+            raise InvalidArgumentError(f"decision: {e}") from None
+
+
+@dataclass(frozen=True)
+class ToolChoice:
+    name: str
+    domain: str
+    score: float
+    raw_score: float
+    reason: str  # "core", "top_k", "threshold", "discovery", "more", "lesson", "fallback"
+    #: What the tool's cosine (``raw_score``) gained from its lexical (BM25) score.
+    lexical_score: float = 0.0
+
+
+def _collision(alerts: Sequence[Alert]) -> str | None:
+    """The text of the ``collision`` alert among ``alerts``, if there is one."""
+    return next((a.message for a in alerts if a.kind == "collision"), None)
+
+
+@dataclass(frozen=True)
+class ToolBelt:
+    """The tools offered to the LLM for one turn."""
+
+    tools: tuple[ToolChoice, ...]
+    alerts: tuple[Alert, ...] = ()
+    #: Adjusted and raw scores of the best ``policy.report_scores`` tools, best first.
+    scores: Mapping[str, float] = field(default_factory=dict)
+    raw_scores: Mapping[str, float] = field(default_factory=dict)
+    #: Reported tools whose raw score is an int8 estimate (large catalogs only),
+    #: with the bound on its error. Every selected tool is exact; so are the best
+    #: ``policy.exact_top``, which decide the collision alert.
+    score_bounds: Mapping[str, float] = field(default_factory=dict)
+    timings: Timings = field(default_factory=Timings)
+    query: str = ""
+    #: No candidate tool passed the floor (``Policy.tool_threshold``): only the core
+    #: tools, if any, are in the belt, and a ``no_tool`` alert says so.
+    no_tool: bool = False
+    #: What the reported tools' cosines gained from their lexical (BM25) scores.
+    lexical_scores: Mapping[str, float] = field(default_factory=dict)
+    #: The query's entities (routecore.core.entities), which tools may prefer or require.
+    entities: tuple[Entity, ...] = ()
+    #: Why: ``tools``, ``no_tool``, ``empty_query`` or ``error``, with the numbers compared.
+    reason: Reason | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.tools]
+
+    @property
+    def collision(self) -> bool:
+        """True when two offered tools of different domains are within ``policy.collision_gap``
+        (a ``collision`` alert is then in ``alerts``), as :attr:`Decision.collision`."""
+        return _collision(self.alerts) is not None
+
+    @property
+    def system_prompt_alert(self) -> str | None:
+        """The collision alert's text, ready to inject into a system prompt."""
+        return _collision(self.alerts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, plus ``collision`` and ``system_prompt_alert`` (as :meth:`Decision.to_dict`)."""
+        d: dict[str, Any] = plain(self)
+        d["collision"], d["system_prompt_alert"] = self.collision, self.system_prompt_alert
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ToolBelt":
+        """The belt :meth:`to_dict` (or ``/v1/tools``) wrote.
+
+        Raises:
+            InvalidArgumentError: not a mapping, an unknown key, or a nested value of the wrong shape.
+        """
+        from routecore.errors import InvalidArgumentError
+
+        if not isinstance(d, Mapping):
+            raise InvalidArgumentError(f"a tool belt must be a mapping, got {type(d).__name__}")
+        kw = {k: v for k, v in d.items() if k not in ("collision", "system_prompt_alert")}  # from the alerts
+        try:
+            for k, item in (("tools", ToolChoice), ("alerts", Alert), ("entities", Entity)):
+                if k in kw:
+                    kw[k] = tuple(item(**x) for x in kw[k])
+            if isinstance(kw.get("reason"), Mapping):
+                kw["reason"] = Reason(**kw["reason"])
+            if "timings" in kw:
+                kw["timings"] = Timings(**kw["timings"])
+            return cls(**kw)
+        except TypeError as e:
+            raise InvalidArgumentError(f"tool belt: {e}") from None
+
+    def to_json(self, **kw: Any) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, **kw)

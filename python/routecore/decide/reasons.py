@@ -1,0 +1,97 @@
+"""The reason of every decision: a stable code and one line that names the numbers compared.
+
+Each function returns a :class:`~routecore.decide.decision.Reason`; the codes are listed in
+:data:`routecore.decide.decision.REASON_CODES` and in README.md ("Actions and reasons").
+"""
+
+from __future__ import annotations
+
+from routecore.decide.decision import Reason
+
+#: How the out-of-scope class is shown beside the routes.
+NONE_OF_THESE = "none of these"
+
+
+def confident(
+    route: str, p1: float, high: float, margin: float, margin_cut: float, previous: bool = False
+) -> Reason:
+    what = "the previous route's high tier" if previous else "the high tier"
+    return Reason(
+        "previous_route" if previous else "confident",
+        f"{route} {p1:.2f} >= {what} {high:.2f} with margin {margin:.2f} >= {margin_cut:.2f}",
+    )
+
+
+def likely(route: str, p1: float, medium: float, high: float) -> Reason:
+    return Reason(
+        "likely", f"{route} {p1:.2f} >= the routing cut {medium:.2f} (below the high tier {high:.2f})"
+    )
+
+
+def answered(route: str, p1: float, offered: list[str]) -> Reason:
+    return Reason(
+        "likely",
+        f"{route} {p1:.2f} is the best of the routes the clarification offered ({' / '.join(offered)})",
+    )
+
+
+def out_of_scope_head(best: str, p_best: float, p_oos: float, threshold: float) -> Reason:
+    if p_oos >= p_best:
+        return Reason(
+            "out_of_scope", f"out of scope: '{NONE_OF_THESE}' {p_oos:.2f} against {best} {p_best:.2f}"
+        )
+    return Reason(
+        "out_of_scope",
+        f"out of scope: the best route {best} {p_best:.2f} < the scope cut {threshold:.2f} "
+        f"('{NONE_OF_THESE}' {p_oos:.2f})",
+    )
+
+
+def out_of_scope_cosine(best: str, cosine: float, min_score: float) -> Reason:
+    return Reason(
+        "out_of_scope",
+        f"out of scope: the best route {best} has cosine {cosine:.3f} < min_score {min_score:.3f}",
+    )
+
+
+def low_confidence(route: str, p1: float, medium: float, then: str) -> Reason:
+    return Reason("low_confidence", f"{route} {p1:.2f} < the routing cut {medium:.2f}: {then}")
+
+
+def tie(routes: list[str], probs: list[float], medium: float) -> Reason:
+    shown = " / ".join(f"{r} {p:.2f}" for r, p in zip(routes, probs))
+    return Reason("tie", f"{shown} are all plausible and none reaches the routing cut {medium:.2f}")
+
+
+def bias_rule(text: str, pa: float, pb: float) -> Reason:
+    return Reason("bias_rule", f"bias rule {text} (probabilities {pa:.2f} and {pb:.2f}, both plausible)")
+
+
+def three_way(text: str) -> Reason:
+    return Reason("tie", text)
+
+
+def entity(route: str, kinds: str) -> Reason:
+    return Reason(
+        "entity", f"{route}: out of scope by the scores, but the query holds {kinds}, which {route} prefers"
+    )
+
+
+def llm(route: str | None, tier: str, p1: float) -> Reason:
+    what = "asked to clarify" if route is None else f"chose {route}"
+    return Reason("llm", f"the LLM {what} (semantic best {p1:.2f}, {tier} tier)")
+
+
+def llm_failed(error: str, then: Reason) -> Reason:
+    return Reason("llm_failed", f"the LLM failed ({error}); without it: {then.message}")
+
+
+def empty_query() -> Reason:
+    return Reason("empty_query", "the query is empty or blank")
+
+
+def encoder_error(error: str, llm_too: str | None = None) -> Reason:
+    return Reason(
+        "error",
+        f"the encoder failed ({error})" + (f" and so did the LLM ({llm_too})" if llm_too else "; no LLM"),
+    )
