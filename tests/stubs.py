@@ -65,7 +65,7 @@ class StubEncoder:
 
 # The numbers the rule tests below were written against (MiniLM's former
 # defaults), pinned so that no calibration runs on crafted vectors: these tests
-# check the rules' mechanics; tests/test_calibration.py checks the calibration.
+# check the rules' mechanics; tests/calibrate/test_calibration.py checks the calibration.
 MANUAL = dict(
     temperature=0.05,
     high=0.85,

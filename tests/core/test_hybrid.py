@@ -15,7 +15,7 @@ from routecore.decide.policy import Policy
 from routecore.routers.router import Router
 from stubs import StubEncoder, manual, mix, unit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _routes(**policy):

@@ -21,7 +21,7 @@ from routecore.errors import ConfigError, RoutecoreError
 from routecore.routers.router import Router
 from stubs import StubEncoder, manual, unit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "schema" / "routecore-config.schema.json"
 EXAMPLES = sorted((ROOT / "python" / "routecore" / "examples").glob("*.yaml")) + sorted(
     (ROOT / "examples").glob("*.yaml")

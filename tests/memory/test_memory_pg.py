@@ -176,9 +176,10 @@ _QUERIES: dict = {}
 
 def _router(memory):
     """The router of test_tools' lessons test; every replica encodes the same texts the same way."""
+    from test_tools import TOOLS, VEC
+
     from routecore.routers.router import Router
     from stubs import StubEncoder, manual, mix
-    from test_tools import TOOLS, VEC
 
     if not _QUERIES:
         q = mix(a0=0.6, a3=0.55)  # mix() puts its remainder on a fresh axis: once for all replicas

@@ -14,7 +14,7 @@ from routecore import Router
 from routecore.errors import ConfigError
 from routecore.integrations.mcp_tools import MCPImportError, alist_mcp_tools, list_mcp_tools, mcp_tool_specs
 
-SERVER = str(Path(__file__).parent / "data" / "mcp_server.py")
+SERVER = str(Path(__file__).parents[1] / "data" / "mcp_server.py")
 HOME = [sys.executable, SERVER, "home"]
 CALENDAR = {"name": "cal", "command": [sys.executable, SERVER, "calendar"]}
 

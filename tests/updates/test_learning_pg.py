@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from test_learning import ROUTES
 
 import pg_server
 from conftest import missing
@@ -14,7 +15,6 @@ from routecore import Router
 from routecore.memory.lesson_cache import store_key
 from routecore.memory.memory import ExperienceMemory
 from routecore.updates.learning import learner
-from test_learning import ROUTES
 
 
 @pytest.fixture(scope="module")

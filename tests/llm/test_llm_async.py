@@ -8,10 +8,10 @@ import sys
 
 import httpx  # noqa: F401 (the test extra installs it: missing, these fail, never skip)
 import pytest
+from test_llm import REQ, server  # noqa: F401 (the loopback LLM server fixture)
 
 from routecore.errors import LLMError
 from routecore.llm.llm import OpenAICompatibleRouter, achoose
-from test_llm import REQ, server  # noqa: F401 (the loopback LLM server fixture)
 
 
 def test_import_routecore_does_not_import_httpx():
@@ -121,9 +121,10 @@ def test_achoose_awaits_any_llm_router(server):
 
 
 def test_aroute_awaits_an_async_llm_on_the_loop(server):
+    from test_llm import ROUTES
+
     from routecore.routers.router import Router
     from stubs import StubEncoder, manual, mix, unit
-    from test_llm import ROUTES
 
     server.mode = "ok:RAG"
     enc = StubEncoder({"e0": unit(0), "e1": unit(1), "e2": unit(2), "q": mix(a0=0.6, a1=0.52)})

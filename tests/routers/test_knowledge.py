@@ -8,12 +8,12 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from test_llm import make, server  # noqa: F401 (the loopback LLM server fixture)
 
 from routecore.errors import ConfigError
 from routecore.examples import __file__ as examples
 from routecore.llm.llm import OpenAICompatibleRouter
 from routecore.routers.knowledge import KnowledgeConfig, KnowledgeRouter
-from test_llm import make, server  # noqa: F401 (the loopback LLM server fixture)
 
 KNOWLEDGE = Path(examples).parent / "knowledge.yaml"
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from test_llm import ROUTES, server  # noqa: F401 (the loopback LLM server fixture)
 
 from routecore.config import config_schema
 from routecore.config.specs import parse_config
@@ -15,9 +16,8 @@ from routecore.errors import ConfigError
 from routecore.llm.llm import OpenAICompatibleRouter, llm_from_config
 from routecore.routers.router import Router
 from stubs import StubEncoder, manual, mix, unit
-from test_llm import ROUTES, server  # noqa: F401 (the loopback LLM server fixture)
 
-PUBLISHED = Path(__file__).resolve().parents[1] / "schema" / "routecore-config.schema.json"
+PUBLISHED = Path(__file__).resolve().parents[2] / "schema" / "routecore-config.schema.json"
 ROUTES_DOC = [{"name": "A", "utterances": ["a"]}]
 
 

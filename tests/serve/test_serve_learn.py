@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from test_serve import AUTH, TOKEN, ThreadServer, check
 
 from routecore import Router, RouteSpec
 from routecore.serve.app import create_app
 from routecore.serve.openapi import document
-from test_serve import AUTH, TOKEN, ThreadServer, check
 
 ROUTES = [
     RouteSpec("billing", ("my invoice is wrong", "I was charged twice", "refund my last payment")),

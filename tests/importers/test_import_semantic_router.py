@@ -49,7 +49,7 @@ from routecore.importers.semantic_router import (
 # note catch it (pytest.warns), the others need not print it.
 pytestmark = pytest.mark.filterwarnings("ignore::routecore.importers.semantic_router.ImportNote")
 
-DATA = Path(__file__).resolve().parent / "data" / "semantic_router"
+DATA = Path(__file__).resolve().parents[1] / "data" / "semantic_router"
 DOCS = DATA / "sr0_docs_example.json"
 SINGLE = [
     "sr1_indexed.json",

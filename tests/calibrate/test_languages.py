@@ -1,5 +1,5 @@
 """Queries in a language the routes were not written in get their own cut and temperature
-(the cosine softmax's; tests/test_exemplar_head.py covers the head's per-language cuts)."""
+(the cosine softmax's; tests/calibrate/test_exemplar_head.py covers the head's per-language cuts)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ from routecore.config.specs import RouteSpec, ToolSpec
 from routecore.routers.router import Router
 from stubs import StubEncoder, manual, mix, unit
 
-TESTS = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent
+TESTS = HERE.parent
 
 
 def _encoder() -> StubEncoder:
@@ -44,7 +45,7 @@ def _check(path: Path) -> None:
 
 CHILD = textwrap.dedent("""
     import sys
-    sys.path.insert(0, {tests!r})
+    sys.path[:0] = [{tests!r}, {here!r}]
     from test_bundle_atomicity import _router
     routers = [_router(False), _router(True)]
     print("ready", flush=True)
@@ -61,7 +62,7 @@ def test_a_save_killed_at_any_moment_leaves_one_whole_generation(tmp_path):
     rng = random.Random(7)
     for _ in range(12):
         child = subprocess.Popen(
-            [sys.executable, "-c", CHILD.format(tests=str(TESTS), path=str(path))],
+            [sys.executable, "-c", CHILD.format(tests=str(TESTS), here=str(HERE), path=str(path))],
             stdout=subprocess.PIPE,
             text=True,
         )

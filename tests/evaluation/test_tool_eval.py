@@ -20,7 +20,7 @@ from routecore.evaluation.tool_eval import evaluate_tools, rows_catalog
 from routecore.routers.router import Router
 from stubs import StubEncoder, manual, mix, unit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHAPES = ROOT / "tests" / "data" / "tool_shapes.jsonl"
 CATALOG = [
     {"name": "get_weather", "description": "Weather forecast for a city"},

@@ -109,8 +109,9 @@ def test_lessons_are_filed_under_the_tokenizer_and_config_too(tmp_path):
     another of the same ONNX file (issue 36 §1); a row written before files were named applies."""
     import sqlite3
 
-    from stubs import mix
     from test_tools import router
+
+    from stubs import mix
 
     mem = ExperienceMemory(tmp_path / "m.sqlite")
     r = router(memory=mem, q=mix(a0=0.6, a3=0.55))
