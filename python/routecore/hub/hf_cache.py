@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from routecore.hub.models import _SHA256, _safe_rel_path
+from routecore.hub.model_source import SHA256, safe_rel_path
 
 HUB_CACHE_ENVS = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE")
 HOME_ENV = "HF_HOME"
@@ -79,7 +79,7 @@ def commit(folder: Path, revision: str) -> Optional[str]:
     if SHA1.fullmatch(revision):
         return revision
     ref = folder / "refs" / revision
-    if not _safe_rel_path(revision) or ref.is_symlink() or not ref.is_file():
+    if not safe_rel_path(revision) or ref.is_symlink() or not ref.is_file():
         return None
     try:
         with open(ref, "rb") as f:
@@ -92,7 +92,7 @@ def commit(folder: Path, revision: str) -> Optional[str]:
 def claims(blob: Path) -> tuple[Optional[str], Optional[str]]:
     """The ``(sha256, git blob id)`` that a blob's name stands for (None where it names neither)."""
     name = blob.name
-    return (name if _SHA256.fullmatch(name) else None), (name if SHA1.fullmatch(name) else None)
+    return (name if SHA256.fullmatch(name) else None), (name if SHA1.fullmatch(name) else None)
 
 
 def candidates(

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from routecore.errors import DownloadError
 from routecore.hub.hf_cache import SHA1, Entry, verify
-from routecore.hub.models import _SHA256, _safe_rel_path
+from routecore.hub.model_source import SHA256, safe_rel_path
 
 TOKEN_ENV = "HF_TOKEN"
 #: First wait between attempts in seconds; it doubles each time, up to BACKOFF_MAX_S.
@@ -74,7 +74,7 @@ def parse_listing(raw: bytes, folder: str, url: str) -> dict[str, Entry]:
         path, kind = row.get("path"), row.get("type", "file")
         if not isinstance(path, str) or not isinstance(kind, str):
             raise bad(f"entry {i} needs a string 'path' and 'type'")
-        if not _safe_rel_path(path) or path.rpartition("/")[0] != folder:
+        if not safe_rel_path(path) or path.rpartition("/")[0] != folder:
             raise bad(f"entry {i} path {path!r} is not a plain relative path inside {folder or 'the root'!r}")
         if kind != "file":
             continue
@@ -89,7 +89,7 @@ def parse_listing(raw: bytes, folder: str, url: str) -> dict[str, Entry]:
             out[path] = Entry(path, size, git_sha1=oid if oid and SHA1.fullmatch(oid) else None)
             continue
         sha = lfs.get("oid", lfs.get("sha256")) if isinstance(lfs, dict) else None
-        if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
+        if not isinstance(sha, str) or not SHA256.fullmatch(sha):
             raise bad(f"{path!r} has an 'lfs' without a SHA-256 'oid' ({lfs!r})")
         if "size" in lfs and _size(lfs["size"]) != size:
             raise bad(f"{path!r}: lfs.size {lfs['size']!r} is not size {size}")

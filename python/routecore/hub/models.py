@@ -10,63 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import Any, Mapping
+from pathlib import Path
+from typing import Any
 
 from routecore.errors import ModelError
+from routecore.hub.model_source import HUB_ENV as HUB_ENV
+from routecore.hub.model_source import ModelSource as ModelSource
 
 DEFAULT_MODEL = "multilingual-e5-small"
-HUB_ENV = "ROUTECORE_HUB_ENDPOINT"
 HOME_ENV = "ROUTECORE_HOME"
-
-
-@dataclass(frozen=True)
-class ModelSource:
-    """Where a named model comes from and the config written next to it.
-
-    ``files`` are paths inside ``subdir`` of the repository, or from the
-    repository's root when they start with ``/``; each lands in the model
-    folder under its base name. ``revision`` is a branch, tag or (best) a commit
-    SHA. ``sha256`` pins files (keys as in ``files``) to their SHA-256: a pull
-    refuses a file whose listing or content disagrees with its pin.
-    """
-
-    repo: str
-    subdir: str
-    files: tuple[str, ...]
-    config: dict[str, Any] = field(default_factory=dict)
-    revision: str = "main"
-    sha256: Mapping[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        names = [PurePosixPath(f).name for f in self.files]
-        bad = [f for f in self.files if not _safe_rel_path(self.repo_path(f))]
-        if not self.files or bad or len(set(names)) != len(names) or "config.json" in names:
-            raise ModelError(
-                f"{self.repo}: bad file list {list(self.files)} (relative paths without '..', distinct base names, no config.json)"
-            )
-        for f, digest in self.sha256.items():
-            if f not in self.files or not _SHA256.fullmatch(str(digest)):
-                raise ModelError(
-                    f"{self.repo}: bad pin {f!r}: {digest!r} (a file of the model and 64 lowercase hex digits)"
-                )
-
-    def repo_path(self, file: str) -> str:
-        """``file``'s path from the repository root."""
-        return file[1:] if file.startswith("/") else f"{self.subdir}/{file}".lstrip("/")
-
-
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-def _safe_rel_path(path: str) -> bool:
-    """True if ``path`` is a plain relative POSIX path (no ``..``, ``.``, empty or absolute parts)."""
-    parts = path.split("/")
-    return (
-        bool(path) and "\\" not in path and "\0" not in path and all(p not in ("", ".", "..") for p in parts)
-    )
 
 
 #: Models that `routecore models pull NAME` knows, each pinned to a commit and every file

@@ -1,6 +1,6 @@
 """`routecore models pull`: checked, retried, resumable, locked and atomic.
 
-A pull of a :class:`~routecore.hub.models.ModelSource` into the folder ``T``
+A pull of a :class:`~routecore.hub.model_source.ModelSource` into the folder ``T``
 (``$ROUTECORE_HOME/models/NAME``):
 
 1. holds ``.T.lock`` next to ``T`` (``fcntl.flock``, released even if the process
@@ -70,7 +70,7 @@ from routecore.errors import DownloadError
 from routecore.hub import hf_cache
 from routecore.hub.hf_cache import Entry
 from routecore.hub.hub_http import TOKEN_ENV, Client, Note, parse_listing  # noqa: F401 - TOKEN_ENV: one place for the HF_* names
-from routecore.hub.models import HUB_ENV, ModelSource
+from routecore.hub.model_source import HUB_ENV, ModelSource
 
 try:
     import fcntl
