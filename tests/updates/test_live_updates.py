@@ -1,4 +1,5 @@
-"""Live updates of a serving router (routecore.updates.live): only new exemplars embedded, whole snapshots only."""
+"""Live updates of a serving router (routecore.updates.live): only new exemplars embedded, whole
+snapshots only."""
 
 from __future__ import annotations
 

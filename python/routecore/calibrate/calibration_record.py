@@ -40,7 +40,8 @@ class Calibration:
     #: (0: off; see routecore.core.lexical).
     lexical_weight: float = 0.0
     tool_lexical_weight: float = 0.0
-    #: The tools' lexical terms and BM25 ``b`` (``routecore fit --tools`` picks them; see routecore.core.lexical).
+    #: The tools' lexical terms and BM25 ``b`` (``routecore fit --tools`` picks them; see
+    #: routecore.core.lexical).
     tool_lexical_stemmer: str = "none"
     tool_lexical_b: float = 0.75
     #: A clarification names the best routes until their probabilities add up to this

@@ -1,7 +1,8 @@
 """The exemplar head's own numbers per query language the exemplars do not cover
 (:func:`language_fits`): its scope cut and tiers moved by how its probabilities of the parallel
 set's sentences change from a covered language to that one. The head itself is
-:mod:`routecore.calibrate.exemplar_head`; the cosine side of the same adaptation is :mod:`routecore.calibrate.languages`."""
+:mod:`routecore.calibrate.exemplar_head`; the cosine side of the same adaptation is
+:mod:`routecore.calibrate.languages`."""
 
 from __future__ import annotations
 

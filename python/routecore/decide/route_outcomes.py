@@ -1,6 +1,7 @@
 """What a route decision ends in when the scores alone do not decide it: a clarification and its
 question, the LLM fallback (and its failure), the degraded path when the encoder fails, the empty
-query. A mixin of :class:`~routecore.routers.route_table.RouteTable`, which holds the routes and the policy."""
+query. A mixin of :class:`~routecore.routers.route_table.RouteTable`, which holds the routes and the
+policy."""
 
 from __future__ import annotations
 

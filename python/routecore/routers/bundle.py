@@ -193,7 +193,8 @@ def _read_meta(d: Path) -> dict[str, Any]:
 
 
 def load(cls: type[_R], path: str | os.PathLike[str], *, encoder: EncoderLike | None = None, **kw: Any) -> _R:
-    """A ``cls`` (a :class:`routecore.routers.router.Router` class) from the bundle at ``path``; ``kw`` go to ``cls``.
+    """A ``cls`` (a :class:`routecore.routers.router.Router` class) from the bundle at ``path``; ``kw``
+    go to ``cls``.
 
     Every table must be the one ``bundle.json`` names (hash), and its rows must
     be the exemplars of the routes and tools ``bundle.json`` lists. A save that

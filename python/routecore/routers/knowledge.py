@@ -149,7 +149,8 @@ class KnowledgeRouter:
         if config.fallback != "all" and not config.fallback:
             raise ConfigError("knowledge: the fallback must be 'all' or name at least one collection")
         self.router, self.config, self.names = router, config, names
-        #: Called with every selection (a :class:`routecore.routers.routing_metrics.RoutingMetrics`, or any callable).
+        #: Called with every selection (a :class:`routecore.routers.routing_metrics.RoutingMetrics`, or
+        #: any callable).
         self.metrics = metrics
 
     @classmethod

@@ -1,6 +1,6 @@
 """A :class:`~routecore.routers.router.Router`'s interface to the modules that change it while it serves
-(:mod:`routecore.updates.live`, :mod:`routecore.updates.learning`): internal to routecore, not part of the public
-API. They reach it as ``router.internals`` and read nothing private of the router."""
+(:mod:`routecore.updates.live`, :mod:`routecore.updates.learning`): internal to routecore, not part of
+the public API. They reach it as ``router.internals`` and read nothing private of the router."""
 
 from __future__ import annotations
 
@@ -29,5 +29,6 @@ class RouterInternals:
         self.storage = storage
         self.given_policy = given_policy
         self.install = install
-        #: The router's :class:`~routecore.updates.learning.Learner`, made on first use (routecore.updates.learning).
+        #: The router's :class:`~routecore.updates.learning.Learner`, made on first use
+        #: (routecore.updates.learning).
         self.learner: Learner | None = None

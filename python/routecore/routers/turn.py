@@ -2,8 +2,9 @@
 from one encode of the query (issue 35 §1).
 
 A :class:`TurnRouter` holds any of a :class:`~routecore.routers.router.Router` (routes and/or tools), a
-:class:`~routecore.routers.context.ContextRouter` and a :class:`~routecore.routers.knowledge.KnowledgeRouter`, all on one
-encoder model. :meth:`TurnRouter.turn` encodes the query once and hands that embedding to each part,
+:class:`~routecore.routers.context.ContextRouter` and a
+:class:`~routecore.routers.knowledge.KnowledgeRouter`, all on one encoder model.
+:meth:`TurnRouter.turn` encodes the query once and hands that embedding to each part,
 exactly as the caller would with ``vector=``: ``Router.route``, ``Router.tools``,
 ``ContextRouter.detect`` and ``KnowledgeRouter.collections`` (the context's ``domain`` and ``intent``
 labels feed the knowledge map). Each part's result is the one its own call with that vector gives.

@@ -69,7 +69,8 @@ def _is_langchain(obj: Any) -> bool:
 
 def mapping_format(obj: Any) -> str:
     """``"routecore"``, ``"mcp"``, ``"openai"`` or ``"langchain"``; ``"unknown"`` otherwise (a
-    :class:`~routecore.config.specs.ToolSpec` too: :func:`routecore.tools.tool_formats.tool_format` names it)."""
+    :class:`~routecore.config.specs.ToolSpec` too: :func:`routecore.tools.tool_formats.tool_format` names
+    it)."""
     if _is_langchain(obj):
         return "langchain"
     obj = _wire(obj)

@@ -68,9 +68,9 @@ def build_args(
     head_threshold: Any,
     routes_known: dict[str, Any],
 ) -> dict[str, Any]:
-    """The keyword arguments of :func:`routecore.routers.assembly.build` for a rebuild of ``router``'s tables (a live
-    update, a learning refit): its encoder, LLM, memory and storage, the tools' and anti-patterns' vectors it
-    has, and ``routes_known`` (text -> vector) for the routes'."""
+    """The keyword arguments of :func:`routecore.routers.assembly.build` for a rebuild of ``router``'s
+    tables (a live update, a learning refit): its encoder, LLM, memory and storage, the tools' and
+    anti-patterns' vectors it has, and ``routes_known`` (text -> vector) for the routes'."""
     tc = router.tool_catalog
     known = {
         "routes": routes_known,
