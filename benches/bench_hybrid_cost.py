@@ -14,7 +14,7 @@ same catalog with the terms `fit --tools` picks on MetaTool (English stems, BM25
 ``--real``: the same router, but each query is encoded by the bundled e5 model as in
 use (ONNX Runtime between two calls evicts the caches the scoring step reads); the
 time measured is the call's own non-encoder time, ``total - tokenize - encode`` of
-its :class:`~routecore.decide.decision.Timings`.
+its :class:`~routecore.decision.Timings`.
 """
 
 from __future__ import annotations

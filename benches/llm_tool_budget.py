@@ -19,7 +19,7 @@ from routecore import Encoder, Router
 from routecore.config.specs import ToolSpec
 from routecore.evaluation import datasets as D
 from routecore.examples import __file__ as examples
-from routecore.llm.llm_tools import LLMToolRouter
+from routecore.routers.llm_tools import LLMToolRouter
 from routecore.tools.catalog import estimate_tokens
 
 

@@ -22,7 +22,7 @@ echo "lowest pins: ${pins[*]}"
 "$low/bin/pip" install --quiet "${pins[@]}" "faiss-cpu>=1.8,<1.9" "tokenizers>=0.20" pytest hypothesis jsonschema
 "$low/bin/python" -c "import numpy, onnxruntime; print('numpy', numpy.__version__, 'onnxruntime', onnxruntime.__version__)"
 PYTHONPATH=python:tests "$low/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/routers/test_router_api.py tests/routers/test_router_contract.py tests/decide/test_decision.py \
+  tests/routers/test_router_api.py tests/routers/test_router_contract.py tests/test_decision.py \
   tests/calibrate/test_calibration.py tests/calibrate/test_exemplar_head.py \
   tests/calibrate/test_linear_head.py tests/calibrate/test_fits.py tests/decide/test_policy.py \
   tests/config/test_specs.py tests/routers/test_bundle.py tests/core/test_index.py \
@@ -30,7 +30,7 @@ PYTHONPATH=python:tests "$low/bin/python" -m pytest -q -p no:cacheprovider \
   tests/core/test_scoring_step.py tests/routers/test_router_compact.py tests/tools/test_tools.py \
   tests/updates/test_learning.py tests/updates/test_live_updates.py tests/memory/test_memory.py \
   tests/routers/test_context.py tests/routers/test_cascade.py tests/routers/test_knowledge.py \
-  tests/llm/test_llm_tools.py tests/routers/test_turn.py tests/decide/test_spelling.py \
+  tests/routers/test_llm_tools.py tests/routers/test_turn.py tests/decide/test_spelling.py \
   tests/calibrate/test_languages.py tests/core/test_encoder.py tests/core/test_entities.py \
   tests/decide/test_reasons.py tests/test_contract.py tests/test_cli.py tests/core/test_persist.py \
   tests/memory/test_lesson_cache.py tests/routers/test_routing_metrics.py tests/doctor/test_doctor.py

@@ -20,11 +20,11 @@ from routecore.errors import RoutecoreError
 from routecore.routers.router import Router
 
 if TYPE_CHECKING:
-    from routecore.decide.decision import Alert, Decision, Reason, ToolBelt, ToolChoice
-    from routecore.llm.llm_tools import LLMToolRouter, ToolRouting
+    from routecore.decision import Alert, Decision, Reason, ToolBelt, ToolChoice
     from routecore.routers.cascade import Cascade
     from routecore.routers.context import Context, ContextRouter, LayerResult
     from routecore.routers.knowledge import KnowledgeRouter, KnowledgeSelection
+    from routecore.routers.llm_tools import LLMToolRouter, ToolRouting
     from routecore.routers.routing_metrics import RoutingMetrics
     from routecore.routers.turn import Turn, TurnRouter
 
@@ -35,15 +35,15 @@ _LAZY = {
     "Context": "routers.context",
     "ContextRouter": "routers.context",
     "LayerResult": "routers.context",
-    "Alert": "decide.decision",
-    "Decision": "decide.decision",
-    "Reason": "decide.decision",
-    "ToolBelt": "decide.decision",
-    "ToolChoice": "decide.decision",
+    "Alert": "decision",
+    "Decision": "decision",
+    "Reason": "decision",
+    "ToolBelt": "decision",
+    "ToolChoice": "decision",
     "KnowledgeRouter": "routers.knowledge",
     "KnowledgeSelection": "routers.knowledge",
-    "LLMToolRouter": "llm.llm_tools",
-    "ToolRouting": "llm.llm_tools",
+    "LLMToolRouter": "routers.llm_tools",
+    "ToolRouting": "routers.llm_tools",
     "RoutingMetrics": "routers.routing_metrics",
     "Turn": "routers.turn",
     "TurnRouter": "routers.turn",

@@ -9,8 +9,8 @@ import pytest
 
 from routecore import Router
 from routecore.config.specs import RouteSpec
-from routecore.decide.decision import REASON_CODES, Decision, Reason
 from routecore.decide.policy import CLARIFY, BiasRule
+from routecore.decision import REASON_CODES, Decision, Reason
 from routecore.llm.llm import LLMChoice, LLMRequest, OpenAICompatibleRouter
 from stubs import StubEncoder, manual, mix, unit
 

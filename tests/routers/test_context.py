@@ -47,7 +47,7 @@ def test_every_layer_from_one_encode(cr, encoder):
 
 def test_one_native_call_scores_every_layer_and_decides_as_route_does(cr, encoder, monkeypatch):
     from routecore import _native
-    from routecore.core import tables
+    from routecore.decide import tables
 
     calls = []
     real = _native.score_many

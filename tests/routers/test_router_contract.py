@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from routecore import Router, ToolBelt
 from routecore.config.specs import RouteSpec, ToolSpec
-from routecore.decide.decision import REASON_CODES, Decision
+from routecore.decision import REASON_CODES, Decision
 from stubs import ANY_TEXT, CONTRACT_PROPS, StubEncoder, manual, mix, unit
 
 TEXT, PROPS = ANY_TEXT, CONTRACT_PROPS

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import MODELS, need_shared
 from routecore.core.static_encoder import StaticEncoder
-from routecore.decide.decision import Decision
+from routecore.decision import Decision
 from routecore.errors import ModelError
 from routecore.examples import __file__ as examples
 from routecore.hub import models

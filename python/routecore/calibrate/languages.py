@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from routecore.calibrate.fits import Targets, fit_medium, fit_temperature, fit_tiers, top2_correct
-from routecore.decide.decision import Alert
+from routecore.decision import Alert
 
 if TYPE_CHECKING:
     from routecore.calibrate.calibration_record import Calibration

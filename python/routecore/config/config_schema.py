@@ -220,7 +220,7 @@ class Knowledge(_Strict):
 
 
 class LLMTools(_Strict):
-    """The LLM tool router (routecore.llm.llm_tools) over the config's tools; its server is the ``llm:`` section."""
+    """The LLM tool router (routecore.routers.llm_tools) over the config's tools; its server is the ``llm:`` section."""
 
     mode: Literal["llm", "hybrid", "semantic"] = "hybrid"
     hybrid_top: AtLeastOne = 20

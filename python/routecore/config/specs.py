@@ -15,8 +15,8 @@ from routecore.config.config_files import YAML_MAX_NODES as YAML_MAX_NODES
 from routecore.config.config_files import load_yaml as load_yaml
 from routecore.config.config_files import read_config_file as read_config_file
 from routecore.config.config_files import read_text as read_text
+from routecore.config.tool_mappings import normalize_config_tools, read_overlay, tool_dict
 from routecore.errors import ConfigError
-from routecore.tools.tool_mappings import normalize_config_tools, read_overlay, tool_dict
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class ToolSpec:
     annotations and title, OpenAI ``strict``).
 
     Tools in MCP, OpenAI or LangChain format: :meth:`parse` (one) and
-    :func:`routecore.tools.tool_formats.tool_specs` (many, with an overlay)."""
+    :func:`routecore.config.tool_formats.tool_specs` (many, with an overlay)."""
 
     name: str
     description: str = ""
@@ -89,7 +89,7 @@ class ToolSpec:
 
     @classmethod
     def parse(cls, tool: Any, *, overlay: Any = None) -> ToolSpec:
-        """A ToolSpec from a tool in any accepted format (:mod:`routecore.tools.tool_formats`)."""
+        """A ToolSpec from a tool in any accepted format (:mod:`routecore.config.tool_formats`)."""
         return tool_specs([tool], overlay=overlay, where="tool")[0]
 
     def exemplars(self) -> list[str]:
@@ -263,7 +263,7 @@ def parse_config(data: Any, where: str = "config") -> tuple[list[RouteSpec], lis
     (:mod:`routecore.config.config_schema`) and cross-checked: unique names, fallbacks
     that name routes. Errors name ``where`` and the path inside the document.
 
-    ``tools`` entries may be in MCP or OpenAI format (:mod:`routecore.tools.tool_formats`)."""
+    ``tools`` entries may be in MCP or OpenAI format (:mod:`routecore.config.tool_formats`)."""
     cfg = _schema().validate(normalize_config_tools(data), where)
     _TRUSTED.on = True  # the document was just checked as a whole
     try:

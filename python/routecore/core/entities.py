@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from routecore.decide.decision import Entity as Entity  # re-exported
+from routecore.decision import Entity as Entity  # re-exported
 from routecore.errors import ConfigError
 
 

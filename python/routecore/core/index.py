@@ -109,7 +109,7 @@ class VectorIndex:
     @property
     def native(self) -> Any:
         """The index that does the work (a ``_native.FlatIndex``, or a FAISS one): a route table runs
-        its native scoring step on it (:mod:`routecore.core.tables`). Internal to routecore."""
+        its native scoring step on it (:mod:`routecore.decide.tables`). Internal to routecore."""
         return self._impl
 
     def __len__(self) -> int:

@@ -1,7 +1,7 @@
 """Lexical (BM25) scores beside the dense ones (issue 14).
 
 A :class:`LexicalTable` holds one native BM25 index (``routecore._native.LexicalIndex``)
-over the same texts as a :class:`~routecore.core.tables.ScoreTable`: one document per
+over the same texts as a :class:`~routecore.decide.tables.ScoreTable`: one document per
 exemplar, labelled with its route or tool; a tool's name (split on ``_ - .`` and
 camelCase by the tokenizer) goes into each of its documents. A query's lexical
 score for a label is the best BM25 of its documents, divided by the query's best
@@ -124,8 +124,8 @@ class LexicalTable:
         """What each label's cosine gains: ``weight`` times its best BM25 over the query's
         best, times the query's coverage, in [0, ``weight``]; ``None`` when no token of
         the query is indexed or ``weight`` is 0 (nothing to add). With ``lead``, the
-        array starts with that many zeros: a :class:`~routecore.core.tables.ScoreTable`
-        whose :attr:`~routecore.core.tables.ScoreTable.lead` it is takes it without a copy."""
+        array starts with that many zeros: a :class:`~routecore.decide.tables.ScoreTable`
+        whose :attr:`~routecore.decide.tables.ScoreTable.lead` it is takes it without a copy."""
         if not weight:
             return None
         return self.index.label_bias(query, self.n_labels, weight, lead)

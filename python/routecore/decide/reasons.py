@@ -1,12 +1,12 @@
 """The reason of every decision: a stable code and one line that names the numbers compared.
 
-Each function returns a :class:`~routecore.decide.decision.Reason`; the codes are listed in
-:data:`routecore.decide.decision.REASON_CODES` and in README.md ("Actions and reasons").
+Each function returns a :class:`~routecore.decision.Reason`; the codes are listed in
+:data:`routecore.decision.REASON_CODES` and in README.md ("Actions and reasons").
 """
 
 from __future__ import annotations
 
-from routecore.decide.decision import Reason
+from routecore.decision import Reason
 
 #: How the out-of-scope class is shown beside the routes.
 NONE_OF_THESE = "none of these"

@@ -12,11 +12,11 @@ import numpy as np
 
 from routecore import _native
 from routecore.calibrate.languages import LanguageDetector
-from routecore.core.tables import Step, collision_alert
 from routecore.decide import reasons
-from routecore.decide.decision import Alert, Decision, Exemplar, ScoreMap
 from routecore.decide.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, resolved, tier_of
 from routecore.decide.route_outcomes import Chooser, Draft, Outcomes
+from routecore.decide.tables import Step, collision_alert
+from routecore.decision import Alert, Decision, Exemplar, ScoreMap
 
 
 def _entity_alert(route: str, over: str | None = None) -> Alert:

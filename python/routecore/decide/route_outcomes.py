@@ -12,10 +12,10 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from routecore.config.specs import RouteSpec
-from routecore.core.tables import ScoreTable, Step
 from routecore.decide import reasons
-from routecore.decide.decision import Alert, Decision, Entity, Exemplar, Reason, Timings
 from routecore.decide.policy import CLARIFY, Policy, resolved
+from routecore.decide.tables import ScoreTable, Step
+from routecore.decision import Alert, Decision, Entity, Exemplar, Reason, Timings
 from routecore.errors import InvalidArgumentError
 from routecore.llm.llm import LLMChoice, LLMRequest, LLMRouter
 
@@ -27,7 +27,7 @@ Chooser = Callable[[LLMRequest], LLMChoice]
 class Draft:
     """A route decision while it is made: what the decision steps (``Decider._decide``) and the
     outcomes below fill in. :meth:`RouteTable.decide <routecore.routers.route_table.RouteTable.decide>` then
-    makes the :class:`~routecore.decide.decision.Decision` of it, with its timings and the alerts of the
+    makes the :class:`~routecore.decision.Decision` of it, with its timings and the alerts of the
     query. The fields not set keep the Decision's defaults."""
 
     route: str | None
@@ -66,7 +66,7 @@ class Draft:
         calibrated: str,
         generation: int,
     ) -> Decision:
-        """The :class:`~routecore.decide.decision.Decision` of this draft, with what the route table adds:
+        """The :class:`~routecore.decision.Decision` of this draft, with what the route table adds:
         the query's entities, every alert (the draft's first), the timings and the router's fields."""
         return Decision(
             action=self.action,

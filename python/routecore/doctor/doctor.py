@@ -135,7 +135,7 @@ def _vectors(router: Any, n: int) -> np.ndarray:
         V = np.empty((n, vecs.shape[1]), np.float32)
         V[np.asarray(ids, dtype=np.int64)] = vecs
         return V
-    from routecore.core.tables import embed_texts
+    from routecore.decide.tables import embed_texts
 
     return embed_texts(router.encoder, list(table.texts))
 

@@ -18,8 +18,8 @@ from routecore.calibrate.linear_head import LinearHead
 from routecore.config.specs import RouteSpec
 from routecore.core.lexical import fit_weight
 from routecore.core.progress import Progress
-from routecore.core.tables import embed_texts
 from routecore.decide.policy import Policy
+from routecore.decide.tables import embed_texts
 from routecore.errors import DatasetError
 from routecore.evaluation import metrics as M
 from routecore.evaluation.calibrate import FitResult, fit, objective_many

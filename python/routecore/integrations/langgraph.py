@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, NamedTuple
 from langchain_core.runnables import RunnableLambda
 
 from routecore.decide.conversation import routing_query
-from routecore.decide.decision import Decision, ToolBelt
 from routecore.decide.policy import CLARIFY
+from routecore.decision import Decision, ToolBelt
 from routecore.errors import ConfigError, InvalidArgumentError
 
 if TYPE_CHECKING:

@@ -157,8 +157,8 @@ def mcp_tool_specs(
     listed: Sequence[MCPServerTools], *, overlay: Any = None, missing_ok: bool = False
 ) -> list[ToolSpec]:
     """ToolSpecs of the listed tools: each server's name is its tools' domain (plugin); ``overlay`` as in
-    :func:`routecore.tools.tool_formats.tool_specs`, applied across all servers."""
-    from routecore.tools.tool_formats import read_overlay, tool_specs
+    :func:`routecore.config.tool_formats.tool_specs`, applied across all servers."""
+    from routecore.config.tool_formats import read_overlay, tool_specs
 
     over = read_overlay(overlay) if overlay is not None else {}
     specs: list[ToolSpec] = []

@@ -40,7 +40,7 @@ from typing import Any, Mapping, Sequence
 from ray import serve
 from ray.serve.deployment import Application
 
-from routecore.decide.decision import Decision, ToolBelt
+from routecore.decision import Decision, ToolBelt
 from routecore.errors import ConfigError, InvalidArgumentError, RoutecoreError
 
 __all__ = ["RouterDeployment", "deployment"]

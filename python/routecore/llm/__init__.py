@@ -1,1 +1,2 @@
-"""The LLM side: the fallback router (sync, async, its HTTP), and the LLM tool router and its result."""
+"""The LLM client: the fallback router's protocol and its OpenAI-compatible client (sync, async, and
+its kept-alive HTTP)."""

@@ -13,8 +13,8 @@ from routecore.calibrate.calibration import Calibration, for_router
 from routecore.config.specs import RouteSpec, ToolSpec
 from routecore.core.lexical import LexicalTable
 from routecore.core.progress import Progress, ProgressArg
-from routecore.core.tables import EncoderLike, ScoreTable, embed_texts, exemplar_texts
 from routecore.decide.policy import Policy
+from routecore.decide.tables import EncoderLike, ScoreTable, embed_texts, exemplar_texts
 from routecore.routers.route_table import RouteTable
 from routecore.tools.tool_catalog import ToolCatalog, lexical_form
 

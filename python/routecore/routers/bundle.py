@@ -25,8 +25,8 @@ from routecore.calibrate.calibration_record import Calibration
 from routecore.config.specs import RouteSpec, ToolSpec, parse_config, read_text
 from routecore.core.atomic import temp_beside
 from routecore.core.index import VectorIndex
-from routecore.core.tables import EncoderLike, exemplar_texts
 from routecore.decide.policy import Policy
+from routecore.decide.tables import EncoderLike, exemplar_texts
 from routecore.errors import ConfigError, RoutecoreError, StorageIOError
 from routecore.updates import learning
 
@@ -226,7 +226,7 @@ def _check_unrecorded_files(d: Path, encoder: EncoderLike, texts: list[str], vec
     (``model_files``) cannot say which of them made its vectors: its first exemplars are embedded
     again, and must be what the encoder gives now (issue 36 §1)."""
     from routecore.core.background import REFERENCE_COSINE
-    from routecore.core.tables import embed_texts
+    from routecore.decide.tables import embed_texts
 
     n = min(_UNRECORDED_ROWS, len(texts))
     if not n:

@@ -23,7 +23,7 @@ import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from routecore.decide.decision import Alert, Decision
+from routecore.decision import Alert, Decision
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.routing_metrics import emit
 

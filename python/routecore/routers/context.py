@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from routecore.core.tables import query_vectors
 from routecore.decide import reasons as reasons_mod
 from routecore.decide.conversation import routing_text
-from routecore.decide.decision import Alert, Decision, Entity, Reason, emit, trace
+from routecore.decide.tables import query_vectors
+from routecore.decision import Alert, Decision, Entity, Reason, emit, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.context_result import CONTEXT_REASONS as CONTEXT_REASONS
 from routecore.routers.context_result import Context as Context
@@ -238,7 +238,7 @@ class ContextRouter:
         self, query: str, text: str, notes: Notes, q: Any, t0: float, tokenize_ms: float, truncated: bool
     ) -> Context:
         """Every layer decided on ``q``, the embedding of ``text`` (the query as read)."""
-        from routecore.core.tables import score_many
+        from routecore.decide.tables import score_many
 
         tables = [router.route_table for router in self.layers.values()]
         t1 = time.perf_counter()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from routecore.decide.decision import Alert, Decision, Entity, Reason, plain
+from routecore.decision import Alert, Decision, Entity, Reason, plain
 from routecore.errors import InvalidArgumentError
 
 #: What reading a query removed: (alert kind, message) pairs (``conversation.routing_text``).
@@ -27,7 +27,7 @@ class LayerResult:
     """One layer's decision: its label, the best label's probability, the tier, the action
     and the alerts. An open layer's label is None when its decision was ``none`` (out of scope)
     or ``clarify``; an exhaustive layer's then names its best label (module docs). ``decision``:
-    the layer's own :class:`~routecore.decide.decision.Decision`, as its router made it."""
+    the layer's own :class:`~routecore.decision.Decision`, as its router made it."""
 
     label: str | None
     probability: float
@@ -44,7 +44,7 @@ class Context:
     """Every layer's result for one query, its entities and the timings (ms):
     ``encode``, ``scoring``, one entry per layer, and ``total`` (``total`` only when nothing
     was encoded). ``reason``: a code of :data:`CONTEXT_REASONS`; ``alerts``: what reading the
-    query did (``invalid_text``, ``long_query``), as on a :class:`~routecore.decide.decision.Decision`."""
+    query did (``invalid_text``, ``long_query``), as on a :class:`~routecore.decision.Decision`."""
 
     query: str
     layers: Mapping[str, LayerResult]

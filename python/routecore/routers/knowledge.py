@@ -34,7 +34,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from routecore.decide.decision import Reason, emit, plain
+from routecore.decision import Reason, emit, plain
 from routecore.errors import ConfigError, InvalidArgumentError
 
 #: The reason codes of a :class:`KnowledgeSelection`.

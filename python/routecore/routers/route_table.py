@@ -1,8 +1,8 @@
 """`RouteTable`: the routes of a router and the whole route decision.
 
-Holds the route specs, their :class:`~routecore.core.tables.ScoreTable`, the
+Holds the route specs, their :class:`~routecore.decide.tables.ScoreTable`, the
 optional linear head and LLM fallback, and turns one query into a
-:class:`~routecore.decide.decision.Decision`: scoring, the confidence tiers, bias
+:class:`~routecore.decision.Decision`: scoring, the confidence tiers, bias
 rules, clarification, the LLM fallback and the degraded (encoder failed) path.
 """
 
@@ -20,13 +20,13 @@ from routecore.calibrate.languages import LanguageDetector, LanguagePolicies, la
 from routecore.config.specs import RouteSpec, check_thresholds
 from routecore.core.entities import EntityMatcher, entity_effects
 from routecore.core.lexical import LexicalTable
-from routecore.core.tables import EncoderLike, Step, build_table, per_query, query_vectors
 from routecore.decide.conversation import routing_text
-from routecore.decide.decision import Alert, Decision, Entity, Timings, trace
 from routecore.decide.policy import CLARIFY, Policy, resolved
 from routecore.decide.route_decide import Decider
 from routecore.decide.route_outcomes import Chooser
 from routecore.decide.spelling import Speller, notes_of, tokenizer_words
+from routecore.decide.tables import EncoderLike, Step, build_table, per_query, query_vectors
+from routecore.decision import Alert, Decision, Entity, Timings, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.llm.llm import LLMRouter
 
@@ -95,7 +95,7 @@ class RouteTable(Decider):
         policy: thresholds and defaults, used as given (see :func:`with_route_thresholds`).
         llm: optional fallback router, asked on medium (and, per policy, low) confidence.
         head: optional ``routecore.calibrate.linear_head.LinearHead`` (route probabilities and out of scope).
-        storage: the table's storage (see :class:`~routecore.core.tables.ScoreTable`).
+        storage: the table's storage (see :class:`~routecore.decide.tables.ScoreTable`).
         vectors: precomputed exemplar embeddings (from a bundle).
         lexical: the BM25 table of the same exemplars (hybrid scoring, ``policy.lexical_weight``).
     """

@@ -17,11 +17,12 @@ import numpy as np
 
 from routecore.calibrate.calibration import Calibration, fallback_note
 from routecore.config.specs import RouteSpec, ToolSpec, parse_config, read_config_file
+from routecore.config.tool_formats import tool_specs
 from routecore.core.entities import EntityConfig, EntityMatcher, check_route_entities
 from routecore.core.progress import ProgressArg
-from routecore.core.tables import AUTO_INT8_ELEMENTS, EncoderLike
-from routecore.decide.decision import Decision, emit
 from routecore.decide.policy import Policy
+from routecore.decide.tables import AUTO_INT8_ELEMENTS, EncoderLike
+from routecore.decision import Decision, emit
 from routecore.errors import ConfigError
 from routecore.llm.llm import LLMRouter, llm_from_config
 from routecore.memory.memory import ExperienceMemory
@@ -29,7 +30,6 @@ from routecore.routers import assembly, bundle
 from routecore.routers.route_table import with_route_thresholds
 from routecore.routers.router_internals import RouterInternals
 from routecore.routers.router_tools import ToolCalls
-from routecore.tools.tool_formats import tool_specs
 from routecore.updates import learning
 from routecore.updates.router_changes import Changes
 
@@ -56,7 +56,7 @@ class Router(ToolCalls, Changes):
     Args:
         routes, tools: specifications (see :mod:`routecore.config.specs`). Tools may also be
             MCP ``tools/list`` entries, OpenAI tool definitions or LangChain tools
-            (:mod:`routecore.tools.tool_formats`).
+            (:mod:`routecore.config.tool_formats`).
         encoder: defaults to the bundled model (``Encoder.load()``).
         policy: every threshold and default (:class:`routecore.decide.policy.Policy`).
         llm: optional fallback router (:class:`routecore.llm.llm.LLMRouter`).
@@ -75,7 +75,7 @@ class Router(ToolCalls, Changes):
             stderr, or a callable ``(done, total)``. Silent by default.
         tool_overlay: routecore fields (examples, anti-patterns, domain, core, cost,
             latency, safety tags) by tool name, as a mapping or a YAML/JSON file
-            (:func:`routecore.tools.tool_formats.read_overlay`).
+            (:func:`routecore.config.tool_formats.read_overlay`).
         entities: dictionaries and patterns of entity types
             (:class:`routecore.core.entities.EntityConfig`, a config's ``entities:``);
             routes may prefer or require them, and decisions list them.

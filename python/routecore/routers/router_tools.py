@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence, TypeVar
 
-from routecore.decide.decision import ToolBelt
+from routecore.decision import ToolBelt
 from routecore.errors import InvalidArgumentError
 from routecore.tools.tool_catalog import ToolCatalog
 from routecore.tools.toolbelt import ToolSession, select_tools, select_tools_batch

@@ -9,8 +9,8 @@ feedback arrives.
     metrics.feedback(d, route="BILLING")              # later, when the truth is known
     print(metrics.report())
 
-The router calls the sink (any callable) with each :class:`~routecore.decide.decision.Decision`
-and :class:`~routecore.decide.decision.ToolBelt` it returns; every other router given ``metrics=``
+The router calls the sink (any callable) with each :class:`~routecore.decision.Decision`
+and :class:`~routecore.decision.ToolBelt` it returns; every other router given ``metrics=``
 calls it with each result (``KnowledgeRouter``, ``LLMToolRouter``, ``ContextRouter``,
 ``Cascade``: docs/routers.md). Feedback names the right route (``None``: out of scope), the tools the
 agent used or should have used, the right collections, and/or plain ``success``.
@@ -37,8 +37,8 @@ from typing import Any, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
-# Re-exported (``X as X``): the routers' sink call lives with the results (routecore.decide.decision).
-from routecore.decide.decision import emit as emit
+# Re-exported (``X as X``): the routers' sink call lives with the results (routecore.decision).
+from routecore.decision import emit as emit
 from routecore.errors import ConfigError, InvalidArgumentError
 
 #: Reliability bins over the confidence [0, 1].
@@ -51,10 +51,10 @@ def record_of(obj: Any) -> dict[str, Any]:
     """The log record of a Decision, a ToolBelt, a KnowledgeSelection, a ToolRouting (kind
     ``tools``, as a belt), a Context (kind ``context``: each layer's label) or a Turn (kind ``turn``),
     without its id."""
-    from routecore.decide.decision import Decision, ToolBelt
-    from routecore.llm.tool_routing import ToolRouting
+    from routecore.decision import Decision, ToolBelt
     from routecore.routers.context_result import Context
     from routecore.routers.knowledge import KnowledgeSelection
+    from routecore.routers.tool_routing import ToolRouting
     from routecore.routers.turn import Turn
 
     if isinstance(obj, Decision):

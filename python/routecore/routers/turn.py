@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from routecore.decide.conversation import routing_text
-from routecore.decide.decision import Decision, Reason, ToolBelt, emit, plain, trace
+from routecore.decision import Decision, Reason, ToolBelt, emit, plain, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.context import Context
 from routecore.routers.knowledge import KnowledgeSelection

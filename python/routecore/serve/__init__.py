@@ -1,8 +1,8 @@
 """``routecore serve``: the router as an HTTP sidecar (``pip install routecore[serve]``).
 
 A Starlette app run by uvicorn: versioned JSON endpoints whose bodies are the
-Python API's own objects (:meth:`Decision.to_dict <routecore.decide.decision.Decision.to_dict>`,
-:class:`~routecore.decide.decision.ToolBelt`), micro-batching of concurrent requests
+Python API's own objects (:meth:`Decision.to_dict <routecore.decision.Decision.to_dict>`,
+:class:`~routecore.decision.ToolBelt`), micro-batching of concurrent requests
 (:mod:`routecore.serve.batcher`), Prometheus metrics (:mod:`routecore.serve.metrics`),
 an OpenAPI document (:mod:`routecore.serve.openapi`), hot reload and graceful
 shutdown (:mod:`routecore.serve.app`) and the command (:mod:`routecore.serve.cli`).

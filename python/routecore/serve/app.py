@@ -3,7 +3,7 @@
 Endpoints (JSON; the bodies are :mod:`routecore.serve.openapi`'s shapes):
 
 - ``POST /v1/route``, ``POST /v1/route/batch``, ``POST /v1/tools``: a
-  :class:`~routecore.decide.decision.Decision` / :class:`~routecore.decide.decision.ToolBelt`
+  :class:`~routecore.decision.Decision` / :class:`~routecore.decision.ToolBelt`
   as ``to_dict()`` writes it (``{"decisions": [...]}`` for a batch);
 - ``POST /v1/learn``: ``Router.learn`` (routecore.updates.learning), with the token rules of the others;
 - ``POST /v1/tools/more``: ``request_more_tools`` in a session keyed by a
@@ -59,7 +59,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from routecore.decide.decision import plain
+from routecore.decision import plain
 from routecore.errors import ConfigError, InvalidArgumentError, MemoryStoreError, RoutecoreError
 from routecore.serve import openapi
 from routecore.serve.batcher import (

@@ -16,7 +16,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from routecore.decide.decision import plain
+from routecore.decision import plain
 from routecore.serve.metrics import Metrics
 
 #: Paths answered without a token (probes).

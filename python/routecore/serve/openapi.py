@@ -2,7 +2,7 @@
 
 Requests are msgspec structs (decoding them names the bad field: ``Expected `str`,
 got `int` - at `$.query```). Responses are the Python API's own dataclasses
-(:class:`~routecore.decide.decision.Decision`, :class:`~routecore.decide.decision.ToolBelt`, ...)
+(:class:`~routecore.decision.Decision`, :class:`~routecore.decision.ToolBelt`, ...)
 as their ``to_dict()`` writes them; their schemas are generated from the same
 dataclasses by msgspec, then tightened: every field is required and no other
 field is allowed, since ``to_dict()`` writes each one, so a test that validates
@@ -17,7 +17,7 @@ from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 import msgspec
 from msgspec import Meta
 
-from routecore.decide.decision import Alert, Decision, ToolBelt, ToolChoice
+from routecore.decision import Alert, Decision, ToolBelt, ToolChoice
 
 #: Longest client-chosen session id.
 SESSION_ID_MAX = 128

@@ -1,6 +1,6 @@
 """`ToolCatalog`: the tools of a router, their score tables and lessons.
 
-Holds the tool specs, the tools' :class:`~routecore.core.tables.ScoreTable` (their
+Holds the tool specs, the tools' :class:`~routecore.decide.tables.ScoreTable` (their
 exemplars) and the anti-pattern one, the core tools, the discovery-tool cache
 and the optional experience memory. :mod:`routecore.tools.toolbelt` builds the
 per-query tool belts from it.
@@ -17,8 +17,8 @@ from routecore.calibrate.languages import LanguagePolicies
 from routecore.config.specs import ToolSpec
 from routecore.core.entities import EntityMatcher
 from routecore.core.lexical import DEFAULT_B, LexicalTable
-from routecore.core.tables import EncoderLike, build_table, exemplar_texts
 from routecore.decide.policy import Policy
+from routecore.decide.tables import EncoderLike, build_table, exemplar_texts
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.memory.lesson_cache import store_key
 from routecore.memory.memory import ExperienceMemory
@@ -41,7 +41,7 @@ class ToolCatalog:
         encoder: embeds the exemplars (unless given), the queries and the lessons.
         policy: thresholds and defaults of the tool belt.
         memory: optional :class:`ExperienceMemory` whose lessons adjust tool scores.
-        storage: the tables' storage (see :class:`~routecore.core.tables.ScoreTable`).
+        storage: the tables' storage (see :class:`~routecore.decide.tables.ScoreTable`).
         vectors, anti_vectors: precomputed embeddings of the exemplars and the anti-patterns.
         lexical: the BM25 table of the tools (names and exemplars; ``policy.tool_lexical_weight``).
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from routecore.core.entities import entity_effects
-from routecore.core.tables import Step
-from routecore.decide.decision import Alert
 from routecore.decide.policy import affinity_scale, resolved
+from routecore.decide.tables import Step
+from routecore.decision import Alert
 from routecore.errors import RoutecoreError
 from routecore.memory.lesson_cache import store_key
 from routecore.tools.tool_catalog import ToolCatalog

@@ -27,7 +27,7 @@ learn() were measured and dropped: they lowered precision among routed from 94-9
 the route table once, the old one or the new one.
 
 **Generations.** Each change (learn, forget, refit) makes a new generation; every
-:class:`~routecore.decide.decision.Decision` says which one decided it (``generation``; 0 is the
+:class:`~routecore.decision.Decision` says which one decided it (``generation``; 0 is the
 router as built or loaded, or last changed by a live update).
 """
 
@@ -41,7 +41,7 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from routecore.decide.decision import Decision
+from routecore.decision import Decision
 from routecore.errors import ConfigError, InvalidArgumentError, LLMError, MemoryStoreError, UnknownRouteError
 from routecore.memory.lesson_cache import store_key
 

@@ -2,7 +2,7 @@
 row more or some rows fewer, and the background refit of the head and calibration.
 
 A new route table is a shallow copy of the one in use with a new
-:class:`~routecore.core.tables.ScoreTable` (the embeddings of the other rows reused, not
+:class:`~routecore.decide.tables.ScoreTable` (the embeddings of the other rows reused, not
 recomputed), new specs and a new BM25 table; the speller and the language policies
 are kept (the background refit rebuilds everything). The old table is never changed,
 so a reader that holds it goes on with it.
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from routecore.core.tables import ScoreTable, exemplar_texts
+from routecore.decide.tables import ScoreTable, exemplar_texts
 
 #: A learned query this close to an exemplar of its route is a near-duplicate: on the calibration's
 #: similarity scale (``Calibration.similarity``: 0 is an unrelated best match under the encoder in

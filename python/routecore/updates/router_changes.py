@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from routecore.config.specs import RouteSpec
-from routecore.tools.tool_formats import tool_specs
+from routecore.config.tool_formats import tool_specs
 from routecore.updates import learning, live
 
 
@@ -36,7 +36,7 @@ class Changes:
     def add_tools(
         self, tools: Sequence[Any], *, tool_overlay: Any = None, recalibrate: bool = True
     ) -> live.Update:
-        """Add tools (any format :mod:`routecore.tools.tool_formats` reads) to a serving router."""
+        """Add tools (any format :mod:`routecore.config.tool_formats` reads) to a serving router."""
         return live.apply(
             self, add_tools=tool_specs(tools, overlay=tool_overlay) if tools else [], recalibrate=recalibrate
         )

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from routecore import Router
-from routecore.decide.decision import Decision
+from routecore.decision import Decision
 from routecore.errors import InvalidArgumentError
 from routecore.examples import __file__ as examples
 

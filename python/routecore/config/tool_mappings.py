@@ -1,6 +1,6 @@
 """Tools in the formats agents already have (MCP, OpenAI, LangChain) as routecore tool mappings,
 an overlay's fields, and a config document's tools rewritten in routecore's format: everything
-:mod:`routecore.tools.tool_formats` does below the :class:`~routecore.config.specs.ToolSpec` (which
+:mod:`routecore.config.tool_formats` does below the :class:`~routecore.config.specs.ToolSpec` (which
 :mod:`routecore.config.specs` builds from these mappings)."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _is_langchain(obj: Any) -> bool:
 
 def mapping_format(obj: Any) -> str:
     """``"routecore"``, ``"mcp"``, ``"openai"`` or ``"langchain"``; ``"unknown"`` otherwise (a
-    :class:`~routecore.config.specs.ToolSpec` too: :func:`routecore.tools.tool_formats.tool_format` names
+    :class:`~routecore.config.specs.ToolSpec` too: :func:`routecore.config.tool_formats.tool_format` names
     it)."""
     if _is_langchain(obj):
         return "langchain"

@@ -19,8 +19,8 @@ from routecore.core._arrays import as_f32
 from routecore.core.index import VectorIndex
 from routecore.core.lexical import LexicalTable
 from routecore.core.progress import Progress
-from routecore.decide.decision import Alert
 from routecore.decide.policy import Policy, resolved
+from routecore.decision import Alert
 from routecore.errors import DimensionMismatchError, InvalidArgumentError, NonFiniteError
 
 

@@ -1,4 +1,4 @@
-"""Tools in MCP, OpenAI and LangChain formats, overlays and MCP annotations (routecore.tools.tool_formats)."""
+"""Tools in MCP, OpenAI and LangChain formats, overlays and MCP annotations (routecore.config.tool_formats)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import pytest
 
 from routecore import Router, ToolSpec
+from routecore.config.tool_formats import mcp_safety_tags, read_overlay, tool_format, tool_specs
 from routecore.errors import ConfigError
-from routecore.tools.tool_formats import mcp_safety_tags, read_overlay, tool_format, tool_specs
 
 SCHEMA = {
     "type": "object",

@@ -27,9 +27,9 @@ from dataclasses import replace as _replace
 from typing import Any, Literal, Sequence
 
 from routecore.decide.conversation import routing_text
-from routecore.decide.decision import Reason, ToolBelt, emit, trace
+from routecore.decision import Reason, ToolBelt, emit, trace
 from routecore.errors import ConfigError, InvalidArgumentError, LLMError
-from routecore.llm.tool_routing import (
+from routecore.routers.tool_routing import (
     COMPLEXITY,
     STRATEGIES,
     TAG,

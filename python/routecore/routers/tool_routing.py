@@ -1,4 +1,4 @@
-"""The result of the LLM tool router (:class:`routecore.llm.llm_tools.LLMToolRouter`) and the
+"""The result of the LLM tool router (:class:`routecore.routers.llm_tools.LLMToolRouter`) and the
 parser of its LLM's answer, which is JSON inside ``<tool_selection>`` tags."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from routecore.decide.decision import Reason, ToolBelt, plain
+from routecore.decision import Reason, ToolBelt, plain
 from routecore.errors import InvalidArgumentError
 
 COMPLEXITY = ("simple", "medium", "complex")

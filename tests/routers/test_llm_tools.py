@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from routecore.errors import ConfigError
-from routecore.llm.llm_tools import LLMToolRouter, parse_selection
+from routecore.routers.llm_tools import LLMToolRouter, parse_selection
 
 GOOD = {
     "selected_tools": ["restart_service", "get_system_logs"],

@@ -25,16 +25,16 @@ from __future__ import annotations
 
 from typing import Any
 
-# Re-exported (``X as X``): the conversions below the specs (routecore.tools.tool_mappings) and the
+# Re-exported (``X as X``): the conversions below the specs (routecore.config.tool_mappings) and the
 # specs built from them (routecore.config.specs).
 from routecore.config.specs import ToolSpec
 from routecore.config.specs import tool_specs as tool_specs
-from routecore.tools.tool_mappings import OVERLAY_KEYS as OVERLAY_KEYS
-from routecore.tools.tool_mappings import mapping_format
-from routecore.tools.tool_mappings import mcp_safety_tags as mcp_safety_tags
-from routecore.tools.tool_mappings import normalize_config_tools as normalize_config_tools
-from routecore.tools.tool_mappings import read_overlay as read_overlay
-from routecore.tools.tool_mappings import tool_dict as tool_dict
+from routecore.config.tool_mappings import OVERLAY_KEYS as OVERLAY_KEYS
+from routecore.config.tool_mappings import mapping_format
+from routecore.config.tool_mappings import mcp_safety_tags as mcp_safety_tags
+from routecore.config.tool_mappings import normalize_config_tools as normalize_config_tools
+from routecore.config.tool_mappings import read_overlay as read_overlay
+from routecore.config.tool_mappings import tool_dict as tool_dict
 
 
 def tool_format(obj: Any) -> str:
