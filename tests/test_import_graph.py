@@ -54,9 +54,9 @@ def test_no_new_function_level_import_circles():
 
 
 #: The sub-packages that import each other at module level (scripts/import_cycles.py --packages): the
-#: layer each package sits in, bottom up, is errors/decision, hub, core, config, calibrate, decide, llm,
-#: tools and memory, routers, then serve, integrations, importers, evaluation, doctor and cli. These two
-#: pairs go both ways; a new pair fails here.
+#: layer each package sits in, bottom up, is errors/decision, hub, config, core, calibrate, decide, llm,
+#: memory, tools, routers, then serve, integrations, importers, evaluation, doctor and cli (docs/layout.md).
+#: These two pairs go both ways; a new pair fails here.
 KNOWN_PACKAGE_LEVEL = {
     # decide.route_outcomes asks llm's fallback (LLMRequest, LLMChoice); llm.llm offers decide's CLARIFY.
     frozenset({"routecore.decide", "routecore.llm"}),
