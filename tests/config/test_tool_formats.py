@@ -1,4 +1,5 @@
-"""Tools in MCP, OpenAI and LangChain formats, overlays and MCP annotations (routecore.config.tool_formats)."""
+"""Tools in MCP, OpenAI and LangChain formats, overlays and MCP annotations
+(routecore.config.tool_formats)."""
 
 from __future__ import annotations
 
