@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from routecore.policy import Policy
-from routecore.specs import parse_config
+from routecore.config.specs import parse_config
+from routecore.decide.policy import Policy
 
 ROUTES = {
     "routes": [

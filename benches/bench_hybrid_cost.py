@@ -26,11 +26,11 @@ import pytest
 
 from conftest import SHARED  # noqa: F401 - puts tests/ on the path
 from routecore import Encoder
-from routecore.encoder import EncodeOutput
+from routecore.config.specs import RouteSpec, ToolSpec
+from routecore.core.encoder import EncodeOutput
 from routecore.evaluation import datasets as D
 from routecore.evaluation.runner import embed
-from routecore.router import Router
-from routecore.specs import RouteSpec, ToolSpec
+from routecore.routers.router import Router
 from stubs import manual
 
 _E5: list = []

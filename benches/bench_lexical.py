@@ -25,7 +25,7 @@ import pytest
 from conftest import clustered
 from routecore import _native
 from routecore._native import LexicalIndex
-from routecore.calibration import background_texts
+from routecore.calibrate.calibration import background_texts
 from routecore.errors import DatasetError
 
 

@@ -11,9 +11,9 @@ import pytest
 from bench_encoder import bge_m3_shaped
 from conftest import SHARED
 from routecore import Encoder, Policy, Router
+from routecore.config.specs import RouteSpec, ToolSpec
 from routecore.evaluation import datasets as D
 from routecore.evaluation import runner as R
-from routecore.specs import RouteSpec, ToolSpec
 
 QUERIES = [
     "the production server is down",

@@ -10,7 +10,7 @@ Per set: the share served by the fast router alone; accuracy (a routed query rig
 an out-of-scope query declined; clarifications count as not right) and routed
 precision of the cascade, of the strong router alone and of the fast one alone.
 Timing (``--timed N`` queries, query caches off, real encoders): route() p50/p95
-of fast alone, strong alone and the cascade (`routecore.cascade.Cascade`).
+of fast alone, strong alone and the cascade (`routecore.routers.cascade.Cascade`).
 
 With a latency-only strong model (the bge-m3-shaped random-weight ONNX of
 `../shared/models/bge-m3-shaped`), `--timing-only --strong-shots 5` skips the
@@ -33,8 +33,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from routecore import Encoder  # noqa: E402
-from routecore.cascade import Cascade  # noqa: E402
 from routecore.evaluation.runner import build_router, embed  # noqa: E402
+from routecore.routers.cascade import Cascade  # noqa: E402
 from zero_label_decisions import decide, splits  # noqa: E402
 
 MINILM = "/work/shared/models/all-minilm-l6-v2"

@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from routecore import Encoder, Router
-from routecore.context import ContextRouter
 from routecore.evaluation import datasets as D
 from routecore.examples import __file__ as examples
+from routecore.routers.context import ContextRouter
 
 
 def main() -> None:

@@ -21,9 +21,9 @@ import time
 import numpy as np
 
 from routecore import Encoder
-from routecore.context import ContextRouter
 from routecore.evaluation import datasets as D
 from routecore.evaluation.tool_eval import tools_router
+from routecore.routers.context import ContextRouter
 
 
 def main() -> None:

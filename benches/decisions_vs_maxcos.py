@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from routecore import Encoder
-from routecore.calibration import route_scores
+from routecore.calibrate.calibration import route_scores
 from routecore.evaluation import datasets as D
 from routecore.evaluation.runner import embed, routes_from_split
 

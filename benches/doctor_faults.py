@@ -12,7 +12,7 @@ copy of it, where
 - the :data:`GENERIC` sentences (hand-written chit-chat, none of them in the bundled
   background set) are added, each to a different random route.
 
-The doctor (:func:`routecore.doctor.diagnose`) reads the faulty config. Reported:
+The doctor (:func:`routecore.doctor.doctor.diagnose`) reads the faulty config. Reported:
 
 - ``found``: injected faults the doctor edits (drops or moves), by kind, and ``moved back``:
   moved exemplars it moves to their true route; ``precision``: edits that touch a fault;
@@ -38,11 +38,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from few_shot import build, pool, sample, splits  # noqa: E402
 from routecore import Encoder  # noqa: E402
+from routecore.config.specs import RouteSpec, parse_config  # noqa: E402
+from routecore.decide.policy import Policy  # noqa: E402
 from routecore.doctor import apply_edits, diagnose  # noqa: E402
 from routecore.evaluation.runner import embed, routes_from_split  # noqa: E402
-from routecore.policy import Policy  # noqa: E402
-from routecore.router import Router  # noqa: E402
-from routecore.specs import RouteSpec, parse_config  # noqa: E402
+from routecore.routers.router import Router  # noqa: E402
 
 SETS = ("clinc150", "banking77", "massive-en")
 #: Generic exemplars a config author might add: hand-written, none in the bundled background set.

@@ -10,7 +10,7 @@ scheduling quantum. Prints, per repeat, the wall time of the calls, the number o
 ticks, and the p50/p95/max lag in milliseconds, then one JSON line with the machine,
 the date and the command.
 
-tests/test_router_api.py keeps the behavioural half (the loop runs other tasks while
+tests/routers/test_router_api.py keeps the behavioural half (the loop runs other tasks while
 the calls are in flight); the figures live here (issue 35 §8).
 """
 

@@ -52,7 +52,7 @@ def run(enc: Encoder, name: str, head: str, no_clinc_background: bool = False, s
     train, test = SETS[name](split)
     t0 = time.perf_counter()
     if no_clinc_background:
-        from routecore import background
+        from routecore.core import background
 
         rows = [
             json.loads(x)
@@ -63,9 +63,9 @@ def run(enc: Encoder, name: str, head: str, no_clinc_background: bool = False, s
         full, langs = background.background_vectors(enc), background.background_languages()
         # The head's background class only (the cosine calibration keeps the whole set).
         with (
-            mock.patch("routecore.background.background_vectors", lambda e: full[keep]),
+            mock.patch("routecore.core.background.background_vectors", lambda e: full[keep]),
             mock.patch(
-                "routecore.background.background_languages",
+                "routecore.core.background.background_languages",
                 lambda: tuple(x for x, k in zip(langs, keep) if k),
             ),
         ):
@@ -139,7 +139,7 @@ def main() -> None:
     )
     a = ap.parse_args()
     if a.in_scope_kept is not None:
-        from routecore import exemplar_head
+        from routecore.calibrate import exemplar_head
 
         exemplar_head.IN_SCOPE_KEPT = a.in_scope_kept
     enc = Encoder.load(a.model) if a.model else Encoder.load()

@@ -37,11 +37,11 @@ from typing import Any
 import numpy as np
 
 from routecore import Encoder
+from routecore.decide.policy import Policy
 from routecore.evaluation import datasets as D
 from routecore.evaluation import metrics as M
 from routecore.evaluation.runner import embed, routes_from_split
-from routecore.policy import Policy
-from routecore.router import Router
+from routecore.routers.router import Router
 
 SETS = {
     "clinc150": ("clinc150", None),

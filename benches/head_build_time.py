@@ -5,7 +5,7 @@ configs have (CLINC150 train, cached embeddings, so the encoder is not timed).
 
 Sizes: routes x exemplars per route, from 4 x 7 to 150 x 100. Per size: the median build time
 with ``head: off`` (the cosine calibration only) and with the head (one training with the
-model's decision prior, routecore.prior; five without), the head's share, and issue 34's goal
+model's decision prior, routecore.calibrate.prior; five without), the head's share, and issue 34's goal
 for the overhead over encoding the utterances (the exemplars' embeddings come from the cache,
 so the build time is that overhead).
 """

@@ -19,7 +19,7 @@ import numpy as np
 from routecore import Encoder
 from routecore.evaluation import datasets as D
 from routecore.evaluation import runner as R
-from routecore.router import Router
+from routecore.routers.router import Router
 
 
 class _Fixed:
@@ -29,7 +29,7 @@ class _Fixed:
         self.dim, self.model_id, self._table = enc.dim, enc.model_id, table
 
     def encode_with_stats(self, texts, kind="query"):
-        from routecore.encoder import EncodeOutput
+        from routecore.core.encoder import EncodeOutput
 
         return EncodeOutput(np.stack([self._table[t] for t in texts]), (), 0.0, 0.0, 0)
 

@@ -91,8 +91,8 @@ def async_concurrency(router, queries, n=1000):
 
 def live_update(enc, train):
     from routecore import Router
+    from routecore.config.specs import RouteSpec
     from routecore.evaluation.runner import routes_from_split
-    from routecore.specs import RouteSpec
 
     routes = routes_from_split(train)
     t = time.perf_counter()
@@ -124,7 +124,7 @@ def live_update(enc, train):
 
 def mcp_import(enc, n=500):
     from routecore import Router
-    from routecore.mcp_tools import list_mcp_tools, mcp_tool_specs
+    from routecore.integrations.mcp_tools import list_mcp_tools, mcp_tool_specs
 
     cmd = [sys.executable, str(ROOT / "tests" / "data" / "mcp_server.py"), "many", str(n)]
     lists, specs, routers = [], [], []

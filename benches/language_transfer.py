@@ -8,7 +8,7 @@ routes in both languages. Two estimates that need no such data:
 - ``background``: the bundled background set's sentences of each language, unrelated to
   any route (the first estimate tried: the shift of their median best score, the ratio
   of their median best-to-tenth spread);
-- ``parallel set``: the bundled parallel set (routecore.languages.transfer: slope and
+- ``parallel set``: the bundled parallel set (routecore.calibrate.languages.transfer: slope and
   noise of the centred scores, shift of the best score), what the calibration uses.
 Printed per language: the shift of the best score, the best-to-tenth spread ratio, the
 slope and noise of the centred scores.
@@ -22,11 +22,16 @@ import json
 import numpy as np
 
 from routecore import Encoder
-from routecore.background import background_languages, background_vectors, parallel_rows, parallel_vectors
+from routecore.calibrate.held_out import route_scores
+from routecore.calibrate.languages import pairs, transfer
+from routecore.core.background import (
+    background_languages,
+    background_vectors,
+    parallel_rows,
+    parallel_vectors,
+)
 from routecore.evaluation import datasets as D
 from routecore.evaluation.runner import embed
-from routecore.held_out import route_scores
-from routecore.languages import pairs, transfer
 
 
 def spread(S: np.ndarray) -> np.ndarray:

@@ -36,10 +36,10 @@ import numpy as np
 
 from few_shot import SETS, splits
 from routecore import Encoder
+from routecore.decide.policy import Policy
 from routecore.evaluation.runner import embed, routes_from_split
-from routecore.learning import learner
-from routecore.policy import Policy
-from routecore.router import Router
+from routecore.routers.router import Router
+from routecore.updates.learning import learner
 
 TARGET = {"massive-fr": 0.90}
 

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-import routecore.calibration as C
+import routecore.calibrate.calibration as C
 from routecore import Encoder
 from routecore.evaluation import datasets as D
 from routecore.evaluation.runner import embed

@@ -27,8 +27,8 @@ import numpy as np
 
 from routecore import Encoder, Router
 from routecore.examples import TOOLS
-from routecore.lesson_cache import store_key
 from routecore.memory import ExperienceMemory
+from routecore.memory.lesson_cache import store_key
 
 QUERIES = ["device logs", "turn on the kitchen light", "what's on my calendar", "restart the server"]
 

@@ -25,7 +25,7 @@ import unicodedata
 import numpy as np
 
 from routecore import Encoder
-from routecore.calibration import background_texts, route_scores
+from routecore.calibrate.calibration import background_texts, route_scores
 from routecore.evaluation import datasets as D
 from routecore.evaluation.runner import embed
 

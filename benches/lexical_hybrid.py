@@ -23,10 +23,10 @@ import time
 import numpy as np
 
 from routecore import Encoder
-from routecore.calibration import background_vectors, route_scores, zero_label
+from routecore.calibrate.calibration import background_vectors, route_scores, zero_label
+from routecore.core.lexical import DEFAULT_B, LexicalTable, fit_form, fit_weight
 from routecore.evaluation import datasets as D
 from routecore.evaluation.runner import embed
-from routecore.lexical import DEFAULT_B, LexicalTable, fit_form, fit_weight
 from zero_label import train_routes
 
 

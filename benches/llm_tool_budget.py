@@ -16,11 +16,11 @@ import json
 from pathlib import Path
 
 from routecore import Encoder, Router
-from routecore.catalog import estimate_tokens
+from routecore.config.specs import ToolSpec
 from routecore.evaluation import datasets as D
 from routecore.examples import __file__ as examples
-from routecore.llm_tools import LLMToolRouter
-from routecore.specs import ToolSpec
+from routecore.routers.llm_tools import LLMToolRouter
+from routecore.tools.catalog import estimate_tokens
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ import argparse
 import numpy as np
 
 from routecore import Encoder
-from routecore.calibration import background_vectors, route_scores, softmax, top2, zero_label
+from routecore.calibrate.calibration import background_vectors, route_scores, softmax, top2, zero_label
 from routecore.evaluation.runner import embed
 from zero_label import train_routes
 

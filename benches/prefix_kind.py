@@ -19,10 +19,10 @@ import time
 import numpy as np
 
 from routecore import Encoder
-from routecore.calibration import route_scores
+from routecore.calibrate.calibration import route_scores
 from routecore.evaluation import datasets as D
 from routecore.evaluation.runner import embed
-from routecore.models import home
+from routecore.hub.models import home
 
 
 def embed_kind(enc: Encoder, texts: list[str], kind: str, batch: int = 64) -> np.ndarray:

@@ -26,10 +26,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import few_shot as F  # noqa: E402
 from routecore import Encoder  # noqa: E402
+from routecore.decide.policy import Policy  # noqa: E402
 from routecore.evaluation import datasets as D  # noqa: E402
 from routecore.evaluation.runner import embed, routes_from_split  # noqa: E402
-from routecore.policy import Policy  # noqa: E402
-from routecore.router import Router  # noqa: E402
+from routecore.routers.router import Router  # noqa: E402
 
 OUT_OF_SCOPE = 200
 

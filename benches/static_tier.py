@@ -34,10 +34,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cascade import figures  # noqa: E402
 from few_shot import splits  # noqa: E402
-from routecore import Encoder, models  # noqa: E402
-from routecore.cascade import Cascade  # noqa: E402
-from routecore.distill import static_name  # noqa: E402
+from routecore import Encoder  # noqa: E402
 from routecore.evaluation.runner import build_router, embed  # noqa: E402
+from routecore.hub import models
+from routecore.hub.distill import static_name  # noqa: E402
+from routecore.routers.cascade import Cascade  # noqa: E402
 from zero_label_decisions import decide  # noqa: E402
 
 

@@ -36,7 +36,7 @@ import numpy as np
 
 import routecore
 from routecore import Encoder
-from routecore.calibration import background_texts, route_scores
+from routecore.calibrate.calibration import background_texts, route_scores
 from routecore.evaluation import datasets as D
 from routecore.evaluation.runner import embed
 from routecore.evaluation.tool_eval import tools_router

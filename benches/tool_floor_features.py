@@ -23,10 +23,10 @@ import json
 import numpy as np
 
 from routecore import Encoder
-from routecore.calibration import background_vectors, route_scores, zero_label
+from routecore.calibrate.calibration import background_vectors, route_scores, zero_label
+from routecore.core.lexical import LexicalTable, fit_form
 from routecore.evaluation import datasets as D
 from routecore.evaluation.runner import embed
-from routecore.lexical import LexicalTable, fit_form
 
 
 def curve(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:

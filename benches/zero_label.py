@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from routecore import Encoder
-from routecore.calibration import background_texts, route_scores, softmax, top2, zero_label
+from routecore.calibrate.calibration import background_texts, route_scores, softmax, top2, zero_label
 from routecore.evaluation import calibrate as fitting
 from routecore.evaluation import datasets as D
 from routecore.evaluation.runner import embed

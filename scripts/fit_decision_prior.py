@@ -10,7 +10,7 @@ with a prior train it), and per dev query the head's in-scope probabilities, its
 probability and the gold route. Only dev splits are read (CLINC150 val, MASSIVE dev, the last
 fifth of BANKING77 train).
 
-``fit``: the prior (routecore.prior.DecisionPrior). A logistic model (Newton, L2) of "the
+``fit``: the prior (routecore.calibrate.prior.DecisionPrior). A logistic model (Newton, L2) of "the
 routed decision is right" on ``logit(p1)`` (the head's best probability), three numbers of the
 config the router knows when it is built (how often an exemplar's nearest other exemplars are
 its own route's, ``top1_dense``, leave-one-out cosines; the exemplars per route; the routes)
@@ -46,11 +46,11 @@ def dump(model: str | None, out: str, seeds: int) -> None:
     sys.path.insert(0, str(ROOT / "benches"))
     import few_shot as F
     from routecore import Encoder
-    from routecore.background import background_languages, background_vectors
+    from routecore.calibrate.exemplar_head import serving_head
+    from routecore.core.background import background_languages, background_vectors
+    from routecore.decide.policy import Policy
     from routecore.evaluation.runner import embed, routes_from_split
-    from routecore.exemplar_head import serving_head
-    from routecore.policy import Policy
-    from routecore.router import Router
+    from routecore.routers.router import Router
 
     enc = Encoder.load(model) if model else Encoder.load()
     rows: dict[str, dict[str, np.ndarray]] = {}
@@ -139,7 +139,7 @@ def _runs(rows: dict[str, dict[str, np.ndarray]]) -> dict[str, list[dict[str, np
 
 
 def _design(p1: np.ndarray, config: np.ndarray, span: dict[str, list[float]] | None = None) -> np.ndarray:
-    from routecore.prior import config_features
+    from routecore.calibrate.prior import config_features
 
     z = np.array(config_features(*map(float, config), span))
     lp = _logit(p1)
@@ -164,8 +164,8 @@ def fit_weights(groups: dict[str, list[dict[str, np.ndarray]]], l2: float = 1.0)
 def cut_of(
     w: list[float], tau: float, config: np.ndarray, span: dict[str, list[float]] | None = None
 ) -> float:
-    """The cut on p1 at level ``tau`` for a config, as routecore.prior computes it."""
-    from routecore.prior import config_features, cut_for
+    """The cut on p1 at level ``tau`` for a config, as routecore.calibrate.prior computes it."""
+    from routecore.calibrate.prior import config_features, cut_for
 
     return cut_for(w, tau, config_features(*map(float, config), span))
 

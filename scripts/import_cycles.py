@@ -4,6 +4,7 @@ once with the imports inside functions too.
 
     python scripts/import_cycles.py            # the sizes of both
     python scripts/import_cycles.py --edges    # and each circle's modules and edges (file:line)
+    python scripts/import_cycles.py --packages # and the circles among sub-packages (routecore.core, ...)
 
 ``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to ``pkg``; the
 package ``routecore`` itself is left out (every module is under it). Imports under
@@ -107,9 +108,31 @@ def circles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
     return sorted(found, key=len, reverse=True)
 
 
+def package_of(module: str) -> str:
+    """The sub-package a module sits in (``routecore.core`` for ``routecore.core.encoder``); a module at
+    the top (``routecore.errors``, ``routecore.decision``) stands for itself."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def package_graph(graph: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """``graph`` with each module replaced by its sub-package (edges inside one package dropped)."""
+    out: dict[str, dict[str, int]] = {}
+    for m, targets in graph.items():
+        src = out.setdefault(package_of(m), {})
+        for t, line in targets.items():
+            if package_of(t) != package_of(m):
+                src.setdefault(package_of(t), line)
+    for targets in list(out.values()):
+        for t in targets:
+            out.setdefault(t, {})
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--edges", action="store_true", help="list each circle's modules and edges")
+    ap.add_argument("--packages", action="store_true", help="also the circles among sub-packages")
     ap.add_argument("--package", type=Path, default=PACKAGE, help="the package folder (default: routecore's)")
     args = ap.parse_args()
     files = {module_name(p, args.package): p for p in args.package.rglob("*.py")}
@@ -125,6 +148,9 @@ def main() -> int:
                 for t, line in sorted(graph[m].items()):
                     if t in comp:
                         print(f"      {files[m].relative_to(args.package.parent)}:{line} -> {t}")
+        if args.packages:
+            pcs = circles(package_graph(graph))
+            print(f"  between sub-packages: {len(pcs)} circle(s): {[', '.join(c) for c in pcs]}")
     return 1 if any_found else 0
 
 

@@ -2,7 +2,7 @@
 zero-label calibration scores against (README "Calibration" says how it is used).
 
 Also writes ``parallel.jsonl``: everyday requests written for this project with their
-translations (routecore.languages), under the same overlap check.
+translations (routecore.calibrate.languages), under the same overlap check.
 
 Three sources, each background row tagged with it:
 - ``routecore``: queries written for this project in nine languages (Apache-2.0, as the project);
@@ -226,7 +226,7 @@ CLINC_TRANSLATED = {
 
 
 # Everyday requests written for this project in six languages, each row one sentence and its
-# translations (Apache-2.0). Not background rows: routecore.languages reads how far a translation
+# translations (Apache-2.0). Not background rows: routecore.calibrate.languages reads how far a translation
 # scores from its original against a router's routes.
 PARALLEL_LANGS = ("en", "fr", "zh", "es", "de", "vi")
 PARALLEL = [

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The Rust encoder tests load the ONNX Runtime library shipped in the onnxruntime wheel.
-ROUTECORE_ORT_LIB="${ROUTECORE_ORT_LIB:-$(python -c 'from routecore.runtime import onnxruntime_library as f; print(f())')}"
+ROUTECORE_ORT_LIB="${ROUTECORE_ORT_LIB:-$(python -c 'from routecore.core.runtime import onnxruntime_library as f; print(f())')}"
 export ROUTECORE_ORT_LIB
 bash scripts/lint.sh
 cargo test --release -p routecore-core
@@ -13,7 +13,9 @@ python -m pytest
 # AVX-512 VNNI (avx2) and without AVX2 (portable).
 for level in avx2 portable; do
   ROUTECORE_SIMD=$level cargo test --release -q -p routecore-core --lib --test dot_kernels --test int8_kernels --test compact_step --test route_bias --test lexical
-  ROUTECORE_SIMD=$level python -m pytest -q tests/test_kernels.py tests/test_index.py tests/test_scoring_step.py tests/test_router_compact.py tests/test_lexical.py tests/test_hybrid.py
+  ROUTECORE_SIMD=$level python -m pytest -q tests/core/test_kernels.py tests/core/test_index.py \
+    tests/core/test_scoring_step.py tests/routers/test_router_compact.py tests/core/test_lexical.py \
+    tests/core/test_hybrid.py
 done
 # The VNNI kernel with and without its software prefetch (the default depends on the core: none on Zen 4).
 for rows in 0 16; do

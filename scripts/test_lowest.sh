@@ -22,11 +22,15 @@ echo "lowest pins: ${pins[*]}"
 "$low/bin/pip" install --quiet "${pins[@]}" "faiss-cpu>=1.8,<1.9" "tokenizers>=0.20" pytest hypothesis jsonschema
 "$low/bin/python" -c "import numpy, onnxruntime; print('numpy', numpy.__version__, 'onnxruntime', onnxruntime.__version__)"
 PYTHONPATH=python:tests "$low/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/test_router_api.py tests/test_router_contract.py tests/test_decision.py tests/test_calibration.py \
-  tests/test_exemplar_head.py tests/test_linear_head.py tests/test_fits.py tests/test_policy.py tests/test_specs.py \
-  tests/test_bundle.py tests/test_index.py tests/test_kernels.py tests/test_lexical.py tests/test_hybrid.py \
-  tests/test_scoring_step.py tests/test_router_compact.py tests/test_tools.py tests/test_learning.py \
-  tests/test_live_updates.py tests/test_memory.py tests/test_context.py tests/test_cascade.py tests/test_knowledge.py \
-  tests/test_llm_tools.py tests/test_turn.py tests/test_spelling.py tests/test_languages.py tests/test_encoder.py \
-  tests/test_entities.py tests/test_reasons.py tests/test_contract.py tests/test_cli.py tests/test_persist.py \
-  tests/test_lesson_cache.py tests/test_routing_metrics.py tests/test_doctor.py
+  tests/routers/test_router_api.py tests/routers/test_router_contract.py tests/test_decision.py \
+  tests/calibrate/test_calibration.py tests/calibrate/test_exemplar_head.py \
+  tests/calibrate/test_linear_head.py tests/calibrate/test_fits.py tests/decide/test_policy.py \
+  tests/config/test_specs.py tests/routers/test_bundle.py tests/core/test_index.py \
+  tests/core/test_kernels.py tests/core/test_lexical.py tests/core/test_hybrid.py \
+  tests/core/test_scoring_step.py tests/routers/test_router_compact.py tests/tools/test_tools.py \
+  tests/updates/test_learning.py tests/updates/test_live_updates.py tests/memory/test_memory.py \
+  tests/routers/test_context.py tests/routers/test_cascade.py tests/routers/test_knowledge.py \
+  tests/routers/test_llm_tools.py tests/routers/test_turn.py tests/decide/test_spelling.py \
+  tests/calibrate/test_languages.py tests/core/test_encoder.py tests/core/test_entities.py \
+  tests/decide/test_reasons.py tests/test_contract.py tests/test_cli.py tests/core/test_persist.py \
+  tests/memory/test_lesson_cache.py tests/routers/test_routing_metrics.py tests/doctor/test_doctor.py

@@ -143,7 +143,7 @@ def main() -> None:
     t0 = time.perf_counter()
     import routecore
     from routecore import Encoder, Router
-    from routecore.runtime import onnxruntime_library
+    from routecore.core.runtime import onnxruntime_library
 
     import_s = time.perf_counter() - t0
     pkg = Path(routecore.__file__).resolve().parent

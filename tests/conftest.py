@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,13 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("ROUTECORE_SHARED", ROOT.parent / "shared"))
 MODELS = SHARED / "models"
 DATASETS = SHARED / "datasets"
+
+# The tests sit in one folder per package (tests/<package>/test_x.py, beside the shared helpers here).
+# A few import another folder's test module by name (test_llm's loopback LLM server, test_tools'
+# router): every folder is on sys.path, whatever order pytest collects them in, or a file run alone.
+for _folder in sorted(Path(__file__).parent.iterdir()):
+    if any(_folder.glob("test_*.py")) and str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 
 
 def missing(msg: str) -> None:

@@ -270,7 +270,7 @@ def hf_cache(
 def isolate(tmp_path, monkeypatch):
     """A fresh ``$ROUTECORE_HOME`` under ``tmp_path``, an empty Hugging Face cache ``tmp_path/hf``
     (never the user's), no other ``HF_*`` variables, fast retries; returns the home."""
-    from routecore import hf_cache, hub_http, models, models_pull
+    from routecore.hub import hf_cache, hub_http, models, models_pull
 
     monkeypatch.setenv(models.HOME_ENV, str(tmp_path / "home"))
     monkeypatch.setenv(hf_cache.HUB_CACHE_ENVS[0], str(tmp_path / "hf"))

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from routecore.encoder import EncodeOutput
+from routecore.core.encoder import EncodeOutput
 
 DIM = 1024
 FREE = 8  # axes 0..7 carry meaning; each mix() puts its remainder on its own axis >= 8
@@ -65,7 +65,7 @@ class StubEncoder:
 
 # The numbers the rule tests below were written against (MiniLM's former
 # defaults), pinned so that no calibration runs on crafted vectors: these tests
-# check the rules' mechanics; tests/test_calibration.py checks the calibration.
+# check the rules' mechanics; tests/calibrate/test_calibration.py checks the calibration.
 MANUAL = dict(
     temperature=0.05,
     high=0.85,
@@ -88,7 +88,7 @@ MANUAL = dict(
 
 
 def it_ops_rules():
-    from routecore.policy import CLARIFY, BiasRule
+    from routecore.decide.policy import CLARIFY, BiasRule
 
     return (
         BiasRule("RAG", "GENERAL", "RAG", 0.05),
@@ -100,7 +100,7 @@ def it_ops_rules():
 def manual(**kw):
     """A Policy with every calibrated key pinned (MANUAL) and the cosine softmax (no
     exemplar head: these numbers are cosine ones), then ``kw``."""
-    from routecore.policy import Policy
+    from routecore.decide.policy import Policy
 
     return Policy(**{**MANUAL, "head": "off", **kw})
 

@@ -31,14 +31,14 @@ from routecore import (
     ToolBelt,
     ToolRouting,
 )
-from routecore.context import CONTEXT_REASONS
-from routecore.conversation import routing_text
+from routecore.config.specs import RouteSpec, ToolSpec
+from routecore.decide.conversation import routing_text
 from routecore.decision import REASON_CODES, Decision
 from routecore.errors import InvalidArgumentError, LLMError, RoutecoreError
-from routecore.knowledge import KNOWLEDGE_REASONS
-from routecore.llm import LLMChoice
-from routecore.specs import RouteSpec, ToolSpec
-from routecore.tool_routing import TOOL_ROUTING_REASONS
+from routecore.llm.llm import LLMChoice
+from routecore.routers.context import CONTEXT_REASONS
+from routecore.routers.knowledge import KNOWLEDGE_REASONS
+from routecore.routers.tool_routing import TOOL_ROUTING_REASONS
 from stubs import ANY_TEXT, CONTRACT_PROPS, StubEncoder, manual, mix, unit
 
 TEXT, PROPS = ANY_TEXT, CONTRACT_PROPS

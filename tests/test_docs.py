@@ -30,8 +30,8 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from routecore.policy import Policy
-from routecore.specs import parse_config
+from routecore.config.specs import parse_config
+from routecore.decide.policy import Policy
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(

@@ -2,7 +2,7 @@
 
 The queries here were written for these tests: none is an exemplar of the example, and none
 comes from tests/data/it_ops_heldout.jsonl (which checks the example and must not shape it;
-tests/test_it_ops_heldout.py)."""
+tests/evaluation/test_it_ops_heldout.py)."""
 
 from __future__ import annotations
 

@@ -11,42 +11,42 @@ batch call and an async call and a frozen result (docs/routers.md): :class:`Rout
 from typing import TYPE_CHECKING, Any
 
 from routecore._native import __version__
-from routecore.encoder import Encoder
+from routecore.config.specs import RouteSpec, ToolSpec
+from routecore.core.encoder import Encoder
+from routecore.core.index import SearchResult, VectorIndex
+from routecore.decide.policy import BiasRule, Policy
 from routecore.errors import *  # noqa: F403
 from routecore.errors import RoutecoreError
-from routecore.index import SearchResult, VectorIndex
-from routecore.policy import BiasRule, Policy
-from routecore.router import Router
-from routecore.specs import RouteSpec, ToolSpec
+from routecore.routers.router import Router
 
 if TYPE_CHECKING:
-    from routecore.cascade import Cascade
-    from routecore.context import Context, ContextRouter, LayerResult
     from routecore.decision import Alert, Decision, Reason, ToolBelt, ToolChoice
-    from routecore.knowledge import KnowledgeRouter, KnowledgeSelection
-    from routecore.llm_tools import LLMToolRouter, ToolRouting
-    from routecore.routing_metrics import RoutingMetrics
-    from routecore.turn import Turn, TurnRouter
+    from routecore.routers.cascade import Cascade
+    from routecore.routers.context import Context, ContextRouter, LayerResult
+    from routecore.routers.knowledge import KnowledgeRouter, KnowledgeSelection
+    from routecore.routers.llm_tools import LLMToolRouter, ToolRouting
+    from routecore.routers.routing_metrics import RoutingMetrics
+    from routecore.routers.turn import Turn, TurnRouter
 
 #: Names imported on first use (PEP 562): a CLI call or a plain ``Router`` never pays for the
 #: other routers' modules.
 _LAZY = {
-    "Cascade": "cascade",
-    "Context": "context",
-    "ContextRouter": "context",
-    "LayerResult": "context",
+    "Cascade": "routers.cascade",
+    "Context": "routers.context",
+    "ContextRouter": "routers.context",
+    "LayerResult": "routers.context",
     "Alert": "decision",
     "Decision": "decision",
     "Reason": "decision",
     "ToolBelt": "decision",
     "ToolChoice": "decision",
-    "KnowledgeRouter": "knowledge",
-    "KnowledgeSelection": "knowledge",
-    "LLMToolRouter": "llm_tools",
-    "ToolRouting": "llm_tools",
-    "RoutingMetrics": "routing_metrics",
-    "Turn": "turn",
-    "TurnRouter": "turn",
+    "KnowledgeRouter": "routers.knowledge",
+    "KnowledgeSelection": "routers.knowledge",
+    "LLMToolRouter": "routers.llm_tools",
+    "ToolRouting": "routers.llm_tools",
+    "RoutingMetrics": "routers.routing_metrics",
+    "Turn": "routers.turn",
+    "TurnRouter": "routers.turn",
 }
 
 

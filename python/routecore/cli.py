@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
+from routecore.decide.reasons import NONE_OF_THESE
 from routecore.examples import IT_OPS_ROUTES as DEFAULT_ROUTES
 from routecore.examples import TOOLS as DEFAULT_TOOLS
-from routecore.reasons import NONE_OF_THESE
 
 #: Routes ``routecore route`` prints (``--all`` prints every one).
 TOP_SHOWN = 5
@@ -27,15 +27,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _router(args: argparse.Namespace, default: Path) -> Any:
-    from routecore.llm import llm_from_config
-    from routecore.router import Router
+    from routecore.llm.llm import llm_from_config
+    from routecore.routers.router import Router
 
     url, model = getattr(args, "llm_url", None), getattr(args, "llm_model", None)
     if getattr(args, "bundle", None):
         return Router.load(args.bundle, llm=llm_from_config(None, "command line", base_url=url, model=model))
-    from routecore.encoder import Encoder
-    from routecore.policy import Policy
-    from routecore.specs import parse_config, read_config_file
+    from routecore.config.specs import parse_config, read_config_file
+    from routecore.core.encoder import Encoder
+    from routecore.decide.policy import Policy
 
     enc = Encoder.load(args.model) if getattr(args, "model", None) else Encoder.load()
     # A large config takes minutes to embed: say so on a terminal, never in JSON or pipes.
@@ -53,7 +53,7 @@ def _router(args: argparse.Namespace, default: Path) -> Any:
     if (
         servers
     ):  # the MCP servers' tools (listed live, so never cached), plus those of --config when it is given
-        from routecore.mcp_tools import list_mcp_tools, mcp_tool_specs
+        from routecore.integrations.mcp_tools import list_mcp_tools, mcp_tool_specs
 
         tools = mcp_tool_specs(list_mcp_tools(servers), overlay=overlay)
         routes, extra = parse_config(data, str(path)) if data else ([], [])
@@ -64,7 +64,7 @@ def _router(args: argparse.Namespace, default: Path) -> Any:
             path, encoder=enc, progress=progress, llm=llm, **({"tool_overlay": overlay} if overlay else {})
         )
 
-    from routecore import config_cache
+    from routecore.routers import config_cache
 
     if getattr(args, "no_cache", False) or not config_cache.enabled():
         return build()
@@ -127,7 +127,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from routecore import models
+    from routecore.hub import models
 
     if args.action == "list":
         rows = models.list_models()
@@ -149,7 +149,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def _distill(args: argparse.Namespace) -> int:
-    from routecore import distill
+    from routecore.hub import distill
 
     corpus = distill.read_corpus(args.corpus or [])
     r = distill.distill(args.name, dims=args.dims, vocab=args.vocab, corpus=corpus)
@@ -165,7 +165,7 @@ def _distill(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from routecore.config_schema import json_schema
+    from routecore.config.config_schema import json_schema
 
     print(json.dumps(json_schema(), indent=None if args.json else 2, ensure_ascii=False))
     return 0
@@ -288,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=cmd_schema)
 
-    from routecore.doctor_cli import add_doctor_command
+    from routecore.doctor.doctor_cli import add_doctor_command
     from routecore.evaluation.cli import add_eval_commands
     from routecore.importers.semantic_router import add_import_command
     from routecore.serve.cli import add_serve_command

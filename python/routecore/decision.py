@@ -69,7 +69,7 @@ def emit(sink: Any, result: _R) -> _R:
     ``routecore`` logger, never raised: a decision does not fail because of its metrics.
 
     Every router calls it with each result it returns (the sink is usually a
-    :class:`routecore.routing_metrics.RoutingMetrics`); it lives beside :func:`trace` so that the
+    :class:`routecore.routers.routing_metrics.RoutingMetrics`); it lives beside :func:`trace` so that the
     routers need not import the metrics, which read their result types."""
     if sink is not None:
         try:
@@ -94,7 +94,7 @@ def plain(v: Any) -> Any:
 
 @dataclass(frozen=True)
 class Entity:
-    """One entity found in a query (routecore.entities): its type, the dictionary term
+    """One entity found in a query (routecore.core.entities): its type, the dictionary term
     (or the matched text of a pattern), and its character span in the query."""
 
     kind: str
@@ -207,7 +207,7 @@ class Decision:
     #: Hybrid scoring: what each route's cosine gained from its lexical (BM25) score
     #: before anything was decided; ``raw_scores`` are the cosines alone.
     lexical_scores: Mapping[str, float] = field(default_factory=dict)
-    #: The query's entities (routecore.entities), when the router has an ``entities:`` section.
+    #: The query's entities (routecore.core.entities), when the router has an ``entities:`` section.
     entities: tuple[Entity, ...] = ()
     #: Why: a code of :data:`REASON_CODES` and a line with the numbers compared.
     reason: Reason | None = None
@@ -216,7 +216,7 @@ class Decision:
     out_of_scope: float | None = None
     #: The generation of the router's routes that decided: 0 as built (or loaded, or last
     #: changed by a live update), then one more per learned or forgotten exemplar and per
-    #: background refit (routecore.learning).
+    #: background refit (routecore.updates.learning).
     generation: int = 0
 
     @property
@@ -308,7 +308,7 @@ class ToolBelt:
     no_tool: bool = False
     #: What the reported tools' cosines gained from their lexical (BM25) scores.
     lexical_scores: Mapping[str, float] = field(default_factory=dict)
-    #: The query's entities (routecore.entities), which tools may prefer or require.
+    #: The query's entities (routecore.core.entities), which tools may prefer or require.
     entities: tuple[Entity, ...] = ()
     #: Why: ``tools``, ``no_tool``, ``empty_query`` or ``error``, with the numbers compared.
     reason: Reason | None = None

@@ -15,9 +15,9 @@ from typing_extensions import assert_type
 
 import routecore
 from routecore import Encoder, Policy, Router, RouteSpec, ToolSpec
+from routecore.core.encoder import EncodeOutput
+from routecore.decide.tables import EncoderLike, embed_texts
 from routecore.decision import Alert, Decision, ToolBelt, ToolChoice  # noqa: F401 - in assert_type strings
-from routecore.encoder import EncodeOutput
-from routecore.tables import EncoderLike, embed_texts
 
 
 def needs_encoder(encoder: EncoderLike) -> int:

@@ -9,7 +9,7 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from routecore import calibration as C
+from routecore.calibrate import calibration as C
 from routecore.errors import InvalidArgumentError
 
 Objective = Literal["accuracy", "macro_f1", "precision_at_coverage", "oos_f1", "oos_recall"]
@@ -155,7 +155,7 @@ def _gold_columns(gold: Sequence[str], routes: Sequence[str]) -> np.ndarray:
 
 def fit_temperature(scores: np.ndarray, gold: Sequence[str], routes: Sequence[str]) -> float:
     """Temperature minimising the softmax NLL on in-scope validation samples
-    (:func:`routecore.calibration.fit_temperature` on labelled rows)."""
+    (:func:`routecore.calibrate.calibration.fit_temperature` on labelled rows)."""
     g = _gold_columns(gold, routes)
     return C.fit_temperature(scores, g) if (g >= 0).any() else 0.05
 
@@ -169,7 +169,7 @@ def fit_tiers(
 ) -> tuple[float, float]:
     """(high, margin) giving the largest high-tier coverage whose precision on
     validation is at least ``target_precision`` (the zero-label fit's rule,
-    :func:`routecore.calibration.fit_tiers`, on validation rows)."""
+    :func:`routecore.calibrate.calibration.fit_tiers`, on validation rows)."""
     p1, mg, arg = C.top2(C.softmax(scores, temperature))
     return C.fit_tiers(p1, mg, arg == _gold_columns(gold, routes), target_precision) or (0.85, 0.15)
 

@@ -9,7 +9,7 @@ from typing import Any, TypeVar, cast
 
 
 def _encoder(args: argparse.Namespace) -> Any:
-    from routecore.encoder import Encoder
+    from routecore.core.encoder import Encoder
 
     return Encoder.load(args.model)
 
@@ -18,7 +18,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from routecore.evaluation import datasets as D
     from routecore.evaluation import runner as R
     from routecore.evaluation.report import write_report
-    from routecore.router import Router
+    from routecore.routers.router import Router
 
     progress = not args.json and not args.no_progress
     if args.log:
@@ -83,8 +83,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _eval_log(args: argparse.Namespace) -> int:
-    """The report of a RoutingMetrics decision log (routecore.routing_metrics)."""
-    from routecore.routing_metrics import RoutingMetrics
+    """The report of a RoutingMetrics decision log (routecore.routers.routing_metrics)."""
+    from routecore.routers.routing_metrics import RoutingMetrics
 
     res = RoutingMetrics.from_log(args.log).report()
     if args.json:
@@ -147,7 +147,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 def _fit_tools(args: argparse.Namespace, progress: bool) -> int:
     from routecore.evaluation import datasets as D
     from routecore.evaluation import tool_eval as T
-    from routecore.router import Router
+    from routecore.routers.router import Router
 
     enc = _encoder(args)
     val = D.load_tool_queries(args.val)

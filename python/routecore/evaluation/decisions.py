@@ -18,8 +18,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from routecore.calibration import wilson_lower
-from routecore.fits import fit_tiers, top2
+from routecore.calibrate.calibration import wilson_lower
+from routecore.calibrate.fits import fit_tiers, top2
 
 
 def decide_vectors(router: Any, X: np.ndarray, texts: Sequence[str]) -> list[tuple[str, str | None, str]]:

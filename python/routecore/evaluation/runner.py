@@ -14,18 +14,18 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from routecore.calibrate.linear_head import LinearHead
+from routecore.config.specs import RouteSpec
+from routecore.core.lexical import fit_weight
+from routecore.core.progress import Progress
+from routecore.decide.policy import Policy
+from routecore.decide.tables import embed_texts
 from routecore.errors import DatasetError
 from routecore.evaluation import metrics as M
 from routecore.evaluation.calibrate import FitResult, fit, objective_many
 from routecore.evaluation.datasets import Dataset
 from routecore.evaluation.decisions import fit_head_tiers, fit_routed_cut
-from routecore.lexical import fit_weight
-from routecore.linear_head import LinearHead
-from routecore.policy import Policy
-from routecore.progress import Progress
-from routecore.router import Router
-from routecore.specs import RouteSpec
-from routecore.tables import embed_texts
+from routecore.routers.router import Router
 
 
 def embed(
@@ -36,7 +36,7 @@ def embed(
     The key holds an embedding version: "2" since int8 embeddings no longer depend
     on their batch (issue 12 §5), so files written before that are not reused.
     """
-    from routecore.models import home
+    from routecore.hub.models import home
 
     key = hashlib.sha256(("v2\x1e" + "\x1f".join(texts)).encode()).hexdigest()[:32]
     path = home() / "embeddings" / encoder.model_id.replace(":", "_") / f"{key}.npy"
@@ -173,7 +173,7 @@ def fit_router(
         )
         min_score, per_route = 0.0, {}
     if base is None:  # a manual policy: the fit still overrides what it fits
-        from routecore.calibration import background_vectors, zero_label
+        from routecore.calibrate.calibration import background_vectors, zero_label
 
         base = zero_label(
             np.zeros((0, router.encoder.dim), np.float32), [], 0, background_vectors(router.encoder)

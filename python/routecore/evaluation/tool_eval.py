@@ -16,12 +16,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from routecore.config.specs import ToolSpec
+from routecore.core.progress import Progress
 from routecore.errors import DatasetError
 from routecore.evaluation import metrics as M
 from routecore.evaluation.datasets import Dataset
-from routecore.progress import Progress
-from routecore.router import Router
-from routecore.specs import ToolSpec
+from routecore.routers.router import Router
 
 
 def tools_router(catalog: Sequence[dict[str, Any]], encoder: Any, progress: bool = False) -> Router:
@@ -129,12 +129,12 @@ def fit_tools(
     """Fit the tools' lexical pass on ``val`` (rows with gold tools: the first gold tool's
     rank) and install it as a fitted calibration; returns what was fitted.
 
-    The stemmer, BM25 ``b`` and weight are chosen together (:func:`routecore.lexical.fit_form`)."""
+    The stemmer, BM25 ``b`` and weight are chosen together (:func:`routecore.core.lexical.fit_form`)."""
     from dataclasses import replace
 
-    from routecore.calibration import route_scores
+    from routecore.calibrate.calibration import route_scores
+    from routecore.core.lexical import fit_form
     from routecore.evaluation.runner import embed
-    from routecore.lexical import fit_form
 
     cat, cal = router.tool_catalog, router.calibration
     if cal is None or cat.lexical is None or not router.spec_policy.lexical:

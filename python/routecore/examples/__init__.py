@@ -4,7 +4,7 @@
 IT-operations bias rules (domain rules live in examples, not in library defaults).
 ``TOOLS``: a small home-automation and system tool catalog with core and discovery tools.
 ``LLM_TOOLS``: an operations tool catalog with an ``llm:`` server and an ``llm_tools:``
-section, for :meth:`routecore.llm_tools.LLMToolRouter.from_config`.
+section, for :meth:`routecore.routers.llm_tools.LLMToolRouter.from_config`.
 """
 
 from pathlib import Path

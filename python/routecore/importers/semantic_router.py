@@ -64,11 +64,11 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, TypeVar
 
+from routecore.config.specs import load_yaml, parse_config, read_text
 from routecore.errors import ConfigError
-from routecore.specs import load_yaml, parse_config, read_text
 
 if TYPE_CHECKING:
-    from routecore.router import Router
+    from routecore.routers.router import Router
 
 _ROUTE_KEYS = ("name", "utterances", "description", "metadata")
 _KINDS = ("indexed", "decision", "chain", "merge")
@@ -87,7 +87,7 @@ def read_semantic_router(path: str | os.PathLike[str], *, thresholds: bool = Fal
     own; where they were cosine floors an :class:`ImportNote` warning names them.
     ``thresholds=True`` maps the cosine floors to ``min_score`` as they are (module
     docstring, "Thresholds"). The document is checked with
-    :func:`routecore.specs.parse_config`. Raises :class:`ConfigError` naming the file
+    :func:`routecore.config.specs.parse_config`. Raises :class:`ConfigError` naming the file
     (and the route) for unreadable or malformed files, routes with neither utterances nor
     a description, and non-text utterances."""
     p = Path(path)
@@ -161,8 +161,8 @@ def router_from_semantic_router(
     (``thresholds``: as :func:`read_semantic_router`, whose :class:`ImportNote` it passes on).
     ``router_kw`` go to ``Router`` (``encoder``, ``policy``...); a given ``policy``
     replaces the imported one."""
-    from routecore.policy import Policy
-    from routecore.router import Router
+    from routecore.decide.policy import Policy
+    from routecore.routers.router import Router
 
     doc = read_semantic_router(path, thresholds=thresholds)
     routes, _ = parse_config(doc, str(path))

@@ -1,6 +1,6 @@
 """LangGraph and LangChain integration (``pip install 'routecore[langgraph]'``).
 
-Two pieces, both thin over a :class:`~routecore.router.Router`:
+Two pieces, both thin over a :class:`~routecore.routers.router.Router`:
 
 * :func:`make_retrieve_tools`: a drop-in tool retrieval for ``langgraph-bigtool``::
 
@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, NamedTuple
 
 from langchain_core.runnables import RunnableLambda
 
-from routecore.conversation import routing_query
+from routecore.decide.conversation import routing_query
+from routecore.decide.policy import CLARIFY
 from routecore.decision import Decision, ToolBelt
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.policy import CLARIFY
 
 if TYPE_CHECKING:
-    from routecore.router import Router
+    from routecore.routers.router import Router
 
 __all__ = ["RetrieveTools", "RouterEdge", "make_retrieve_tools", "make_router_edge"]
 
@@ -320,7 +320,7 @@ def make_router_edge(
     """A LangGraph conditional edge (and node) routing the conversation by route name.
 
     Args:
-        router: a :class:`~routecore.router.Router` with routes.
+        router: a :class:`~routecore.routers.router.Router` with routes.
         routes_to_nodes: route name -> node name; routes not in it go to the node of
             their own name.
         clarify, none: the nodes of CLARIFY and out-of-scope (``none``) decisions.

@@ -69,8 +69,8 @@ class RouterDeployment:
         batch_wait_timeout_s: float = _WAIT_S,
         router_options: Mapping[str, Any] | None = None,
     ) -> None:
-        from routecore.memory import ExperienceMemory
-        from routecore.router import Router
+        from routecore.memory.memory import ExperienceMemory
+        from routecore.routers.router import Router
 
         if (config is None) == (bundle is None):
             raise ConfigError("give exactly one of config= and bundle=")

@@ -5,7 +5,7 @@ Endpoints (JSON; the bodies are :mod:`routecore.serve.openapi`'s shapes):
 - ``POST /v1/route``, ``POST /v1/route/batch``, ``POST /v1/tools``: a
   :class:`~routecore.decision.Decision` / :class:`~routecore.decision.ToolBelt`
   as ``to_dict()`` writes it (``{"decisions": [...]}`` for a batch);
-- ``POST /v1/learn``: ``Router.learn`` (routecore.learning), with the token rules of the others;
+- ``POST /v1/learn``: ``Router.learn`` (routecore.updates.learning), with the token rules of the others;
 - ``POST /v1/tools/more``: ``request_more_tools`` in a session keyed by a
   client-chosen id, kept ``session_ttl`` seconds after its last use, with the
   session's circuit breaker; ``POST /v1/tools`` with a ``session_id`` opens one;
@@ -141,7 +141,7 @@ class Server:
     @property
     def memory(self) -> Any:
         if self._memory is None:
-            from routecore.memory import ExperienceMemory
+            from routecore.memory.memory import ExperienceMemory
 
             self._memory = ExperienceMemory(":memory:")
         return self._memory
@@ -514,12 +514,12 @@ def create_app(
 
     Args:
         router_source: a :class:`RouterSource`, a config file or bundle folder path, a
-            :class:`~routecore.router.Router` (never reloaded) or a callable returning
+            :class:`~routecore.routers.router.Router` (never reloaded) or a callable returning
             one (called again on each reload: SIGHUP or ``app.state.server.reload``).
         token: the bearer token every path but ``/healthz`` and ``/readyz`` needs (None: none).
         limits: body, query and batch limits (:class:`Limits`).
         batching: micro-batching (:class:`~routecore.serve.batcher.Batching`).
-        memory: the lesson store (:class:`~routecore.memory.ExperienceMemory`); default
+        memory: the lesson store (:class:`~routecore.memory.memory.ExperienceMemory`); default
             an in-memory one, shared by every reloaded router.
         session_ttl: seconds a ``request_more_tools`` session lives after its last use.
         reload_poll_s: how often the config or bundle files are checked for a change (0: never).

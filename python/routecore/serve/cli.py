@@ -104,7 +104,7 @@ def app_from_settings(s: dict[str, Any]) -> Any:
     configure(ConnectionLimits(s.get("header_timeout", 10.0), s.get("max_connections", 512)))
     memory = None
     if s.get("lessons"):
-        from routecore.memory import ExperienceMemory
+        from routecore.memory.memory import ExperienceMemory
 
         memory = ExperienceMemory(s["lessons"])
     source = RouterSource(

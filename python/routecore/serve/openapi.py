@@ -77,7 +77,7 @@ class LessonRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class LearnRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """``Router.learn(query, route, source=, force=)`` (routecore.learning)."""
+    """``Router.learn(query, route, source=, force=)`` (routecore.updates.learning)."""
 
     query: str
     route: str

@@ -19,7 +19,7 @@ class RouterSource:
 
     The encoder (``model``, default the bundled one) is loaded once and shared by
     every reload. A config is embedded through the command line's cache of
-    embedded configs (:mod:`routecore.config_cache`) unless ``cache=False``."""
+    embedded configs (:mod:`routecore.routers.config_cache`) unless ``cache=False``."""
 
     def __init__(
         self,
@@ -46,21 +46,21 @@ class RouterSource:
 
     def _encoder(self) -> Any:
         if self.encoder is None:
-            from routecore.encoder import Encoder
+            from routecore.core.encoder import Encoder
 
             self.encoder = Encoder.load(self.model) if self.model else Encoder.load()
         return self.encoder
 
     def load(self, memory: Any = None) -> Any:
-        from routecore.llm import llm_from_config
-        from routecore.router import Router
+        from routecore.llm.llm import llm_from_config
+        from routecore.routers.router import Router
 
         enc = self._encoder()
         if self.bundle is not None:
             llm = llm_from_config(None, "command line", base_url=self.llm_url, model=self.llm_model)
             return Router.load(self.bundle, encoder=enc, llm=llm, memory=memory)
-        from routecore import config_cache
-        from routecore.specs import read_config_file
+        from routecore.config.specs import read_config_file
+        from routecore.routers import config_cache
 
         path = self.config
         assert path is not None

@@ -1,0 +1,133 @@
+"""The :class:`Calibration` record: a router's numbers fitted to its encoder (what each field
+means, where it comes from), its checks, its dict form and its view for one query language.
+
+:mod:`routecore.calibrate.calibration` fits it (zero-label); this module holds only the record, so that
+the policy, the language fits and the head read it without importing the fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Mapping
+
+import numpy as np
+
+from routecore.core.lexical import STEMMERS
+from routecore.errors import ConfigError
+
+#: Where the numbers come from: the exemplars (zero-label), a model's measured prior
+#: (routecore.calibrate.prior), a validation split (routecore fit), or the config.
+SOURCES = ("zero-label", "prior", "fitted", "manual")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The fitted numbers of one router (see the module docstring)."""
+
+    source: str
+    temperature: float
+    high: float
+    margin: float
+    medium: float
+    previous_high: float
+    previous_margin: float
+    min_score: float
+    scale: float
+    match: float
+    unrelated: float
+    tool_floor: float | None = None
+    #: Weights of the lexical (BM25) score added to routes' and tools' cosines
+    #: (0: off; see routecore.core.lexical).
+    lexical_weight: float = 0.0
+    tool_lexical_weight: float = 0.0
+    #: The tools' lexical terms and BM25 ``b`` (``routecore fit --tools`` picks them; see
+    #: routecore.core.lexical).
+    tool_lexical_stemmer: str = "none"
+    tool_lexical_b: float = 0.75
+    #: A clarification names the best routes until their probabilities add up to this
+    #: (two or three routes; a model's prior sets it, routecore.calibrate.prior).
+    clarify_mass: float | None = None
+    #: The support the high tier needs (``Policy.high_support``): ``match`` in the exemplars'
+    #: languages; for another language, ``match`` moved by its offset (:meth:`for_language`).
+    support: float | None = None
+    #: Per-route overrides (``routecore fit``: per-route ``min_score``).
+    per_route: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: Per background language: its centroid and whether the exemplars cover it; for the
+    #: others, the margin that detects it, its transfer and its own numbers (routecore.calibrate.languages).
+    languages: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    stats: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ConfigError(f"calibration: source must be one of {SOURCES}, got {self.source!r}")
+        for k in ("temperature", "scale"):
+            v = getattr(self, k)
+            if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
+                raise ConfigError(f"calibration: {k} must be a finite number > 0, got {v!r}")
+        if self.tool_lexical_stemmer not in STEMMERS:
+            raise ConfigError(
+                f"calibration: tool_lexical_stemmer must be one of {STEMMERS}, "
+                f"got {self.tool_lexical_stemmer!r}"
+            )
+        b = self.tool_lexical_b
+        if not (isinstance(b, (int, float)) and 0.0 <= b <= 1.0):
+            raise ConfigError(f"calibration: tool_lexical_b must be a number in [0, 1], got {b!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["stats"] = dict(self.stats)
+        d["per_route"] = {k: dict(v) for k, v in self.per_route.items()}
+        d["languages"] = {k: dict(v) for k, v in self.languages.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Calibration":
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"calibration must be a mapping, got {type(d).__name__}")
+        known = set(cls.__dataclass_fields__)
+        extra = set(d) - known
+        if extra:
+            raise ConfigError(f"calibration: unknown keys {sorted(extra)}")
+        try:
+            return cls(**d)
+        except TypeError as e:
+            raise ConfigError(f"calibration: {e}") from None
+
+    def for_language(self, lang: str) -> "Calibration":
+        """This calibration for queries in ``lang`` (:mod:`routecore.calibrate.languages`): the
+        out-of-scope cuts moved by the language's ``offset``, its own temperature (the
+        scale of every gap rule), tiers and ``medium``, and the tool floor moved by its
+        ``tool_offset``; itself when ``lang`` has none of them."""
+        adj = self.languages.get(lang) or {}
+        if "offset" not in adj and "tool_offset" not in adj:
+            return self
+        changes: dict[str, Any] = {"languages": {}}
+        if "tool_offset" in adj and self.tool_floor is not None:
+            changes["tool_floor"] = float(np.clip(self.tool_floor + float(adj["tool_offset"]), 0.0, 1.0))
+        if "offset" in adj:
+            off = float(adj["offset"])
+            temperature = float(adj.get("temperature", self.temperature * float(adj.get("slope", 1.0))))
+            changes.update(
+                {
+                    k: float(adj[k])
+                    for k in ("high", "margin", "medium", "previous_high", "previous_margin")
+                    if k in adj
+                }
+            )
+            changes["per_route"] = {
+                n: {k: (float(np.clip(v + off, 0.0, 1.0)) if k == "min_score" else v) for k, v in o.items()}
+                for n, o in self.per_route.items()
+            }
+            # The head drops a language's cosine offset from its tiers and keeps it for the support.
+            support = self.support if self.support is not None else self.match
+            changes.update(
+                support=float(np.clip(support + float(adj.get("support_offset", off)), 0.0, 1.0)),
+                min_score=float(np.clip(self.min_score + off, 0.0, 1.0)),
+                temperature=temperature,
+                scale=temperature,
+            )
+        return replace(self, **changes)
+
+    def similarity(self, z: float) -> float:
+        """A cosine ``z`` of the way from an unrelated best match (0) to a paraphrase (1)."""
+        return float(np.clip(self.unrelated + z * (self.match - self.unrelated), 0.0, 1.0))

@@ -1,0 +1,144 @@
+"""Decision priors: the cuts of the exemplar head's probability measured once per model on dev
+sets, shipped with routecore (``data/priors.json``; ``scripts/fit_decision_prior.py`` writes it).
+
+A router built from a handful of exemplars per route cannot fit its own cuts: its held-out
+exemplars are few and closer to each other than real queries are to them, so per-config fits
+swung the routed share by 17-37 points between samples of the same config (issue 34). A prior
+is one model per encoder of how often a routed decision is right, given the head's probability
+and three numbers of the config, measured on the dev splits of several intent sets at 5-20
+exemplars per route and 4 routes to all of them, and checked leave-one-dataset-out
+(BENCHMARKS.md, few-shot decisions). Where a model has one, the router uses it (``calibrated="prior"``)
+and trains its head once instead of once per fold; other models keep the out-of-fold fit (``zero-label``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping, Sequence, Tuple
+
+from routecore.errors import ConfigError
+
+#: The priors shipped with routecore, by model id.
+PRIORS_FILE = Path(__file__).resolve().parents[1] / "data" / "priors.json"
+
+
+def _logit(p: float) -> float:
+    q = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(q / (1 - q))
+
+
+def config_features(
+    top1_dense: float, per_route: float, routes: float, span: Mapping[str, Sequence[float]] | None = None
+) -> list[float]:
+    """(logit top1_dense, log exemplars per route, log routes), each first brought into ``span``
+    (the range the prior was measured on: it is not extrapolated)."""
+
+    def within(key: str, v: float) -> float:
+        lo, hi = (span or {}).get(key, (-math.inf, math.inf))
+        return min(max(v, lo), hi)
+
+    q = min(max(within("top1_dense", top1_dense), 1e-3), 1 - 1e-3)
+    return [
+        math.log(q / (1 - q)),
+        math.log(max(within("per_route", per_route), 1.0)),
+        math.log(max(within("routes", routes), 2.0)),
+    ]
+
+
+def p_right(weights: Sequence[float], p1: float, z: Sequence[float]) -> float:
+    """The prior's probability that a routed decision is right, from the head's best probability
+    ``p1`` and the config's features ``z``: a logistic model of ``logit(p1)``, ``z`` and their products."""
+    lp = _logit(p1)
+    x = [1.0, lp, *z, *(lp * v for v in z)]
+    return 1.0 / (1.0 + math.exp(-sum(a * b for a, b in zip(weights, x))))
+
+
+def cut_for(weights: Sequence[float], tau: float, z: Sequence[float]) -> float:
+    """The head probability at which :func:`p_right` reaches ``tau`` for a config (its cut on p1).
+    The model is linear in logit(p1) with slope ``w1 + w_int . z``; a slope <= 0 (the probability
+    says nothing for this config) gives 1.0: nothing clears the cut."""
+    n = len(z)
+    slope = weights[1] + sum(a * b for a, b in zip(weights[2 + n :], z))
+    if slope <= 0:
+        return 1.0
+    lp = (_logit(tau) - weights[0] - sum(a * b for a, b in zip(weights[2 : 2 + n], z))) / slope
+    return 1.0 / (1.0 + math.exp(-max(min(lp, 50.0), -50.0)))
+
+
+@dataclass(frozen=True)
+class DecisionPrior:
+    """A model's calibration of the exemplar head's best probability across configs.
+
+    ``weights``: a logistic model of "the routed decision is right" on ``logit(p1)`` (the head's
+    best in-scope probability), three numbers of the config known when the router is built
+    (:func:`config_features`: how often an exemplar's nearest other exemplars are of its own
+    route, the exemplars per route, the routes) and their products with ``logit(p1)``. The cuts
+    are levels of that probability: ``medium`` routes (routed decisions right on 95 % of the dev
+    queries of every set), ``high`` the high tier (99 %), ``previous_high`` the previous route's
+    (90 %); the margins are 0. ``span``: the range of the config numbers on dev (never
+    extrapolated). ``clarify_mass``: a clarification names the best routes until their
+    probabilities add up to it (two or three routes). ``scope``: the head's scope cut
+    (``LinearHead.threshold``): a query whose best in-scope probability, before the
+    out-of-scope class is taken out, is under it is out of scope; the largest under which no
+    dev set loses more than 0.5 % of its in-scope queries whose best route is right.
+    ``source``: how it was measured."""
+
+    weights: Tuple[float, ...]
+    medium: float
+    high: float
+    previous_high: float
+    span: Mapping[str, Sequence[float]]
+    clarify_mass: float = 1.0
+    scope: float = 0.0
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        w = self.weights
+        if not (
+            isinstance(w, (list, tuple))
+            and len(w) == 8
+            and all(isinstance(x, (int, float)) and math.isfinite(x) for x in w)
+        ):
+            raise ConfigError(f"decision prior: weights must be eight finite numbers, got {w!r}")
+        object.__setattr__(self, "weights", tuple(float(x) for x in w))
+        for name in ("medium", "high", "previous_high", "clarify_mass", "scope"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
+                raise ConfigError(f"decision prior: {name} must be in [0, 1], got {v!r}")
+
+    def cuts(self, top1_dense: float, per_route: float, routes: int) -> dict[str, float]:
+        """The calibration fields for a config (:class:`routecore.calibrate.calibration.Calibration`): cuts on p1."""
+        z = config_features(top1_dense, per_route, routes, self.span)
+        medium = cut_for(self.weights, self.medium, z)
+        return {
+            "medium": round(medium, 6),
+            "high": round(max(cut_for(self.weights, self.high, z), medium), 6),
+            "margin": 0.0,
+            "previous_high": round(min(cut_for(self.weights, self.previous_high, z), medium), 6),
+            "previous_margin": 0.0,
+            "clarify_mass": self.clarify_mass,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "DecisionPrior":
+        known = {f.name for f in fields(cls)}
+        if not isinstance(d, Mapping) or set(d) - known:
+            raise ConfigError(f"decision prior: expected a mapping of {sorted(known)}, got {d!r}")
+        return cls(**d)
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict[str, DecisionPrior]:
+    if not PRIORS_FILE.is_file():
+        return {}
+    raw = json.loads(PRIORS_FILE.read_text(encoding="utf-8"))
+    return {k: DecisionPrior.from_dict(v) for k, v in raw.get("models", {}).items()}
+
+
+def prior_for(model_id: str) -> DecisionPrior | None:
+    """The shipped prior of the model ``model_id`` (``Encoder.model_id``), or None."""
+    return _table().get(model_id)

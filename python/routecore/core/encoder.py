@@ -1,0 +1,235 @@
+"""`Encoder`: text → float32 embeddings through the native ONNX Runtime encoder."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Sequence
+
+import numpy as np
+
+from routecore import _native
+from routecore.core.runtime import onnxruntime_library
+from routecore.errors import InvalidArgumentError
+from routecore.hub import models
+
+Kind = Literal["query", "passage"]
+#: The most intra-op threads an encoder accepts (the core refuses more too).
+MAX_THREADS = 1024
+#: An encoder's threads at most per CPU this process may run on: more only share the same cores, and
+#: a thousand threads under an address-space limit made the load hang instead of failing.
+THREADS_PER_CPU = 4
+
+
+def max_threads() -> int:
+    """The most threads :meth:`Encoder.load` starts here: :data:`THREADS_PER_CPU` per usable CPU."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return min(MAX_THREADS, THREADS_PER_CPU * max(cpus, 1))
+
+
+#: Texts are cut at ``max_length`` times this many characters before tokenizing.
+CHARS_PER_TOKEN = 64
+
+
+@dataclass(frozen=True)
+class EncodeOutput:
+    """Embeddings with what they cost."""
+
+    embeddings: np.ndarray
+    truncated: tuple[int, ...]
+    tokenize_ms: float
+    infer_ms: float
+    cache_hits: int
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    hits: int
+    misses: int
+    size: int
+    capacity: int
+
+
+#: The largest query cache, in entries (its hash map is allocated up front; 2**62 made the native allocation panic).
+MAX_CACHE = 1 << 20
+
+
+class Encoder:
+    """A loaded sentence-embedding model (ONNX Runtime, run from Rust).
+
+    Thread-safe: many Python threads may share one encoder; the GIL is released
+    while it tokenizes and runs the model.
+    """
+
+    def __init__(self, native: _native.Encoder, path: Path):
+        self._native = native
+        self.path = path
+        self._model_id: str | None = None
+        self._files_id: str | None = None
+
+    @classmethod
+    def load(
+        cls,
+        path_or_name: str | os.PathLike[str] | None = None,
+        *,
+        variant: str | None = None,
+        threads: int | None = None,
+        cache_size: int = 1024,
+        runtime_path: str | os.PathLike[str] | None = None,
+        spinning: bool = True,
+    ) -> "Encoder":
+        """Open a model folder, a pulled or distilled model by name, or the bundled default.
+
+        A static table (``"kind": "static"`` in ``config.json``, from ``routecore models distill``)
+        opens as a :class:`routecore.core.static_encoder.StaticEncoder`; ``variant``, ``threads``,
+        ``cache_size``, ``runtime_path`` and ``spinning`` do not apply to it.
+
+        Args:
+            variant: a key of ``models`` in ``config.json`` (``"int8"``, ``"fp32"``).
+            threads: intra-op threads (default: physical cores).
+            cache_size: LRU query-cache capacity (0 disables it).
+            runtime_path: ``libonnxruntime`` to load (default: ``$ROUTECORE_ORT_LIB``,
+                then the ``onnxruntime`` wheel).
+            spinning: let ONNX Runtime's threads busy-wait after a run (its default).
+                Turning it off frees the cores sooner but made a MiniLM encode
+                ~0.6 ms slower on 2 cores (BENCHMARKS.md).
+        """
+        if threads is not None and (
+            isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS
+        ):
+            raise InvalidArgumentError(
+                f"threads must be a whole number between 1 and {MAX_THREADS}, got {threads!r}"
+            )
+        if threads is not None and threads > max_threads():
+            most = max_threads()
+            raise InvalidArgumentError(
+                f"threads={threads} is more than {most}: {THREADS_PER_CPU} per CPU this "
+                "process may use (more would only share the same cores)"
+            )
+        if (
+            isinstance(cache_size, bool)
+            or not isinstance(cache_size, int)
+            or not 0 <= cache_size <= MAX_CACHE
+        ):
+            raise InvalidArgumentError(
+                f"cache_size must be a whole number between 0 and {MAX_CACHE}, got {cache_size!r}"
+            )
+        folder = models.resolve(path_or_name)
+        from routecore.core import static_encoder  # small; imports nothing heavy
+
+        if static_encoder.is_static(folder):  # a distilled table: no ONNX Runtime
+            return static_encoder.StaticEncoder.open(folder)
+        models.check_model_files(folder)
+        lib = onnxruntime_library(runtime_path)
+        native = _native.Encoder.load(str(folder), str(lib), variant, threads, cache_size, spinning)
+        encoder = cls(native, folder)
+        from routecore.core.background import check_reference
+
+        check_reference(encoder)  # a folder that ships reference embeddings must reproduce them
+        return encoder
+
+    @property
+    def dim(self) -> int:
+        return self._native.dim
+
+    @property
+    def threads(self) -> int:
+        return self._native.threads
+
+    @property
+    def max_length(self) -> int:
+        return self._native.max_length
+
+    @property
+    def truncations(self) -> int:
+        """Texts truncated at ``max_length`` since load."""
+        return self._native.truncations
+
+    @property
+    def onnx_path(self) -> Path:
+        return Path(self._native.onnx_path)
+
+    @property
+    def model_id(self) -> str:
+        """``<folder name>:<sha256 of the ONNX file, 16 hex>`` (identifies embeddings)."""
+        if self._model_id is None:
+            self._model_id = f"{self.path.name}:{self._file_digest()[:16]}"
+        return self._model_id
+
+    def _file_digest(self) -> str:
+        """The SHA-256 (hex) of the ONNX file, hashed by the loader while the session was built."""
+        return self._native.onnx_sha256
+
+    @property
+    def files_id(self) -> str:
+        """SHA-256 (16 hex) of the model's ``config.json`` and ``tokenizer.json``: what changes a vector
+        besides the ONNX file that :attr:`model_id` covers (pooling, prefixes, maximum length, the
+        vocabulary). Bundles and the command line's config cache record it: a bundle made before either
+        file changed is refused, and the cache is rebuilt."""
+        if self._files_id is None:
+            h = hashlib.sha256()
+            for name in ("config.json", "tokenizer.json"):
+                h.update(name.encode() + b"\0")
+                try:
+                    h.update((self.path / name).read_bytes())
+                except OSError:
+                    h.update(b"-")
+            self._files_id = h.hexdigest()[:16]
+        return self._files_id
+
+    def encode(self, texts: str | Sequence[str], kind: Kind = "query") -> np.ndarray:
+        """Embed ``texts``: float32 ``[n, dim]`` (L2-normalised when the config says so)."""
+        return self.encode_with_stats(texts, kind).embeddings
+
+    def encode_with_stats(self, texts: str | Sequence[str], kind: Kind = "query") -> EncodeOutput:
+        """Like :meth:`encode`, plus truncations, timings and cache hits.
+
+        A text longer than ``max_length * CHARS_PER_TOKEN`` characters is cut to that
+        length before tokenizing: the model only sees its first ``max_length`` tokens
+        anyway, and a 10 MB query used to cost 9 s of tokenizing."""
+        cap = self.max_length * CHARS_PER_TOKEN
+        batch = [t[:cap] for t in as_texts(texts)]
+        emb, truncated, st = self._native.encode(batch, kind)
+        return EncodeOutput(
+            emb, tuple(truncated), st["tokenize_ns"] / 1e6, st["infer_ns"] / 1e6, st["cache_hits"]
+        )
+
+    def tokenize(self, texts: str | Sequence[str], kind: Kind = "query") -> list[list[int]]:
+        """Token ids the model sees (prefix and special tokens included, truncated)."""
+        return self._native.tokenize(as_texts(texts), kind)[0]
+
+    def cache_stats(self) -> CacheStats:
+        return CacheStats(**self._native.cache_stats())
+
+    def clear_cache(self) -> None:
+        self._native.clear_cache()
+
+    def __repr__(self) -> str:
+        return f"Encoder(path={str(self.path)!r}, dim={self.dim}, threads={self.threads})"
+
+
+def as_texts(texts: str | Sequence[str]) -> list[str]:
+    """``texts`` as a list of valid strings (lone surrogates replaced by U+FFFD); a non-string is
+    an :class:`InvalidArgumentError`."""
+    if isinstance(texts, str):
+        return [_valid(texts)]
+    out = list(texts)
+    for i, t in enumerate(out):
+        if not isinstance(t, str):
+            raise InvalidArgumentError(f"texts[{i}] is {type(t).__name__}, expected str")
+        out[i] = _valid(t)
+    return out
+
+
+def _valid(text: str) -> str:
+    """``text`` with lone surrogates (an emoji cut in half by a JSON API) replaced by U+FFFD,
+    so the rest of it is still embedded; valid text is returned as it is."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

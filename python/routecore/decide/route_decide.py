@@ -1,0 +1,218 @@
+"""The route decision once the routes are scored: the linear head's probabilities and its scope,
+the confidence tiers, the scope and entity rules, bias rules and collisions, then the outcome
+(:mod:`routecore.decide.route_outcomes`). A mixin of :class:`~routecore.routers.route_table.RouteTable`, which
+holds the routes, their table and the policy, and scores the query."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from routecore import _native
+from routecore.calibrate.languages import LanguageDetector
+from routecore.decide import reasons
+from routecore.decide.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, resolved, tier_of
+from routecore.decide.route_outcomes import Chooser, Draft, Outcomes
+from routecore.decide.tables import Step, collision_alert
+from routecore.decision import Alert, Decision, Exemplar, ScoreMap
+
+
+def _entity_alert(route: str, over: str | None = None) -> Alert:
+    """The ``entity_scope`` alert: ``route`` decided by the config's entity preference (over ``over``)."""
+    why = f" and {over} does not" if over else ""
+    return Alert(
+        "entity_scope",
+        f"the query holds an entity type that {route} prefers{why}: routed by the config's rule, "
+        "not by the scores (at most the medium tier)",
+    )
+
+
+class Decider(Outcomes):
+    """The decision steps of a route table (see the module docstring)."""
+
+    head: Any
+    head_cuts: tuple[LanguageDetector, dict[str, float]] | None
+    _head_cols: tuple[Any, np.ndarray, int] | None
+
+    def _head_columns(self) -> tuple[np.ndarray, int]:
+        """The head's column of each route (spec order) and of its out-of-scope class; a
+        name it lacks reads the extra column past its last one. Kept per head object."""
+        cached = self._head_cols
+        if cached is None or cached[0] is not self.head:
+            cls = {c: i for i, c in enumerate(self.head.classes)}
+            missing = len(self.head.classes)
+            cols = np.array([cls.get(n, missing) for n in self.table.names], dtype=np.int64)
+            cached = self._head_cols = (self.head, cols, cls.get(self.head.oos_class, missing))
+        return cached[1], cached[2]
+
+    def forget_head_columns(self) -> None:
+        """Drop the head's cached columns (a copy of this table over new rows: routecore.updates.learning_update)."""
+        self._head_cols = None
+
+    def _apply_head(self, r: Step, q: np.ndarray, policy: Policy | None = None) -> None:
+        """Replace softmax probabilities by the linear head's (O(routes x dim)).
+
+        What the cosines gained before the decision (lexical scores, entity and context
+        boosts) moves the head's log-probabilities as it would move the cosine softmax's
+        (the gain over the temperature); the scope reads the head alone, as the cosine
+        cut reads the cosine."""
+        p = np.append(self.head.proba(q)[0].astype(np.float64), 0.0)  # the last entry: a class the head lacks
+        cols, oos_col = self._head_columns()
+        probs, oos = p[cols], float(p[oos_col])
+        threshold, lang = self.head.threshold, None
+        if self.head_cuts is not None:  # a query in a language the exemplars do not cover: its own cut
+            lang = self.head_cuts[0].detect(q)
+            threshold = self.head_cuts[1].get(lang, threshold)
+            r.head_language = (lang, threshold, self.head.threshold) if lang in self.head_cuts[1] else None
+        r.head_oos = oos >= probs.max() or probs.max() < threshold
+        r.head_p1, r.head_oos_p, r.head_threshold = float(probs.max()), oos, threshold
+        total = probs.sum()
+        probs = probs / total if total > 0 else np.full(len(probs), 1 / len(probs))
+        gain = np.asarray(r.adjusted, np.float64) - np.asarray(r.dense, np.float64)
+        if r.lexical is not None:
+            # The lexical score moves the cosine softmax, not the head: the head already read the
+            # words, and the gain over a per-config weight made its probabilities swing between
+            # samples of one config (BENCHMARKS.md, few-shot decisions).
+            gain = gain - np.asarray(r.lexical, np.float64)
+        if np.any(gain != 0):
+            logits = np.log(np.maximum(probs, 1e-30)) + gain / resolved(
+                (policy or self.policy).temperature, "temperature"
+            )
+            probs = np.exp(logits - logits.max())
+            probs /= probs.sum()
+        r.probs = probs.astype(np.float32)
+
+    def _decide(
+        self,
+        text: str,
+        r: Step,
+        previous: str | None,
+        clarify: Decision | None,
+        choose: Chooser | None = None,
+        policy: Policy | None = None,
+    ) -> Draft:
+        p, names = policy or self.policy, self.table.names
+        adjusted, probs = r.adjusted, r.probs
+        if clarify is not None and clarify.candidates:
+            keep = np.isin(np.array(names), list(clarify.candidates))
+            adjusted = np.where(keep, adjusted, -np.inf).astype(np.float32)
+            probs = _native.softmax(adjusted, resolved(p.temperature, "temperature"))
+        prev_i = names.index(previous) if previous else None
+        if p.previous_strategy == "boost":
+            probs = apply_previous_boost(probs, prev_i, p.previous_boost)
+        # The decision reads the best three routes only (ties to the lower index).
+        top_p, order = _native.topk(probs, min(3, len(probs)))
+        top_p, order = top_p.tolist(), order.tolist()
+        top_adj = [adjusted.item(i) for i in order]  # no fancy indexing: it is slow on cold caches
+        pref = r.preferred
+        if r.entity_scope and pref is not None:  # only the routes preferring the query's entities compete
+            top_adj = [v if pref[i] else -np.inf for i, v in zip(order, top_adj)]
+        best = order[0]
+        bname = names[best]
+        p1 = top_p[0]
+        p2 = top_p[1] if len(order) > 1 else 0.0
+        continuing = prev_i == best and p.previous_strategy == "thresholds"
+        high, margin_th, medium, min_score = p.thresholds(bname, continuing)
+        tier = tier_of(p1, p1 - p2, high, margin_th, medium)
+        support, cosine = p.high_support, float(r.dense[best])
+        unsupported = tier == "high" and support is not None and cosine < support
+        if unsupported:  # sure, but farther from every exemplar than they are from their route: medium
+            tier = "medium"
+        if clarify is not None and clarify.candidates and tier == "low":
+            # The user answered a clarification: the best of the routes it offered, never asked again. (Its
+            # probabilities are the cosine softmax among them, on another scale than the routing cut.)
+            tier = "medium"
+        labels, pos, texts = self.table.labels, self.table.pos, self.table.texts
+        out = Draft(
+            route=bname,
+            tier=tier,
+            confidence=p1,
+            margin=p1 - p2,
+            probabilities=ScoreMap(names, probs, pos),
+            raw_scores=ScoreMap(names, r.dense, pos),
+            lexical_scores=ScoreMap(names, r.lexical, pos) if r.lexical is not None else {},
+            adjusted_scores=ScoreMap(names, adjusted, pos),
+            score_bounds=ScoreMap(names, r.bound, pos),
+            top_exemplars=tuple(
+                Exemplar(labels[c], texts[i], s)
+                for i, c, s in zip(
+                    r.top_ids.tolist(),
+                    r.top_labels.tolist(),
+                    (r.top_dense if r.top_dense is not None else r.top_scores).tolist(),
+                )
+            ),
+            out_of_scope=r.head_oos_p,
+        )
+        if unsupported:
+            out.reason = reasons.unsupported(bname, p1, high, cosine, support or 0.0)
+        # The scope reads the cosine or the head (lexical hits move labels, not the scope), unless
+        # the query holds an entity type a route prefers: the config says such a query is its own,
+        # so it goes to the best of the routes that prefer it.
+        in_scope_by_entity = False
+        # A low-tier query that holds an entity type only other routes prefer is theirs too.
+        unsure = tier == "low" and pref is not None and bool(pref.any()) and not pref[best]
+        if r.head_oos or float(r.dense[best]) < min_score or unsure or r.entity_scope:
+            if pref is not None and not pref[best] and clarify is None and not r.entity_scope:
+                kept = np.where(
+                    pref, r.probs, 0.0
+                )  # before the previous-route boost, which the next pass applies
+                kept = kept / kept.sum() if kept.sum() > 0 else pref / pref.sum()
+                return self._decide(
+                    text,
+                    replace(r, probs=kept.astype(np.float32), entity_scope=True),
+                    previous,
+                    clarify,
+                    choose,
+                    policy,
+                )
+            if pref is None or not pref[best]:
+                out.action, out.route, out.tier = "none", None, "low"
+                out.reason = self._scope_reason(r, bname, min_score)
+                return self._finish(out)
+            # In scope by the config's rule, not by the scores: never the high tier.
+            tier = out.tier = "medium" if tier == "high" else tier
+            in_scope_by_entity = True
+            out.alerts.append(_entity_alert(bname))
+        elif tier == "low" and pref is not None and pref[best] and clarify is None:
+            # The best route is the only one of the plausible pair that prefers the query's entity
+            # type: the config's rule settles the tie, at the medium tier (before it, adding the
+            # entity's gain pushed the pair past a bias rule's window and the query was clarified).
+            if len(order) < 2 or not pref[order[1]]:
+                tier = out.tier = "medium"
+                in_scope_by_entity = True
+                out.alerts.append(_entity_alert(bname, names[order[1]] if len(order) > 1 else None))
+        if r.collision is not None and clarify is None:
+            c = r.collision
+            out.alerts.append(collision_alert(labels[c[0]], labels[c[1]], c[2], self.table, "route"))
+        rule = bias_winner(names, order, top_adj, p, three_way=tier != "high", top_probs=top_p)
+        if rule:
+            winner, text_rule = rule
+            out.bias_rule = text_rule
+            if winner == CLARIFY:
+                three = "three-way" in text_rule
+                out.reason = reasons.three_way(text_rule) if three else reasons.bias_rule(text_rule, p1, p2)
+                return self._finish(
+                    self._clarify(
+                        out, [names[i] for i, v in zip(order, top_adj) if v > -np.inf][: 3 if three else 2]
+                    )
+                )
+            out.route = winner
+            out.reason = reasons.bias_rule(text_rule, p1, p2)
+            return self._finish(out)
+        if in_scope_by_entity:
+            kinds = ", ".join(sorted({e.kind for e in r.entities})) or "an entity type"
+            out.reason = reasons.entity(bname, kinds)
+        if tier == "high":
+            if out.reason is None:
+                out.reason = reasons.confident(bname, p1, high, p1 - p2, margin_th, continuing)
+            return self._finish(out)
+        if tier == "medium":
+            out.hint = bname
+            if out.reason is None and clarify is not None and clarify.candidates and p1 < medium:
+                out.reason = reasons.answered(bname, p1, list(clarify.candidates))
+            if out.reason is None:
+                out.reason = reasons.likely(bname, p1, medium, high)
+            return self._finish(self._ask_llm(text, out, previous, choose, lambda: out) if self.llm else out)
+        return self._finish(self._low(text, out, names, order, top_p, p, previous, choose))

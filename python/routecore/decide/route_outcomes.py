@@ -1,0 +1,303 @@
+"""What a route decision ends in when the scores alone do not decide it: a clarification and its
+question, the LLM fallback (and its failure), the degraded path when the encoder fails, the empty
+query. A mixin of :class:`~routecore.routers.route_table.RouteTable`, which holds the routes and the
+policy."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from routecore.config.specs import RouteSpec
+from routecore.decide import reasons
+from routecore.decide.policy import CLARIFY, Policy, resolved
+from routecore.decide.tables import ScoreTable, Step
+from routecore.decision import Alert, Decision, Entity, Exemplar, Reason, Timings
+from routecore.errors import InvalidArgumentError
+from routecore.llm.llm import LLMChoice, LLMRequest, LLMRouter
+
+#: A call that picks a route for an LLM request (``LLMRouter.choose``, or its async stand-in).
+Chooser = Callable[[LLMRequest], LLMChoice]
+
+
+@dataclass
+class Draft:
+    """A route decision while it is made: what the decision steps (``Decider._decide``) and the
+    outcomes below fill in. :meth:`RouteTable.decide <routecore.routers.route_table.RouteTable.decide>` then
+    makes the :class:`~routecore.decision.Decision` of it, with its timings and the alerts of the
+    query. The fields not set keep the Decision's defaults."""
+
+    route: str | None
+    tier: str
+    confidence: float
+    margin: float
+    probabilities: Mapping[str, float]
+    raw_scores: Mapping[str, float]
+    lexical_scores: Mapping[str, float]
+    adjusted_scores: Mapping[str, float]
+    score_bounds: Mapping[str, float]
+    top_exemplars: tuple[Exemplar, ...]
+    out_of_scope: float | None
+    alerts: list[Alert] = field(default_factory=list)
+    action: str = "route"
+    candidates: tuple[str, ...] = ()
+    question: str | None = None
+    hint: str | None = None
+    used_llm: bool = False
+    fallback: str | None = None
+    bias_rule: str | None = None
+    fallback_chain: tuple[str, ...] = ()
+    reason: Reason | None = None
+    #: The time the LLM took (ms): the decision's ``timings.llm``.
+    llm_ms: float = 0.0
+
+    def decision(
+        self,
+        *,
+        entities: tuple[Entity, ...],
+        alerts: tuple[Alert, ...],
+        timings: Timings,
+        query: str,
+        previous_route: str | None,
+        error_message: str,
+        calibrated: str,
+        generation: int,
+    ) -> Decision:
+        """The :class:`~routecore.decision.Decision` of this draft, with what the route table adds:
+        the query's entities, every alert (the draft's first), the timings and the router's fields."""
+        return Decision(
+            action=self.action,
+            route=self.route,
+            tier=self.tier,
+            confidence=self.confidence,
+            margin=self.margin,
+            probabilities=self.probabilities,
+            raw_scores=self.raw_scores,
+            adjusted_scores=self.adjusted_scores,
+            top_exemplars=self.top_exemplars,
+            candidates=self.candidates,
+            question=self.question,
+            hint=self.hint,
+            used_llm=self.used_llm,
+            fallback=self.fallback,
+            bias_rule=self.bias_rule,
+            fallback_chain=self.fallback_chain,
+            score_bounds=self.score_bounds,
+            lexical_scores=self.lexical_scores,
+            reason=self.reason,
+            out_of_scope=self.out_of_scope,
+            entities=entities,
+            alerts=alerts,
+            timings=timings,
+            query=query,
+            previous_route=previous_route,
+            error_message=error_message,
+            calibrated=calibrated,
+            generation=generation,
+        )
+
+
+class Outcomes:
+    """The clarify, LLM, degraded and empty outcomes of a route table (see the module docstring)."""
+
+    specs: list[RouteSpec]
+    by_name: dict[str, RouteSpec]
+    policy: Policy
+    llm: LLMRouter | None
+    calibrated: str
+    table: ScoreTable
+    #: Which generation of the routes this table is (routecore.updates.learning installs each new one); every
+    #: decision it makes carries it.
+    generation: int = 0
+
+    def fallback_chain(self, route: str) -> tuple[str, ...]:
+        """``route`` and the routes reached by following ``fallback_on_error``."""
+        chain: list[str] = []
+        cur: str | None = route
+        while cur and cur in self.by_name and cur not in chain:
+            chain.append(cur)
+            cur = self.by_name[cur].fallback_on_error
+        return tuple(chain)
+
+    def _low(
+        self,
+        text: str,
+        out: Draft,
+        names: Sequence[str],
+        order: list[int],
+        top_p: list[float],
+        p: Policy,
+        previous: str | None,
+        choose: Chooser | None,
+    ) -> Draft:
+        """A low-tier decision: the LLM when the policy asks it and there is one, else ``none``
+        or a clarification (the LLM's failure ends there too)."""
+        bname, p1, medium = names[order[0]], top_p[0], resolved(p.medium, "medium")
+
+        def without_llm() -> Draft:
+            if p.low_action == "none":
+                out.action, out.route = "none", None
+                out.reason = reasons.low_confidence(bname, p1, medium, "declined (low_action 'none')")
+                return out
+            if p.low_action == "llm" and self.llm is None:  # no LLM to ask: say so
+                out.fallback = "low confidence and no LLM is configured (low_action 'llm'): asked the user to clarify instead"
+                out.alerts.append(Alert("fallback", out.fallback))
+            # A third option when the best two hold less than the clarify mass and it is plausible beside the second.
+            third = (
+                len(order) > 2
+                and p.clarify_mass is not None
+                and sum(top_p[:2]) < p.clarify_mass
+                and top_p[2] >= top_p[1] / np.e
+            )
+            n = 3 if third else 2
+            shown = [names[i] for i in order[:n]]
+            # A tie when every option is within one scale (a factor e) of the best; else just unsure.
+            if top_p[len(shown) - 1] >= p1 / np.e:
+                out.reason = reasons.tie(shown, top_p[: len(shown)], medium)
+            else:
+                out.reason = reasons.low_confidence(bname, p1, medium, "asked which of " + " / ".join(shown))
+            return self._clarify(out, shown)
+
+        if p.low_action == "llm" and self.llm:
+            return self._ask_llm(text, out, previous, choose, without_llm)
+        return without_llm()
+
+    def _scope_reason(self, r: Step, best: str, min_score: float) -> Reason:
+        """Why a query is out of scope: the head's numbers, or the cosine cut."""
+        if r.head_oos:
+            return reasons.out_of_scope_head(best, r.head_p1, r.head_oos_p or 0.0, r.head_threshold)
+        return reasons.out_of_scope_cosine(best, float(r.dense[self.table.pos[best]]), min_score)
+
+    def _finish(self, out: Draft) -> Draft:
+        out.fallback_chain = self.fallback_chain(out.route) if out.route else ()
+        return out
+
+    def _clarify(self, out: Draft, candidates: list[str]) -> Draft:
+        out.action, out.route, out.candidates = "clarify", CLARIFY, tuple(candidates)
+        out.question = self.question(candidates)
+        return out
+
+    def question(self, candidates: Sequence[str]) -> str:
+        """The clarification question that names ``candidates`` by label, else description, else name."""
+        shown = [self.by_name[c].shown if c in self.by_name else c for c in candidates]
+        if len(shown) == 1:
+            return f"Do you mean {shown[0]}?"
+        return "Do you mean " + ", ".join(shown[:-1]) + f" or {shown[-1]}?"
+
+    def _ask_llm(
+        self,
+        text: str,
+        out: Draft,
+        previous: str | None,
+        choose: Chooser | None,
+        without: Callable[[], Draft],
+    ) -> Draft:
+        """The LLM's decision; ``without()`` (what a router without an LLM decides) when it fails
+        or names a route this router does not have."""
+        req = LLMRequest(
+            text,
+            [(r.name, r.description) for r in self.specs],
+            out.adjusted_scores,
+            previous,
+            [f"{b.a} vs {b.b} within {b.within}: {b.winner}" for b in self.policy.bias_rules],
+            out.hint,
+        )
+        t = time.perf_counter()
+        tier, p1 = out.tier, out.confidence
+        try:
+            choice = (choose or self.llm.choose)(req)  # type: ignore[union-attr]
+            if choice.route != CLARIFY and choice.route not in self.by_name:
+                raise InvalidArgumentError(f"the LLM answered an unknown route {choice.route!r}")
+            out.used_llm = True
+            if choice.route == CLARIFY:
+                probs = out.probabilities
+                order = sorted(probs, key=lambda n: -probs[n])
+                self._clarify(out, order[:2])
+                out.reason = reasons.llm(None, tier, p1)
+            else:
+                out.route, out.action = choice.route, "route"
+                out.reason = reasons.llm(choice.route, tier, p1)
+        except Exception as e:  # noqa: BLE001 - any LLM failure ends where no LLM would
+            err = f"{type(e).__name__}: {e}"
+            out = without()
+            out.fallback = f"llm failed ({err}); decided as without an LLM"
+            out.alerts.append(Alert("fallback", out.fallback))
+            assert out.reason is not None  # without() always says why
+            out.reason = reasons.llm_failed(err, out.reason)
+        out.llm_ms = (time.perf_counter() - t) * 1e3
+        return out
+
+    def _degraded(
+        self, text: str, previous: str | None, err: Exception, t0: float, choose: Chooser | None = None
+    ) -> Decision:
+        base: dict[str, Any] = {
+            "probabilities": {},
+            "raw_scores": {},
+            "adjusted_scores": {},
+            "confidence": 0.0,
+            "margin": 0.0,
+            "tier": "low",
+        }
+        alerts = [Alert("encoder_error", f"encoder failed: {type(err).__name__}: {err}")]
+        common: dict[str, Any] = dict(
+            calibrated=self.calibrated,
+            generation=self.generation,
+            query=text,
+            previous_route=previous,
+            error_message=self.policy.error_message,
+        )
+        llm_err = None
+        if self.llm is not None:
+            try:
+                req = LLMRequest(text, [(r.name, r.description) for r in self.specs], {}, previous)
+                choice = (choose or self.llm.choose)(req)
+                if choice.route != CLARIFY and choice.route not in self.by_name:
+                    raise InvalidArgumentError(f"the LLM answered an unknown route {choice.route!r}")
+                clar = choice.route == CLARIFY
+                return Decision(
+                    action="clarify" if clar else "route",
+                    route=choice.route,
+                    used_llm=True,
+                    fallback="encoder failed; routed by the LLM",
+                    alerts=tuple(alerts),
+                    fallback_chain=self.fallback_chain(choice.route),
+                    reason=reasons.llm(None if clar else choice.route, "low", 0.0),
+                    timings=Timings(total=(time.perf_counter() - t0) * 1e3),
+                    **common,
+                    **base,
+                )
+            except Exception as e2:  # noqa: BLE001
+                llm_err = f"{type(e2).__name__}: {e2}"
+                alerts.append(Alert("llm_error", f"LLM failed too: {llm_err}"))
+        return Decision(
+            action="error",
+            route=None,
+            fallback="encoder failed and no LLM router could answer",
+            alerts=tuple(alerts),
+            reason=reasons.encoder_error(f"{type(err).__name__}: {err}", llm_err),
+            timings=Timings(total=(time.perf_counter() - t0) * 1e3),
+            **common,
+            **base,
+        )
+
+    def empty(self, text: str, previous: str | None) -> Decision:
+        """The decision for an empty or blank query: ``none``, reason ``empty_query``, nothing encoded."""
+        return Decision(
+            action="none",
+            route=None,
+            tier="low",
+            confidence=0.0,
+            margin=0.0,
+            probabilities={},
+            raw_scores={},
+            adjusted_scores={},
+            reason=reasons.empty_query(),
+            calibrated=self.calibrated,
+            generation=self.generation,
+            query=text,
+            previous_route=previous,
+            error_message=self.policy.error_message,
+        )

@@ -1,0 +1,327 @@
+"""Score tables: the exemplar indexes a router scores queries against.
+
+Holds :class:`ScoreTable` (one native index whose labels are route or tool
+names), the helpers that collect and embed the specs' exemplar texts
+(:func:`exemplar_texts`, :func:`embed_texts`), the :class:`EncoderLike`
+protocol, the ``AUTO_INT8_ELEMENTS`` storage cut-off, and
+:func:`collision_alert`, the ambiguity alert for two close routes or tools.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+from routecore import _native
+from routecore.core._arrays import as_f32
+from routecore.core.index import VectorIndex
+from routecore.core.lexical import LexicalTable
+from routecore.core.progress import Progress
+from routecore.decide.policy import Policy, resolved
+from routecore.decision import Alert
+from routecore.errors import DimensionMismatchError, InvalidArgumentError, NonFiniteError
+
+
+@dataclass
+class Step:
+    """One native routing step (``_native.StepResult``), per-route arrays in spec order, and what
+    the decision adds to it. ``raw`` holds the cosines plus any bias (lexical, entities), ``dense``
+    the cosines alone; ``bound`` is each int8 estimate's error bound (0 when exact)."""
+
+    raw: np.ndarray
+    bound: np.ndarray
+    adjusted: np.ndarray
+    #: The routes' probabilities (empty when the step computed none).
+    probs: np.ndarray
+    dense: np.ndarray
+    route_domains: np.ndarray
+    #: The best exemplars: their scores, ids, label codes and (with a bias) cosines.
+    top_scores: np.ndarray
+    top_ids: np.ndarray
+    top_labels: np.ndarray
+    top_dense: np.ndarray | None
+    #: ``(first, second, gap)`` label codes of the top two routes' collision.
+    collision: tuple[int, int, float] | None
+    #: What the lexical pass added to each route (spec order), when it ran.
+    lexical: np.ndarray | None = None
+    #: Which routes prefer an entity the query holds, when any route prefers one.
+    preferred: np.ndarray | None = None
+    entities: tuple[Any, ...] = ()
+    #: Only the routes preferring the query's entities compete.
+    entity_scope: bool = False
+    #: The linear head's verdict: out of scope, its best probability, its out-of-scope
+    #: probability (None without a head), the cut it used and the language whose cut that was.
+    head_oos: bool = False
+    head_p1: float = 0.0
+    head_oos_p: float | None = None
+    head_threshold: float = 0.0
+    head_language: tuple[str, float, float] | None = None
+
+
+class EncoderLike(Protocol):
+    """What the router needs of an encoder (``routecore.Encoder`` fits)."""
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def model_id(self) -> str: ...
+
+    def encode_with_stats(self, texts: Sequence[str], kind: Any = "query") -> Any: ...
+
+
+#: ``storage="auto"`` keeps tables of at least this many elements (rows x dim) as int8.
+AUTO_INT8_ELEMENTS = 1 << 18
+
+
+class ScoreTable:
+    """An index of exemplars whose labels are the names of specs (routes or tools).
+
+    Args:
+        names, domains: one per spec, in spec order.
+        texts, owners: the exemplar texts and the position of the spec each belongs to.
+        vectors: the exemplars' embeddings (one row per text).
+        dim: the embedding dimension.
+        storage: ``"auto"`` (int8 from ``AUTO_INT8_ELEMENTS`` elements), ``"f32"``, ``"f16"`` or ``"int8"``.
+    """
+
+    def __init__(
+        self,
+        names: list[str],
+        domains: list[str],
+        texts: list[str],
+        owners: list[int],
+        vectors: np.ndarray | None,
+        dim: int,
+        storage: str,
+    ):
+        self.names: list[str] = names
+        self.domains: list[str] = domains
+        self.texts: list[str] = texts
+        if storage == "auto":
+            storage = "int8" if len(texts) * dim >= AUTO_INT8_ELEMENTS else "f32"
+        self.storage = storage
+        self.index = VectorIndex(dim, backend="flat", storage=storage)
+        self._steps: dict[tuple[Any, ...], Any] = {}  # StepParams per distinct policy values (step())
+        if len(texts):
+            self.index.add(
+                np.arange(len(texts)), vectors, [names[o] for o in owners], [domains[o] for o in owners]
+            )
+        label_names = self.labels = self.index.label_names()
+        self.pos = {n: i for i, n in enumerate(names)}
+        code_of = {n: i for i, n in enumerate(label_names)}
+        codes = np.array([code_of.get(n, 0) for n in names], dtype=np.int64)
+        # Names interned in spec order (code 0 is the empty label): a slice, not a gather.
+        self.codes: np.ndarray | slice = (
+            slice(1, len(names) + 1) if np.array_equal(codes, np.arange(1, len(names) + 1)) else codes
+        )
+        #: 1 when the label codes are the specs' positions + 1 (a per-spec array after one
+        #: zero is then in code order: see :meth:`coded`), else 0.
+        self.lead = 1 if isinstance(self.codes, slice) else 0
+        dom = {d: i for i, d in enumerate(sorted(set(domains)))}
+        self.domain_ids = np.array([dom[d] for d in domains], dtype=np.uint32)
+
+    def step(
+        self,
+        policy: Policy,
+        active: Sequence[str],
+        top: int,
+        aggregation: str | None = None,
+        exact_top: int | None = None,
+        exact_floor: float = float("inf"),
+        probabilities: bool = True,
+        exact: Sequence[str] = (),
+    ) -> Any:
+        """The parameters of one native step (``_native.StepParams``) under ``policy``, kept
+        per distinct set of values: most calls of a router share one."""
+        key = (
+            policy.temperature,
+            aggregation or policy.aggregation,
+            policy.top_n,
+            tuple(active),
+            policy.affinity_boost,
+            policy.affinity_penalty,
+            policy.collision_gap,
+            top,
+            exact_top or policy.exact_top,
+            policy.exact_band,
+            exact_floor,
+            probabilities,
+            tuple(exact),
+        )
+        p = self._steps.get(key)
+        if p is None:
+            if len(self._steps) >= 64:  # per-query exact routes (previous route, clarified candidates) vary
+                self._steps.clear()
+            p = self._steps[key] = _native.StepParams(
+                aggregation=key[1],
+                top_n=policy.top_n,
+                temperature=resolved(policy.temperature, "temperature"),
+                active_domains=list(active),
+                boost=resolved(policy.affinity_boost, "affinity_boost"),
+                penalty=resolved(policy.affinity_penalty, "affinity_penalty"),
+                collision_gap=resolved(policy.collision_gap, "collision_gap"),
+                top_exemplars=top,
+                exact_top=key[8],
+                exact_band=policy.exact_band,
+                exact_floor=exact_floor,
+                probabilities=probabilities,
+                exact_routes=list(exact),
+            )
+        return p
+
+    def lexical_bias(
+        self, lexical: LexicalTable | None, text: str, weight: float
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """What each spec's cosine gains from ``lexical``'s score for ``text`` (hybrid scoring):
+        in this table's label-code order when :attr:`lead` allows it (:meth:`coded` then takes
+        it without a copy), and its view in spec order; None when there is nothing to add."""
+        if lexical is None or not text:
+            return None
+        coded = lexical.bias(text, weight, self.lead)
+        return None if coded is None else (coded, coded[self.lead :])
+
+    def coded(self, bias: np.ndarray | None) -> np.ndarray | None:
+        """``bias`` (spec order) in label-code order, as the native step takes it. A bias
+        already in code order (:attr:`lead` zeros then spec order, one entry per label
+        code, as :meth:`~routecore.core.lexical.LexicalTable.bias` makes it) is taken as it is."""
+        if bias is None or (self.lead and len(bias) == len(self.labels)):
+            return bias
+        coded = np.zeros(len(self.labels), np.float32)
+        coded[self.codes] = bias
+        return coded
+
+    def score(
+        self,
+        q: np.ndarray,
+        policy: Policy,
+        active: list[str],
+        top: int,
+        aggregation: str | None = None,
+        exact_top: int | None = None,
+        exact_floor: float = float("inf"),
+        probabilities: bool = True,
+        exact: Sequence[str] = (),
+        bias: np.ndarray | None = None,
+    ) -> Step:
+        """One native step; per-route arrays come back in spec order.
+
+        ``bias`` (spec order) is added to each route's cosine before anything else
+        (hybrid scoring); ``raw`` then holds the sums and ``dense`` the cosines."""
+        p = self.step(policy, active, top, aggregation, exact_top, exact_floor, probabilities, exact)
+        return self.in_spec_order(self.index.native.score_routes(q, p, self.coded(bias)))
+
+    def in_spec_order(self, r: Any) -> Step:
+        """A native step's result (``_native.StepResult``, label-code order) in spec order."""
+        c = self.codes
+        raw, probs = r.raw[c], r.probs
+        return Step(
+            raw=raw,
+            bound=r.bound[c],
+            adjusted=r.adjusted[c],
+            probs=probs[c] if len(probs) else probs,
+            dense=r.dense[c] if r.dense is not None else raw,
+            route_domains=r.route_domains,
+            top_scores=r.top_scores,
+            top_ids=r.top_ids,
+            top_labels=r.top_labels,
+            top_dense=r.top_dense,
+            collision=r.collision,
+        )
+
+
+def score_many(
+    tables: Sequence[ScoreTable], q: np.ndarray, steps: Sequence[Any], biases: Sequence[np.ndarray | None]
+) -> list[Step]:
+    """One native step per table on the one vector ``q``, in one native call (context
+    layers); ``steps[i]`` (:meth:`ScoreTable.step`) and ``biases[i]`` (spec order) go with
+    ``tables[i]``. Results as :meth:`ScoreTable.score` gives them."""
+    out = _native.score_many(
+        [t.index.native for t in tables], q, list(steps), [t.coded(b) for t, b in zip(tables, biases)]
+    )
+    return [t.in_spec_order(r) for t, r in zip(tables, out)]
+
+
+def query_vectors(vectors: Any, dim: int, n: int | None = None) -> np.ndarray:
+    """Caller-given query embeddings as unit float32 rows (``n`` of them when given).
+
+    Raises:
+        DimensionMismatchError: a row is not ``dim`` wide, or there are not ``n`` rows.
+        NonFiniteError: a value is NaN or infinite, or a row is all zeros.
+    """
+    arr = as_f32(vectors, "vector")
+    arr = arr.reshape(1, -1) if arr.ndim == 1 else arr
+    if arr.shape[1] != dim or (n is not None and arr.shape[0] != n):
+        want = f"{n} x {dim}" if n is not None else f"{dim} wide"
+        raise DimensionMismatchError(f"query vectors: expected {want}, got shape {tuple(arr.shape)}")
+    if not np.isfinite(arr).all():
+        raise NonFiniteError("query vectors hold NaN or infinite values")
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    if (norms == 0).any():
+        raise NonFiniteError("a query vector is all zeros: it has no direction to compare")
+    if np.abs(norms - 1).max() <= 1e-5:  # already unit (the encoder's own): used as given
+        return arr
+    unit: np.ndarray = (arr / norms).astype(np.float32, copy=False)
+    return unit
+
+
+def per_query(value: Any, n: int, what: str) -> list[Any]:
+    """``value`` for each of ``n`` queries: one value (or None) for all, or a list of ``n``."""
+    if value is None or isinstance(value, str):
+        return [value] * n
+    out = list(value)
+    if len(out) != n:
+        raise InvalidArgumentError(f"{what}: {len(out)} values for {n} queries")
+    return out
+
+
+def embed_texts(
+    encoder: EncoderLike, texts: list[str], batch: int = 64, progress: Progress | None = None
+) -> np.ndarray:
+    """The embeddings of ``texts`` (one row each), encoded ``batch`` at a time."""
+    if not texts:
+        return np.zeros((0, encoder.dim), dtype=np.float32)
+    out = []
+    for i in range(0, len(texts), batch):
+        out.append(encoder.encode_with_stats(texts[i : i + batch]).embeddings)
+        if progress is not None:
+            progress.advance(len(out[-1]))
+    return np.concatenate(out)
+
+
+def exemplar_texts(specs: Sequence[Any], attr: str = "exemplars") -> tuple[list[str], list[int]]:
+    """The texts of ``attr`` (an attribute or a method) of every spec, and the position of the spec of each."""
+    texts, owners = [], []
+    for i, s in enumerate(specs):
+        for t in getattr(s, attr)() if callable(getattr(s, attr)) else getattr(s, attr):
+            texts.append(t)
+            owners.append(i)
+    return texts, owners
+
+
+def build_table(
+    specs: Sequence[Any],
+    encoder: EncoderLike,
+    storage: str,
+    vectors: np.ndarray | None = None,
+    attr: str = "exemplars",
+) -> ScoreTable:
+    """The :class:`ScoreTable` of the ``attr`` texts of ``specs``; embeds them unless ``vectors`` are given."""
+    texts, owners = exemplar_texts(specs, attr)
+    if vectors is None:
+        vectors = embed_texts(encoder, texts)
+    return ScoreTable(
+        [s.name for s in specs], [s.domain for s in specs], texts, owners, vectors, encoder.dim, storage
+    )
+
+
+def collision_alert(a: str, b: str, gap: float, table: ScoreTable, what: str) -> Alert:
+    """The ambiguity alert for ``a`` and ``b`` (names in ``table``, ``what``: "route" or "tool") within ``gap``."""
+    da, db = table.domains[table.pos[a]], table.domains[table.pos[b]]
+    msg = (
+        f"Ambiguity alert: the {what}s '{a}' (domain '{da}') and '{b}' (domain '{db}') are within {gap:.3f} of each other. "
+        f"Check which domain the user means before using '{a}'; if the request is about '{db}', use '{b}'."
+    )
+    return Alert("collision", msg, {"first": a, "second": b, "gap": float(gap), "domains": [da, db]})

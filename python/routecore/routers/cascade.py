@@ -1,0 +1,237 @@
+"""An encoder cascade: a fast encoder decides first, a stronger one only when it must (issue 19).
+
+Two :class:`~routecore.routers.router.Router` objects over the same routes, each with its
+own encoder, tables and calibration (zero-label or fitted, separately). A query is
+encoded and scored by the fast router; when its decision routes at the high tier
+(right on 95 % of held-out exemplars by the fast router's own calibration), that is
+the answer. Otherwise (medium or low tier, clarification, out of scope) the strong
+router encodes the query and decides. The fast router has no LLM fallback, so an
+escalated query reaches the LLM (if any) only through the strong router.
+
+Every decision carries a ``cascade`` alert saying which encoder served it (``served_by``: fast or
+strong; ``encoder_tier``: ``static`` for a static table, else ``transformer``), and its timings
+include the fast router's time when it was escalated.
+
+The static tier (issue 38, docs/static.md): :meth:`Cascade.static` puts a static table distilled
+from the transformer (``routecore models distill``) in front of it; the table's router has its own
+zero-label calibration and decides when that says high tier.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from routecore.decision import Alert, Decision
+from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.routers.routing_metrics import emit
+
+if TYPE_CHECKING:
+    from routecore.routers.router import Router
+
+
+class Cascade:
+    """``fast`` then ``strong`` (see the module docs); :attr:`served` counts the decisions
+    each one gave (under a lock); ``metrics``: a sink called with every decision.
+
+    Calls: :meth:`route`, :meth:`route_batch`, :meth:`aroute`, :meth:`aroute_batch`.
+
+    Raises:
+        ConfigError: the routers' routes differ, or ``fast`` has an LLM fallback.
+    """
+
+    def __init__(self, fast: Router, strong: Router, *, metrics: Any = None):
+        fn, sn = [r.name for r in fast.route_specs], [r.name for r in strong.route_specs]
+        if sorted(fn) != sorted(sn):
+            raise ConfigError(
+                f"a cascade needs the same routes in both routers: {sorted(set(fn) ^ set(sn))} differ"
+            )
+        if not fn:
+            raise ConfigError("a cascade needs routes")
+        if fast.route_table.llm is not None:
+            raise ConfigError(
+                "the fast router of a cascade must have no LLM fallback: give it to the strong router"
+            )
+        self.fast, self.strong = fast, strong
+        self._lock = threading.Lock()
+        self._served = {"fast": 0, "strong": 0}
+        #: Called with every Decision the cascade returns (a
+        #: :class:`routecore.routers.routing_metrics.RoutingMetrics`, or any callable); each router
+        #: still calls its own ``metrics``.
+        self.metrics = metrics
+
+    @classmethod
+    def from_config(
+        cls, path: Any, fast_model: str | None, strong_model: str | None = None, **kw: Any
+    ) -> "Cascade":
+        """Both routers from one config file: ``fast_model`` and ``strong_model`` (None: the
+        bundled default) as in ``Encoder.load``; ``metrics=`` is the cascade's sink, the other
+        ``kw`` go to the strong router."""
+        from routecore.core.encoder import Encoder
+        from routecore.routers.router import Router
+
+        metrics = kw.pop("metrics", None)
+        fast = Router.from_config(
+            path, encoder=Encoder.load(fast_model), **{k: v for k, v in kw.items() if k != "llm"}
+        )
+        fast.route_table.llm = None  # the config's llm: section serves the strong router only
+        strong = Router.from_config(path, encoder=Encoder.load(strong_model), **kw)
+        return cls(fast, strong, metrics=metrics)
+
+    @classmethod
+    def static(
+        cls,
+        path: Any,
+        model: str | None = None,
+        *,
+        static_model: str | None = None,
+        build: bool = False,
+        **kw: Any,
+    ) -> "Cascade":
+        """The static tier in front of ``model`` (None: the bundled default): the fast router's
+        encoder is ``static_model``, else ``<model>-static`` from the model cache, distilled there
+        first (:func:`routecore.hub.distill.distill`, default settings) when ``build`` and it is missing;
+        ``kw`` as in :meth:`from_config`.
+
+        Raises:
+            ModelError: no such static table (and not ``build``).
+        """
+        from routecore.hub import models
+
+        if static_model is None:
+            from routecore.hub.distill import static_name
+
+            static_model = static_name(models.resolve(model))
+            if build and not (models.home() / "models" / static_model).is_dir():
+                from routecore.hub.distill import distill
+
+                distill(model)
+        return cls.from_config(path, fast_model=static_model, strong_model=model, **kw)
+
+    @property
+    def served(self) -> dict[str, int]:
+        """How many decisions each router gave (a copy, read under the lock); set it to reset."""
+        with self._lock:
+            return dict(self._served)
+
+    @served.setter
+    def served(self, value: Mapping[str, int]) -> None:
+        with self._lock:
+            self._served = {"fast": int(value.get("fast", 0)), "strong": int(value.get("strong", 0))}
+
+    def _count(self, fast: int, strong: int) -> None:
+        with self._lock:
+            self._served["fast"] += fast
+            self._served["strong"] += strong
+
+    def route(self, query: str, **kw: Any) -> Decision:
+        """The fast router's decision when it routes at the high tier, else the strong
+        router's; ``kw`` as in :meth:`Router.route` (``vector=`` is not accepted: each
+        router embeds with its own encoder). Never raises for any string: each router
+        degrades as :meth:`Router.route` does (a failed fast encoder escalates; a failed
+        strong one gives its LLM's decision, else an ``error`` decision)."""
+        if "vector" in kw:
+            raise ConfigError(
+                "a cascade embeds each query with each router's own encoder: vector= is not accepted"
+            )
+        d = self.fast.route(query, **kw)
+        if _fast_enough(d):
+            self._count(1, 0)
+            return emit(self.metrics, _by_fast(d, _tier(self.fast)))
+        s = self.strong.route(query, **kw)
+        self._count(0, 1)
+        return emit(self.metrics, _by_strong(d, s, _tier(self.strong)))
+
+    def route_batch(self, queries: Sequence[str], **kw: Any) -> list[Decision]:
+        """:meth:`route` of each query: the fast router's batch, then one strong batch of the
+        queries it did not route at the high tier; ``kw`` as in :meth:`Router.route_batch`
+        (``previous`` may be one route per query; ``vectors=`` is not accepted)."""
+        if "vectors" in kw:
+            raise ConfigError(
+                "a cascade embeds each query with each router's own encoder: vectors= is not accepted"
+            )
+        if isinstance(queries, str) or not isinstance(queries, Sequence):
+            raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
+        queries = list(queries)
+        fast = self.fast.route_batch(queries, **kw)
+        up = [i for i, d in enumerate(fast) if not _fast_enough(d)]
+        prev = kw.get("previous")
+        if prev is not None and not isinstance(prev, str):  # one per query: those of the escalated
+            each = list(prev)
+            kw = {**kw, "previous": [each[i] for i in up]}
+        strong = iter(self.strong.route_batch([queries[i] for i in up], **kw) if up else [])
+        self._count(len(queries) - len(up), len(up))
+        escalated = set(up)
+        ft, st = _tier(self.fast), _tier(self.strong)
+        return [
+            emit(self.metrics, _by_strong(d, next(strong), st) if i in escalated else _by_fast(d, ft))
+            for i, d in enumerate(fast)
+        ]
+
+    async def aroute(self, query: str, **kw: Any) -> Decision:
+        """:meth:`route` off the event loop (an LLM is called from the worker thread)."""
+        from routecore.core.aio import run_off_loop  # asyncio loads on the first async call
+
+        return await run_off_loop(self.route, None, query, **kw)
+
+    async def aroute_batch(self, queries: Sequence[str], **kw: Any) -> list[Decision]:
+        """:meth:`route_batch` off the event loop."""
+        from routecore.core.aio import run_off_loop  # asyncio loads on the first async call
+
+        return await run_off_loop(self.route_batch, None, queries, **kw)
+
+    @property
+    def fast_share(self) -> float:
+        """Share of the decisions so far that the fast router gave alone."""
+        served = self.served
+        n = served["fast"] + served["strong"]
+        return served["fast"] / n if n else 0.0
+
+
+def _fast_enough(d: Decision) -> bool:
+    return d.action == "route" and d.tier == "high"
+
+
+def _tier(router: Router) -> str:
+    """``static`` when ``router`` embeds with a static table, else ``transformer``."""
+    from routecore.core.static_encoder import StaticEncoder
+
+    return "static" if isinstance(router.encoder, StaticEncoder) else "transformer"
+
+
+def _by_fast(d: Decision, tier: str) -> Decision:
+    return replace(d, alerts=d.alerts + (_served("fast", d, tier),))
+
+
+def _by_strong(d: Decision, s: Decision, tier: str) -> Decision:
+    """The strong router's decision ``s``, with the fast one's (``d``) time added."""
+    t, f = s.timings, d.timings
+    timings = replace(
+        t,
+        tokenize=t.tokenize + f.tokenize,
+        encode=t.encode + f.encode,
+        score=t.score + f.score,
+        policy=t.policy + f.policy,
+        total=t.total + f.total,
+    )
+    return replace(s, alerts=s.alerts + (_served("strong", d, tier),), timings=timings)
+
+
+def _served(by: str, fast: Decision, tier: str) -> Alert:
+    why = (
+        "the fast encoder routed at the high tier"
+        if by == "fast"
+        else (f"the fast encoder's decision was {fast.action} ({fast.tier} tier): the strong encoder decided")
+    )
+    return Alert(
+        "cascade",
+        why,
+        {
+            "served_by": by,
+            "encoder_tier": tier,
+            "fast_action": fast.action,
+            "fast_tier": fast.tier,
+            "fast_route": fast.route,
+        },
+    )

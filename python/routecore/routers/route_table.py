@@ -1,0 +1,400 @@
+"""`RouteTable`: the routes of a router and the whole route decision.
+
+Holds the route specs, their :class:`~routecore.decide.tables.ScoreTable`, the
+optional linear head and LLM fallback, and turns one query into a
+:class:`~routecore.decision.Decision`: scoring, the confidence tiers, bias
+rules, clarification, the LLM fallback and the degraded (encoder failed) path.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Executor
+from dataclasses import replace
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+from routecore.calibrate.calibration_record import Calibration
+from routecore.calibrate.languages import LanguageDetector, LanguagePolicies, language_alert
+from routecore.config.specs import RouteSpec, check_thresholds
+from routecore.core.entities import EntityMatcher, entity_effects
+from routecore.core.lexical import LexicalTable
+from routecore.decide.conversation import routing_text
+from routecore.decide.policy import CLARIFY, Policy, resolved
+from routecore.decide.route_decide import Decider
+from routecore.decide.route_outcomes import Chooser
+from routecore.decide.spelling import Speller, notes_of, tokenizer_words
+from routecore.decide.tables import EncoderLike, Step, build_table, per_query, query_vectors
+from routecore.decision import Alert, Decision, Entity, Timings, trace
+from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.llm.llm import LLMRouter
+
+
+class PreScore(NamedTuple):
+    """What the scoring step adds to each route's cosine, and why (spec order but ``bias``)."""
+
+    bias: (
+        np.ndarray | None
+    )  # lexical + entities (None: nothing); spec or label-code order (ScoreTable.coded takes both)
+    lexical: np.ndarray | None  # the lexical score alone
+    entities: tuple[Entity, ...]  # the query's entities
+    preferred: np.ndarray | None  # routes that prefer a type the query holds
+
+
+class Prepared(NamedTuple):
+    """What a decision needs before its native step: the policy for the query (and its
+    language when it has its own), what the step adds to the cosines, the routes kept
+    exact, and when this began."""
+
+    policy: Policy
+    language: str | None
+    pre: PreScore
+    exact: list[str]
+    t1: float
+
+
+def _noted(d: Decision, notes: tuple[tuple[str, str], ...]) -> Decision:
+    """``d`` with the alerts of what :func:`routing_text` did to its query (routed by its start,
+    lone surrogates removed)."""
+    return d if not notes else replace(d, alerts=d.alerts + tuple(Alert(k, m) for k, m in notes))
+
+
+def with_route_thresholds(policy: Policy, routes: Sequence[RouteSpec]) -> Policy:
+    """``policy`` with the routes' own thresholds merged under its ``per_route`` overrides.
+
+    Raises :class:`ConfigError` when ``policy.per_route`` or a bias rule names an unknown route.
+    """
+    names = {r.name for r in routes}
+    unknown = set(policy.per_route) - names
+    if unknown:
+        raise ConfigError(f"policy.per_route names unknown routes {sorted(unknown)}")
+    for i, b in enumerate(policy.bias_rules if routes else ()):  # a tools-only router has no route to decide
+        bad = [n for n in (b.a, b.b) if n not in names] + (
+            [b.winner] if b.winner not in names | {CLARIFY} else []
+        )
+        if bad:
+            raise ConfigError(
+                f"policy.bias_rules[{i}] ({b.a} vs {b.b} -> {b.winner}) names unknown routes {bad}"
+            )
+    # The routes' own overrides, under those of the policy (explicit or fitted).
+    spec_th = {r.name: check_thresholds(f"route {r.name!r}", r.thresholds) for r in routes if r.thresholds}
+    if not spec_th:
+        return policy
+    per = policy.per_route
+    merged = {n: {**spec_th.get(n, {}), **dict(per.get(n, {}))} for n in {**spec_th, **per}}
+    return policy.with_overrides(per_route=merged)
+
+
+class RouteTable(Decider):
+    """The routes of a router and the decision of which one handles a query.
+
+    Args:
+        routes: the route specifications.
+        encoder: embeds the exemplars (unless ``vectors`` are given) and the queries.
+        policy: thresholds and defaults, used as given (see :func:`with_route_thresholds`).
+        llm: optional fallback router, asked on medium (and, per policy, low) confidence.
+        head: optional ``routecore.calibrate.linear_head.LinearHead`` (route probabilities and out of scope).
+        storage: the table's storage (see :class:`~routecore.decide.tables.ScoreTable`).
+        vectors: precomputed exemplar embeddings (from a bundle).
+        lexical: the BM25 table of the same exemplars (hybrid scoring, ``policy.lexical_weight``).
+    """
+
+    def __init__(
+        self,
+        routes: Sequence[RouteSpec],
+        *,
+        encoder: EncoderLike,
+        policy: Policy,
+        llm: LLMRouter | None = None,
+        head: Any = None,
+        storage: str = "auto",
+        vectors: np.ndarray | None = None,
+        lexical: LexicalTable | None = None,
+    ):
+        self.specs = list(routes)
+        self.by_name = {r.name: r for r in self.specs}
+        self.encoder, self.policy, self.llm, self.head, self.lexical = encoder, policy, llm, head, lexical
+        self.calibrated = "manual"  # where the policy's numbers come from (Router sets it)
+        self.calibration_note: str | None = None  # set by Router when the calibration fell back to constants
+        self.table = build_table(self.specs, encoder, storage, vectors)
+        self.languages: LanguagePolicies | None = None  # set_languages
+        self.head_cuts: tuple[LanguageDetector, dict[str, float]] | None = None  # set_languages
+        self._head_cols: tuple[Any, np.ndarray, int] | None = None  # _head_columns
+        self.learn_rows: tuple[np.ndarray, np.ndarray] | None = (
+            None  # routecore.updates.learning_update.State
+        )
+        self.entities: EntityMatcher | None = None  # the Router's entities: section
+        self._entity_routes = any(r.prefers_entities or r.requires_entities for r in self.specs)
+        # Built with the table, not on the first query: 0.2 s at 150 x 100 exemplars.
+        self.speller = Speller(self.table.texts, tokenizer_words(encoder))
+
+    def _read(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """What the router encodes for ``text`` and the alerts that says so: :func:`routing_text`,
+        then typos of the exemplars' words repaired."""
+        text, notes = routing_text(text)
+        if not text:
+            return text, notes
+        text, repairs = self.speller.repair(text)
+        return text, notes + notes_of(repairs)
+
+    def set_languages(self, spec_policy: Policy, calibration: Calibration | None) -> None:
+        """Give queries in languages the exemplars do not cover their own policy
+        (:mod:`routecore.calibrate.languages`); a policy later set by hand is used as given."""
+        self.languages = LanguagePolicies.build(self.policy, spec_policy, calibration)
+        # The head's out-of-scope cut per language the exemplars do not cover (routecore.calibrate.exemplar_head).
+        cuts = (
+            {n: float(v["head_threshold"]) for n, v in calibration.languages.items() if "head_threshold" in v}
+            if calibration
+            else {}
+        )
+        detector = (
+            LanguageDetector.from_languages(calibration.languages)
+            if cuts and calibration is not None
+            else None
+        )
+        self.head_cuts = (detector, cuts) if detector is not None else None
+
+    def policy_for(self, q: np.ndarray) -> tuple[Policy, str | None]:
+        """The policy for query vector ``q`` and, when it is a language's own, that language."""
+        return (self.policy, None) if self.languages is None else self.languages.policy_for(self.policy, q)
+
+    @staticmethod
+    def domains(context_domains: Any) -> list[str]:
+        """``context_domains`` as a list of names, or :class:`InvalidArgumentError`."""
+        if (
+            isinstance(context_domains, str)
+            or not isinstance(context_domains, (list, tuple, set, frozenset))
+            or not all(isinstance(d, str) for d in context_domains)
+        ):
+            raise InvalidArgumentError(
+                f"context_domains must be a list of domain names (or empty), got {context_domains!r}"
+            )
+        return list(context_domains)
+
+    def _text(self, query: Any, previous: str | None, clarify: Decision | None) -> str:
+        """The text to embed for ``query``, after checking the arguments."""
+        if not self.specs:
+            raise ConfigError("this router has no routes")
+        if previous is not None and previous not in self.by_name:
+            raise InvalidArgumentError(f"unknown previous route {previous!r}; known: {sorted(self.by_name)}")
+        if not isinstance(query, str):
+            raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
+        return f"{clarify.query}\n{query}" if clarify is not None else query
+
+    def route(
+        self,
+        query: str,
+        *,
+        previous: str | None = None,
+        context_domains: Sequence[str] = (),
+        clarify: Decision | None = None,
+        vector: Any = None,
+        choose: Chooser | None = None,
+    ) -> Decision:
+        """The decision for ``query``: :meth:`routecore.routers.router.Router.route` (which documents the arguments).
+
+        ``choose`` replaces ``llm.choose`` for this call (:mod:`routecore.core.aio`)."""
+        text = self._text(query, previous, clarify)
+        context_domains = self.domains(context_domains)
+        if not query.strip():
+            return trace("route decision", self.empty(text, previous))
+        t0 = time.perf_counter()
+        text, notes = self._read(text)
+        if not text:  # nothing left to read (emoji only, lone surrogates)
+            return trace("route decision", _noted(self.empty(text, previous), notes))
+        if vector is not None:
+            d = self.decide(
+                text,
+                query_vectors(vector, self.encoder.dim, 1)[0],
+                previous,
+                context_domains,
+                clarify,
+                t0,
+                choose=choose,
+            )
+            return _noted(d, notes)
+        try:
+            enc = self.encoder.encode_with_stats([text])
+        except Exception as e:  # noqa: BLE001 - degrade to the LLM, never crash
+            return trace("route decision", self._degraded(text, previous, e, t0, choose))
+        d = self.decide(
+            text,
+            enc.embeddings[0],
+            previous,
+            context_domains,
+            clarify,
+            t0,
+            enc.tokenize_ms,
+            bool(enc.truncated),
+            choose,
+        )
+        return _noted(d, notes)
+
+    def route_batch(
+        self,
+        queries: Sequence[str],
+        *,
+        previous: str | Sequence[str | None] | None = None,
+        context_domains: Sequence[str] = (),
+        vectors: Any = None,
+        choose: Chooser | None = None,
+        executor: Executor | None = None,
+    ) -> list[Decision]:
+        """The decisions for ``queries`` from one batched encoder call (:meth:`routecore.routers.router.Router.route_batch`).
+
+        With an ``executor`` the decisions after the encoder call run in its threads,
+        so that the LLM calls of several undecided queries overlap."""
+        if isinstance(queries, str):
+            raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
+        queries = list(queries)
+        prev = per_query(previous, len(queries), "previous")
+        context_domains = self.domains(context_domains)
+        heads = [self._read(self._text(q, p, None)) for q, p in zip(queries, prev)]
+        texts, notes = [h[0] for h in heads], [h[1] for h in heads]
+        if not texts:
+            return []
+        t0 = time.perf_counter()
+        if vectors is not None:
+            embs = query_vectors(vectors, self.encoder.dim, len(texts))
+            tok_ms, truncated = 0.0, ()
+        else:
+            try:
+                enc = self.encoder.encode_with_stats(texts)
+            except Exception:  # noqa: BLE001 - each query degrades on its own (the LLM, or an error decision)
+                return [
+                    self.route(q, previous=p, context_domains=context_domains, choose=choose)
+                    for q, p in zip(queries, prev)
+                ]
+            embs, tok_ms, truncated = enc.embeddings, enc.tokenize_ms, enc.truncated
+        t1 = time.perf_counter()
+        share = (t1 - t0) / len(texts)  # each decision reports its share of the batch's encoder call
+
+        def one(i: int) -> Decision:
+            if not texts[i]:
+                return trace("route decision", _noted(self.empty(texts[i], prev[i]), notes[i]))
+            start = time.perf_counter() - share
+            d = self.decide(
+                texts[i],
+                embs[i],
+                prev[i],
+                context_domains,
+                None,
+                start,
+                tok_ms / len(texts),
+                i in truncated,
+                choose,
+            )
+            return _noted(d, notes[i])
+
+        return (
+            list(executor.map(one, range(len(texts))))
+            if executor is not None
+            else [one(i) for i in range(len(texts))]
+        )
+
+    def prepare(
+        self, text: str, q: np.ndarray, previous: str | None = None, clarify: Decision | None = None
+    ) -> Prepared:
+        """The part of :meth:`decide` before the native step."""
+        t1 = time.perf_counter()
+        p, lang = self.policy_for(q)
+        # The previous route and the clarified candidates may be lifted above the best routes: keep them exact.
+        exact = ([previous] if previous else []) + (list(clarify.candidates) if clarify is not None else [])
+        return Prepared(p, lang, self.bias_and_entities(text, p), exact, t1)
+
+    def step(self, prepared: Prepared, context_domains: Sequence[str] = ()) -> Any:
+        """The native step's parameters for a prepared decision (``tables.score_many``)."""
+        p = prepared.policy
+        return self.table.step(p, list(context_domains), p.top_exemplars, exact=prepared.exact)
+
+    def decide(
+        self,
+        text: str,
+        q: np.ndarray,
+        previous: str | None,
+        context_domains: Sequence[str],
+        clarify: Decision | None,
+        t0: float,
+        tokenize_ms: float = 0.0,
+        truncated: bool = False,
+        choose: Chooser | None = None,
+        prepared: Prepared | None = None,
+        scored: Step | None = None,
+    ) -> Decision:
+        """The decision for ``text`` whose embedding is ``q``; ``t0`` is when its encoding began.
+        ``prepared`` (:meth:`prepare`) and ``scored`` (its native step, done elsewhere: several
+        tables in one call) skip those parts."""
+        prep = prepared if prepared is not None else self.prepare(text, q, previous, clarify)
+        p, lang, pre, exact, t1 = prep
+        r = (
+            scored
+            if scored is not None
+            else self.table.score(q, p, list(context_domains), p.top_exemplars, exact=exact, bias=pre.bias)
+        )
+        r.lexical, r.preferred, r.entities = pre.lexical, pre.preferred, tuple(pre.entities)
+        found = pre.entities
+        t2 = time.perf_counter()
+        if self.head is not None:
+            self._apply_head(r, q, p)
+        d = self._decide(text, r, previous, clarify, choose, p)
+        t3 = time.perf_counter()
+        llm_ms = d.llm_ms
+        timings = Timings(
+            tokenize_ms,
+            (t1 - t0) * 1e3 - tokenize_ms,
+            (t2 - t1) * 1e3,
+            (t3 - t2) * 1e3 - llm_ms,
+            llm_ms,
+            (t3 - t0) * 1e3,
+        )
+        alerts = list(d.alerts)
+        if truncated:
+            alerts.append(Alert("truncated", "the query was truncated at the model's max_length"))
+        if self.calibration_note is not None:
+            alerts.append(Alert("calibration_fallback", self.calibration_note))
+        head_lang = r.head_language
+        if lang is not None or head_lang:
+            # The numbers this language changed: the cosine cut and temperature, or the head's cut and tiers.
+            keys = ("min_score", "temperature") if self.head is None else ("medium", "high")
+            used = {k: (resolved(getattr(p, k), k), resolved(getattr(self.policy, k), k)) for k in keys}
+            if head_lang:
+                used["head_threshold"] = head_lang[1:]
+            alerts.append(
+                language_alert(lang if lang is not None else str(head_lang[0] if head_lang else ""), used)
+            )
+        dec = d.decision(
+            entities=found,
+            alerts=tuple(alerts),
+            timings=timings,
+            query=text,
+            previous_route=previous,
+            error_message=self.policy.error_message,
+            calibrated=self.calibrated,
+            generation=self.generation,
+        )
+        return trace("route decision", dec)
+
+    def bias_and_entities(self, text: str, p: Policy) -> PreScore:
+        """What each route's cosine gains before the decision (its lexical score, plus
+        the entities it prefers or requires), its parts, and the query's entities."""
+        lex = self.lexical_bias(text)
+        bias, lexical = lex if lex is not None else (None, None)  # code order (the step's), spec order
+        found = self.entities.find(text) if self.entities is not None else ()
+        preferred = None
+        if self._entity_routes:
+            boost = (
+                p.entity_boost
+                if p.entity_boost is not None
+                else resolved(p.three_way_within, "three_way_within")
+            )
+            eb, preferred = entity_effects(self.specs, {e.kind for e in found}, boost)
+            if eb is not None:
+                bias = eb if lexical is None else lexical + eb
+        return PreScore(bias, lexical, found, preferred)
+
+    def lexical_bias(self, text: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """What each route's cosine gains from its lexical score for ``text`` (hybrid scoring),
+        in code and in spec order (:meth:`ScoreTable.lexical_bias`), or None."""
+        lexical = self.lexical if self.policy.lexical else None
+        return self.table.lexical_bias(lexical, text, self.policy.lexical_weight or 0.0)

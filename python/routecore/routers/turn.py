@@ -1,0 +1,173 @@
+"""One call for one agent turn: the context, the route, the tool belt and the knowledge collections
+from one encode of the query (issue 35 §1).
+
+A :class:`TurnRouter` holds any of a :class:`~routecore.routers.router.Router` (routes and/or tools), a
+:class:`~routecore.routers.context.ContextRouter` and a
+:class:`~routecore.routers.knowledge.KnowledgeRouter`, all on one encoder model.
+:meth:`TurnRouter.turn` encodes the query once and hands that embedding to each part,
+exactly as the caller would with ``vector=``: ``Router.route``, ``Router.tools``,
+``ContextRouter.detect`` and ``KnowledgeRouter.collections`` (the context's ``domain`` and ``intent``
+labels feed the knowledge map). Each part's result is the one its own call with that vector gives.
+
+When there is nothing to read (an empty query, or only lone surrogates) or the encoder fails, each part
+is called on its own and degrades as documented for it (docs/routers.md); the turn's ``reason`` says so.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from routecore.decide.conversation import routing_text
+from routecore.decision import Decision, Reason, ToolBelt, emit, plain, trace
+from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.routers.context import Context
+from routecore.routers.knowledge import KnowledgeSelection
+
+#: The reason codes of a :class:`Turn` (each part has its own reason).
+TURN_REASONS: dict[str, str] = {
+    "turn": "every part decided on the query's one embedding",
+    "empty_query": "nothing to read: each part's own empty-query result",
+    "error": "the encoder failed: each part degraded as its own call does",
+}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """The results of one turn: ``context``, ``decision`` (the route), ``belt`` (the tools) and
+    ``knowledge`` (the collections), each None when the router has no such part; ``timings`` (ms):
+    ``encode`` and ``total``."""
+
+    query: str
+    context: Context | None = None
+    decision: Decision | None = None
+    belt: ToolBelt | None = None
+    knowledge: KnowledgeSelection | None = None
+    reason: Reason | None = None
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values: each part as its own ``to_dict`` gives it (None when absent)."""
+        parts = ("context", "decision", "belt", "knowledge")
+        out: dict[str, Any] = {k: (getattr(self, k).to_dict() if getattr(self, k) else None) for k in parts}
+        return {"query": self.query, **out, "reason": plain(self.reason), "timings": dict(self.timings)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Turn":
+        """The turn :meth:`to_dict` wrote.
+
+        Raises:
+            InvalidArgumentError: not a mapping, or a part of the wrong shape (named).
+        """
+        if not isinstance(d, Mapping):
+            raise InvalidArgumentError(f"a turn must be a mapping, got {type(d).__name__}")
+        kinds: dict[str, Any] = {
+            "context": Context,
+            "decision": Decision,
+            "belt": ToolBelt,
+            "knowledge": KnowledgeSelection,
+        }
+        try:
+            parts = {k: (c.from_dict(d[k]) if d.get(k) is not None else None) for k, c in kinds.items()}
+            reason = Reason(**d["reason"]) if d.get("reason") is not None else None
+            return cls(str(d["query"]), reason=reason, timings=dict(d.get("timings", {})), **parts)
+        except (KeyError, TypeError) as e:
+            raise InvalidArgumentError(f"turn: {type(e).__name__}: {e}") from None
+
+
+class TurnRouter:
+    """The parts of a turn over one encoder (module docs).
+
+    Args:
+        router: routes and/or tools (a :class:`~routecore.routers.router.Router`).
+        context: a :class:`~routecore.routers.context.ContextRouter`.
+        knowledge: a :class:`~routecore.routers.knowledge.KnowledgeRouter`.
+        metrics: a sink called with every :class:`Turn` (each part still calls its own).
+
+    Calls: :meth:`turn`, :meth:`turn_batch`, :meth:`aturn`, :meth:`aturn_batch`.
+
+    Raises:
+        ConfigError: no part, or parts on different encoder models (one encode could not serve them).
+    """
+
+    def __init__(
+        self, router: Any = None, *, context: Any = None, knowledge: Any = None, metrics: Any = None
+    ):
+        parts = [p for p in (router, context, knowledge.router if knowledge is not None else None) if p]
+        if not parts:
+            raise ConfigError("a turn router needs a router, a context router or a knowledge router")
+        models = {p.encoder.model_id for p in parts}
+        if len(models) != 1:
+            raise ConfigError(
+                f"every part of a turn must use the same encoder (one encode); got {sorted(models)}"
+            )
+        self.router, self.context, self.knowledge, self.metrics = router, context, knowledge, metrics
+        self.encoder = parts[0].encoder
+
+    def turn(self, query: str, *, previous: str | None = None) -> Turn:
+        """Every part's result for ``query`` from one encode (``previous``: the route of the previous
+        turn). Never raises for any string (a non-str is an :class:`InvalidArgumentError`)."""
+        if not isinstance(query, str):
+            raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
+        text = routing_text(query)[0] if query.strip() else ""
+        t0 = time.perf_counter()
+        if not text:
+            return self._emit(
+                self._parts(query, previous, None, Reason("empty_query", "nothing to read"), t0)
+            )
+        try:
+            vec = self.encoder.encode_with_stats([text]).embeddings[0]
+        except Exception as e:  # noqa: BLE001 - each part degrades as its own call does
+            why = Reason("error", f"the encoder failed ({type(e).__name__}: {e}); each part degraded")
+            return self._emit(self._parts(query, previous, None, why, t0))
+        encode_ms = (time.perf_counter() - t0) * 1e3
+        got = self._parts(query, previous, vec, Reason("turn", "every part decided on one embedding"), t0)
+        return self._emit(got, encode_ms)
+
+    def turn_batch(self, queries: Sequence[str], *, previous: str | None = None) -> list[Turn]:
+        """:meth:`turn` of each query (each with its own encode; ``previous`` for all)."""
+        if isinstance(queries, str) or not isinstance(queries, Sequence):
+            raise InvalidArgumentError("queries must be a list of strings; use turn() for one query")
+        return [self.turn(q, previous=previous) for q in queries]
+
+    async def aturn(self, query: str, **kw: Any) -> Turn:
+        """:meth:`turn` off the event loop."""
+        from routecore.core.aio import run_off_loop  # asyncio loads on the first async call
+
+        return await run_off_loop(self.turn, None, query, **kw)
+
+    async def aturn_batch(self, queries: Sequence[str], **kw: Any) -> list[Turn]:
+        """:meth:`turn_batch` off the event loop."""
+        from routecore.core.aio import run_off_loop  # asyncio loads on the first async call
+
+        return await run_off_loop(self.turn_batch, None, queries, **kw)
+
+    def _emit(self, t: Turn, encode_ms: float = 0.0) -> Turn:
+        return emit(self.metrics, trace("turn", t if not encode_ms else _with_encode(t, encode_ms)))
+
+    def _parts(self, query: str, previous: str | None, vec: Any, why: Reason, t0: float) -> Turn:
+        """Each part's own call with ``vec`` (None: each encodes, or degrades, on its own)."""
+        r = self.router
+        ctx = self.context.detect(query, vector=vec) if self.context is not None else None
+        decision = r.route(query, previous=previous, vector=vec) if r is not None and r.route_specs else None
+        belt = self._belt(query, vec) if r is not None and r.tool_specs else None
+        labels = ctx.layers if ctx is not None else {}
+        domain, intent = (labels[n].label if n in labels else None for n in ("domain", "intent"))
+        kr = self.knowledge
+        knowledge = (
+            kr.collections(query, domain=domain, intent=intent, vector=vec) if kr is not None else None
+        )
+        timings = {"total": (time.perf_counter() - t0) * 1e3}
+        return Turn(query, ctx, decision, belt, knowledge, why, timings)
+
+    def _belt(self, query: str, vec: Any) -> ToolBelt:
+        """``Router.tools`` with ``vec`` (when the encoder fails there, the core tools with an
+        ``encoder_error`` alert and reason ``error``, as a route decision degrades)."""
+        return self.router.tools(query, vector=vec)  # type: ignore[no-any-return]
+
+
+def _with_encode(t: Turn, encode_ms: float) -> Turn:
+    from dataclasses import replace
+
+    return replace(t, timings={"encode": encode_ms, **t.timings})

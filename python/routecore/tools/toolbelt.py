@@ -1,0 +1,365 @@
+"""Tool-belt assembly: core tools, top-k or threshold, the floor and the fallback tool, discovery
+tools, collisions, and the per-turn `request_more_tools` with its circuit breaker, all over a
+:class:`routecore.tools.tool_catalog.ToolCatalog`; the tools' scores (domain affinity, anti-patterns,
+experience lessons, entities) are :mod:`routecore.tools.tool_scores`'."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from routecore import _native
+from routecore.calibrate.languages import language_alert
+from routecore.decide.conversation import routing_text
+from routecore.decide.policy import resolved
+from routecore.decide.tables import collision_alert, query_vectors
+from routecore.decision import Alert, Reason, ScoreMap, Timings, ToolBelt, ToolChoice, trace
+from routecore.errors import InvalidArgumentError
+from routecore.tools.catalog import MORE_TOOLS, Catalog, build_catalog
+from routecore.tools.tool_catalog import ToolCatalog
+from routecore.tools.tool_scores import ranked_scores
+
+
+def _allowed(catalog: ToolCatalog, candidates: Sequence[str] | None) -> np.ndarray | None:
+    """A mask of the tools ``candidates`` names (``None``: every tool)."""
+    if candidates is None:
+        return None
+    if isinstance(candidates, str) or not all(isinstance(c, str) for c in candidates):
+        raise InvalidArgumentError("candidates must be a list of tool names")
+    pos = catalog.tools.pos
+    unknown = [c for c in candidates if c not in pos]
+    if unknown:
+        raise InvalidArgumentError(
+            f"candidates name unknown tools {unknown[:5]}{' ...' if len(unknown) > 5 else ''}"
+        )
+    mask = np.zeros(len(catalog.specs), bool)
+    mask[[pos[c] for c in candidates]] = True
+    return mask
+
+
+def _empty_belt(query: str, why: str, code: str = "no_tool") -> ToolBelt:
+    return trace(
+        "tool belt",
+        ToolBelt((), (Alert("no_tool", why),), query=query, no_tool=True, reason=Reason(code, why)),
+    )
+
+
+def _encoder_failed(catalog: ToolCatalog, query: str, e: Exception) -> ToolBelt:
+    """The belt when the encoder fails: the core tools only, with an ``encoder_error`` alert and
+    reason ``error`` (a route decision degrades the same way: it never raises)."""
+    msg = f"the encoder failed ({type(e).__name__}: {e}): the core tools only"
+    core = tuple(ToolChoice(t.name, t.domain, 0.0, 0.0, "core") for t in catalog.specs if t.core)
+    belt = ToolBelt(
+        core, (Alert("encoder_error", msg),), query=query, no_tool=True, reason=Reason("error", msg)
+    )
+    return trace("tool belt", belt)
+
+
+def _checked(query: Any, top_k: int | None, threshold: float | None, p: Any) -> tuple[int, float | None]:
+    if not isinstance(query, str):
+        raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
+    k = p.tool_top_k if top_k is None else top_k
+    th = p.tool_threshold if threshold is None else threshold
+    if (
+        isinstance(k, bool)
+        or not isinstance(k, int)
+        or not 1 <= k <= 1 << 31
+        or (th is not None and not 0 <= th <= 1)
+    ):
+        raise InvalidArgumentError(
+            f"top_k must be a whole number >= 1 and threshold in [0, 1]; got {k}, {th}"
+        )
+    return k, th
+
+
+def select_tools_batch(
+    catalog: ToolCatalog,
+    queries: Sequence[str],
+    context_domain: str | None,
+    top_k: int | None,
+    threshold: float | None,
+    *,
+    vectors: Any = None,
+    candidates: Sequence[str] | None = None,
+) -> list[ToolBelt]:
+    """The tool belts of ``queries`` from one batched encoder call (:meth:`routecore.routers.router.Router.tools_batch`)."""
+    if isinstance(queries, str):
+        raise InvalidArgumentError("queries must be a list of strings; use tools() for one query")
+    queries = list(queries)
+    for q in queries:
+        _checked(q, top_k, threshold, catalog.policy)
+    if not queries or not catalog.specs:
+        return [
+            select_tools(catalog, q, context_domain, top_k, threshold, candidates=candidates) for q in queries
+        ]
+    t0 = time.perf_counter()
+    if vectors is not None:
+        embs, tok_ms = query_vectors(vectors, catalog.encoder.dim, len(queries)), 0.0
+    else:
+        try:
+            enc = catalog.encoder.encode_with_stats([routing_text(q)[0] for q in queries])
+        except Exception as e:  # noqa: BLE001 - each belt degrades as tools() does, never a raise
+            return [_encoder_failed(catalog, q, e) for q in queries]
+        embs, tok_ms = enc.embeddings, enc.tokenize_ms
+    share = (time.perf_counter() - t0) * 1e3 / len(queries)
+    return [
+        select_tools(
+            catalog,
+            q,
+            context_domain,
+            top_k,
+            threshold,
+            candidates=candidates,
+            encoded=(embs[i], tok_ms / len(queries), share),
+        )
+        for i, q in enumerate(queries)
+    ]
+
+
+def select_tools(
+    catalog: ToolCatalog,
+    query: str,
+    context_domain: str | None,
+    top_k: int | None,
+    threshold: float | None,
+    *,
+    exclude: set[str] | None = None,
+    candidates: Sequence[str] | None = None,
+    vector: Any = None,
+    encoded: tuple[np.ndarray, float, float] | None = None,
+) -> ToolBelt:
+    """The tool belt of ``query`` from ``catalog`` (see :meth:`routecore.routers.router.Router.tools`); ``exclude``: tools
+    not to pick; ``candidates``: the only tools this call may offer (core and discovery tools included);
+    ``vector``: the query's embedding, given by the caller; ``encoded``: (embedding, tokenize ms, encoder ms)
+    from a batched encoder call."""
+    p = catalog.policy
+    k, th = _checked(query, top_k, threshold, p)
+    if not catalog.specs:
+        return _empty_belt(query, "this router has no tools")
+    if not routing_text(query)[0]:
+        return _empty_belt(query, "the query is empty or blank", "empty_query")
+    allowed = _allowed(catalog, candidates)
+    if allowed is not None and not allowed.any():
+        return _empty_belt(query, "no candidate tools were given")
+    floor = -1.0 if th is None else th  # the calibrated floor unless the call gives one
+    by_threshold = p.tool_selection == "threshold" or threshold is not None
+    each = by_threshold or p.tool_floor == "each"  # else the floor gates the belt on its best candidate
+    wanted = k + len(catalog.core) + len(exclude or ())
+    t0 = time.perf_counter()
+    routed, notes = routing_text(query)
+    if encoded is not None:
+        q, tok_ms, enc_ms = encoded
+        t0 -= enc_ms / 1e3
+    elif vector is not None:
+        q, tok_ms = query_vectors(vector, catalog.encoder.dim, 1)[0], 0.0
+    else:
+        try:
+            enc = catalog.encoder.encode_with_stats([routed])
+        except Exception as e:  # noqa: BLE001 - degrade to the core tools, never crash
+            return _encoder_failed(catalog, query, e)
+        q, tok_ms = enc.embeddings[0], enc.tokenize_ms
+    t1 = time.perf_counter()
+    alerts: list[Alert] = []
+    alerts.extend(Alert(k, m) for k, m in notes)
+    if threshold is None and catalog.languages is not None:  # a calibrated floor follows the query's language
+        pl, lang = catalog.languages.policy_for(p, q)
+        if lang is not None and pl.tool_threshold is not None and th is not None and pl.tool_threshold != th:
+            alerts.append(language_alert(lang, {"tool_threshold": (pl.tool_threshold, th)}))
+            th = floor = pl.tool_threshold
+    # The best ``wanted`` tools are exact, which is all the floor and the cap look at.
+    r, adjusted, banned, changed = ranked_scores(
+        catalog, q, context_domain, max(p.exact_top, wanted), float("inf"), alerts, routed
+    )
+    raw, bound, table = r.dense, r.bound, catalog.tools
+    lexical = r.lexical  # what the lexical pass added (entities' effects are in the adjusted scores only)
+    if allowed is not None:  # the tools outside the candidates never enter the belt
+        adjusted = np.where(allowed, adjusted, np.float32(-np.inf)).astype(np.float32)
+        banned = True
+    # Collisions are judged on the final scores (after anti-patterns and lessons), among tools that can be offered.
+    finite = (
+        np.where(np.isfinite(adjusted), adjusted, np.float32(-1e30)).astype(np.float32)
+        if banned
+        else adjusted
+    )
+    if not (banned or changed) and isinstance(table.codes, slice):
+        # Nothing changed the native step's scores, whose label codes are spec positions + 1.
+        c = r.collision
+        collision = None if c is None else (c[0] - 1, c[1] - 1, c[2])
+    elif banned:
+        live = np.flatnonzero(np.isfinite(adjusted))
+        c = (
+            _native.detect_collision(
+                finite[live], table.domain_ids[live], resolved(p.collision_gap, "collision_gap")
+            )
+            if len(live) > 1
+            else None
+        )
+        collision = None if c is None else (int(live[c[0]]), int(live[c[1]]), c[2])
+    else:
+        collision = (
+            _native.detect_collision(finite, table.domain_ids, resolved(p.collision_gap, "collision_gap"))
+            if len(finite) > 1
+            else None
+        )
+    t2 = time.perf_counter()
+    names, tools, domains = table.names, catalog.specs, table.domains
+    pos, core = table.pos, catalog.core
+    chosen: dict[str, str] = {names[i]: "core" for i in core if allowed is None or allowed[i]}
+    finite_n = int(np.isfinite(adjusted).sum()) if banned else len(adjusted)
+    m = min(finite_n, wanted)
+    # One exact native top-m (ties to the lower index): O(tools), no full sort.
+    shown_n = min(p.report_scores, finite_n)
+    best, ranked = (
+        _native.topk(finite, max(m, shown_n))
+        if max(m, shown_n)
+        else (np.zeros(0, np.float32), np.zeros(0, np.uint64))
+    )
+    shown_ix = ranked[:shown_n].astype(
+        np.intp
+    )  # numpy indices for the arrays' take() (numpy < 2.1 refuses uint64)
+    ranked = ranked.tolist()  # plain ints: numpy scalars are slow to index with
+    order, shown = ranked[:m], ranked[:shown_n]
+    picked = 0
+    for j, i in enumerate(order):
+        if picked >= k or (best.item(j) < floor and (each or not picked)):  # best first: the rest are lower
+            break
+        n = names[i]
+        if n in chosen or (exclude and n in exclude) or tools[i].core:
+            continue
+        chosen[n] = "threshold" if by_threshold else "top_k"
+        picked += 1
+    if not picked and k:
+        fb = p.fallback_tool
+        if (
+            fb is not None
+            and fb in pos
+            and fb not in chosen
+            and (allowed is None or allowed[pos[fb]])
+            and not (exclude and fb in exclude)
+        ):
+            chosen[fb] = "fallback"  # the confidence gate: a general tool (web search...) rather than none
+            alerts.append(
+                Alert(
+                    "no_tool",
+                    f"no tool scored above the floor {floor:.3f}: the belt holds its core tools and the "
+                    f"fallback tool {fb!r}",
+                    {"fallback_tool": fb},
+                )
+            )
+        else:
+            alerts.append(
+                Alert(
+                    "no_tool",
+                    f"no tool scored above the floor {floor:.3f}: the belt holds only its core tools",
+                )
+            )
+    # The matched tools' plugins in belt order (a set's order changes with each process's string hashing).
+    plugins = [d for d in dict.fromkeys(domains[pos[n]] for n, why in chosen.items() if why != "core") if d]
+    discovery = catalog.discovery_tools(p.discovery_prefixes)
+    for plugin in plugins:
+        for n in discovery.get(plugin, ()):
+            if allowed is None or allowed[pos[n]]:
+                chosen.setdefault(n, "discovery")
+    if collision is not None and picked:  # two close tools that both miss the floor are not offered: no alert
+        alerts.append(collision_alert(names[collision[0]], names[collision[1]], collision[2], table, "tool"))
+    idx = [pos[n] for n in chosen]
+    choices = tuple(
+        map(
+            ToolChoice,
+            chosen,
+            [domains[i] for i in idx],
+            adjusted.take(idx).tolist(),
+            raw.take(idx).tolist(),
+            chosen.values(),
+            lexical.take(idx).tolist() if lexical is not None else [0.0] * len(idx),
+        )
+    )
+    # The reported scores: the top-k values are the final scores unless a lesson banned a tool.
+    shown_names = [names[i] for i in shown]
+    shown_adj = adjusted.take(shown_ix) if banned else best[:shown_n]
+    bounds: ScoreMap | dict[str, float] = {}
+    if table.storage == "int8":
+        b = bound.take(shown_ix)
+        estimated = np.flatnonzero(b).tolist()
+        bounds = ScoreMap([shown_names[j] for j in estimated], b.take(estimated))
+    t3 = time.perf_counter()
+    top = f"{names[order[0]]} {best.item(0):.3f}" if order else "no candidate"
+    if picked:
+        why = Reason("tools", f"{picked} tool(s) offered; the best, {top}, >= the floor {floor:.3f}")
+    else:
+        why = Reason("no_tool", f"the best tool {top} < the floor {floor:.3f}")
+    belt = ToolBelt(
+        choices,
+        tuple(alerts),
+        ScoreMap(shown_names, shown_adj),
+        ScoreMap(shown_names, raw.take(shown_ix)),
+        bounds,
+        Timings(tok_ms, (t1 - t0) * 1e3 - tok_ms, (t2 - t1) * 1e3, (t3 - t2) * 1e3, 0.0, (t3 - t0) * 1e3),
+        query,
+        no_tool=bool(k) and not picked,
+        lexical_scores=ScoreMap(shown_names, lexical.take(shown_ix)) if lexical is not None else {},
+        entities=r.entities,
+        reason=why,
+    )
+    return trace("tool belt", belt)
+
+
+class ToolSession:
+    """One turn's tool belt plus the ``request_more_tools`` meta tool.
+
+    Each call returns the next best tools not yet offered. After
+    ``policy.more_tools_limit`` calls (default 3) the circuit breaker removes the
+    meta tool from the belt and adds an alert.
+    """
+
+    def __init__(self, catalog: ToolCatalog, query: str, context_domain: str | None = None):
+        self.tool_catalog, self.query, self.context_domain = catalog, query, context_domain
+        self.belt = select_tools(catalog, query, context_domain, None, None)
+        self.calls = 0
+        self.alerts: list[Alert] = list(self.belt.alerts)
+        self.offered = set(self.belt.names)
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names in the belt, with the meta tool while the breaker is closed."""
+        extra = [MORE_TOOLS] if self.calls < self.tool_catalog.policy.more_tools_limit else []
+        return sorted(self.offered) + extra
+
+    def catalog(self) -> Catalog:
+        """One-line summaries of every tool, and the full schemas of the belt's tools
+        plus the meta tool's while the breaker is closed, for the LLM's request."""
+        return build_catalog(self.tool_catalog.specs, self.tool_names)
+
+    def request_more_tools(self, query: str | None = None) -> list[ToolChoice]:
+        """The next best tools not yet offered (for ``query``, default the turn's); [] once the breaker is open."""
+        limit = self.tool_catalog.policy.more_tools_limit
+        if self.calls >= limit:
+            return []
+        self.calls += 1
+        more = select_tools(
+            self.tool_catalog,
+            query or self.query,
+            self.context_domain,
+            self.tool_catalog.policy.more_tools_batch,
+            None,
+            exclude=self.offered,
+        )
+        new = [
+            ToolChoice(t.name, t.domain, t.score, t.raw_score, "more")
+            for t in more.tools
+            if t.name not in self.offered
+        ]
+        self.offered.update(t.name for t in new)
+        if self.calls >= limit:
+            self.alerts.append(
+                trace(
+                    "tool session",
+                    Alert(
+                        "circuit_breaker",
+                        f"{MORE_TOOLS} was called {limit} times this turn and is now disabled; answer with the tools you have.",
+                    ),
+                )
+            )
+        return trace(f"{MORE_TOOLS} call {self.calls}", new)

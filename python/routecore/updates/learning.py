@@ -1,0 +1,391 @@
+"""A router that learns: labelled queries added to its routes while it serves (issue 37).
+
+:meth:`routecore.routers.router.Router.learn` adds one query to a route, as an exemplar, with
+the guards of the issue:
+
+- a route the router does not have is refused (:class:`UnknownRouteError`);
+- a near-duplicate of one of the route's exemplars is not added: its cosine to the
+  nearest one reaches ``policy.learn_duplicate``, or, unset (the default), a cut on the
+  calibration's similarity scale for the encoder in use (twice as far above an unrelated
+  match as a paraphrase is: :data:`routecore.updates.learning_update.DUPLICATE_LEVEL`);
+- an answer that contradicts a confident decision (the high tier, made without the LLM)
+  is held for review (:meth:`Learner.held`), not learned;
+- a route keeps at most ``policy.learn_cap`` learned exemplars (the oldest go first);
+- each learned exemplar records its source (``user``, ``llm`` or ``agent``) and time, and
+  can be listed (:meth:`Learner.learned`) and removed (:meth:`Learner.forget`).
+
+**Cost.** Nothing is trained on the caller's thread: ``learn()`` embeds the query once,
+decides it once (the contradiction guard), then builds a new route table with one more
+row (the other rows' embeddings are reused: :mod:`routecore.updates.learning_update`), so that
+the exemplar scores (top exemplars, the lexical score, a router without a head) see it at
+once. The head keeps its weights until the refit: every ``policy.learn_refit_every``
+learned exemplars a background thread rebuilds the head and the calibration as a live
+update does (:mod:`routecore.updates.live`, off the writer lock), and swaps the result in with the
+exemplars learned meanwhile added again. Warm-started gradient steps on the head at each
+learn() were measured and dropped: they lowered precision among routed from 94-95 % to
+83-88 % on the MASSIVE en replay (docs/learning.md). Readers never wait: each call reads
+the route table once, the old one or the new one.
+
+**Generations.** Each change (learn, forget, refit) makes a new generation; every
+:class:`~routecore.decision.Decision` says which one decided it (``generation``; 0 is the
+router as built or loaded, or last changed by a live update).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any, Literal, Sequence
+
+import numpy as np
+
+from routecore.decision import Decision
+from routecore.errors import ConfigError, InvalidArgumentError, LLMError, MemoryStoreError, UnknownRouteError
+from routecore.memory.lesson_cache import store_key
+
+SOURCES = ("user", "llm", "agent")
+Source = Literal["user", "llm", "agent"]
+
+
+@dataclass(frozen=True)
+class LearnedExemplar:
+    """One learned exemplar: its id (unique in this router), route, text, source, when
+    (Unix seconds) and the generation that added it."""
+
+    id: int
+    route: str
+    text: str
+    source: str
+    time: float
+    generation: int
+
+
+@dataclass(frozen=True)
+class Review:
+    """An answer held for review: it named ``route`` for ``query``, but the router was
+    confident (high tier) of ``decided`` at ``confidence``."""
+
+    query: str
+    route: str
+    decided: str
+    confidence: float
+    source: str
+    time: float
+
+
+@dataclass(frozen=True)
+class Learned:
+    """What :meth:`Router.learn` did: ``status`` is ``learned``, ``duplicate`` (a
+    near-duplicate of an exemplar of the route: ``nearest`` >= ``cut``) or ``held`` (for
+    review, ``review``). ``evicted``: learned exemplars the route's cap removed."""
+
+    status: Literal["learned", "duplicate", "held"]
+    route: str
+    generation: int
+    nearest: float
+    cut: float
+    exemplar: LearnedExemplar | None = None
+    review: Review | None = None
+    evicted: tuple[LearnedExemplar, ...] = ()
+
+
+def _no_llm(_request: Any) -> Any:
+    """A chooser that declines: the contradiction guard reads the decision made without the LLM."""
+    raise LLMError("the learning guard decides without the LLM")
+
+
+def learner(router: Any) -> Learner:
+    """The router's :class:`Learner` (made on first use)."""
+    h = router.internals
+    lr = h.learner
+    if lr is None:
+        with h.writer:
+            lr = h.learner
+            if lr is None:
+                lr = h.learner = Learner(router)
+    return lr  # type: ignore[no-any-return]
+
+
+def after_route(router: Any, d: Any) -> None:
+    """With ``policy.learn_from_llm``: learn the route an LLM fallback chose for ``d``'s query."""
+    if (
+        isinstance(d, Decision)
+        and d.used_llm
+        and d.action == "route"
+        and d.route is not None
+        and router.spec_policy.learn_from_llm
+        and "\n" not in d.query  # a clarification's answer routes the two turns together
+    ):
+        learner(router).learn(d.query, d.route, source="llm")
+
+
+def load_stored(router: Any) -> None:
+    """When the router's lesson store holds learned exemplars (a restart), take them (:meth:`Learner.sync`)."""
+    m = router.memory
+    if m is None or not hasattr(m, "learned_exemplars"):
+        return
+    try:
+        if m.learned_exemplars(store_key(router.encoder)):
+            learner(router).sync()
+    except MemoryStoreError as e:  # the router serves without them; sync_learned() tries again
+        warnings.warn(
+            f"learned exemplars not loaded from the lesson store: {e}", RuntimeWarning, stacklevel=3
+        )
+
+
+def saved(router: Any) -> list[LearnedExemplar]:
+    """The learned exemplars a bundle keeps (their texts are the routes' exemplars already)."""
+    lr = router.internals.learner
+    if lr is None:
+        return []
+    out: list[LearnedExemplar] = lr.learned()
+    return out
+
+
+def parse_saved(raw: Any, where: str) -> list[LearnedExemplar]:
+    """The learned exemplars of a bundle's ``learned`` list (:class:`ConfigError` naming ``where``)."""
+    try:
+        return [LearnedExemplar(**x) for x in raw]
+    except TypeError as e:
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def restore(router: Any, entries: Sequence[LearnedExemplar]) -> None:
+    """Mark ``entries`` of a loaded bundle as learned (listed, removable, counted in the cap)."""
+    lr = learner(router)
+    with router.internals.writer:
+        lr.restore(entries)
+
+
+class Learner:
+    """The learned exemplars of one router, the answers held for review, and the background refit."""
+
+    def __init__(self, router: Any):
+        from routecore.updates import learning_update as U
+
+        self.router = router
+        self.entries: dict[int, tuple[LearnedExemplar, np.ndarray]] = {}
+        self.reviews: list[Review] = []
+        self.generation = 0
+        self.next_id = 1
+        self.since_refit = 0
+        self.refits = 0
+        self.forgot_at = 0  # the generation of the last removal (a refit begun before it is dropped)
+        self._thread: threading.Thread | None = None
+        self.state = U.State.of(router.route_table)
+
+    # -- reads -------------------------------------------------------------------------
+    def learned(self, route: str | None = None) -> list[LearnedExemplar]:
+        """The learned exemplars (of ``route``), oldest first (those of routes a live update removed are dropped)."""
+        with self.router.internals.writer:
+            self._sync()
+            return [e for e, _ in self.entries.values() if route is None or e.route == route]
+
+    def held(self) -> list[Review]:
+        """The answers held for review, oldest first."""
+        return list(self.reviews)
+
+    # -- writes ------------------------------------------------------------------------
+    def learn(
+        self, query: str, route: str, *, source: str = "user", vector: Any = None, force: bool = False
+    ) -> Learned:
+        """Add ``query`` to ``route`` (the module doc says what is checked); ``force`` learns
+        an answer the contradiction guard would hold (a reviewer's decision)."""
+        from routecore.updates import learning_update as U
+
+        if source not in SOURCES:
+            raise InvalidArgumentError(f"source must be one of {SOURCES}, got {source!r}")
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidArgumentError("learn(): the query must be a non-blank string")
+        rt = self.router.route_table
+        if route not in rt.by_name:
+            raise UnknownRouteError(f"unknown route {route!r}; known: {sorted(rt.by_name)}")
+        v = (
+            np.asarray(vector, np.float32).reshape(-1)
+            if vector is not None
+            else rt.encoder.encode_with_stats([query]).embeddings[0]
+        )
+        d = rt.route(query, vector=v, choose=_no_llm)  # the semantic decision, without the LLM
+        with self.router.internals.writer:
+            self._sync()
+            st = self.state
+            nearest = st.nearest(v, route)
+            cut = st.duplicate_cut(self.router.spec_policy, self.router.calibration)
+            if nearest >= cut:
+                return Learned("duplicate", route, self.generation, nearest, cut)
+            if d.action == "route" and d.tier == "high" and d.route != route and not force:
+                rv = Review(query, route, str(d.route), float(d.confidence), source, time.time())
+                self.reviews.append(rv)
+                return Learned("held", route, self.generation, nearest, cut, review=rv)
+            now, store = time.time(), self._store()
+            if store is not None:  # the store's id: unique across the replicas that share it
+                eid = store.add_learned(
+                    route, query, source, embedding=v, model_id=store_key(rt.encoder), created=now
+                )
+            else:
+                eid, self.next_id = self.next_id, self.next_id + 1
+            self.generation += 1
+            e = LearnedExemplar(eid, route, query, source, now, self.generation)
+            mine = [x for x, _ in self.entries.values() if x.route == route]
+            cap = self.router.spec_policy.learn_cap
+            gone = tuple(mine[: max(0, len(mine) + 1 - cap)])
+            for g in gone:
+                del self.entries[g.id]
+            if gone and store is not None:
+                store.remove_learned([g.id for g in gone])
+            self.entries[e.id] = (e, v)
+            if gone:
+                self.forgot_at = self.generation
+                self._rebuild({(g.route, g.text) for g in gone})
+            stemmer = self.router.spec_policy.lexical_stemmer
+            self._install(U.append(self.state, self.router.route_table, route, query, v, stemmer))
+            self.since_refit += 1
+            if self.since_refit >= self.router.spec_policy.learn_refit_every:
+                self._start_refit()
+            return Learned("learned", route, self.generation, nearest, cut, exemplar=e, evicted=gone)
+
+    def forget(self, ids: Sequence[int]) -> list[LearnedExemplar]:
+        """Remove learned exemplars by id (unknown ids raise :class:`InvalidArgumentError`,
+        and nothing is removed); the head is retrained in the background."""
+        if isinstance(ids, int):
+            ids = [ids]
+        with self.router.internals.writer:
+            self._sync()
+            unknown = [i for i in ids if i not in self.entries]
+            if unknown:
+                raise InvalidArgumentError(f"no learned exemplar has id {unknown}")
+            gone = [self.entries.pop(i)[0] for i in ids]
+            store = self._store()
+            if gone and store is not None:
+                store.remove_learned([e.id for e in gone])
+            if gone:
+                self.generation += 1
+                self.forgot_at = self.generation
+                self._rebuild({(e.route, e.text) for e in gone})
+                self._start_refit()
+            return gone
+
+    def restore(self, saved: Sequence[LearnedExemplar]) -> None:
+        """Take back the learned exemplars of a bundle (their texts are already the routes' exemplars)."""
+        st = self.state
+        for e in saved:
+            v = st.vector_of(e.route, e.text)
+            if v is not None:
+                self.entries[e.id] = (e, v)
+                self.next_id = max(self.next_id, e.id + 1)
+
+    def sync(self) -> int:
+        """Take the router's lesson store as the truth: add the learned exemplars it holds that
+        this router lacks (another replica's, or all after a restart; their embeddings are
+        stored), drop those it no longer holds. Returns how many changed; the head is refitted
+        in the background when any did."""
+        from routecore.updates import learning_update as U
+
+        store = self._store()
+        if store is None:
+            return 0
+        rows = store.learned_exemplars(store_key(self.router.encoder))
+        with self.router.internals.writer:
+            self._sync()
+            rt, dim = self.router.route_table, self.router.encoder.dim
+            stored = {r.id for r in rows}
+            drop = [e for e, _ in self.entries.values() if e.id not in stored]
+            for e in drop:
+                del self.entries[e.id]
+            if drop:
+                self.generation += 1
+                self.forgot_at = self.generation
+                self._rebuild({(e.route, e.text) for e in drop})
+            have = {(e.route, e.text) for e, _ in self.entries.values()}
+            new = [
+                r
+                for r in rows
+                if r.id not in self.entries
+                and r.route in rt.by_name
+                and r.embedding.size == dim
+                and (r.route, r.text) not in have
+                and r.text not in rt.by_name[r.route].utterances
+            ]
+            if new:
+                self.generation += 1
+                for r in new:
+                    e = LearnedExemplar(r.id, r.route, r.text, r.source, r.created, self.generation)
+                    self.entries[r.id] = (e, r.embedding)
+                stemmer = self.router.spec_policy.lexical_stemmer
+                rows_in = [(r.route, r.text, r.embedding) for r in new]
+                self._install(U.append_many(self.state, self.router.route_table, rows_in, stemmer))
+            if drop or new:
+                self._start_refit()
+            return len(drop) + len(new)
+
+    def _store(self) -> Any:
+        """The router's lesson store when it keeps learned exemplars (routecore.memory.memory), else None."""
+        m = self.router.memory
+        return m if m is not None and hasattr(m, "learned_exemplars") else None
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Wait for a background refit in flight (tests, benchmarks, before a save)."""
+        t = self._thread
+        if t is not None:
+            t.join(timeout)
+
+    # -- internals (under the writer lock) ------------------------------------------
+    def _sync(self) -> None:
+        """Follow a live update that replaced the route table: its specs hold the learned texts
+        of routes that remain; entries of removed routes (or texts no longer there) are dropped."""
+        from routecore.updates import learning_update as U
+
+        rt = self.router.route_table
+        if rt is self.state.rt:
+            return
+        self.state = U.State.of(rt)
+        for i, (e, _) in list(self.entries.items()):
+            if self.state.vector_of(e.route, e.text) is None:
+                del self.entries[i]
+
+    def _install(self, rt: Any) -> None:
+        from routecore.updates import learning_update as U
+
+        rt.generation = self.generation
+        self.state = U.State.of(rt, self.state)
+        self.router.route_table = rt
+
+    def _rebuild(self, drop: set[tuple[str, str]]) -> None:
+        """Install a route table without the exemplars ``drop`` ((route, text) pairs)."""
+        from routecore.updates import learning_update as U
+
+        stemmer = self.router.spec_policy.lexical_stemmer
+        self._install(U.without(self.state, self.router.route_table, drop, stemmer))
+
+    def _start_refit(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return  # the next learn after it ends starts another
+        self.since_refit = 0
+        self._thread = threading.Thread(target=self._refit, name="routecore-learn-refit", daemon=True)
+        self._thread.start()
+
+    def _refit(self) -> None:
+        from routecore.updates import learning_update as U
+
+        r = self.router
+        with r.internals.writer:
+            job = U.RefitJob.begin(r, self.state, self.generation)
+        if job is None:
+            return
+        parts = job.build()  # off the lock: readers and learn() go on
+        with r.internals.writer:
+            if not job.still_valid(r, self.state, self.forgot_at):
+                return
+            later = [(e, v) for e, v in self.entries.values() if e.generation > job.generation]
+            r.internals.install(parts)
+            self.state = U.State.of(r.route_table, self.state)
+            stemmer = r.spec_policy.lexical_stemmer
+            for e, v in later:
+                r.route_table = U.append(self.state, r.route_table, e.route, e.text, v, stemmer)
+                self.state = U.State.of(r.route_table, self.state)
+            self.generation += 1
+            self.refits += 1
+            r.route_table.generation = self.generation
+            self.state = U.State.of(r.route_table, self.state)

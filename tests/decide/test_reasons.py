@@ -1,0 +1,188 @@
+"""Every decision says why (issue 34 §2, §7, §8): reason codes and lines, the empty query,
+bias rules between plausible routes only, and a failed LLM that ends where no LLM would."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from routecore import Router
+from routecore.config.specs import RouteSpec
+from routecore.decide.policy import CLARIFY, BiasRule
+from routecore.decision import REASON_CODES, Decision, Reason
+from routecore.llm.llm import LLMChoice, LLMRequest, OpenAICompatibleRouter
+from stubs import StubEncoder, manual, mix, unit
+
+ROUTES = [
+    RouteSpec("INCIDENT", ("e0",), "outages"),
+    RouteSpec("RAG", ("e1",), "documentation", label="a documentation question"),
+    RouteSpec("GENERAL", ("e2",), "small talk"),
+]
+
+
+def stub_router(llm=None, **policy):
+    enc = StubEncoder(
+        {
+            "e0": unit(0),
+            "e1": unit(1),
+            "e2": unit(2),
+            "sure": unit(0),
+            "medium": mix(a0=0.6, a1=0.52),
+            "low": mix(a0=0.45, a1=0.44, a2=0.43),
+            "far": mix(a0=0.1, a1=0.05),
+        }
+    )
+    return Router(
+        ROUTES, encoder=enc, llm=llm, policy=manual(**{"bias_rules": (), "three_way_within": 0.0, **policy})
+    )
+
+
+class Unknown:
+    """An LLM that answers a route this router does not have."""
+
+    def choose(self, req: LLMRequest) -> LLMChoice:
+        return LLMChoice("LOGIN_OUTAGE", "made up")
+
+
+def test_each_action_carries_a_known_reason_code_and_the_numbers():
+    r = stub_router()
+    cases = {
+        "sure": ("route", "confident"),
+        "far": ("none", "out_of_scope"),
+        "low": ("clarify", "tie"),
+        "": ("none", "empty_query"),
+        "   \n": ("none", "empty_query"),
+    }
+    for q, (action, code) in cases.items():
+        d = r.route(q)
+        assert (d.action, d.reason.code) == (action, code), (q, d.reason)
+        assert d.reason.code in REASON_CODES and d.reason.message
+    assert "0.30" in r.route("far").reason.message  # the cut it was compared with
+    assert "1.00" in r.route("sure").reason.message
+
+
+def test_the_reason_survives_json_and_from_dict():
+    d = stub_router().route("far")
+    back = Decision.from_dict(json.loads(d.to_json()))
+    assert back.reason == d.reason and isinstance(back.reason, Reason)
+
+
+def test_empty_queries_are_never_encoded_and_batches_keep_going():
+    r = stub_router()
+    enc = r.encoder
+    n = enc.calls
+    assert r.route("").action == "none" and enc.calls == n
+    ds = r.route_batch(["sure", " ", "far"])
+    assert [d.reason.code for d in ds] == ["confident", "empty_query", "out_of_scope"]
+    belt = r.tools("") if r.tool_specs else None
+    assert belt is None or belt.reason.code in ("empty_query", "no_tool")
+
+
+def test_a_bias_rule_needs_both_routes_plausible(encoder):
+    """'je ne sais pas' with the IT-ops example: the head gives GENERAL, the INCIDENT/GENERAL
+    rule must not overrule it (its cosines are close, its probabilities are not)."""
+    from routecore.examples import IT_OPS_ROUTES
+
+    r = Router.from_config(IT_OPS_ROUTES, encoder=encoder)
+    d = r.route("je ne sais pas")
+    assert d.route != "INCIDENT" and d.bias_rule is None, d.reason
+
+
+def test_a_bias_rule_still_fires_between_two_plausible_routes():
+    rule = BiasRule("INCIDENT", "RAG", "RAG", 0.2)
+    d = stub_router(bias_rules=(rule,)).route("medium")
+    assert d.route == "RAG" and d.reason.code == "bias_rule" and "INCIDENT vs RAG" in d.reason.message
+
+
+@pytest.mark.parametrize("low_action", ["llm", "none"])
+def test_a_dead_llm_ends_where_no_llm_would(low_action):
+    dead = OpenAICompatibleRouter("http://127.0.0.1:9/v1", "m", timeout=0.5)
+    without = stub_router(low_action=low_action).route("low")
+    d = stub_router(llm=dead, low_action="llm").route("low") if low_action == "llm" else without
+    if low_action == "llm":
+        assert d.action == without.action == "clarify" and d.candidates == without.candidates
+        assert d.reason.code == "llm_failed" and "unreachable" in d.reason.message
+    assert d.action != "route"
+
+
+def test_an_llm_naming_an_unknown_route_is_refused():
+    d = stub_router(llm=Unknown()).route("low")
+    assert d.action == "clarify" and d.route == CLARIFY and d.reason.code == "llm_failed"
+    assert "LOGIN_OUTAGE" in d.reason.message
+    d = stub_router(llm=Unknown()).route("medium")  # medium tier: routed as without an LLM
+    assert d.action == "route" and d.route == "INCIDENT" and d.reason.code == "llm_failed"
+
+
+def test_the_question_names_routes_by_label_then_description():
+    d = stub_router().route("low")
+    assert d.question == "Do you mean outages or a documentation question?"
+
+
+def test_tool_belts_say_why(tools_router):
+    belt = tools_router.tools("device logs")
+    assert belt.reason.code == "tools" and "floor" in belt.reason.message
+    none = tools_router.tools("what's the weather in Paris")
+    assert none.no_tool and none.reason.code == "no_tool"
+    assert tools_router.tools(" ").reason.code == "empty_query"
+
+
+def test_the_cli_prints_the_reason_and_the_out_of_scope_probability(capsys):
+    from routecore.cli import main
+
+    assert main(["route", "--no-cache", "what's the weather tomorrow in Lyon"]) == 0
+    out = capsys.readouterr().out
+    assert "reason [" in out and "none of these p=" in out
+    assert main(["route", "--no-cache", "--json", "le serveur de production est en panne"]) == 0
+    assert json.loads(capsys.readouterr().out)["reason"]["code"] in REASON_CODES
+
+
+def test_lone_surrogates_are_removed_with_an_alert_everywhere(it_ops_router, tools_router):
+    """Issue 36 §2: a lone surrogate fails no call and no batch; the rule is: remove, and say so."""
+    d = it_ops_router.route("le serveur de production est en panne \ud800")
+    assert d.action == "route" and [a for a in d.alerts if a.kind == "invalid_text"]
+    assert it_ops_router.route("\ud800").reason.code == "empty_query"
+    ds = it_ops_router.route_batch(["le serveur de production est en panne", "\udc00"])
+    assert [d.reason.code for d in ds] == ["confident", "empty_query"]
+    belt = tools_router.tools("device logs \ud800")
+    assert belt.tools and [a for a in belt.alerts if a.kind == "invalid_text"]
+    assert tools_router.tool_session("device logs \ud800").belt.tools
+
+
+def test_noise_around_a_query_is_folded_before_it_is_encoded():
+    from routecore.decide.conversation import normalize_query, routing_text
+
+    assert normalize_query("🔥🔥 le site est down 😱 help!!") == "le site est down help!"
+    assert normalize_query("THE SERVER IS DOWN") == "the server is down"
+    assert normalize_query("the the server is is down") == "the server is down"
+    assert normalize_query("reset my password") == "reset my password"  # a clean query is left as it is
+    long = "the production server is down\n\n" + "x " * 5000
+    text, notes = routing_text(long)
+    assert text == "the production server is down" and notes[0][0] == "long_query"
+
+
+def test_bad_arguments_raise_typed_errors(it_ops_router, encoder, tmp_path):
+    """Issue 36 §7-§9: a (2, dim) vector, context_domains=None, threads='2', a huge cache; bundle.json's mode."""
+    from routecore import Encoder, RoutecoreError
+
+    v = encoder.encode(["le serveur est en panne", "the VPN is down"])
+    with pytest.raises(RoutecoreError):
+        it_ops_router.route("x", vector=v)  # two rows for one query: refused, not the first row
+    with pytest.raises(RoutecoreError):
+        it_ops_router.route("le serveur est en panne", context_domains=None)
+    with pytest.raises(RoutecoreError):
+        Encoder.load(threads="2")
+    with pytest.raises(RoutecoreError):
+        Encoder.load(cache_size=2**62)
+    it_ops_router.save(tmp_path / "b")
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "b").iterdir() if p.is_file()}
+    assert len(set(modes.values())) == 1, modes  # bundle.json as readable as the tables (the umask's mode)
+    assert modes["bundle.json"] == 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,78 @@
+"""Typo repair against a router's vocabulary (routecore.decide.spelling; issue 34 §4)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from routecore import Router
+from routecore.decide.spelling import MIN_LETTERS, Speller, _distance, tokenizer_words
+from routecore.examples import IT_OPS_ROUTES
+
+EXEMPLARS = ["the production server is down", "reset my password please", "configure the firewall rules"]
+
+
+def nothing_known(words):
+    return [False] * len(words)
+
+
+def test_one_edit_repairs_a_word_two_edits_only_a_long_one():
+    s = Speller(EXEMPLARS, nothing_known)
+    assert s.repair("teh prodution servr is dwon")[0] == "teh production server is down"
+    assert s.repair("the srever")[0] == "the server"  # a swap is one edit
+    assert s.repair("reset my pswrod")[0] == "reset my pswrod"  # two edits on 6 letters: left alone
+    assert s.repair("configure the firwal")[0] == "configure the firwal"  # two edits on a 6-letter word
+    fixed, repairs = s.repair("the firewal rules are wrong, configre them")
+    assert fixed == "the firewall rules are wrong, configure them"
+    assert [(r.typo, r.word) for r in repairs] == [("firewal", "firewall"), ("configre", "configure")]
+
+
+def test_known_words_short_words_and_ties_are_left_alone(encoder):
+    known = tokenizer_words(encoder)
+    assert known is not None and known(["server", "production"]) == [True, True]
+    assert known(["prodution"]) == [False]
+    assert Speller(EXEMPLARS, known).repair("teh prodution servr")[0] == "teh production server"
+    s = Speller(EXEMPLARS, lambda words: [w == "serves" for w in words])
+    assert s.repair("the serves are down")[0] == "the serves are down"  # a word the tokenizer knows
+    assert s.repair("the srvr")[0] == "the srvr"  # under MIN_LETTERS letters
+    tie = Speller(["cart", "card"], nothing_known)
+    assert tie.repair("carx")[0] == "carx"  # one edit from two words: no guess
+    assert Speller(EXEMPLARS, None).repair("prodution")[0] == "prodution"  # no tokenizer: no repair
+
+
+def test_distance_is_optimal_string_alignment():
+    assert _distance("abcd", "abcd") == 0
+    assert _distance("abcd", "abdc") == 1
+    assert _distance("abcd", "abd") == 1
+    assert _distance("abcd", "xbcdy") == 2
+    assert _distance("", "abc") == 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80))
+def test_repair_keeps_text_of_known_words_and_never_raises(text):
+    s = Speller(EXEMPLARS, nothing_known)
+    fixed, repairs = s.repair(text)
+    assert isinstance(fixed, str) and len(repairs) <= len(text.split())
+    clean = " ".join(w for w in EXEMPLARS[0].split())
+    assert s.repair(clean) == (clean, ())
+    for r in repairs:
+        assert len(r.typo) >= MIN_LETTERS and r.word in s.words
+
+
+def test_a_mistyped_query_routes_with_a_spelling_alert(encoder):
+    r = Router.from_config(IT_OPS_ROUTES, encoder=encoder)
+    d = r.route("teh prodution servr is dwon sinse mornign, pls hlep")
+    assert d.action == "route" and d.route == "INCIDENT", d.reason
+    spelling = [a for a in d.alerts if a.kind == "spelling"]
+    assert spelling and "'prodution' as 'production'" in spelling[0].message
+    assert not [a for a in r.route("the production server is down").alerts if a.kind == "spelling"]
+    batch = r.route_batch(["teh prodution servr is dwon sinse mornign, pls hlep"])[0]
+    assert batch.route == d.route and [a.kind for a in batch.alerts] == [a.kind for a in d.alerts]
+
+
+def test_a_form_of_an_exemplar_word_is_not_a_typo():
+    s = Speller(["the app crashes on start", "my cards were declined"], nothing_known)
+    for q in ("the app crashed", "my card was declined", "it keeps crashing"):
+        assert s.repair(q) == (q, ()), q
+    assert s.repair("the app crahses")[0] == "the app crashes"  # a swap is still repaired

@@ -1,0 +1,56 @@
+"""The encoder cascade: MiniLM decides first, the bundled e5 only when it must."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import MODELS, need_shared
+from routecore import Encoder, Router
+from routecore.config.specs import RouteSpec
+from routecore.errors import ConfigError
+from routecore.examples import __file__ as examples
+from routecore.llm.llm import OpenAICompatibleRouter
+from routecore.routers.cascade import Cascade
+
+IT_OPS = Path(examples).parent / "it_ops_routes.yaml"
+
+
+@pytest.fixture(scope="module")
+def cascade():
+    return Cascade.from_config(IT_OPS, fast_model=str(need_shared(MODELS / "all-minilm-l6-v2")))
+
+
+def test_high_tier_fast_decisions_are_served_and_the_rest_escalate(cascade):
+    easy = "the production server is down again"  # close to an English exemplar
+    d = cascade.route(easy)
+    fast = cascade.fast.route(easy)
+    assert fast.action == "route" and fast.tier == "high"
+    served = [a for a in d.alerts if a.kind == "cascade"]
+    assert served[0].data["served_by"] == "fast" and d.route == fast.route
+    hard = "personne ne peut se connecter au wifi du bureau depuis midi"  # French: MiniLM is English-only
+    f = cascade.fast.route(hard)
+    assert not (f.action == "route" and f.tier == "high")
+    e = cascade.route(hard)
+    assert [a.data["served_by"] for a in e.alerts if a.kind == "cascade"] == ["strong"]
+    assert (e.action, e.route) == (cascade.strong.route(hard).action, cascade.strong.route(hard).route)
+    assert e.timings.total >= f.timings.total  # both encoders' time
+    assert cascade.served["fast"] >= 1 and cascade.served["strong"] >= 1 and 0 < cascade.fast_share < 1
+
+
+def test_cascade_checks_its_routers(cascade, encoder):
+    other = Router([RouteSpec("A", ("x", "y"))], encoder=encoder)
+    with pytest.raises(ConfigError, match="same routes"):
+        Cascade(cascade.fast, other)
+    with_llm = Router(
+        cascade.strong.route_specs,
+        encoder=Encoder.load(str(MODELS / "all-minilm-l6-v2")),
+        llm=OpenAICompatibleRouter("http://127.0.0.1:9/v1", "m", timeout=0.5),
+        policy=cascade.strong.spec_policy,
+        entities=cascade.strong.entities,
+    )
+    with pytest.raises(ConfigError, match="LLM"):
+        Cascade(with_llm, cascade.strong)
+    with pytest.raises(ConfigError, match="vector"):
+        cascade.route("x", vector=[0.0] * 384)

@@ -1,0 +1,69 @@
+"""Router's side of the contract (issue 35 item 2; the other routers: tests/test_contract.py).
+
+For any string (lone surrogates included) and an encoder that fails, route(), tools() and
+their batch and async calls return a result: a route decision degrades to the LLM or to
+``error``, a tool belt to the core tools with reason ``error``. Nothing but a
+RoutecoreError escapes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from routecore import Router, ToolBelt
+from routecore.config.specs import RouteSpec, ToolSpec
+from routecore.decision import REASON_CODES, Decision
+from stubs import ANY_TEXT, CONTRACT_PROPS, StubEncoder, manual, mix, unit
+
+TEXT, PROPS = ANY_TEXT, CONTRACT_PROPS
+
+EXEMPLARS = {
+    "a1": unit(0),
+    "a2": mix(a0=0.95),
+    "b1": unit(1),
+    "b2": mix(a1=0.95),
+    "restart a service": unit(4),
+    "read the logs": unit(5),
+    "search the docs": unit(6),
+}
+ENC = StubEncoder(EXEMPLARS)
+ROUTER = Router(
+    (RouteSpec("A", ("a1", "a2")), RouteSpec("B", ("b1", "b2"))),
+    tools=(
+        ToolSpec("restart", "restart a service"),
+        ToolSpec("logs", "read the logs"),
+        ToolSpec("search", "search the docs", core=True),
+    ),
+    encoder=ENC,
+    policy=manual(low_action="none", tool_threshold=0.5),
+)
+
+
+def every_call(kind: str, q: str) -> list:
+    r = ROUTER
+    one, batch = (r.route, r.route_batch) if kind == "route" else (r.tools, r.tools_batch)
+    aone, abatch = (r.aroute, r.aroute_batch) if kind == "route" else (r.atools, r.atools_batch)
+    return [one(q), *batch([q, "a1"]), asyncio.run(aone(q)), *asyncio.run(abatch([q]))]
+
+
+@PROPS
+@given(q=TEXT, fail=st.booleans())
+def test_route_and_tools_answer_any_text_and_a_failing_encoder(q, fail):
+    ENC.fail = fail
+    try:
+        decisions, belts = every_call("route", q), every_call("tools", q)
+    finally:
+        ENC.fail = False
+    assert all(isinstance(d, Decision) and d.reason.code in REASON_CODES for d in decisions)
+    assert all(isinstance(b, ToolBelt) and b.reason is not None for b in belts)
+    if fail:
+        read = [d for d in decisions if d.reason.code not in ("empty_query",)]
+        assert all(d.action != "route" and d.reason.code == "error" for d in read)
+        for b in belts:
+            if b.reason.code != "empty_query":
+                # the core tools only, and why
+                assert b.reason.code == "error" and b.names == ["search"]
+                assert [a.kind for a in b.alerts] == ["encoder_error"]

@@ -1,0 +1,111 @@
+"""One call per agent turn (routecore.routers.turn): the context, the route, the tools and the knowledge
+collections from one encode, each as its own call with that vector gives it; the contract of
+tests/test_contract.py holds (any text, a failing encoder)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from functools import lru_cache
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from routecore import Router, RoutingMetrics
+from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.routers.turn import TURN_REASONS, Turn, TurnRouter
+from stubs import StubEncoder, manual
+from test_contract import EXEMPLARS, PROPS, ROUTES, TEXT, TOOLS, readable, world
+
+
+@lru_cache(maxsize=None)
+def turns() -> TurnRouter:
+    enc, _, _, _, context, knowledge, *_ = world()
+    router = Router(ROUTES, TOOLS, encoder=enc, policy=manual(tool_threshold=0.5))
+    return TurnRouter(router, context=context, knowledge=knowledge)
+
+
+@pytest.fixture()
+def w():
+    """The shared stub world, its encoder working again after the test."""
+    yield world()
+    world()[0].fail = False
+
+
+def _same(a, b) -> None:
+    """Two results alike but for their timings."""
+
+    def strip(d):
+        return {k: strip(v) for k, v in d.items() if k != "timings"} if isinstance(d, dict) else d
+
+    assert strip(a.to_dict()) == strip(b.to_dict())
+
+
+@PROPS
+@given(q=TEXT, fail=st.booleans())
+def test_a_turn_for_any_text_and_a_failing_encoder(q, fail):
+    t = turns()
+    enc = world()[0]
+    enc.fail = fail
+    before = enc.calls
+    try:
+        got = [t.turn(q), t.turn_batch([q])[0], asyncio.run(t.aturn(q)), asyncio.run(t.aturn_batch([q]))[0]]
+    finally:
+        enc.fail = False
+    want = "empty_query" if not readable(q) else ("error" if fail else "turn")
+    if want == "turn":
+        assert enc.calls == before + 4  # one encode per turn, for the four parts
+    for x in got:
+        assert isinstance(x, Turn) and x.reason.code == want and x.reason.code in TURN_REASONS
+        assert (
+            x.context is not None
+            and x.decision is not None
+            and x.belt is not None
+            and x.knowledge is not None
+        )
+        if want == "error":  # each part degraded as its own call does
+            assert x.decision.action == "error" and x.context.reason.code == "error"
+            assert x.belt.reason.code == "error" and x.belt.names == ["search"]  # the core tool
+            assert x.knowledge.source == "fallback" or x.knowledge.source == "llm"
+        json.dumps(x.to_dict())
+        _same(Turn.from_dict(x.to_dict()), x)
+
+
+def test_each_part_is_its_own_call_with_the_one_vector(w):
+    t = turns()
+    q = "a1 and read the logs"
+    got = t.turn(q, previous="B")
+    vec = t.encoder.encode_with_stats([q]).embeddings[0]
+    _same(got.decision, t.router.route(q, previous="B", vector=vec))
+    _same(got.belt, t.router.tools(q, vector=vec))
+    _same(got.context, t.context.detect(q, vector=vec))
+    _same(got.knowledge, t.knowledge.collections(q, intent=got.context.label("intent"), vector=vec))
+    assert set(got.timings) == {"encode", "total"}
+
+
+def test_turn_metrics_and_checks(w):
+    t = turns()
+    kinds = []
+    t.metrics = kinds.append
+    try:
+        t.turn_batch(["a1", "b1"])
+    finally:
+        t.metrics = None
+    assert [type(k) for k in kinds] == [Turn, Turn]
+    m = RoutingMetrics()
+    t.metrics = m
+    try:
+        t.turn("a1")
+    finally:
+        t.metrics = None
+    (rec,) = m.records()
+    assert (rec["kind"], rec["route"], rec["collections"][0]) == ("turn", "A", "A")
+    with pytest.raises(InvalidArgumentError):
+        t.turn(None)
+    with pytest.raises(ConfigError, match="same encoder"):
+        TurnRouter(
+            Router(ROUTES, encoder=StubEncoder(EXEMPLARS, "stub:other"), policy=manual()), context=t.context
+        )
+    with pytest.raises(ConfigError, match="needs"):
+        TurnRouter()
