@@ -1,4 +1,4 @@
-"""The high tier needs support (routecore.route_decide): a head sure of a query farther from every
+"""The high tier needs support (routecore.decide.route_decide): a head sure of a query farther from every
 exemplar than a held-out exemplar is from its own route decides at the medium tier, and says so."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from routecore import Router
-from routecore.calibration_record import Calibration
-from routecore.policy import Policy
-from routecore.specs import RouteSpec
+from routecore.calibrate.calibration_record import Calibration
+from routecore.config.specs import RouteSpec
+from routecore.decide.policy import Policy
 from stubs import StubEncoder, manual, mix, unit
 
 #: Two banking routes of three utterances, as a first config is written.
