@@ -53,6 +53,7 @@ def build(
     lexical: dict[str, Any] | None = None,
     progress: ProgressArg = None,
     head_threshold: float | None = None,
+    answers: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Parts:
     """The parts of a router over ``routes`` and ``tools``.
 
@@ -61,7 +62,9 @@ def build(
     are embedded. Without ``calibration`` the policy's unset numbers are
     calibrated zero-label (unless every one is set). ``head_threshold``: the exemplar
     head's out-of-scope cut to keep with ``calibration``'s tiers (only the serving head
-    is trained again)."""
+    is trained again). ``answers``: (best probability, right) of answered queries the router did
+    not route (a learning refit): the routing cut comes down to where they were right on
+    ``Policy.route_precision`` (:func:`learned_medium`)."""
     vec = dict(vectors or {})
     owners: dict[str, list[int]] = {}
     texts: dict[str, list[str]] = {}
@@ -131,6 +134,8 @@ def build(
             progress,
             head_threshold,
         )
+    if answers is not None and calibration is not None:
+        calibration = learned_medium(calibration, answers, spec_policy.route_precision)
     policy = spec_policy.resolve(calibration)
     route_table = RouteTable(
         routes,
@@ -239,6 +244,25 @@ def _exemplar_head(
         fitted, calibration.languages, parallel_vectors(encoder), parallel_rows(), targets
     )
     return fitted.head, with_head(calibration, fitted, per_language)
+
+
+def learned_medium(
+    calibration: Calibration, answers: tuple[np.ndarray, np.ndarray], target: float
+) -> Calibration:
+    """``calibration`` with its routing cut ``medium`` lowered to the lowest best probability above
+    which the answered queries (all of them under the cut when they were asked) were right on
+    ``target`` (Wilson lower bound, as zero-label fits read it): the users' own queries measure the
+    band the calibration was unsure of. Never raised; a fitted or manual calibration is kept."""
+    from routecore.calibrate.fits import fit_medium
+
+    if calibration.source not in ("prior", "zero-label"):
+        return calibration
+    p1, right = answers
+    cut = fit_medium(np.asarray(p1, np.float64), np.asarray(right, bool), target)
+    if cut is None or cut >= calibration.medium:
+        return calibration
+    note = {"answers": int(len(p1)), "medium": cut, "was": calibration.medium, "target": target}
+    return replace(calibration, medium=cut, stats={**calibration.stats, "learned_medium": note})
 
 
 def known_vectors(table: ScoreTable) -> dict[str, np.ndarray]:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import threading
 import time
 import warnings
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
@@ -46,6 +47,11 @@ from routecore.errors import ConfigError, InvalidArgumentError, LLMError, Memory
 from routecore.memory.lesson_cache import store_key
 
 SOURCES = ("user", "llm", "agent")
+#: Answers to queries the router did not route (the head's best probability then, and whether its
+#: best route was the answer) kept to fit the routing cut at the next refit; the oldest go first.
+ANSWERS_KEPT = 2000
+#: Below this many, the routing cut stays the calibration's (a default, not a fit).
+MIN_ANSWERS = 200
 Source = Literal["user", "llm", "agent"]
 
 
@@ -175,6 +181,8 @@ class Learner:
         self.forgot_at = 0  # the generation of the last removal (a refit begun before it is dropped)
         self._thread: threading.Thread | None = None
         self.state = U.State.of(router.route_table)
+        #: (p1, the best route was the answer) of the answered queries the router did not route.
+        self.answers: deque[tuple[float, bool]] = deque(maxlen=ANSWERS_KEPT)
 
     # -- reads -------------------------------------------------------------------------
     def learned(self, route: str | None = None) -> list[LearnedExemplar]:
@@ -210,6 +218,9 @@ class Learner:
         d = rt.route(query, vector=v, choose=_no_llm)  # the semantic decision, without the LLM
         with self.router.internals.writer:
             self._sync()
+            if d.tier == "low" and d.reason is not None and d.reason.code in ("low_confidence", "tie"):
+                best = max(d.probabilities, key=d.probabilities.__getitem__) if d.probabilities else None
+                self.answers.append((float(d.confidence), best == route))
             st = self.state
             nearest = st.nearest(v, route)
             cut = st.duplicate_cut(self.router.spec_policy, self.router.calibration)
@@ -371,7 +382,8 @@ class Learner:
 
         r = self.router
         with r.internals.writer:
-            job = U.RefitJob.begin(r, self.state, self.generation)
+            answers = list(self.answers) if len(self.answers) >= MIN_ANSWERS else []
+            job = U.RefitJob.begin(r, self.state, self.generation, answers)
         if job is None:
             return
         parts = job.build()  # off the lock: readers and learn() go on

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -150,9 +150,14 @@ class RefitJob:
     kw: dict[str, Any]
 
     @classmethod
-    def begin(cls, router: Any, st: State, generation: int) -> RefitJob | None:
+    def begin(
+        cls, router: Any, st: State, generation: int, answers: Sequence[tuple[float, bool]] = ()
+    ) -> RefitJob | None:
         """The job for the router's tables now, or None when its head cannot be rebuilt here (a
-        fitted head: ``routecore fit --head``) or a live update replaced the table."""
+        fitted head: ``routecore fit --head``) or a live update replaced the table. ``answers``:
+        answered queries the router did not route, (best probability, right); they lower the
+        routing cut where they were right often enough (:func:`routecore.routers.assembly.learned_medium`)."""
+
         from routecore.routers import assembly
         from routecore.updates.live import build_args
 
@@ -169,6 +174,8 @@ class RefitJob:
             head = None
         texts = exemplar_texts(rt.specs)[0]
         kw = build_args(router, sp, head, calibration, head_threshold, dict(zip(texts, st.V)))
+        if answers:
+            kw["answers"] = (np.array([a[0] for a in answers]), np.array([a[1] for a in answers]))
         return cls(router, rt, tc, generation, {"specs": (list(rt.specs), list(tc.specs)), **kw})
 
     def build(self) -> Any:
