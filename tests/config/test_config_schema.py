@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from routecore.config import config_schema
 from routecore.config.specs import RouteSpec, ToolSpec, load_yaml, parse_config
 from routecore.decide.policy import Policy
+from routecore.decide.policy_sections import SECTION_OF, SECTIONS
 from routecore.errors import ConfigError, RoutecoreError
 from routecore.routers.router import Router
 from stubs import StubEncoder, manual, unit
@@ -66,12 +67,21 @@ def test_editors_and_the_loader_reject_the_same_documents(doc):
         parse_config(doc)
 
 
-def test_schema_and_policy_have_the_same_fields_and_defaults():
-    schema = {name: getattr(config_schema.Policy(), name) for name in config_schema.Policy.__struct_fields__}
-    code = {f.name: getattr(Policy(), f.name) for f in dataclasses.fields(Policy)}
-    assert schema.keys() == code.keys()
-    for k, v in code.items():
-        assert schema[k] == v or (k == "per_route" and schema[k] == {} == dict(v)), k
+def test_schema_and_policy_have_the_same_sections_fields_and_defaults():
+    assert list(config_schema.SECTIONS) == list(SECTIONS)
+    assert [f.name for f in dataclasses.fields(Policy)] == [*SECTIONS, "error_message"]
+    assert config_schema.Policy().error_message == Policy().error_message
+    for name, kind in SECTIONS.items():
+        struct = config_schema.SECTIONS[name]
+        schema = {k: getattr(struct(), k) for k in struct.__struct_fields__}
+        code = {f.name: getattr(kind(), f.name) for f in dataclasses.fields(kind)}
+        assert schema.keys() == code.keys(), name
+        for k, v in code.items():
+            assert schema[k] == v or (k == "per_route" and schema[k] == {} == dict(v)), k
+            assert getattr(Policy(), k) == v  # the flat read
+    # the legacy flat keys: every section key once, typed as in its section
+    legacy = [k for k in config_schema.Policy.__struct_fields__ if k not in config_schema.SECTIONS]
+    assert legacy == ["error_message", *SECTION_OF]
 
 
 def test_errors_name_the_file_the_path_and_what_was_found(tmp_path):
@@ -107,9 +117,11 @@ def test_a_mangled_bundle_policy_names_bundle_json(tmp_path):
         tmp_path / "b"
     )
     meta = json.loads((tmp_path / "b" / "bundle.json").read_text())
-    meta["policy"]["tool_top_k"] = "5"
+    meta["policy"]["tools"]["tool_top_k"] = "5"
     (tmp_path / "b" / "bundle.json").write_text(json.dumps(meta))
-    with pytest.raises(ConfigError, match=r"bundle\.json: policy: tool_top_k: expected `int`, got `str`"):
+    with pytest.raises(
+        ConfigError, match=r"bundle\.json: policy: tools\.tool_top_k: expected `int`, got `str`"
+    ):
         Router.load(tmp_path / "b", encoder=enc)
 
 
@@ -137,6 +149,11 @@ _keys = st.sampled_from(
         "bias_rules",
         "per_route",
         "tool_top_k",
+        "hybrid",
+        "lexical",
+        "classifier",
+        "head",
+        "tools",
         "a",
         "b",
         "winner",

@@ -97,7 +97,7 @@ def test_explicit_weights_win_and_calibrations_carry_them(tmp_path):
     assert r.policy.lexical_weight == 0.02
     r.save(tmp_path / "b")
     meta = json.loads((tmp_path / "b" / "bundle.json").read_text())
-    assert meta["policy"]["lexical_weight"] == 0.02 and meta["policy"]["lexical"] is True
+    assert meta["policy"]["hybrid"]["lexical_weight"] == 0.02 and meta["policy"]["hybrid"]["lexical"] is True
     assert Router.load(tmp_path / "b", encoder=r.encoder).policy.lexical_weight == 0.02
     assert values  # the manual policy's other numbers are untouched
 

@@ -94,7 +94,7 @@ def test_single_router_files_keep_everything(name: str) -> None:
             assert "function_schema" not in info
         assert "thresholds" not in out or out["thresholds"] == {"min_score": r[key]}
     assert doc.get("policy") == (
-        {"min_score": src["confidence_threshold"]} if name.startswith("sr1_indexed") else None
+        {"routes": {"min_score": src["confidence_threshold"]}} if name.startswith("sr1_indexed") else None
     )
 
 
@@ -383,7 +383,7 @@ def test_cli_prints_yaml_or_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(["import", "semantic-router", f, "--json", "--thresholds"]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out) == read_semantic_router(f, thresholds=True)
-    assert json.loads(out)["policy"] == {"min_score": 0.3}
+    assert json.loads(out)["policy"] == {"routes": {"min_score": 0.3}}
     assert err == ""
     with pytest.raises(SystemExit):
         run_cli(["import", "rasa", f])

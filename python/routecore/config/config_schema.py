@@ -12,60 +12,31 @@ BENCHMARKS.md, "Config schema"). Errors name the file, the path inside it
 from __future__ import annotations
 
 import ast
-import math
 import re
 import typing
-from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, TypeVar, Union
+from typing import Annotated, Any, Dict, List, Literal, Optional, TypeVar, Union
 
 import msgspec
 from msgspec import Meta, Struct, field
 
+from routecore.config.policy_schema import SECTION_OF as SECTION_OF
+from routecore.config.policy_schema import SECTIONS, Thresholds
+from routecore.config.policy_schema import BiasRule as BiasRule
+from routecore.config.policy_schema import ClassifierSection as ClassifierSection
+from routecore.config.policy_schema import ContextSection as ContextSection
+from routecore.config.policy_schema import HybridSection as HybridSection
+from routecore.config.policy_schema import LearningSection as LearningSection
+from routecore.config.policy_schema import Policy as Policy
+from routecore.config.policy_schema import PolicySections as PolicySections
+from routecore.config.policy_schema import RouteSection as RouteSection
+from routecore.config.policy_schema import ToolSection as ToolSection
+from routecore.config.policy_schema import check_policy_keys as check_policy_keys
+from routecore.config.policy_schema import legacy_keys as legacy_keys
+from routecore.config.schema_base import AtLeastOne, Finite, Name, NonNegative, Positive, Strict, Text, Unit
 from routecore.errors import ConfigError
 
-Unit = Annotated[float, Meta(ge=0.0, le=1.0)]
-NonNegative = Annotated[float, Meta(ge=0.0)]
-Positive = Annotated[float, Meta(gt=0.0)]
-Name = Annotated[str, Meta(min_length=1, max_length=256)]
-Text = Annotated[str, Meta(min_length=1)]
-Count = Annotated[int, Meta(ge=0, le=1 << 31)]
-AtLeastOne = Annotated[int, Meta(ge=1, le=1 << 31)]
 
-
-class _Strict(Struct, forbid_unknown_fields=True, omit_defaults=True):
-    pass
-
-
-class _Finite(_Strict):
-    """msgspec's bounds reject NaN but let infinities through: these structs check their floats."""
-
-    def __post_init__(self) -> None:
-        names = _FLOAT_FIELDS.get(type(self))
-        if names is None:
-            hints = typing.get_type_hints(type(self))
-            names = _FLOAT_FIELDS[type(self)] = tuple(
-                n for n in self.__struct_fields__ if "float" in str(hints[n])
-            )
-        for name in names:
-            v = getattr(self, name)
-            if v is not None and not math.isfinite(v):
-                raise ValueError(f"`{name}` must be finite, got {v}")
-
-
-_FLOAT_FIELDS: Dict[type, Tuple[str, ...]] = {}
-
-
-class Thresholds(_Finite):
-    """Policy values one route overrides (cosines and probabilities in [0, 1])."""
-
-    high: Optional[Unit] = None
-    margin: Optional[Unit] = None
-    previous_high: Optional[Unit] = None
-    previous_margin: Optional[Unit] = None
-    medium: Optional[Unit] = None
-    min_score: Optional[Unit] = None
-
-
-class Route(_Strict):
+class Route(Strict):
     """One route: its exemplars (``utterances``, and ``description`` counts as one)."""
 
     name: Name
@@ -81,7 +52,7 @@ class Route(_Strict):
     label: str = ""
 
 
-class Tool(_Finite):
+class Tool(Finite):
     """One tool: ``description`` and ``success_examples`` are its exemplars; ``core`` tools are always on."""
 
     name: Name
@@ -100,66 +71,6 @@ class Tool(_Finite):
     requires_entities: List[Name] = []
 
 
-class BiasRule(_Finite):
-    """When the two best routes are ``a`` and ``b`` and within ``within``, decide ``winner`` (a route or CLARIFY)."""
-
-    a: Name
-    b: Name
-    winner: Name
-    within: Optional[Unit] = None
-
-
-class Policy(Thresholds):  # its first fields are the thresholds a route can override
-    """The decision layer's numbers. Unset (null) values are calibrated for the encoder in use."""
-
-    temperature: Optional[Positive] = None
-    high_support: Optional[Unit] = None
-    high_precision: Unit = 0.95
-    route_precision: Unit = 0.90
-    previous_precision: Unit = 0.90
-    aggregation: Literal["max", "mean", "topn"] = "max"
-    top_n: AtLeastOne = 3
-    previous_strategy: Literal["thresholds", "boost"] = "thresholds"
-    previous_boost: NonNegative = 0.10
-    bias_rules: Tuple[BiasRule, ...] = ()
-    three_way_within: Optional[Unit] = None
-    low_action: Literal["llm", "clarify", "none"] = "llm"
-    clarify_mass: Optional[Unit] = None
-    collision_gap: Optional[Unit] = None
-    affinity_boost: Optional[NonNegative] = None
-    affinity_penalty: Optional[NonNegative] = None
-    top_exemplars: Count = 5
-    exact_top: AtLeastOne = 10
-    exact_band: NonNegative = 0.0
-    tool_top_k: AtLeastOne = 5
-    tool_threshold: Optional[Unit] = None
-    tool_selection: Literal["top_k", "threshold"] = "top_k"
-    tool_floor: Literal["best", "each"] = "best"
-    fallback_tool: Optional[Name] = None
-    discovery_prefixes: Tuple[Name, ...] = ("get_", "list_", "search_")
-    anti_pattern_threshold: Optional[Unit] = None
-    anti_pattern_penalty: NonNegative = 0.50
-    lesson_similarity: Optional[Unit] = None
-    lesson_boost: Optional[NonNegative] = None
-    entity_boost: Optional[NonNegative] = None
-    more_tools_batch: AtLeastOne = 5
-    more_tools_limit: Count = 3
-    report_scores: Count = 50
-    per_route: Dict[str, Thresholds] = {}
-    lexical: bool = True
-    lexical_weight: Optional[NonNegative] = None
-    tool_lexical_weight: Optional[NonNegative] = None
-    lexical_stemmer: Literal["none", "english", "french"] = "none"
-    tool_lexical_stemmer: Optional[Literal["none", "english", "french"]] = None
-    head: Literal["off", "exemplars"] = "exemplars"
-    prior: bool = True
-    learn_from_llm: bool = False
-    learn_cap: AtLeastOne = 200
-    learn_duplicate: Optional[Unit] = None
-    learn_refit_every: AtLeastOne = 50
-    error_message: str = "Sorry, I could not handle this request. Please try again later."
-
-
 #: An environment variable's name (the key itself, with its ``-``, is refused).
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 EnvName = Annotated[
@@ -168,7 +79,7 @@ EnvName = Annotated[
 HttpUrl = Annotated[str, Meta(pattern="^https?://", max_length=2048)]
 
 
-class LLM(_Finite):
+class LLM(Finite):
     """The LLM fallback router: an OpenAI-compatible chat-completions server.
 
     The API key is read from the environment variable named by ``api_key_env``; a
@@ -194,7 +105,7 @@ class LLM(_Finite):
             )
 
 
-class Entities(_Strict):
+class Entities(Strict):
     """Entity types: dictionaries of terms (whole words, case-insensitive; accent-insensitive
     with ``fold_accents``) and regex patterns (routecore.core.entities)."""
 
@@ -203,7 +114,7 @@ class Entities(_Strict):
     fold_accents: bool = True
 
 
-class KnowledgeMapEntry(_Strict):
+class KnowledgeMapEntry(Strict):
     """Collections for a (domain, intent) pair; either may be left out (matches any)."""
 
     collections: List[Name]
@@ -211,7 +122,7 @@ class KnowledgeMapEntry(_Strict):
     intent: Optional[Name] = None
 
 
-class Knowledge(_Strict):
+class Knowledge(Strict):
     """Knowledge-source routing (routecore.routers.knowledge): the routes are collections."""
 
     top_k: AtLeastOne = 2
@@ -220,15 +131,16 @@ class Knowledge(_Strict):
     map: List[KnowledgeMapEntry] = []
 
 
-class LLMTools(_Strict):
-    """The LLM tool router (routecore.routers.llm_tools) over the config's tools; its server is the ``llm:`` section."""
+class LLMTools(Strict):
+    """The LLM tool router (routecore.routers.llm_tools) over the config's tools; its server is the
+    ``llm:`` section."""
 
     mode: Literal["llm", "hybrid", "semantic"] = "hybrid"
     hybrid_top: AtLeastOne = 20
     hint: bool = True
 
 
-class ContextLayer(_Strict):
+class ContextLayer(Strict):
     """One layer of a context config (routecore.routers.context): its labels as routes, their policy, and
     whether it may decline (``open``, the default) or always names one of its labels (``open: false``)."""
 
@@ -237,7 +149,7 @@ class ContextLayer(_Strict):
     open: bool = True
 
 
-class Config(_Strict):
+class Config(Strict):
     """A routecore config file: routes and/or tools, an optional policy and LLM router."""
 
     routes: List[Route] = []
@@ -284,7 +196,7 @@ def _found(data: Any, path: str) -> str:
 #: The allowed values of every enum field, for error messages (msgspec does not list them).
 _CHOICES = {
     name: typing.get_args(hint)
-    for struct in (Policy,)
+    for struct in SECTIONS.values()
     for name, hint in typing.get_type_hints(struct).items()
     if typing.get_origin(hint) is Literal
 }
@@ -346,6 +258,11 @@ def validate(data: Any, where: str = "config") -> Config:
         raise ConfigError(
             f"{where}: expected a mapping with 'routes' and/or 'tools', got {type(data).__name__}"
         )
+    check_policy_keys(data.get("policy"), f"{where}: policy")
+    layers = data.get("layers")
+    for name, layer in layers.items() if isinstance(layers, dict) else ():
+        if isinstance(layer, dict):
+            check_policy_keys(layer.get("policy"), f"{where}: layers.{name}.policy")
     return convert(data, Config, where)
 
 

@@ -9,8 +9,8 @@ filled from the router's :class:`~routecore.calibrate.calibration.Calibration`
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Literal, Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Mapping
 
 from routecore.calibrate.calibration_record import Calibration
 
@@ -22,6 +22,13 @@ from routecore.decide.policy_rules import apply_previous_boost as apply_previous
 from routecore.decide.policy_rules import bias_winner as bias_winner
 from routecore.decide.policy_rules import resolved as resolved
 from routecore.decide.policy_rules import tier_of as tier_of
+from routecore.decide.policy_sections import SECTION_OF, SECTIONS, FlatKeys
+from routecore.decide.policy_sections import ClassifierPolicy as ClassifierPolicy
+from routecore.decide.policy_sections import ContextPolicy as ContextPolicy
+from routecore.decide.policy_sections import HybridPolicy as HybridPolicy
+from routecore.decide.policy_sections import LearningPolicy as LearningPolicy
+from routecore.decide.policy_sections import RoutePolicy as RoutePolicy
+from routecore.decide.policy_sections import ToolPolicy as ToolPolicy
 from routecore.errors import ConfigError
 
 #: The library applies no bias rule by default: rules name a user's routes
@@ -62,9 +69,14 @@ SCALE_UNITS = {
 SIMILARITY_LEVELS = {"anti_pattern_threshold": 1.0, "lesson_similarity": 1.0}
 
 
-@dataclass(frozen=True)
-class Policy:
-    """Every number of the decision layer.
+DEFAULT_ERROR_MESSAGE = "Sorry, I could not handle this request. Please try again later."
+
+
+@dataclass(frozen=True, init=False)
+class Policy(FlatKeys):
+    """Every number of the decision layer, in sections (:mod:`routecore.decide.policy_sections`):
+    ``routes``, ``tools``, ``hybrid``, ``classifier``, ``context``, ``learning``, plus ``error_message``
+    (what the caller says when every route of the fallback chain has failed).
 
     Tiers use the softmax probability ``p1`` of the best route and the margin
     ``p1 - p2``: high when ``p1 >= high`` and margin ``>= margin``; medium when
@@ -75,133 +87,63 @@ class Policy:
     in use when a router is built (:meth:`resolve`): the tiers aim at
     ``high_precision`` / ``route_precision`` / ``previous_precision`` of right
     decisions on held-out exemplars. Set a field to pin it.
+
+    Built from sections (``Policy(routes=RoutePolicy(high=0.9))``, a mapping works too) and/or any
+    section's keys as flat keywords (``Policy(high=0.9, head="off")``), which update the section they
+    belong to (so ``dataclasses.replace(policy, high=0.9)`` works). Every key reads flat too:
+    ``policy.high`` is ``policy.routes.high``.
     """
 
-    high: float | None = None
-    margin: float | None = None
-    previous_high: float | None = None
-    previous_margin: float | None = None
-    medium: float | None = None
-    min_score: float | None = None
-    temperature: float | None = None
-    #: The high tier also needs support: the best route's cosine (its lexical score left aside)
-    #: must reach this. Unset: the calibration's ``match``, the median cosine of a held-out
-    #: exemplar to its own route (off when no exemplar could be held out). A linear head is
-    #: sure of queries far from every exemplar, and a few exemplars cannot show which queries
-    #: of their domain are not theirs (BENCHMARKS.md, small configs); 0 turns it off.
-    high_support: float | None = None
-    high_precision: float = 0.95
-    route_precision: float = 0.90
-    previous_precision: float = 0.90
-    aggregation: Literal["max", "mean", "topn"] = "max"
-    top_n: int = 3
-    previous_strategy: Literal["thresholds", "boost"] = "thresholds"
-    previous_boost: float = 0.10
-    bias_rules: tuple[BiasRule, ...] = DEFAULT_BIAS_RULES
-    three_way_within: float | None = None
-    low_action: Literal["llm", "clarify", "none"] = "llm"
-    #: A clarification names the best routes until their probabilities add up to this: two
-    #: routes, or three when the best two hold less. Unset: the model's prior (routecore.calibrate.prior),
-    #: else two routes.
-    clarify_mass: float | None = None
-    collision_gap: float | None = None
-    #: Score factors for routes/tools in (out of) the active context domain, applied by
-    #: :func:`affinity_scale` (a boost never lowers a score of either sign, a penalty never
-    #: raises one); unset, they move a typical match by +2 / -4 calibrated scales.
-    affinity_boost: float | None = None
-    affinity_penalty: float | None = None
-    top_exemplars: int = 5
-    #: int8 tables (large ones, see ``Router(storage=...)``): the true best
-    #: ``exact_top`` routes or tools (and any within ``exact_band`` of the best)
-    #: are scored exactly, which covers every rule of the decision (tiers, bias
-    #: rules, three-way ties, collisions); the others keep an int8 estimate
-    #: within the bound reported in ``Decision.score_bounds`` (typically < 0.01).
-    exact_top: int = 10
-    exact_band: float = 0.0
-    # tools
-    tool_top_k: int = 5
-    #: The floor of tool belts (a cosine; calibrated when unset, None after
-    #: calibration when the router has no tools). Both selection modes stop at
-    #: ``tool_top_k`` tools.
-    tool_threshold: float | None = None
-    tool_selection: Literal["top_k", "threshold"] = "top_k"
-    #: How the ``top_k`` selection reads the floor: ``"best"``, the belt is empty
-    #: when its best candidate is under it, and otherwise holds the top ``k``
-    #: (the zero-label floor is fitted on the background's *best* tool score);
-    #: ``"each"``, every candidate must pass it. The ``threshold`` selection (and
-    #: a ``threshold`` given to ``tools()``) always reads it per candidate. On
-    #: MetaTool with e5, "each" dropped the right tool from 46 % of the belts at
-    #: the calibrated floor, "best" from 15 % (BENCHMARKS.md, issue 12 §4).
-    tool_floor: Literal["best", "each"] = "best"
-    #: The confidence gate of tool belts: a general tool (web search, ...) put in a belt
-    #: when no candidate passes the floor, with a ``no_tool`` alert that names it.
-    fallback_tool: str | None = None
-    discovery_prefixes: tuple[str, ...] = ("get_", "list_", "search_")
-    anti_pattern_threshold: float | None = None
-    #: The factor of a tool an anti-pattern matches, applied by :func:`affinity_scale`.
-    anti_pattern_penalty: float = 0.50
-    lesson_similarity: float | None = None
-    #: Added to a tool's score by its "use it" lessons (once, however many match the query; a matching
-    #: "do not use" lesson wins and removes the tool). A cosine; unset, 5 calibrated scales.
-    lesson_boost: float | None = None
-    #: Added to the cosine of a route that prefers an entity type the query holds
-    #: (routecore.core.entities); unset, one calibrated scale (the three-way tie window).
-    entity_boost: float | None = None
-    more_tools_batch: int = 5
-    more_tools_limit: int = 3
-    #: How many of the best tools' scores a ToolBelt reports. With int8 tables, those
-    #: past the best ``exact_top`` may be estimates (bounds in ``ToolBelt.score_bounds``).
-    report_scores: int = 50
-    per_route: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    #: Hybrid scoring: a route's (tool's) BM25 score, over the query's best, times this
-    #: weight is added to its cosine (routecore.core.lexical). Calibrated when unset (0 when
-    #: nothing could be fitted); ``lexical: false`` turns the lexical pass off.
-    lexical: bool = True
-    lexical_weight: float | None = None
-    tool_lexical_weight: float | None = None
-    #: The Snowball stemmer of the routes' lexical terms (``"none"``, ``"english"``,
-    #: ``"french"``), and of the tools' (unset: the one ``routecore fit --tools`` chose, else
-    #: none). Stemming is off by default: it cost up to half a point of top-1 on intent sets.
-    lexical_stemmer: Literal["none", "english", "french"] = "none"
-    tool_lexical_stemmer: Literal["none", "english", "french"] | None = None
-    #: ``"exemplars"`` (the default): route probabilities come from a linear head (softmax regression)
-    #: trained on the routes' exemplars when the router is built, with the bundled
-    #: background queries in the exemplars' languages as an out-of-scope class; its tiers
-    #: and its out-of-scope cut are calibrated zero-label on out-of-fold exemplars
-    #: (routecore.calibrate.exemplar_head), and it replaces the cosine ``min_score``. It costs
-    #: under a second for a few hundred exemplars and about 30 s for 15,000 at build time
-    #: (a bundle keeps it); with too few exemplars to hold out, the router keeps the
-    #: cosines. ``"off"``: the softmax of the cosines.
-    head: Literal["off", "exemplars"] = "exemplars"
-    #: With the exemplar head: take its cuts from the model's measured decision prior when
-    #: routecore ships one (routecore.calibrate.prior; ``calibrated="prior"``, one training). ``false``: fit
-    #: them out of fold on the exemplars (``zero-label``, five trainings).
-    prior: bool = True
-    #: Learning (``Router.learn``, routecore.updates.learning): learn the LLM fallback's answers too.
-    learn_from_llm: bool = False
-    #: At most this many learned exemplars per route; the oldest go first (a default, not a fit).
-    learn_cap: int = 200
-    #: A query whose cosine to one of the route's exemplars reaches this is a near-duplicate and
-    #: is not learned; unset: the cut calibrated on the config's exemplars (same-route pairs).
-    learn_duplicate: float | None = None
-    #: After this many learned exemplars the head and calibration are rebuilt in the background
-    #: (a default, not a fit: BENCHMARKS / docs/learning.md give its cost).
-    learn_refit_every: int = 50
-    #: What the caller says when every route of the fallback chain has failed.
-    error_message: str = "Sorry, I could not handle this request. Please try again later."
+    routes: RoutePolicy
+    tools: ToolPolicy
+    hybrid: HybridPolicy
+    classifier: ClassifierPolicy
+    context: ContextPolicy
+    learning: LearningPolicy
+    error_message: str
 
-    def __post_init__(self) -> None:
-        # The config schema holds every type and range: a string where a number belongs
-        # ("0.9") used to pass here and break every route().
-        from routecore.config import config_schema
+    def __init__(
+        self,
+        routes: RoutePolicy | Mapping[str, Any] | None = None,
+        tools: ToolPolicy | Mapping[str, Any] | None = None,
+        hybrid: HybridPolicy | Mapping[str, Any] | None = None,
+        classifier: ClassifierPolicy | Mapping[str, Any] | None = None,
+        context: ContextPolicy | Mapping[str, Any] | None = None,
+        learning: LearningPolicy | Mapping[str, Any] | None = None,
+        error_message: str = DEFAULT_ERROR_MESSAGE,
+        **flat: Any,
+    ) -> None:
+        given = dict(
+            routes=routes,
+            tools=tools,
+            hybrid=hybrid,
+            classifier=classifier,
+            context=context,
+            learning=learning,
+        )
+        by_section: dict[str, dict[str, Any]] = {}
+        for key, v in flat.items():
+            if key not in SECTION_OF:
+                raise TypeError(f"Policy() got an unexpected keyword argument {key!r}")
+            by_section.setdefault(SECTION_OF[key], {})[key] = v
+        for name, kind in SECTIONS.items():
+            section = given[name]
+            if section is None:
+                section = kind(**by_section.get(name, {}))
+            elif isinstance(section, Mapping):
+                section = kind(**{**section, **by_section.get(name, {})})
+            elif not isinstance(section, kind):
+                raise ConfigError(f"policy: {name}: expected a {kind.__name__}, got {type(section).__name__}")
+            elif name in by_section:
+                section = replace(section, **by_section[name])
+            object.__setattr__(self, name, section)
+        if not isinstance(error_message, str):
+            raise ConfigError(f"policy: error_message: expected `str`, got `{type(error_message).__name__}`")
+        object.__setattr__(self, "error_message", error_message)
 
-        config_schema.convert(self, config_schema.Policy, "policy")
-        if not isinstance(self.bias_rules, tuple) or not all(
-            isinstance(r, BiasRule) for r in self.bias_rules
-        ):
-            raise ConfigError("policy: bias_rules must be a tuple of BiasRule objects")
-        if not isinstance(self.discovery_prefixes, tuple):
-            object.__setattr__(self, "discovery_prefixes", tuple(self.discovery_prefixes))
+    def sections(self) -> dict[str, Any]:
+        """The sections and ``error_message``, by name (what ``Policy(**...)`` takes back)."""
+        return {name: getattr(self, name) for name in (*SECTIONS, "error_message")}
 
     def is_manual(self) -> bool:
         """Whether every calibrated key was given (nothing left to calibrate)."""
@@ -266,7 +208,7 @@ class Policy:
             for n, o in cal.per_route.items():
                 per.setdefault(n, {}).update(o)
             changes["per_route"] = per
-        return replace(self, **changes)
+        return self.with_overrides(**changes)
 
     def value(self, key: str, route: str | None) -> float:
         """Policy ``key`` with the per-route override of ``route`` applied."""
@@ -294,24 +236,46 @@ class Policy:
         )
 
     def with_overrides(self, **changes: Any) -> "Policy":
-        return replace(self, **changes)
+        """This policy with ``changes``: flat keys (``high=0.9``) and/or whole sections."""
+        return type(self)(
+            **{**self.sections(), **{k: v for k, v in changes.items() if k not in SECTION_OF}},
+            **{k: v for k, v in changes.items() if k in SECTION_OF},
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["bias_rules"] = [asdict(r) for r in self.bias_rules]
-        d["discovery_prefixes"] = list(self.discovery_prefixes)
-        d["per_route"] = {k: dict(v) for k, v in self.per_route.items()}
+        """The nested form (what a bundle stores); :meth:`from_dict` reads it and the legacy flat one."""
+        d: dict[str, Any] = {name: asdict(getattr(self, name)) for name in SECTIONS}
+        d["routes"]["bias_rules"] = [asdict(r) for r in self.bias_rules]
+        d["routes"]["per_route"] = {k: dict(v) for k, v in self.per_route.items()}
+        d["tools"]["discovery_prefixes"] = list(self.discovery_prefixes)
+        d["error_message"] = self.error_message
         return d
+
+    def to_flat_dict(self) -> dict[str, Any]:
+        """Every key at the top level (the legacy form)."""
+        d = self.to_dict()
+        return {**{k: v for name in SECTIONS for k, v in d.pop(name).items()}, **d}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None, where: str = "policy") -> "Policy":
-        """A policy from a config mapping, checked against the schema; errors name ``where`` and the key."""
+        """A policy from a config mapping, nested (``routes: {high: 0.9}``) or flat (``high: 0.9``, the
+        legacy form, as bundles saved before the sections hold it), checked against the schema; errors
+        name ``where`` and the key, and a key given both ways is refused."""
         if d is None:
             return cls()
         from routecore.config import config_schema
 
+        config_schema.check_policy_keys(d, where)
         p = config_schema.convert(d, config_schema.Policy, where)
-        values: dict[str, Any] = {f.name: getattr(p, f.name) for f in fields(cls)}
-        values["bias_rules"] = tuple(BiasRule(r.a, r.b, r.winner, r.within) for r in p.bias_rules)
-        values["per_route"] = {n: config_schema.given(t) for n, t in p.per_route.items()}
-        return cls(**values)
+        flat = config_schema.legacy_keys(p)
+        sections: dict[str, Any] = {}
+        for name, kind in SECTIONS.items():
+            struct = getattr(p, name)
+            values = {f.name: flat.get(f.name, getattr(struct, f.name)) for f in fields(kind)}
+            if name == "routes":
+                values["bias_rules"] = tuple(
+                    BiasRule(r.a, r.b, r.winner, r.within) for r in values["bias_rules"]
+                )
+                values["per_route"] = {n: config_schema.given(t) for n, t in values["per_route"].items()}
+            sections[name] = kind(**values)
+        return cls(**sections, error_message=p.error_message)

@@ -99,7 +99,7 @@ def build_router(
     default of a router built from a config); ``False``, the cosine softmax
     (``head="off"``, what ``fit`` calibrates)."""
     routes = routes_from_split(train, shots=shots, seed=seed, oos_label=oos_label)
-    policy = replace(policy or Policy(), head="exemplars" if head == "exemplars" else "off")
+    policy = (policy or Policy()).with_overrides(head="exemplars" if head == "exemplars" else "off")
     head = head is True
     texts = [t for r in routes for t in r.exemplars()]
     vecs = embed(encoder, texts, progress=progress, what="embedding exemplars")

@@ -44,7 +44,7 @@ thresholds are probabilities or mixed scores, which routecore never used.
 
 ``thresholds=True`` (``--thresholds``) keeps them as they are, for a routecore encoder on the
 same cosine scale: in the two cosine cases a route's threshold becomes its
-``thresholds.min_score`` and a 1.x router-level ``confidence_threshold`` ``policy.min_score``,
+``thresholds.min_score`` and a 1.x router-level ``confidence_threshold`` ``policy.routes.min_score``,
 so routecore answers no route when the best route's cosine is below it (a value outside [0, 1]
 stays in metadata, with a warning). The encoder-level default of 0.x (the encoder's
 ``score_threshold``) is not in the files; 0.x wrote it into every route when a layer was built,
@@ -114,7 +114,7 @@ def read_semantic_router(path: str | os.PathLike[str], *, thresholds: bool = Fal
     top = data.get("confidence_threshold")
     floor = _threshold(top, f"{p}: confidence_threshold", at_router and thresholds)
     if floor is not None:
-        doc["policy"] = {"min_score": floor}
+        doc["policy"] = {"routes": {"min_score": floor}}
     elif at_router and not thresholds and top is not None:
         dropped.append(("confidence_threshold", "the router", float(top)))
     parse_config(doc, str(p))  # what is returned is a config routecore accepts
