@@ -103,7 +103,8 @@ def main() -> None:
     texts = [r["text"] for r in rows[: a.n]]
     queries = [r["text"] for r in rows[a.n : a.n + 200]]
     print(
-        f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, python {platform.python_version()}, "
+        f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, "
+        f"python {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}"
     )
     with tempfile.TemporaryDirectory() as tmp:
@@ -132,11 +133,13 @@ def main() -> None:
                 p50 = statistics.median(x[0] for x in lat[mode])
                 p90 = statistics.median(x[1] for x in lat[mode])
                 print(
-                    f"{name} {mode:6} exemplars {a.n} texts: {' '.join(f'{x:.1f}' for x in tps[mode])} texts/s "
+                    f"{name} {mode:6} exemplars {a.n} texts: "
+                    f"{' '.join(f'{x:.1f}' for x in tps[mode])} texts/s "
                     f"(best {max(tps[mode]):.1f}); single query p50 {p50:.2f} ms p90 {p90:.2f} ms"
                 )
             print(
-                f"{name} auto/padded throughput ratio (best of each): {max(tps['auto']) / max(tps['padded']):.3f}"
+                f"{name} auto/padded throughput ratio (best of each): "
+                f"{max(tps['auto']) / max(tps['padded']):.3f}"
             )
             if a.workers:
                 one = Encoder.load(folder, variant="int8", cache_size=0, threads=2)

@@ -21,7 +21,9 @@ from conftest import SHARED
 from routecore import Encoder
 
 ROOT = Path(__file__).resolve().parents[1]
-WORDS = "the production server returns errors after the last deployment please check the logs and restart it".split()
+WORDS = (
+    "the production server returns errors after the last deployment please check the logs and restart it"
+).split()
 
 
 def bge_m3_shaped() -> Path | None:

@@ -124,7 +124,8 @@ def test_lexical_tools(benchmark, n):
         }
     )
     print(
-        f"\n{n} tools ({src}): {ix.memory_bytes / 1e6:.1f} MB in memory, {ix.n_terms} terms, built in {build_s:.2f} s, "
+        f"\n{n} tools ({src}): {ix.memory_bytes / 1e6:.1f} MB in memory, {ix.n_terms} terms, "
+        f"built in {build_s:.2f} s, "
         f"file {len(ix.to_bytes()) / 1e6:.1f} MB"
     )
     benchmark.pedantic(

@@ -1,7 +1,8 @@
 """Encoder cascade (issue 19): MiniLM decides first, e5 only when MiniLM's decision is
 not a high-tier route. Routes from each train split, zero-label, both routers.
 
-    ROUTECORE_HOME=/tmp/rchome python benches/cascade.py [--fast PATH] [--strong PATH] [--sets clinc150,massive-en] [--timed 300] [--head off]
+    ROUTECORE_HOME=/tmp/rchome python benches/cascade.py [--fast PATH] [--strong PATH] \\
+        [--sets clinc150,massive-en] [--timed 300] [--head off]
 
 Both routers are the default's (the exemplar head); ``--head off``: the cosine softmax.
 

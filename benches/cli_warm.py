@@ -37,7 +37,8 @@ def main() -> None:
     first = call()
     warm = [call() for _ in range(a.rounds)]
     print(
-        f"first {first:.2f} s; warm median {statistics.median(warm):.2f} s, max {max(warm):.2f} s ({a.rounds} calls)"
+        f"first {first:.2f} s; warm median {statistics.median(warm):.2f} s, "
+        f"max {max(warm):.2f} s ({a.rounds} calls)"
     )
 
 

@@ -2,7 +2,8 @@
 
     routecore eval --train TRAIN --data TEST --json --no-progress --out DIR_ZL
     routecore eval --bundle BUNDLE --data TEST --json --no-progress --out DIR_FIT
-    python benches/decisions_vs_maxcos.py --train TRAIN --data TEST --pred DIR_ZL,DIR_FIT [--model PATH] [--at 0.90,0.95]
+    python benches/decisions_vs_maxcos.py --train TRAIN --data TEST --pred DIR_ZL,DIR_FIT \\
+        [--model PATH] [--at 0.90,0.95]
 
 Reads each run's predictions.jsonl (one row per test query: action, pred, label,
 confidence). The baseline routes a query to its top-1 route when its top-1 raw

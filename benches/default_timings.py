@@ -36,7 +36,8 @@ e2 = Encoder.load(MODEL)
 t3 = time.perf_counter()
 e.encode_with_stats(["warm up the model"])
 t4 = time.perf_counter()
-print(json.dumps({"import_s": t1 - t0, "cold_load_s": t2 - t1, "warm_load_s": t3 - t2, "first_encode_ms": (t4 - t3) * 1e3, "model": e.model_id}))
+print(json.dumps({"import_s": t1 - t0, "cold_load_s": t2 - t1, "warm_load_s": t3 - t2,
+                  "first_encode_ms": (t4 - t3) * 1e3, "model": e.model_id}))
 """
 
 

@@ -76,7 +76,8 @@ def splits(name: str, split: str) -> tuple[D.Dataset, D.Dataset]:
 
 
 def pool(train: D.Dataset, per_label: int = 60, seed: int = 54321) -> D.Dataset:
-    """At most ``per_label`` train rows of each label (a fixed random subset): the pool shots are drawn from."""
+    """At most ``per_label`` train rows of each label (a fixed random subset): the pool shots are
+    drawn from."""
     rng = np.random.default_rng(seed)
     by: dict[str, list[Any]] = defaultdict(list)
     for s in train.samples:
@@ -182,7 +183,8 @@ def main() -> None:
     a = ap.parse_args()
     enc = Encoder.load(a.model) if a.model else Encoder.load()
     print(
-        f"# model {enc.model_id}, split {a.split}, seeds {a.seeds}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+        f"# model {enc.model_id}, split {a.split}, seeds {a.seeds}, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
     cols = (
         "top1",

@@ -77,13 +77,16 @@ def main() -> None:
         bounds.extend(v for v in a8.score_bounds.values() if v > 0)
     now = datetime.datetime.now(datetime.timezone.utc)
     print(
-        f"{now:%Y-%m-%d %H:%M} UTC, {enc.model_id}, {len(r8.route_table.table.texts)} exemplars, {len(texts)} CLINC150 test queries"
+        f"{now:%Y-%m-%d %H:%M} UTC, {enc.model_id}, {len(r8.route_table.table.texts)} exemplars, "
+        f"{len(texts)} CLINC150 test queries"
     )
     print(
-        f"same (action, route, tier): {same}/{len(texts)}; same including candidates, bias rule and best exemplars: {same_all}/{len(texts)}"
+        f"same (action, route, tier): {same}/{len(texts)}; "
+        f"same including candidates, bias rule and best exemplars: {same_all}/{len(texts)}"
     )
     print(
-        f"estimated routes per decision: {len(bounds) / len(texts):.0f}; their error bounds: median {np.median(bounds):.4f}, max {max(bounds):.4f}"
+        f"estimated routes per decision: {len(bounds) / len(texts):.0f}; "
+        f"their error bounds: median {np.median(bounds):.4f}, max {max(bounds):.4f}"
     )
 
 

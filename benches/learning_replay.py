@@ -157,20 +157,24 @@ def main() -> None:
             runs.append(r)
             goal = TARGET.get(name, 0.95) if noise <= 0.05 else 0.90
             print(
-                f"\n## {name}, teacher wrong {100 * noise:.0f} %: teacher calls {100 * r['teacher_share']:.1f} %, "
-                f"learned {r['learned']}, held {r['held']}, refits {r['refits']}, duplicate cut {r['duplicate_cut']:.3f}, "
+                f"\n## {name}, teacher wrong {100 * noise:.0f} %: "
+                f"teacher calls {100 * r['teacher_share']:.1f} %, "
+                f"learned {r['learned']}, held {r['held']}, refits {r['refits']}, "
+                f"duplicate cut {r['duplicate_cut']:.3f}, "
                 f"build {r['build_s']:.2f} s, "
                 f"route p95 {r['route_p95']:.1f} ms, learn p95 {r['learn_p95']:.1f} ms "
                 f"({r['learn_p95'] / r['route_p95']:.2f}x), precision goal {100 * goal:.0f} %"
             )
             print(
-                "| queries | fast path | precision | teacher | learned/dup/held/none | route p50/p95 | learn p50/p95 |"
+                "| queries | fast path | precision | teacher | learned/dup/held/none "
+                "| route p50/p95 | learn p50/p95 |"
             )
             print("|---|---|---|---|---|---|---|")
             for i, w in enumerate(r["windows"]):
                 st = w["status"]
                 print(
-                    f"| {i * a.window + 1}-{i * a.window + w['n']} | {100 * w['fast']:.1f} | {100 * w['prec']:.1f} "
+                    f"| {i * a.window + 1}-{i * a.window + w['n']} | {100 * w['fast']:.1f} "
+                    f"| {100 * w['prec']:.1f} "
                     f"| {w['teacher']} | {st.get('learned', 0)}/{st.get('duplicate', 0)}/{st.get('held', 0)}"
                     f"/{st.get('none', 0)} | {w['route_p50']:.1f}/{w['route_p95']:.1f} "
                     f"| {w['learn_p50']:.1f}/{w['learn_p95']:.1f} |",

@@ -44,7 +44,8 @@ for n in [0, 1, 2, 3]:  # 0: the tiers use the same rows as the other fits
         high = (p1 >= cal.high) & (mg >= cal.margin) & ~oos
         routed = (p1 >= cal.medium) & ~oos
         row.append(
-            f"{name}: high {high.mean():.3f}@{right[high].mean():.3f} routed {routed.mean():.3f}@{right[routed].mean():.3f} "
+            f"{name}: high {high.mean():.3f}@{right[high].mean():.3f} "
+            f"routed {routed.mean():.3f}@{right[routed].mean():.3f} "
             f"inacc {(right & ~oos)[gold >= 0].mean():.3f}"
         )
     print(n, " | ".join(row), flush=True)

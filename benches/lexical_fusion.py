@@ -98,7 +98,8 @@ def main() -> None:
             p for p in tk.encode(fold(t), add_special_tokens=False).tokens if p.strip("\u2581")
         ]
     print(
-        f"{enc.model_id}: {len(stop)} background stop words; dense r@1 {recall(S, gold, 1):.3f} r@5 {recall(S, gold, 5):.3f}"
+        f"{enc.model_id}: {len(stop)} background stop words; "
+        f"dense r@1 {recall(S, gold, 1):.3f} r@5 {recall(S, gold, 5):.3f}"
     )
     rank_d = np.argsort(np.argsort(-S, 1), 1)
     for lab, f in toks.items():

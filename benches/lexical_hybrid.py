@@ -1,7 +1,8 @@
 """Hybrid lexical + dense scoring as shipped (issue 14): the fitted weight and what it
 does to top-1 accuracy on the intent sets and to MetaTool tool recall.
 
-    python benches/lexical_hybrid.py [--model PATH] [--sets clinc150,banking77,massive-en,massive-fr,massive-zh,metatool]
+    python benches/lexical_hybrid.py [--model PATH] \\
+        [--sets clinc150,banking77,massive-en,massive-fr,massive-zh,metatool]
 
 Intent sets: routes from train; the lexical weight is fitted zero-label (held-out
 exemplars, `calibration.zero_label` with the routes' `LexicalTable`); figures on test,

@@ -40,7 +40,8 @@ def main() -> None:
             times[recal].append((time.perf_counter() - t0) / 2)
     for recal, v in times.items():
         print(
-            f"recalibrate={recal}: median {statistics.median(v):.2f} s per change ({len(r.route_specs)} routes x {a.shots})"
+            f"recalibrate={recal}: median {statistics.median(v):.2f} s per change "
+            f"({len(r.route_specs)} routes x {a.shots})"
         )
 
 

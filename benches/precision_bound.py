@@ -53,7 +53,8 @@ def main() -> None:
             ("p1 - p2", margin),
         ):
             print(
-                f"| {name} | {right.mean():.1%} | {sig} | {share_at(conf, right, 0.90):.1%} | {share_at(conf, right, 0.95):.1%} |"
+                f"| {name} | {right.mean():.1%} | {sig} | {share_at(conf, right, 0.90):.1%} "
+                f"| {share_at(conf, right, 0.95):.1%} |"
             )
 
 

@@ -127,7 +127,8 @@ def main() -> None:
             }
             results["levels"].append(row)
             print(
-                f"clients={clients:3d}  n={row['requests']}  {row['rps']:7.1f} req/s  p50 {row['p50_ms']:6.1f} ms  "
+                f"clients={clients:3d}  n={row['requests']}  {row['rps']:7.1f} req/s  "
+                f"p50 {row['p50_ms']:6.1f} ms  "
                 f"p95 {row['p95_ms']:6.1f} ms  p99 {row['p99_ms']:6.1f} ms",
                 flush=True,
             )

@@ -53,7 +53,8 @@ def main(path: str) -> None:
         )
     if searches:
         print(
-            "| d | N | batch | threads | routecore p50 µs | numpy p50 µs | FAISS p50 µs | vs numpy | vs FAISS | GB/s (routecore) |"
+            "| d | N | batch | threads | routecore p50 µs | numpy p50 µs | FAISS p50 µs "
+            "| vs numpy | vs FAISS | GB/s (routecore) |"
         )
         print("|---|---|---|---|---|---|---|---|---|---|")
         for (d, n, b, t), r in sorted(searches.items()):
@@ -62,7 +63,8 @@ def main(path: str) -> None:
             rc, npy, fx = r["routecore"]["median"], r["numpy"]["median"], r["faiss"]["median"]
             gbs = n * d * 4 / rc / 1e9
             print(
-                f"| {d} | {n:,} | {b} | {t} | {us(rc)} | {us(npy)} | {us(fx)} | {npy / rc:.2f}× | {fx / rc:.2f}× | {gbs:.1f} |"
+                f"| {d} | {n:,} | {b} | {t} | {us(rc)} | {us(npy)} | {us(fx)} "
+                f"| {npy / rc:.2f}× | {fx / rc:.2f}× | {gbs:.1f} |"
             )
         print()
     if compact:
@@ -76,7 +78,8 @@ def main(path: str) -> None:
             ref = f32.get((e.get("d"), e["threads"]))
             ratio = f"{ref / st['median']:.2f}×" if ref else "?"
             print(
-                f"| {e.get('d', '?')} | {e['storage']} | {e['threads']} | {st['median'] * 1e3:.2f} | {ratio} | {e['top5_equal_exact'] * 100:.1f}% |"
+                f"| {e.get('d', '?')} | {e['storage']} | {e['threads']} | {st['median'] * 1e3:.2f} "
+                f"| {ratio} | {e['top5_equal_exact'] * 100:.1f}% |"
             )
         print()
     if steps:
@@ -84,13 +87,15 @@ def main(path: str) -> None:
         print("|---|---|---|---|---|---|---|")
         for e, st in sorted(steps, key=lambda x: (x[0]["d"], x[0].get("storage", "f32"), x[0]["threads"])):
             print(
-                f"| {e['d']} | {e.get('storage', 'f32')} | {e['threads']} | {us(st['median'])} | {us(_p95(st))} | {e['stream_us']:.1f} | "
+                f"| {e['d']} | {e.get('storage', 'f32')} | {e['threads']} | {us(st['median'])} "
+                f"| {us(_p95(st))} | {e['stream_us']:.1f} | "
                 f"{st['median'] * 1e6 / e['stream_us']:.2f}× |"
             )
 
     if encodes:
         print(
-            "| model | threads | input | tokens | routecore p50 / p95 ms | onnxruntime-python p50 / p95 ms | ratio p50 / p95 | min cosine |"
+            "| model | threads | input | tokens | routecore p50 / p95 ms "
+            "| onnxruntime-python p50 / p95 ms | ratio p50 / p95 | min cosine |"
         )
         print("|---|---|---|---|---|---|---|---|")
         for (m, t, c), r in sorted(encodes.items()):
@@ -99,7 +104,8 @@ def main(path: str) -> None:
             (a, ea), (b, _) = r["routecore"], r["onnxruntime-python"]
             a95, b95 = _p95(a), _p95(b)
             print(
-                f"| {m} | {t} | {c} | {ea['tokens']} | {a['median'] * 1e3:.2f} / {a95 * 1e3:.2f} | {b['median'] * 1e3:.2f} / {b95 * 1e3:.2f} | "
+                f"| {m} | {t} | {c} | {ea['tokens']} | {a['median'] * 1e3:.2f} / {a95 * 1e3:.2f} "
+                f"| {b['median'] * 1e3:.2f} / {b95 * 1e3:.2f} | "
                 f"{a['median'] / b['median']:.3f} / {a95 / b95:.3f} | {ea['min_cosine_vs_python']:.6f} |"
             )
         print()
@@ -109,20 +115,24 @@ def main(path: str) -> None:
         for (d, n), r in sorted(cutoffs.items()):
             if len(r) == 2:
                 print(
-                    f"| {d} | {n} | {n * d:,} | {us(r['sequential'])} | {us(r['parallel'])} | {'parallel' if r['parallel'] < r['sequential'] else 'sequential'} |"
+                    f"| {d} | {n} | {n * d:,} | {us(r['sequential'])} | {us(r['parallel'])} "
+                    f"| {'parallel' if r['parallel'] < r['sequential'] else 'sequential'} |"
                 )
         print()
     for st in cache_hits:
         print(f"Cache hit: p50 {st['median'] * 1e6:.1f} µs, p95 {_p95(st) * 1e6:.1f} µs\n")
     if routers:
         print(
-            "| call | setup | encoder | total p50 / p95 ms | encode p50 / p95 ms | rest p50 / p95 ms | rest / encode (p50) |"
+            "| call | setup | encoder | total p50 / p95 ms | encode p50 / p95 ms "
+            "| rest p50 / p95 ms | rest / encode (p50) |"
         )
         print("|---|---|---|---|---|---|---|")
         for e in routers:
             print(
-                f"| {e['kind']} | {e['setup']} | {e['encoder']} | {e['total_p50_ms']:.2f} / {e['total_p95_ms']:.2f} | "
-                f"{e['encode_p50_ms']:.2f} / {e['encode_p95_ms']:.2f} | {e['other_p50_ms']:.3f} / {e['other_p95_ms']:.3f} | "
+                f"| {e['kind']} | {e['setup']} | {e['encoder']} "
+                f"| {e['total_p50_ms']:.2f} / {e['total_p95_ms']:.2f} | "
+                f"{e['encode_p50_ms']:.2f} / {e['encode_p95_ms']:.2f} "
+                f"| {e['other_p50_ms']:.3f} / {e['other_p95_ms']:.3f} | "
                 f"{e['other_p50_ms'] / e['encode_p50_ms'] * 100:.1f}% |"
             )
 

@@ -39,7 +39,8 @@ def main() -> None:
     a = ap.parse_args()
     enc = Encoder.load(a.model) if a.model else Encoder.load()
     print(
-        f"# model {enc.model_id}, split {a.split}, k {a.shots}, seeds {a.seeds}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+        f"# model {enc.model_id}, split {a.split}, k {a.shots}, seeds {a.seeds}, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
     kinds = ["clean", *PERTURBATIONS]
     print("| set | " + " | ".join(kinds) + " | worst drop |")

@@ -24,12 +24,14 @@ from routecore.evaluation import runner as R
 
 def main() -> None:
     print(
-        f"{platform.processor() or platform.machine()}, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC\n"
+        f"{platform.processor() or platform.machine()}, "
+        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC\n"
     )
     bw = _native.read_bandwidth(256, 1, 5)  # GB/s, one thread
     print(f"Read bandwidth, 1 thread: {bw:.1f} GB/s\n")
     print(
-        "| encoder | encode p50 ms | int8 pass hot p50 µs | int8 pass after encode p50 / p95 µs | after encode / encode "
+        "| encoder | encode p50 ms | int8 pass hot p50 µs | int8 pass after encode p50 / p95 µs "
+        "| after encode / encode "
         "| DRAM read of the int8 table µs | DRAM read / encode |"
     )
     print("|---|---|---|---|---|---|---|")
@@ -54,7 +56,8 @@ def main() -> None:
         # int8 codes plus 16 bytes of per-row facts (scale, code sum, error, norm).
         read = len(router.route_table.table.texts) * (enc.dim + 16) / (bw * 1e9)
         print(
-            f"| {name} | {np.median(e) * 1e3:.2f} | {np.median(h) * 1e6:.0f} | {np.median(c) * 1e6:.0f} / {np.percentile(c, 95) * 1e6:.0f} | "
+            f"| {name} | {np.median(e) * 1e3:.2f} | {np.median(h) * 1e6:.0f} "
+            f"| {np.median(c) * 1e6:.0f} / {np.percentile(c, 95) * 1e6:.0f} | "
             f"{np.median(c) / np.median(e):.1%} | {read * 1e6:.0f} | {read / np.median(e):.1%} |"
         )
 

@@ -36,10 +36,12 @@ def main(names, parallel=False) -> None:
     if parallel:
         _native.set_route_parallel_cutoff(0)
     print(
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, routing step on {'2 threads' if parallel else '1 thread'}\n"
+        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+        f"routing step on {'2 threads' if parallel else '1 thread'}\n"
     )
     print(
-        "| encoder | caches | encode p50 ms | native call p50 µs | policy p50 µs | rest (wall − encode) p50 µs | rest / encode |"
+        "| encoder | caches | encode p50 ms | native call p50 µs | policy p50 µs "
+        "| rest (wall − encode) p50 µs | rest / encode |"
     )
     print("|---|---|---|---|---|---|---|")
     for name in names:
@@ -72,7 +74,8 @@ def main(names, parallel=False) -> None:
             enc_ms = f"{e * 1e3:.2f}" if caches == "after encode" else "0 (cached)"
             share = f"{rest / e:.1%}" if caches == "after encode" else ""
             print(
-                f"| {name} | {caches} | {enc_ms} | {n * 1e6:.0f} | {p * 1e6:.0f} | {rest * 1e6:.0f} | {share} |"
+                f"| {name} | {caches} | {enc_ms} | {n * 1e6:.0f} | {p * 1e6:.0f} "
+                f"| {rest * 1e6:.0f} | {share} |"
             )
         r.encoder.encode_with_stats = enc_calls
 

@@ -173,7 +173,8 @@ def main() -> None:
         for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "RAYON_NUM_THREADS", "ROUTECORE_SIMD")
     }
     head = (
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {cpu_model()}, {os.cpu_count()} cpus; flags: {cpu_flags()}; "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {cpu_model()}, "
+        f"{os.cpu_count()} cpus; flags: {cpu_flags()}; "
         f"routecore kernels: {_native.simd_level()}; env {env}; k={a.k}, batch={a.batch}, rounds={a.rounds}"
     )
     print(head)
@@ -202,7 +203,8 @@ def main() -> None:
                 got = n * d * width / (min(meds[f"routecore {kind}"]) * 1e-6) / 1e9
                 bw[kind] = {"probe_gbs": probe, "scan_gbs": got}
                 print(
-                    f"routecore {kind} scan reads {got:.1f} GB/s; probe at {mb} MB, {a.threads} thread(s): {probe:.1f} GB/s ({got / probe:.0%})"
+                    f"routecore {kind} scan reads {got:.1f} GB/s; probe at {mb} MB, "
+                    f"{a.threads} thread(s): {probe:.1f} GB/s ({got / probe:.0%})"
                 )
             report["cases"].append(
                 {"n": n, "d": d, "exact": exact, "bandwidth": bw, "block_medians_us": meds}

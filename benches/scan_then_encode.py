@@ -51,7 +51,8 @@ def main() -> None:
     for w, v in ms.items():
         p50, p95 = np.percentile(v, [50, 95])
         print(
-            f"{'no scan' if w is None else f'sleep {w * 1e3:g} ms'}: encode p50 {p50:.2f} ms, p95 {p95:.2f} ms"
+            f"{'no scan' if w is None else f'sleep {w * 1e3:g} ms'}: "
+            f"encode p50 {p50:.2f} ms, p95 {p95:.2f} ms"
         )
 
 

@@ -1,10 +1,12 @@
 """Load test of ``routecore serve`` (issue 18): latency percentiles and throughput by concurrency,
 micro-batching on and off, against the in-process ``Router.route()``. Not run in CI.
 
-    python benches/serve_load.py [--clients 1,8,32,128] [--scale 1.0] [--clinc150 | --config FILE] [--window-ms 1] [--max-batch 32] [--json OUT]
+    python benches/serve_load.py [--clients 1,8,32,128] [--scale 1.0] \\
+        [--clinc150 | --config FILE] [--window-ms 1] [--max-batch 32] [--json OUT]
 
 For each mode (batching on, then off) a server is started in a subprocess
-(``python -m routecore.serve.cli --config CONFIG``: the IT-ops example, ``--config`` or ``--clinc150``; a free port on
+(``python -m routecore.serve.cli --config CONFIG``: the IT-ops example, ``--config`` or
+``--clinc150``; a free port on
 127.0.0.1) and driven by closed-loop clients: each sends ``POST /v1/route``,
 waits for the answer, sends the next. Every query is new (a counter in the
 text), so the encoder's query cache never answers and each request costs a
@@ -94,10 +96,8 @@ async def raw_client(port: int, count: list[int], ids: Counter, lat: list[float]
             count[0] -= 1
             b = body(ids.next())
             req = (
-                b"POST /v1/route HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: "
-                + str(len(b)).encode()
-                + b"\r\n\r\n"
-                + b
+                b"POST /v1/route HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/json\r\nContent-Length: " + str(len(b)).encode() + b"\r\n\r\n" + b
             )
             t0 = time.perf_counter()
             writer.write(req)
@@ -272,7 +272,9 @@ def one_client_ab(args: argparse.Namespace, n: int, ids: Counter) -> dict[str, A
     servers = [start_server(args, True), start_server(args, False)]
     conns = [http.client.HTTPConnection("127.0.0.1", port) for _, port in servers]
     lat: dict[str, list[float]] = {"in_process": [], "batching_on": [], "batching_off": []}
-    block = 25  # calls in a row to one target: ONNX Runtime's threads spin a little after a run and would fight the next target's
+    # calls in a row to one target: ONNX Runtime's threads spin a little after a run and would
+    # fight the next target's
+    block = 25
     try:
         for _ in range(max(1, n // block)):
             for name, conn in [("in_process", None), ("batching_on", conns[0]), ("batching_off", conns[1])]:

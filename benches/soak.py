@@ -39,7 +39,9 @@ def main() -> None:
 
     router = Router.from_config(IT_OPS_ROUTES)
     rng = random.Random(0)
-    words = "server vpn password printer incident backup kafka oracle billing latency disk cpu network ticket".split()
+    words = (
+        "server vpn password printer incident backup kafka oracle billing latency disk cpu network ticket"
+    ).split()
     hits = [f"{rng.choice(words)} {rng.choice(words)} issue number {i}" for i in range(500)]
     samples = [{"calls": 0, "rss_mb": rss_mb(), "s": 0.0}]
     t0 = time.perf_counter()

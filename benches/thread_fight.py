@@ -153,26 +153,31 @@ def main() -> None:
     ).stdout.strip()
     print(f"date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M:%S} UTC")
     print(
-        f"cpu: {model}, {platform.machine()}, {len(os.sched_getaffinity(0))} cores, avx2={'yes' if avx2 else 'no'}, "
+        f"cpu: {model}, {platform.machine()}, {len(os.sched_getaffinity(0))} cores, "
+        f"avx2={'yes' if avx2 else 'no'}, "
         f"avx512={'yes' if avx512 else 'no'}, kernels {_native.simd_level()}"
     )
     print(f"command: python {' '.join(sys.argv)}  (cwd benches/)")
     print(f"git: {commit}{' (+ uncommitted changes)' if dirty else ''}")
     print(
-        f"router: {SETUP[0]}, {SETUP[1]}, {len(r.route_specs)} routes, table storage {r.route_table.table.index.storage}, "
+        f"router: {SETUP[0]}, {SETUP[1]}, {len(r.route_specs)} routes, "
+        f"table storage {r.route_table.table.index.storage}, "
         f"built in {build_s:.0f} s; encoder threads {enc_spin.threads}, cache off"
     )
     print(f"cutoffs: parallel_cutoff {_native.parallel_cutoff()}, route_parallel_cutoff {cutoff0} (B sets 0)")
     print(
-        f"C scan: {a.scan_rows} x {enc_spin.dim} f32 flat, k=5, p50 {np.percentile(scan_ms, 50):.1f} ms per scan (not counted in route())"
+        f"C scan: {a.scan_rows} x {enc_spin.dim} f32 flat, k=5, "
+        f"p50 {np.percentile(scan_ms, 50):.1f} ms per scan (not counted in route())"
     )
     print(
         f"{a.queries} distinct queries per configuration, interleaved in blocks of {a.block} "
-        f"({' '.join(CONFIGS)} x {-(-a.queries // a.block)}), {a.warmup} warm-up queries per configuration; loop {loop_s:.0f} s\n"
+        f"({' '.join(CONFIGS)} x {-(-a.queries // a.block)}), "
+        f"{a.warmup} warm-up queries per configuration; loop {loop_s:.0f} s\n"
     )
 
     print(
-        "| config | route() p50 ms | route() p95 ms | encode p50 ms | encode p95 ms | rest p50 µs | rest p95 µs |"
+        "| config | route() p50 ms | route() p95 ms | encode p50 ms | encode p95 ms "
+        "| rest p50 µs | rest p95 µs |"
     )
     print("|---|---|---|---|---|---|---|")
     for cfg in CONFIGS:

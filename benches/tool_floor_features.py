@@ -30,7 +30,8 @@ from routecore.evaluation.runner import embed
 
 
 def curve(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
-    """(relevant rows lost when 80 % of ``neg`` fall under the cut, ``neg`` under the cut at 5 % lost), in %."""
+    """(relevant rows lost when 80 % of ``neg`` fall under the cut, ``neg`` under the cut at 5 %
+    lost), in %."""
     c80, c5 = np.quantile(neg, 0.80), np.quantile(pos, 0.05)
     return round(float((pos < c80).mean()) * 100, 1), round(float((neg < c5).mean()) * 100, 1)
 

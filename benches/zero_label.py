@@ -1,7 +1,8 @@
 """Zero-label calibration against the intent sets: how the calibrated tiers and
 out-of-scope cut hold on the test splits, with routes from the train split only.
 
-    python benches/zero_label.py [--model PATH] [--sets clinc150,banking77,massive-en,...] [--no-clinc-background]
+    python benches/zero_label.py [--model PATH] [--sets clinc150,banking77,massive-en,...] \\
+        [--no-clinc-background]
 
 Vectorised over precomputed scores (the same aggregation and rules as the router's
 tiers and out-of-scope cut; bias rules and ties are not simulated here, see

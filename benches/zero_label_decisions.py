@@ -1,6 +1,7 @@
 """The zero-label router's own decisions on every intent set, in one pass (issue 12).
 
-    ROUTECORE_HOME=/tmp/rchome python benches/zero_label_decisions.py [--model PATH] [--sets a,b] [--split test|dev]
+    ROUTECORE_HOME=/tmp/rchome python benches/zero_label_decisions.py [--model PATH] \\
+        [--sets a,b] [--split test|dev]
 
 Routes from each train split, `runner.build_router` (the policy a config gives,
 calibrated zero-label); each query's decision is the router's decision step on its
@@ -60,7 +61,8 @@ def decide(router, X: np.ndarray, texts: list[str]) -> list[tuple[str, str | Non
 
 
 def trimmed(dec, gold, P: float) -> float:
-    """Share of all queries still routed when routed decisions are cut from the least confident until precision >= P."""
+    """Share of all queries still routed when routed decisions are cut from the least confident
+    until precision >= P."""
     routed = np.array([a == "route" for a, *_ in dec])
     right = np.array([a == "route" and r == g for (a, r, _, _), g in zip(dec, gold)])
     order = np.argsort(-np.where(routed, [c for *_, c in dec], -1.0), kind="stable")[: int(routed.sum())]
@@ -89,13 +91,19 @@ def main() -> None:
         line = (
             f"{name:11s} T {c.temperature:.4f} w {c.lexical_weight:.4f} high {c.high:.2f}/{c.margin:.2f} "
             f"medium {c.medium:.3f} min {c.min_score:.3f} | routed {100 * len(routed) / n:.1f} % @ "
-            f"{100 * np.mean([ok for ok, _ in routed]) if routed else 0:.1f} %, high {100 * len(high) / n:.1f} % @ "
-            f"{100 * np.mean(high) if high else 0:.1f} %, confident wrong {100 * sum(not ok for ok in high) / n:.1f} %, "
-            f"clarify {100 * sum(act == 'clarify' for act, *_ in dec) / n:.1f} %, none {100 * sum(act == 'none' for act, *_ in dec) / n:.1f} %"
+            f"{100 * np.mean([ok for ok, _ in routed]) if routed else 0:.1f} %, "
+            f"high {100 * len(high) / n:.1f} % @ "
+            f"{100 * np.mean(high) if high else 0:.1f} %, "
+            f"confident wrong {100 * sum(not ok for ok in high) / n:.1f} %, "
+            f"clarify {100 * sum(act == 'clarify' for act, *_ in dec) / n:.1f} %, "
+            f"none {100 * sum(act == 'none' for act, *_ in dec) / n:.1f} %"
         )
         if "oos" in gold:
             pred = [r if act == "route" else (None if act == "none" else "CLARIFY") for act, r, _, _ in dec]
-            line += f", OOS F1 {M.oos_prf(gold, pred, 'oos')['f1']:.3f}, in-scope {100 * M.in_scope_accuracy(gold, pred, 'oos'):.1f} %"
+            line += (
+                f", OOS F1 {M.oos_prf(gold, pred, 'oos')['f1']:.3f}, "
+                f"in-scope {100 * M.in_scope_accuracy(gold, pred, 'oos'):.1f} %"
+            )
         line += " | trim 90/93/95: " + "/".join(
             f"{100 * trimmed(dec, gold, P):.1f}" for P in (0.90, 0.93, 0.95)
         )

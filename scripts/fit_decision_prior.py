@@ -1,6 +1,7 @@
 """Measure a model's decision prior on dev splits and write it into python/routecore/data/priors.json.
 
-    ROUTECORE_HOME=/tmp/rchome python scripts/fit_decision_prior.py dump [--model PATH] --out F.npy [--seeds 3]
+    ROUTECORE_HOME=/tmp/rchome python scripts/fit_decision_prior.py dump [--model PATH] \\
+        --out F.npy [--seeds 3]
     python scripts/fit_decision_prior.py fit F.npy [--write]
 
 ``dump``: for every dev set of benches/few_shot.py, all its routes and seeded subsets of 4 and 12
@@ -115,7 +116,8 @@ def _logit(x: np.ndarray | float) -> np.ndarray:
 
 
 def _runs(rows: dict[str, dict[str, np.ndarray]]) -> dict[str, list[dict[str, np.ndarray]]]:
-    """Per 'set|k': each seed's best probability, out-of-scope flag, right and in-scope flags, top-3, config stats."""
+    """Per 'set|k': each seed's best probability, out-of-scope flag, right and in-scope flags,
+    top-3, config stats."""
     out: dict[str, list[dict[str, np.ndarray]]] = {}
     for key, v in rows.items():
         P = v["P"].astype(np.float64)

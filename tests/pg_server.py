@@ -166,7 +166,8 @@ class PgServer:
         if r.returncode:
             log = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
             raise RuntimeError(
-                f"{' '.join(args[:3])} failed ({r.returncode}) as {self.run_as}: {r.stderr or r.stdout}\n{log}"
+                f"{' '.join(args[:3])} failed ({r.returncode}) as {self.run_as}: "
+                f"{r.stderr or r.stdout}\n{log}"
             )
         return r.stdout
 

@@ -118,7 +118,8 @@ def test_a_second_call_reuses_the_embedded_config(tmp_path):
     env_home = tmp_path / "home"
     cfg = tmp_path / "routes.yaml"
     cfg.write_text(
-        "routes:\n  - name: A\n    utterances: [reset my password]\n  - name: B\n    utterances: [the VPN is down]\n",
+        "routes:\n  - name: A\n    utterances: [reset my password]\n"
+        "  - name: B\n    utterances: [the VPN is down]\n",
         encoding="utf-8",
     )
 
@@ -160,7 +161,8 @@ def test_a_second_call_reuses_the_embedded_config(tmp_path):
 
 
 def test_a_non_utf8_argument_is_routed_with_an_alert_not_a_traceback():
-    """Issue 36 §2: Python hands undecodable argument bytes over as lone surrogates; the router removes them."""
+    """Issue 36 §2: Python hands undecodable argument bytes over as lone surrogates; the router
+    removes them."""
     p = subprocess.run(
         [sys.executable, "-m", "routecore", "route", "--json", b"le serveur est en panne \xff\xfe"],
         capture_output=True,

@@ -9,9 +9,9 @@ directory (issue 35 §6).
   ``--option`` it shows for it is in that command's ``--help``.
 
 The blocks run in a sandbox: a fresh ``HOME`` and ``TMPDIR`` under pytest's temporary folder, the
-remote endpoints pointed at a closed 127.0.0.1 port, and ``tests/docs_sandbox/sitecustomize.py`` loaded into every
-Python process a block starts (an audit hook that fails the process on a write outside the sandbox
-or a connection to anything but loopback).
+remote endpoints pointed at a closed 127.0.0.1 port, and ``tests/docs_sandbox/sitecustomize.py``
+loaded into every Python process a block starts (an audit hook that fails the process on a write
+outside the sandbox or a connection to anything but loopback).
 """
 
 from __future__ import annotations

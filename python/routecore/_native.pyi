@@ -272,7 +272,8 @@ class LexicalIndex:
     @property
     def memory_bytes(self) -> int:
         """Heap bytes of the index (tables by bucket, arrays by capacity). Not counted: the per-thread query
-        buffer, and the per-thread stem caches all stemmed indexes share (at most 8,192 words a stemmer and thread)."""
+        buffer, and the per-thread stem caches all stemmed indexes share (at most 8,192 words a
+        stemmer and thread)."""
     @property
     def k1(self) -> float: ...
     @property
@@ -340,7 +341,8 @@ def aggregate(
     scores: _F32, routes: npt.NDArray[np.uint32], n_routes: int, how: str = "max", n: int = 3
 ) -> _F32: ...
 
-# Defaults boost = 1.15, penalty = 0.7 and max_gap = 0.08 are Rust constants (``...`` in the runtime signature).
+# Defaults boost = 1.15, penalty = 0.7 and max_gap = 0.08 are Rust constants (``...`` in the runtime
+# signature).
 def apply_affinity(
     scores: _F32,
     domains: npt.NDArray[np.uint32],

@@ -1,4 +1,5 @@
-"""Command line: ``routecore route|tools|eval|fit|models|schema|import|serve|doctor``; every command has ``--json``."""
+"""Command line: ``routecore route|tools|eval|fit|models|schema|import|serve|doctor``; every command
+has ``--json``."""
 
 from __future__ import annotations
 
@@ -79,7 +80,8 @@ def cmd_route(args: argparse.Namespace) -> int:
         print(d.to_json(indent=2))
         return 0
     print(
-        f"action: {d.action}  route: {d.route}  tier: {d.tier}  confidence: {d.confidence:.3f}  margin: {d.margin:.3f}  calibrated: {d.calibrated}"
+        f"action: {d.action}  route: {d.route}  tier: {d.tier}  confidence: {d.confidence:.3f}  "
+        f"margin: {d.margin:.3f}  calibrated: {d.calibrated}"
     )
     if d.reason is not None:
         print(f"reason [{d.reason.code}]: {d.reason.message}")
@@ -101,7 +103,8 @@ def cmd_route(args: argparse.Namespace) -> int:
     for a in d.alerts:
         print(f"alert [{a.kind}]: {a.message}")
     print(
-        f"timings ms: encode {d.timings.tokenize + d.timings.encode:.2f}, score {d.timings.score:.3f}, policy {d.timings.policy:.3f}"
+        f"timings ms: encode {d.timings.tokenize + d.timings.encode:.2f}, "
+        f"score {d.timings.score:.3f}, policy {d.timings.policy:.3f}"
     )
     return 0
 
@@ -215,7 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--context-domain", action="append", help="active domain (repeatable)")
     r.add_argument(
         "--llm-url",
-        help="OpenAI-compatible server of the LLM fallback (default: the config's llm.base_url, or OPENAI_BASE_URL)",
+        help="OpenAI-compatible server of the LLM fallback "
+        "(default: the config's llm.base_url, or OPENAI_BASE_URL)",
     )
     r.add_argument(
         "--llm-model",
@@ -243,7 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--mcp-stdio",
         action="append",
         metavar="CMD",
-        help="list the tools of an MCP server started by this command line (repeatable; each server is a plugin)",
+        help="list the tools of an MCP server started by this command line "
+        "(repeatable; each server is a plugin)",
     )
     t.add_argument(
         "--mcp-url",

@@ -117,10 +117,12 @@ REASON_CODES: dict[str, str] = {
     "likely": "routed: the best route clears the routing cut, below the high tier",
     "previous_route": "routed: the previous route's own (lower) tier lets the conversation continue there",
     "bias_rule": "routed (or clarified) by a bias rule of the config between two plausible routes",
-    "entity": "routed to a route that prefers an entity type the query holds, though the scores alone were out of scope",
+    "entity": "routed to a route that prefers an entity type the query holds, "
+    "though the scores alone were out of scope",
     "llm": "the LLM fallback chose the route (or asked to clarify)",
     "tie": "clarify: two or three routes are all plausible and none clears the routing cut",
-    "low_confidence": "clarify or none: no route clears the routing cut, and nothing says the query is out of scope",
+    "low_confidence": "clarify or none: no route clears the routing cut, "
+    "and nothing says the query is out of scope",
     "out_of_scope": "none: the query looks like none of the routes (the out-of-scope evidence is named)",
     "llm_failed": "the LLM fallback failed: the decision is the one a router without an LLM makes",
     "empty_query": "none: the query is empty or blank",

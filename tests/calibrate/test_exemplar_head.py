@@ -89,7 +89,8 @@ def test_a_tiny_config_and_a_single_route(encoder):
         RouteSpec("music", ("play some jazz", "next song please")),
     ]
     r = Router(tiny, encoder=encoder, policy=Policy(head="exemplars", prior=False))
-    # Four exemplars hold out too few rows to fit cuts on: no head, the calibrated cosines decide, and the stats say why.
+    # Four exemplars hold out too few rows to fit cuts on: no head, the calibrated cosines decide,
+    # and the stats say why.
     st = r.calibration.stats["head"]
     assert r.head is None and st.get("cuts_fallback") is True and "too few" in st["skipped"]
     assert r.policy.min_score > 0 and 0 < r.policy.medium <= 1

@@ -115,7 +115,8 @@ def test_invalid_utf8_and_deep_json(tmp_path):
 def test_anchors_and_aliases_of_a_normal_config_still_load(tmp_path):
     p = tmp_path / "c.yaml"
     p.write_text(
-        "routes:\n  - {name: A, utterances: &ex [hello, hi]}\n  - {name: B, utterances: *ex, description: b}\n"
+        "routes:\n  - {name: A, utterances: &ex [hello, hi]}\n"
+        "  - {name: B, utterances: *ex, description: b}\n"
     )
     r = Router.from_config(p, encoder=StubEncoder({**ENC, "hello": unit(3), "hi": unit(4)}), policy=manual())
     assert [s.name for s in r.route_specs] == ["A", "B"]

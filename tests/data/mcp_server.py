@@ -83,7 +83,8 @@ def many(n: int) -> MCPServer:
         s.add_tool(
             fn,
             name=f"{verb}_{topic}_{i}",
-            description=f"{verb.capitalize()} a {topic} record (variant {i}) by its id, with an optional note.",
+            description=f"{verb.capitalize()} a {topic} record (variant {i}) by its id, "
+            "with an optional note.",
             annotations=ToolAnnotations(readOnlyHint=verb in ("get", "list")),
         )
     return s

@@ -111,7 +111,8 @@ def test_only_the_messages_read_are_checked():
 def test_import_routecore_imports_no_framework():
     code = (
         "import routecore, routecore.decide.conversation, routecore.integrations, sys; "
-        "bad = sorted({m.split('.')[0] for m in sys.modules} & {'langgraph', 'langgraph_bigtool', 'langchain_core', 'mcp', 'httpx'}); "
+        "bad = sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'langgraph', 'langgraph_bigtool', 'langchain_core', 'mcp', 'httpx'}); "
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

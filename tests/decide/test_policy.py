@@ -44,7 +44,8 @@ def test_high_tier_routes_directly():
 
 
 def test_medium_tier_gives_hint():
-    # gap 0.06 between INCIDENT and GENERAL -> p1 ~ 0.77: medium, no bias rule on this pair's window? (0.06 > 0.05)
+    # gap 0.06 between INCIDENT and GENERAL -> p1 ~ 0.77: medium, no bias rule on this pair's window?
+    # (0.06 > 0.05)
     d = router(q=mix(a0=0.7, a2=0.64)).route("q")
     assert d.tier == "medium" and d.hint == "INCIDENT" and d.route == "INCIDENT" and not d.used_llm
 

@@ -162,7 +162,8 @@ def test_noise_around_a_query_is_folded_before_it_is_encoded():
 
 
 def test_bad_arguments_raise_typed_errors(it_ops_router, encoder, tmp_path):
-    """Issue 36 §7-§9: a (2, dim) vector, context_domains=None, threads='2', a huge cache; bundle.json's mode."""
+    """Issue 36 §7-§9: a (2, dim) vector, context_domains=None, threads='2', a huge cache;
+    bundle.json's mode."""
     from routecore import Encoder, RoutecoreError
 
     v = encoder.encode(["le serveur est en panne", "the VPN is down"])

@@ -106,7 +106,8 @@ def test_fit_then_eval_writes_consistent_report(tmp_path, clinc_slice):
 
 
 def test_eval_builds_the_router_a_config_gets(tmp_path, clinc_slice):
-    """No fit: the calibration a config gets (the model's decision prior), and low tier -> clarify (no LLM), as Router.from_config."""
+    """No fit: the calibration a config gets (the model's decision prior), and low tier -> clarify
+    (no LLM), as Router.from_config."""
     res = json.loads(
         run(
             "eval", "--train", clinc_slice / "train.jsonl", "--data", clinc_slice / "test.jsonl", "--json"

@@ -200,7 +200,9 @@ def test_concurrent_forced_pulls_in_two_processes(serve, target, tmp_path):
     script = textwrap.dedent(f"""
         import json
         from routecore.hub import models
-        models.REGISTRY["tiny"] = models.ModelSource({REPO!r}, "onnx", ("model.onnx", "/tokenizer.json"), {{"dim": 4}})
+        models.REGISTRY["tiny"] = models.ModelSource(
+            {REPO!r}, "onnx", ("model.onnx", "/tokenizer.json"), {{"dim": 4}}
+        )
         print(models.pull("tiny", force=True, quiet=True))
     """)
     env = {**os.environ, models.HUB_ENV: hub.url, models.HOME_ENV: str(target.parent.parent)}

@@ -17,7 +17,10 @@ from routecore.llm.llm import OpenAICompatibleRouter, achoose
 def test_import_routecore_does_not_import_httpx():
     import subprocess
 
-    code = "import sys, routecore, routecore.llm.llm_async; print(any(m in sys.modules for m in ('httpx', 'http.client')))"
+    code = (
+        "import sys, routecore, routecore.llm.llm_async; "
+        "print(any(m in sys.modules for m in ('httpx', 'http.client')))"
+    )
     assert (
         subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -180,7 +180,8 @@ def test_a_yaml_config_routes_through_its_llm(tmp_path, server, monkeypatch):
             f"  - name: {r.name}\n    utterances: [{r.utterances[0]}]\n    description: {r.description}\n"
             for r in ROUTES
         )
-        + f"llm:\n  base_url: {server.url}\n  model: local-model\n  api_key_env: ROUTECORE_TEST_KEY\n  timeout: 2\n  max_tokens: 32\n"
+        + f"llm:\n  base_url: {server.url}\n  model: local-model\n"
+        "  api_key_env: ROUTECORE_TEST_KEY\n  timeout: 2\n  max_tokens: 32\n"
     )
     server.mode = "ok:RAG"
     enc = StubEncoder({"e0": unit(0), "e1": unit(1), "e2": unit(2), "q": mix(a0=0.6, a1=0.52)})
@@ -197,7 +198,8 @@ def test_explicit_llm_and_command_line_values_win_over_the_file(tmp_path, server
 
     p = tmp_path / "routes.yaml"
     p.write_text(
-        f"routes:\n  - name: A\n    utterances: [reset my password]\n  - name: B\n    utterances: [the VPN is down]\n"
+        "routes:\n  - name: A\n    utterances: [reset my password]\n"
+        "  - name: B\n    utterances: [the VPN is down]\n"
         f"llm:\n  base_url: {server.url}\n  model: from-file\n",
         encoding="utf-8",
     )

@@ -96,7 +96,8 @@ def test_crash_mid_write_keeps_committed_lessons(tmp_path):
         "import sqlite3, os\n"
         f"c = sqlite3.connect({str(p)!r}, isolation_level=None)\n"
         "c.execute('BEGIN IMMEDIATE')\n"
-        "c.execute(\"INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES ('lost','', 't', 1, 'm', x'00', 0)\")\n"
+        'c.execute("INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) '
+        "VALUES ('lost','', 't', 1, 'm', x'00', 0)\")\n"
         "os._exit(9)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=False)
@@ -114,7 +115,8 @@ def test_wrong_width_lessons_are_refused_or_skipped(tmp_path):
     # A row written by another writer with another width is skipped on read, and counted.
     db = sqlite3.connect(tmp_path / "l.sqlite")
     db.execute(
-        "INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES ('x', '', 't', 1, 'm1', ?, 0)",
+        "INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) "
+        "VALUES ('x', '', 't', 1, 'm1', ?, 0)",
         (np.ones(3, np.float32).tobytes(),),
     )
     db.commit()

@@ -118,13 +118,15 @@ def test_same_lessons_same_answers_as_sqlite(url, tmp_path):
     # a row of another width written behind the store's back is skipped and counted
     db = sqlite3.connect(tmp_path / "l.sqlite")
     db.execute(
-        "INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES ('x', '', 't', 1, 'm1', ?, 0)",
+        "INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) "
+        "VALUES ('x', '', 't', 1, 'm1', ?, 0)",
         (np.ones(3, np.float32).tobytes(),),
     )
     db.commit()
     sql(
         url,
-        "INSERT INTO routecore_lessons (query, tool, use, model_id, embedding, created) VALUES ('x', 't', true, 'm1', %s, 0)",
+        "INSERT INTO routecore_lessons (query, tool, use, model_id, embedding, created) "
+        "VALUES ('x', 't', true, 'm1', %s, 0)",
         (np.ones(3, np.float32).tobytes(),),
     )
     assert same("m1", 4)[0].shape == (3, 4) and pg.skipped == 1

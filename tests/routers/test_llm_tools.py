@@ -116,7 +116,10 @@ def test_good_answer_in_both_modes(tools_router, server):
 
 def test_unknown_names_are_dropped_and_reported(tools_router, server):
     r = LLMToolRouter(tools_router, server.url, "m", mode="llm")
-    server.answer = '<tool_selection>{"selected_tools": ["restart_service", "format_disk"], "complexity": "huge"}</tool_selection>'
+    server.answer = (
+        '<tool_selection>{"selected_tools": ["restart_service", "format_disk"], '
+        '"complexity": "huge"}</tool_selection>'
+    )
     got = r.choose_tools(QUERY)
     assert got.tools == ("restart_service",) and got.dropped == ("format_disk",) and got.source == "llm"
     assert got.complexity is None and any("huge" in n for n in got.notes)

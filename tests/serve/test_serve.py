@@ -156,8 +156,10 @@ def check(spec: dict, name: str, body) -> None:
 
 def test_import_routecore_does_not_import_the_server():
     code = (
-        "import sys, routecore, routecore.cli; routecore.cli.build_parser(); import routecore.serve, routecore.serve.cli; "
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('starlette', 'uvicorn', 'prometheus_client') or m == 'routecore.serve.app']; "
+        "import sys, routecore, routecore.cli; routecore.cli.build_parser(); "
+        "import routecore.serve, routecore.serve.cli; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('starlette', 'uvicorn', 'prometheus_client') "
+        "or m == 'routecore.serve.app']; "
         "assert not bad, bad"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
@@ -516,7 +518,8 @@ class SlowLLM:
                 raise LLMError("LLM server answered HTTP 500 at http://llm")
             if "slow" in request.query:
                 raise LLMError(
-                    "LLM server unreachable or too slow at http://llm: the answer took longer than the timeout"
+                    "LLM server unreachable or too slow at http://llm: "
+                    "the answer took longer than the timeout"
                 )
             return LLMChoice(sorted(n for n, _ in request.routes)[-1])
         finally:

@@ -79,7 +79,8 @@ def test_invalid_utf8_and_lone_surrogates_are_routed_with_an_alert(tmp_path):
     bodies = {
         "/v1/route": b'{"query": "the production server is down \xe9\xff"}',
         "/v1/tools": b'{"query": "device logs \\ud83d"}',
-        "/v1/route/batch": b'{"queries": ["the production server is down \\ud83d", "le serveur est en panne"]}',
+        "/v1/route/batch": b'{"queries": ["the production server is down \\ud83d", '
+        b'"le serveur est en panne"]}',
     }
     combo = yaml.safe_load(IT_OPS_ROUTES.read_text(encoding="utf-8"))
     combo["tools"] = yaml.safe_load((IT_OPS_ROUTES.parent / "tools.yaml").read_text(encoding="utf-8"))[

@@ -1,4 +1,5 @@
-"""``POST /v1/learn`` (routecore.serve, issue 37): Router.learn behind the token rules of the other endpoints."""
+"""``POST /v1/learn`` (routecore.serve, issue 37): Router.learn behind the token rules of the other
+endpoints."""
 
 from __future__ import annotations
 

@@ -210,7 +210,8 @@ def test_a_lesson_of_the_wrong_width_is_skipped_with_an_alert(tmp_path):
     r.record_lesson("q", "ha_get_logs", use=False)
     db = sqlite3.connect(tmp_path / "m.sqlite")  # another process wrote a 3-wide embedding
     db.execute(
-        "INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES ('x', '', 'disk', 1, ?, ?, 0)",
+        "INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) "
+        "VALUES ('x', '', 'disk', 1, ?, ?, 0)",
         (r.encoder.model_id, np.ones(3, np.float32).tobytes()),
     )
     db.commit()
@@ -258,8 +259,8 @@ def test_two_level_catalog():
         safety_tags=("destructive", "needs_confirmation"),
     )
     assert (
-        rich.summary()
-        == "restart_service [system]: Restart a service. (cost 0.02; latency 1.5; safety: destructive, needs_confirmation)"
+        rich.summary() == "restart_service [system]: Restart a service. "
+        "(cost 0.02; latency 1.5; safety: destructive, needs_confirmation)"
     )
     assert TOOLS[1].summary() == "ha_get_logs [ha]: t-ha-logs"
 

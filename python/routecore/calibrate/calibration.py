@@ -161,7 +161,8 @@ def zero_label(
     # scale read that label's cosine, which means the same in every language.
     B = _best_background(Bm, lex_bg, w, cosine=True)
     stats.update(held_out=int(len(rows)), routes=int(R))
-    # The scope cut and the match scale read in-scope rows without their near-copies, as a real query has none.
+    # The scope cut and the match scale read in-scope rows without their near-copies, as a real query
+    # has none.
     scope_arg = S_dup.argmax(axis=1) if len(rows) else np.zeros(0, np.int64)
     best = S_dup_dense[np.arange(len(rows)), scope_arg] if len(rows) else np.zeros(0)
     own = S_dup_dense[np.arange(len(rows)), gold] if len(rows) else np.zeros(0)
@@ -313,7 +314,8 @@ def fallback_note(cal: Calibration | None) -> str | None:
     if not used:
         return None
     return (
-        f"calibration fallback: {st.get('held_out', 0)} held-out exemplars (< {MIN_ROWS}) and no measured prior for "
+        f"calibration fallback: {st.get('held_out', 0)} held-out exemplars (< {MIN_ROWS}) "
+        f"and no measured prior for "
         f"this model, so these are constants, not fits: " + "; ".join(used)
     )
 

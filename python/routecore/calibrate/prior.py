@@ -111,7 +111,8 @@ class DecisionPrior:
                 raise ConfigError(f"decision prior: {name} must be in [0, 1], got {v!r}")
 
     def cuts(self, top1_dense: float, per_route: float, routes: int) -> dict[str, float]:
-        """The calibration fields for a config (:class:`routecore.calibrate.calibration.Calibration`): cuts on p1."""
+        """The calibration fields for a config
+        (:class:`routecore.calibrate.calibration.Calibration`): cuts on p1."""
         z = config_features(top1_dense, per_route, routes, self.span)
         medium = cut_for(self.weights, self.medium, z)
         return {

@@ -36,7 +36,8 @@ class RouteSpec:
     thresholds: Mapping[str, float] = field(default_factory=dict)
     fallback_on_error: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
-    #: Entity types (routecore.core.entities) that lift this route when the query holds one / without which it is left out.
+    #: Entity types (routecore.core.entities) that lift this route when the query holds one / without
+    #: which it is left out.
     prefers_entities: tuple[str, ...] = ()
     requires_entities: tuple[str, ...] = ()
     #: How a clarification question names this route ("a refund"); unset, its description, else its name.
@@ -79,7 +80,8 @@ class ToolSpec:
     safety_tags: tuple[str, ...] = ()
     core: bool = False
     metadata: Mapping[str, Any] = field(default_factory=dict)
-    #: Entity types (routecore.core.entities) that lift this tool when the query holds one / without which it is not offered.
+    #: Entity types (routecore.core.entities) that lift this tool when the query holds one / without
+    #: which it is not offered.
     prefers_entities: tuple[str, ...] = ()
     requires_entities: tuple[str, ...] = ()
 

@@ -17,7 +17,8 @@ T = TypeVar("T")
 
 
 def _loop_chooser(llm: Any, loop: asyncio.AbstractEventLoop) -> Callable[[Any], Any] | None:
-    """A blocking ``choose`` for worker threads that runs a native-async ``llm.achoose`` on ``loop``, or None."""
+    """A blocking ``choose`` for worker threads that runs a native-async ``llm.achoose`` on ``loop``,
+    or None."""
     achoose = getattr(llm, "achoose", None)
     if llm is None or achoose is None or not getattr(llm, "native_async", False):
         return None
@@ -29,7 +30,8 @@ def _loop_chooser(llm: Any, loop: asyncio.AbstractEventLoop) -> Callable[[Any], 
 
 
 async def run_off_loop(fn: Callable[..., T], llm: Any, *args: Any, **kw: Any) -> T:
-    """``fn(*args, **kw)`` in the loop's default executor; with ``choose=`` set when ``llm`` is native-async."""
+    """``fn(*args, **kw)`` in the loop's default executor; with ``choose=`` set when ``llm`` is
+    native-async."""
     loop = asyncio.get_running_loop()
     choose = _loop_chooser(llm, loop)
     if choose is not None:

@@ -52,7 +52,8 @@ class CacheStats:
     capacity: int
 
 
-#: The largest query cache, in entries (its hash map is allocated up front; 2**62 made the native allocation panic).
+#: The largest query cache, in entries (its hash map is allocated up front; 2**62 made the native
+#: allocation panic).
 MAX_CACHE = 1 << 20
 
 

@@ -105,7 +105,8 @@ def check_route_entities(
         unknown = sorted((set(r.prefers_entities) | set(r.requires_entities)) - kinds)
         if unknown:
             raise ConfigError(
-                f"{where}: {what} {r.name!r} names entity types {unknown} that no `entities:` dictionary or pattern defines"
+                f"{where}: {what} {r.name!r} names entity types {unknown} "
+                "that no `entities:` dictionary or pattern defines"
             )
 
 

@@ -116,7 +116,8 @@ class LexicalTable:
         self.n_labels, self.owners, self.index = n_labels, np.asarray(owners, dtype=np.uint32), index
         if len(index) != len(self.owners) or not np.array_equal(index.labels(), self.owners):
             raise ConfigError(
-                f"the lexical index holds {len(index)} documents that are not the {len(self.owners)} exemplars of its table"
+                f"the lexical index holds {len(index)} documents "
+                f"that are not the {len(self.owners)} exemplars of its table"
             )
         return self
 
@@ -223,7 +224,8 @@ def held_out_docs(
     V: np.ndarray, owners: np.ndarray, rows: np.ndarray, near_duplicate: np.ndarray | None
 ) -> list[np.ndarray]:
     """Per held-out row, the documents its dense leave-one-out score left out: itself and
-    its label's near-duplicates (cosine >= that row's ``near_duplicate``), unless that leaves the label empty."""
+    its label's near-duplicates (cosine >= that row's ``near_duplicate``), unless that leaves the
+    label empty."""
     out = []
     for i, r in enumerate(rows.tolist()):
         same = np.flatnonzero(owners == owners[r])

@@ -143,9 +143,13 @@ class Outcomes:
                 out.reason = reasons.low_confidence(bname, p1, medium, "declined (low_action 'none')")
                 return out
             if p.low_action == "llm" and self.llm is None:  # no LLM to ask: say so
-                out.fallback = "low confidence and no LLM is configured (low_action 'llm'): asked the user to clarify instead"
+                out.fallback = (
+                    "low confidence and no LLM is configured (low_action 'llm'): "
+                    "asked the user to clarify instead"
+                )
                 out.alerts.append(Alert("fallback", out.fallback))
-            # A third option when the best two hold less than the clarify mass and it is plausible beside the second.
+            # A third option when the best two hold less than the clarify mass and it is plausible
+            # beside the second.
             third = (
                 len(order) > 2
                 and p.clarify_mass is not None

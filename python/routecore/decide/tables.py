@@ -292,7 +292,8 @@ def embed_texts(
 
 
 def exemplar_texts(specs: Sequence[Any], attr: str = "exemplars") -> tuple[list[str], list[int]]:
-    """The texts of ``attr`` (an attribute or a method) of every spec, and the position of the spec of each."""
+    """The texts of ``attr`` (an attribute or a method) of every spec, and the position of the spec
+    of each."""
     texts, owners = [], []
     for i, s in enumerate(specs):
         for t in getattr(s, attr)() if callable(getattr(s, attr)) else getattr(s, attr):
@@ -308,7 +309,8 @@ def build_table(
     vectors: np.ndarray | None = None,
     attr: str = "exemplars",
 ) -> ScoreTable:
-    """The :class:`ScoreTable` of the ``attr`` texts of ``specs``; embeds them unless ``vectors`` are given."""
+    """The :class:`ScoreTable` of the ``attr`` texts of ``specs``; embeds them unless ``vectors``
+    are given."""
     texts, owners = exemplar_texts(specs, attr)
     if vectors is None:
         vectors = embed_texts(encoder, texts)
@@ -318,10 +320,12 @@ def build_table(
 
 
 def collision_alert(a: str, b: str, gap: float, table: ScoreTable, what: str) -> Alert:
-    """The ambiguity alert for ``a`` and ``b`` (names in ``table``, ``what``: "route" or "tool") within ``gap``."""
+    """The ambiguity alert for ``a`` and ``b`` (names in ``table``, ``what``: "route" or "tool")
+    within ``gap``."""
     da, db = table.domains[table.pos[a]], table.domains[table.pos[b]]
     msg = (
-        f"Ambiguity alert: the {what}s '{a}' (domain '{da}') and '{b}' (domain '{db}') are within {gap:.3f} of each other. "
+        f"Ambiguity alert: the {what}s '{a}' (domain '{da}') and '{b}' (domain '{db}') "
+        f"are within {gap:.3f} of each other. "
         f"Check which domain the user means before using '{a}'; if the request is about '{db}', use '{b}'."
     )
     return Alert("collision", msg, {"first": a, "second": b, "gap": float(gap), "domains": [da, db]})

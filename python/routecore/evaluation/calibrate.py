@@ -93,7 +93,8 @@ def objective_many(
         ranked: np.ndarray = np.where(cov >= coverage, prec, -1.0 + cov)  # infeasible rows rank by coverage
         return ranked
     raise InvalidArgumentError(
-        f"objective must be accuracy, macro_f1, precision_at_coverage, oos_f1 or oos_recall, got {objective!r}"
+        "objective must be accuracy, macro_f1, precision_at_coverage, oos_f1 or oos_recall, "
+        f"got {objective!r}"
     )
 
 

@@ -96,7 +96,8 @@ def _eval_log(args: argparse.Namespace) -> int:
         print(f"reliability: n={rel['n']} ece={rel['ece']}")
         for b in rel["table"]:
             print(
-                f"  confidence {b['bin'][0]:.1f}-{b['bin'][1]:.1f}: n={b['n']} mean {b['mean_confidence']:.3f} "
+                f"  confidence {b['bin'][0]:.1f}-{b['bin'][1]:.1f}: n={b['n']} "
+                f"mean {b['mean_confidence']:.3f} "
                 f"success {b['success_rate']:.3f}"
             )
     return 0
@@ -137,9 +138,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
         d = router.fitted["decisions"]
         acc = "n/a" if d["routed_accuracy"] is None else f"{d['routed_accuracy']:.4f}"
         print(
-            f"fitted ({res.objective} = {res.value:.4f} on validation); the router's decisions on validation: "
+            f"fitted ({res.objective} = {res.value:.4f} on validation); "
+            "the router's decisions on validation: "
             f"routed {d['routed_share']:.4f}, right among routed {acc} (target {d['target_precision']}), "
-            f"confidently wrong {d['confident_wrong_rate']:.4f}, clarify {d['clarify_rate']:.4f}; bundle written to {args.out}"
+            f"confidently wrong {d['confident_wrong_rate']:.4f}, clarify {d['clarify_rate']:.4f}; "
+            f"bundle written to {args.out}"
         )
     return 0
 
@@ -161,7 +164,8 @@ def _fit_tools(args: argparse.Namespace, progress: bool) -> int:
     print(
         json.dumps({"bundle": str(Path(args.out)), **fitted})
         if args.json
-        else f"fitted the tools' lexical weight {fitted['tool_lexical_weight']:.4f} (stemmer {fitted['tool_lexical_stemmer']}, "
+        else f"fitted the tools' lexical weight {fitted['tool_lexical_weight']:.4f} "
+        f"(stemmer {fitted['tool_lexical_stemmer']}, "
         f"BM25 b {fitted['tool_lexical_b']:g}) on {fitted['val_rows']} rows; bundle written to {args.out}"
     )
     return 0
@@ -181,7 +185,8 @@ def add_eval_commands(sub: argparse._SubParsersAction[_P]) -> None:
     common.add_argument(
         "--head",
         action="store_true",
-        help="fit: a light linear head trained on the whole train split (its out-of-scope rows as a class) instead of "
+        help="fit: a light linear head trained on the whole train split "
+        "(its out-of-scope rows as a class) instead of "
         "the default exemplar head, both cut on --val",
     )
     common.add_argument(
@@ -196,7 +201,8 @@ def add_eval_commands(sub: argparse._SubParsersAction[_P]) -> None:
         "eval",
         parents=[common],
         help="evaluate a router on a labelled dataset",
-        description="Evaluate routes ({text,label} JSONL) or tool selection ({query,tools,candidates?} JSONL with --tools "
+        description="Evaluate routes ({text,label} JSONL) or tool selection "
+        "({query,tools,candidates?} JSONL with --tools "
         "or --tools-in-rows; empty tools = no tool fits), or a production decision log (--log).",
     )
     e.add_argument("--data", help="labelled JSONL to evaluate on")
@@ -213,7 +219,8 @@ def add_eval_commands(sub: argparse._SubParsersAction[_P]) -> None:
     e.add_argument(
         "--tools-in-rows",
         action="store_true",
-        help="tool-selection mode with no catalog file: every row lists its own candidates ({name, description})",
+        help="tool-selection mode with no catalog file: every row lists its own candidates "
+        "({name, description})",
     )
     e.add_argument("--out", help="folder for results.json, report.md and PNG plots")
     e.set_defaults(func=cmd_eval)
@@ -227,7 +234,8 @@ def add_eval_commands(sub: argparse._SubParsersAction[_P]) -> None:
     f.add_argument("--train", help="build the routes from this {text,label} JSONL")
     f.add_argument(
         "--tools",
-        help="fit a tool catalog (JSONL or YAML/JSON config) instead: its lexical weight, on --val {query,tools} rows",
+        help="fit a tool catalog (JSONL or YAML/JSON config) instead: its lexical weight, "
+        "on --val {query,tools} rows",
     )
     f.add_argument("--val", required=True)
     f.add_argument(

@@ -110,7 +110,8 @@ def _candidates(path: Any, n: int, o: dict[str, Any]) -> tuple[str | tuple[str, 
             out.append((c["name"], c.get("description") or c["name"]))
         else:
             raise DatasetError(
-                f"{path}:{n}: a candidate must be a tool name or a {{name, description}} object, got {c!r:.80}"
+                f"{path}:{n}: a candidate must be a tool name or a {{name, description}} object, "
+                f"got {c!r:.80}"
             )
     names = [c if isinstance(c, str) else c[0] for c in out]
     if len(set(names)) != len(names):
@@ -134,7 +135,8 @@ def load_tool_queries(path: str | os.PathLike[str]) -> Dataset:
             or not all(isinstance(t, str) and t for t in tools)
         ):
             raise DatasetError(
-                f"{path}:{n}: needs 'query' (string) and 'tools' (a list of tool names, empty when no tool fits)"
+                f"{path}:{n}: needs 'query' (string) and 'tools' "
+                "(a list of tool names, empty when no tool fits)"
             )
         out.append(ToolSample(o["query"], tuple(tools), n, _candidates(path, n, o)))
     if not out:

@@ -14,7 +14,8 @@ def accuracy(gold: Sequence[str], pred: Sequence[str | None]) -> float:
 
 
 def per_label(gold: Sequence[str], pred: Sequence[str | None]) -> dict[str, dict[str, float]]:
-    """Precision, recall, F1 and support per gold label (predictions outside the gold set count as false positives of theirs)."""
+    """Precision, recall, F1 and support per gold label (predictions outside the gold set count as
+    false positives of theirs)."""
     tp: Counter[str] = Counter()
     fp: Counter[str] = Counter()
     fn: Counter[str] = Counter()

@@ -20,7 +20,10 @@ for _r, _row in enumerate(_KEYS):
     for _i, _c in enumerate(_row):
         _NEAR[_c] = _row[max(_i - 1, 0) : _i] + _row[_i + 1 : _i + 2]
 _EMOJI = ["🔥", "😱", "🙏", "👍", "🚀", "😅", "❗", "🤔"]
-_LOG = "2026-11-26T08:{m:02d}:{s:02d}Z worker-{w} INFO request id={i} status=200 latency_ms={l} path=/api/v1/items/{i}\n"
+_LOG = (
+    "2026-11-26T08:{m:02d}:{s:02d}Z worker-{w} INFO request id={i} status=200 latency_ms={l} "
+    "path=/api/v1/items/{i}\n"
+)
 
 
 def typos(text: str, rate: float = 0.10, seed: int = 0) -> str:

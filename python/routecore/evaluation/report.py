@@ -38,7 +38,8 @@ def write_report(results: dict[str, Any], out: str | Path, title: str = "routeco
     if "oos" in results:
         o = results["oos"]
         md.append(
-            f"- out-of-scope precision / recall / F1: {o['precision']:.3f} / {o['recall']:.3f} / {o['f1']:.3f} (support {o['support']})"
+            f"- out-of-scope precision / recall / F1: "
+            f"{o['precision']:.3f} / {o['recall']:.3f} / {o['f1']:.3f} (support {o['support']})"
         )
     for k in [k for k in results if k.startswith(("recall@", "precision@"))] + (
         ["mrr"] if "mrr" in results else []

@@ -154,7 +154,8 @@ def fit_router(
         and router.spec_policy.lexical_weight is None
         and base is not None
     ):
-        # The lexical weight is refitted on the in-scope validation rows, and every later fit sees the fused scores.
+        # The lexical weight is refitted on the in-scope validation rows, and every later fit sees
+        # the fused scores.
         L = lex.scores_batch([s.text for s in val.samples])
         ins = [i for i, g in enumerate(gold) if g in names]
         lex_w, _ = fit_weight(

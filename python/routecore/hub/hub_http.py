@@ -248,7 +248,8 @@ class Client:
                 m = _CONTENT_RANGE.fullmatch(r.headers.get("Content-Range", "").strip())
                 if not m or (int(m[1]), int(m[2]), int(m[3])) != (have, entry.size - 1, entry.size):
                     raise DownloadError(
-                        f"{url}: Content-Range {r.headers.get('Content-Range')!r} does not continue byte {have} of {entry.size}"
+                        f"{url}: Content-Range {r.headers.get('Content-Range')!r} "
+                        f"does not continue byte {have} of {entry.size}"
                     )
             else:
                 have = 0  # the server sends the whole file

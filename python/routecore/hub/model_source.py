@@ -39,12 +39,14 @@ class ModelSource:
         bad = [f for f in self.files if not safe_rel_path(self.repo_path(f))]
         if not self.files or bad or len(set(names)) != len(names) or "config.json" in names:
             raise ModelError(
-                f"{self.repo}: bad file list {list(self.files)} (relative paths without '..', distinct base names, no config.json)"
+                f"{self.repo}: bad file list {list(self.files)} "
+                "(relative paths without '..', distinct base names, no config.json)"
             )
         for f, digest in self.sha256.items():
             if f not in self.files or not SHA256.fullmatch(str(digest)):
                 raise ModelError(
-                    f"{self.repo}: bad pin {f!r}: {digest!r} (a file of the model and 64 lowercase hex digits)"
+                    f"{self.repo}: bad pin {f!r}: {digest!r} "
+                    "(a file of the model and 64 lowercase hex digits)"
                 )
 
     def repo_path(self, file: str) -> str:

@@ -188,7 +188,8 @@ def _expected_sha256(src: ModelSource, file: str, entry: Entry) -> Optional[str]
     pin = src.sha256.get(file)
     if pin and entry.sha256 and pin != entry.sha256:
         raise DownloadError(
-            f"{src.repo} {entry.path}: the hub lists SHA-256 {entry.sha256}, the pin is {pin} (another revision?)"
+            f"{src.repo} {entry.path}: the hub lists SHA-256 {entry.sha256}, "
+            f"the pin is {pin} (another revision?)"
         )
     return pin or entry.sha256
 

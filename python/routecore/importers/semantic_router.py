@@ -55,23 +55,26 @@ clears its bar; routecore answers no route.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
-import math
 import os
 import sys
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from routecore.config.specs import load_yaml, parse_config, read_text
+from routecore.config.specs import parse_config
 from routecore.errors import ConfigError
+from routecore.importers.semantic_router_routes import (
+    describe,
+    load_file,
+    merged_routes,
+    router_settings,
+    router_sources,
+    threshold_floor,
+)
 
 if TYPE_CHECKING:
     from routecore.routers.router import Router
-
-_ROUTE_KEYS = ("name", "utterances", "description", "metadata")
-_KINDS = ("indexed", "decision", "chain", "merge")
 
 
 class ImportNote(UserWarning):
@@ -91,13 +94,14 @@ def read_semantic_router(path: str | os.PathLike[str], *, thresholds: bool = Fal
     (and the route) for unreadable or malformed files, routes with neither utterances nor
     a description, and non-text utterances."""
     p = Path(path)
-    data = _load(p)
+    data = load_file(p)
     if not isinstance(data, dict):
         raise ConfigError(
-            f"{p}: expected a semantic-router config (a mapping with router_type or routes), found {_kind(data)}"
+            f"{p}: expected a semantic-router config (a mapping with router_type or routes), "
+            f"found {describe(data)}"
         )
     if "router_type" in data:
-        layout, sources = "1.x", list(_sources(data, p, ""))
+        layout, sources = "1.x", list(router_sources(data, p, ""))
         cosine = (
             data["router_type"] == "indexed"
             and data.get("calibrator") is None
@@ -108,11 +112,11 @@ def read_semantic_router(path: str | os.PathLike[str], *, thresholds: bool = Fal
     else:
         raise ConfigError(f"{p}: not a semantic-router config: no router_type (1.x) and no routes (0.x)")
     dropped: list[tuple[str, str, float]] = []  # (field, route or "the router", value) of the floors left out
-    routes = _routes(p, layout, _settings(data), sources, cosine, thresholds, dropped)
+    routes = merged_routes(p, layout, router_settings(data), sources, cosine, thresholds, dropped)
     doc: dict[str, Any] = {"routes": routes}
     at_router = cosine and layout == "1.x"
     top = data.get("confidence_threshold")
-    floor = _threshold(top, f"{p}: confidence_threshold", at_router and thresholds)
+    floor = threshold_floor(top, f"{p}: confidence_threshold", at_router and thresholds)
     if floor is not None:
         doc["policy"] = {"routes": {"min_score": floor}}
     elif at_router and not thresholds and top is not None:
@@ -231,177 +235,3 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 _READERS = {"semantic-router": read_semantic_router}
-
-
-def _load(p: Path) -> Any:
-    text = read_text(p, "utf-8-sig")
-    if not text.strip():
-        raise ConfigError(f"{p} is empty")
-    if p.suffix.lower() in (".yaml", ".yml"):
-        return load_yaml(text, p)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"malformed JSON in {p}: line {e.lineno}: {e.msg}") from None
-    except RecursionError:
-        raise ConfigError(f"{p}: JSON nests too deep") from None
-
-
-def _kind(v: Any) -> str:
-    text = repr(v)
-    return f"{type(v).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
-
-
-def _sources(cfg: dict[str, Any], p: Path, at: str) -> Iterator[tuple[str, Any]]:
-    """(path prefix, routes) of each router a 1.x config holds, chains and merges unfolded."""
-    kind = cfg.get("router_type")
-    if kind not in _KINDS:
-        raise ConfigError(f"{p}: {at}router_type: expected one of {', '.join(_KINDS)}, found {_kind(kind)}")
-    if kind in ("chain", "merge"):
-        subs = cfg.get("routers")
-        if not isinstance(subs, list) or not subs:
-            raise ConfigError(
-                f"{p}: {at}routers: expected a non-empty list of router configs, found {_kind(subs)}"
-            )
-        for i, sub in enumerate(subs):
-            if not isinstance(sub, dict):
-                raise ConfigError(
-                    f"{p}: {at}routers[{i}]: expected a router config mapping, found {_kind(sub)}"
-                )
-            yield from _sources(sub, p, f"{at}routers[{i}].")
-        return
-    if cfg.get("routes") is None:
-        index = cfg.get("index")
-        where = (
-            f"the {index.get('type')!r} index holds them"
-            if isinstance(index, dict) and index.get("type") not in (None, "local")
-            else "none saved"
-        )
-        raise ConfigError(
-            f"{p}: {at}routes: no routes in the file ({where}); save the router with its routes in a local index"
-        )
-    yield at, cfg["routes"]
-
-
-def _settings(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The router's settings as saved (encoder, index, calibrator...), routes left out."""
-    out = {k: v for k, v in cfg.items() if k != "routes" and v is not None}
-    if isinstance(out.get("routers"), list):
-        out["routers"] = [_settings(s) for s in out["routers"]]
-    return out
-
-
-def _threshold(v: Any, where: str, use: bool) -> float | None:
-    """``v`` when it is to be used and can be a routecore cosine floor (a number in [0, 1]), else None."""
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ConfigError(f"{where}: expected a number, found {_kind(v)}")
-    if not use:
-        return None
-    if not 0.0 <= v <= 1.0:
-        warnings.warn(f"{where}: {v} is not a cosine floor in [0, 1]: kept in metadata only", stacklevel=3)
-        return None
-    return float(v)
-
-
-def _route(r: Any, where: str) -> tuple[str, list[str], str, dict[str, Any], dict[str, Any]]:
-    """(name, utterances, description, metadata, other fields) of one saved route, checked."""
-    if not isinstance(r, dict):
-        raise ConfigError(f"{where}: expected a route mapping, found {_kind(r)}")
-    name = r.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise ConfigError(f"{where}: name: expected a non-empty string, found {_kind(name)}")
-    where = f"{where} ({name!r})"
-    utterances = r.get("utterances") or []
-    if not isinstance(utterances, list):
-        raise ConfigError(f"{where}: utterances: expected a list of strings, found {_kind(utterances)}")
-    for j, u in enumerate(utterances):
-        if not isinstance(u, str):
-            raise ConfigError(
-                f"{where}: utterances[{j}]: expected text (routecore routes text only), found {_kind(u)}"
-            )
-    description = r.get("description") or ""
-    if not isinstance(description, str):
-        raise ConfigError(f"{where}: description: expected a string, found {_kind(description)}")
-    metadata = r.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise ConfigError(f"{where}: metadata: expected a mapping, found {_kind(metadata)}")
-    if not utterances and not description.strip():
-        raise ConfigError(f"{where}: has neither utterances nor a description; routecore needs at least one")
-    extra = {k: v for k, v in r.items() if k not in _ROUTE_KEYS and v is not None}
-    if "function_schema" in extra:  # 0.0.x: one schema
-        extra.setdefault("function_schemas", [extra.pop("function_schema")])
-    fs = extra.get("function_schemas")
-    if fs is not None and not (isinstance(fs, list) and all(isinstance(s, dict) for s in fs)):
-        raise ConfigError(f"{where}: function_schemas: expected a list of mappings, found {_kind(fs)}")
-    return name, list(utterances), description, dict(metadata), extra
-
-
-def _routes(
-    p: Path,
-    layout: str,
-    settings: dict[str, Any],
-    sources: list[tuple[str, Any]],
-    cosine: bool,
-    keep: bool,
-    dropped: list[tuple[str, str, float]],
-) -> list[dict[str, Any]]:
-    """routecore routes from every source's routes; same names across sources are merged.
-    Cosine floors (``cosine``) become ``thresholds.min_score`` when ``keep``, else they are
-    listed in ``dropped`` (field, route, value)."""
-    merged: dict[str, dict[str, Any]] = {}
-    nested = len(sources) > 1
-    for at, routes in sources:
-        if not isinstance(routes, list):
-            raise ConfigError(f"{p}: {at}routes: expected a list of routes, found {_kind(routes)}")
-        if not routes:
-            raise ConfigError(f"{p}: {at}routes: no routes")
-        seen: set[str] = set()
-        for i, r in enumerate(routes):
-            where = f"{p}: {at}routes[{i}]"
-            name, utterances, description, metadata, extra = _route(r, where)
-            if name in seen:
-                raise ConfigError(f"{where}: duplicate route name {name!r}")
-            seen.add(name)
-            out = merged.get(name)
-            if out is None:
-                info: dict[str, Any] = {
-                    "layout": layout,
-                    "router": copy.deepcopy(settings),
-                }  # no YAML aliases
-                out = merged[name] = {
-                    "name": name,
-                    "utterances": [],
-                    "description": description,
-                    "metadata": {**metadata, "semantic_router": info},
-                }
-                if "semantic_router" in metadata:  # the route's own key of that name is kept beside
-                    info["metadata"] = {"semantic_router": metadata["semantic_router"]}
-            info = out["metadata"]["semantic_router"]
-            out["utterances"] += [u for u in utterances if u not in out["utterances"]]
-            if not out["description"]:
-                out["description"] = description
-            if nested:  # what each router says of the route, beyond the merged fields
-                src = {"at": f"{at}routes[{i}]", **extra}
-                if description and description != out["description"]:
-                    src["description"] = description
-                if any(out["metadata"].get(k) != v for k, v in metadata.items()):
-                    src["metadata"] = metadata
-                info.setdefault("sources", []).append(src)
-            else:
-                info.update(extra)
-            key = "score_threshold" if layout == "0.x" else "confidence_threshold"
-            floor = _threshold(extra.get(key), f"{where} ({name!r}): {key}", cosine and keep)
-            if floor is not None:
-                out["thresholds"] = {"min_score": floor}
-            elif cosine and not keep and extra.get(key) is not None:
-                dropped.append((key, name, float(extra[key])))
-    keys = (
-        "name",
-        "utterances",
-        "description",
-        "thresholds",
-        "metadata",
-    )  # a fixed order, empty fields left out
-    return [{k: r[k] for k in keys if r.get(k)} for r in merged.values()]

@@ -98,7 +98,8 @@ def make_retrieve_tools(
         missing = sorted(n for n in (s.name for s in router.tool_specs) if ids.get(n, n) not in registry)
         if missing:
             raise ConfigError(
-                f"tools of the router have no entry in the tool registry: {missing[:10]}{' ...' if len(missing) > 10 else ''}"
+                f"tools of the router have no entry in the tool registry: "
+                f"{missing[:10]}{' ...' if len(missing) > 10 else ''}"
             )
 
     def to_ids(belt: ToolBelt) -> list[str]:

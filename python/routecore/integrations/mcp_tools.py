@@ -53,7 +53,8 @@ def _transport(server: Any) -> tuple[Any, str | None, str]:
         bad = set(server) - {"name", "command", "args", "env", "cwd", "url"}
         if bad or ("command" in server) == ("url" in server):
             raise ConfigError(
-                f"an MCP server mapping needs 'command' or 'url' (and optionally name, args, env, cwd); got keys {sorted(server)}"
+                "an MCP server mapping needs 'command' or 'url' (and optionally name, args, env, cwd); "
+                f"got keys {sorted(server)}"
             )
         name = server.get("name")
         if "url" in server:
@@ -72,7 +73,8 @@ def _transport(server: Any) -> tuple[Any, str | None, str]:
             raise ConfigError("an empty MCP server command")
         return StdioServerParameters(command=argv[0], args=argv[1:]), None, " ".join(argv)
     raise ConfigError(
-        f"an MCP server is a command line, a URL, a mapping or StdioServerParameters; got {type(server).__name__}"
+        "an MCP server is a command line, a URL, a mapping or StdioServerParameters; "
+        f"got {type(server).__name__}"
     )
 
 
@@ -136,7 +138,8 @@ async def alist_mcp_tools(servers: Iterable[Any], *, timeout: float = 30.0) -> l
     for g in got:
         if g.name in seen:
             raise ConfigError(
-                f"two MCP servers are named {g.name!r} ({seen[g.name]!r} and {g.source!r}); name them in a mapping"
+                f"two MCP servers are named {g.name!r} ({seen[g.name]!r} and {g.source!r}); "
+                "name them in a mapping"
             )
         seen[g.name] = g.source
     return got

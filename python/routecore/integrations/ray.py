@@ -7,7 +7,7 @@
     from routecore.integrations.ray import deployment
 
     app = deployment(bundle="bundles/it-ops", num_replicas=4, lessons="postgresql://router@db/lessons")
-    handle = serve.run(app, name="routecore")              # or: serve run module:app / serve deploy config.yaml
+    handle = serve.run(app, name="routecore")  # or: serve run module:app / serve deploy config.yaml
     decision = handle.route.remote("the production server is down").result()   # Decision.to_dict()
     belt = handle.tools.remote("restart the payment service").result()         # ToolBelt.to_dict()
 

@@ -80,7 +80,8 @@ def build_prompt(req: LLMRequest) -> str:
         lines.append("Tie-break rules: " + "; ".join(req.bias_rules) + ".")
     if req.previous_route:
         lines.append(
-            f"The previous turn was routed to {req.previous_route}; prefer it if the message continues that topic."
+            f"The previous turn was routed to {req.previous_route}; "
+            "prefer it if the message continues that topic."
         )
     if req.scores:
         ranked = sorted(req.scores.items(), key=lambda kv: -kv[1])
@@ -299,7 +300,8 @@ def llm_from_config(
         raise ConfigError(f"{where}: llm: expected a mapping, got {type(section).__name__}")
     if "api_key" in section:
         raise ConfigError(
-            f"{where}: llm: api_key: never write a key in a config; name its environment variable in api_key_env"
+            f"{where}: llm: api_key: never write a key in a config; "
+            "name its environment variable in api_key_env"
         )
     from routecore.config import config_schema as s
 

@@ -159,10 +159,12 @@ class ExperienceMemory:
         width = self._run("SELECT length(embedding) / 4 FROM lessons WHERE model_id = ? LIMIT 1", (model_id,))
         if width and width[0][0] != v.size:
             raise MemoryStoreError(
-                f"a lesson embedding for {model_id} is {v.size} wide, but that model's lessons are {width[0][0]} wide"
+                f"a lesson embedding for {model_id} is {v.size} wide, "
+                f"but that model's lessons are {width[0][0]} wide"
             )
         rows = self._run(
-            "INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) VALUES (?,?,?,?,?,?,?) RETURNING id",
+            "INSERT INTO lessons (query, context, tool, use, model_id, embedding, created) "
+            "VALUES (?,?,?,?,?,?,?) RETURNING id",
             (query, context, tool, int(use), model_id, v.tobytes(), time.time()),
         )
         self._writes += 1  # after the commit: a reader in between sees the change at its next call
@@ -194,7 +196,8 @@ class ExperienceMemory:
     def learned_exemplars(self, model_id: str) -> builtins.list[StoredExemplar]:
         """The learned exemplars stored for ``model_id``, oldest first."""
         rows: Sequence[Any] = self._read(
-            "SELECT id, route, text, source, created, embedding FROM learned WHERE model_id IN (?, ?) ORDER BY id",
+            "SELECT id, route, text, source, created, embedding FROM learned "
+            "WHERE model_id IN (?, ?) ORDER BY id",
             key_and_legacy(model_id),
         )
         return [

@@ -19,7 +19,8 @@ also by other processes and hosts), ``skipped``, ``close``; every failure is a
   ``idle_in_transaction_session_timeout`` come from ``timeout`` (unless the URL
   sets them), TCP keepalives and ``tcp_user_timeout`` end a connection to a
   host that vanished, and a watchdog thread cuts a call that got no answer
-  after ``2 * timeout`` (a hung server, which none of those notice). A lost connection is dropped; the next call reconnects
+  after ``2 * timeout`` (a hung server, which none of those notice). A lost connection is
+  dropped; the next call reconnects
   (a connection that went stale between calls is retried once at once), and
   after a failed connection attempt calls fail fast for ``retry_after`` seconds
   instead of each waiting for the connect timeout.
@@ -183,12 +184,14 @@ class PostgresMemory(ExperienceMemory):
                     ) from None
                 if v > SCHEMA_VERSION:
                     raise MemoryStoreError(
-                        f"memory store {self.path} has schema version {v}, newer than version {SCHEMA_VERSION} "
+                        f"memory store {self.path} has schema version {v}, "
+                        f"newer than version {SCHEMA_VERSION} "
                         "that this routecore reads: upgrade routecore"
                     )
                 if v < SCHEMA_VERSION:  # no older version exists yet: a migration would go here
                     raise MemoryStoreError(
-                        f"memory store {self.path} has schema version {v}, older than version {SCHEMA_VERSION} "
+                        f"memory store {self.path} has schema version {v}, "
+                        f"older than version {SCHEMA_VERSION} "
                         "and no migration is known"
                     )
                 for statement in LEARNED_SCHEMA:
@@ -197,7 +200,8 @@ class PostgresMemory(ExperienceMemory):
             for statement in SCHEMA + LEARNED_SCHEMA:
                 conn.execute(statement)
             conn.execute(
-                "INSERT INTO routecore_meta (key, value) VALUES ('schema_version', %s) ON CONFLICT (key) DO NOTHING",
+                "INSERT INTO routecore_meta (key, value) VALUES ('schema_version', %s) "
+                "ON CONFLICT (key) DO NOTHING",
                 (str(SCHEMA_VERSION),),
             )
 
@@ -296,7 +300,8 @@ class PostgresMemory(ExperienceMemory):
             ).fetchone()
             if width and width[0] != v.size:
                 raise MemoryStoreError(
-                    f"a lesson embedding for {model_id} is {v.size} wide, but that model's lessons are {width[0]} wide"
+                    f"a lesson embedding for {model_id} is {v.size} wide, "
+                    f"but that model's lessons are {width[0]} wide"
                 )
             row = conn.execute(
                 "INSERT INTO routecore_lessons (query, context, tool, use, model_id, embedding, created) "

@@ -175,7 +175,8 @@ def _member(d: Path, meta: dict[str, Any], name: str, default: str) -> Path:
         raise ConfigError(f"{d}: {fn} is not a regular file")
     if isinstance(entry, dict) and p.is_file() and _sha256(p) != entry.get("sha256"):
         raise ConfigError(
-            f"{d}: {fn} does not match bundle.json (another generation or a changed file); save the bundle again"
+            f"{d}: {fn} does not match bundle.json (another generation or a changed file); "
+            "save the bundle again"
         )
     return p
 
@@ -187,7 +188,8 @@ def _read_meta(d: Path) -> dict[str, Any]:
         raise ConfigError(f"{d} is not a router bundle: {e}") from None
     if not isinstance(meta, dict) or meta.get("version") not in READABLE_VERSIONS:
         raise ConfigError(
-            f"bundle version {meta.get('version') if isinstance(meta, dict) else None} is not supported (expected one of {READABLE_VERSIONS})"
+            f"bundle version {meta.get('version') if isinstance(meta, dict) else None} "
+            f"is not supported (expected one of {READABLE_VERSIONS})"
         )
     return meta
 
@@ -251,7 +253,8 @@ def _load_generation(
 ) -> _R:
     if encoder.model_id != meta.get("model_id"):
         raise ConfigError(
-            f"bundle was made with model {meta.get('model_id')}, but the encoder is {encoder.model_id}; rebuild the bundle"
+            f"bundle was made with model {meta.get('model_id')}, "
+            f"but the encoder is {encoder.model_id}; rebuild the bundle"
         )
     made, have = meta.get("model_files"), getattr(encoder, "files_id", None)
     if made is not None and have is not None and made != have:
@@ -287,7 +290,8 @@ def _load_generation(
             or [labels[i] for i in order] != [specs[name][0][o].name for o in owners]
         ):
             raise ConfigError(
-                f"{d}: the {name} table holds {len(ix)} rows that are not the {len(texts)} exemplars bundle.json lists; "
+                f"{d}: the {name} table holds {len(ix)} rows "
+                f"that are not the {len(texts)} exemplars bundle.json lists; "
                 "save the bundle again"
             )
         vecs[name] = v[order]
@@ -303,7 +307,8 @@ def _load_generation(
             owners = exemplar_texts(specs[name][0])[1]
             if len(lix) != len(owners) or lix.labels().tolist() != owners:
                 raise ConfigError(
-                    f"{d}: the lexical {name} table holds {len(lix)} documents that are not the {len(owners)} exemplars "
+                    f"{d}: the lexical {name} table holds {len(lix)} documents "
+                    f"that are not the {len(owners)} exemplars "
                     "bundle.json lists; save the bundle again"
                 )
             lexical[name] = lix

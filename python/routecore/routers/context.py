@@ -113,7 +113,8 @@ class ContextRouter:
     ) -> "ContextRouter":
         """The default layers (unless ``defaults=False``), with the layers of the config at
         ``path`` added or replacing them by name, all on ``encoder`` (default: the bundled model).
-        A layer with ``open: false`` is exhaustive (module docs); ``kw`` (``metrics``) as in the constructor."""
+        A layer with ``open: false`` is exhaustive (module docs); ``kw`` (``metrics``) as in the
+        constructor."""
         from routecore.config.specs import parse_config
         from routecore.core.entities import EntityConfig
         from routecore.decide.policy import Policy

@@ -98,7 +98,8 @@ class LLMToolRouter:
             raise ConfigError("LLM tool router: the router has no tools")
         self.router, self.mode, self.hybrid_top, self.hint = router, mode, hybrid_top, hint
         self.client = client
-        #: Called with every ToolRouting (a :class:`routecore.routers.routing_metrics.RoutingMetrics`, or any callable).
+        #: Called with every ToolRouting (a :class:`routecore.routers.routing_metrics.RoutingMetrics`,
+        #: or any callable).
         self.metrics = metrics
         if mode != "semantic" and client is None:
             if not base_url:
@@ -157,7 +158,8 @@ class LLMToolRouter:
         system = (
             "You choose the tools an agent needs for the user's request, from this catalog (name: summary):\n"
             f"{lines}\n{hint}\n"
-            f'Answer with JSON inside <{TAG}></{TAG}> tags: {{"selected_tools": [names from the catalog, possibly none], '
+            f"Answer with JSON inside <{TAG}></{TAG}> tags: "
+            '{"selected_tools": [names from the catalog, possibly none], '
             f'"complexity": one of {list(COMPLEXITY)}, "execution_strategy": one of {list(STRATEGIES)}, '
             '"reasoning": one sentence, "confidence": a number from 0 to 1}.'
         )

@@ -182,7 +182,8 @@ class Router(ToolCalls, Changes):
         self._sync_calibration()
 
     def _sync_calibration(self) -> None:
-        """What the route table reads of the calibration in force: its source and the fallback alert's line."""
+        """What the route table reads of the calibration in force: its source and the fallback
+        alert's line."""
         self.route_table.calibrated = self.calibrated
         self.route_table.calibration_note = (
             fallback_note(self.calibration) if self.calibrated == "zero-label" else None

@@ -76,7 +76,8 @@ class ToolCalls:
         candidates: Sequence[str] | None = None,
         vectors: Any = None,
     ) -> list[ToolBelt]:
-        """The tool belts for ``queries``, embedded in one batched encoder call (each as :meth:`tools` gives it)."""
+        """The tool belts for ``queries``, embedded in one batched encoder call (each as
+        :meth:`tools` gives it)."""
         return self._emit_all(
             select_tools_batch(
                 self.tool_catalog,

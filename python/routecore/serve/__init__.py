@@ -4,8 +4,9 @@ A Starlette app run by uvicorn: versioned JSON endpoints whose bodies are the
 Python API's own objects (:meth:`Decision.to_dict <routecore.decision.Decision.to_dict>`,
 :class:`~routecore.decision.ToolBelt`), micro-batching of concurrent requests
 (:mod:`routecore.serve.batcher`), Prometheus metrics (:mod:`routecore.serve.metrics`),
-an OpenAPI document (:mod:`routecore.serve.openapi`), hot reload and graceful
-shutdown (:mod:`routecore.serve.app`) and the command (:mod:`routecore.serve.cli`).
+an OpenAPI document (:mod:`routecore.serve.openapi`), the app and its endpoints
+(:mod:`routecore.serve.app`, :mod:`routecore.serve.endpoints`), hot reload and graceful
+shutdown (:mod:`routecore.serve.server`) and the command (:mod:`routecore.serve.cli`).
 
 ``import routecore`` never imports this package, and importing this package
 imports neither Starlette nor uvicorn: :func:`create_app` loads them when called.

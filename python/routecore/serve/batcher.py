@@ -195,7 +195,8 @@ def tools_one(router: Any, item: ToolsItem) -> Any:
 
 
 def run_routes(router: Any, items: Sequence[RouteItem], fan_out: Executor | None = None) -> list[Any]:
-    """The decisions of ``items`` (or the exception of each one that failed): one batch call per ``context_domains``."""
+    """The decisions of ``items`` (or the exception of each one that failed): one batch call per
+    ``context_domains``."""
     out: list[Any] = [None] * len(items)
     for idx in _grouped(items, lambda it: it.context_domains).values():
         group = [items[i] for i in idx]

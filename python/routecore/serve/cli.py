@@ -33,7 +33,8 @@ def is_loopback(host: str) -> bool:
 
 
 def resolve_token(token_env: Optional[str], token_file: Optional[str]) -> Optional[str]:
-    """The bearer token from ``token_file`` (whitespace stripped) or else the ``token_env`` variable; None without one."""
+    """The bearer token from ``token_file`` (whitespace stripped) or else the ``token_env``
+    variable; None without one."""
     if token_file:
         try:
             with open(token_file, encoding="utf-8") as f:
@@ -148,7 +149,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     token = resolve_token(args.token_env, args.token_file)
     if token is None and not is_loopback(args.host) and not args.insecure:
         raise ConfigError(
-            f"refusing to listen on {args.host} without a bearer token: set {args.token_env or TOKEN_ENV} or --token-file, "
+            f"refusing to listen on {args.host} without a bearer token: "
+            f"set {args.token_env or TOKEN_ENV} or --token-file, "
             "or pass --insecure to serve anyone who can reach the port"
         )
     try:
@@ -212,7 +214,8 @@ def add_serve_command(sub: Any) -> argparse.ArgumentParser:
         "--workers",
         type=int,
         default=1,
-        help="worker processes, each with its own router, tool sessions and (without --lessons) lesson store (default 1)",
+        help="worker processes, each with its own router, tool sessions and "
+        "(without --lessons) lesson store (default 1)",
     )
     s.add_argument(
         "--token-env",
@@ -232,7 +235,8 @@ def add_serve_command(sub: Any) -> argparse.ArgumentParser:
     s.add_argument(
         "--lessons",
         metavar="PATH",
-        help="lesson store for /v1/lessons: a SQLite path or a postgresql:// URL shared by replicas (default: in memory, lost on exit)",
+        help="lesson store for /v1/lessons: a SQLite path or a postgresql:// URL shared by replicas "
+        "(default: in memory, lost on exit)",
     )
     s.add_argument(
         "--no-batching", action="store_true", help="one encoder call per request instead of micro-batches"

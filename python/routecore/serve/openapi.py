@@ -39,7 +39,8 @@ class RouteRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class RouteBatchRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """``Router.route_batch(queries, previous=, context_domains=)``: ``previous`` is one route for all or one per query."""
+    """``Router.route_batch(queries, previous=, context_domains=)``: ``previous`` is one route for
+    all or one per query."""
 
     queries: List[str]
     previous: Union[None, str, List[Optional[str]]] = None
@@ -86,7 +87,8 @@ class LearnRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class SessionState(msgspec.Struct, kw_only=True):
-    """A ``request_more_tools`` session: the tools offered so far, the meta tool while the breaker is closed."""
+    """A ``request_more_tools`` session: the tools offered so far, the meta tool while the breaker
+    is closed."""
 
     session_id: str
     tool_names: List[str]
@@ -113,8 +115,9 @@ class LessonResponse(msgspec.Struct, kw_only=True):
 
 
 class LearnResponse(msgspec.Struct, kw_only=True):
-    """What ``Router.learn`` did: ``learned`` (``id``: the learned exemplar's), ``duplicate`` (``nearest`` >= ``cut``) or
-    ``held`` for review (it contradicts a high-tier decision of ``decided``)."""
+    """What ``Router.learn`` did: ``learned`` (``id``: the learned exemplar's), ``duplicate``
+    (``nearest`` >= ``cut``) or ``held`` for review (it contradicts a high-tier decision of
+    ``decided``)."""
 
     status: Literal["learned", "duplicate", "held"]
     route: str
@@ -234,7 +237,8 @@ def document(version: str = "") -> Dict[str, Any]:
             "info": {
                 "title": "routecore serve",
                 "version": version or "0",
-                "description": "Semantic routing and tool belts over HTTP. Bodies are the Python API's objects "
+                "description": "Semantic routing and tool belts over HTTP. "
+                "Bodies are the Python API's objects "
                 "(Decision.to_dict(), ToolBelt.to_dict()). Scores that are not finite are written as null.",
             },
             "paths": {

@@ -146,7 +146,8 @@ class _Fixed:
 
 
 def source_of(router_source: Any) -> Any:
-    """A :class:`RouterSource` for a path, the object itself when it can load and stamp, else a fixed router."""
+    """A :class:`RouterSource` for a path, the object itself when it can load and stamp, else a
+    fixed router."""
     if isinstance(router_source, (str, os.PathLike)):
         p = Path(router_source)
         return RouterSource(bundle=p) if p.is_dir() else RouterSource(config=p)

@@ -16,7 +16,8 @@ MORE_TOOLS_SCHEMA = {
     "type": "function",
     "function": {
         "name": MORE_TOOLS,
-        "description": "Ask for more tools when none of the offered ones fits the request. Returns the next best tools.",
+        "description": "Ask for more tools when none of the offered ones fits the request. "
+        "Returns the next best tools.",
         "parameters": {
             "type": "object",
             "properties": {

@@ -81,7 +81,8 @@ class ToolCatalog:
         self.languages = LanguagePolicies.build(self.policy, spec_policy, calibration, "tool_offset")
 
     def lexical_table(self, stemmer: str, b: float) -> LexicalTable:
-        """A BM25 table of the tools (names and exemplars) with terms stemmed by ``stemmer`` and length norm ``b``."""
+        """A BM25 table of the tools (names and exemplars) with terms stemmed by ``stemmer`` and
+        length norm ``b``."""
         texts, owners = exemplar_texts(self.specs)
         return LexicalTable(
             texts, owners, len(self.specs), [t.name for t in self.specs], stemmer=stemmer, b=b

@@ -84,7 +84,8 @@ def select_tools_batch(
     vectors: Any = None,
     candidates: Sequence[str] | None = None,
 ) -> list[ToolBelt]:
-    """The tool belts of ``queries`` from one batched encoder call (:meth:`routecore.routers.router.Router.tools_batch`)."""
+    """The tool belts of ``queries`` from one batched encoder call
+    (:meth:`routecore.routers.router.Router.tools_batch`)."""
     if isinstance(queries, str):
         raise InvalidArgumentError("queries must be a list of strings; use tools() for one query")
     queries = list(queries)
@@ -130,10 +131,10 @@ def select_tools(
     vector: Any = None,
     encoded: tuple[np.ndarray, float, float] | None = None,
 ) -> ToolBelt:
-    """The tool belt of ``query`` from ``catalog`` (see :meth:`routecore.routers.router.Router.tools`); ``exclude``: tools
-    not to pick; ``candidates``: the only tools this call may offer (core and discovery tools included);
-    ``vector``: the query's embedding, given by the caller; ``encoded``: (embedding, tokenize ms, encoder ms)
-    from a batched encoder call."""
+    """The tool belt of ``query`` from ``catalog`` (see :meth:`routecore.routers.router.Router.tools`);
+    ``exclude``: tools not to pick; ``candidates``: the only tools this call may offer (core and
+    discovery tools included); ``vector``: the query's embedding, given by the caller; ``encoded``:
+    (embedding, tokenize ms, encoder ms) from a batched encoder call."""
     p = catalog.policy
     k, th = _checked(query, top_k, threshold, p)
     if not catalog.specs:
@@ -177,7 +178,8 @@ def select_tools(
     if allowed is not None:  # the tools outside the candidates never enter the belt
         adjusted = np.where(allowed, adjusted, np.float32(-np.inf)).astype(np.float32)
         banned = True
-    # Collisions are judged on the final scores (after anti-patterns and lessons), among tools that can be offered.
+    # Collisions are judged on the final scores (after anti-patterns and lessons), among tools that
+    # can be offered.
     finite = (
         np.where(np.isfinite(adjusted), adjusted, np.float32(-1e30)).astype(np.float32)
         if banned
@@ -333,7 +335,8 @@ class ToolSession:
         return build_catalog(self.tool_catalog.specs, self.tool_names)
 
     def request_more_tools(self, query: str | None = None) -> list[ToolChoice]:
-        """The next best tools not yet offered (for ``query``, default the turn's); [] once the breaker is open."""
+        """The next best tools not yet offered (for ``query``, default the turn's); [] once the
+        breaker is open."""
         limit = self.tool_catalog.policy.more_tools_limit
         if self.calls >= limit:
             return []
@@ -358,7 +361,8 @@ class ToolSession:
                     "tool session",
                     Alert(
                         "circuit_breaker",
-                        f"{MORE_TOOLS} was called {limit} times this turn and is now disabled; answer with the tools you have.",
+                        f"{MORE_TOOLS} was called {limit} times this turn and is now disabled; "
+                        "answer with the tools you have.",
                     ),
                 )
             )

@@ -128,7 +128,8 @@ def after_route(router: Any, d: Any) -> None:
 
 
 def load_stored(router: Any) -> None:
-    """When the router's lesson store holds learned exemplars (a restart), take them (:meth:`Learner.sync`)."""
+    """When the router's lesson store holds learned exemplars (a restart), take them
+    (:meth:`Learner.sync`)."""
     m = router.memory
     if m is None or not hasattr(m, "learned_exemplars"):
         return
@@ -186,7 +187,8 @@ class Learner:
 
     # -- reads -------------------------------------------------------------------------
     def learned(self, route: str | None = None) -> list[LearnedExemplar]:
-        """The learned exemplars (of ``route``), oldest first (those of routes a live update removed are dropped)."""
+        """The learned exemplars (of ``route``), oldest first (those of routes a live update removed
+        are dropped)."""
         with self.router.internals.writer:
             self._sync()
             return [e for e, _ in self.entries.values() if route is None or e.route == route]

@@ -117,7 +117,8 @@ def apply(
         fitted = router.calibration is not None and router.calibration.source == "fitted"
         if head is not None and routes_changed and (spec_policy.head != "exemplars" or fitted):
             raise ConfigError(
-                "this router has a fitted head over its routes: refit it (routecore fit --head) instead of a live update"
+                "this router has a fitted head over its routes: "
+                "refit it (routecore fit --head) instead of a live update"
             )
         head_threshold = None
         if (

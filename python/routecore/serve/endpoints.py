@@ -1,0 +1,215 @@
+"""The sidecar's endpoints: the handlers of :func:`routecore.serve.app.create_app`'s routes over
+one :class:`~routecore.serve.server.Server`, and the mapping of errors to statuses
+(:mod:`routecore.serve.app` lists both)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable
+
+import msgspec
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from routecore.decision import plain
+from routecore.errors import ConfigError, InvalidArgumentError, MemoryStoreError, RoutecoreError
+from routecore.serve import openapi
+from routecore.serve.batcher import RouteItem, ToolsItem, route_many, route_one, tools_one
+from routecore.serve.http import ApiError, encode_json, error_response, json_response, scrub
+from routecore.serve.server import Server
+
+log = logging.getLogger("routecore.serve")
+
+__all__ = ["endpoints"]
+
+
+def endpoints(srv: Server) -> list[Route]:
+    m = srv.metrics
+
+    async def route(request: Request) -> Response:
+        t0 = time.perf_counter()
+        req = await srv.body(request, openapi.RouteRequest)
+        srv.check_query(req.query, "query")
+        router = srv.current()
+        if req.previous is not None and router.route_specs and req.previous not in router.route_table.by_name:
+            raise ApiError(
+                422,
+                "InvalidArgumentError",
+                f"unknown previous route {req.previous!r}; known: {sorted(router.route_table.by_name)}",
+            )
+        item = RouteItem(req.query, req.previous, tuple(req.context_domains))
+        d = (
+            await srv.route_batcher.submit(item)
+            if srv.route_batcher is not None
+            else await srv.run(route_one, router, item)
+        )
+        m.observe_decision("/v1/route", d, time.perf_counter() - t0)
+        return json_response(d.to_dict())
+
+    async def route_batch(request: Request) -> Response:
+        t0 = time.perf_counter()
+        req = await srv.body(request, openapi.RouteBatchRequest)
+        n = len(req.queries)
+        if n > srv.limits.max_batch:
+            raise ApiError(
+                422,
+                "BatchTooLarge",
+                f"{n} queries; the limit is {srv.limits.max_batch} per batch (--max-batch-queries)",
+            )
+        for i, q in enumerate(req.queries):
+            srv.check_query(q, f"queries[{i}]")
+        prev = req.previous
+        if isinstance(prev, list):
+            if len(prev) != n:
+                raise ApiError(422, "ValidationError", f"previous holds {len(prev)} routes for {n} queries")
+            previous = prev
+        else:
+            previous = [prev] * n
+        router = srv.current()
+        ds = (
+            await srv.run(
+                route_many, router, req.queries, previous, tuple(req.context_domains), srv.fan_out(router)
+            )
+            if n
+            else []
+        )
+        dt = time.perf_counter() - t0
+        for d in ds:
+            m.observe_decision("/v1/route/batch", d, dt / n)
+        # Up to max_batch decisions to write: off the event loop.
+        body = await srv.run(lambda: encode_json({"decisions": [d.to_dict() for d in ds]}))
+        return Response(body, media_type="application/json")
+
+    async def tools(request: Request) -> Response:
+        t0 = time.perf_counter()
+        req = await srv.body(request, openapi.ToolsRequest)
+        srv.check_query(req.query, "query")
+        router = srv.current()
+        if req.session_id is not None:
+            if req.top_k is not None:
+                raise ApiError(
+                    422,
+                    "ValidationError",
+                    "top_k cannot be given with session_id: a session's belt uses the policy's top_k",
+                )
+            ts = await srv.run(lambda: router.tool_session(req.query, context_domain=req.context_domain))
+            s = srv.sessions.put(req.session_id, ts)
+            m.observe_stages("/v1/tools", ts.belt, time.perf_counter() - t0)
+            return json_response({**ts.belt.to_dict(), "session": srv.sessions.state(req.session_id, s)})
+        item = ToolsItem(req.query, req.context_domain, req.top_k)
+        belt = (
+            await srv.tools_batcher.submit(item)
+            if srv.tools_batcher is not None
+            else await srv.run(tools_one, router, item)
+        )
+        m.observe_stages("/v1/tools", belt, time.perf_counter() - t0)
+        return json_response(belt.to_dict())
+
+    async def tools_more(request: Request) -> Response:
+        req = await srv.body(request, openapi.MoreToolsRequest)
+        srv.check_query(req.query, "query")
+        srv.check_query(req.request, "request")
+        s = srv.sessions.get(req.session_id)
+        if s is None:
+            if req.query is None:
+                raise ApiError(
+                    404,
+                    "UnknownSession",
+                    f"no session {req.session_id!r} (never opened, or expired after "
+                    f"{srv.sessions.ttl:g} s unused); give query to open one",
+                )
+            router = srv.current()
+            ts = await srv.run(lambda: router.tool_session(req.query, context_domain=req.context_domain))
+            s = srv.sessions.get(req.session_id) or srv.sessions.put(
+                req.session_id, ts
+            )  # another request may have opened it meanwhile
+        async with s.lock:  # one request_more_tools at a time per session
+            ts = s.tool_session
+            more = await srv.run(ts.request_more_tools, req.request)
+            state = srv.sessions.state(req.session_id, s)
+            if state["breaker_open"] and not s.tripped:
+                s.tripped = True
+                m.breaker_trips.inc()
+        return json_response(
+            {"tools": [plain(t) for t in more], "alerts": [plain(a) for a in ts.alerts], "session": state}
+        )
+
+    async def lessons(request: Request) -> Response:
+        req = await srv.body(request, openapi.LessonRequest)
+        srv.check_query(req.query, "query")
+        router = srv.current()
+        query, context = scrub(req.query), scrub(req.context)  # stored text: no lone surrogate
+        lesson_id = await srv.run(lambda: router.record_lesson(query, req.tool, use=req.use, context=context))
+        return json_response({"id": lesson_id}, 201)
+
+    async def learn(request: Request) -> Response:
+        req = await srv.body(request, openapi.LearnRequest)
+        srv.check_query(req.query, "query")
+        router = srv.current()
+        query = scrub(req.query)
+        res = await srv.run(lambda: router.learn(query, req.route, source=req.source, force=req.force))
+        body = openapi.LearnResponse(
+            status=res.status,
+            route=res.route,
+            generation=res.generation,
+            nearest=res.nearest,
+            cut=res.cut,
+            id=res.exemplar.id if res.exemplar is not None else None,
+            decided=res.review.decided if res.review is not None else None,
+            evicted=[e.id for e in res.evicted],
+        )
+        return json_response(msgspec.to_builtins(body))
+
+    async def healthz(request: Request) -> Response:
+        return json_response({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        ready = srv.router is not None
+        body: dict[str, Any] = {"ready": ready, "generation": srv.generation}
+        if not ready:
+            body["reason"] = f"load failed: {srv.load_error}" if srv.load_error else "loading"
+        return json_response(body, 200 if ready else 503)
+
+    async def metrics(request: Request) -> Response:
+        return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
+
+    async def openapi_json(request: Request) -> Response:
+        if srv._openapi is None:
+            srv._openapi = msgspec.json.encode(openapi.document(srv.version))
+        return Response(srv._openapi, media_type="application/json")
+
+    def guarded(fn: Callable[[Request], Any]) -> Callable[[Request], Any]:
+        async def handler(request: Request) -> Response:
+            try:
+                return await fn(request)  # type: ignore[no-any-return]
+            except ApiError as e:
+                return error_response(e.status, e.kind, e.message, e.headers)
+            except (InvalidArgumentError, ConfigError) as e:
+                return error_response(422, type(e).__name__, " ".join(str(e).split()))
+            except MemoryStoreError as e:
+                return error_response(503, type(e).__name__, " ".join(str(e).split()))
+            except RoutecoreError as e:
+                log.exception("routecore error answering %s", request.url.path)
+                return error_response(500, type(e).__name__, " ".join(str(e).split()))
+            except Exception as e:  # noqa: BLE001 - a bug: say so in JSON, log the traceback
+                log.exception("bug answering %s", request.url.path)
+                return error_response(500, "InternalError", f"{type(e).__name__}: {e}")
+
+        return handler
+
+    post = ["POST"]
+    return [
+        Route("/v1/route", guarded(route), methods=post),
+        Route("/v1/route/batch", guarded(route_batch), methods=post),
+        Route("/v1/tools", guarded(tools), methods=post),
+        Route("/v1/tools/more", guarded(tools_more), methods=post),
+        Route("/v1/lessons", guarded(lessons), methods=post),
+        Route("/v1/learn", guarded(learn), methods=post),
+        Route("/healthz", guarded(healthz), methods=["GET"]),
+        Route("/readyz", guarded(readyz), methods=["GET"]),
+        Route("/metrics", guarded(metrics), methods=["GET"]),
+        Route("/openapi.json", guarded(openapi_json), methods=["GET"]),
+    ]
