@@ -48,7 +48,8 @@ class Decider(Outcomes):
         return cached[1], cached[2]
 
     def forget_head_columns(self) -> None:
-        """Drop the head's cached columns (a copy of this table over new rows: routecore.updates.learning_update)."""
+        """Drop the head's cached columns (a copy of this table over new rows:
+        routecore.updates.learning_update)."""
         self._head_cols = None
 
     def _apply_head(self, r: Step, q: np.ndarray, policy: Policy | None = None) -> None:

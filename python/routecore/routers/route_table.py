@@ -142,7 +142,8 @@ class RouteTable(Decider):
         """Give queries in languages the exemplars do not cover their own policy
         (:mod:`routecore.calibrate.languages`); a policy later set by hand is used as given."""
         self.languages = LanguagePolicies.build(self.policy, spec_policy, calibration)
-        # The head's out-of-scope cut per language the exemplars do not cover (routecore.calibrate.exemplar_head).
+        # The head's out-of-scope cut per language the exemplars do not cover
+        # (routecore.calibrate.exemplar_head).
         cuts = (
             {n: float(v["head_threshold"]) for n, v in calibration.languages.items() if "head_threshold" in v}
             if calibration
@@ -192,7 +193,8 @@ class RouteTable(Decider):
         vector: Any = None,
         choose: Chooser | None = None,
     ) -> Decision:
-        """The decision for ``query``: :meth:`routecore.routers.router.Router.route` (which documents the arguments).
+        """The decision for ``query``: :meth:`routecore.routers.router.Router.route` (which documents
+        the arguments).
 
         ``choose`` replaces ``llm.choose`` for this call (:mod:`routecore.core.aio`)."""
         text = self._text(query, previous, clarify)
@@ -241,7 +243,8 @@ class RouteTable(Decider):
         choose: Chooser | None = None,
         executor: Executor | None = None,
     ) -> list[Decision]:
-        """The decisions for ``queries`` from one batched encoder call (:meth:`routecore.routers.router.Router.route_batch`).
+        """The decisions for ``queries`` from one batched encoder call
+        (:meth:`routecore.routers.router.Router.route_batch`).
 
         With an ``executor`` the decisions after the encoder call run in its threads,
         so that the LLM calls of several undecided queries overlap."""
@@ -299,7 +302,8 @@ class RouteTable(Decider):
         """The part of :meth:`decide` before the native step."""
         t1 = time.perf_counter()
         p, lang = self.policy_for(q)
-        # The previous route and the clarified candidates may be lifted above the best routes: keep them exact.
+        # The previous route and the clarified candidates may be lifted above the best routes:
+        # keep them exact.
         exact = ([previous] if previous else []) + (list(clarify.candidates) if clarify is not None else [])
         return Prepared(p, lang, self.bias_and_entities(text, p), exact, t1)
 
