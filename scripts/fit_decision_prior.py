@@ -30,6 +30,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -227,8 +228,34 @@ def choose(groups: dict[str, list[dict[str, np.ndarray]]]) -> dict[str, object]:
         "previous_high": previous,
         "clarify_mass": mass,
         "scope": scope,
+        "traffic": fit_traffic(groups, w, span, scope, medium),
         "span": span,
     }
+
+
+def fit_traffic(
+    groups: dict[str, list[dict[str, np.ndarray]]], w: list[float], span: Any, scope: float, medium: float
+) -> float:
+    """The traffic level (routecore.calibrate.traffic): the lowest on a grid at which every group
+    still meets its goal when each run's cut is the lower of the prior's and the one adapted to
+    the run's own queries (a run's queries stand for the traffic the router has seen)."""
+    for lv in np.round(np.arange(0.95, 0.996, 0.005), 3):
+        if all(
+            np.mean(
+                [
+                    _routed(
+                        r,
+                        min(cut_of(w, medium, r["config"], span), _traffic_cut(r, w, span, scope, lv)),
+                        scope,
+                    )[0]
+                    for r in runs
+                ]
+            )
+            >= TARGET.get(key.split("|")[0], 0.95)
+            for key, runs in groups.items()
+        ):
+            return float(lv)
+    return 0.0
 
 
 def _lost(runs: list[dict[str, np.ndarray]], floor: float) -> float:
@@ -298,6 +325,66 @@ def fit(path: str, write: bool) -> None:
         print(f"wrote {PRIORS}")
 
 
+def _routed(r: dict[str, np.ndarray], cut: float, scope: float) -> tuple[float, float]:
+    """(precision among routed, in-scope share routed right) of one run under a cut on p1."""
+    routed = (r["p1"] >= cut) & ~r["none"] & (r["raw1"] >= scope)
+    ins = r["ins"]
+    prec = float(r["right"][routed].mean()) if routed.any() else 1.0
+    return prec, float((routed & r["right"] & ins)[ins].mean())
+
+
+def _traffic_cut(r: dict[str, np.ndarray], w: list[float], span: Any, scope: float, level: float) -> float:
+    """The lowest cut at which the prior's mean p_right over one run's own (unlabelled) queries
+    above it reaches ``level``: a cut adapted to the traffic instead of a level of p_right."""
+    from routecore.calibrate.prior import config_features
+
+    z = np.array(config_features(*map(float, r["config"]), span))
+    lp = _logit(r["p1"])
+    x = np.column_stack([np.ones_like(lp), lp, np.tile(z, (len(lp), 1)), lp[:, None] * z[None, :]])
+    ok = ~r["none"] & (r["raw1"] >= scope)
+    p, q = r["p1"][ok], (1 / (1 + np.exp(-x @ np.asarray(w))))[ok]
+    order = np.argsort(-p)
+    good = np.flatnonzero(np.cumsum(q[order]) / np.arange(1, len(order) + 1) >= level)
+    return float(p[order][good[-1]]) if len(good) else 1.0
+
+
+def gap(path: str, traffic: list[float]) -> None:
+    """Where the oracle gap comes from (BENCHMARKS.md, few-shot decisions): per group, the
+    shipped prior's cut, the best level of p_right for that group alone (the lowest meeting its
+    goal), the oracle of each run, and cuts adapted to each run's own queries at ``traffic`` levels."""
+    data = np.load(path, allow_pickle=True).item()
+    groups = _runs(data["rows"])
+    pri = json.loads(PRIORS.read_text())["models"][data["model_id"]]
+    w, span, scope = pri["weights"], pri["span"], float(pri["scope"])
+
+    def mean(runs: list[dict[str, np.ndarray]], cuts: list[float]) -> tuple[float, float]:
+        pairs = [_routed(r, c, scope) for r, c in zip(runs, cuts)]
+        return float(np.mean([a for a, _ in pairs])), float(np.mean([b for _, b in pairs]))
+
+    for key, runs in groups.items():
+        goal = TARGET.get(key.split("|")[0], 0.95)
+        prior = mean(runs, [cut_of(w, pri["medium"], r["config"], span) for r in runs])
+        own = next(
+            (
+                mean(runs, [cut_of(w, float(t), r["config"], span) for r in runs])
+                for t in np.round(np.arange(0.5, 0.996, 0.005), 3)
+                if mean(runs, [cut_of(w, float(t), r["config"], span) for r in runs])[0] >= goal
+            ),
+            (1.0, 0.0),
+        )
+        best = []
+        for r in runs:
+            cuts = np.unique(r["p1"])
+            ok = [c for c in cuts[::-1] if _routed(r, float(c), scope)[0] >= goal]
+            best.append(max((_routed(r, float(c), scope)[1] for c in ok), default=0.0))
+        line = f"{key}: prior {100 * prior[1]:.1f} at {100 * prior[0]:.1f} | own level {100 * own[1]:.1f}"
+        line += f" | oracle {100 * np.mean(best):.1f}"
+        for lv in traffic:
+            t = mean(runs, [_traffic_cut(r, w, span, scope, lv) for r in runs])
+            line += f" | traffic {lv}: {100 * t[1]:.1f} at {100 * t[0]:.1f}"
+        print(line, flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -308,9 +395,14 @@ def main() -> None:
     f = sub.add_parser("fit")
     f.add_argument("path")
     f.add_argument("--write", action="store_true")
+    g = sub.add_parser("gap")
+    g.add_argument("path")
+    g.add_argument("--traffic", default="0.95,0.96,0.965")
     a = ap.parse_args()
     if a.cmd == "dump":
         dump(a.model, a.out, a.seeds)
+    elif a.cmd == "gap":
+        gap(a.path, [float(x) for x in a.traffic.split(",") if x])
     else:
         fit(a.path, a.write)
 

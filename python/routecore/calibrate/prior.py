@@ -20,6 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence, Tuple
 
+import numpy as np
+
 from routecore.errors import ConfigError
 
 #: The priors shipped with routecore, by model id.
@@ -85,7 +87,10 @@ class DecisionPrior:
     (``LinearHead.threshold``): a query whose best in-scope probability, before the
     out-of-scope class is taken out, is under it is out of scope; the largest under which no
     dev set loses more than 0.5 % of its in-scope queries whose best route is right.
-    ``source``: how it was measured."""
+    ``traffic``: the level of the cut adapted to a router's own queries
+    (:mod:`routecore.calibrate.traffic`): the lowest mean :func:`p_right` over the queries
+    routed at which every dev set still met its goal; 0 turns it off. ``source``: how it was
+    measured."""
 
     weights: Tuple[float, ...]
     medium: float
@@ -94,6 +99,7 @@ class DecisionPrior:
     span: Mapping[str, Sequence[float]]
     clarify_mass: float = 1.0
     scope: float = 0.0
+    traffic: float = 0.0
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -105,7 +111,7 @@ class DecisionPrior:
         ):
             raise ConfigError(f"decision prior: weights must be eight finite numbers, got {w!r}")
         object.__setattr__(self, "weights", tuple(float(x) for x in w))
-        for name in ("medium", "high", "previous_high", "clarify_mass", "scope"):
+        for name in ("medium", "high", "previous_high", "clarify_mass", "scope", "traffic"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
                 raise ConfigError(f"decision prior: {name} must be in [0, 1], got {v!r}")
@@ -123,6 +129,21 @@ class DecisionPrior:
             "previous_margin": 0.0,
             "clarify_mass": self.clarify_mass,
         }
+
+    def p_right_many(self, p1: np.ndarray, z: Sequence[float]) -> np.ndarray:
+        """:func:`p_right` of every best probability in ``p1`` for a config's features ``z``."""
+        q = np.clip(np.asarray(p1, np.float64), 1e-6, 1 - 1e-6)
+        lp = np.log(q / (1 - q))
+        w = np.asarray(self.weights)
+        n = len(z)
+        zz = np.asarray(z, np.float64)
+        x = w[0] + lp * w[1] + float(w[2 : 2 + n] @ zz) + lp * float(w[2 + n :] @ zz)
+        out: np.ndarray = 1.0 / (1.0 + np.exp(-x))
+        return out
+
+    def features(self, top1_dense: float, per_route: float, routes: int) -> list[float]:
+        """:func:`config_features` within the prior's span."""
+        return config_features(top1_dense, per_route, routes, self.span)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "DecisionPrior":

@@ -49,6 +49,10 @@ class RoutePolicy:
     #: sure of queries far from every exemplar, and a few exemplars cannot show which queries
     #: of their domain are not theirs (BENCHMARKS.md, small configs); 0 turns it off.
     high_support: float | None = None
+    #: Lower the routing cut from the router's own queries (routecore.calibrate.traffic): with a
+    #: model's prior and no ``medium`` set, once 100 queries are seen the cut sits where the
+    #: prior expects the queries routed to be right on average at its measured level. False: fixed.
+    adapt_cut: bool = True
     high_precision: float = 0.95
     route_precision: float = 0.90
     previous_precision: float = 0.90
@@ -230,6 +234,7 @@ class FlatKeys:
         min_score: float | None
         temperature: float | None
         high_support: float | None
+        adapt_cut: bool
         high_precision: float
         route_precision: float
         previous_precision: float

@@ -22,10 +22,10 @@ def confident(
     )
 
 
-def likely(route: str, p1: float, medium: float, high: float) -> Reason:
-    return Reason(
-        "likely", f"{route} {p1:.2f} >= the routing cut {medium:.2f} (below the high tier {high:.2f})"
-    )
+def likely(route: str, p1: float, medium: float, high: float, adapted: int = 0) -> Reason:
+    """``adapted``: the queries the routing cut was lowered from (routecore.calibrate.traffic), or 0."""
+    cut = f"the routing cut {medium:.2f}" + (f" (adapted to {adapted:,} queries)" if adapted else "")
+    return Reason("likely", f"{route} {p1:.2f} >= {cut} (below the high tier {high:.2f})")
 
 
 def unsupported(route: str, p1: float, high: float, cosine: float, support: float) -> Reason:

@@ -12,6 +12,7 @@ import numpy as np
 
 from routecore import _native
 from routecore.calibrate.languages import LanguageDetector
+from routecore.calibrate.traffic import TrafficCut
 from routecore.decide import reasons
 from routecore.decide.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, resolved, tier_of
 from routecore.decide.route_outcomes import Chooser, Draft, Outcomes
@@ -34,6 +35,7 @@ class Decider(Outcomes):
 
     head: Any
     head_cuts: tuple[LanguageDetector, dict[str, float]] | None
+    traffic: TrafficCut | None
     _head_cols: tuple[Any, np.ndarray, int] | None
 
     def _head_columns(self) -> tuple[np.ndarray, int]:
@@ -116,6 +118,11 @@ class Decider(Outcomes):
         p2 = top_p[1] if len(order) > 1 else 0.0
         continuing = prev_i == best and p.previous_strategy == "thresholds"
         high, margin_th, medium, min_score = p.thresholds(bname, continuing)
+        traffic = self.traffic if self.head is not None and not continuing else None
+        lowered = traffic.lowered(medium) if traffic is not None else None
+        if traffic is not None and clarify is None and not r.entity_scope and not r.head_oos:
+            traffic.observe(float(r.probs.max()))  # an in-scope query as the head saw it
+        medium = lowered if lowered is not None else medium
         tier = tier_of(p1, p1 - p2, high, margin_th, medium)
         support, cosine = p.high_support, float(r.dense[best])
         unsupported = tier == "high" and support is not None and cosine < support
@@ -214,6 +221,6 @@ class Decider(Outcomes):
             if out.reason is None and clarify is not None and clarify.candidates and p1 < medium:
                 out.reason = reasons.answered(bname, p1, list(clarify.candidates))
             if out.reason is None:
-                out.reason = reasons.likely(bname, p1, medium, high)
+                out.reason = reasons.likely(bname, p1, medium, high, traffic.seen if lowered else 0)
             return self._finish(self._ask_llm(text, out, previous, choose, lambda: out) if self.llm else out)
-        return self._finish(self._low(text, out, names, order, top_p, p, previous, choose))
+        return self._finish(self._low(text, out, names, order, top_p, p, previous, choose, medium))

@@ -132,10 +132,12 @@ class Outcomes:
         p: Policy,
         previous: str | None,
         choose: Chooser | None,
+        medium: float | None = None,
     ) -> Draft:
         """A low-tier decision: the LLM when the policy asks it and there is one, else ``none``
-        or a clarification (the LLM's failure ends there too)."""
-        bname, p1, medium = names[order[0]], top_p[0], resolved(p.medium, "medium")
+        or a clarification (the LLM's failure ends there too). ``medium``: the routing cut in force."""
+        bname, p1 = names[order[0]], top_p[0]
+        medium = resolved(p.medium, "medium") if medium is None else medium
 
         def without_llm() -> Draft:
             if p.low_action == "none":

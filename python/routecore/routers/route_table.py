@@ -17,6 +17,7 @@ import numpy as np
 
 from routecore.calibrate.calibration_record import Calibration
 from routecore.calibrate.languages import LanguageDetector, LanguagePolicies, language_alert
+from routecore.calibrate.traffic import TrafficCut, for_table
 from routecore.config.specs import RouteSpec, check_thresholds
 from routecore.core.entities import EntityMatcher, entity_effects
 from routecore.core.lexical import LexicalTable
@@ -120,6 +121,7 @@ class RouteTable(Decider):
         self.table = build_table(self.specs, encoder, storage, vectors)
         self.languages: LanguagePolicies | None = None  # set_languages
         self.head_cuts: tuple[LanguageDetector, dict[str, float]] | None = None  # set_languages
+        self.traffic: TrafficCut | None = None  # set_languages: the cut adapted to the queries
         self._head_cols: tuple[Any, np.ndarray, int] | None = None  # _head_columns
         self.learn_rows: tuple[np.ndarray, np.ndarray] | None = (
             None  # routecore.updates.learning_update.State
@@ -155,6 +157,9 @@ class RouteTable(Decider):
             else None
         )
         self.head_cuts = (detector, cuts) if detector is not None else None
+        self.traffic = for_table(
+            spec_policy, calibration, self.policy.medium, getattr(self.encoder, "model_id", "")
+        )
 
     def policy_for(self, q: np.ndarray) -> tuple[Policy, str | None]:
         """The policy for query vector ``q`` and, when it is a language's own, that language."""
