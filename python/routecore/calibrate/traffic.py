@@ -93,7 +93,9 @@ class TrafficCut:
         return cut if cut is not None and medium == self.ceiling and cut < medium else None
 
     @classmethod
-    def build(cls, prior: DecisionPrior | None, stats: dict, cut: float | None) -> "TrafficCut | None":
+    def build(
+        cls, prior: DecisionPrior | None, stats: dict[str, Any], cut: float | None
+    ) -> "TrafficCut | None":
         """A traffic cut for a router whose calibration came from ``prior`` (its ``stats`` hold the
         config's numbers); None when the prior has no traffic level or the cut is unknown."""
         if prior is None or prior.traffic <= 0 or cut is None:

@@ -221,6 +221,8 @@ class Decider(Outcomes):
             if out.reason is None and clarify is not None and clarify.candidates and p1 < medium:
                 out.reason = reasons.answered(bname, p1, list(clarify.candidates))
             if out.reason is None:
-                out.reason = reasons.likely(bname, p1, medium, high, traffic.seen if lowered else 0)
+                out.reason = reasons.likely(
+                    bname, p1, medium, high, traffic.seen if traffic and lowered else 0
+                )
             return self._finish(self._ask_llm(text, out, previous, choose, lambda: out) if self.llm else out)
         return self._finish(self._low(text, out, names, order, top_p, p, previous, choose, medium))
