@@ -334,18 +334,15 @@ def _routed(r: dict[str, np.ndarray], cut: float, scope: float) -> tuple[float, 
 
 
 def _traffic_cut(r: dict[str, np.ndarray], w: list[float], span: Any, scope: float, level: float) -> float:
-    """The lowest cut at which the prior's mean p_right over one run's own (unlabelled) queries
-    above it reaches ``level``: a cut adapted to the traffic instead of a level of p_right."""
-    from routecore.calibrate.prior import config_features
+    """The cut a router's traffic cut (routecore.calibrate.traffic.TrafficCut.compute) puts on one
+    run's own (unlabelled) in-scope queries at ``level``, uncapped."""
+    from routecore.calibrate.prior import DecisionPrior
+    from routecore.calibrate.traffic import TrafficCut
 
-    z = np.array(config_features(*map(float, r["config"]), span))
-    lp = _logit(r["p1"])
-    x = np.column_stack([np.ones_like(lp), lp, np.tile(z, (len(lp), 1)), lp[:, None] * z[None, :]])
+    prior = DecisionPrior(tuple(w), 0.5, 0.5, 0.5, span, traffic=level)
+    z = prior.features(*map(float, r["config"][:2]), int(r["config"][2]))
     ok = ~r["none"] & (r["raw1"] >= scope)
-    p, q = r["p1"][ok], (1 / (1 + np.exp(-x @ np.asarray(w))))[ok]
-    order = np.argsort(-p)
-    good = np.flatnonzero(np.cumsum(q[order]) / np.arange(1, len(order) + 1) >= level)
-    return float(p[order][good[-1]]) if len(good) else 1.0
+    return TrafficCut(prior, z, 1.0).compute(r["p1"][ok])
 
 
 def gap(path: str, traffic: list[float]) -> None:
