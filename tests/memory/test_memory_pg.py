@@ -162,6 +162,36 @@ def test_psycopg_only_for_a_url_and_no_password_in_messages():
     assert "s3cret" not in str(e.value) and "bob:***@" in str(e.value) and time.monotonic() - t < 3
 
 
+def test_a_fresh_process_that_imports_only_the_sqlite_store_opens_a_url_on_postgres():
+    # routecore.memory.memory imports no store subclass (no import circle): PostgresMemory declares
+    # its URL schemes, and routecore.memory, which Python imports first, imports it.
+    with socket.socket() as s:  # a port nobody listens on: refused at once
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = (
+        "import sys\n"
+        "from routecore.errors import MemoryStoreError\n"
+        "from routecore.memory.memory import ExperienceMemory\n"
+        "try:\n"
+        "    ExperienceMemory(sys.argv[1], timeout=2)\n"
+        "except MemoryStoreError as e:\n"
+        "    print(e)\n"
+    )
+    url = f"POSTGRES://bob:s3cret@127.0.0.1:{port}/x"  # the scheme in any case
+    out = subprocess.run(
+        [sys.executable, "-c", code, url], capture_output=True, text=True, cwd="/", timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert "bob:***@" in out.stdout and "s3cret" not in out.stdout  # PostgresMemory's redacted message
+
+
+@pytest.mark.parametrize("url", ["postgresql://h/x?bogus=1", "postgresql://[::1/x", "postgres://%zz@h/x"])
+def test_a_malformed_url_is_a_memory_store_error(url):
+    # libpq's parser used to run outside the error handling: its ProgrammingError escaped.
+    with pytest.raises(MemoryStoreError, match="memory store"):
+        ExperienceMemory(url, timeout=2)
+
+
 def test_a_server_that_never_answers_is_a_typed_error_in_bounded_time():
     """A listener that accepts no startup reply (a hung server): connect_timeout ends the wait."""
     with socket.socket() as s:
