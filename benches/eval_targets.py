@@ -2,9 +2,12 @@
 
     python benches/eval_targets.py [MODEL_DIR_OR_NAME] > out.json
 
-Embeddings are computed once per text (disk cache) and decisions are taken with
-the same scoring as `Router.route` (native per-route max aggregation, fitted
-thresholds, or the linear head). Calibration only ever sees validation data;
+Embeddings are computed once per text (disk cache). The prediction is NOT
+`Router.route`'s decision: it is the argmax of the raw cosines (native per-route
+max aggregation, no lexical bias) when it clears that route's fitted `min_score`,
+or the linear head's `predict`; no tiers, clarify or bias rules (BENCHMARKS.md,
+Methodology; `evaluation.decisions.decide_vectors` is the router's own step, as
+`benches/exemplar_head.py` uses it). Calibration only ever sees validation data;
 BANKING77 and MASSIVE configurations are not fitted (no threshold: every
 query is in scope), so they use the full train split.
 """
@@ -25,6 +28,7 @@ from routecore.evaluation.tool_eval import tools_router
 
 
 def decide(router, X):
+    """The argmax-plus-``min_score`` prediction (or the head's), not the router's decision step."""
     names = [r.name for r in router.route_specs]
     if router.head is not None:
         return router.head.predict(X)[0]

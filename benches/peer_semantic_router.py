@@ -88,7 +88,7 @@ def rc_predict(router, X):
     t = time.perf_counter()
     names = [r.name for r in router.route_specs]
     preds = []
-    for x in X:  # same per-query native step + thresholds as Router.route
+    for x in X:  # the native step per query, argmax + min_score: not Router.route's tiers or clarify
         raw = router.route_table.table.score(x, router.policy, [], 0).raw
         a = int(raw.argmax())
         preds.append(names[a] if raw[a] >= router.policy.value("min_score", names[a]) else None)

@@ -269,3 +269,18 @@ def test_the_readme_stays_within_300_lines_and_names_every_docs_page():
     for link in re.findall(r"\]\(([\w/.-]+\.md)\)", text):
         assert (ROOT / link).is_file(), link
     assert [p.name for p in PAGES[1:] if f"docs/{p.name}" not in text] == []
+
+
+def test_benchmarks_stay_within_500_lines_with_numbered_sections_in_order():
+    # Issue 35 §7: a reference, not a session log (its history is in git); sections 1, 2, 3... and their
+    # subsections n.1, n.2... in order, none lettered or left unnumbered after the methodology.
+    text = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 500
+    sections = re.findall(r"^## (.*)$", text, re.MULTILINE)
+    assert sections[0] == "Methodology"
+    numbers = [re.match(r"(\d+)\. ", s) for s in sections[1:]]
+    assert all(numbers) and [int(m[1]) for m in numbers if m] == list(range(1, len(sections)))
+    for n in range(1, len(sections)):
+        body = re.split(r"^## ", text, flags=re.MULTILINE)[n + 1]
+        subs = [int(k) for k in re.findall(rf"^### {n}\.(\d+) ", body, re.MULTILINE)]
+        assert subs == list(range(1, len(subs) + 1)) and len(subs) == body.count("\n### "), (n, subs)

@@ -1,13 +1,17 @@
 """The calibration fits against the plain searches they replaced: the vectorised tier search
-against the double loop, the ternary temperature search against the whole grid."""
+against the double loop, the ternary temperature search against the whole grid; and the routing cut
+learned from answers (``learned_medium``, issue 37)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routecore.calibrate.fits import fit_temperature, fit_tiers, wilson_lower
+from routecore.calibrate.calibration_record import Calibration
+from routecore.calibrate.fits import fit_temperature, fit_tiers, learned_medium, wilson_lower
 
 
 def reference_tiers(p1, margin, correct, target, min_selected=10):
@@ -87,3 +91,34 @@ def test_fit_temperature_matches_the_whole_grid(rows, cols, seed, spread, lift, 
     if not (gold >= 0).any():
         gold[0] = 0
     assert fit_temperature(S, gold) == reference_temperature(S, gold)
+
+
+def prior(medium: float = 0.9) -> Calibration:
+    """A calibration from a prior, with ``medium`` as its routing cut and a stat of its own."""
+    return Calibration("prior", 0.02, 0.95, 0.15, medium, 0.7, 0.1, 0.3, 0.02, 0.9, 0.8, stats={"rows": 6})
+
+
+def test_learned_medium_comes_down_to_where_the_answers_were_right():
+    rng = np.random.default_rng(0)
+    p1 = rng.uniform(0.3, 0.9, 1000)
+    right = rng.uniform(size=1000) < np.where(p1 >= 0.6, 0.99, 0.5)  # right above 0.6, a coin below
+    cal = learned_medium(prior(), (p1, right), 0.90)
+    # The lowest cut above which the answers are right on 90 % (a lower bound): under 0.6, the coins
+    # below it are diluted by the sure ones above, as among routed queries they would be.
+    assert 0.5 < cal.medium < 0.6 and right[p1 >= cal.medium].mean() >= 0.9
+    note = cal.stats["learned_medium"]
+    assert note == {"answers": 1000, "medium": cal.medium, "was": 0.9, "target": 0.90}
+    assert cal.stats["rows"] == 6 and replace(cal, medium=0.9, stats={"rows": 6}) == prior()
+
+
+def test_learned_medium_is_never_raised_and_a_fitted_or_manual_cut_is_kept():
+    p1 = np.linspace(0.3, 0.89, 500)
+    wrong = np.zeros(500, bool)
+    assert learned_medium(prior(), (p1, wrong), 0.90) == prior()  # nothing was right
+    assert learned_medium(prior(0.3), (p1, ~wrong), 0.90) == prior(0.3)  # would raise it
+    zero_label = replace(prior(), source="zero-label")
+    assert learned_medium(zero_label, (p1, ~wrong), 0.90).medium == 0.3  # all right: the lowest p1
+    for source in ("fitted", "manual"):
+        kept = replace(prior(0.8), source=source)
+        assert learned_medium(kept, (p1, ~wrong), 0.90) is kept
+    assert learned_medium(prior(), (np.zeros(0), np.zeros(0, bool)), 0.90) == prior()  # no answers

@@ -132,6 +132,19 @@ def test_update_and_remove(backend):
     assert sorted(ids.tolist()) == [10, 30] and set(domains) == {"d"}
 
 
+@pytest.mark.parametrize("backend", ["flat", "faiss"])
+def test_label_code_zero_is_the_empty_label(backend):
+    # decide/tables.py reads per-route arrays by label code and gives a route without exemplars code 0:
+    # the interner's reserved code is a contract (issue 35 §4), in both backends, kept by updates.
+    ix = VectorIndex(2, backend=backend)
+    assert ix.label_names() == [""]
+    ix.add([1, 2, 3], [[1, 0], [0, 1], [1, 1]], labels=["b", "a", "b"])
+    assert ix.label_names() == ["", "b", "a"]  # first-seen order after the empty label
+    ix.update([1], [[0, -1]], labels=["c"])
+    ix.remove([2])
+    assert ix.label_names()[0] == "" and ix.label_names()[1:3] == ["b", "a"]
+
+
 @pytest.mark.parametrize("storage", ["f16", "int8"])
 def test_compact_storage_reranks_to_exact_topk(storage):
     rng = np.random.default_rng(1)

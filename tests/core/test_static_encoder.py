@@ -4,6 +4,8 @@ same table, batch invariance, ``Encoder.load`` and ``models list``."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +69,18 @@ def test_folder_config_and_files(table: Path) -> None:
     assert (table / EMBEDDINGS).stat().st_size == cfg["rows"] * 32 * 2
     assert sorted(p.name for p in table.iterdir()) == ["config.json", EMBEDDINGS, TOKEN_IDS, "tokenizer.json"]
     assert not list(table.parent.glob(".*")), "no temporary folder left"
+
+
+def test_a_fresh_process_that_imports_only_the_encoder_opens_a_table(table: Path) -> None:
+    # routecore.core.encoder imports no subclass (no import circle): the static kind is registered by
+    # routecore.core, which Python imports before any of its modules.
+    code = (
+        "import sys; from routecore.core.encoder import Encoder; "
+        "e = Encoder.load(sys.argv[1]); print(type(e).__name__, e.dim)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(table)], capture_output=True, text=True, cwd="/")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["StaticEncoder", "32"]
 
 
 def test_native_matches_numpy_reference(table: Path) -> None:

@@ -37,11 +37,11 @@ import yaml
 from routecore import Router
 from routecore.config.specs import parse_config, read_config_file
 from routecore.errors import ConfigError
+from routecore.importers import router_from_semantic_router
 from routecore.importers.semantic_router import (
     ImportNote,
     add_import_command,
     read_semantic_router,
-    router_from_semantic_router,
     write_config,
 )
 

@@ -156,21 +156,49 @@ def test_psycopg_only_for_a_url_and_no_password_in_messages():
     with socket.socket() as s:  # a port nobody listens on: refused at once
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    t = time.monotonic()
     with pytest.raises(MemoryStoreError) as e:
         ExperienceMemory(f"postgresql://bob:s3cret@127.0.0.1:{port}/x?password=s3cret", timeout=2)
-    assert "s3cret" not in str(e.value) and "bob:***@" in str(e.value) and time.monotonic() - t < 3
+    assert "s3cret" not in str(e.value) and "bob:***@" in str(e.value)
+
+
+def test_a_fresh_process_that_imports_only_the_sqlite_store_opens_a_url_on_postgres():
+    # routecore.memory.memory imports no store subclass (no import circle): PostgresMemory declares
+    # its URL schemes, and routecore.memory, which Python imports first, imports it.
+    with socket.socket() as s:  # a port nobody listens on: refused at once
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = (
+        "import sys\n"
+        "from routecore.errors import MemoryStoreError\n"
+        "from routecore.memory.memory import ExperienceMemory\n"
+        "try:\n"
+        "    ExperienceMemory(sys.argv[1], timeout=2)\n"
+        "except MemoryStoreError as e:\n"
+        "    print(e)\n"
+    )
+    url = f"POSTGRES://bob:s3cret@127.0.0.1:{port}/x"  # the scheme in any case
+    out = subprocess.run(
+        [sys.executable, "-c", code, url], capture_output=True, text=True, cwd="/", timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert "bob:***@" in out.stdout and "s3cret" not in out.stdout  # PostgresMemory's redacted message
+
+
+@pytest.mark.parametrize("url", ["postgresql://h/x?bogus=1", "postgresql://[::1/x", "postgres://%zz@h/x"])
+def test_a_malformed_url_is_a_memory_store_error(url):
+    # libpq's parser used to run outside the error handling: its ProgrammingError escaped.
+    with pytest.raises(MemoryStoreError, match="memory store"):
+        ExperienceMemory(url, timeout=2)
 
 
 def test_a_server_that_never_answers_is_a_typed_error_in_bounded_time():
-    """A listener that accepts no startup reply (a hung server): connect_timeout ends the wait."""
+    """A listener that accepts no startup reply (a hung server): connect_timeout ends the wait, and the
+    error says so (how long it waits is libpq's connect_timeout, not timed here: issue 35 §8)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen(8)
-        t = time.monotonic()
         with pytest.raises(MemoryStoreError, match="timeout|timed out"):
             ExperienceMemory(f"postgresql://postgres@127.0.0.1:{s.getsockname()[1]}/x", timeout=2)
-        assert 1.5 < time.monotonic() - t < 5
 
 
 _QUERIES: dict = {}
@@ -298,12 +326,6 @@ def own_server():
     s.close()
 
 
-def _belt(r, query="q"):
-    t = time.monotonic()
-    belt = r.tools(query)
-    return belt, time.monotonic() - t
-
-
 def test_server_stopped_mid_run_then_back(own_server):
     mem = ExperienceMemory(own_server.url(), timeout=2)
     mem.retry_after = 0.3
@@ -312,12 +334,11 @@ def test_server_stopped_mid_run_then_back(own_server):
     assert "ha_get_logs" not in r.tools("q").names
 
     own_server.stop()  # fast shutdown: the store's connection is ended by the server
-    belt, took = _belt(r)
+    belt = r.tools("q")
     assert "ha_get_logs" in belt.names and belt.tools[1].name == "ha_get_logs"  # built, without the lesson
     assert any(a.kind == "memory_error" and "lessons not applied" in a.message for a in belt.alerts)
-    assert took < 3
-    belt, took = _belt(r)  # and again while it is down (fails fast until retry_after)
-    assert any(a.kind == "memory_error" for a in belt.alerts) and took < 3
+    belt = r.tools("q")  # and again while it is down: it fails fast, without connecting, until retry_after
+    assert any(a.kind == "memory_error" and "next try in" in a.message for a in belt.alerts), belt.alerts
     with pytest.raises(MemoryStoreError):
         r.record_lesson("q", "disk", use=True)
     with pytest.raises(MemoryStoreError):
@@ -352,12 +373,11 @@ def test_a_hung_server_is_cut_off_and_reconnected(own_server):
         ]
     os.kill(pid, signal.SIGSTOP)
     try:
-        belt, took = _belt(r)
+        belt = r.tools("q")  # the watchdog's own message: it, not a timeout of the server or TCP, ended it
         assert "ha_get_logs" in belt.names
         assert any(a.kind == "memory_error" and "no answer within 2 s" in a.message for a in belt.alerts), (
             belt.alerts
         )
-        assert took < 4
     finally:
         os.kill(pid, signal.SIGCONT)
     time.sleep(mem.retry_after)

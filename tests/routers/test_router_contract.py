@@ -2,8 +2,9 @@
 
 For any string (lone surrogates included) and an encoder that fails, route(), tools() and
 their batch and async calls return a result: a route decision degrades to the LLM or to
-``error``, a tool belt to the core tools with reason ``error``. Nothing but a
-RoutecoreError escapes.
+``error``, a tool belt to the core tools with reason ``error``. With an LLM fallback that fails,
+crashes or answers a name the router does not have, a decision routes only to one of its own routes.
+Nothing but a RoutecoreError escapes.
 """
 
 from __future__ import annotations
@@ -15,8 +16,12 @@ from hypothesis import strategies as st
 
 from routecore import Router, ToolBelt
 from routecore.config.specs import RouteSpec, ToolSpec
+from routecore.decide.policy import CLARIFY
 from routecore.decision import REASON_CODES, Decision
+from routecore.errors import LLMError
+from routecore.llm.llm import LLMChoice
 from stubs import ANY_TEXT, CONTRACT_PROPS, StubEncoder, manual, mix, unit
+from test_contract import readable
 
 TEXT, PROPS = ANY_TEXT, CONTRACT_PROPS
 
@@ -67,3 +72,57 @@ def test_route_and_tools_answer_any_text_and_a_failing_encoder(q, fail):
                 # the core tools only, and why
                 assert b.reason.code == "error" and b.names == ["search"]
                 assert [a.kind for a in b.alerts] == ["encoder_error"]
+
+
+class StubLLM:
+    """A Router's LLM fallback: answers ``self.answer``, or raises it when it is an exception."""
+
+    def __init__(self) -> None:
+        self.answer: object = "A"
+
+    def choose(self, request):
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        return LLMChoice(self.answer)  # whatever a client may hand back, a str or not
+
+
+LLM = StubLLM()
+WITH_LLM = Router(
+    (RouteSpec("A", ("a1", "a2")), RouteSpec("B", ("b1", "b2"))), encoder=ENC, llm=LLM, policy=manual()
+)
+LLM_ANSWERS = {
+    "A": "A",
+    "B": "B",
+    "clarify": CLARIFY,
+    "unknown": "LOGIN_OUTAGE",
+    "blank": "",
+    "not a str": 3,
+    "llm error": LLMError("timed out"),
+    "crash": RuntimeError("the caller's client crashed"),
+}
+
+
+@PROPS
+@given(q=TEXT, fail=st.booleans(), answer=st.sampled_from(sorted(LLM_ANSWERS)))
+def test_route_with_an_llm_that_fails_or_answers_anything(q, fail, answer):
+    ENC.fail, LLM.answer = fail, LLM_ANSWERS[answer]
+    r = WITH_LLM
+    try:
+        got = [
+            r.route(q),
+            *r.route_batch([q, "a1"]),
+            asyncio.run(r.aroute(q)),
+            *asyncio.run(r.aroute_batch([q])),
+        ]
+    finally:
+        ENC.fail, LLM.answer = False, "A"
+    for d in got:
+        assert isinstance(d, Decision) and d.reason.code in REASON_CODES
+        assert d.action != "route" or d.route in ("A", "B")  # the LLM's answer is checked in the router
+        assert Decision.from_dict(d.to_dict()).to_dict() == d.to_dict()
+    d = got[0]
+    if not readable(q):
+        assert (d.action, d.reason.code) == ("none", "empty_query")
+    elif fail:  # no scores: the LLM's answer if it is one of the routes (or to clarify), else an error
+        want = {"A": ("route", "A"), "B": ("route", "B"), "clarify": ("clarify", CLARIFY)}
+        assert (d.action, d.route) == want.get(answer, ("error", None)), (answer, d.reason)

@@ -1,51 +1,13 @@
-"""The routing cut learned from answers (routecore.routers.assembly.learned_medium, issue 37): answered
-queries the router did not route measure the band under its cut, and lower the cut where they were right."""
+"""The routing cut learned from answers (issue 37), through a learning router: answered queries the router
+did not route are kept and measure the band under its cut, and a refit lowers the cut where they were
+right (the fit itself, routecore.calibrate.fits.learned_medium, is tested in tests/calibrate/test_fits.py)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-import numpy as np
 import pytest
 
 from routecore import Router, RouteSpec
-from routecore.routers.assembly import learned_medium
 from routecore.updates.learning import MIN_ANSWERS, learner
-
-
-def calibration(router, medium=0.9):
-    return replace(router.calibration, source="prior", medium=medium)
-
-
-@pytest.fixture(scope="module")
-def router(encoder):
-    return Router(
-        [
-            RouteSpec("billing", ("my invoice is wrong", "I was charged twice", "refund my last payment")),
-            RouteSpec("shipping", ("where is my parcel", "the delivery is late", "track my order")),
-        ],
-        encoder=encoder,
-    )
-
-
-def test_the_cut_comes_down_to_where_the_answers_were_right(router):
-    rng = np.random.default_rng(0)
-    p1 = rng.uniform(0.3, 0.9, 1000)
-    right = rng.uniform(size=1000) < np.where(p1 >= 0.6, 0.99, 0.5)  # right above 0.6, a coin below
-    cal = learned_medium(calibration(router), (p1, right), 0.90)
-    # The lowest cut above which the answers are right on 90 % (a lower bound): under 0.6, the coins
-    # below it are diluted by the sure ones above, as among routed queries they would be.
-    assert 0.5 < cal.medium < 0.6 and right[p1 >= cal.medium].mean() >= 0.9
-    note = cal.stats["learned_medium"]
-    assert note["answers"] == 1000 and note["was"] == 0.9 and note["medium"] == cal.medium
-
-
-def test_the_cut_is_never_raised_and_a_fitted_one_is_kept(router):
-    p1 = np.linspace(0.3, 0.89, 500)
-    wrong = np.zeros(500, bool)
-    assert learned_medium(calibration(router), (p1, wrong), 0.90).medium == 0.9  # nothing was right
-    fitted = replace(calibration(router, 0.8), source="fitted")
-    assert learned_medium(fitted, (p1, ~wrong), 0.90) is fitted
 
 
 def test_answers_below_the_cut_are_kept_and_a_refit_reads_them(encoder):

@@ -1,11 +1,16 @@
 """The fits of zero-label calibration and ``routecore fit``: temperature by likelihood,
-tiers and ``medium`` at a precision target (Wilson lower bound), the out-of-scope cut."""
+tiers and ``medium`` at a precision target (Wilson lower bound), the out-of-scope cut, and
+``medium`` again from the answers a learning router got (:func:`learned_medium`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from routecore.calibrate.calibration_record import Calibration
 
 
 def softmax(S: np.ndarray, temperature: float) -> np.ndarray:
@@ -122,6 +127,24 @@ def fit_medium(p1: np.ndarray, correct: np.ndarray, target: float) -> float | No
     order = np.argsort(-p1, kind="stable")
     ok = np.flatnonzero(wilson_lower(np.cumsum(correct[order]), np.arange(1, len(order) + 1)) >= target)
     return float(p1[order][ok[-1]]) if len(ok) else None
+
+
+def learned_medium(
+    calibration: Calibration, answers: tuple[np.ndarray, np.ndarray], target: float
+) -> Calibration:
+    """``calibration`` with its routing cut ``medium`` lowered to the lowest best probability above
+    which the answered queries (all of them under the cut when they were asked) were right on
+    ``target`` (Wilson lower bound, as zero-label fits read it, :func:`fit_medium`): the users' own
+    queries measure the band the calibration was unsure of. Never raised; a fitted or manual
+    calibration is kept. ``answers``: (best probability, right) per answered query."""
+    if calibration.source not in ("prior", "zero-label"):
+        return calibration
+    p1, right = answers
+    cut = fit_medium(np.asarray(p1, np.float64), np.asarray(right, bool), target)
+    if cut is None or cut >= calibration.medium:
+        return calibration
+    note = {"answers": int(len(p1)), "medium": cut, "was": calibration.medium, "target": target}
+    return replace(calibration, medium=cut, stats={**calibration.stats, "learned_medium": note})
 
 
 def fit_min_score(inscope: np.ndarray, background: np.ndarray) -> float:

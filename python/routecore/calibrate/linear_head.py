@@ -17,7 +17,7 @@ BATCH_ROWS = 4096
 #: Centred logits are floored here before the softmax: exp(-60) is 1e-26, which no float32 sum of
 #: probabilities sees, while the gradient of far smaller ones (times the class weights) fell in
 #: float32's subnormal range, where each multiply-add costs a microcode assist on x86 cores: it
-#: made X.T @ G 2.4x slower (BENCHMARKS.md §7). The trained weights are the same to the bit.
+#: made X.T @ G 2.4x slower (BENCHMARKS.md §8). The trained weights are the same to the bit.
 LOGIT_FLOOR = np.float32(-60.0)
 
 
@@ -51,7 +51,7 @@ class LinearHead:
         gradient's unbiased estimate: a step then costs ``batch / rows`` of a full one), and the
         head is then the mean of the weights of the last third of the steps (the last step's
         alone carries its batch's noise: on CLINC150's full train split, 0.9 points of right
-        routes and 1.3 of precision; BENCHMARKS.md §7).
+        routes and 1.3 of precision; BENCHMARKS.md §8).
 
         Each step works in place on one ``[rows, classes]`` buffer (logits, then
         probabilities, then the gradient of the logits), so besides the two matrix

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Callable, Literal, Sequence
 
 import numpy as np
 
@@ -55,6 +56,30 @@ class CacheStats:
 #: The largest query cache, in entries (its hash map is allocated up front; 2**62 made the native
 #: allocation panic).
 MAX_CACHE = 1 << 20
+
+
+#: How :meth:`Encoder.load` opens a model folder whose ``config.json`` names its ``"kind"``, by kind. The
+#: module of each such encoder registers it (:func:`register_folder_kind`), so this one imports none of
+#: them; ``routecore.core`` imports them all, before any code can reach ``Encoder.load``.
+_FOLDER_KINDS: dict[str, Callable[[Path], Encoder]] = {}
+
+
+def register_folder_kind(kind: str, opener: Callable[[Path], Encoder]) -> None:
+    """Have :meth:`Encoder.load` open model folders of ``kind`` with ``opener`` (a folder → an
+    :class:`Encoder`, usually a subclass's constructor): ``routecore.core.static_encoder`` registers
+    ``"static"``."""
+    _FOLDER_KINDS[kind] = opener
+
+
+def folder_kind(folder: Path) -> str | None:
+    """The ``"kind"`` a model folder's ``config.json`` names (``"static"``), or ``None`` for a transformer
+    (no kind, or no readable config: the transformer loader reports a broken folder)."""
+    try:
+        cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    kind = cfg.get("kind") if isinstance(cfg, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 class Encoder:
@@ -118,10 +143,9 @@ class Encoder:
                 f"cache_size must be a whole number between 0 and {MAX_CACHE}, got {cache_size!r}"
             )
         folder = models.resolve(path_or_name)
-        from routecore.core import static_encoder  # small; imports nothing heavy
-
-        if static_encoder.is_static(folder):  # a distilled table: no ONNX Runtime
-            return static_encoder.StaticEncoder.open(folder)
+        opener = _FOLDER_KINDS.get(folder_kind(folder) or "")
+        if opener is not None:  # a distilled table ("static"): no ONNX Runtime
+            return opener(folder)
         models.check_model_files(folder)
         lib = onnxruntime_library(runtime_path)
         native = _native.Encoder.load(str(folder), str(lib), variant, threads, cache_size, spinning)

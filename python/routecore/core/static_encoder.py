@@ -4,30 +4,40 @@ A table distilled by ``routecore models distill`` (:mod:`routecore.hub.distill`)
 the mean of its tokenizer pieces' rows, L2-normalised, in Rust (`routecore._native.StaticEncoder`):
 no transformer, no ONNX Runtime, no query cache (a lookup costs less than the cache would), and
 each text on its own, so embeddings never depend on the batch. ``Encoder.load("NAME-static")``
-returns one.
+returns one: this module registers the ``"static"`` folder kind with
+:func:`routecore.core.encoder.register_folder_kind` (``routecore.core`` imports it), so the encoder module
+does not import this one.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Sequence
 
 from routecore import _native
-from routecore.core.encoder import CHARS_PER_TOKEN, CacheStats, EncodeOutput, Encoder, Kind, as_texts
+from routecore.core.encoder import (
+    CHARS_PER_TOKEN,
+    CacheStats,
+    EncodeOutput,
+    Encoder,
+    Kind,
+    as_texts,
+    folder_kind,
+    register_folder_kind,
+)
 
 #: The table file, which :attr:`StaticEncoder.model_id` hashes.
 EMBEDDINGS = "embeddings.f16"
 
 
+#: The ``"kind"`` in a static table's ``config.json``.
+KIND = "static"
+
+
 def is_static(folder: Path) -> bool:
     """Whether ``folder``'s ``config.json`` says ``"kind": "static"``."""
-    try:
-        cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(cfg, dict) and cfg.get("kind") == "static"
+    return folder_kind(folder) == KIND
 
 
 class StaticEncoder(Encoder):
@@ -101,3 +111,6 @@ class StaticEncoder(Encoder):
 
     def __repr__(self) -> str:
         return f"StaticEncoder(path={str(self.path)!r}, dim={self.dim}, rows={self.rows})"
+
+
+register_folder_kind(KIND, StaticEncoder.open)

@@ -60,7 +60,7 @@ import os
 import sys
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from routecore.config.specs import parse_config
 from routecore.errors import ConfigError
@@ -72,9 +72,6 @@ from routecore.importers.semantic_router_routes import (
     router_sources,
     threshold_floor,
 )
-
-if TYPE_CHECKING:
-    from routecore.routers.router import Router
 
 
 class ImportNote(UserWarning):
@@ -156,22 +153,6 @@ def write_config(doc: dict[str, Any], out_path: str | Path, *, force: bool = Fal
     except FileExistsError:
         raise ConfigError(f"{p} exists: pass force=True (--force) to overwrite it") from None
     return p
-
-
-def router_from_semantic_router(
-    path: str | os.PathLike[str], *, thresholds: bool = False, **router_kw: Any
-) -> Router:
-    """A :class:`routecore.Router` over the routes of a semantic-router config file
-    (``thresholds``: as :func:`read_semantic_router`, whose :class:`ImportNote` it passes on).
-    ``router_kw`` go to ``Router`` (``encoder``, ``policy``...); a given ``policy``
-    replaces the imported one."""
-    from routecore.decide.policy import Policy
-    from routecore.routers.router import Router
-
-    doc = read_semantic_router(path, thresholds=thresholds)
-    routes, _ = parse_config(doc, str(path))
-    policy = router_kw.pop("policy", None) or Policy.from_dict(doc.get("policy"), f"{path}: policy")
-    return Router(routes, policy=policy, **router_kw)
 
 
 _P = TypeVar("_P", bound=argparse.ArgumentParser)

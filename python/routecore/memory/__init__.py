@@ -1,10 +1,14 @@
 """Experience memory: lessons in SQLite or PostgreSQL, and the lesson matrix ``tools()`` reads.
 
 ``from routecore.memory import ExperienceMemory`` (README.md) reads it from
-:mod:`routecore.memory.memory`, loaded on first use (PEP 562).
+:mod:`routecore.memory.memory`.
 """
 
 from typing import TYPE_CHECKING, Any
+
+# Declares the PostgreSQL URL schemes to ExperienceMemory (routecore.memory.memory imports no store
+# subclass); psycopg itself is imported only when such a URL is opened.
+from routecore.memory import memory_pg as memory_pg
 
 if TYPE_CHECKING:
     from routecore.memory.memory import ExperienceMemory

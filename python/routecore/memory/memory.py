@@ -7,7 +7,8 @@ write), survives restarts and lets several processes write with a busy timeout.
 A ``postgresql://`` (or ``postgres://``) URL selects
 :class:`routecore.memory.memory_pg.PostgresMemory` instead: the same interface and
 semantics on a server that every replica shares (psycopg 3, the ``postgres``
-extra; imported only then).
+extra; imported only then). That subclass declares its URL schemes to this class
+(``url_schemes``), so this module does not import it.
 """
 
 from __future__ import annotations
@@ -106,14 +107,31 @@ def default_path() -> Path:
 class ExperienceMemory:
     """Lessons in an SQLite file: :func:`default_path` unless ``path`` is given
     (``":memory:"`` for a throwaway store); a ``postgresql://user@host/db`` URL
-    makes a :class:`routecore.memory.memory_pg.PostgresMemory` (a subclass) instead."""
+    makes a :class:`routecore.memory.memory_pg.PostgresMemory` (a subclass) instead.
+
+    A store on a server declares the URL schemes it serves, ``class X(ExperienceMemory,
+    url_schemes=(...))``: a URL with one of them makes an ``X``. This module imports no such
+    subclass; ``routecore.memory`` imports them, so they are declared before any store is made."""
+
+    #: The subclass for each URL scheme (``"postgresql://"``), as subclasses declare them.
+    _url_stores: dict[str, type[ExperienceMemory]] = {}
+
+    def __init_subclass__(cls, url_schemes: Sequence[str] = (), **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        for scheme in url_schemes:
+            ExperienceMemory._url_stores[scheme.lower()] = cls
 
     def __new__(cls, path: str | Path | None = None, *, timeout: float = 5.0) -> ExperienceMemory:
-        if cls is ExperienceMemory and is_postgres_url(path):
-            from routecore.memory.memory_pg import PostgresMemory
+        store = cls._store_for(path) if cls is ExperienceMemory else None
+        return super().__new__(store or cls)
 
-            return super().__new__(PostgresMemory)
-        return super().__new__(cls)
+    @staticmethod
+    def _store_for(path: object) -> type[ExperienceMemory] | None:
+        """The subclass a URL ``path`` selects (only a ``str``: a ``Path`` is a file), else ``None``."""
+        if not isinstance(path, str) or "://" not in path[:32]:
+            return None
+        scheme = path[: path.index("://") + 3].lower()
+        return ExperienceMemory._url_stores.get(scheme)
 
     def __init__(self, path: str | Path | None = None, *, timeout: float = 5.0):
         if path is None:

@@ -25,7 +25,8 @@ also by other processes and hosts), ``skipped``, ``close``; every failure is a
   after a failed connection attempt calls fail fast for ``retry_after`` seconds
   instead of each waiting for the connect timeout.
 * psycopg is imported only by :mod:`routecore.memory.pg_connection` (with the schema, URL redaction and
-  the watchdog), and these modules only for a PostgreSQL URL.
+  the watchdog), and only for a PostgreSQL URL. This module declares the URL schemes it serves to
+  :class:`~routecore.memory.memory.ExperienceMemory`; ``routecore.memory`` imports it for that.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import numpy as np
 
 from routecore.errors import MemoryStoreError
 from routecore.memory.lesson_cache import EMBEDDING_DTYPE, LessonCache, LessonMatrix, key_and_legacy
-from routecore.memory.memory import ExperienceMemory, Lesson, StoredExemplar, lesson_vector
+from routecore.memory.memory import POSTGRES_SCHEMES, ExperienceMemory, Lesson, StoredExemplar, lesson_vector
 from routecore.memory.pg_connection import (
     LEARNED_SCHEMA,
     MODEL_LOCK_NS,
@@ -63,7 +64,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class PostgresMemory(ExperienceMemory):
+class PostgresMemory(ExperienceMemory, url_schemes=POSTGRES_SCHEMES):
     """Lessons in a PostgreSQL database (``ExperienceMemory("postgresql://...")``).
 
     ``timeout`` (seconds) bounds connecting (at least 2 s: libpq's floor) and
@@ -76,7 +77,8 @@ class PostgresMemory(ExperienceMemory):
     def __init__(self, path: str | Path | None = None, *, timeout: float = 5.0):
         if not isinstance(path, str):
             raise MemoryStoreError(f"not a PostgreSQL URL: {path!r}")
-        self._url = path
+        cut = path.find("://")
+        self._url = path[:cut].lower() + path[cut:] if cut > 0 else path  # libpq wants the scheme lower-case
         self.path = redacted(path)
         self._timeout = float(timeout)
         self._lock = threading.Lock()
@@ -122,7 +124,6 @@ class PostgresMemory(ExperienceMemory):
                 f"memory store {self.path} is unreachable ({self._down_why}); next try in {wait:.1f} s"
             )
         pg = load_psycopg()
-        given = pg.conninfo.conninfo_to_dict(self._url)
         ms = str(max(1, int(self._timeout * 1000)))
         extra = {
             "connect_timeout": str(max(2, math.ceil(self._timeout))),
@@ -136,6 +137,7 @@ class PostgresMemory(ExperienceMemory):
         conn = None
         self._fired = self._watchdog.fired
         try:
+            given = pg.conninfo.conninfo_to_dict(self._url)  # a malformed URL is a pg.Error too
             conn = pg.connect(
                 self._url,
                 autocommit=True,

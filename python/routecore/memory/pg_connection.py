@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import threading
 import time
 from typing import Any
@@ -112,6 +111,8 @@ class Watchdog:
             self._cv.notify()
 
     def _loop(self) -> None:
+        import socket  # here: routecore.memory imports this module for every process, most never use it
+
         with self._cv:
             while not self._stopped:
                 if self._watch is None:

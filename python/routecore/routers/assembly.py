@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from routecore.calibrate.calibration import Calibration, for_router
+from routecore.calibrate.fits import learned_medium
 from routecore.config.specs import RouteSpec, ToolSpec
 from routecore.core.lexical import LexicalTable
 from routecore.core.progress import Progress, ProgressArg
@@ -64,7 +65,7 @@ def build(
     head's out-of-scope cut to keep with ``calibration``'s tiers (only the serving head
     is trained again). ``answers``: (best probability, right) of answered queries the router did
     not route (a learning refit): the routing cut comes down to where they were right on
-    ``Policy.route_precision`` (:func:`learned_medium`)."""
+    ``Policy.route_precision`` (:func:`routecore.calibrate.fits.learned_medium`)."""
     vec = dict(vectors or {})
     owners: dict[str, list[int]] = {}
     texts: dict[str, list[str]] = {}
@@ -244,25 +245,6 @@ def _exemplar_head(
         fitted, calibration.languages, parallel_vectors(encoder), parallel_rows(), targets
     )
     return fitted.head, with_head(calibration, fitted, per_language)
-
-
-def learned_medium(
-    calibration: Calibration, answers: tuple[np.ndarray, np.ndarray], target: float
-) -> Calibration:
-    """``calibration`` with its routing cut ``medium`` lowered to the lowest best probability above
-    which the answered queries (all of them under the cut when they were asked) were right on
-    ``target`` (Wilson lower bound, as zero-label fits read it): the users' own queries measure the
-    band the calibration was unsure of. Never raised; a fitted or manual calibration is kept."""
-    from routecore.calibrate.fits import fit_medium
-
-    if calibration.source not in ("prior", "zero-label"):
-        return calibration
-    p1, right = answers
-    cut = fit_medium(np.asarray(p1, np.float64), np.asarray(right, bool), target)
-    if cut is None or cut >= calibration.medium:
-        return calibration
-    note = {"answers": int(len(p1)), "medium": cut, "was": calibration.medium, "target": target}
-    return replace(calibration, medium=cut, stats={**calibration.stats, "learned_medium": note})
 
 
 def known_vectors(table: ScoreTable) -> dict[str, np.ndarray]:

@@ -235,12 +235,20 @@ class Router(ToolCalls, Changes):
             raise ConfigError(f"{path}: {e}") from None
 
     @classmethod
-    def from_semantic_router(cls, path: str | os.PathLike[str], **kw: Any) -> Router:
+    def from_semantic_router(
+        cls, path: str | os.PathLike[str], *, thresholds: bool = False, **kw: Any
+    ) -> Router:
         """A router over the routes of a semantic-router config file (0.x or 1.x layout;
-        :mod:`routecore.importers.semantic_router` says what maps to what)."""
-        from routecore.importers.semantic_router import router_from_semantic_router
+        :mod:`routecore.importers.semantic_router` says what maps to what). ``thresholds``: as
+        :func:`~routecore.importers.semantic_router.read_semantic_router`, whose
+        :class:`~routecore.importers.semantic_router.ImportNote` it passes on. ``kw`` go to the
+        constructor (``encoder``, ``policy``...); a given ``policy`` replaces the imported one."""
+        from routecore.importers.semantic_router import read_semantic_router  # the reader imports no router
 
-        return router_from_semantic_router(path, **kw)
+        doc = read_semantic_router(path, thresholds=thresholds)
+        routes, _ = parse_config(doc, str(path))
+        policy = kw.pop("policy", None) or Policy.from_dict(doc.get("policy"), f"{path}: policy")
+        return cls(routes, policy=policy, **kw)
 
     @classmethod
     def from_mcp(

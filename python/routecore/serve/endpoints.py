@@ -176,10 +176,12 @@ def endpoints(srv: Server) -> list[Route]:
     async def metrics(request: Request) -> Response:
         return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
 
+    spec: list[bytes] = []  # the OpenAPI document, encoded on the first request
+
     async def openapi_json(request: Request) -> Response:
-        if srv._openapi is None:
-            srv._openapi = msgspec.json.encode(openapi.document(srv.version))
-        return Response(srv._openapi, media_type="application/json")
+        if not spec:
+            spec.append(msgspec.json.encode(openapi.document(srv.version)))
+        return Response(spec[0], media_type="application/json")
 
     def guarded(fn: Callable[[Request], Any]) -> Callable[[Request], Any]:
         async def handler(request: Request) -> Response:

@@ -80,7 +80,6 @@ class Server:
         self._llm_pool: Optional[ThreadPoolExecutor] = None
         self.route_batcher: Optional[MicroBatcher[Any]] = None
         self.tools_batcher: Optional[MicroBatcher[Any]] = None
-        self._openapi: Optional[bytes] = None
 
     @property
     def memory(self) -> Any:

@@ -156,7 +156,7 @@ class RefitJob:
         """The job for the router's tables now, or None when its head cannot be rebuilt here (a
         fitted head: ``routecore fit --head``) or a live update replaced the table. ``answers``:
         answered queries the router did not route, (best probability, right); they lower the
-        routing cut where they were right often enough (:func:`routecore.routers.assembly.learned_medium`)."""
+        routing cut where they were right often enough (:func:`routecore.calibrate.fits.learned_medium`)."""
 
         from routecore.routers import assembly
         from routecore.updates.live import build_args
