@@ -78,7 +78,8 @@ class TrafficCut:
         order = np.sort(p1)[::-1]
         right = self.prior.p_right_many(order, self.features)
         mean = np.cumsum(right) / np.arange(1, len(order) + 1)
-        ok = np.flatnonzero(mean >= self.level)
+        last = np.append(order[:-1] > order[1:], True)  # a cut routes every query tied with it
+        ok = np.flatnonzero((mean >= self.level) & last)
         return min(float(order[ok[-1]]), self.ceiling) if len(ok) else self.ceiling
 
     @property
