@@ -65,7 +65,10 @@ def run(enc: Any, name: str, a: argparse.Namespace, noise: float) -> dict[str, A
     empty = np.zeros((0, enc.dim), np.float32)
     t = time.perf_counter()
     router = Router(
-        routes, encoder=enc, policy=Policy(), _vectors={"routes": Vex, "tools": empty, "anti": empty}
+        routes,
+        encoder=enc,
+        policy=Policy(adapt_cut=not a.fixed_cut),
+        _vectors={"routes": Vex, "tools": empty, "anti": empty},
     )
     build_s = time.perf_counter() - t
     names = [r.name for r in routes]
@@ -143,6 +146,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--vectors", action="store_true", help="route and learn cached embeddings (no encoder)")
     ap.add_argument("--settle", action="store_true", help="wait for a background refit after each learn()")
+    ap.add_argument(
+        "--fixed-cut", action="store_true", help="policy routes.adapt_cut: false (no traffic cut)"
+    )
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     enc = Encoder.load(a.model) if a.model else Encoder.load()
