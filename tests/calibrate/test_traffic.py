@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from routecore import Router
 from routecore.calibrate.prior import DecisionPrior, p_right
 from routecore.calibrate.traffic import TrafficCut
+from routecore.config.specs import RouteSpec
 from routecore.decide.policy import Policy
 from routecore.examples import IT_OPS_ROUTES
 
@@ -90,9 +91,47 @@ def test_observers_on_many_threads_lose_nothing():
     assert t.seen == 16_000 and t.cut is not None
 
 
+ROUTES = [
+    RouteSpec(
+        "BILLING",
+        (
+            "I was charged twice",
+            "refund my last invoice",
+            "why is my bill so high",
+            "update my credit card",
+            "cancel my subscription payment",
+        ),
+    ),
+    RouteSpec(
+        "INCIDENT",
+        (
+            "the server is down",
+            "the website returns a 500 error",
+            "the VPN keeps disconnecting",
+            "production is on fire",
+            "the database is unreachable",
+        ),
+    ),
+    RouteSpec(
+        "ACCOUNT",
+        (
+            "reset my password",
+            "I cannot log in",
+            "change my email address",
+            "enable two-factor authentication",
+            "delete my account",
+        ),
+    ),
+    RouteSpec(
+        "SMALLTALK",
+        ("hello there", "how are you today", "thanks a lot", "tell me a joke", "good morning"),
+    ),
+]
+
+
 @pytest.fixture(scope="module")
-def it_ops() -> Router:
-    return Router.from_config(IT_OPS_ROUTES)
+def small() -> Router:
+    return Router(ROUTES)
 
 
 AMBIGUOUS = [
@@ -100,24 +139,26 @@ AMBIGUOUS = [
     "something is wrong",
     "can you look at this",
     "it does not work",
-    "question about the network",
+    "question about my money",
     "j'ai un souci",
     "the page is slow",
-    "where do I find that",
+    "I have a problem with my card",
+    "my login page is broken",
+    "the app charged me but shows an error",
 ]
 
 
-def test_a_router_on_its_prior_lowers_its_cut_from_its_queries(it_ops):
-    table = it_ops.route_table
-    assert it_ops.calibrated == "prior" and table.traffic is not None
+def test_a_router_on_its_prior_lowers_its_cut_from_its_queries(small):
+    table = small.route_table
+    assert small.calibrated == "prior" and table.traffic is not None
     ceiling = table.traffic.ceiling
-    before = {q: it_ops.route(q) for q in AMBIGUOUS}
+    before = {q: small.route(q) for q in AMBIGUOUS}
     for _ in range(1000):
         table.traffic.observe(0.999)  # a stream of sure queries ...
     table.traffic.observe(0.2)  # ... and one unsure: the expected precision allows a far lower cut
     cut = table.traffic.cut
     assert cut is not None and cut < ceiling
-    after = {q: it_ops.route(q) for q in AMBIGUOUS}
+    after = {q: small.route(q) for q in AMBIGUOUS}
     moved = [q for q in AMBIGUOUS if before[q].action != "route" and after[q].action == "route"]
     assert moved, "no ambiguous query crossed the lowered cut"
     for q in moved:
@@ -131,5 +172,9 @@ def test_a_router_on_its_prior_lowers_its_cut_from_its_queries(it_ops):
 
 @pytest.mark.parametrize("policy", [{"routes": {"adapt_cut": False}}, {"routes": {"medium": 0.8}}])
 def test_the_cut_stays_fixed_when_the_config_says_so(policy):
-    r = Router.from_config(IT_OPS_ROUTES, policy=Policy.from_dict(policy))
-    assert r.route_table.traffic is None
+    assert Router(ROUTES, policy=Policy.from_dict(policy)).route_table.traffic is None
+
+
+def test_the_cut_stays_fixed_outside_the_configs_the_prior_measured():
+    r = Router.from_config(IT_OPS_ROUTES)  # three routes: the prior saw four and more
+    assert r.calibrated == "prior" and r.route_table.traffic is None

@@ -11,7 +11,8 @@ right as often as the policy asks. A router that has seen a few hundred queries 
 :func:`~routecore.calibrate.prior.p_right` over the queries above it reaches the prior's
 ``traffic`` level (measured on dev: ``scripts/fit_decision_prior.py``). It only ever lowers the
 calibrated cut, and it waits for ``warmup`` queries. A config that sets ``medium`` itself, a
-fitted calibration, or ``policy.routes.adapt_cut: false`` keeps the cut fixed.
+fitted calibration, ``policy.routes.adapt_cut: false``, or a config outside the exemplars per route
+and routes the prior was measured on (its ``span``) keeps the cut fixed.
 """
 
 from __future__ import annotations
@@ -101,13 +102,18 @@ class TrafficCut:
         config's numbers); None when the prior has no traffic level or the cut is unknown."""
         if prior is None or prior.traffic <= 0 or cut is None:
             return None
+        per_route, routes = float(stats.get("exemplars_per_route") or 1.0), int(stats.get("routes") or 2)
+        for key, v in (("per_route", per_route), ("routes", routes)):
+            lo, hi = prior.span.get(key, (-np.inf, np.inf))
+            if not float(lo) <= v <= float(hi):
+                # The level was measured on configs within the span: CLINC150's full train
+                # (100 a route) fell to 94.8 % precision with it (BENCHMARKS.md §4).
+                return None
         top1 = stats.get("top1_dense")
         if top1 is None:
             lo, hi = prior.span.get("top1_dense", (0.5, 0.5))
             top1 = (float(lo) + float(hi)) / 2
-        z = prior.features(
-            float(top1), float(stats.get("exemplars_per_route") or 1.0), int(stats.get("routes") or 2)
-        )
+        z = prior.features(float(top1), per_route, routes)
         return cls(prior, z, cut)
 
 
