@@ -53,19 +53,18 @@ class TrafficCut:
         self.warmup, self.every = max(int(warmup), 1), max(int(every), 1)
         self._seen: deque[float] = deque(maxlen=max(int(window), 1))
         self._count = 0
-        self._lock = threading.Lock()
+        self._counting = threading.Lock()  # the count and the window move together
+        self._lock = threading.Lock()  # one recompute at a time
         self.cut: float | None = None  # None until warmup: the calibrated cut holds
 
     def observe(self, p1: float) -> None:
         """Record the head's best probability of an in-scope query; every ``every`` queries past
         ``warmup``, recompute the cut. Thread-safe; a reader never waits for a recompute."""
-        self._seen.append(float(p1))
-        self._count += 1
-        if (
-            self._count >= self.warmup
-            and self._count % self.every == 0
-            and self._lock.acquire(blocking=False)
-        ):
+        with self._counting:
+            self._seen.append(float(p1))
+            self._count += 1
+            n = self._count
+        if n >= self.warmup and n % self.every == 0 and self._lock.acquire(blocking=False):
             try:
                 self.cut = self.compute(np.fromiter(tuple(self._seen), np.float64))
             finally:
