@@ -63,10 +63,11 @@ class TrafficCut:
         with self._counting:
             self._seen.append(float(p1))
             self._count += 1
-            n = self._count
-        if n >= self.warmup and n % self.every == 0 and self._lock.acquire(blocking=False):
+            due = self._count >= self.warmup and self._count % self.every == 0
+            window = tuple(self._seen) if due else ()
+        if due and self._lock.acquire(blocking=False):
             try:
-                self.cut = self.compute(np.fromiter(tuple(self._seen), np.float64))
+                self.cut = self.compute(np.array(window, np.float64))
             finally:
                 self._lock.release()
 
