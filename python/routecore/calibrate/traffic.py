@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from routecore.calibrate.calibration_record import Calibration
 from routecore.calibrate.prior import DecisionPrior, prior_for
 
 #: Queries seen before the cut moves; how many the cut reads; how often it is recomputed.
@@ -117,7 +118,9 @@ class TrafficCut:
         return cls(prior, z, cut)
 
 
-def for_table(spec_policy: Any, calibration: Any, medium: float | None, model_id: str) -> TrafficCut | None:
+def for_table(
+    spec_policy: Any, calibration: Calibration | None, medium: float | None, model_id: str
+) -> TrafficCut | None:
     """The traffic cut of a route table: only when the calibration is its model's prior, the config
     sets no ``medium`` and ``adapt_cut`` is on (``spec_policy``: the config's policy)."""
     if (
