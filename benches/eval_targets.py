@@ -2,14 +2,17 @@
 
     python benches/eval_targets.py [MODEL_DIR_OR_NAME] > out.json
 
-Embeddings are computed once per text (disk cache). The prediction is NOT
-`Router.route`'s decision: it is the argmax of the raw cosines (native per-route
-max aggregation, no lexical bias) when it clears that route's fitted `min_score`,
-or the linear head's `predict`; no tiers, clarify or bias rules (BENCHMARKS.md,
-Methodology; `evaluation.decisions.decide_vectors` is the router's own step, as
-`benches/exemplar_head.py` uses it). Calibration only ever sees validation data;
-BANKING77 and MASSIVE configurations are not fitted (no threshold: every
-query is in scope), so they use the full train split.
+Embeddings are computed once per text (disk cache). The prediction is the router's
+own decision step on each cached query vector (`evaluation.decisions.decide_vectors`,
+the route table's `decide`: lexical bias, the head, tiers, out of scope, clarify, as
+`Router.route` and `fit` run it; no previous route or context): a `route` decision
+predicts its route, `clarify` and `none` predict out of scope. Beside the accuracy
+figures each configuration reports the decision figures (`decision_figures`: routed
+share, precision among routed, confident-wrong, clarify and none rates) and `top1`, the
+argmax of the raw cosines (or of the head's in-scope probabilities) on the in-scope
+rows: a raw argmax, not a decision. Calibration only ever sees validation data;
+BANKING77 and MASSIVE configurations are not fitted (`min_score` 0, the zero-label
+tiers), so they use the full train split.
 """
 
 from __future__ import annotations
@@ -24,22 +27,35 @@ from routecore import Encoder
 from routecore.evaluation import datasets as D
 from routecore.evaluation import metrics as M
 from routecore.evaluation import runner as R
+from routecore.evaluation.decisions import decide_vectors, decision_figures
 from routecore.evaluation.tool_eval import tools_router
 
 
-def decide(router, X):
-    """The argmax-plus-``min_score`` prediction (or the head's), not the router's decision step."""
+def decide(router, X, texts):
+    """The router's decision per query (``decide_vectors``, the route table's own step), as
+    predictions (the route of a ``route`` decision, else None) and the decisions themselves."""
+    dec = decide_vectors(router, X, texts)
+    return [r if a == "route" else None for a, r, _ in dec], dec
+
+
+def top1_argmax(router, X, gold):
+    """Raw top-1 on the in-scope rows: the argmax of the raw cosines (``runner.raw_scores``, no
+    lexical bias), or of the head's probabilities over the routes; no cut, tier or rule."""
     names = [r.name for r in router.route_specs]
+    ins = [i for i, g in enumerate(gold) if g in names]
+    if not ins:
+        return None
     if router.head is not None:
-        return router.head.predict(X)[0]
-    S = R.raw_scores(router, X)
-    th = np.array([router.policy.value("min_score", n) for n in names])
-    arg, best = S.argmax(1), S.max(1)
-    return [names[a] if b >= th[a] else None for a, b in zip(arg, best)]
+        h = router.head
+        P = h.proba(X[ins])[:, [h.classes.index(n) for n in names]]
+    else:
+        P = R.raw_scores(router, X[ins])
+    return float(np.mean([names[a] == gold[i] for a, i in zip(P.argmax(1), ins)]))
 
 
 def run_intents(enc, train, val, test, oos, configs):
-    Xte = R.embed(enc, [s.text for s in test.samples], progress=True, what=f"embed {test.name}")
+    texts = [s.text for s in test.samples]
+    Xte = R.embed(enc, texts, progress=True, what=f"embed {test.name}")
     gold = [s.label for s in test.samples]
     out = {}
     for name, head, objective, floor in configs:
@@ -49,10 +65,13 @@ def run_intents(enc, train, val, test, oos, configs):
             R.fit_router(r, val, objective=objective, coverage=floor or 0.9)
         else:
             r.policy = r.policy.with_overrides(min_score=0.0)
-        pred = decide(r, Xte)
+        pred, dec = decide(r, Xte, texts)
+        f = decision_figures(dec, gold, oos)
         res = {
             "in_scope_accuracy": M.in_scope_accuracy(gold, pred, oos),
             "accuracy": float(np.mean([(p or oos) == g for p, g in zip(pred, gold)])),
+            "decisions": {k: v for k, v in f.items() if k != "right_of_routed"},
+            "top1": top1_argmax(r, Xte, gold),
             "seconds": round(time.time() - t, 1),
         }
         if any(g == oos for g in gold):
@@ -72,7 +91,10 @@ def main(model=None):
         ("linear head + oos class (max oos recall at in-scope >= 0.92 on val)", True, "oos_recall", 0.92),
     ]
     res["clinc150"] = run_intents(enc, D.clinc150("train"), D.clinc150("val"), D.clinc150("test"), "oos", cl)
-    plain = [("max cosine (no threshold)", False, None, None), ("linear head", True, None, None)]
+    plain = [
+        ("cosine router, min_score 0 (not fitted)", False, None, None),
+        ("linear head (not fitted)", True, None, None),
+    ]
     # No configuration here is fitted, so BANKING77 (which has no validation split) uses all of train.
     res["banking77"] = run_intents(
         enc, D.banking77("train"), D.banking77("train"), D.banking77("test"), "oos", plain

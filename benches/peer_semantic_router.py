@@ -7,7 +7,14 @@ exemplars (100 per label, seeded), same datasets, in one run.
 semantic-router: `IndexedRouter(encoder, routes, top_k=5, aggregation=...)`,
 its own `fit()` (Platt calibration) on the validation split, its documented
 confidence threshold 0.5. routecore: the same exemplars, `routecore fit` on the
-same validation split (per-route thresholds, macro-F1 with out-of-scope).
+same validation split (per-route thresholds, macro-F1 with out-of-scope), then its
+own decision step on each cached query vector (`evaluation.decisions.decide_vectors`,
+the route table's `decide`, as `Router.route` and `fit` run it): a `route` decision
+predicts its route, `clarify` and `none` predict out of scope. routecore's rows add
+the decision figures (`decision_figures`: routed share, precision among routed,
+confident-wrong, clarify and none rates) and `top1`, the raw argmax of the native
+step's cosines (or of the head's in-scope probabilities) on the in-scope rows: an
+argmax, not a decision.
 The encoder is routecore's `Encoder` wrapped as semantic-router's `DenseEncoder`;
 both sides read embeddings from one cache so the routing step is timed alone.
 Everything runs offline: semantic-router's LocalIndex needs no service.
@@ -26,10 +33,12 @@ from semantic_router import Route
 from semantic_router.encoders import DenseEncoder
 from semantic_router.routers import IndexedRouter
 
+from eval_targets import top1_argmax
 from routecore import Encoder
 from routecore.evaluation import datasets as D
 from routecore.evaluation import metrics as M
 from routecore.evaluation import runner as R
+from routecore.evaluation.decisions import decide_vectors, decision_figures
 
 
 class CachedRoutecoreEncoder(DenseEncoder):
@@ -80,19 +89,13 @@ def _same_exemplars(train, routes, oos):
     return Dataset(train.name, [x for x in train.samples if (x.label, x.text) in keep or x.label == oos])
 
 
-def rc_predict(router, X):
-    if router.head is not None:
-        t = time.perf_counter()
-        preds = [router.head.predict(x[None, :])[0][0] for x in X]
-        return preds, (time.perf_counter() - t) / len(X) * 1e3
+def rc_predict(router, X, texts):
+    """routecore's decision step per query (``decide_vectors``): predictions (the route of a
+    ``route`` decision, else None), ms per query, and the decisions."""
     t = time.perf_counter()
-    names = [r.name for r in router.route_specs]
-    preds = []
-    for x in X:  # the native step per query, argmax + min_score: not Router.route's tiers or clarify
-        raw = router.route_table.table.score(x, router.policy, [], 0).raw
-        a = int(raw.argmax())
-        preds.append(names[a] if raw[a] >= router.policy.value("min_score", names[a]) else None)
-    return preds, (time.perf_counter() - t) / len(X) * 1e3
+    dec = decide_vectors(router, X, texts)
+    ms = (time.perf_counter() - t) / len(X) * 1e3
+    return [r if a == "route" else None for a, r, _ in dec], ms, dec
 
 
 def run(enc, wrapped, name, train, val, test, oos="oos", shots=100):
@@ -132,9 +135,13 @@ def run(enc, wrapped, name, train, val, test, oos="oos", shots=100):
         else:
             rc.policy = rc.policy.with_overrides(min_score=0.0)
         fit_s = time.perf_counter() - t
-        Xte = R.embed(enc, [s.text for s in test.samples])
-        pred, ms = rc_predict(rc, Xte)
+        texts = [s.text for s in test.samples]
+        Xte = R.embed(enc, texts)
+        pred, ms, dec = rc_predict(rc, Xte, texts)
         out[label] = summary(gold, pred, oos, ms, fit_s)
+        f = decision_figures(dec, gold, oos)
+        out[label]["decisions"] = {k: v for k, v in f.items() if k != "right_of_routed"}
+        out[label]["top1"] = top1_argmax(rc, Xte, gold)
         print(name, label, out[label], file=sys.stderr, flush=True)
     return out
 

@@ -17,6 +17,7 @@ ranking gives at precision P; never more than the router routes).
 from __future__ import annotations
 
 import argparse
+import time
 
 import numpy as np
 
@@ -47,15 +48,13 @@ def splits(name: str, split: str) -> tuple[D.Dataset, D.Dataset]:
 
 
 def decide(router, X: np.ndarray, texts: list[str]) -> list[tuple[str, str | None, str, float]]:
-    """(action, route, tier, confidence) of the router's decision step for each query vector."""
-    table, rt = router.route_table.table, router.route_table
+    """(action, route, tier, confidence) of the router's decision for each query vector: the route
+    table's own ``decide``, the call ``evaluation.decisions.decide_vectors`` makes (no previous
+    route, no context), kept here for the confidence that ``trim P`` ranks by."""
+    rt = router.route_table
     out = []
     for x, text in zip(X, texts):
-        p, _ = rt.policy_for(x)
-        r = table.score(x, p, [], p.top_exemplars, bias=rt.bias_and_entities(text, p).bias)
-        if rt.head is not None:  # the exemplar head (the default) or a fitted one
-            rt._apply_head(r, x, p)
-        d = rt._decide("", r, None, None, policy=p)
+        d = rt.decide(text, x, None, (), None, time.perf_counter())
         out.append((d.action, d.route, d.tier, float(d.confidence)))
     return out
 
