@@ -139,7 +139,10 @@ def run(enc, wrapped, name, train, val, test, oos="oos", shots=100):
         Xte = R.embed(enc, texts)
         pred, ms, dec = rc_predict(rc, Xte, texts)
         # without out-of-scope rows in val nothing is fitted: say so in the row's name
-        label = label if has_oos else label.split(" (")[0] + " (not fitted: min_score 0, zero-label tiers)"
+        if not has_oos:
+            label = (
+                f"routecore ({'linear head' if head else 'max'}, not fitted: min_score 0, zero-label tiers)"
+            )
         out[label] = summary(gold, pred, oos, ms, fit_s)
         f = decision_figures(dec, gold, oos)
         out[label]["decisions"] = {k: v for k, v in f.items() if k != "right_of_routed"}
