@@ -340,6 +340,9 @@ class StaticEncoder:
 
 def topk(scores: _F32, k: int) -> tuple[_F32, npt.NDArray[np.uint64]]: ...
 def softmax(x: _F32, temperature: float = 1.0) -> _F32: ...
+def dot_rows(rows: _F32, q: _F32) -> _F32:
+    """``rows @ q`` (``rows`` C-contiguous ``[n, d]``) on this thread; lets the GIL go from 2**16 elements."""
+
 def aggregate(
     scores: _F32, routes: npt.NDArray[np.uint32], n_routes: int, how: str = "max", n: int = 3
 ) -> _F32: ...
