@@ -33,6 +33,7 @@ __all__ = [
     "lexical_tokens",
     "topk",
     "softmax",
+    "dot_rows",
     "aggregate",
     "apply_affinity",
     "detect_collision",
