@@ -88,12 +88,16 @@ class Lessons:
         # with one BLAS thread; benches/lesson_writer.py). The native kernel, on this thread (the
         # GIL let go, as NumPy's einsum did): 3,000 x 384 in 0.19 ms against einsum's 0.30.
         near = _native.dot_rows(self.embeddings, np.ascontiguousarray(q, np.float32)) >= similarity
+        if not near.any():
+            return {}
         hit = near[self.rows]
-        code = self.context_codes.get(context)
-        hit &= (self.contexts == 0) | (self.contexts == code) if code else self.contexts == 0
-        tools, use = self.tools[hit], self.use[hit]
-        banned = set(tools[~use].tolist())
-        return {self.tool_names[c]: c not in banned for c in np.unique(tools).tolist()}
+        if len(self.context_codes) > 1:  # a lesson has a context ("" is always there)
+            code = self.context_codes.get(context)
+            hit &= (self.contexts == 0) | (self.contexts == code) if code else self.contexts == 0
+        groups = np.flatnonzero(hit)
+        tools, use = self.tools[groups].tolist(), self.use[groups].tolist()
+        banned = {c for c, u in zip(tools, use) if not u}
+        return {self.tool_names[c]: c not in banned for c in set(tools)}
 
     def matrix(self) -> LessonMatrix:
         """A row a lesson, in id order: (embeddings [n, d], tools, use flags, contexts) (copies)."""

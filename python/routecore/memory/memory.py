@@ -194,10 +194,7 @@ class ExperienceMemory:
                 )
                 self._rdb.execute("PRAGMA query_only=1")
                 self._read_lock = threading.Lock()
-            self._changes = Changes(
-                file_writes(None if private else self.path),
-                lambda: int(self._read("PRAGMA data_version")[0][0]),
-            )
+            self._changes = Changes(file_writes(None if private else self.path), self._data_version)
         except sqlite3.DatabaseError as e:
             raise MemoryStoreError(f"memory store {self.path} is unusable (locked or corrupt): {e}") from None
 
@@ -309,8 +306,8 @@ class ExperienceMemory:
             ok
             and held is not None
             and (
-                seen[0] == self._changes.version(self.max_lag)
-                or time.monotonic() - self._last_read < self.max_lag
+                time.monotonic() - self._last_read < self.max_lag  # no version asked: others' writes wait
+                or seen[0] == self._changes.version(self.max_lag)
             )
         ):
             out = held[1]
@@ -348,6 +345,17 @@ class ExperienceMemory:
             "ORDER BY id",
             (lo, hi),
         )
+
+    def _data_version(self) -> int | None:
+        """SQLite's data_version on the read connection, or None when another thread is using it."""
+        if not self._read_lock.acquire(blocking=False):
+            return None
+        try:
+            return int(self._rdb.execute("PRAGMA data_version").fetchone()[0])
+        except sqlite3.Error as e:
+            raise MemoryStoreError(f"memory store {self.path}: {e}") from None
+        finally:
+            self._read_lock.release()
 
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> Sequence[Row]:
         """A read, on the read connection (no write lock: readers do not queue behind a writer's

@@ -57,9 +57,11 @@ def file_writes(path: str | None) -> FileWrites:
 class Changes:
     """The version of a store: (``data_version`` as last polled by ``read_version``, writes through
     this process's stores). It changes after every write through this process at once, and
-    after another process's once ``data_version`` is polled again."""
+    after another process's once ``data_version`` is polled again. ``read_version`` returns None
+    when the connection is busy (then the value last read stands: a thread polling waited for the
+    GIL back inside the lock, and every 5 ms the next one queued behind it)."""
 
-    def __init__(self, writes: FileWrites, read_version: Callable[[], int]) -> None:
+    def __init__(self, writes: FileWrites, read_version: Callable[[], int | None]) -> None:
         self.writes = writes
         self._read_version = read_version
         self._polled = -float("inf")
@@ -71,6 +73,8 @@ class Changes:
         writes = self.writes.n  # before the poll: a write in between shows at the next call
         now = time.monotonic()
         if now - self._polled >= interval:
-            self._data_version = self._read_version()
-            self._polled = now
+            self._polled = now  # first: the threads calling meanwhile take the version last read
+            read = self._read_version()
+            if read is not None:
+                self._data_version = read
         return self._data_version, writes
