@@ -10,7 +10,7 @@ from hypothesis.extra import numpy as hnp
 
 from routecore import _native
 from routecore.decide.policy import affinity_scale
-from routecore.errors import BadKError, InvalidArgumentError, NonFiniteError
+from routecore.errors import BadKError, DimensionMismatchError, InvalidArgumentError, NonFiniteError
 
 finite = st.floats(-1e3, 1e3, allow_nan=False, width=32)
 
@@ -181,3 +181,22 @@ def test_bandwidth_probe_refuses_an_impossible_buffer():
     with pytest.raises(InvalidArgumentError, match="bandwidth probe"):
         _native.read_bandwidth(1 << 60, 1, 1)
     assert _native.read_bandwidth(1, 1, 2) > 0.1
+
+
+@given(st.integers(0, 70), st.integers(1, 40), st.integers(0, 2**32 - 1))
+def test_dot_rows_matches_numpy(n, d, seed):
+    rng = np.random.default_rng(seed)
+    rows, q = rng.standard_normal((n, d)).astype(np.float32), rng.standard_normal(d).astype(np.float32)
+    got = _native.dot_rows(rows, q)
+    assert got.dtype == np.float32 and got.shape == (n,)
+    np.testing.assert_allclose(got, rows @ q, rtol=1e-5, atol=1e-4)
+
+
+def test_dot_rows_past_the_gil_cutoff_and_bad_shapes():
+    rng = np.random.default_rng(0)
+    rows, q = rng.standard_normal((300, 384)).astype(np.float32), rng.standard_normal(384).astype(np.float32)
+    np.testing.assert_allclose(_native.dot_rows(rows, q), rows @ q, rtol=1e-5, atol=1e-4)  # GIL let go
+    with pytest.raises(DimensionMismatchError, match="expected 384, got 383"):
+        _native.dot_rows(rows, q[:383])
+    with pytest.raises(TypeError, match="contiguous"):
+        _native.dot_rows(rows[:, ::2], q[:192])

@@ -5,6 +5,7 @@ snapshots that later additions never change, and readers beside a writer on a re
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 from hypothesis import given, settings
@@ -89,6 +90,9 @@ def test_readers_beside_a_writer_see_every_lesson_in_order(tmp_path):
                 assert emb.shape == (len(tools), 4) and len(use) == len(tools)
                 assert tools == [f"t{i}" for i in range(len(tools))]  # a prefix: nothing lost or reordered
                 seen.append(len(tools))
+                # A loop of Python alone never gives the GIL up (a call with nothing new asks SQLite
+                # nothing): the writer would wait a switch interval (5 ms) at each SQLite step.
+                time.sleep(0)
         except BaseException as e:  # noqa: BLE001 - reported to the test
             errors.append(e)
 
@@ -129,3 +133,69 @@ def test_lessons_are_filed_under_the_tokenizer_and_config_too(tmp_path):
     db.close()
     r.encoder.files_id = "tok-b"
     assert "ha_get_logs" not in r.tools("q").names
+
+
+def unit(i: int, width: int = 4) -> np.ndarray:
+    v = np.zeros(width, np.float32)
+    v[i % width] = 1
+    return v
+
+
+def verdicts_of(matrix, q: np.ndarray, similarity: float, context: str) -> dict[str, bool]:
+    """A verdict per tool from every lesson, one by one (what tools() did before lessons were grouped)."""
+    emb, tools, use, contexts = matrix
+    out: dict[str, bool] = {}
+    for i in np.flatnonzero(emb @ q >= similarity):
+        if not contexts[i] or contexts[i] == context:
+            out[tools[i]] = out.get(tools[i], True) and bool(use[i])
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 3), st.booleans(), st.sampled_from(["", "ha", "sys"])),
+        max_size=60,
+    ),
+    st.sampled_from(["", "ha"]),
+)
+def test_grouped_lessons_give_every_lessons_verdicts_and_snapshots_keep_theirs(lessons, context):
+    """However many lessons share an embedding, a tool and a context, each embedding is scanned once
+    and the groups' verdicts are those of the lessons one by one (a "do not use" wins); a snapshot
+    keeps its verdicts when a later "do not use" joins one of its groups."""
+    t, cache = Table(), LessonCache("a", 4)
+    snapshots = []
+    for v, tool, use, ctx in lessons:
+        t.rows.append((t.next_id, "a", unit(v).tobytes(), f"t{tool}", use, ctx))
+        t.next_id += 1
+        got = cache.lessons(t.head(), t.between)
+        assert len(got.embeddings) == len({r[2] for r in t.rows})
+        snapshots.append((got, [got.verdicts(unit(q), 0.9, context) for q in range(4)]))
+    for got, verdicts in snapshots:
+        assert [got.verdicts(unit(q), 0.9, context) for q in range(4)] == verdicts
+        assert verdicts == [verdicts_of(got.matrix(), unit(q), 0.9, context) for q in range(4)]
+
+
+def test_one_reader_reads_the_new_rows_and_the_others_do_not_wait():
+    """Readers that find another one reading take the lessons held (unless told to wait): a write
+    is read once, not once by each reader queued behind the other."""
+    t, cache = Table(), LessonCache("a", 4)
+    t.add("a")
+    cache.lessons(t.head(), t.between)
+    t.add("a")
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_head() -> tuple[int, int]:
+        inside.set()
+        release.wait(10)
+        return t.head()
+
+    reader = threading.Thread(target=cache.refresh, args=(slow_head, t.between))
+    reader.start()
+    inside.wait(10)
+    held = cache.refresh(t.head, t.between, wait=False)  # another reader is reading: no wait
+    assert len(held.rows) == 1
+    release.set()
+    reader.join()
+    assert len(cache.refresh(t.head, t.between, wait=False).rows) == 2
+    assert t.reads == [(0, 1), (1, 2)]  # each row read once

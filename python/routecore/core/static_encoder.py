@@ -99,6 +99,10 @@ class StaticEncoder(Encoder):
         emb, truncated, st = self._static.encode(batch, kind)
         return EncodeOutput(emb, tuple(truncated), st["tokenize_ns"] / 1e6, st["infer_ns"] / 1e6, 0)
 
+    def encode_background(self, texts: str | Sequence[str], kind: Kind = "query") -> EncodeOutput:
+        """:meth:`encode_with_stats` (a table lookup takes one thread anyway)."""
+        return self.encode_with_stats(texts, kind)
+
     def tokenize(self, texts: str | Sequence[str], kind: Kind = "query") -> list[list[int]]:
         """Piece ids (no special tokens, truncated)."""
         return self._static.tokenize(as_texts(texts), kind)[0]

@@ -2,7 +2,7 @@
 every replica, chosen by ``ExperienceMemory("postgresql://user@host/db")``.
 
 Same interface and semantics as the SQLite store (:mod:`routecore.memory.memory`):
-``record``, ``list``, ``delete``, ``matrix`` (cached until the table changes,
+``record``, ``list``, ``delete``, ``lessons`` (cached until the table changes,
 also by other processes and hosts), ``skipped``, ``close``; every failure is a
 :class:`~routecore.errors.MemoryStoreError`, never a psycopg exception.
 
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 import numpy as np
 
 from routecore.errors import MemoryStoreError
-from routecore.memory.lesson_cache import EMBEDDING_DTYPE, LessonCache, LessonMatrix, key_and_legacy
+from routecore.memory.lesson_cache import EMBEDDING_DTYPE, LessonCache, Lessons, key_and_legacy
 from routecore.memory.memory import POSTGRES_SCHEMES, ExperienceMemory, Lesson, StoredExemplar, lesson_vector
 from routecore.memory.pg_connection import (
     LEARNED_SCHEMA,
@@ -82,13 +82,13 @@ class PostgresMemory(ExperienceMemory, url_schemes=POSTGRES_SCHEMES):
         self.path = redacted(path)
         self._timeout = float(timeout)
         self._lock = threading.Lock()
-        self._lessons: LessonCache | None = None  # matrix(): grown as lessons are added
+        self._lessons: LessonCache | None = None  # lessons(): grown as lessons are added
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
         self._closed = False
         self._down_until = 0.0
         self._down_why = ""
         self._fired = 0
-        #: Lessons the last matrix() left out because of their embedding's width.
+        #: Lessons the last lessons() left out because of their embedding's width.
         self.skipped = 0
         self._watchdog = Watchdog()
         weakref.finalize(self, self._watchdog.stop)
@@ -360,11 +360,10 @@ class PostgresMemory(ExperienceMemory, url_schemes=POSTGRES_SCHEMES):
         )
         return len(rows)
 
-    def matrix(self, model_id: str, dim: int | None = None) -> LessonMatrix:
-        """(embeddings [n, d], tools, use flags, contexts) of lessons for ``model_id``: one
-        round trip when nothing changed, the new rows only when lessons were only added
-        (also by other replicas), everything when any was deleted
-        (:mod:`routecore.memory.lesson_cache`).
+    def lessons(self, model_id: str, dim: int | None = None) -> Lessons:
+        """The lessons for ``model_id`` as ``tools()`` scores them: one round trip when nothing
+        changed, the new rows only when lessons were only added (also by other replicas),
+        everything when any was deleted (:mod:`routecore.memory.lesson_cache`).
 
         Rows whose embedding is not ``dim`` wide (any width agreeing with the first
         row when ``dim`` is None) are skipped; ``skipped`` counts them."""
@@ -372,7 +371,7 @@ class PostgresMemory(ExperienceMemory, url_schemes=POSTGRES_SCHEMES):
         cache = self._lessons
         if cache is None or cache.model_id != model_id or cache.dim != dim and dim is not None:
             cache = self._lessons = LessonCache(model_id, dim)
-        out = cache.matrix(
+        out = cache.lessons(
             (int(head[0][0]), int(head[0][1])),
             lambda lo, hi: [
                 (int(r[0]), r[1], bytes(r[2]), r[3], r[4], r[5])

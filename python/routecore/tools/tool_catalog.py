@@ -118,7 +118,10 @@ class ToolCatalog:
             raise ConfigError("this router has no experience memory")
         if tool not in self.by_name:
             raise InvalidArgumentError(f"unknown tool {tool!r}")
-        emb = self.encoder.encode_with_stats([query]).embeddings[0]
+        # On one thread when the encoder can (routecore.Encoder): recording a lesson is background
+        # work, and every intra-op thread it took was a core the calls being served wanted (issue 36 §6).
+        encode = getattr(self.encoder, "encode_background", self.encoder.encode_with_stats)
+        emb = encode([query]).embeddings[0]
         return self.memory.record(
             query, tool, use=use, embedding=emb, model_id=store_key(self.encoder), context=context
         )

@@ -48,8 +48,11 @@ def ranked_scores(
     lessons: list[tuple[int, bool]] = []
     if catalog.memory is not None:
         floor -= resolved(p.lesson_boost, "lesson_boost")  # a lesson can lift a tool over the floor
+        similarity = resolved(p.lesson_similarity, "lesson_similarity")
         try:
-            emb, tools, use, contexts = catalog.memory.matrix(store_key(catalog.encoder), q.shape[0])
+            stored = catalog.memory.lessons(store_key(catalog.encoder), q.shape[0])
+            # One verdict per tool, however many lessons match: a "do not use" wins.
+            verdicts = stored.verdicts(q, similarity, context_domain or "")
             if catalog.memory.skipped:
                 alerts.append(
                     Alert(
@@ -59,18 +62,9 @@ def ranked_scores(
                 )
         except RoutecoreError as e:
             alerts.append(Alert("memory_error", f"lessons not applied: {e}"))
-            emb, tools, use, contexts = np.zeros((0, 0), np.float32), [], np.zeros(0, bool), []
-        if len(tools) and emb.shape[1] == q.shape[0]:
-            # Not a BLAS call: OpenBLAS threads a product this size, and beside many calling
-            # threads its pool serialised them (3,000 lessons, 15 readers: 446 calls in 10 s
-            # against 18,882 with one BLAS thread; benches/lesson_writer.py).
-            sims = np.einsum("ij,j->i", emb, q)
-            verdict: dict[int, bool] = {}  # one per tool, however many lessons match: a "do not use" wins
-            for i in np.flatnonzero(sims >= p.lesson_similarity):
-                j = catalog.tools.pos.get(tools[i])
-                if j is not None and (not contexts[i] or contexts[i] == (context_domain or "")):
-                    verdict[j] = verdict.get(j, True) and bool(use[i])
-            lessons = list(verdict.items())
+            verdicts = {}
+        pos = catalog.tools.pos
+        lessons = sorted((pos[t], use) for t, use in verdicts.items() if t in pos)
     demoted = hit.nonzero()[0].tolist() if hit is not None else []
     exact = [names[j] for j in demoted] + [names[j] for j, _ in lessons]
     lex = catalog.lexical_bias(text)

@@ -4,10 +4,22 @@ use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use routecore_core::encoder::{Encoder, EncoderOptions, StaticEncoder, TextKind};
+use routecore_core::encoder::{Encoded, Encoder, EncoderOptions, StaticEncoder, TextKind};
 
 use crate::arrays::shaped;
 use crate::errors::PyRcErr;
+
+/// What `encode` returns: (embeddings [n, dim] float32, truncated positions, stats dict).
+type EncodedPy<'py> = (Bound<'py, PyAny>, Vec<usize>, Bound<'py, PyDict>);
+
+/// `e` as Python values.
+fn encoded(py: Python<'_>, e: Encoded) -> PyResult<EncodedPy<'_>> {
+    let stats = PyDict::new(py);
+    stats.set_item("tokenize_ns", e.tokenize_ns)?;
+    stats.set_item("infer_ns", e.infer_ns)?;
+    stats.set_item("cache_hits", e.cache_hits)?;
+    Ok((shaped(py, e.data, e.n, e.dim, false)?, e.truncated, stats))
+}
 
 /// A loaded model; safe to share between Python threads (GIL released while encoding).
 #[pyclass(module = "routecore._native", name = "Encoder", frozen)]
@@ -47,17 +59,38 @@ impl PyEncoder {
         py: Python<'py>,
         texts: Vec<String>,
         kind: &str,
-    ) -> PyResult<(Bound<'py, PyAny>, Vec<usize>, Bound<'py, PyDict>)> {
+    ) -> PyResult<EncodedPy<'py>> {
         let kind = TextKind::parse(kind).map_err(PyRcErr)?;
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let e = py
-            .detach(|| self.inner.encode(&refs, kind))
-            .map_err(PyRcErr)?;
-        let stats = PyDict::new(py);
-        stats.set_item("tokenize_ns", e.tokenize_ns)?;
-        stats.set_item("infer_ns", e.infer_ns)?;
-        stats.set_item("cache_hits", e.cache_hits)?;
-        Ok((shaped(py, e.data, e.n, e.dim, false)?, e.truncated, stats))
+        // A batch the cache answers whole is a lookup of microseconds: made holding the GIL, since
+        // letting it go hands it to another thread that this one must then wait for (with many
+        // threads calling, each such handover is a context switch, and more when cores are busy).
+        let e = match self.inner.encode_cached(&refs, kind) {
+            Some(e) => e,
+            None => py
+                .detach(|| self.inner.encode(&refs, kind))
+                .map_err(PyRcErr)?,
+        };
+        encoded(py, e)
+    }
+
+    /// `encode` for background work (a lesson): a run on one thread, not on the shared pool.
+    #[pyo3(signature = (texts, kind = "query"))]
+    fn encode_background<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+        kind: &str,
+    ) -> PyResult<EncodedPy<'py>> {
+        let kind = TextKind::parse(kind).map_err(PyRcErr)?;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let e = match self.inner.encode_cached(&refs, kind) {
+            Some(e) => e,
+            None => py
+                .detach(|| self.inner.encode_background(&refs, kind))
+                .map_err(PyRcErr)?,
+        };
+        encoded(py, e)
     }
 
     /// Token ids per text (prefix and special tokens included, truncated).

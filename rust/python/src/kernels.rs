@@ -1,6 +1,6 @@
 //! Free kernel functions, exposed for the Python layer and for property tests.
 
-use numpy::{PyArray1, PyReadonlyArray1};
+use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use routecore_core::index::scan;
 use routecore_core::kernels::{simd, topk as core_topk};
@@ -27,6 +27,39 @@ pub fn topk<'py>(
         PyArray1::from_vec(py, h.iter().map(|x| x.score).collect()),
         PyArray1::from_vec(py, h.iter().map(|x| x.index as u64).collect()),
     ))
+}
+
+/// Elements (rows × width) from which [`dot_rows`] lets other Python threads run while it scans
+/// (as NumPy's loops do). Below it (a few microseconds) the scan keeps the GIL: handing it over
+/// costs a context switch, more than such a scan.
+pub const DOT_ROWS_DETACH: usize = 1 << 16;
+
+/// `rows @ q` (float32, `rows` C-contiguous `[n, d]`, `q` `[d]`) on the calling thread, with the
+/// SIMD kernel of the index scans.
+#[pyfunction]
+pub fn dot_rows<'py>(
+    py: Python<'py>,
+    rows: PyReadonlyArray2<f32>,
+    q: PyReadonlyArray1<f32>,
+) -> PyResult<Bound<'py, PyArray1<f32>>> {
+    let (n, d) = (rows.shape()[0], rows.shape()[1]);
+    let (r, q) = (rows.as_slice()?, q.as_slice()?);
+    if q.len() != d {
+        return Err(PyRcErr(routecore_core::Error::DimensionMismatch {
+            expected: d,
+            got: q.len(),
+        })
+        .into());
+    }
+    let mut out = vec![0f32; n];
+    if d > 0 {
+        if n * d >= DOT_ROWS_DETACH {
+            py.detach(|| simd::dot_rows(r, q, &mut out));
+        } else {
+            simd::dot_rows(r, q, &mut out);
+        }
+    }
+    Ok(PyArray1::from_vec(py, out))
 }
 
 /// Softmax with temperature (stable; -inf entries get 0).

@@ -53,6 +53,19 @@ impl EmbeddingCache {
         v
     }
 
+    /// Every text's embedding when all are cached (counted as hits), else None (nothing counted).
+    pub fn get_all(&self, kind: u8, texts: &[&str]) -> Option<Vec<Arc<[f32]>>> {
+        let c = self.inner.as_ref()?;
+        let mut g = c.lock();
+        let out = texts
+            .iter()
+            .map(|t| g.get(&(kind, (*t).to_owned())).cloned())
+            .collect::<Option<Vec<_>>>()?;
+        drop(g);
+        self.hits.fetch_add(out.len() as u64, Ordering::Relaxed);
+        Some(out)
+    }
+
     /// Store one embedding.
     pub fn put(&self, kind: u8, text: &str, v: Arc<[f32]>) {
         if let Some(c) = &self.inner {

@@ -360,8 +360,39 @@ impl Encoder {
             .unzip())
     }
 
+    /// `texts`' embeddings when every one is cached (no model run), else None (nothing counted).
+    /// A lookup costs microseconds: a caller may make it without letting other threads in.
+    pub fn encode_cached(&self, texts: &[&str], kind: TextKind) -> Option<Encoded> {
+        let dim = self.config.dim;
+        let vecs = self.cache.get_all(kind as u8, texts)?;
+        let mut data = Vec::with_capacity(texts.len() * dim);
+        for v in &vecs {
+            data.extend_from_slice(v);
+        }
+        Some(Encoded {
+            data,
+            n: texts.len(),
+            dim,
+            cache_hits: texts.len(),
+            ..Default::default()
+        })
+    }
+
     /// Embed `texts`; returns `n × dim` floats. Cached texts skip the model.
     pub fn encode(&self, texts: &[&str], kind: TextKind) -> Result<Encoded> {
+        self.encode_on(texts, kind, false)
+    }
+
+    /// [`Encoder::encode`] for background work (a lesson being recorded): the texts the cache
+    /// misses run on a 1-thread session (opened on first use, ~130 MB for e5; the first of the
+    /// batch workers), on a thread of lower priority, so that the call takes a core the foreground
+    /// calls leave idle, not every core they want, and does not queue behind them
+    /// (`BACKGROUND_NICE` in `session.rs`). An encoder of one thread runs them on its session.
+    pub fn encode_background(&self, texts: &[&str], kind: TextKind) -> Result<Encoded> {
+        self.encode_on(texts, kind, true)
+    }
+
+    fn encode_on(&self, texts: &[&str], kind: TextKind, background: bool) -> Result<Encoded> {
         let dim = self.config.dim;
         let mut out = Encoded {
             data: vec![0f32; texts.len() * dim],
@@ -394,7 +425,11 @@ impl Encoder {
         self.truncations
             .fetch_add(out.truncated.len() as u64, Ordering::Relaxed);
         let t1 = Instant::now();
-        let vecs = self.runner.run(&self.config, &ids)?;
+        let vecs = if background {
+            self.runner.run_background(&self.config, &ids)?
+        } else {
+            self.runner.run(&self.config, &ids)?
+        };
         out.infer_ns = t1.elapsed().as_nanos() as u64;
         for (j, &i) in todo.iter().enumerate() {
             let v = &vecs[j * dim..(j + 1) * dim];

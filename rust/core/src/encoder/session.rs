@@ -76,6 +76,21 @@ impl Slot {
     }
 }
 
+/// The nice value of a background run's thread (Linux; elsewhere it runs at normal priority).
+/// Beside a thread of nice 0 that wants the same core, such a thread gets about a tenth of it
+/// (scheduler weights 110 against 1024); a core nobody else wants, it gets whole.
+const BACKGROUND_NICE: i32 = 10;
+
+/// Lower the calling thread's priority to [`BACKGROUND_NICE`] (no effect off Linux).
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority with `who` 0 changes the calling thread only (Linux), which ends with
+    // the background run; a failure leaves it at normal priority.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICE);
+    }
+}
+
 /// Opens another session on the same file with the given intra-op threads.
 pub(super) type SessionFactory = Box<dyn Fn(usize) -> Result<Session> + Send + Sync>;
 
@@ -86,13 +101,15 @@ pub(super) type SessionFactory = Box<dyn Fn(usize) -> Result<Session> + Send + S
 /// are spread over `threads` sessions of one intra-op thread each, built on the
 /// first such call (small runs use one core badly: on 2 cores two 1-thread
 /// sessions embedded ~2.1x more short texts/s than one 2-thread session).
+/// Background runs ([`Runner::run_background`]) use the first worker alone.
 pub(super) struct Runner {
     slot: Mutex<Slot>,
     feeds: Vec<(String, Feed)>,
     output: String,
     per_text: bool,
     threads: usize,
-    workers: OnceLock<Vec<Mutex<Slot>>>,
+    /// One slot per worker session, each opened on first use.
+    workers: Vec<OnceLock<Mutex<Slot>>>,
     factory: SessionFactory,
 }
 
@@ -124,23 +141,65 @@ impl Runner {
             output,
             per_text,
             threads,
-            workers: OnceLock::new(),
+            // One 1-thread session per core at most: more only add memory (~100 MB each for e5).
+            workers: (0..threads.min(num_cpus::get()).max(1))
+                .map(|_| OnceLock::new())
+                .collect(),
             factory,
         }
     }
 
-    /// The 1-thread worker sessions, opened on first use.
-    fn workers(&self) -> Result<&[Mutex<Slot>]> {
-        if let Some(w) = self.workers.get() {
+    /// The 1-thread worker session `i`, opened on first use.
+    fn worker(&self, i: usize) -> Result<&Mutex<Slot>> {
+        let cell = &self.workers[i];
+        if let Some(w) = cell.get() {
             return Ok(w);
         }
-        // One 1-thread session per core at most: more only add memory (~100 MB each for e5).
-        let made = (0..self.threads.min(num_cpus::get()).max(1))
-            .map(|_| Ok(Mutex::new(Slot::new((self.factory)(1)?))))
-            .collect::<Result<Vec<_>>>()?;
-        // Another thread may have won the race; its sessions are kept, ours dropped.
-        let _ = self.workers.set(made);
-        Ok(self.workers.get().expect("set above"))
+        let made = Mutex::new(Slot::new((self.factory)(1)?));
+        // Another thread may have won the race; its session is kept, ours dropped.
+        let _ = cell.set(made);
+        Ok(cell.get().expect("set above"))
+    }
+
+    /// The first `n` 1-thread worker sessions (at most all of them), opened on first use.
+    fn workers(&self, n: usize) -> Result<Vec<&Mutex<Slot>>> {
+        (0..self.workers.len().min(n))
+            .map(|i| self.worker(i))
+            .collect()
+    }
+
+    /// [`Runner::run`] as background work: on the first worker session (1 thread), on a thread
+    /// of lower priority ([`BACKGROUND_NICE`] on Linux) that this one waits for, so that the run
+    /// takes a core the calls being served leave idle rather than one they want. An encoder of
+    /// one thread runs it on its session, on this thread (a niced run there could hold up the
+    /// foreground runs queued behind it).
+    pub(super) fn run_background(
+        &self,
+        config: &ModelConfig,
+        ids: &[Vec<u32>],
+    ) -> Result<Vec<f32>> {
+        let run = |slot: &Mutex<Slot>| -> Result<Vec<f32>> {
+            if !self.per_text {
+                return self.run_rows(slot, config, ids);
+            }
+            let mut out = Vec::with_capacity(ids.len() * config.dim);
+            for row in ids {
+                out.extend(self.run_rows(slot, config, std::slice::from_ref(row))?);
+            }
+            Ok(out)
+        };
+        if self.threads < 2 {
+            return run(&self.slot);
+        }
+        let slot = self.worker(0)?;
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                lower_priority();
+                run(slot)
+            })
+            .join()
+            .unwrap_or_else(|_| Err(Error::Model("the background encode panicked".into())))
+        })
     }
 
     /// Whether each text gets its own run.
@@ -161,14 +220,13 @@ impl Runner {
             }
             return Ok(out);
         }
-        let workers = self.workers()?;
+        let workers = self.workers(ids.len())?;
         let d = config.dim;
         let next = AtomicUsize::new(0);
         let parts = std::thread::scope(|sc| {
             let handles: Vec<_> = workers
                 .iter()
-                .take(ids.len())
-                .map(|slot| {
+                .map(|&slot| {
                     let next = &next;
                     sc.spawn(move || -> Result<Vec<(usize, Vec<f32>)>> {
                         let mut got = Vec::new();
