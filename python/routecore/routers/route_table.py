@@ -16,12 +16,13 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from routecore.calibrate.calibration_record import Calibration
-from routecore.calibrate.languages import LanguageDetector, LanguagePolicies, language_alert
+from routecore.calibrate.languages import LanguageDetector, language_alert
 from routecore.calibrate.traffic import TrafficCut, for_table
 from routecore.config.specs import RouteSpec, check_thresholds
 from routecore.core.entities import EntityMatcher, entity_effects
 from routecore.core.lexical import LexicalTable
 from routecore.decide.conversation import routing_text
+from routecore.decide.language_policies import LanguagePolicies
 from routecore.decide.policy import CLARIFY, Policy, resolved
 from routecore.decide.route_decide import Decider
 from routecore.decide.route_outcomes import Chooser
