@@ -20,14 +20,13 @@ from routecore.config.specs import RouteSpec, ToolSpec, parse_config, read_confi
 from routecore.config.tool_formats import tool_specs
 from routecore.core.entities import EntityConfig, EntityMatcher, check_route_entities
 from routecore.core.progress import ProgressArg
-from routecore.decide.policy import Policy
+from routecore.decide.policy import Policy, with_route_thresholds
 from routecore.decide.tables import AUTO_INT8_ELEMENTS, EncoderLike
 from routecore.decision import Decision, emit
 from routecore.errors import ConfigError
 from routecore.llm.llm import LLMRouter, llm_from_config
 from routecore.memory.memory import ExperienceMemory
 from routecore.routers import assembly, bundle
-from routecore.routers.route_table import with_route_thresholds
 from routecore.routers.router_internals import RouterInternals
 from routecore.routers.router_tools import ToolCalls
 from routecore.updates import learning
@@ -142,7 +141,7 @@ class Router(ToolCalls, Changes):
         given = policy or Policy()
         self.spec_policy = with_route_thresholds(given, routes)
         #: routecore's own interface to this router (live updates, learning): not public API.
-        self.internals = RouterInternals(storage, given, self._install)
+        self.internals = RouterInternals(storage, given, self._install, assembly.build)
         parts = assembly.build(
             routes,
             tools,
