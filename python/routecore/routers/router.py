@@ -238,11 +238,11 @@ class Router(ToolCalls, Changes):
         cls, path: str | os.PathLike[str], *, thresholds: bool = False, **kw: Any
     ) -> Router:
         """A router over the routes of a semantic-router config file (0.x or 1.x layout;
-        :mod:`routecore.importers.semantic_router` says what maps to what). ``thresholds``: as
-        :func:`~routecore.importers.semantic_router.read_semantic_router`, whose
-        :class:`~routecore.importers.semantic_router.ImportNote` it passes on. ``kw`` go to the
+        :mod:`routecore.config.semantic_router` says what maps to what). ``thresholds``: as
+        :func:`~routecore.config.semantic_router.read_semantic_router`, whose
+        :class:`~routecore.config.semantic_router.ImportNote` it passes on. ``kw`` go to the
         constructor (``encoder``, ``policy``...); a given ``policy`` replaces the imported one."""
-        from routecore.importers.semantic_router import read_semantic_router  # the reader imports no router
+        from routecore.config.semantic_router import read_semantic_router
 
         doc = read_semantic_router(path, thresholds=thresholds)
         routes, _ = parse_config(doc, str(path))
@@ -262,10 +262,10 @@ class Router(ToolCalls, Changes):
     ) -> Router:
         """A router over the tools that running MCP servers list (``routecore[mcp]``).
 
-        ``servers``: command lines, URLs or mappings (:mod:`routecore.integrations.mcp_tools`); each
+        ``servers``: command lines, URLs or mappings (:mod:`routecore.config.mcp_tools`); each
         server's name becomes its tools' domain (plugin). Call :meth:`afrom_mcp` from
         inside an event loop."""
-        from routecore.integrations.mcp_tools import list_mcp_tools, mcp_tool_specs
+        from routecore.config.mcp_tools import list_mcp_tools, mcp_tool_specs
 
         tools = mcp_tool_specs(
             list_mcp_tools(servers, timeout=timeout), overlay=tool_overlay, missing_ok=missing_ok
@@ -286,7 +286,7 @@ class Router(ToolCalls, Changes):
         """:meth:`from_mcp` from async code; the embedding runs in a worker thread."""
         import asyncio
 
-        from routecore.integrations.mcp_tools import alist_mcp_tools, mcp_tool_specs
+        from routecore.config.mcp_tools import alist_mcp_tools, mcp_tool_specs
 
         tools = mcp_tool_specs(
             await alist_mcp_tools(servers, timeout=timeout), overlay=tool_overlay, missing_ok=missing_ok
