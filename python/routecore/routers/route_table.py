@@ -68,7 +68,8 @@ class RouteTable(Decider):
     Args:
         routes: the route specifications.
         encoder: embeds the exemplars (unless ``vectors`` are given) and the queries.
-        policy: thresholds and defaults, used as given (see :func:`with_route_thresholds`).
+        policy: thresholds and defaults, used as given (a Router merges the routes' own in first:
+            :func:`~routecore.decide.policy.with_route_thresholds`).
         llm: optional fallback router, asked on medium (and, per policy, low) confidence.
         head: optional ``routecore.calibrate.linear_head.LinearHead`` (route probabilities and out of scope).
         storage: the table's storage (see :class:`~routecore.decide.tables.ScoreTable`).
