@@ -1,7 +1,7 @@
 """The import circles of python/routecore (issue 35 §5): strongly connected components of its
 import graph, once with module-level imports only and once with the imports inside functions too.
-tests/test_import_graph.py (run in CI) fails on any circle between modules in either graph, and on a
-new one between sub-packages.
+tests/test_import_graph.py (run in CI) fails on any circle between modules or between sub-packages, in
+either graph.
 
     python scripts/import_cycles.py            # the sizes of both
     python scripts/import_cycles.py --edges    # and each circle's modules and edges (file:line)

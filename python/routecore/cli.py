@@ -54,7 +54,7 @@ def _router(args: argparse.Namespace, default: Path) -> Any:
     if (
         servers
     ):  # the MCP servers' tools (listed live, so never cached), plus those of --config when it is given
-        from routecore.integrations.mcp_tools import list_mcp_tools, mcp_tool_specs
+        from routecore.config.mcp_tools import list_mcp_tools, mcp_tool_specs
 
         tools = mcp_tool_specs(list_mcp_tools(servers), overlay=overlay)
         routes, extra = parse_config(data, str(path)) if data else ([], [])

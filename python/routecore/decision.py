@@ -52,6 +52,10 @@ class ScoreMap(Mapping[str, float]):
 
 
 log = logging.getLogger("routecore")
+
+#: The pseudo-route of a ``clarify`` decision: the route a bias rule or the LLM fallback names to ask
+#: the user (reserved: no route may be called so).
+CLARIFY = "CLARIFY"
 _R = TypeVar("_R")
 
 

@@ -131,3 +131,16 @@ class Calibration:
     def similarity(self, z: float) -> float:
         """A cosine ``z`` of the way from an unrelated best match (0) to a paraphrase (1)."""
         return float(np.clip(self.unrelated + z * (self.match - self.unrelated), 0.0, 1.0))
+
+
+def kept_calibration(
+    calibration: Calibration | None, route_names: set[str], recalibrate: bool = True
+) -> Calibration | None:
+    """The calibration a live update keeps: a fitted or manual one, or a zero-label one
+    when not ``recalibrate`` (with the per-route values of routes that remain);
+    ``None`` (recompute) for a zero-label one otherwise."""
+    if calibration is None or (calibration.source in ("zero-label", "prior") and recalibrate):
+        return None
+    return replace(
+        calibration, per_route={k: v for k, v in calibration.per_route.items() if k in route_names}
+    )

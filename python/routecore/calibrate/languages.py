@@ -26,16 +26,12 @@ At query time the query's language is the nearest background-language centroid
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from routecore.calibrate.fits import Targets, fit_medium, fit_temperature, fit_tiers, top2_correct
 from routecore.decision import Alert
-
-if TYPE_CHECKING:
-    from routecore.calibrate.calibration_record import Calibration
-    from routecore.decide.policy import Policy
 
 #: A language is covered by the routes when at least this share of their exemplars is in it.
 COVERED_SHARE = 0.05
@@ -252,43 +248,6 @@ def language_fields(
 def adapted(languages: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """The languages whose queries are decided under their own policy."""
     return [n for n, v in languages.items() if "offset" in v or "tool_offset" in v]
-
-
-class LanguagePolicies:
-    """A table's policy per adapted language, resolved from the spec policy like the
-    table's own (so explicit values win), and the detector that picks one per query."""
-
-    def __init__(self, base: "Policy", detector: LanguageDetector, policies: dict[str, "Policy"]):
-        self.base, self.detector, self.policies = base, detector, policies
-
-    @classmethod
-    def build(
-        cls, base: "Policy", spec_policy: "Policy", calibration: "Calibration | None", key: str = "offset"
-    ) -> "LanguagePolicies | None":
-        """The policies of ``calibration``'s languages that have a ``key`` (``offset``: routes,
-        ``tool_offset``: tools); None when none has."""
-        names = [n for n, v in calibration.languages.items() if key in v] if calibration is not None else []
-        det = (
-            LanguageDetector.from_languages(calibration.languages)
-            if calibration is not None and names
-            else None
-        )
-        if det is None or calibration is None:
-            return None
-        policies = {n: spec_policy.resolve(calibration.for_language(n)) for n in names}
-        policies = {
-            n: p for n, p in policies.items() if p != base
-        }  # every adapted value pinned: nothing to say
-        return cls(base, det, policies) if policies else None
-
-    def policy_for(self, current: "Policy", q: np.ndarray) -> tuple["Policy", str | None]:
-        """The policy for query vector ``q`` and its language when it has its own; ``current``
-        as given when it is not the policy these were built from (set by hand since)."""
-        if current is not self.base:
-            return current, None
-        lang = self.detector.detect(q)
-        p = self.policies.get(lang)
-        return (current, None) if p is None else (p, lang)
 
 
 def language_alert(lang: str, used: Mapping[str, tuple[float, float]]) -> Alert:

@@ -10,9 +10,10 @@ filled from the router's :class:`~routecore.calibrate.calibration.Calibration`
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from routecore.calibrate.calibration_record import Calibration
+from routecore.config.specs import RouteSpec, check_thresholds
 
 # Re-exported (``X as X``): the rules the policy's numbers drive (routecore.decide.policy_rules).
 from routecore.decide.policy_rules import CLARIFY as CLARIFY
@@ -279,3 +280,29 @@ class Policy(FlatKeys):
                 values["per_route"] = {n: config_schema.given(t) for n, t in values["per_route"].items()}
             sections[name] = kind(**values)
         return cls(**sections, error_message=p.error_message)
+
+
+def with_route_thresholds(policy: Policy, routes: Sequence[RouteSpec]) -> Policy:
+    """``policy`` with the routes' own thresholds merged under its ``per_route`` overrides.
+
+    Raises :class:`ConfigError` when ``policy.per_route`` or a bias rule names an unknown route.
+    """
+    names = {r.name for r in routes}
+    unknown = set(policy.per_route) - names
+    if unknown:
+        raise ConfigError(f"policy.per_route names unknown routes {sorted(unknown)}")
+    for i, b in enumerate(policy.bias_rules if routes else ()):  # a tools-only router has no route to decide
+        bad = [n for n in (b.a, b.b) if n not in names] + (
+            [b.winner] if b.winner not in names | {CLARIFY} else []
+        )
+        if bad:
+            raise ConfigError(
+                f"policy.bias_rules[{i}] ({b.a} vs {b.b} -> {b.winner}) names unknown routes {bad}"
+            )
+    # The routes' own overrides, under those of the policy (explicit or fitted).
+    spec_th = {r.name: check_thresholds(f"route {r.name!r}", r.thresholds) for r in routes if r.thresholds}
+    if not spec_th:
+        return policy
+    per = policy.per_route
+    merged = {n: {**spec_th.get(n, {}), **dict(per.get(n, {}))} for n in {**spec_th, **per}}
+    return policy.with_overrides(per_route=merged)

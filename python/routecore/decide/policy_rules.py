@@ -1,6 +1,6 @@
 """The rules a policy's numbers drive, on per-route vectors (O(routes)): the confidence tier,
 the previous-route boost, the affinity factors, the bias rules and the three-way tie, and the
-``CLARIFY`` pseudo-route they may decide.
+``CLARIFY`` pseudo-route they may decide (:mod:`routecore.decision`'s, which the LLM client offers too).
 
 :class:`~routecore.decide.policy.Policy` holds the numbers; this module holds what is done with them and
 imports nothing of the policy (:class:`RulePolicy` is the little a bias rule reads of it).
@@ -13,9 +13,8 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from routecore.decision import CLARIFY as CLARIFY
 from routecore.errors import ConfigError
-
-CLARIFY = "CLARIFY"
 
 
 def resolved(value: float | None, key: str) -> float:

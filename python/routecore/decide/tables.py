@@ -329,3 +329,11 @@ def collision_alert(a: str, b: str, gap: float, table: ScoreTable, what: str) ->
         f"Check which domain the user means before using '{a}'; if the request is about '{db}', use '{b}'."
     )
     return Alert("collision", msg, {"first": a, "second": b, "gap": float(gap), "domains": [da, db]})
+
+
+def known_vectors(table: ScoreTable) -> dict[str, np.ndarray]:
+    """The embeddings of a table's exemplars by text (rows were added with ids 0..n-1 in exemplar order)."""
+    if not len(table.index):
+        return {}
+    ids, v, _, _ = table.index.vectors()
+    return dict(zip(table.texts, v[np.argsort(ids, kind="stable")]))

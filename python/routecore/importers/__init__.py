@@ -4,8 +4,9 @@
   ``routecore import semantic-router FILE``. Its thresholds are left in metadata in favour
   of routecore's calibration, with an :class:`ImportNote` warning (``--thresholds`` keeps them).
 
-The readers import no router: :meth:`routecore.Router.from_semantic_router` builds one from what they
-read, and :func:`router_from_semantic_router` here is that call.
+The readers are config readers (:mod:`routecore.config.semantic_router`) and import no router:
+:meth:`routecore.Router.from_semantic_router` builds one from what they read, and
+:func:`router_from_semantic_router` here is that call.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from routecore.importers.semantic_router import ImportNote, read_semantic_router, write_config
+from routecore.config.semantic_router import ImportNote, read_semantic_router, write_config
 from routecore.routers.router import Router
 
 

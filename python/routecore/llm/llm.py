@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
-from routecore.decide.policy import CLARIFY
+from routecore.decision import CLARIFY
 from routecore.errors import ConfigError, LLMError
 from routecore.llm.llm_http import MAX_ANSWER_BYTES, KeepAlivePool
 

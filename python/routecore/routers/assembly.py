@@ -15,7 +15,7 @@ from routecore.config.specs import RouteSpec, ToolSpec
 from routecore.core.lexical import LexicalTable
 from routecore.core.progress import Progress, ProgressArg
 from routecore.decide.policy import Policy
-from routecore.decide.tables import EncoderLike, ScoreTable, embed_texts, exemplar_texts
+from routecore.decide.tables import EncoderLike, embed_texts, exemplar_texts
 from routecore.routers.route_table import RouteTable
 from routecore.tools.tool_catalog import ToolCatalog, lexical_form
 
@@ -245,24 +245,3 @@ def _exemplar_head(
         fitted, calibration.languages, parallel_vectors(encoder), parallel_rows(), targets
     )
     return fitted.head, with_head(calibration, fitted, per_language)
-
-
-def known_vectors(table: ScoreTable) -> dict[str, np.ndarray]:
-    """The embeddings of a table's exemplars by text (rows were added with ids 0..n-1 in exemplar order)."""
-    if not len(table.index):
-        return {}
-    ids, v, _, _ = table.index.vectors()
-    return dict(zip(table.texts, v[np.argsort(ids, kind="stable")]))
-
-
-def kept_calibration(
-    calibration: Calibration | None, route_names: set[str], recalibrate: bool = True
-) -> Calibration | None:
-    """The calibration a live update keeps: a fitted or manual one, or a zero-label one
-    when not ``recalibrate`` (with the per-route values of routes that remain);
-    ``None`` (recompute) for a zero-label one otherwise."""
-    if calibration is None or (calibration.source in ("zero-label", "prior") and recalibrate):
-        return None
-    return replace(
-        calibration, per_route={k: v for k, v in calibration.per_route.items() if k in route_names}
-    )

@@ -16,13 +16,14 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from routecore.calibrate.calibration_record import Calibration
-from routecore.calibrate.languages import LanguageDetector, LanguagePolicies, language_alert
+from routecore.calibrate.languages import LanguageDetector, language_alert
 from routecore.calibrate.traffic import TrafficCut, for_table
-from routecore.config.specs import RouteSpec, check_thresholds
+from routecore.config.specs import RouteSpec
 from routecore.core.entities import EntityMatcher, entity_effects
 from routecore.core.lexical import LexicalTable
 from routecore.decide.conversation import routing_text
-from routecore.decide.policy import CLARIFY, Policy, resolved
+from routecore.decide.language_policies import LanguagePolicies
+from routecore.decide.policy import Policy, resolved
 from routecore.decide.route_decide import Decider
 from routecore.decide.route_outcomes import Chooser
 from routecore.decide.spelling import Speller, notes_of, tokenizer_words
@@ -61,39 +62,14 @@ def _noted(d: Decision, notes: tuple[tuple[str, str], ...]) -> Decision:
     return d if not notes else replace(d, alerts=d.alerts + tuple(Alert(k, m) for k, m in notes))
 
 
-def with_route_thresholds(policy: Policy, routes: Sequence[RouteSpec]) -> Policy:
-    """``policy`` with the routes' own thresholds merged under its ``per_route`` overrides.
-
-    Raises :class:`ConfigError` when ``policy.per_route`` or a bias rule names an unknown route.
-    """
-    names = {r.name for r in routes}
-    unknown = set(policy.per_route) - names
-    if unknown:
-        raise ConfigError(f"policy.per_route names unknown routes {sorted(unknown)}")
-    for i, b in enumerate(policy.bias_rules if routes else ()):  # a tools-only router has no route to decide
-        bad = [n for n in (b.a, b.b) if n not in names] + (
-            [b.winner] if b.winner not in names | {CLARIFY} else []
-        )
-        if bad:
-            raise ConfigError(
-                f"policy.bias_rules[{i}] ({b.a} vs {b.b} -> {b.winner}) names unknown routes {bad}"
-            )
-    # The routes' own overrides, under those of the policy (explicit or fitted).
-    spec_th = {r.name: check_thresholds(f"route {r.name!r}", r.thresholds) for r in routes if r.thresholds}
-    if not spec_th:
-        return policy
-    per = policy.per_route
-    merged = {n: {**spec_th.get(n, {}), **dict(per.get(n, {}))} for n in {**spec_th, **per}}
-    return policy.with_overrides(per_route=merged)
-
-
 class RouteTable(Decider):
     """The routes of a router and the decision of which one handles a query.
 
     Args:
         routes: the route specifications.
         encoder: embeds the exemplars (unless ``vectors`` are given) and the queries.
-        policy: thresholds and defaults, used as given (see :func:`with_route_thresholds`).
+        policy: thresholds and defaults, used as given (a Router merges the routes' own in first:
+            :func:`~routecore.decide.policy.with_route_thresholds`).
         llm: optional fallback router, asked on medium (and, per policy, low) confidence.
         head: optional ``routecore.calibrate.linear_head.LinearHead`` (route probabilities and out of scope).
         storage: the table's storage (see :class:`~routecore.decide.tables.ScoreTable`).

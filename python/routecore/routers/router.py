@@ -20,14 +20,13 @@ from routecore.config.specs import RouteSpec, ToolSpec, parse_config, read_confi
 from routecore.config.tool_formats import tool_specs
 from routecore.core.entities import EntityConfig, EntityMatcher, check_route_entities
 from routecore.core.progress import ProgressArg
-from routecore.decide.policy import Policy
+from routecore.decide.policy import Policy, with_route_thresholds
 from routecore.decide.tables import AUTO_INT8_ELEMENTS, EncoderLike
 from routecore.decision import Decision, emit
 from routecore.errors import ConfigError
 from routecore.llm.llm import LLMRouter, llm_from_config
 from routecore.memory.memory import ExperienceMemory
 from routecore.routers import assembly, bundle
-from routecore.routers.route_table import with_route_thresholds
 from routecore.routers.router_internals import RouterInternals
 from routecore.routers.router_tools import ToolCalls
 from routecore.updates import learning
@@ -142,7 +141,7 @@ class Router(ToolCalls, Changes):
         given = policy or Policy()
         self.spec_policy = with_route_thresholds(given, routes)
         #: routecore's own interface to this router (live updates, learning): not public API.
-        self.internals = RouterInternals(storage, given, self._install)
+        self.internals = RouterInternals(storage, given, self._install, assembly.build)
         parts = assembly.build(
             routes,
             tools,
@@ -239,11 +238,11 @@ class Router(ToolCalls, Changes):
         cls, path: str | os.PathLike[str], *, thresholds: bool = False, **kw: Any
     ) -> Router:
         """A router over the routes of a semantic-router config file (0.x or 1.x layout;
-        :mod:`routecore.importers.semantic_router` says what maps to what). ``thresholds``: as
-        :func:`~routecore.importers.semantic_router.read_semantic_router`, whose
-        :class:`~routecore.importers.semantic_router.ImportNote` it passes on. ``kw`` go to the
+        :mod:`routecore.config.semantic_router` says what maps to what). ``thresholds``: as
+        :func:`~routecore.config.semantic_router.read_semantic_router`, whose
+        :class:`~routecore.config.semantic_router.ImportNote` it passes on. ``kw`` go to the
         constructor (``encoder``, ``policy``...); a given ``policy`` replaces the imported one."""
-        from routecore.importers.semantic_router import read_semantic_router  # the reader imports no router
+        from routecore.config.semantic_router import read_semantic_router
 
         doc = read_semantic_router(path, thresholds=thresholds)
         routes, _ = parse_config(doc, str(path))
@@ -263,10 +262,10 @@ class Router(ToolCalls, Changes):
     ) -> Router:
         """A router over the tools that running MCP servers list (``routecore[mcp]``).
 
-        ``servers``: command lines, URLs or mappings (:mod:`routecore.integrations.mcp_tools`); each
+        ``servers``: command lines, URLs or mappings (:mod:`routecore.config.mcp_tools`); each
         server's name becomes its tools' domain (plugin). Call :meth:`afrom_mcp` from
         inside an event loop."""
-        from routecore.integrations.mcp_tools import list_mcp_tools, mcp_tool_specs
+        from routecore.config.mcp_tools import list_mcp_tools, mcp_tool_specs
 
         tools = mcp_tool_specs(
             list_mcp_tools(servers, timeout=timeout), overlay=tool_overlay, missing_ok=missing_ok
@@ -287,7 +286,7 @@ class Router(ToolCalls, Changes):
         """:meth:`from_mcp` from async code; the embedding runs in a worker thread."""
         import asyncio
 
-        from routecore.integrations.mcp_tools import alist_mcp_tools, mcp_tool_specs
+        from routecore.config.mcp_tools import alist_mcp_tools, mcp_tool_specs
 
         tools = mcp_tool_specs(
             await alist_mcp_tools(servers, timeout=timeout), overlay=tool_overlay, missing_ok=missing_ok

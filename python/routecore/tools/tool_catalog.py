@@ -13,10 +13,10 @@ from typing import Sequence
 import numpy as np
 
 from routecore.calibrate.calibration_record import Calibration
-from routecore.calibrate.languages import LanguagePolicies
 from routecore.config.specs import ToolSpec
 from routecore.core.entities import EntityMatcher
 from routecore.core.lexical import DEFAULT_B, LexicalTable
+from routecore.decide.language_policies import LanguagePolicies
 from routecore.decide.policy import Policy
 from routecore.decide.tables import EncoderLike, build_table, exemplar_texts
 from routecore.errors import ConfigError, InvalidArgumentError

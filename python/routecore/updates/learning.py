@@ -37,64 +37,27 @@ import threading
 import time
 import warnings
 from collections import deque
-from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from routecore.decision import Decision
-from routecore.errors import ConfigError, InvalidArgumentError, LLMError, MemoryStoreError, UnknownRouteError
+from routecore.errors import InvalidArgumentError, LLMError, MemoryStoreError, UnknownRouteError
 from routecore.memory.lesson_cache import store_key
 
-SOURCES = ("user", "llm", "agent")
+# Re-exported (``X as X``): what learning returns and a bundle keeps (routecore.updates.learning_records).
+from routecore.updates.learning_records import SOURCES as SOURCES
+from routecore.updates.learning_records import Learned as Learned
+from routecore.updates.learning_records import LearnedExemplar as LearnedExemplar
+from routecore.updates.learning_records import Review as Review
+from routecore.updates.learning_records import Source as Source
+from routecore.updates.learning_records import parse_saved as parse_saved
+
 #: Answers to queries the router did not route (the head's best probability then, and whether its
 #: best route was the answer) kept to fit the routing cut at the next refit; the oldest go first.
 ANSWERS_KEPT = 2000
 #: Below this many, the routing cut stays the calibration's (a default, not a fit).
 MIN_ANSWERS = 200
-Source = Literal["user", "llm", "agent"]
-
-
-@dataclass(frozen=True)
-class LearnedExemplar:
-    """One learned exemplar: its id (unique in this router), route, text, source, when
-    (Unix seconds) and the generation that added it."""
-
-    id: int
-    route: str
-    text: str
-    source: str
-    time: float
-    generation: int
-
-
-@dataclass(frozen=True)
-class Review:
-    """An answer held for review: it named ``route`` for ``query``, but the router was
-    confident (high tier) of ``decided`` at ``confidence``."""
-
-    query: str
-    route: str
-    decided: str
-    confidence: float
-    source: str
-    time: float
-
-
-@dataclass(frozen=True)
-class Learned:
-    """What :meth:`Router.learn` did: ``status`` is ``learned``, ``duplicate`` (a
-    near-duplicate of an exemplar of the route: ``nearest`` >= ``cut``) or ``held`` (for
-    review, ``review``). ``evicted``: learned exemplars the route's cap removed."""
-
-    status: Literal["learned", "duplicate", "held"]
-    route: str
-    generation: int
-    nearest: float
-    cut: float
-    exemplar: LearnedExemplar | None = None
-    review: Review | None = None
-    evicted: tuple[LearnedExemplar, ...] = ()
 
 
 def _no_llm(_request: Any) -> Any:
@@ -149,14 +112,6 @@ def saved(router: Any) -> list[LearnedExemplar]:
         return []
     out: list[LearnedExemplar] = lr.learned()
     return out
-
-
-def parse_saved(raw: Any, where: str) -> list[LearnedExemplar]:
-    """The learned exemplars of a bundle's ``learned`` list (:class:`ConfigError` naming ``where``)."""
-    try:
-        return [LearnedExemplar(**x) for x in raw]
-    except TypeError as e:
-        raise ConfigError(f"{where}: {e}") from None
 
 
 def restore(router: Any, entries: Sequence[LearnedExemplar]) -> None:

@@ -16,7 +16,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from routecore.decide.tables import ScoreTable, exemplar_texts
+from routecore.calibrate.calibration_record import kept_calibration
+from routecore.decide.tables import ScoreTable, exemplar_texts, known_vectors
 
 #: A learned query this close to an exemplar of its route is a near-duplicate: on the calibration's
 #: similarity scale (``Calibration.similarity``: 0 is an unrelated best match under the encoder in
@@ -42,8 +43,6 @@ class State:
     def of(cls, rt: Any, prev: State | None = None) -> State:
         rows = rt.learn_rows
         if rows is None:
-            from routecore.routers.assembly import known_vectors
-
             have = known_vectors(rt.table)
             texts, owners = exemplar_texts(rt.specs)
             dim = rt.encoder.dim
@@ -158,7 +157,6 @@ class RefitJob:
         answered queries the router did not route, (best probability, right); they lower the
         routing cut where they were right often enough (:func:`routecore.calibrate.fits.learned_medium`)."""
 
-        from routecore.routers import assembly
         from routecore.updates.live import build_args
 
         rt, tc, sp = router.route_table, router.tool_catalog, router.spec_policy
@@ -167,7 +165,7 @@ class RefitJob:
         fitted = router.calibration is not None and router.calibration.source == "fitted"
         if rt.head is not None and (sp.head != "exemplars" or fitted):
             return None
-        calibration = assembly.kept_calibration(router.calibration, set(rt.by_name), True)
+        calibration = kept_calibration(router.calibration, set(rt.by_name), True)
         head, head_threshold = rt.head, None
         if head is not None:
             head_threshold = head.threshold if calibration is not None else None
@@ -180,11 +178,9 @@ class RefitJob:
 
     def build(self) -> Any:
         """The new parts (:class:`routecore.routers.assembly.Parts`)."""
-        from routecore.routers import assembly
-
         kw = dict(self.kw)
         routes, tools = kw.pop("specs")
-        return assembly.build(routes, tools, **kw)
+        return self.router.internals.build(routes, tools, **kw)
 
     def still_valid(self, router: Any, st: State, forgot_at: int) -> bool:
         """Whether the parts may replace the router's: no live update and no removal since the job began."""

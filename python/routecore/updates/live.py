@@ -23,10 +23,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from routecore.calibrate.calibration_record import kept_calibration
 from routecore.config.specs import RouteSpec, ToolSpec, unique
+from routecore.decide.policy import with_route_thresholds
+from routecore.decide.tables import known_vectors
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.routers import assembly
-from routecore.routers.route_table import with_route_thresholds
 
 
 @dataclass(frozen=True)
@@ -68,14 +69,15 @@ def build_args(
     head_threshold: Any,
     routes_known: dict[str, Any],
 ) -> dict[str, Any]:
-    """The keyword arguments of :func:`routecore.routers.assembly.build` for a rebuild of ``router``'s
+    """The keyword arguments of ``router.internals.build`` (:func:`routecore.routers.assembly.build`) for a
+    rebuild of ``router``'s
     tables (a live update, a learning refit): its encoder, LLM, memory and storage, the tools' and
     anti-patterns' vectors it has, and ``routes_known`` (text -> vector) for the routes'."""
     tc = router.tool_catalog
     known = {
         "routes": routes_known,
-        "tools": assembly.known_vectors(tc.tools),
-        "anti": assembly.known_vectors(tc.anti),
+        "tools": known_vectors(tc.tools),
+        "anti": known_vectors(tc.anti),
     }
     return dict(
         encoder=router.encoder,
@@ -113,7 +115,7 @@ def apply(
             raise ConfigError("an update may not remove every route and every tool")
         spec_policy = with_route_thresholds(router.internals.given_policy, routes)
         head, routes_changed = rt.head, bool(add_routes or update_routes or remove_routes)
-        calibration = assembly.kept_calibration(router.calibration, {r.name for r in routes}, recalibrate)
+        calibration = kept_calibration(router.calibration, {r.name for r in routes}, recalibrate)
         fitted = router.calibration is not None and router.calibration.source == "fitted"
         if head is not None and routes_changed and (spec_policy.head != "exemplars" or fitted):
             raise ConfigError(
@@ -132,10 +134,8 @@ def apply(
             head_threshold = head.threshold if calibration is not None else None
             head = None
         t0 = time.perf_counter()
-        args = build_args(
-            router, spec_policy, head, calibration, head_threshold, assembly.known_vectors(rt.table)
-        )
-        parts = assembly.build(routes, tools, **args)
+        args = build_args(router, spec_policy, head, calibration, head_threshold, known_vectors(rt.table))
+        parts = router.internals.build(routes, tools, **args)
         total = (time.perf_counter() - t0) * 1e3
         router.spec_policy = spec_policy
         router.internals.install(parts)

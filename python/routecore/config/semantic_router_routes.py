@@ -1,6 +1,6 @@
 """The routes of a semantic-router saved config, read and checked: the file (JSON or YAML), the
 routers a 1.x chain or merge holds, each route's fields and thresholds, and the merge of routes by
-name into routecore routes (:mod:`routecore.importers.semantic_router` describes the layouts and
+name into routecore routes (:mod:`routecore.config.semantic_router` describes the layouts and
 the mapping)."""
 
 from __future__ import annotations
