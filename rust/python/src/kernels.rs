@@ -7,6 +7,7 @@ use routecore_core::kernels::{simd, topk as core_topk};
 use routecore_core::scoring;
 
 use crate::errors::{PyRcErr, PyRcResult};
+use crate::gil::detach_from;
 
 /// (scores, indices) arrays.
 type TopkArrays<'py> = (Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<u64>>);
@@ -22,17 +23,12 @@ pub fn topk<'py>(
     if k == 0 || k > s.len() {
         return Err(PyRcErr(routecore_core::Error::BadK { k, n: s.len() }).into());
     }
-    let h = py.detach(|| core_topk::top_k(s, k));
+    let h = detach_from(py, s.len(), || core_topk::top_k(s, k));
     Ok((
         PyArray1::from_vec(py, h.iter().map(|x| x.score).collect()),
         PyArray1::from_vec(py, h.iter().map(|x| x.index as u64).collect()),
     ))
 }
-
-/// Elements (rows × width) from which [`dot_rows`] lets other Python threads run while it scans
-/// (as NumPy's loops do). Below it (a few microseconds) the scan keeps the GIL: handing it over
-/// costs a context switch, more than such a scan.
-pub const DOT_ROWS_DETACH: usize = 1 << 16;
 
 /// `rows @ q` (float32, `rows` C-contiguous `[n, d]`, `q` `[d]`) on the calling thread, with the
 /// SIMD kernel of the index scans.
@@ -53,11 +49,7 @@ pub fn dot_rows<'py>(
     }
     let mut out = vec![0f32; n];
     if d > 0 {
-        if n * d >= DOT_ROWS_DETACH {
-            py.detach(|| simd::dot_rows(r, q, &mut out));
-        } else {
-            simd::dot_rows(r, q, &mut out);
-        }
+        detach_from(py, n * d, || simd::dot_rows(r, q, &mut out));
     }
     Ok(PyArray1::from_vec(py, out))
 }
@@ -71,9 +63,7 @@ pub fn softmax<'py>(
     temperature: f32,
 ) -> PyResult<Bound<'py, PyArray1<f32>>> {
     let s = x.as_slice()?;
-    let r = py
-        .detach(|| scoring::softmax(s, temperature))
-        .map_err(PyRcErr)?;
+    let r = detach_from(py, s.len(), || scoring::softmax(s, temperature)).map_err(PyRcErr)?;
     Ok(PyArray1::from_vec(py, r))
 }
 
@@ -90,9 +80,8 @@ pub fn aggregate<'py>(
 ) -> PyResult<Bound<'py, PyArray1<f32>>> {
     let (s, r) = (scores.as_slice()?, routes.as_slice()?);
     let how = scoring::Aggregation::parse(how, n).map_err(PyRcErr)?;
-    let out = py
-        .detach(|| scoring::aggregate(s, r, n_routes, how))
-        .map_err(PyRcErr)?;
+    let out =
+        detach_from(py, s.len(), || scoring::aggregate(s, r, n_routes, how)).map_err(PyRcErr)?;
     Ok(PyArray1::from_vec(py, out))
 }
 
@@ -110,8 +99,11 @@ pub fn apply_affinity<'py>(
 ) -> PyResult<Bound<'py, PyArray1<f32>>> {
     let mut s = scores.as_slice()?.to_vec();
     let d = domains.as_slice()?;
-    py.detach(|| scoring::apply_affinity(&mut s, d, &active, boost, penalty))
-        .map_err(PyRcErr)?;
+    let n = s.len();
+    detach_from(py, n, || {
+        scoring::apply_affinity(&mut s, d, &active, boost, penalty)
+    })
+    .map_err(PyRcErr)?;
     Ok(PyArray1::from_vec(py, s))
 }
 

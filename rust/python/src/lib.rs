@@ -4,6 +4,7 @@ mod arrays;
 mod encoder;
 mod entities;
 mod errors;
+mod gil;
 mod index;
 mod kernels;
 mod lexical;
