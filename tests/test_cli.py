@@ -185,3 +185,17 @@ def test_eval_names_the_line_of_a_file_that_is_not_utf8(tmp_path, flag):
     p = run("eval", "--config", "examples/it_ops_routes.yaml", flag, str(f), check=False)
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     assert f"rows.jsonl:{line}: not UTF-8 text" in p.stderr
+
+
+def test_a_reader_that_leaves_ends_the_call_quietly():
+    """``routecore route ... | head -1``: the pipe closes before the output is written; the call ends
+    with 141 (128 + SIGPIPE), as cat does, and prints neither an error nor a traceback."""
+    p = subprocess.Popen(
+        [sys.executable, "-m", "routecore", "route", "--all", "le serveur est en panne"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait(timeout=300) == 141 and err == b"", err

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 from routecore.decide.reasons import NONE_OF_THESE
 from routecore.examples import IT_OPS_ROUTES as DEFAULT_ROUTES
@@ -28,17 +29,31 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _router(args: argparse.Namespace, default: Path) -> Any:
+    if getattr(args, "bundle", None):
+        from routecore.llm.llm import llm_from_config
+        from routecore.routers.router import Router
+
+        url, model = getattr(args, "llm_url", None), getattr(args, "llm_model", None)
+        return Router.load(args.bundle, llm=llm_from_config(None, "command line", base_url=url, model=model))
+    from concurrent.futures import ThreadPoolExecutor
+
+    from routecore.core.encoder import Encoder
+
+    # The model loads (native, the GIL let go) while this thread imports the router and reads the
+    # config: on a warm call those then cost no wall time of their own.
+    with ThreadPoolExecutor(1, thread_name_prefix="routecore-load") as pool:
+        loading = pool.submit(Encoder.load, *([args.model] if getattr(args, "model", None) else []))
+        return _configured_router(args, default, loading.result)
+
+
+def _configured_router(args: argparse.Namespace, default: Path, encoder: Callable[[], Any]) -> Any:
+    """``_router`` of a config while the model loads: ``encoder()`` waits for it."""
+    from routecore.config.specs import parse_config, read_config_file
+    from routecore.decide.policy import Policy
     from routecore.llm.llm import llm_from_config
     from routecore.routers.router import Router
 
     url, model = getattr(args, "llm_url", None), getattr(args, "llm_model", None)
-    if getattr(args, "bundle", None):
-        return Router.load(args.bundle, llm=llm_from_config(None, "command line", base_url=url, model=model))
-    from routecore.config.specs import parse_config, read_config_file
-    from routecore.core.encoder import Encoder
-    from routecore.decide.policy import Policy
-
-    enc = Encoder.load(args.model) if getattr(args, "model", None) else Encoder.load()
     # A large config takes minutes to embed: say so on a terminal, never in JSON or pipes.
     progress = not args.json and sys.stderr.isatty()
     path = args.config or default
@@ -58,14 +73,16 @@ def _router(args: argparse.Namespace, default: Path) -> Any:
 
         tools = mcp_tool_specs(list_mcp_tools(servers), overlay=overlay)
         routes, extra = parse_config(data, str(path)) if data else ([], [])
-        return Router(routes, tools + extra, encoder=enc, progress=progress, policy=policy, llm=llm)
+        return Router(routes, tools + extra, encoder=encoder(), progress=progress, policy=policy, llm=llm)
+
+    from routecore.routers import config_cache
+
+    enc = encoder()
 
     def build() -> Any:
         return Router.from_config(
             path, encoder=enc, progress=progress, llm=llm, **({"tool_overlay": overlay} if overlay else {})
         )
-
-    from routecore.routers import config_cache
 
     if getattr(args, "no_cache", False) or not config_cache.enabled():
         return build()
@@ -311,6 +328,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # The reader left (``| head``): stop quietly, as cat and grep do; no traceback at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE
     except (RoutecoreError, OSError) as e:
         # One line (an unwritable output folder is an OSError), or a JSON object on stdout under --json.
         msg = " ".join(str(e).split())

@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from routecore.doctor.doctor import DoctorReport
+if TYPE_CHECKING:  # the doctor loads with its command, not with every CLI call
+    from routecore.doctor.doctor import DoctorReport
+
 
 #: Lines printed per finding (``--json`` lists every one).
 SHOWN = 10
