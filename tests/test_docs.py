@@ -38,8 +38,10 @@ FENCE = re.compile(
     r"^(?P<indent>[ ]*)```(?P<lang>[\w-]*)[ ]*\n(?P<body>.*?)^(?P=indent)```[ ]*$", re.MULTILINE | re.DOTALL
 )
 KINDS = {"python", "yaml", "bash", "console", ""}
-#: The README's first two blocks install the package and run the whole test suite: CI runs exactly
-#: these two commands on a fresh machine (.ci/run), so this test does not run them a second time.
+#: The README's first two blocks install the package and run the whole test suite. CI runs them on a
+#: fresh machine (.ci/run): the second verbatim; the first's route command on the release wheel it
+#: builds (its `pip install .` builds that wheel), checking that the query routes to INCIDENT. So this
+#: test does not run them a second time.
 CI_RUNS_THESE = (
     'pip install . && routecore route "le serveur de production est en panne depuis ce matin"',
     "pip install -e '.[test]' && bash scripts/test.sh",
