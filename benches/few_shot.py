@@ -1,7 +1,7 @@
 """Few-shot decisions: what a user who writes k utterances per route gets (issue 34).
 
     ROUTECORE_HOME=/tmp/rchome python benches/few_shot.py [--model PATH] [--sets a,b] [--shots 5,10,20]
-        [--seeds 5] [--split dev|test] [--limit 1500] [--json OUT]
+        [--seeds 5] [--split dev|test] [--limit 1500] [--json OUT] [--peer]
 
 For each set, k and seed: a router built as a config builds it (``Router`` over k sampled
 train utterances per label, zero-label, no ``fit``, no LLM), then every query of the dev
@@ -20,6 +20,10 @@ spread, max - min):
 - ``oracle@P``: the best ``right`` any threshold on the router's own confidence reaches at
   precision >= P (P = 0.95, or 0.90 on MASSIVE fr/zh); ``auroc``: "top-1 is right" against
   that confidence; ``build``: seconds to build the router, embeddings cached.
+
+``--peer``: semantic-router 1.1.1 on the same encoder, exemplars and queries in the same run
+(``few_shot_peer.py``: its default threshold, which routes every query, and 0.5); a second table
+gives its routed share, precision and right beside routecore's.
 
 Shots are drawn from a fixed pool of 60 train rows per label (so that only the pool is embedded).
 Dev splits: CLINC150 val, MASSIVE dev, BANKING77 the last fifth of each label's train rows
@@ -124,11 +128,16 @@ def run_one(
     seed: int,
     P: float,
     oos_extra: tuple[list[str], np.ndarray] = ([], np.zeros((0, 0), np.float32)),
+    peer: Any = None,
 ) -> dict[str, float]:
     t = time.perf_counter()
     router = build(enc, train, vec, k, seed)
     build_s = time.perf_counter() - t
     texts, gold = [s.text for s in test.samples], np.array([s.label for s in test.samples], dtype=object)
+    if peer is not None:
+        from few_shot_peer import peer_figures
+
+        peer_out = peer_figures(peer, routes_from_split(train, shots=k, seed=seed), texts, gold)
     decs = router.route_batch(texts, vectors=X)
     ins = gold != "oos"
     act = np.array([d.action for d in decs], dtype=object)
@@ -167,7 +176,7 @@ def run_one(
         if code:
             reasons[code] += 1
     out["reasons"] = dict(reasons)  # type: ignore[assignment]
-    return out
+    return {**out, **peer_out} if peer is not None else out
 
 
 def main() -> None:
@@ -180,6 +189,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=1500, help="evaluation queries per set (stratified sample)")
     ap.add_argument("--json", default=None, help="also write every run's figures here")
     ap.add_argument("--pool", type=int, default=60, help="train rows per label shots are drawn from (0: all)")
+    ap.add_argument("--peer", action="store_true", help="semantic-router on the same data (few_shot_peer.py)")
     a = ap.parse_args()
     enc = Encoder.load(a.model) if a.model else Encoder.load()
     print(
@@ -202,6 +212,7 @@ def main() -> None:
     print("| set | k | " + " | ".join(cols) + " | routed spread | build s |")
     print("|---" * (len(cols) + 4) + "|")
     runs = []
+    peer_rows: list[str] = []
     for name in a.sets.split(","):
         train, test = splits(name, a.split)
         full, train, test = test, (pool(train, a.pool) if a.pool else train), sample(test, a.limit)
@@ -212,8 +223,15 @@ def main() -> None:
         tt = list(dict.fromkeys(s.text for s in train.samples))
         vec = dict(zip(tt, embed(enc, tt, what=f"embedding {name} train")))
         P = TARGET.get(name, 0.95)
+        peer = None
+        if a.peer:
+            from few_shot_peer import peer_encoder
+
+            peer = peer_encoder(
+                enc, tt + [s.text for s in test.samples], np.concatenate([np.stack([vec[t] for t in tt]), X])
+            )
         for k in (int(x) for x in a.shots.split(",")):
-            rs = [run_one(enc, train, vec, X, test, k, seed, P, oos_extra) for seed in range(a.seeds)]
+            rs = [run_one(enc, train, vec, X, test, k, seed, P, oos_extra, peer) for seed in range(a.seeds)]
             runs += [{"set": name, "k": k, "seed": s, **r} for s, r in enumerate(rs)]
             mean = {
                 c: float(np.nanmean([r[c] for r in rs])) if all(c in r for r in rs) else float("nan")
@@ -227,6 +245,24 @@ def main() -> None:
                 + f" | {100 * spread:.1f} | {np.mean([r['build'] for r in rs]):.2f} |",
                 flush=True,
             )
+            if a.peer:
+                peer_rows.append(
+                    f"| {name} | {k} | "
+                    + " | ".join(
+                        f"{100 * np.nanmean([r[f'{v}_{c}'] for r in rs]):.1f}"
+                        for v in ("sr", "sr@0.5")
+                        for c in ("routed", "prec", "right")
+                    )
+                    + "".join(f" | {100 * mean[c]:.1f}" for c in ("routed", "prec", "right"))
+                    + " |"
+                )
+    if peer_rows:
+        print(
+            "\n| set | k | sr routed | sr prec | sr right | sr@0.5 routed | sr@0.5 prec | sr@0.5 right "
+            "| routecore routed | prec | right |"
+        )
+        print("|---" * 11 + "|")
+        print("\n".join(peer_rows), flush=True)
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:
             json.dump({"model": enc.model_id, "split": a.split, "runs": runs}, f, indent=1)
