@@ -4,7 +4,6 @@ use pyo3::prelude::*;
 use routecore_core::entities::{Entity, EntitySet};
 
 use crate::errors::PyRcResult;
-use crate::gil::detach_from;
 
 /// Dictionary terms (one Aho-Corasick automaton) and regex patterns, compiled once;
 /// `find` releases the GIL.
@@ -38,21 +37,12 @@ impl PyEntitySet {
 
     /// (kind, value, start, end) of each entity in `text` (character offsets).
     fn find(&self, py: Python<'_>, text: &str) -> Vec<Found> {
-        detach_from(py, text.len().saturating_mul(8), || {
-            tuples(self.inner.find(text))
-        })
+        py.detach(|| tuples(self.inner.find(text)))
     }
 
     /// :meth:`find` of each text.
     fn find_many(&self, py: Python<'_>, texts: Vec<String>) -> Vec<Vec<Found>> {
-        let work = texts
-            .iter()
-            .map(|t| t.len())
-            .sum::<usize>()
-            .saturating_mul(8);
-        detach_from(py, work, || {
-            texts.iter().map(|t| tuples(self.inner.find(t))).collect()
-        })
+        py.detach(|| texts.iter().map(|t| tuples(self.inner.find(t))).collect())
     }
 
     /// (dictionary terms, patterns).

@@ -12,7 +12,6 @@ use routecore_core::{persist, Error, FlatIndex, StorageKind};
 
 use crate::arrays::{shaped, F32Rows};
 use crate::errors::{PyRcErr, PyRcResult};
-use crate::gil::read_with;
 
 /// Flat exact index. Searches take a shared lock, writes an exclusive one, so a
 /// reader never sees a half-written entry. The GIL is released during compute.
@@ -61,23 +60,19 @@ fn name_list<'py>(
 /// label codes of its best exemplars (read under the same lock).
 type StepOut = (StepResult, Vec<u64>, Vec<u32>);
 
-/// One routing step on a read guard of the index (no GIL needed).
-fn step(
-    g: &FlatIndex,
-    query: &[f32],
-    p: &StepParams,
-    bias: Option<&[f32]>,
-) -> routecore_core::Result<StepOut> {
-    let r = score_routes_biased(g, query, p, bias)?;
-    let ids: Vec<u64> = r.top.iter().map(|h| g.ids()[h.index]).collect();
-    let labels: Vec<u32> = r.top.iter().map(|h| g.label_codes()[h.index]).collect();
-    Ok((r, ids, labels))
-}
-
 impl PyFlatIndex {
-    /// Scan work of `rows_of_queries` query floats against every row, for [`read_with`].
-    fn work(&self, query_floats: usize) -> usize {
-        query_floats.saturating_mul(self.inner.read().len())
+    /// One routing step under the read lock (no GIL needed).
+    fn step(
+        &self,
+        query: &[f32],
+        p: &StepParams,
+        bias: Option<&[f32]>,
+    ) -> routecore_core::Result<StepOut> {
+        let g = self.inner.read();
+        let r = score_routes_biased(&g, query, p, bias)?;
+        let ids: Vec<u64> = r.top.iter().map(|h| g.ids()[h.index]).collect();
+        let labels: Vec<u32> = r.top.iter().map(|h| g.label_codes()[h.index]).collect();
+        Ok((r, ids, labels))
     }
 
     /// Convert one add/update batch and run `op` under the write lock, GIL released.
@@ -155,10 +150,9 @@ impl PyFlatIndex {
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         let q = F32Rows::extract(queries, "queries", self.inner.read().dim())?;
         let data = q.slice();
-        let r = read_with(py, &self.inner, self.work(data.len()), |ix| {
-            ix.search(data, k)
-        })
-        .map_err(PyRcErr)?;
+        let r = py
+            .detach(|| self.inner.read().search(data, k))
+            .map_err(PyRcErr)?;
         Ok((
             shaped(py, r.scores, r.nq, k, q.single)?,
             shaped(py, r.ids, r.nq, k, q.single)?,
@@ -174,10 +168,9 @@ impl PyFlatIndex {
     ) -> PyResult<Bound<'py, PyArray1<f32>>> {
         let q = F32Rows::extract(query, "query", self.inner.read().dim())?;
         let data = q.slice();
-        let v = read_with(py, &self.inner, self.work(data.len()), |ix| {
-            ix.score_all(data)
-        })
-        .map_err(PyRcErr)?;
+        let v = py
+            .detach(|| self.inner.read().score_all(data))
+            .map_err(PyRcErr)?;
         Ok(PyArray1::from_vec(py, v))
     }
 
@@ -202,9 +195,7 @@ impl PyFlatIndex {
                 &default
             }
         };
-        let work = self.work(data.len());
-        let out =
-            read_with(py, &self.inner, work, |ix| step(ix, data, p, bias)).map_err(PyRcErr)?;
+        let out = py.detach(|| self.step(data, p, bias)).map_err(PyRcErr)?;
         Ok(step_result(py, out))
     }
 
@@ -430,7 +421,7 @@ pub fn score_many<'py>(
                 .iter()
                 .zip(&params)
                 .zip(&biases)
-                .map(|((ix, p), b)| step(&ix.get().inner.read(), data, p, *b))
+                .map(|((ix, p), b)| ix.get().step(data, p, *b))
                 .collect::<routecore_core::Result<Vec<_>>>()
         })
         .map_err(PyRcErr)?;

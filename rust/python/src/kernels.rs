@@ -25,7 +25,7 @@ pub fn topk<'py>(
     if k == 0 || k > s.len() {
         return Err(PyRcErr(routecore_core::Error::BadK { k, n: s.len() }).into());
     }
-    let h = detach_from(py, s.len(), || core_topk::top_k(s, k));
+    let h = py.detach(|| core_topk::top_k(s, k));
     Ok((
         PyArray1::from_vec(py, h.iter().map(|x| x.score).collect()),
         PyArray1::from_vec(py, h.iter().map(|x| x.index as u64).collect()),
@@ -89,7 +89,9 @@ pub fn softmax<'py>(
     temperature: f32,
 ) -> PyResult<Bound<'py, PyArray1<f32>>> {
     let s = x.as_slice()?;
-    let r = detach_from(py, s.len(), || scoring::softmax(s, temperature)).map_err(PyRcErr)?;
+    let r = py
+        .detach(|| scoring::softmax(s, temperature))
+        .map_err(PyRcErr)?;
     Ok(PyArray1::from_vec(py, r))
 }
 
@@ -106,8 +108,9 @@ pub fn aggregate<'py>(
 ) -> PyResult<Bound<'py, PyArray1<f32>>> {
     let (s, r) = (scores.as_slice()?, routes.as_slice()?);
     let how = scoring::Aggregation::parse(how, n).map_err(PyRcErr)?;
-    let out =
-        detach_from(py, s.len(), || scoring::aggregate(s, r, n_routes, how)).map_err(PyRcErr)?;
+    let out = py
+        .detach(|| scoring::aggregate(s, r, n_routes, how))
+        .map_err(PyRcErr)?;
     Ok(PyArray1::from_vec(py, out))
 }
 
@@ -125,11 +128,8 @@ pub fn apply_affinity<'py>(
 ) -> PyResult<Bound<'py, PyArray1<f32>>> {
     let mut s = scores.as_slice()?.to_vec();
     let d = domains.as_slice()?;
-    let n = s.len();
-    detach_from(py, n, || {
-        scoring::apply_affinity(&mut s, d, &active, boost, penalty)
-    })
-    .map_err(PyRcErr)?;
+    py.detach(|| scoring::apply_affinity(&mut s, d, &active, boost, penalty))
+        .map_err(PyRcErr)?;
     Ok(PyArray1::from_vec(py, s))
 }
 

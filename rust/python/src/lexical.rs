@@ -10,7 +10,6 @@ use routecore_core::lexical::{self, LexicalIndex, NO_DOC};
 
 use crate::arrays::shaped;
 use crate::errors::{PyRcErr, PyRcResult};
-use crate::gil::{detach_from, read_with};
 
 /// BM25 index over short texts, each with a label code. Queries take a shared
 /// lock, `add` an exclusive one; the GIL is released during compute.
@@ -37,11 +36,6 @@ fn u32s(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
         Ok(a) => Ok(a.readonly().as_slice()?.to_vec()),
         Err(_) => obj.extract(),
     }
-}
-
-/// The work of one query for [`read_with`]: its bytes, each costing about one posting scan.
-fn query_work(query: &str) -> usize {
-    query.len().saturating_mul(64)
 }
 
 /// Name used in the messages of `from_bytes`.
@@ -81,10 +75,9 @@ impl PyLexicalIndex {
         query: &str,
         n_labels: usize,
     ) -> PyResult<Bound<'py, PyArray1<f32>>> {
-        let v = read_with(py, &self.inner, query_work(query), |ix| {
-            ix.score_labels(query, n_labels)
-        })
-        .map_err(PyRcErr)?;
+        let v = py
+            .detach(|| self.inner.read().score_labels(query, n_labels))
+            .map_err(PyRcErr)?;
         Ok(PyArray1::from_vec(py, v))
     }
 
@@ -95,10 +88,9 @@ impl PyLexicalIndex {
         query: &str,
         n_labels: usize,
     ) -> PyResult<(Bound<'py, PyArray1<f32>>, f32)> {
-        let (v, cover) = read_with(py, &self.inner, query_work(query), |ix| {
-            ix.score_labels_covered(query, n_labels)
-        })
-        .map_err(PyRcErr)?;
+        let (v, cover) = py
+            .detach(|| self.inner.read().score_labels_covered(query, n_labels))
+            .map_err(PyRcErr)?;
         Ok((PyArray1::from_vec(py, v), cover))
     }
 
@@ -112,10 +104,9 @@ impl PyLexicalIndex {
         weight: f64,
         lead: usize,
     ) -> PyResult<Option<Bound<'py, PyArray1<f32>>>> {
-        let v = read_with(py, &self.inner, query_work(query), |ix| {
-            ix.label_bias(query, n_labels, weight, lead)
-        })
-        .map_err(PyRcErr)?;
+        let v = py
+            .detach(|| self.inner.read().label_bias(query, n_labels, weight, lead))
+            .map_err(PyRcErr)?;
         Ok(v.map(|v| PyArray1::from_vec(py, v)))
     }
 
@@ -149,9 +140,7 @@ impl PyLexicalIndex {
         exclude: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<f32> {
         let ex = exclude.map(u32s).transpose()?.unwrap_or_default();
-        Ok(read_with(py, &self.inner, query_work(query), |ix| {
-            ix.coverage(query, &ex)
-        }))
+        Ok(py.detach(|| self.inner.read().coverage(query, &ex)))
     }
 
     /// `coverage` of each query (float32), with `excluded[i]` left out of query `i`.
@@ -202,23 +191,18 @@ impl PyLexicalIndex {
 
     /// BM25 of `query` against every document (float32, document order).
     fn score_docs<'py>(&self, py: Python<'py>, query: &str) -> Bound<'py, PyArray1<f32>> {
-        PyArray1::from_vec(
-            py,
-            read_with(py, &self.inner, query_work(query), |ix| {
-                ix.score_docs(query)
-            }),
-        )
+        PyArray1::from_vec(py, py.detach(|| self.inner.read().score_docs(query)))
     }
 
     /// The tokens of `text`, as the index sees them.
     #[staticmethod]
     fn tokens(py: Python<'_>, text: &str) -> Vec<String> {
-        detach_from(py, query_work(text), || lexical::tokens(text))
+        py.detach(|| lexical::tokens(text))
     }
 
     /// The index terms of `text`: its tokens stemmed by this index's stemmer.
     fn terms(&self, py: Python<'_>, text: &str) -> Vec<String> {
-        read_with(py, &self.inner, query_work(text), |ix| ix.terms_of(text))
+        py.detach(|| self.inner.read().terms_of(text))
     }
 
     /// The label code of each document (uint32, document order).
@@ -281,5 +265,5 @@ impl PyLexicalIndex {
 /// The tokens of `text` (the same as `LexicalIndex.tokens`).
 #[pyfunction]
 pub fn lexical_tokens(py: Python<'_>, text: &str) -> Vec<String> {
-    detach_from(py, query_work(text), || lexical::tokens(text))
+    py.detach(|| lexical::tokens(text))
 }
