@@ -34,7 +34,6 @@ __all__ = [
     "topk",
     "softmax",
     "dot_rows",
-    "dot_rows_f16",
     "aggregate",
     "apply_affinity",
     "detect_collision",
@@ -344,10 +343,6 @@ def topk(scores: _F32, k: int) -> tuple[_F32, npt.NDArray[np.uint64]]: ...
 def softmax(x: _F32, temperature: float = 1.0) -> _F32: ...
 def dot_rows(rows: _F32, q: _F32) -> _F32:
     """``rows @ q`` (``rows`` C-contiguous ``[n, d]``) on this thread; lets the GIL go from 2**16 elements."""
-
-def dot_rows_f16(rows: npt.NDArray[np.uint16], q: _F32) -> _F32:
-    """``rows @ q`` for float16 rows given as their bits (``a.view(np.uint16)``): half the bytes of
-    :func:`dot_rows`, for a prefilter (each product within ``2**-11 * sum |row_i q_i|``)."""
 
 def aggregate(
     scores: _F32, routes: npt.NDArray[np.uint32], n_routes: int, how: str = "max", n: int = 3

@@ -11,8 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routecore import _native
-from routecore.memory.lesson_cache import F16_MAX, LessonCache
+from routecore.memory.lesson_cache import LessonCache
 from routecore.memory.memory import ExperienceMemory
 
 
@@ -200,41 +199,3 @@ def test_one_reader_reads_the_new_rows_and_the_others_do_not_wait():
     reader.join()
     assert len(cache.refresh(t.head, t.between, wait=False).rows) == 2
     assert t.reads == [(0, 1), (1, 2)]  # each row read once
-
-
-def _cache_of(rows: np.ndarray) -> LessonCache:
-    """A cache holding one lesson ("use" tool{i}) a row of ``rows``."""
-    table = [(i + 1, "m", r.astype(np.float32).tobytes(), f"tool{i}", True, "") for i, r in enumerate(rows)]
-    cache = LessonCache("m", rows.shape[1])
-    cache.lessons((len(table), len(table)), lambda lo, hi: [r for r in table if lo < r[0] <= hi])
-    return cache
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    d=st.sampled_from([3, 16, 384]),
-    n=st.integers(1, 80),
-    similarity=st.floats(-0.5, 0.999),
-    scale=st.sampled_from([1.0, 1e-3, 40.0, 1e6]),
-)
-def test_verdicts_from_the_float16_prefilter_are_those_of_the_float32_rows(seed, d, n, similarity, scale):
-    """Rows placed on both sides of the threshold, within float16's error of it: the verdicts are
-    those of a scan of the float32 rows alone (a value beyond float16's range turns the copy off)."""
-    rng = np.random.default_rng(seed)
-    q = rng.standard_normal(d).astype(np.float32)
-    q /= np.linalg.norm(q)
-    rows = rng.standard_normal((n, d)).astype(np.float32)
-    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-    # half of them: similarity + a few float16 ulps along q, the rest of the norm orthogonal
-    for i in range(0, n, 2):
-        ortho = rows[i] - (rows[i] @ q) * q
-        ortho /= max(float(np.linalg.norm(ortho)), 1e-12)
-        t = similarity + float(rng.integers(-3, 4)) * 2.0**-12
-        rows[i] = t * q + np.sqrt(max(1 - t * t, 0.0)) * ortho
-    rows *= scale
-    lessons = _cache_of(rows).held[1]
-    assert (lessons.embeddings16 is None) == (float(np.abs(rows).max()) >= F16_MAX)
-    exact = _native.dot_rows(np.ascontiguousarray(rows), q) >= similarity * scale
-    want = {f"tool{i}": True for i in np.flatnonzero(exact)}
-    assert lessons.verdicts(q, similarity * scale) == want

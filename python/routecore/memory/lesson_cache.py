@@ -14,10 +14,6 @@ embedding, a tool and a context form one group, whose verdict is "use" only whil
 them says so (a "do not use" wins). A writer recording lessons on served queries back to back
 added thousands of rows a second, each of which every call scanned and looped over.
 
-A call scans a float16 copy of the embeddings (half the bytes: 0.08 against 0.17 ms for 3,000 x 384)
-and scores again in float32 the rows within the copy's error of the threshold, so its verdicts are
-those of the float32 rows.
-
 What is handed out is never written to afterwards: appends go past its end, a buffer that must
 grow is copied, and a group's verdict turning to "do not use" copies the verdicts first, so a
 reader keeps a consistent snapshot without a lock.
@@ -38,10 +34,6 @@ from routecore import _native
 LessonMatrix = tuple[np.ndarray, list[str], np.ndarray, list[str]]
 #: How embeddings are stored, by both stores: float32, little-endian.
 EMBEDDING_DTYPE = np.dtype("<f4")
-
-#: Largest magnitude a float16 copy holds (65,504) with margin; a store holding a larger value
-#: scans its float32 rows.
-F16_MAX = 60_000.0
 
 #: ``(count, largest id)`` of a store's table, over every model.
 Head = tuple[int, int]
@@ -84,25 +76,6 @@ class Lessons:
     context_codes: Mapping[str, int]
     #: A row a lesson: (its row in ``embeddings``, tools, use flags, contexts).
     lessons: tuple[np.ndarray, Sequence[str], np.ndarray, Sequence[str]]
-    #: ``embeddings`` in float16 (their bits, uint16), or None when a value is beyond :data:`F16_MAX`.
-    embeddings16: np.ndarray | None = None
-    #: The largest norm of a row of ``embeddings``: bounds the float16 copy's error.
-    max_norm: float = 0.0
-
-    def _near(self, q: np.ndarray, similarity: float) -> np.ndarray:
-        """Rows whose float32 dot product with ``q`` is at least ``similarity``. The float16 copy
-        is within ``2**-11 * |row| * |q|`` of each (``2**-25`` a dimension more for subnormal
-        values; accumulation adds about ``d * 2**-24``): the rows within twice that of the
-        threshold are scored again in float32."""
-        if self.embeddings16 is None:
-            return _native.dot_rows(self.embeddings, q) >= similarity
-        d = q.shape[0]
-        slack = (2.0**-10 * self.max_norm + d * 2.0**-23) * float(np.linalg.norm(q)) + 1e-6
-        maybe = np.flatnonzero(_native.dot_rows_f16(self.embeddings16, q) >= similarity - slack)
-        near = np.zeros(len(self.embeddings), bool)
-        if len(maybe):
-            near[maybe] = _native.dot_rows(self.embeddings[maybe], q) >= similarity
-        return near
 
     def verdicts(self, q: np.ndarray, similarity: float, context: str = "") -> dict[str, bool]:
         """Tool -> the verdict of the lessons whose embedding has a dot product of at least
@@ -112,10 +85,9 @@ class Lessons:
             return {}
         # Not a BLAS call: OpenBLAS threads a product this size, and beside many calling threads
         # its pool serialised them (3,000 lessons, 15 readers: 446 calls in 10 s against 18,882
-        # with one BLAS thread; benches/lesson_writer.py). The native kernels, on this thread (the
-        # GIL let go, as NumPy's einsum did): 3,000 x 384 in 0.08 ms (float16 prefilter, then
-        # float32 near the threshold) against 0.17 in float32 and einsum's 0.30.
-        near = self._near(np.ascontiguousarray(q, np.float32), similarity)
+        # with one BLAS thread; benches/lesson_writer.py). The native kernel, on this thread (the
+        # GIL let go, as NumPy's einsum did): 3,000 x 384 in 0.19 ms against einsum's 0.30.
+        near = _native.dot_rows(self.embeddings, np.ascontiguousarray(q, np.float32)) >= similarity
         if not near.any():
             return {}
         hit = near[self.rows]
@@ -160,8 +132,6 @@ class LessonCache:
         self.skipped = 0
         self._u = self._g = self._n = 0  # distinct embeddings, groups, lessons
         self._emb = np.zeros((0, width), np.float32)
-        self._emb16: np.ndarray | None = np.zeros((0, width), np.uint16)  # None: a value beyond F16_MAX
-        self._max_norm = 0.0
         self._row_of: dict[bytes, int] = {}  # an embedding's digest -> its row
         self._group_of: dict[tuple[int, int, int], int] = {}  # (row, tool, context) -> group
         self._g_row, self._g_tool, self._g_ctx = (np.zeros(0, np.int32) for _ in range(3))
@@ -240,8 +210,6 @@ class LessonCache:
             self._tool_names,
             self._ctx_code,
             (self._l_row[:n], self._l_tools, self._l_use[:n], self._l_contexts),
-            self._emb16[:u] if self._emb16 is not None else None,
-            self._max_norm,
         )
         self._published = g
         self._state = (head, out)
@@ -259,7 +227,6 @@ class LessonCache:
             return
         if self._emb.shape[1] != width:
             self._emb = np.zeros((0, width), np.float32)
-            self._emb16 = np.zeros((0, width), np.uint16)
         need = self._n + len(good)
         self._l_row, self._l_use = _grown(self._l_row, self._n, need), _grown(self._l_use, self._n, need)
         for r in good:
@@ -281,13 +248,7 @@ class LessonCache:
         if row is not None and self._emb[row].tobytes() == data:
             return row
         self._emb = _grown(self._emb, self._u, self._u + 1)
-        v = self._emb[self._u] = np.frombuffer(data, dtype=EMBEDDING_DTYPE)
-        if self._emb16 is not None and np.isfinite(v).all() and float(np.abs(v).max(initial=0)) < F16_MAX:
-            self._emb16 = _grown(self._emb16, self._u, self._u + 1)
-            self._emb16[self._u] = v.astype(np.float16).view(np.uint16)
-            self._max_norm = max(self._max_norm, float(np.linalg.norm(v)))
-        else:  # NaN, inf or too large for float16: every scan reads the float32 rows
-            self._emb16 = None
+        self._emb[self._u] = np.frombuffer(data, dtype=EMBEDDING_DTYPE)
         self._row_of.setdefault(digest, self._u)
         self._u += 1
         return self._u - 1

@@ -1,7 +1,5 @@
 //! Free kernel functions, exposed for the Python layer and for property tests.
 
-use half::f16;
-use half::slice::HalfBitsSliceExt;
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use routecore_core::index::scan;
@@ -52,30 +50,6 @@ pub fn dot_rows<'py>(
     let mut out = vec![0f32; n];
     if d > 0 {
         detach_from(py, n * d, || simd::dot_rows(r, q, &mut out));
-    }
-    Ok(PyArray1::from_vec(py, out))
-}
-
-/// `rows @ q` for float16 `rows` given as their uint16 bits (`a.view(np.uint16)`, C-contiguous
-/// `[n, d]`) and a float32 `q` `[d]`: [`dot_rows`] reading half the bytes, for a prefilter.
-#[pyfunction]
-pub fn dot_rows_f16<'py>(
-    py: Python<'py>,
-    rows: PyReadonlyArray2<u16>,
-    q: PyReadonlyArray1<f32>,
-) -> PyResult<Bound<'py, PyArray1<f32>>> {
-    let (n, d) = (rows.shape()[0], rows.shape()[1]);
-    let (r, q) = (rows.as_slice()?.reinterpret_cast::<f16>(), q.as_slice()?);
-    if q.len() != d {
-        return Err(PyRcErr(routecore_core::Error::DimensionMismatch {
-            expected: d,
-            got: q.len(),
-        })
-        .into());
-    }
-    let mut out = vec![0f32; n];
-    if d > 0 {
-        detach_from(py, n * d, || simd::dot_rows_f16(r, q, &mut out));
     }
     Ok(PyArray1::from_vec(py, out))
 }

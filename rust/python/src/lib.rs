@@ -27,7 +27,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels::topk, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::softmax, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::dot_rows, m)?)?;
-    m.add_function(wrap_pyfunction!(kernels::dot_rows_f16, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::aggregate, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::apply_affinity, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::detect_collision, m)?)?;

@@ -175,18 +175,6 @@ pub fn dot_rows(rows: &[f32], q: &[f32], out: &mut [f32]) {
     }
 }
 
-/// [`dot_rows`] over f16 rows (`rows` is `out.len() × q.len()`): half the bytes read, for a
-/// prefilter whose candidates are scored again in f32. Each product is within
-/// `2^-11 · Σ|row_i·q_i|` (plus `2^-25 · Σ|q_i|` for subnormal values) of the f32 rows' one,
-/// before accumulation error.
-pub fn dot_rows_f16(rows: &[f16], q: &[f32], out: &mut [f32]) {
-    let d = q.len();
-    assert!(rows.len() >= out.len() * d);
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = dot_f16(&rows[i * d..(i + 1) * d], q);
-    }
-}
-
 /// [`dot_rows`] for four equal-length segments of rows at once (`segs[r]` is
 /// `outs[r].len() × q.len()`), row `j` of every segment per pass: each query
 /// load serves four rows, and four segments far apart are four memory streams,
