@@ -104,7 +104,9 @@ class ScoreTable:
             storage = "int8" if len(texts) * dim >= AUTO_INT8_ELEMENTS else "f32"
         self.storage = storage
         self.index = VectorIndex(dim, backend="flat", storage=storage)
-        self._steps: dict[tuple[Any, ...], Any] = {}  # StepParams per distinct policy values (step())
+        self._steps: dict[
+            tuple[Any, ...], _native.StepParams
+        ] = {}  # StepParams per distinct policy values (step())
         if len(texts):
             self.index.add(
                 np.arange(len(texts)), vectors, [names[o] for o in owners], [domains[o] for o in owners]
@@ -133,7 +135,7 @@ class ScoreTable:
         exact_floor: float = float("inf"),
         probabilities: bool = True,
         exact: Sequence[str] = (),
-    ) -> Any:
+    ) -> _native.StepParams:
         """The parameters of one native step (``_native.StepParams``) under ``policy``, kept
         per distinct set of values: most calls of a router share one."""
         key = (
@@ -213,7 +215,7 @@ class ScoreTable:
         p = self.step(policy, active, top, aggregation, exact_top, exact_floor, probabilities, exact)
         return self.in_spec_order(self.index.native.score_routes(q, p, self.coded(bias)))
 
-    def in_spec_order(self, r: Any) -> Step:
+    def in_spec_order(self, r: _native.StepResult) -> Step:
         """A native step's result (``_native.StepResult``, label-code order) in spec order."""
         c = self.codes
         raw, probs = r.raw[c], r.probs
@@ -233,7 +235,10 @@ class ScoreTable:
 
 
 def score_many(
-    tables: Sequence[ScoreTable], q: np.ndarray, steps: Sequence[Any], biases: Sequence[np.ndarray | None]
+    tables: Sequence[ScoreTable],
+    q: np.ndarray,
+    steps: Sequence[_native.StepParams],
+    biases: Sequence[np.ndarray | None],
 ) -> list[Step]:
     """One native step per table on the one vector ``q``, in one native call (context
     layers); ``steps[i]`` (:meth:`ScoreTable.step`) and ``biases[i]`` (spec order) go with
