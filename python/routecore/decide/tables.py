@@ -2,7 +2,8 @@
 
 Holds :class:`ScoreTable` (one native index whose labels are route or tool
 names), the helpers that collect and embed the specs' exemplar texts
-(:func:`exemplar_texts`, :func:`embed_texts`), the :class:`EncoderLike`
+(:func:`exemplar_texts`, :func:`embed_texts`) and those made beforehand
+(:class:`TableVectors`, :class:`TableLexical`), the :class:`EncoderLike`
 protocol, the ``AUTO_INT8_ELEMENTS`` storage cut-off, and
 :func:`collision_alert`, the ambiguity alert for two close routes or tools.
 """
@@ -305,6 +306,29 @@ def exemplar_texts(specs: Sequence[Any], attr: str = "exemplars") -> tuple[list[
             texts.append(t)
             owners.append(i)
     return texts, owners
+
+
+@dataclass(frozen=True, eq=False)  # arrays: no element-wise ==
+class TableVectors:
+    """A router's exemplar embeddings, made beforehand (a bundle's, an evaluation's cache): one
+    float32 row per text of :func:`exemplar_texts`, in that order, for ``routes`` (the routes'
+    exemplars), ``tools`` (the tools' exemplars) and ``anti`` (the tools' anti-patterns). A table
+    left ``None`` is embedded from its specs. ``Router(vectors=...)`` takes it."""
+
+    routes: np.ndarray | None = None
+    tools: np.ndarray | None = None
+    anti: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class TableLexical:
+    """A router's BM25 indexes, made beforehand (a bundle's): one ``_native.LexicalIndex`` over the
+    routes' and one over the tools' exemplar texts, documents in :func:`exemplar_texts` order. One
+    left ``None`` is built from its specs when ``Policy.lexical`` is on. ``Router(lexical_indexes=...)``
+    takes it."""
+
+    routes: _native.LexicalIndex | None = None
+    tools: _native.LexicalIndex | None = None
 
 
 def build_table(
