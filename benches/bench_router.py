@@ -10,7 +10,7 @@ import pytest
 
 from bench_encoder import bge_m3_shaped
 from conftest import SHARED
-from routecore import Encoder, Policy, Router
+from routecore import Encoder, Policy, Router, TableVectors
 from routecore.config.specs import RouteSpec, ToolSpec
 from routecore.evaluation import datasets as D
 from routecore.evaluation import runner as R
@@ -56,10 +56,7 @@ def synthetic_routes(enc, n_routes=150, per=100):
         RouteSpec(f"route_{r}", tuple(f"r{r} e{j}" for j in range(per - 1)), f"route {r}")
         for r in range(n_routes)
     ]
-    z = np.zeros((0, enc.dim), np.float32)
-    return Router(
-        routes, encoder=enc, policy=Policy(low_action="none"), _vectors={"routes": v, "tools": z, "anti": z}
-    )
+    return Router(routes, encoder=enc, policy=Policy(low_action="none"), vectors=TableVectors(routes=v))
 
 
 def router_for(name, setup):
@@ -81,8 +78,7 @@ def router_for(name, setup):
         rng = np.random.default_rng(0)
         v = rng.standard_normal((n, enc.dim)).astype(np.float32)
         tools = [ToolSpec(f"tool_{i}", f"tool {i}", domain=f"plugin_{i % 100}") for i in range(n)]
-        z = np.zeros((0, enc.dim), np.float32)
-        r = Router(tools=tools, encoder=enc, _vectors={"routes": z, "tools": v, "anti": z})
+        r = Router(tools=tools, encoder=enc, vectors=TableVectors(tools=v))
     _cache[key] = r
     return r
 

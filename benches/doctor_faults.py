@@ -37,7 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from few_shot import build, pool, sample, splits  # noqa: E402
-from routecore import Encoder  # noqa: E402
+from routecore import Encoder, TableVectors  # noqa: E402
 from routecore.config.specs import RouteSpec, parse_config  # noqa: E402
 from routecore.decide.policy import Policy  # noqa: E402
 from routecore.doctor import apply_edits, diagnose  # noqa: E402
@@ -120,10 +120,7 @@ def inject(
 def router_of(enc: Any, routes: list[RouteSpec], vec: dict[str, np.ndarray]) -> tuple[Router, np.ndarray]:
     """A router over ``routes`` built as ``few_shot.build`` builds one, and its exemplars' vectors."""
     V = np.stack([vec[t] for r in routes for t in r.exemplars()])
-    empty = np.zeros((0, enc.dim), np.float32)
-    return Router(
-        routes, encoder=enc, policy=Policy(), _vectors={"routes": V, "tools": empty, "anti": empty}
-    ), V
+    return Router(routes, encoder=enc, policy=Policy(), vectors=TableVectors(routes=V)), V
 
 
 def right(router: Router, texts: list[str], gold: np.ndarray, X: np.ndarray) -> float:

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from routecore import Encoder
+from routecore import Encoder, TableVectors
 from routecore.decide.policy import Policy
 from routecore.evaluation import datasets as D
 from routecore.evaluation import metrics as M
@@ -114,8 +114,7 @@ def build(enc: Any, train: D.Dataset, vec: dict[str, np.ndarray], k: int, seed: 
     """The router a config of ``k`` sampled utterances per label gives (its exemplars' embeddings cached)."""
     routes = routes_from_split(train, shots=k, seed=seed)
     V = np.stack([vec[t] for r in routes for t in r.exemplars()])
-    empty = np.zeros((0, enc.dim), np.float32)
-    return Router(routes, encoder=enc, policy=Policy(), _vectors={"routes": V, "tools": empty, "anti": empty})
+    return Router(routes, encoder=enc, policy=Policy(), vectors=TableVectors(routes=V))
 
 
 def run_one(

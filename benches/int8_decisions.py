@@ -16,7 +16,7 @@ import datetime
 
 import numpy as np
 
-from routecore import Encoder
+from routecore import Encoder, TableVectors
 from routecore.evaluation import datasets as D
 from routecore.evaluation import runner as R
 from routecore.routers.router import Router
@@ -45,13 +45,12 @@ def main() -> None:
     texts = [s.text for s in samples]
     fixed = _Fixed(enc, dict(zip(texts, R.embed(enc, texts))))
     r8 = R.build_router(train, fixed)
-    z = np.zeros((0, enc.dim), np.float32)
     r32 = Router(
         r8.route_specs,
         encoder=fixed,
         policy=r8.policy,
         storage="f32",
-        _vectors={"routes": r8.route_table.table.index.vectors()[1], "tools": z, "anti": z},
+        vectors=TableVectors(routes=r8.route_table.table.index.vectors()[1]),
     )
     assert (r8.route_table.table.storage, r32.route_table.table.storage) == ("int8", "f32")
     same = same_all = 0

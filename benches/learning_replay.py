@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from few_shot import SETS, splits
-from routecore import Encoder
+from routecore import Encoder, TableVectors
 from routecore.decide.policy import Policy
 from routecore.evaluation.runner import embed, routes_from_split
 from routecore.routers.router import Router
@@ -62,13 +62,12 @@ def run(enc: Any, name: str, a: argparse.Namespace, noise: float) -> dict[str, A
     stream = stream_of(train, set(ex), a.stream, a.seed)
     Vex = embed(enc, ex, what=f"embedding {name} exemplars")
     Xs = embed(enc, [s.text for s in stream], what=f"embedding {name} stream")
-    empty = np.zeros((0, enc.dim), np.float32)
     t = time.perf_counter()
     router = Router(
         routes,
         encoder=enc,
         policy=Policy(adapt_cut=not a.fixed_cut),
-        _vectors={"routes": Vex, "tools": empty, "anti": empty},
+        vectors=TableVectors(routes=Vex),
     )
     build_s = time.perf_counter() - t
     names = [r.name for r in routes]

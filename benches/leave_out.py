@@ -3,16 +3,20 @@ splits (never test): high-tier and routed share @ precision when the row's n nea
 same-route exemplars are left out with it (n = 0 is plain leave-one-out).
 
     ROUTECORE_HOME=/tmp/rchome python benches/leave_out.py [MODEL|-] [clinc150,massive-en,...]
+
+Each figure is the router's own decision on the cached dev vectors (``decide_vectors``, the
+route table's decision step), for a router built as ``benches/zero_label.py`` builds it (every
+train utterance, that calibration in force, no head, no lexical pass); ``argmax`` is the raw
+top-1 of the cosines on the in-scope rows, not a decision.
 """
 
 import sys
-
-import numpy as np
 
 import routecore.calibrate.calibration as C
 from routecore import Encoder
 from routecore.evaluation import datasets as D
 from routecore.evaluation.runner import embed
+from zero_label import cosine_router, figures
 
 enc = Encoder.load(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "-" else None, cache_size=0)
 bg = embed(enc, list(C.background_texts()[0]))
@@ -24,28 +28,21 @@ sets = {
 }
 if len(sys.argv) > 2:
     sets = {k: v for k, v in sets.items() if k in sys.argv[2].split(",")}
-data = {}
-for name, (tr, dv) in sets.items():
-    trs = [s for s in tr.samples if s.label != "oos"]
-    labels = sorted({s.label for s in trs})
-    pos = {n: i for i, n in enumerate(labels)}
-    V = embed(enc, [s.text for s in trs], what=f"{name} train")
-    owners = np.array([pos[s.label] for s in trs])
-    Q = embed(enc, [s.text for s in dv.samples], what=f"{name} dev")
-    gold = np.array([pos.get(s.label, -1) for s in dv.samples])
-    data[name] = (V, owners, len(labels), gold, C.route_scores(Q, V, owners, len(labels)))
+dev = {}
+for name, (_, dv) in sets.items():
+    texts = [s.text for s in dv.samples]
+    dev[name] = (embed(enc, texts, what=f"{name} dev"), texts, [s.label for s in dv.samples])
 for n in [0, 1, 2, 3]:  # 0: the tiers use the same rows as the other fits
     row = []
-    for name, (V, owners, R, gold, S) in data.items():
-        cal = C.zero_label(V, owners, R, bg, leave_out_nearest=n)
-        p1, mg, arg = C.top2(C.softmax(S, cal.temperature))
-        oos = S.max(axis=1) < cal.min_score
-        right = arg == gold
-        high = (p1 >= cal.high) & (mg >= cal.margin) & ~oos
-        routed = (p1 >= cal.medium) & ~oos
+    for name, (tr, _) in sets.items():
+        Q, texts, gold = dev[name]
+        router = cosine_router(tr, enc, lambda V, o, R, n=n: C.zero_label(V, o, R, bg, leave_out_nearest=n))[
+            0
+        ]
+        f = figures(router, Q, texts, gold)
         row.append(
-            f"{name}: high {high.mean():.3f}@{right[high].mean():.3f} "
-            f"routed {routed.mean():.3f}@{right[routed].mean():.3f} "
-            f"inacc {(right & ~oos)[gold >= 0].mean():.3f}"
+            f"{name}: high {f['high_share']:.3f}@{f['high_precision'] or 0:.3f} "
+            f"routed {f['routed_share']:.3f}@{f['routed_precision'] or 0:.3f} "
+            f"argmax {f['top1_argmax']:.3f}"
         )
     print(n, " | ".join(row), flush=True)

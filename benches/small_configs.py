@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import few_shot as F  # noqa: E402
-from routecore import Encoder  # noqa: E402
+from routecore import Encoder, TableVectors  # noqa: E402
 from routecore.decide.policy import Policy  # noqa: E402
 from routecore.evaluation import datasets as D  # noqa: E402
 from routecore.evaluation.runner import embed, routes_from_split  # noqa: E402
@@ -48,12 +48,9 @@ def cell(
     sub = D.Dataset(train.name, [s for s in train.samples if s.label in keep])
     routes = routes_from_split(sub, shots=k, seed=rep)
     V = np.stack([vec[t] for r in routes for t in r.exemplars()])
-    empty = np.zeros((0, enc.dim), np.float32)
     gold = np.array([s.label if s.label in keep else "oos" for s in dev.samples], dtype=object)
     idx = np.concatenate([np.flatnonzero(gold != "oos"), np.flatnonzero(gold == "oos")[:OUT_OF_SCOPE]])
-    r = Router(
-        routes, encoder=enc, policy=Policy(head=head), _vectors={"routes": V, "tools": empty, "anti": empty}
-    )
+    r = Router(routes, encoder=enc, policy=Policy(head=head), vectors=TableVectors(routes=V))
     decs = r.route_batch([dev.samples[i].text for i in idx], vectors=X[idx])
     g = gold[idx]
     act = np.array([d.action for d in decs], dtype=object)

@@ -4,9 +4,14 @@ out-of-scope cut hold on the test splits, with routes from the train split only.
     python benches/zero_label.py [--model PATH] [--sets clinc150,banking77,massive-en,...] \\
         [--no-clinc-background]
 
-Vectorised over precomputed scores (the same aggregation and rules as the router's
-tiers and out-of-scope cut; bias rules and ties are not simulated here, see
-`routecore eval` for the full decision). Embeddings are cached under
+Each set's router is built as a config builds it (one route per label, every train
+utterance), with the zero-label calibration fitted on ``background`` in force, no head and
+no lexical pass: the cosine tiers and the out-of-scope cut alone. The figures are the
+router's own decisions on cached query vectors (``evaluation.decisions.decide_vectors``,
+the route table's decision step, as ``Router.route`` runs it): ``high_*`` over ``route``
+decisions of the high tier, ``routed_*`` over every ``route`` decision, ``oos`` with
+``clarify`` and ``none`` read as out of scope. ``top1_argmax`` is the argmax of the raw
+cosines on the in-scope rows: a raw top-1, not a decision. Embeddings are cached under
 $ROUTECORE_HOME/embeddings (set ROUTECORE_HOME to a scratch folder).
 """
 
@@ -15,15 +20,18 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from routecore import Encoder
-from routecore.calibrate.calibration import background_texts, route_scores, softmax, top2, zero_label
+from eval_targets import top1_argmax
+from routecore import Encoder, Policy, Router, TableVectors
+from routecore.calibrate.calibration import Calibration, background_texts, route_scores, zero_label
 from routecore.evaluation import calibrate as fitting
 from routecore.evaluation import datasets as D
-from routecore.evaluation.runner import embed
+from routecore.evaluation import metrics as M
+from routecore.evaluation.decisions import decide_vectors, decision_figures
+from routecore.evaluation.runner import embed, routes_from_split
 
 #: Validation splits, for the tiers `routecore fit` would set (temperature and tiers fitted on them).
 VAL = {
@@ -44,6 +52,47 @@ SETS = {
     "xling-fr": lambda: (D.massive("en-US", "train"), D.massive("fr-FR", "test")),
     "xling-zh": lambda: (D.massive("en-US", "train"), D.massive("zh-CN", "test")),
 }
+
+
+def cosine_router(
+    train: D.Dataset, enc: Encoder, calibrate: Callable[[np.ndarray, np.ndarray, int], Calibration]
+) -> tuple[Router, np.ndarray, np.ndarray]:
+    """A router over ``train``'s labels (every utterance, as a config builds it) with
+    ``calibrate(V, owners, n_routes)`` in force, no head and no lexical pass; and V, owners."""
+    routes = routes_from_split(train)
+    V = embed(enc, [t for r in routes for t in r.exemplars()], what=f"{train.name} train")
+    owners = np.array([i for i, r in enumerate(routes) for _ in r.exemplars()])
+    router = Router(
+        routes,
+        encoder=enc,
+        policy=Policy(head="off", lexical=False),
+        calibration=calibrate(V, owners, len(routes)),
+        vectors=TableVectors(routes=V),
+    )
+    return router, V, owners
+
+
+def figures(router: Router, X: np.ndarray, texts: list[str], gold: list[str]) -> dict[str, Any]:
+    """The router's decisions on ``X`` (``decide_vectors``): routed and high-tier share and
+    precision, confident-wrong, clarify and none rates, and the raw argmax beside them."""
+    dec = decide_vectors(router, X, texts)
+    f = decision_figures(dec, gold)
+    high = [r == g for (a, r, t), g in zip(dec, gold) if a == "route" and t == "high"]
+    out = {
+        "top1_argmax": top1_argmax(router, X, gold),
+        "high_share": len(high) / max(len(gold), 1),
+        "high_precision": float(np.mean(high)) if high else None,
+        "routed_share": f["routed_share"],
+        "routed_precision": f["routed_accuracy"],
+        "confident_wrong": f["confident_wrong_rate"],
+        "clarify_rate": f["clarify_rate"],
+        "none_rate": f["none_rate"],
+    }
+    if "oos" in gold:
+        pred = [r if a == "route" else None for a, r, _ in dec]
+        out["oos"] = M.oos_prf(gold, pred, "oos")
+        out["inscope_acc"] = M.in_scope_accuracy(gold, pred, "oos")
+    return out
 
 
 class TrainRoutes(NamedTuple):
@@ -67,59 +116,38 @@ def train_routes(name: str, enc: Encoder) -> TrainRoutes:
     )
 
 
-def run(name: str, enc: Encoder, bg: np.ndarray) -> dict:
-    test, pos, _, owners, V = train_routes(name, enc)
-    labels = list(pos)
+def run(name: str, enc: Encoder, bg: np.ndarray) -> dict[str, Any]:
+    train, test = SETS[name]()
     t0 = time.perf_counter()
-    cal = zero_label(V, owners, len(labels), bg)
-    fit_s = time.perf_counter() - t0
-    Q = embed(enc, [s.text for s in test.samples], what=f"{name} test")
-    gold = np.array([pos.get(s.label, -1) for s in test.samples])
-    S = route_scores(Q, V, owners, len(labels))
-    P = softmax(S, cal.temperature)
-    p1, mg, arg = top2(P)
-    best = S.max(axis=1)
-    inscope = gold >= 0
-    oos_pred = best < cal.min_score
-    high = (p1 >= cal.high) & (mg >= cal.margin) & ~oos_pred
-    routed = (p1 >= cal.medium) & ~oos_pred
-    right = arg == gold
-    out = {
+    r, V, owners = cosine_router(train, enc, lambda V, owners, n: zero_label(V, owners, n, bg))
+    build_s = time.perf_counter() - t0
+    cal = r.calibration
+    assert cal is not None
+    texts, gold = [s.text for s in test.samples], [s.label for s in test.samples]
+    Q = embed(enc, texts, what=f"{name} test")
+    out: dict[str, Any] = {
         "set": name,
-        "n": int(len(gold)),
-        "fit_s": round(fit_s, 2),
+        "n": len(gold),
+        "build_s": round(build_s, 2),
         "temperature": round(cal.temperature, 4),
         "high": round(cal.high, 3),
         "margin": round(cal.margin, 3),
         "medium": round(cal.medium, 3),
         "min_score": round(cal.min_score, 4),
-        "raw_top1": float(right[inscope].mean()),
-        "high_share": float(high.mean()),
-        "high_precision": float(right[high].mean()) if high.any() else None,
-        "routed_share": float(routed.mean()),
-        "routed_precision": float(right[routed].mean()) if routed.any() else None,
-        "confident_wrong": float((high & ~right).mean()),
+        **figures(r, Q, texts, gold),
     }
     if name in VAL:  # the high tier `fit` sets from the validation split, under the same out-of-scope cut
         val = VAL[name]()
-        gv = [s.label for s in val.samples]
+        labels = [x.name for x in r.route_specs]
         Sv = route_scores(
             embed(enc, [s.text for s in val.samples], what=f"{name} val"), V, owners, len(labels)
         )
+        gv = [s.label for s in val.samples]
         t = fitting.fit_temperature(Sv, gv, labels)
         h, m = fitting.fit_tiers(Sv, gv, labels, t)
-        f1, fmg, farg = top2(softmax(S, t))
-        fhigh = (f1 >= h) & (fmg >= m) & ~oos_pred
-        out.update(
-            fit_high_share=float(fhigh.mean()),
-            fit_high_precision=float((farg == gold)[fhigh].mean()) if fhigh.any() else None,
-        )
-    if (~inscope).any():
-        tp = int((oos_pred & ~inscope).sum())
-        prec = tp / max(int(oos_pred.sum()), 1)
-        rec = tp / int((~inscope).sum())
-        out["oos_f1"] = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
-        out["inscope_acc"] = float((right & ~oos_pred)[inscope].mean())
+        r.policy = r.policy.with_overrides(temperature=t, high=h, margin=m)
+        fitted = figures(r, Q, texts, gold)
+        out.update(fit_high_share=fitted["high_share"], fit_high_precision=fitted["high_precision"])
     return out
 
 

@@ -20,6 +20,7 @@ from routecore.errors import RoutecoreError
 from routecore.routers.router import Router
 
 if TYPE_CHECKING:
+    from routecore.decide.tables import TableLexical, TableVectors
     from routecore.decision import Alert, Decision, Reason, ToolBelt, ToolChoice
     from routecore.routers.cascade import Cascade
     from routecore.routers.context import Context, ContextRouter, LayerResult
@@ -38,6 +39,8 @@ _LAZY = {
     "Alert": "decision",
     "Decision": "decision",
     "Reason": "decision",
+    "TableLexical": "decide.tables",
+    "TableVectors": "decide.tables",
     "ToolBelt": "decision",
     "ToolChoice": "decision",
     "KnowledgeRouter": "routers.knowledge",
@@ -84,6 +87,8 @@ __all__ = [
     "RoutecoreError",
     "RoutingMetrics",
     "SearchResult",
+    "TableLexical",
+    "TableVectors",
     "ToolBelt",
     "ToolChoice",
     "ToolRouting",

@@ -236,3 +236,11 @@ def test_vectors_is_one_snapshot_under_concurrent_writes(backend):
         stop.set()
         t.join()
         sys.setswitchinterval(old)
+
+
+def test_native_is_the_flat_index_or_a_typed_error():
+    """``VectorIndex.native`` is typed ``_native.FlatIndex`` (mypy checks the step's reads): a FAISS
+    backend, which has no native scoring step, says so with a RoutecoreError."""
+    assert isinstance(VectorIndex(8).native, _native.FlatIndex)
+    with pytest.raises(InvalidArgumentError, match="faiss index has no native scoring step"):
+        VectorIndex(8, backend="faiss").native  # noqa: B018

@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 import yaml
 
+from conftest import missing
 from routecore import Router
 from routecore.config.specs import parse_config, read_config_file
 from routecore.errors import ConfigError
@@ -403,7 +404,7 @@ def test_cli_writes_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 def test_regenerated_files(tmp_path: Path) -> None:
     """The committed fixtures are what the installed semantic-router writes today."""
     if importlib.util.find_spec("semantic_router") is None:
-        pytest.skip("semantic-router is not installed (pip install 'routecore[peer]')")
+        missing("semantic-router is not installed (pip install 'routecore[peer]')")
     # a subprocess: the generator swaps the Cohere encoder's API calls for offline vectors
     subprocess.run(
         [sys.executable, str(DATA / "make_files.py"), str(tmp_path)],

@@ -236,3 +236,26 @@ def test_a_bundle_of_the_same_onnx_file_with_another_config_or_tokenizer_is_refu
     for e in (enc, enc, changed):  # the config cache: reused for the same files, rebuilt after the edit
         config_cache.cached_router([routes_file], e, lambda e=e: built.append(e) or Router(routes, encoder=e))
     assert built == [enc, changed]
+
+
+def test_a_router_from_vectors_made_beforehand_embeds_only_the_tables_left_out():
+    """``Router(vectors=TableVectors(...))``: the typed way in for embeddings made beforehand
+    (an evaluation's cache, a bundle's); a table left ``None`` is embedded from its specs."""
+    from routecore import TableLexical, TableVectors
+
+    enc = StubEncoder({"a": unit(0), "b": unit(1), "t": unit(2), "q": mix(a0=0.9, a1=0.2)})
+    routes, tools = [RouteSpec("A", ("a",)), RouteSpec("B", ("b",))], [ToolSpec("T", "t")]
+    V = enc.encode_with_stats(["a", "b"]).embeddings
+    calls = enc.calls
+    r = Router(routes, tools, encoder=enc, policy=manual(), vectors=TableVectors(routes=V))
+    assert enc.calls == calls + 1  # the tools' exemplar alone
+    ref = Router(routes, tools, encoder=enc, policy=manual())
+    assert r.route("q").probabilities == pytest.approx(ref.route("q").probabilities)
+    assert r.tools("t").names == ref.tools("t").names
+    with pytest.raises(ConfigError, match=r"TableVectors.routes holds an array of shape \(1, "):
+        Router(routes, encoder=enc, vectors=TableVectors(routes=V[:1]))
+    with pytest.raises(ConfigError, match="TableVectors.tools"):
+        Router(tools=tools, encoder=enc, vectors=TableVectors(tools=V[:, :3]))
+    with pytest.raises(AttributeError):  # frozen
+        TableVectors().routes = V
+    assert TableLexical().routes is TableLexical().tools is None

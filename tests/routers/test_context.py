@@ -197,3 +197,37 @@ def test_open_is_set_per_layer_in_the_config(tmp_path, encoder):
         ContextRouter.from_config(cfg, encoder=encoder, defaults=False)
     with pytest.raises(ConfigError, match="exhaustive layers \\['mood'\\] are not layers"):
         ContextRouter(closed.layers, exhaustive=["mood"])
+
+
+def test_batch_and_async_take_the_query_vectors_as_detect_does(cr, encoder):
+    """``detect_batch(vectors=)``, ``adetect(vector=)`` and ``adetect_batch(vectors=)``, as
+    ``Router.route_batch(vectors=)`` and ``aroute(vector=)``: the encoder is not called and each
+    context is the one ``detect(query, vector=)`` gives."""
+    import asyncio
+
+    from routecore.errors import DimensionMismatchError
+
+    qs = ["urgent: production is down, the Kafka cluster crashed", "", "please review my pull request"]
+    X = encoder.encode_with_stats([q or "-" for q in qs]).embeddings
+    want = [cr.detect(q, vector=x) for q, x in zip(qs, X)]
+    real, calls = cr.encoder.encode_with_stats, []
+    cr.encoder = type(
+        "Spy",
+        (),
+        {"encode_with_stats": lambda self, t: calls.append(t) or real(t), "model_id": encoder.model_id},
+    )()
+    cr.encoder.dim = encoder.dim
+    try:
+        got = cr.detect_batch(qs, vectors=X)
+        one = asyncio.run(cr.adetect(qs[0], vector=X[0]))
+        many = asyncio.run(cr.adetect_batch(qs, vectors=X))
+        with pytest.raises(DimensionMismatchError):
+            cr.detect_batch(qs, vectors=X[:2])
+    finally:
+        cr.encoder = encoder
+    assert calls == []
+    for ctxs in (got, many):
+        assert [c.layers for c in ctxs] == [c.layers for c in want]
+    assert one.layers == want[0].layers
+    assert got[1].reason is not None and got[1].reason.code == "empty_query"
+    assert got[0].label("urgency") == cr.detect(qs[0]).label("urgency")

@@ -1,6 +1,7 @@
 """One call per agent turn (routecore.routers.turn): the context, the route, the tools and the knowledge
 collections from one encode, each as its own call with that vector gives it; the contract of
-tests/test_contract.py holds (any text, a failing encoder)."""
+tests/test_contract.py holds (any text, a failing encoder, an LLM that fails or answers a name it does
+not have)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.turn import TURN_REASONS, Turn, TurnRouter
 from stubs import StubEncoder, manual
 from test_contract import EXEMPLARS, PROPS, ROUTES, TEXT, TOOLS, readable, world
+from test_contract_llm import ANSWERS, QUERY, check_llm_decision, llm_world
 
 
 @lru_cache(maxsize=None)
@@ -109,3 +111,46 @@ def test_turn_metrics_and_checks(w):
         )
     with pytest.raises(ConfigError, match="needs"):
         TurnRouter()
+
+
+@lru_cache(maxsize=None)
+def llm_turns() -> TurnRouter:
+    """A turn whose route, context layers and knowledge all fall back to one stub LLM."""
+    from routecore import KnowledgeRouter
+
+    enc, _, llm, context, _ = llm_world()
+    router = Router(ROUTES, TOOLS, encoder=enc, policy=manual(tool_threshold=0.5), llm=llm)
+    knowledge = KnowledgeRouter(Router(ROUTES, encoder=enc, policy=manual(), llm=llm))
+    return TurnRouter(router, context=context, knowledge=knowledge)
+
+
+@PROPS
+@given(q=QUERY, fail=st.booleans(), answer=st.sampled_from(ANSWERS))
+def test_a_turn_with_an_llm_that_fails_or_answers_anything(q, fail, answer):
+    """Each part with an LLM degrades as its own call does (tests/test_contract_llm.py): nothing but a
+    RoutecoreError escapes, no part takes a name it does not have."""
+    t = llm_turns()
+    enc, _, llm, _, _ = llm_world()
+    enc.fail, llm.answer = fail, answer
+    try:
+        got = [t.turn(q), t.turn_batch([q])[0], asyncio.run(t.aturn(q)), asyncio.run(t.aturn_batch([q]))[0]]
+    finally:
+        enc.fail, llm.answer = False, "A"
+    want = "empty_query" if not readable(q) else ("error" if fail else "turn")
+    for x in got:
+        assert isinstance(x, Turn) and x.reason.code == want
+        check_llm_decision(x.decision, answer, ("A", "B"), fail)
+        for name, names in (("intent", ("A", "B")), ("urgency", ("low", "high"))):
+            check_llm_decision(x.context.layers[name].decision, answer, names, fail)
+        assert set(x.knowledge.names) <= {"A", "B"}
+        if (
+            want == "error"
+        ):  # the belt: the core tool; knowledge: the LLM's collection, checked, else the fallback
+            assert x.belt.reason.code == "error" and x.belt.names == ["search"]
+            if answer in ("A", "B"):
+                assert (x.knowledge.source, x.knowledge.collections) == ("llm", ((answer, 1.0),))
+            else:
+                assert (x.knowledge.source, x.knowledge.reason.code) == ("fallback", "error")
+        elif x.knowledge.source == "llm":
+            assert x.knowledge.names[0] == answer
+        _same(Turn.from_dict(x.to_dict()), x)

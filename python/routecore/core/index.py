@@ -107,10 +107,14 @@ class VectorIndex:
         return self._storage
 
     @property
-    def native(self) -> Any:
-        """The index that does the work (a ``_native.FlatIndex``, or a FAISS one): a route table runs
-        its native scoring step on it (:mod:`routecore.decide.tables`). Internal to routecore."""
-        return self._impl
+    def native(self) -> _native.FlatIndex:
+        """The native index that does the work: a route table runs its native scoring step on it
+        (:mod:`routecore.decide.tables`). Internal to routecore. Raises
+        :class:`~routecore.errors.InvalidArgumentError` when a FAISS backend holds the rows."""
+        impl = self._impl  # read once: an "auto" index may move to HNSW meanwhile
+        if not isinstance(impl, _native.FlatIndex):
+            raise InvalidArgumentError(f"a {self._backend} index has no native scoring step")
+        return impl
 
     def __len__(self) -> int:
         return len(self._impl)

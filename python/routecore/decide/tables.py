@@ -2,7 +2,8 @@
 
 Holds :class:`ScoreTable` (one native index whose labels are route or tool
 names), the helpers that collect and embed the specs' exemplar texts
-(:func:`exemplar_texts`, :func:`embed_texts`), the :class:`EncoderLike`
+(:func:`exemplar_texts`, :func:`embed_texts`) and those made beforehand
+(:class:`TableVectors`, :class:`TableLexical`), the :class:`EncoderLike`
 protocol, the ``AUTO_INT8_ELEMENTS`` storage cut-off, and
 :func:`collision_alert`, the ambiguity alert for two close routes or tools.
 """
@@ -104,7 +105,9 @@ class ScoreTable:
             storage = "int8" if len(texts) * dim >= AUTO_INT8_ELEMENTS else "f32"
         self.storage = storage
         self.index = VectorIndex(dim, backend="flat", storage=storage)
-        self._steps: dict[tuple[Any, ...], Any] = {}  # StepParams per distinct policy values (step())
+        self._steps: dict[
+            tuple[Any, ...], _native.StepParams
+        ] = {}  # StepParams per distinct policy values (step())
         if len(texts):
             self.index.add(
                 np.arange(len(texts)), vectors, [names[o] for o in owners], [domains[o] for o in owners]
@@ -133,7 +136,7 @@ class ScoreTable:
         exact_floor: float = float("inf"),
         probabilities: bool = True,
         exact: Sequence[str] = (),
-    ) -> Any:
+    ) -> _native.StepParams:
         """The parameters of one native step (``_native.StepParams``) under ``policy``, kept
         per distinct set of values: most calls of a router share one."""
         key = (
@@ -213,7 +216,7 @@ class ScoreTable:
         p = self.step(policy, active, top, aggregation, exact_top, exact_floor, probabilities, exact)
         return self.in_spec_order(self.index.native.score_routes(q, p, self.coded(bias)))
 
-    def in_spec_order(self, r: Any) -> Step:
+    def in_spec_order(self, r: _native.StepResult) -> Step:
         """A native step's result (``_native.StepResult``, label-code order) in spec order."""
         c = self.codes
         raw, probs = r.raw[c], r.probs
@@ -233,7 +236,10 @@ class ScoreTable:
 
 
 def score_many(
-    tables: Sequence[ScoreTable], q: np.ndarray, steps: Sequence[Any], biases: Sequence[np.ndarray | None]
+    tables: Sequence[ScoreTable],
+    q: np.ndarray,
+    steps: Sequence[_native.StepParams],
+    biases: Sequence[np.ndarray | None],
 ) -> list[Step]:
     """One native step per table on the one vector ``q``, in one native call (context
     layers); ``steps[i]`` (:meth:`ScoreTable.step`) and ``biases[i]`` (spec order) go with
@@ -300,6 +306,29 @@ def exemplar_texts(specs: Sequence[Any], attr: str = "exemplars") -> tuple[list[
             texts.append(t)
             owners.append(i)
     return texts, owners
+
+
+@dataclass(frozen=True, eq=False)  # arrays: no element-wise ==
+class TableVectors:
+    """A router's exemplar embeddings, made beforehand (a bundle's, an evaluation's cache): one
+    float32 row per text of :func:`exemplar_texts`, in that order, for ``routes`` (the routes'
+    exemplars), ``tools`` (the tools' exemplars) and ``anti`` (the tools' anti-patterns). A table
+    left ``None`` is embedded from its specs. ``Router(vectors=...)`` takes it."""
+
+    routes: np.ndarray | None = None
+    tools: np.ndarray | None = None
+    anti: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class TableLexical:
+    """A router's BM25 indexes, made beforehand (a bundle's): one ``_native.LexicalIndex`` over the
+    routes' and one over the tools' exemplar texts, documents in :func:`exemplar_texts` order. One
+    left ``None`` is built from its specs when ``Policy.lexical`` is on. ``Router(lexical_indexes=...)``
+    takes it."""
+
+    routes: _native.LexicalIndex | None = None
+    tools: _native.LexicalIndex | None = None
 
 
 def build_table(

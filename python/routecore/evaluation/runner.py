@@ -19,7 +19,7 @@ from routecore.config.specs import RouteSpec
 from routecore.core.lexical import fit_weight
 from routecore.core.progress import Progress
 from routecore.decide.policy import Policy
-from routecore.decide.tables import embed_texts
+from routecore.decide.tables import TableVectors, embed_texts
 from routecore.errors import DatasetError
 from routecore.evaluation import metrics as M
 from routecore.evaluation.calibrate import FitResult, fit, objective_many
@@ -114,11 +114,7 @@ def build_router(
         policy=policy,
         head=lin,
         progress=progress,
-        _vectors={
-            "routes": vecs,
-            "tools": np.zeros((0, encoder.dim), np.float32),
-            "anti": np.zeros((0, encoder.dim), np.float32),
-        },
+        vectors=TableVectors(routes=vecs),
     )
 
 

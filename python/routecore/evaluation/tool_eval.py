@@ -18,6 +18,7 @@ import numpy as np
 
 from routecore.config.specs import ToolSpec
 from routecore.core.progress import Progress
+from routecore.decide.tables import TableVectors
 from routecore.errors import DatasetError
 from routecore.evaluation import metrics as M
 from routecore.evaluation.datasets import Dataset
@@ -30,8 +31,7 @@ def tools_router(catalog: Sequence[dict[str, Any]], encoder: Any, progress: bool
 
     tools = [ToolSpec(t["name"], t["description"], domain=t.get("domain", "")) for t in catalog]
     vecs = embed(encoder, [t.description for t in tools], progress=progress, what="embedding tools")
-    z = np.zeros((0, encoder.dim), np.float32)
-    return Router(tools=tools, encoder=encoder, _vectors={"routes": z, "tools": vecs, "anti": z})
+    return Router(tools=tools, encoder=encoder, vectors=TableVectors(tools=vecs))
 
 
 @dataclass(frozen=True)

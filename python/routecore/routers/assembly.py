@@ -15,7 +15,8 @@ from routecore.config.specs import RouteSpec, ToolSpec
 from routecore.core.lexical import LexicalTable
 from routecore.core.progress import Progress, ProgressArg
 from routecore.decide.policy import Policy
-from routecore.decide.tables import EncoderLike, embed_texts, exemplar_texts
+from routecore.decide.tables import EncoderLike, TableLexical, TableVectors, embed_texts, exemplar_texts
+from routecore.errors import ConfigError
 from routecore.routers.route_table import RouteTable
 from routecore.tools.tool_catalog import ToolCatalog, lexical_form
 
@@ -49,31 +50,35 @@ def build(
     head: Any = None,
     storage: str = "auto",
     calibration: Calibration | None = None,
-    vectors: dict[str, np.ndarray] | None = None,
+    vectors: TableVectors | None = None,
     known: dict[str, dict[str, np.ndarray]] | None = None,
-    lexical: dict[str, Any] | None = None,
+    lexical: TableLexical | None = None,
     progress: ProgressArg = None,
     head_threshold: float | None = None,
     answers: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Parts:
     """The parts of a router over ``routes`` and ``tools``.
 
-    ``vectors``: each table's exemplar embeddings in exemplar order (a bundle's);
-    ``known``: per table, embeddings by text to reuse (a live update); other texts
-    are embedded. Without ``calibration`` the policy's unset numbers are
-    calibrated zero-label (unless every one is set). ``head_threshold``: the exemplar
-    head's out-of-scope cut to keep with ``calibration``'s tiers (only the serving head
-    is trained again). ``answers``: (best probability, right) of answered queries the router did
-    not route (a learning refit): the routing cut comes down to where they were right on
-    ``Policy.route_precision`` (:func:`routecore.calibrate.fits.learned_medium`)."""
-    vec = dict(vectors or {})
+    ``vectors``: tables' exemplar embeddings in exemplar order (a bundle's; a table left ``None``
+    is embedded); ``lexical``: BM25 indexes of the same texts (a bundle's); ``known``: per table,
+    embeddings by text to reuse (a live update); other texts are embedded. Without
+    ``calibration`` the policy's unset numbers are calibrated zero-label (unless every one is set).
+    ``head_threshold``: the exemplar head's out-of-scope cut to keep with ``calibration``'s tiers
+    (only the serving head is trained again). ``answers``: (best probability, right) of answered
+    queries the router did not route (a learning refit): the routing cut comes down to where they
+    were right on ``Policy.route_precision`` (:func:`routecore.calibrate.fits.learned_medium`)."""
+    given = vectors or TableVectors()
+    vec: dict[str, np.ndarray] = {}
     owners: dict[str, list[int]] = {}
     texts: dict[str, list[str]] = {}
     todo: dict[str, list[str]] = {}
     specs = {"routes": routes, "tools": tools}
     for key, which, attr in KEYS:
         texts[key], owners[key] = exemplar_texts(specs[which], attr)
-        if vec.get(key) is None:
+        v = getattr(given, key)
+        if v is not None:
+            vec[key] = _checked(v, key, len(texts[key]), encoder.dim)
+        else:
             have = (known or {}).get(key, {})
             todo[key] = list(dict.fromkeys(t for t in texts[key] if t not in have))
     n_todo = sum(map(len, todo.values()))
@@ -89,11 +94,11 @@ def build(
     embed_ms = (time.perf_counter() - t0) * 1e3
     lex: dict[str, Any] = {"routes": None, "tools": None}
     if spec_policy.lexical:  # BM25 tables of the same texts (tools: their names too); a bundle's are loaded
-        saved = lexical or {}
+        saved = lexical or TableLexical()
         if routes:
             lex["routes"] = (
-                LexicalTable.from_index(saved["routes"], owners["routes"], len(routes))
-                if saved.get("routes")
+                LexicalTable.from_index(saved.routes, owners["routes"], len(routes))
+                if saved.routes
                 else LexicalTable(
                     texts["routes"], owners["routes"], len(routes), stemmer=spec_policy.lexical_stemmer
                 )
@@ -103,8 +108,8 @@ def build(
                 spec_policy, calibration
             )  # a bundle's or a live update's calibration keeps its fit
             lex["tools"] = (
-                LexicalTable.from_index(saved["tools"], owners["tools"], len(tools))
-                if saved.get("tools")
+                LexicalTable.from_index(saved.tools, owners["tools"], len(tools))
+                if saved.tools
                 else LexicalTable(
                     texts["tools"], owners["tools"], len(tools), [t.name for t in tools], stemmer=stemmer, b=b
                 )
@@ -161,6 +166,17 @@ def build(
     route_table.set_languages(spec_policy, calibration)
     tool_catalog.set_languages(spec_policy, calibration)
     return Parts(route_table, tool_catalog, calibration, n_todo, embed_ms)
+
+
+def _checked(v: np.ndarray, key: str, rows: int, dim: int) -> np.ndarray:
+    """Given embeddings of the ``key`` table: ``rows`` x ``dim`` (a ConfigError otherwise)."""
+    v = np.asarray(v)
+    if v.ndim != 2 or v.shape[0] != rows or (rows and v.shape[1] != dim):
+        raise ConfigError(
+            f"TableVectors.{key} holds an array of shape {v.shape}, not one row of {dim} "
+            f"per {key} exemplar ({rows})"
+        )
+    return v.astype(np.float32, copy=False)
 
 
 def _exemplar_head(

@@ -14,9 +14,9 @@ import hashlib
 import json
 import os
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence, TypeVar
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from routecore.config.specs import RouteSpec, ToolSpec, parse_config, read_text
 from routecore.core.atomic import temp_beside
 from routecore.core.index import VectorIndex
 from routecore.decide.policy import Policy
-from routecore.decide.tables import EncoderLike, exemplar_texts
+from routecore.decide.tables import EncoderLike, TableLexical, TableVectors, exemplar_texts
 from routecore.errors import ConfigError, RoutecoreError, StorageIOError
 from routecore.updates import learning
 
@@ -34,10 +34,23 @@ BUNDLE_VERSION = 2
 #: Version 1 bundles (no calibration; every policy number written out) still load.
 READABLE_VERSIONS = (1, 2)
 
-#: The tables of a bundle, as ``<name>.rci`` files and keys of ``Router(_vectors=...)``.
+#: The tables of a bundle, as ``<name>.rci`` files and fields of :class:`TableVectors`.
 TABLES = ("routes", "tools", "anti")
 
-_R = TypeVar("_R")
+
+@dataclass(frozen=True)
+class Loaded:
+    """What a bundle holds, read and checked: a router's arguments, then what :func:`restore` puts in."""
+
+    routes: list[RouteSpec]
+    tools: list[ToolSpec]
+    policy: Policy
+    vectors: TableVectors
+    lexical: TableLexical
+    #: The other keyword arguments of the router (``encoder``, ``calibration``, ``head``, ``entities``...).
+    kw: dict[str, Any]
+    fitted: dict[str, Any] = field(default_factory=dict)
+    learned: list[learning.LearnedExemplar] | None = None  # when the bundle holds learned exemplars
 
 
 def save(router: Any, path: str | os.PathLike[str], *, fitted: dict[str, Any] | None = None) -> None:
@@ -194,9 +207,9 @@ def _read_meta(d: Path) -> dict[str, Any]:
     return meta
 
 
-def load(cls: type[_R], path: str | os.PathLike[str], *, encoder: EncoderLike | None = None, **kw: Any) -> _R:
-    """A ``cls`` (a :class:`routecore.routers.router.Router` class) from the bundle at ``path``; ``kw``
-    go to ``cls``.
+def load(path: str | os.PathLike[str], *, encoder: EncoderLike | None = None, **kw: Any) -> Loaded:
+    """The bundle at ``path``, read for ``Router.load``, which builds the router from it (``kw``
+    go to the router) and then calls :func:`restore`.
 
     Every table must be the one ``bundle.json`` names (hash), and its rows must
     be the exemplars of the routes and tools ``bundle.json`` lists. A save that
@@ -210,7 +223,7 @@ def load(cls: type[_R], path: str | os.PathLike[str], *, encoder: EncoderLike | 
         encoder = Encoder.load(mp if mp and Path(mp).is_dir() else None)
     for _ in range(_LOAD_ATTEMPTS):
         try:
-            return _load_generation(cls, d, meta, encoder, dict(kw))
+            return _load_generation(d, meta, encoder, dict(kw))
         except (OSError, RoutecoreError):
             newer = _read_meta(d)
             if newer.get("generation") == meta.get("generation"):
@@ -248,9 +261,7 @@ def _check_unrecorded_files(d: Path, encoder: EncoderLike, texts: list[str], vec
 _LOAD_ATTEMPTS = 5
 
 
-def _load_generation(
-    cls: type[_R], d: Path, meta: dict[str, Any], encoder: EncoderLike, kw: dict[str, Any]
-) -> _R:
+def _load_generation(d: Path, meta: dict[str, Any], encoder: EncoderLike, kw: dict[str, Any]) -> Loaded:
     if encoder.model_id != meta.get("model_id"):
         raise ConfigError(
             f"bundle was made with model {meta.get('model_id')}, "
@@ -322,8 +333,26 @@ def _load_generation(
         from routecore.calibrate.linear_head import LinearHead
 
         kw["head"] = LinearHead.load(_member(d, meta, "head", meta["head"]))
-    r = cls(routes, tools, encoder=encoder, policy=policy, _vectors=vecs, _lexical=lexical, **kw)  # type: ignore[call-arg]
-    r.fitted = meta.get("fitted", {})  # type: ignore[attr-defined]
-    if meta.get("learned"):
-        learning.restore(r, learning.parse_saved(meta["learned"], f"{d / 'bundle.json'}: learned"))
-    return r
+    learned = (
+        learning.parse_saved(meta["learned"], f"{d / 'bundle.json'}: learned")
+        if meta.get("learned")
+        else None
+    )
+    return Loaded(
+        routes,
+        tools,
+        policy,
+        TableVectors(vecs["routes"], vecs["tools"], vecs["anti"]),
+        TableLexical(lexical.get("routes"), lexical.get("tools")),
+        {**kw, "encoder": encoder},
+        meta.get("fitted", {}),
+        learned,
+    )
+
+
+def restore(router: Any, loaded: Loaded) -> None:
+    """Put in the ``router`` built from ``loaded`` what a bundle keeps beyond its arguments: the
+    calibration results of ``routecore fit`` and the learned exemplars."""
+    router.fitted = loaded.fitted
+    if loaded.learned is not None:
+        learning.restore(router, loaded.learned)

@@ -172,11 +172,15 @@ class ContextRouter:
         got = self._decided(query, text, notes, enc.embeddings[0], t0, enc.tokenize_ms, bool(enc.truncated))
         return self._emit(got)
 
-    def detect_batch(self, queries: Sequence[str]) -> list[Context]:
+    def detect_batch(self, queries: Sequence[str], *, vectors: Any = None) -> list[Context]:
         """The contexts of ``queries`` from one batched encoder call; each is the one
-        :meth:`detect` gives (a failed batch call: each query degrades on its own)."""
+        :meth:`detect` gives (a failed batch call: each query degrades on its own). ``vectors``
+        (``n x dim``, this encoder's) skips the encoder, as ``Router.route_batch(vectors=)``."""
         if isinstance(queries, str) or not isinstance(queries, Sequence):
             raise InvalidArgumentError("queries must be a list of strings; use detect() for one query")
+        if vectors is not None:
+            Q = query_vectors(vectors, self.encoder.dim, len(queries))
+            return [self.detect(q, vector=x) for q, x in zip(queries, Q)]
         read = [self._checked(q) for q in queries]
         texts = [t for t, _ in read if t]
         if not texts:
@@ -198,17 +202,17 @@ class ContextRouter:
             j += 1
         return out
 
-    async def adetect(self, query: str) -> Context:
+    async def adetect(self, query: str, *, vector: Any = None) -> Context:
         """:meth:`detect` off the event loop (the native work releases the GIL)."""
         from routecore.core.aio import run_off_loop  # asyncio loads on the first async call
 
-        return await run_off_loop(self.detect, None, query)
+        return await run_off_loop(self.detect, None, query, vector=vector)
 
-    async def adetect_batch(self, queries: Sequence[str]) -> list[Context]:
+    async def adetect_batch(self, queries: Sequence[str], *, vectors: Any = None) -> list[Context]:
         """:meth:`detect_batch` off the event loop."""
         from routecore.core.aio import run_off_loop  # asyncio loads on the first async call
 
-        return await run_off_loop(self.detect_batch, None, queries)
+        return await run_off_loop(self.detect_batch, None, queries, vectors=vectors)
 
     def _emit(self, ctx: Context) -> Context:
         return emit(self.metrics, trace("context", ctx))

@@ -13,15 +13,13 @@ from concurrent.futures import Executor
 from operator import attrgetter
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
-import numpy as np
-
 from routecore.calibrate.calibration import Calibration, fallback_note
 from routecore.config.specs import RouteSpec, ToolSpec, parse_config, read_config_file
 from routecore.config.tool_formats import tool_specs
 from routecore.core.entities import EntityConfig, EntityMatcher, check_route_entities
 from routecore.core.progress import ProgressArg
 from routecore.decide.policy import Policy, with_route_thresholds
-from routecore.decide.tables import AUTO_INT8_ELEMENTS, EncoderLike
+from routecore.decide.tables import AUTO_INT8_ELEMENTS, EncoderLike, TableLexical, TableVectors
 from routecore.decision import Decision, emit
 from routecore.errors import ConfigError
 from routecore.llm.llm import LLMRouter, llm_from_config
@@ -78,6 +76,11 @@ class Router(ToolCalls, Changes):
         entities: dictionaries and patterns of entity types
             (:class:`routecore.core.entities.EntityConfig`, a config's ``entities:``);
             routes may prefer or require them, and decisions list them.
+        vectors: exemplar embeddings made beforehand
+            (:class:`~routecore.decide.tables.TableVectors`: an evaluation's cache, a bundle's):
+            those tables are not embedded again. Rows must be ``encoder``'s, in exemplar order.
+        lexical_indexes: BM25 indexes made beforehand
+            (:class:`~routecore.decide.tables.TableLexical`, a bundle's).
 
     ``route_table`` and ``tool_catalog`` are the two parts; ``policy`` and
     ``encoder`` are shared by both (setting them updates both). ``spec_policy``
@@ -121,8 +124,8 @@ class Router(ToolCalls, Changes):
         tool_overlay: str | os.PathLike[str] | Mapping[str, Any] | None = None,
         entities: EntityConfig | None = None,
         metrics: Callable[[Any], Any] | None = None,
-        _vectors: dict[str, np.ndarray] | None = None,
-        _lexical: dict[str, Any] | None = None,
+        vectors: TableVectors | None = None,
+        lexical_indexes: TableLexical | None = None,
     ):
         if not routes and not tools:
             raise ConfigError("a router needs at least one route or tool")
@@ -152,8 +155,8 @@ class Router(ToolCalls, Changes):
             head=head,
             storage=storage,
             calibration=calibration,
-            vectors=_vectors,
-            lexical=_lexical,
+            vectors=vectors,
+            lexical=lexical_indexes,
             progress=progress,
         )
         self._install(parts)
@@ -371,4 +374,7 @@ class Router(ToolCalls, Changes):
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, encoder: EncoderLike | None = None, **kw: Any) -> Router:
         """Load a bundle; refuses it when ``encoder`` is not the model it was made with."""
-        return bundle.load(cls, path, encoder=encoder, **kw)
+        b = bundle.load(path, encoder=encoder, **kw)
+        r = cls(b.routes, b.tools, policy=b.policy, vectors=b.vectors, lexical_indexes=b.lexical, **b.kw)
+        bundle.restore(r, b)
+        return r
