@@ -3,15 +3,15 @@
 Holds :class:`ScoreTable` (one native index whose labels are route or tool
 names), the helpers that collect and embed the specs' exemplar texts
 (:func:`exemplar_texts`, :func:`embed_texts`) and those made beforehand
-(:class:`TableVectors`, :class:`TableLexical`), the :class:`EncoderLike`
+(:class:`TableVectors`, :class:`TableLexical`, :class:`KnownVectors`), the :class:`EncoderLike`
 protocol, the ``AUTO_INT8_ELEMENTS`` storage cut-off, and
 :func:`collision_alert`, the ambiguity alert for two close routes or tools.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -105,9 +105,8 @@ class ScoreTable:
             storage = "int8" if len(texts) * dim >= AUTO_INT8_ELEMENTS else "f32"
         self.storage = storage
         self.index = VectorIndex(dim, backend="flat", storage=storage)
-        self._steps: dict[
-            tuple[Any, ...], _native.StepParams
-        ] = {}  # StepParams per distinct policy values (step())
+        # StepParams per distinct policy values (step())
+        self._steps: dict[tuple[Any, ...], _native.StepParams] = {}
         if len(texts):
             self.index.add(
                 np.arange(len(texts)), vectors, [names[o] for o in owners], [domains[o] for o in owners]
@@ -318,6 +317,17 @@ class TableVectors:
     routes: np.ndarray | None = None
     tools: np.ndarray | None = None
     anti: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class KnownVectors:
+    """Embeddings a rebuild may reuse (a live update, a learning refit), text -> vector, for the routes'
+    exemplars, the tools' exemplars and the tools' anti-patterns: :func:`known_vectors` of a table. A
+    text none of them holds is embedded."""
+
+    routes: Mapping[str, np.ndarray] = field(default_factory=dict)
+    tools: Mapping[str, np.ndarray] = field(default_factory=dict)
+    anti: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)

@@ -15,7 +15,14 @@ from routecore.config.specs import RouteSpec, ToolSpec
 from routecore.core.lexical import LexicalTable
 from routecore.core.progress import Progress, ProgressArg
 from routecore.decide.policy import Policy
-from routecore.decide.tables import EncoderLike, TableLexical, TableVectors, embed_texts, exemplar_texts
+from routecore.decide.tables import (
+    EncoderLike,
+    KnownVectors,
+    TableLexical,
+    TableVectors,
+    embed_texts,
+    exemplar_texts,
+)
 from routecore.errors import ConfigError
 from routecore.routers.route_table import RouteTable
 from routecore.tools.tool_catalog import ToolCatalog, lexical_form
@@ -51,7 +58,7 @@ def build(
     storage: str = "auto",
     calibration: Calibration | None = None,
     vectors: TableVectors | None = None,
-    known: dict[str, dict[str, np.ndarray]] | None = None,
+    known: KnownVectors | None = None,
     lexical: TableLexical | None = None,
     progress: ProgressArg = None,
     head_threshold: float | None = None,
@@ -61,13 +68,13 @@ def build(
 
     ``vectors``: tables' exemplar embeddings in exemplar order (a bundle's; a table left ``None``
     is embedded); ``lexical``: BM25 indexes of the same texts (a bundle's); ``known``: per table,
-    embeddings by text to reuse (a live update); other texts are embedded. Without
+    embeddings by text to reuse (a live update, :class:`KnownVectors`); other texts are embedded. Without
     ``calibration`` the policy's unset numbers are calibrated zero-label (unless every one is set).
     ``head_threshold``: the exemplar head's out-of-scope cut to keep with ``calibration``'s tiers
     (only the serving head is trained again). ``answers``: (best probability, right) of answered
     queries the router did not route (a learning refit): the routing cut comes down to where they
     were right on ``Policy.route_precision`` (:func:`routecore.calibrate.fits.learned_medium`)."""
-    given = vectors or TableVectors()
+    given, reuse = vectors or TableVectors(), known or KnownVectors()
     vec: dict[str, np.ndarray] = {}
     owners: dict[str, list[int]] = {}
     texts: dict[str, list[str]] = {}
@@ -79,14 +86,14 @@ def build(
         if v is not None:
             vec[key] = _checked(v, key, len(texts[key]), encoder.dim)
         else:
-            have = (known or {}).get(key, {})
+            have = getattr(reuse, key)
             todo[key] = list(dict.fromkeys(t for t in texts[key] if t not in have))
     n_todo = sum(map(len, todo.values()))
     bar = Progress(n_todo, "embedding exemplars", progress) if progress and n_todo else None
     t0 = time.perf_counter()
     for key, todo_texts in todo.items():
         new = dict(zip(todo_texts, embed_texts(encoder, todo_texts, progress=bar)))
-        have = (known or {}).get(key, {})
+        have = getattr(reuse, key)
         rows = [have[t] if t in have else new[t] for t in texts[key]]
         vec[key] = (
             np.stack(rows).astype(np.float32, copy=False) if rows else np.zeros((0, encoder.dim), np.float32)

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from routecore.calibrate.calibration_record import kept_calibration
 from routecore.config.specs import RouteSpec, ToolSpec, unique
 from routecore.decide.policy import with_route_thresholds
-from routecore.decide.tables import known_vectors
+from routecore.decide.tables import KnownVectors, known_vectors
 from routecore.errors import ConfigError, InvalidArgumentError
 
 
@@ -67,18 +67,14 @@ def build_args(
     head: Any,
     calibration: Any,
     head_threshold: Any,
-    routes_known: dict[str, Any],
+    routes_known: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The keyword arguments of ``router.internals.build`` (:func:`routecore.routers.assembly.build`) for a
     rebuild of ``router``'s
     tables (a live update, a learning refit): its encoder, LLM, memory and storage, the tools' and
     anti-patterns' vectors it has, and ``routes_known`` (text -> vector) for the routes'."""
     tc = router.tool_catalog
-    known = {
-        "routes": routes_known,
-        "tools": known_vectors(tc.tools),
-        "anti": known_vectors(tc.anti),
-    }
+    known = KnownVectors(routes_known, known_vectors(tc.tools), known_vectors(tc.anti))
     return dict(
         encoder=router.encoder,
         spec_policy=spec_policy,

@@ -27,6 +27,33 @@ pub struct PyEncoder {
     inner: Encoder,
 }
 
+impl PyEncoder {
+    /// `encode` or `encode_background`. A batch the cache answers whole is a lookup of
+    /// microseconds: made holding the GIL, since letting it go hands it to another thread that
+    /// this one must then wait for (with many threads calling, each such handover is a context
+    /// switch, and more when cores are busy).
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &[String],
+        kind: &str,
+        background: bool,
+    ) -> PyResult<EncodedPy<'py>> {
+        let kind = TextKind::parse(kind).map_err(PyRcErr)?;
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let e = match self.inner.encode_cached(&refs, kind) {
+            Some(e) => e,
+            None if background => py
+                .detach(|| self.inner.encode_background(&refs, kind))
+                .map_err(PyRcErr)?,
+            None => py
+                .detach(|| self.inner.encode(&refs, kind))
+                .map_err(PyRcErr)?,
+        };
+        encoded(py, e)
+    }
+}
+
 #[pymethods]
 impl PyEncoder {
     /// Open a model folder; `runtime_path` is the `libonnxruntime.so.*` to load.
@@ -60,18 +87,7 @@ impl PyEncoder {
         texts: Vec<String>,
         kind: &str,
     ) -> PyResult<EncodedPy<'py>> {
-        let kind = TextKind::parse(kind).map_err(PyRcErr)?;
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        // A batch the cache answers whole is a lookup of microseconds: made holding the GIL, since
-        // letting it go hands it to another thread that this one must then wait for (with many
-        // threads calling, each such handover is a context switch, and more when cores are busy).
-        let e = match self.inner.encode_cached(&refs, kind) {
-            Some(e) => e,
-            None => py
-                .detach(|| self.inner.encode(&refs, kind))
-                .map_err(PyRcErr)?,
-        };
-        encoded(py, e)
+        self.run(py, &texts, kind, false)
     }
 
     /// `encode` for background work (a lesson): a run on one thread, not on the shared pool.
@@ -82,15 +98,7 @@ impl PyEncoder {
         texts: Vec<String>,
         kind: &str,
     ) -> PyResult<EncodedPy<'py>> {
-        let kind = TextKind::parse(kind).map_err(PyRcErr)?;
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let e = match self.inner.encode_cached(&refs, kind) {
-            Some(e) => e,
-            None => py
-                .detach(|| self.inner.encode_background(&refs, kind))
-                .map_err(PyRcErr)?,
-        };
-        encoded(py, e)
+        self.run(py, &texts, kind, true)
     }
 
     /// Token ids per text (prefix and special tokens included, truncated).
