@@ -66,3 +66,16 @@ def test_import_routecore_loads_no_optional_extra():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     assert out.stdout.strip() == "[]"
+
+
+def test_cli_starts_its_model_load_before_numpy_is_imported():
+    # A warm ``routecore route`` loads the model on a thread while the main thread imports numpy and
+    # the routers (issue 34 §5): up to that thread's start, nothing heavy may be imported.
+    code = (
+        "import sys, routecore.cli as c; a = c.build_parser().parse_args(['route', 'q']); "
+        "import routecore.core.encoder; "
+        "print([m for m in ('numpy', 'yaml', 'routecore.routers.router', 'routecore.decision') "
+        "if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
+    assert out.stdout.strip() == "[]"

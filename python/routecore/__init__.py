@@ -11,27 +11,36 @@ batch call and an async call and a frozen result (docs/routers.md): :class:`Rout
 from typing import TYPE_CHECKING, Any
 
 from routecore._native import __version__
-from routecore.config.specs import RouteSpec, ToolSpec
-from routecore.core.encoder import Encoder
-from routecore.core.index import SearchResult, VectorIndex
-from routecore.decide.policy import BiasRule, Policy
 from routecore.errors import *  # noqa: F403
 from routecore.errors import RoutecoreError
-from routecore.routers.router import Router
 
 if TYPE_CHECKING:
+    from routecore.config.specs import RouteSpec, ToolSpec
+    from routecore.core.encoder import Encoder
+    from routecore.core.index import SearchResult, VectorIndex
+    from routecore.decide.policy import BiasRule, Policy
     from routecore.decide.tables import TableLexical, TableVectors
     from routecore.decision import Alert, Decision, Reason, ToolBelt, ToolChoice
     from routecore.routers.cascade import Cascade
     from routecore.routers.context import Context, ContextRouter, LayerResult
     from routecore.routers.knowledge import KnowledgeRouter, KnowledgeSelection
     from routecore.routers.llm_tools import LLMToolRouter, ToolRouting
+    from routecore.routers.router import Router
     from routecore.routers.routing_metrics import RoutingMetrics
     from routecore.routers.turn import Turn, TurnRouter
 
-#: Names imported on first use (PEP 562): a CLI call or a plain ``Router`` never pays for the
-#: other routers' modules.
+#: Names imported on first use (PEP 562): ``import routecore`` loads only the native module and the
+#: errors, so a CLI call starts loading its model before numpy and the routers are imported, and a
+#: plain ``Router`` never pays for the other routers' modules.
 _LAZY = {
+    "BiasRule": "decide.policy",
+    "Encoder": "core.encoder",
+    "Policy": "decide.policy",
+    "RouteSpec": "config.specs",
+    "Router": "routers.router",
+    "SearchResult": "core.index",
+    "ToolSpec": "config.specs",
+    "VectorIndex": "core.index",
     "Cascade": "routers.cascade",
     "Context": "routers.context",
     "ContextRouter": "routers.context",

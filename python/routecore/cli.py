@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence
 
-from routecore.decide.reasons import NONE_OF_THESE
 from routecore.examples import IT_OPS_ROUTES as DEFAULT_ROUTES
 from routecore.examples import TOOLS as DEFAULT_TOOLS
 
@@ -37,19 +36,23 @@ def _router(args: argparse.Namespace, default: Path) -> Any:
         return Router.load(args.bundle, llm=llm_from_config(None, "command line", base_url=url, model=model))
     from concurrent.futures import ThreadPoolExecutor
 
+    # The model loads (native, the GIL let go) while this thread imports numpy and the router and
+    # reads the config: on a warm call those then cost no wall time of their own. Nothing heavy is
+    # imported before this point (``import routecore`` is the native module and the errors).
+    with ThreadPoolExecutor(1, thread_name_prefix="routecore-load") as pool:
+        loading = pool.submit(_load_encoder, getattr(args, "model", None))
+        return _configured_router(args, default, loading.result)
+
+
+def _load_encoder(model: str | None) -> Any:
     from routecore.core.encoder import Encoder
 
-    # The model loads (native, the GIL let go) while this thread imports the router and reads the
-    # config: on a warm call those then cost no wall time of their own.
-    with ThreadPoolExecutor(1, thread_name_prefix="routecore-load") as pool:
-        loading = pool.submit(Encoder.load, *([args.model] if getattr(args, "model", None) else []))
-        return _configured_router(args, default, loading.result)
+    return Encoder.load(*([model] if model else []))
 
 
 def _configured_router(args: argparse.Namespace, default: Path, encoder: Callable[[], Any]) -> Any:
     """``_router`` of a config while the model loads: ``encoder()`` waits for it."""
     from routecore.config.specs import parse_config, read_config_file
-    from routecore.decide.policy import Policy
     from routecore.llm.llm import llm_from_config
     from routecore.routers.router import Router
 
@@ -63,16 +66,17 @@ def _configured_router(args: argparse.Namespace, default: Path, encoder: Callabl
         else {}
     )
     llm = llm_from_config(data.get("llm"), str(path), base_url=url, model=model)
-    policy = Policy.from_dict(data.get("policy"), f"{path}: policy")
     overlay = getattr(args, "overlay", None)
     servers = (getattr(args, "mcp_stdio", None) or []) + (getattr(args, "mcp_url", None) or [])
     if (
         servers
     ):  # the MCP servers' tools (listed live, so never cached), plus those of --config when it is given
         from routecore.config.mcp_tools import list_mcp_tools, mcp_tool_specs
+        from routecore.decide.policy import Policy
 
         tools = mcp_tool_specs(list_mcp_tools(servers), overlay=overlay)
         routes, extra = parse_config(data, str(path)) if data else ([], [])
+        policy = Policy.from_dict(data.get("policy"), f"{path}: policy")
         return Router(routes, tools + extra, encoder=encoder(), progress=progress, policy=policy, llm=llm)
 
     from routecore.routers import config_cache
@@ -93,6 +97,8 @@ def cmd_route(args: argparse.Namespace) -> int:
     d = _router(args, DEFAULT_ROUTES).route(
         args.query, previous=args.previous, context_domains=args.context_domain or ()
     )
+    from routecore.decide.reasons import NONE_OF_THESE  # after the model started loading
+
     if args.json:
         print(d.to_json(indent=2))
         return 0

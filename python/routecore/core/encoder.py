@@ -7,14 +7,15 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Callable, Literal, Sequence
 
 from routecore import _native
 from routecore.core.runtime import onnxruntime_library
 from routecore.errors import InvalidArgumentError
 from routecore.hub import models
+
+if TYPE_CHECKING:  # not imported at run time: the command line loads its model while numpy imports
+    import numpy as np
 
 Kind = Literal["query", "passage"]
 #: The most intra-op threads an encoder accepts (the core refuses more too).

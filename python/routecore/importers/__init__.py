@@ -12,10 +12,12 @@ The readers are config readers (:mod:`routecore.config.semantic_router`) and imp
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from routecore.config.semantic_router import ImportNote, read_semantic_router, write_config
-from routecore.routers.router import Router
+
+if TYPE_CHECKING:  # imported on use: the command line builds its parser without the routers
+    from routecore.routers.router import Router
 
 
 def router_from_semantic_router(
@@ -23,6 +25,8 @@ def router_from_semantic_router(
 ) -> Router:
     """A :class:`routecore.Router` over the routes of a semantic-router config file:
     :meth:`Router.from_semantic_router <routecore.routers.router.Router.from_semantic_router>`."""
+    from routecore.routers.router import Router
+
     return Router.from_semantic_router(path, thresholds=thresholds, **router_kw)
 
 
