@@ -1,7 +1,7 @@
 """Readers' throughput while lessons are written (issue 36 §6: goal, readers keep >= 80 %).
 
     python benches/lesson_writer.py [--readers 15] [--seconds 10] [--prefill 3000] [--served]
-        [--threads N] [--no-spinning]
+        [--threads N] [--no-spinning] [--background-share S]
 
 A router over the shipped example tool catalog with an SQLite lesson store in a temporary
 folder; ``--readers`` threads call ``tools()`` on cached queries for ``--seconds``, first alone,
@@ -11,6 +11,8 @@ turn an agent just ran is). ``--prefill``
 lessons (random unit embeddings, unrelated queries) are stored first: a store in use holds many.
 ``--threads`` / ``--no-spinning``: the encoder's ``Encoder.load(threads=..., spinning=False)``
 (ONNX Runtime's threads busy-wait after a run by default, on cores the readers want).
+``--background-share``: ``Encoder.load(background_share=...)``, the writer's sustained share of one core
+(1 lifts the bound; the default is the library's).
 Prints the readers' calls in each phase, their ratio, and the lessons written.
 """
 
@@ -71,10 +73,12 @@ def main() -> None:
     ap.add_argument("--served", action="store_true", help="lessons about queries just served (cached)")
     ap.add_argument("--threads", type=int, default=None, help="the encoder's intra-op threads")
     ap.add_argument("--no-spinning", action="store_true", help="Encoder.load(spinning=False)")
+    ap.add_argument("--background-share", type=float, default=None, help="Encoder.load(background_share=)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         memory = ExperienceMemory(Path(tmp) / "lessons.sqlite")
-        encoder = Encoder.load(threads=a.threads, spinning=not a.no_spinning)
+        share = {} if a.background_share is None else {"background_share": a.background_share}
+        encoder = Encoder.load(threads=a.threads, spinning=not a.no_spinning, **share)
         router = Router.from_config(TOOLS, memory=memory, encoder=encoder)
         rng = np.random.default_rng(0)
         names = router.tool_catalog.tools.names
@@ -94,8 +98,9 @@ def main() -> None:
     print(
         f"{platform.machine()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {a.readers} readers, "
         f"{a.seconds:g} s, encoder threads {encoder.threads}, spinning {not a.no_spinning}, "
-        f"{a.prefill} lessons before: {alone} calls alone, {beside} beside a writer ({written} "
-        f"lessons{', on served queries' if a.served else ''}): "
+        f"background share {encoder.background.share:g}, {a.prefill} lessons before: {alone} calls alone, "
+        f"{beside} beside a writer ({written} lessons{', on served queries' if a.served else ''}, "
+        f"{written / a.seconds:.0f}/s): "
         f"{100 * beside / max(alone, 1):.0f} % kept (goal >= 80 %)"
     )
 

@@ -62,3 +62,22 @@ def test_concurrent_background_and_foreground_encodes():
     [t.start() for t in ts]
     [t.join() for t in ts]
     assert min(float(got[i] @ want[i]) for i in range(len(texts))) >= BATCH_INVARIANT_COS
+
+
+def test_background_work_is_charged_to_the_encoders_share():
+    folder = need_shared(MODELS / "all-minilm-l6-v2")
+    enc = Encoder.load(folder, variant="int8", threads=2, cache_size=0, background_share=0.3)
+    assert enc.background.share == 0.3
+    enc.background.burst = 0.0  # no burst: the first piece of work already overdraws the budget
+    enc.encode_background(["restart the server"])
+    enc.encode_background(["turn on the kitchen light"])
+    assert enc.background.waited > 0
+    assert Encoder.load(folder, variant="int8").background.share == 0.1  # the default
+
+
+@pytest.mark.parametrize("share", [0, 2, "0.5"])
+def test_a_bad_background_share_is_refused(share):
+    from routecore import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="background_share"):
+        Encoder.load(need_shared(MODELS / "all-minilm-l6-v2"), variant="int8", background_share=share)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Literal, Sequence
 
 from routecore import _native
+from routecore.core.cpu_share import DEFAULT_SHARE, CpuShare
 from routecore.core.runtime import onnxruntime_library
 from routecore.errors import InvalidArgumentError
 from routecore.hub import models
@@ -90,9 +92,11 @@ class Encoder:
     while it tokenizes and runs the model.
     """
 
-    def __init__(self, native: _native.Encoder, path: Path):
+    def __init__(self, native: _native.Encoder, path: Path, background: CpuShare | None = None):
         self._native = native
         self.path = path
+        #: The bound on :meth:`encode_background`'s sustained share of one core.
+        self.background = background if background is not None else CpuShare()
         self._model_id: str | None = None
         self._files_id: str | None = None
 
@@ -106,6 +110,7 @@ class Encoder:
         cache_size: int = 1024,
         runtime_path: str | os.PathLike[str] | None = None,
         spinning: bool = True,
+        background_share: float = DEFAULT_SHARE,
     ) -> "Encoder":
         """Open a model folder, a pulled or distilled model by name, or the bundled default.
 
@@ -122,6 +127,9 @@ class Encoder:
             spinning: let ONNX Runtime's threads busy-wait after a run (its default).
                 Turning it off frees the cores sooner but made a MiniLM encode
                 ~0.6 ms slower on 2 cores (BENCHMARKS.md).
+            background_share: the share of one core :meth:`encode_background` (recording a lesson)
+                may take, sustained, after a burst of one second of work (:class:`CpuShare`); 1 lifts
+                the bound.
         """
         if threads is not None and (
             isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS
@@ -147,10 +155,11 @@ class Encoder:
         opener = _FOLDER_KINDS.get(folder_kind(folder) or "")
         if opener is not None:  # a distilled table ("static"): no ONNX Runtime
             return opener(folder)
+        background = CpuShare(background_share)
         models.check_model_files(folder)
         lib = onnxruntime_library(runtime_path)
         native = _native.Encoder.load(str(folder), str(lib), variant, threads, cache_size, spinning)
-        encoder = cls(native, folder)
+        encoder = cls(native, folder, background)
         from routecore.core.background import check_reference
 
         check_reference(encoder)  # a folder that ships reference embeddings must reproduce them
@@ -225,10 +234,18 @@ class Encoder:
         (opened on first use, about 130 MB for e5; the first of those a batch uses), so that it
         takes a core the calls being served leave idle instead of every intra-op thread, spinning
         (issue 36 §6). Embeddings agree with :meth:`encode`'s to a cosine of 0.9995 at least, as
-        batched ones do. An encoder of one thread runs it on its session, at normal priority."""
+        batched ones do. An encoder of one thread runs it on its session, at normal priority.
+
+        Sustained, this work takes at most :attr:`background`'s share of one core: past a burst, a call
+        waits before it runs (``Encoder.load(background_share=...)``)."""
         cap = self.max_length * CHARS_PER_TOKEN
         batch = [t[:cap] for t in as_texts(texts)]
-        return _output(self._native.encode_background(batch, kind))
+        self.background.wait()
+        start = time.perf_counter()
+        try:
+            return _output(self._native.encode_background(batch, kind))
+        finally:
+            self.background.spent(time.perf_counter() - start)
 
     def tokenize(self, texts: str | Sequence[str], kind: Kind = "query") -> list[list[int]]:
         """Token ids the model sees (prefix and special tokens included, truncated)."""
