@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from routecore.routers.router import Router
 
 #: Tools the static tier shortlists for the transformer, chosen on MetaTool's dev half (docs/static.md).
-DEFAULT_SHORTLIST = 20
+DEFAULT_SHORTLIST = 150
 
 
 class CascadeTools:
