@@ -14,7 +14,8 @@ include the fast router's time when it was escalated.
 
 The static tier (issue 38, docs/static.md): :meth:`Cascade.static` puts a static table distilled
 from the transformer (``routecore models distill``) in front of it; the table's router has its own
-zero-label calibration and decides when that says high tier.
+zero-label calibration and decides when that says high tier. Tool belts (:mod:`.cascade_tools`):
+the fast router shortlists tools, the strong router picks the belt among them.
 """
 
 from __future__ import annotations
@@ -25,35 +26,49 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from routecore.decision import Alert, Decision
 from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.routers.cascade_tools import DEFAULT_SHORTLIST, CascadeTools, tier_of
 from routecore.routers.routing_metrics import emit
+from routecore.tools.shortlist import check_size
 
 if TYPE_CHECKING:
     from routecore.routers.router import Router
 
 
-class Cascade:
+class Cascade(CascadeTools):
     """``fast`` then ``strong`` (see the module docs); :attr:`served` counts the decisions
-    each one gave (under a lock); ``metrics``: a sink called with every decision.
+    each one gave (under a lock); ``metrics``: a sink called with every decision and tool belt;
+    ``shortlist``: the tools the fast router shortlists for a belt (:mod:`.cascade_tools`).
 
-    Calls: :meth:`route`, :meth:`route_batch`, :meth:`aroute`, :meth:`aroute_batch`.
+    Calls: :meth:`route`, :meth:`route_batch`, :meth:`aroute`, :meth:`aroute_batch`; tool belts:
+    :meth:`tools`, :meth:`tools_batch`, :meth:`atools`, :meth:`atools_batch`.
 
     Raises:
-        ConfigError: the routers' routes differ, or ``fast`` has an LLM fallback.
+        ConfigError: the routers' routes or tools differ, neither has any, or ``fast`` has an
+            LLM fallback.
+        InvalidArgumentError: a bad ``shortlist``.
     """
 
-    def __init__(self, fast: Router, strong: Router, *, metrics: Any = None):
+    def __init__(
+        self, fast: Router, strong: Router, *, metrics: Any = None, shortlist: int = DEFAULT_SHORTLIST
+    ):
         fn, sn = [r.name for r in fast.route_specs], [r.name for r in strong.route_specs]
         if sorted(fn) != sorted(sn):
             raise ConfigError(
                 f"a cascade needs the same routes in both routers: {sorted(set(fn) ^ set(sn))} differ"
             )
-        if not fn:
-            raise ConfigError("a cascade needs routes")
+        ft, st = list(fast.tool_catalog.by_name), list(strong.tool_catalog.by_name)
+        if sorted(ft) != sorted(st):
+            raise ConfigError(
+                f"a cascade needs the same tools in both routers: {sorted(set(ft) ^ set(st))[:5]} differ"
+            )
+        if not fn and not ft:
+            raise ConfigError("a cascade needs routes or tools")
         if fast.route_table.llm is not None:
             raise ConfigError(
                 "the fast router of a cascade must have no LLM fallback: give it to the strong router"
             )
         self.fast, self.strong = fast, strong
+        self.shortlist = check_size(shortlist)
         self._lock = threading.Lock()
         self._served = {"fast": 0, "strong": 0}
         #: Called with every Decision the cascade returns (a
@@ -66,18 +81,18 @@ class Cascade:
         cls, path: Any, fast_model: str | None, strong_model: str | None = None, **kw: Any
     ) -> "Cascade":
         """Both routers from one config file: ``fast_model`` and ``strong_model`` (None: the
-        bundled default) as in ``Encoder.load``; ``metrics=`` is the cascade's sink, the other
-        ``kw`` go to the strong router."""
+        bundled default) as in ``Encoder.load``; ``metrics=`` is the cascade's sink and
+        ``shortlist=`` its shortlist size, the other ``kw`` go to the strong router."""
         from routecore.core.encoder import Encoder
         from routecore.routers.router import Router
 
-        metrics = kw.pop("metrics", None)
+        metrics, shortlist = kw.pop("metrics", None), kw.pop("shortlist", DEFAULT_SHORTLIST)
         fast = Router.from_config(
             path, encoder=Encoder.load(fast_model), **{k: v for k, v in kw.items() if k != "llm"}
         )
         fast.route_table.llm = None  # the config's llm: section serves the strong router only
         strong = Router.from_config(path, encoder=Encoder.load(strong_model), **kw)
-        return cls(fast, strong, metrics=metrics)
+        return cls(fast, strong, metrics=metrics, shortlist=shortlist)
 
     @classmethod
     def static(
@@ -138,10 +153,10 @@ class Cascade:
         d = self.fast.route(query, **kw)
         if _fast_enough(d):
             self._count(1, 0)
-            return emit(self.metrics, _by_fast(d, _tier(self.fast)))
+            return emit(self.metrics, _by_fast(d, tier_of(self.fast)))
         s = self.strong.route(query, **kw)
         self._count(0, 1)
-        return emit(self.metrics, _by_strong(d, s, _tier(self.strong)))
+        return emit(self.metrics, _by_strong(d, s, tier_of(self.strong)))
 
     def route_batch(self, queries: Sequence[str], **kw: Any) -> list[Decision]:
         """:meth:`route` of each query: the fast router's batch, then one strong batch of the
@@ -163,7 +178,7 @@ class Cascade:
         strong = iter(self.strong.route_batch([queries[i] for i in up], **kw) if up else [])
         self._count(len(queries) - len(up), len(up))
         escalated = set(up)
-        ft, st = _tier(self.fast), _tier(self.strong)
+        ft, st = tier_of(self.fast), tier_of(self.strong)
         return [
             emit(self.metrics, _by_strong(d, next(strong), st) if i in escalated else _by_fast(d, ft))
             for i, d in enumerate(fast)
@@ -191,13 +206,6 @@ class Cascade:
 
 def _fast_enough(d: Decision) -> bool:
     return d.action == "route" and d.tier == "high"
-
-
-def _tier(router: Router) -> str:
-    """``static`` when ``router`` embeds with a static table, else ``transformer``."""
-    from routecore.core.static_encoder import StaticEncoder
-
-    return "static" if isinstance(router.encoder, StaticEncoder) else "transformer"
 
 
 def _by_fast(d: Decision, tier: str) -> Decision:

@@ -22,7 +22,7 @@ from routecore.tools.tool_catalog import ToolCatalog
 from routecore.tools.tool_scores import ranked_scores
 
 
-def _allowed(catalog: ToolCatalog, candidates: Sequence[str] | None) -> np.ndarray | None:
+def candidate_mask(catalog: ToolCatalog, candidates: Sequence[str] | None) -> np.ndarray | None:
     """A mask of the tools ``candidates`` names (``None``: every tool)."""
     if candidates is None:
         return None
@@ -141,7 +141,7 @@ def select_tools(
         return _empty_belt(query, "this router has no tools")
     if not routing_text(query)[0]:
         return _empty_belt(query, "the query is empty or blank", "empty_query")
-    allowed = _allowed(catalog, candidates)
+    allowed = candidate_mask(catalog, candidates)
     if allowed is not None and not allowed.any():
         return _empty_belt(query, "no candidate tools were given")
     floor = -1.0 if th is None else th  # the calibrated floor unless the call gives one

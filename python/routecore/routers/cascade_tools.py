@@ -1,0 +1,224 @@
+"""A cascade's tool belts (issue 38): the fast router (the static table) shortlists the best
+``shortlist`` tools, the strong router (the transformer) picks the belt among them. A mixin of
+:class:`~routecore.routers.cascade.Cascade`.
+
+The strong router's belt is :meth:`Router.tools` restricted to the shortlist (its ``candidates=``):
+the transformer's own scores, floor, ``top_k`` / threshold, collision alert and "no tool fits"
+(``no_tool``) over those tools only. The shortlist (:mod:`routecore.tools.shortlist`) is the fast
+router's best tools by its final scores with no floor; core tools and the discovery tools of the
+shortlisted tools' plugins are passed on beside it. Every belt carries a ``cascade`` alert: which
+tier gave the candidates (``candidate_tier``: ``static`` / ``transformer``, None when none were
+needed) and which re-scored them (``encoder_tier``), the shortlist and its size. The fast router's
+time is added to the belt's timings. A failed fast encoder leaves the strong router the whole
+catalog; a blank query (or a router with no tools) gets the strong router's belt unchanged, with the
+alert. The default size, :data:`DEFAULT_SHORTLIST`, was chosen on MetaTool's dev half
+(``benches/static_tools.py``, docs/static.md).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Sequence
+
+from routecore.decide.conversation import routing_text
+from routecore.decision import Alert, Timings, ToolBelt
+from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.routers.routing_metrics import emit
+from routecore.tools.shortlist import Shortlist, best_tools, check_size
+
+if TYPE_CHECKING:
+    from routecore.routers.router import Router
+
+#: Tools the static tier shortlists for the transformer, chosen on MetaTool's dev half (docs/static.md).
+DEFAULT_SHORTLIST = 150
+
+
+class CascadeTools:
+    """The cascade's tool calls: :meth:`tools`, :meth:`tools_batch`, :meth:`atools`,
+    :meth:`atools_batch`, as :class:`Router`'s, with the belt's candidates from the fast router."""
+
+    fast: Router
+    strong: Router
+    metrics: Any
+    #: The shortlist's size when a call gives none.
+    shortlist: int
+
+    def tools(
+        self,
+        query: str,
+        *,
+        shortlist: int | None = None,
+        context_domain: str | None = None,
+        top_k: int | None = None,
+        threshold: float | None = None,
+        candidates: Sequence[str] | None = None,
+        context: Any = None,
+        vector: Any = None,
+    ) -> ToolBelt:
+        """The strong router's belt among the fast router's best ``shortlist`` tools (default
+        :attr:`shortlist`); the other arguments as in :meth:`Router.tools` (``candidates``: the
+        shortlist is drawn from those tools only). ``vector=`` is not accepted: each router
+        embeds with its own encoder. Never raises for any string (as :meth:`Router.tools`).
+
+        Raises:
+            ConfigError: ``vector`` given.
+            InvalidArgumentError: a query that is not a string, a bad ``shortlist``, ``top_k``,
+                ``threshold`` or ``candidates``.
+        """
+        n = self._size(shortlist, vector)
+        if context is not None:
+            query = context.search_text()
+            if context_domain is None and "domain" in context.layers:
+                context_domain = context.layers["domain"].label
+        kw = {"context_domain": context_domain, "top_k": top_k, "threshold": threshold}
+        if not isinstance(query, str) or not self._listed(query):
+            return emit(self.metrics, self._unlisted(query, n, candidates, kw))
+        s = shortlist_of(self.fast, query, n, context_domain, candidates)
+        return emit(self.metrics, _rescored(self.fast, self.strong, query, s, n, candidates, kw))
+
+    def tools_batch(
+        self,
+        queries: Sequence[str],
+        *,
+        shortlist: int | None = None,
+        context_domain: str | None = None,
+        top_k: int | None = None,
+        threshold: float | None = None,
+        candidates: Sequence[str] | None = None,
+        vectors: Any = None,
+    ) -> list[ToolBelt]:
+        """:meth:`tools` of each query, each router's encoder called once for the batch (the
+        queries with a shortlist: not blank, tools to list)."""
+        n = self._size(shortlist, vectors)
+        if isinstance(queries, str) or not isinstance(queries, Sequence):
+            raise InvalidArgumentError("queries must be a list of strings; use tools() for one query")
+        queries = list(queries)
+        if not all(isinstance(q, str) for q in queries):
+            raise InvalidArgumentError("queries must be a list of strings")
+        kw = {"context_domain": context_domain, "top_k": top_k, "threshold": threshold}
+        listed = [i for i, q in enumerate(queries) if self._listed(q)]
+        texts = [routing_text(queries[i])[0] for i in listed]
+        fast = _encoded(self.fast, texts)
+        strong = _encoded(self.strong, texts)
+        out: list[ToolBelt | None] = [None] * len(queries)
+        for j, i in enumerate(listed):
+            if fast is None:  # the fast encoder failed: shortlist_of reports it
+                s = shortlist_of(self.fast, queries[i], n, context_domain, candidates)
+            else:
+                s = best_tools(
+                    self.fast.tool_catalog, queries[i], n, context_domain, candidates, encoded=fast[j]
+                )
+            out[i] = _rescored(
+                self.fast, self.strong, queries[i], s, n, candidates, kw, strong[j] if strong else None
+            )
+        belts = [b if b is not None else self._unlisted(q, n, candidates, kw) for q, b in zip(queries, out)]
+        return [emit(self.metrics, b) for b in belts]
+
+    async def atools(self, query: str, **kw: Any) -> ToolBelt:
+        """:meth:`tools` off the event loop."""
+        from routecore.core.aio import run_off_loop  # asyncio loads on the first async call
+
+        return await run_off_loop(self.tools, None, query, **kw)
+
+    async def atools_batch(self, queries: Sequence[str], **kw: Any) -> list[ToolBelt]:
+        """:meth:`tools_batch` off the event loop."""
+        from routecore.core.aio import run_off_loop  # asyncio loads on the first async call
+
+        return await run_off_loop(self.tools_batch, None, queries, **kw)
+
+    def _size(self, n: int | None, vector: Any) -> int:
+        if vector is not None:
+            raise ConfigError(
+                "a cascade embeds each query with each router's own encoder: vectors are not accepted"
+            )
+        return check_size(self.shortlist if n is None else n)
+
+    def _listed(self, query: str) -> bool:
+        """Whether ``query`` gets a shortlist: the routers have tools and it has text to embed."""
+        return bool(self.fast.tool_catalog.specs) and bool(routing_text(query)[0])
+
+    def _unlisted(self, query: Any, n: int, candidates: Sequence[str] | None, kw: dict[str, Any]) -> ToolBelt:
+        """The strong router's belt as :meth:`Router.tools` gives it (it raises for a non-string),
+        with an alert that no shortlist was drawn."""
+        belt = self.strong.tools(query, candidates=candidates, **kw)
+        why = "no tools" if not self.fast.tool_catalog.specs else "the query is empty or blank"
+        alert = _alert(f"{why}: no shortlist, the strong router's belt", None, self.strong, (), n)
+        return replace(belt, alerts=belt.alerts + (alert,))
+
+
+def shortlist_of(
+    router: Router, query: str, n: int, context_domain: str | None, candidates: Sequence[str] | None
+) -> Shortlist:
+    """``router``'s best ``n`` tools for ``query`` (:func:`routecore.tools.shortlist.best_tools`)."""
+    return best_tools(router.tool_catalog, query, n, context_domain, candidates)
+
+
+def _encoded(router: Router, texts: list[str]) -> list[tuple[Any, float, float]] | None:
+    """Each text's (embedding, tokenize ms, encoder ms) from one encoder call, its time shared
+    evenly; None when the encoder fails (each query then tries alone and degrades alone)."""
+    if not texts:
+        return []
+    t0 = time.perf_counter()
+    try:
+        enc = router.encoder.encode_with_stats(texts)
+    except Exception:  # noqa: BLE001 - each belt degrades as tools() does
+        return None
+    share, tok = (time.perf_counter() - t0) * 1e3 / len(texts), enc.tokenize_ms / len(texts)
+    return [(enc.embeddings[i], tok, share) for i in range(len(texts))]
+
+
+def _rescored(
+    fast: Router,
+    strong: Router,
+    query: str,
+    s: Shortlist,
+    n: int,
+    candidates: Sequence[str] | None,
+    kw: dict[str, Any],
+    encoded: tuple[Any, float, float] | None = None,
+) -> ToolBelt:
+    """The strong router's belt among ``s``'s candidates (the whole catalog, or ``candidates``,
+    when the fast encoder failed), with the fast router's time and the ``cascade`` alert."""
+    listed: tuple[str, ...] = ()
+    if s.error is not None:
+        why = f"the fast encoder failed ({s.error}): the strong router's belt over every candidate"
+        tier, given = tier_of(strong), candidates
+    else:
+        why = f"the fast router shortlisted {len(s.names)} tool(s); the strong router picked the belt"
+        tier, listed, given = tier_of(fast), s.names, list(s.candidates)
+    vector = None if encoded is None else encoded[0]
+    belt = strong.tools(query, candidates=given, vector=vector, **kw)
+    t, f = belt.timings, s.timings
+    tok, enc = (0.0, 0.0) if encoded is None else (encoded[1], encoded[2] - encoded[1])
+    timings = Timings(
+        t.tokenize + f.tokenize + tok,
+        t.encode + f.encode + enc,
+        t.score + f.score,
+        t.policy + f.policy,
+        t.llm,
+        t.total + f.total + tok + enc,
+    )
+    alert = _alert(why, tier, strong, listed, n)
+    return replace(belt, alerts=belt.alerts + (alert,), timings=timings)
+
+
+def _alert(why: str, candidate_tier: str | None, strong: Router, listed: Sequence[str], n: int) -> Alert:
+    return Alert(
+        "cascade",
+        why,
+        {
+            "served_by": "strong",
+            "encoder_tier": tier_of(strong),
+            "candidate_tier": candidate_tier,
+            "shortlist": list(listed),
+            "shortlist_size": n,
+        },
+    )
+
+
+def tier_of(router: Router) -> str:
+    """``static`` when ``router`` embeds with a static table, else ``transformer``."""
+    from routecore.core.static_encoder import StaticEncoder
+
+    return "static" if isinstance(router.encoder, StaticEncoder) else "transformer"
