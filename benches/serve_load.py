@@ -2,7 +2,8 @@
 micro-batching on and off, against the in-process ``Router.route()``. Not run in CI.
 
     python benches/serve_load.py [--clients 1,8,32,128] [--scale 1.0] \\
-        [--clinc150 | --config FILE] [--window-ms 1] [--max-batch 32] [--json OUT]
+        [--clinc150 | --config FILE] [--window-ms 1] [--max-batch 32] [--json OUT] \\
+        [--modes on,off,static] [--static-model NAME] [--queries FILE.jsonl]
 
 For each mode (batching on, then off) a server is started in a subprocess
 (``python -m routecore.serve.cli --config CONFIG``: the IT-ops example, ``--config`` or
@@ -17,6 +18,12 @@ The clients speak HTTP/1.1 over keep-alive asyncio streams with pre-encoded
 requests rather than through httpx: on a 2-core machine that shares its cores
 with the server, httpx's own CPU time (~0.3 ms a request) would be taken from
 the server and understate its throughput. ``--httpx`` uses httpx instead.
+
+Mode ``static`` (issue 38 §4) is batching on with ``routecore serve --static`` (the static tier in
+front of the transformer; ``--static-model``), and reports the share of decisions the table gave
+(``routecore_cascade_decisions_total``). ``--queries FILE`` sends the ``text`` fields of a JSONL file
+(or its lines), deduplicated and shuffled with seed 0, in the same order to every server, instead of
+the IT-ops templates (whose numbered variants of 8 sentences are decided much alike by a table).
 
 Also reported: one client interleaving, in blocks of 25 calls, ``Router.route()``
 in this process and both servers (the "sidecar adds <= 1 ms p50" goal: a server's
@@ -84,8 +91,24 @@ class Counter:
         return self.n
 
 
+#: The query stream of ``--queries`` (empty: the templates).
+QUERIES: list[str] = []
+
+
 def body(i: int) -> bytes:
-    return json.dumps({"query": TEMPLATES[i % len(TEMPLATES)].format(i=i)}).encode()
+    q = QUERIES[i % len(QUERIES)] if QUERIES else TEMPLATES[i % len(TEMPLATES)].format(i=i)
+    return json.dumps({"query": q}).encode()
+
+
+def read_queries(path: str) -> list[str]:
+    """The texts of ``path`` (JSONL ``text`` fields, else lines), deduplicated, shuffled with seed 0."""
+    import random
+
+    lines = [ln for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()]
+    texts = [json.loads(ln)["text"] if path.endswith(".jsonl") else ln for ln in lines]
+    out = list(dict.fromkeys(texts))
+    random.Random(0).shuffle(out)
+    return out
 
 
 async def raw_client(port: int, count: list[int], ids: Counter, lat: list[float], errors: list[str]) -> None:
@@ -155,14 +178,17 @@ async def level(port: int, clients: int, n: int, ids: Counter, use_httpx: bool) 
 
 
 def batch_sizes(port: int) -> dict[str, float]:
-    """The server's route micro-batches so far: their count and summed sizes (from /metrics)."""
+    """The server's route micro-batches so far: their count and summed sizes, and the decisions
+    of each tier of ``--static`` (from /metrics)."""
     import urllib.request
 
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    vals = {"sum": 0.0, "count": 0.0}
+    vals = {"sum": 0.0, "count": 0.0, "static": 0.0, "transformer": 0.0}
     for line in text.splitlines():
         for k in vals:
-            if line.startswith(f'routecore_batch_size_{k}{{kind="route"}}'):
+            if line.startswith(f'routecore_batch_size_{k}{{kind="route"}}') or line.startswith(
+                f'routecore_cascade_decisions_total{{encoder_tier="{k}"}}'
+            ):
                 vals[k] = float(line.split()[-1])
     return vals
 
@@ -195,7 +221,9 @@ def config_of(args: argparse.Namespace) -> Path:
     return IT_OPS_ROUTES
 
 
-def start_server(args: argparse.Namespace, batching: bool) -> tuple[subprocess.Popen[bytes], int]:
+def start_server(
+    args: argparse.Namespace, batching: bool, static: bool = False
+) -> tuple[subprocess.Popen[bytes], int]:
     """A ready server on a free port (its embedded config comes from the cache after the first)."""
     import urllib.error
     import urllib.request
@@ -216,6 +244,8 @@ def start_server(args: argparse.Namespace, batching: bool) -> tuple[subprocess.P
         (["--batch-window-ms", str(args.window_ms)] if args.window_ms is not None else [])
         + (["--max-batch", str(args.max_batch)] if args.max_batch is not None else [])
         + ([] if batching else ["--no-batching"])
+        + (["--static"] if static else [])
+        + (["--static-model", args.static_model] if static and args.static_model else [])
     )
     proc = subprocess.Popen(cmd, cwd=ROOT)
     deadline = time.monotonic() + 120
@@ -230,8 +260,9 @@ def start_server(args: argparse.Namespace, batching: bool) -> tuple[subprocess.P
             time.sleep(0.2)
 
 
-def run_server(args: argparse.Namespace, batching: bool, ids: Counter) -> dict[str, Any]:
-    proc, port = start_server(args, batching)
+def run_server(args: argparse.Namespace, mode: str, ids: Counter) -> dict[str, Any]:
+    batching, static = mode != "off", mode == "static"
+    proc, port = start_server(args, batching, static)
     try:
         rss0 = rss_mb(proc.pid)
         rows = []
@@ -242,6 +273,9 @@ def run_server(args: argparse.Namespace, batching: bool, ids: Counter) -> dict[s
                 after = batch_sizes(port)
                 n = after["count"] - before["count"]
                 r.update(batches=n, mean_batch=(after["sum"] - before["sum"]) / n if n else 0.0)
+            if static:  # this level's decisions by tier (warm-up included)
+                st, tr = (after[k] - before[k] for k in ("static", "transformer"))
+                r["static_share"] = st / (st + tr) if st + tr else 0.0
             r["rss_mb"] = rss_mb(
                 proc.pid
             )  # after each level: a run of equal levels shows whether memory stays flat
@@ -249,13 +283,19 @@ def run_server(args: argparse.Namespace, batching: bool, ids: Counter) -> dict[s
             print(
                 json.dumps(
                     {
-                        "batching": batching,
+                        "mode": mode,
                         **{k: round(v, 2) if isinstance(v, float) else v for k, v in r.items()},
                     }
                 ),
                 flush=True,
             )
-        return {"batching": batching, "rss_start_mb": rss0, "rss_end_mb": rss_mb(proc.pid), "levels": rows}
+        return {
+            "mode": mode,
+            "batching": batching,
+            "rss_start_mb": rss0,
+            "rss_end_mb": rss_mb(proc.pid),
+            "levels": rows,
+        }
     finally:
         proc.terminate()
         proc.wait(30)
@@ -306,7 +346,11 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies the request counts")
     ap.add_argument("--window-ms", type=float, help="the server's --batch-window-ms (default: its default)")
     ap.add_argument("--max-batch", type=int, help="the server's --max-batch (default: its default)")
-    ap.add_argument("--modes", default="on,off", help="batching modes to run: on, off or both")
+    ap.add_argument(
+        "--modes", default="on,off", help="modes to run: on, off (batching), static (on, with --static)"
+    )
+    ap.add_argument("--static-model", help="the table of mode static (default: the model's own)")
+    ap.add_argument("--queries", help="JSONL (text fields) or text file of queries instead of the templates")
     ap.add_argument(
         "--httpx", action="store_true", help="clients through httpx instead of raw asyncio streams"
     )
@@ -323,6 +367,8 @@ def main() -> None:
         "ROUTECORE_HOME", str(Path("/tmp") / "routecore-serve-bench")
     )  # the embedded-config cache
     ids = Counter(int(time.time()) % 1_000_000 * 1000)
+    if args.queries:
+        QUERIES[:] = read_queries(args.queries)
     out: dict[str, Any] = {
         "machine": f"{platform.node()} {os.cpu_count()} cpus {platform.processor()}",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -333,8 +379,20 @@ def main() -> None:
     if args.ab:
         out["one_client"] = one_client_ab(args, int(args.ab * args.scale), ids)
         print(json.dumps({"one_client": out["one_client"]}), flush=True)
-    out["runs"] = [run_server(args, m == "on", ids) for m in args.modes.split(",") if m]
-    by = {r["batching"]: {lv["clients"]: lv for lv in r["levels"]} for r in out["runs"]}
+    # with --queries every server gets the same stream from its start (its own query cache is empty)
+    out["runs"] = [run_server(args, m, Counter(0) if QUERIES else ids) for m in args.modes.split(",") if m]
+    by = {
+        r["batching"]: {lv["clients"]: lv for lv in r["levels"]} for r in out["runs"] if r["mode"] != "static"
+    }
+    static = {lv["clients"]: lv for r in out["runs"] if r["mode"] == "static" for lv in r["levels"]}
+    if 32 in static and True in by and 32 in by[True]:
+        on32 = by[True][32]
+        out["static_goal"] = {
+            "throughput_ratio_32": static[32]["req_s"] / on32["req_s"],
+            "p95_ms_32": static[32]["p95_ms"],
+            "static_share_32": static[32]["static_share"],
+        }
+        print(json.dumps({"static_goal": out["static_goal"]}), flush=True)
     if True in by and False in by and 32 in by[True] and 1 in by[True]:
         on32, off32, one = by[True][32], by[False][32], by[True][1]
         out["goal"] = {

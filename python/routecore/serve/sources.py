@@ -19,7 +19,10 @@ class RouterSource:
 
     The encoder (``model``, default the bundled one) is loaded once and shared by
     every reload. A config is embedded through the command line's cache of
-    embedded configs (:mod:`routecore.routers.config_cache`) unless ``cache=False``."""
+    embedded configs (:mod:`routecore.routers.config_cache`) unless ``cache=False``.
+
+    ``static``: a config is served behind its static tier (the table ``static_model``, a name or
+    folder; :class:`routecore.serve.static.StaticTier`), whose encoder is loaded once too."""
 
     def __init__(
         self,
@@ -32,9 +35,16 @@ class RouterSource:
         llm_url: Optional[str] = None,
         llm_model: Optional[str] = None,
         cache: bool = True,
+        static: bool = False,
+        static_model: Optional[str] = None,
     ):
         if (config is None) == (bundle is None):
             raise ConfigError("give a config file or a bundle folder (one of them)")
+        from routecore.serve.static import check_static_args
+
+        check_static_args(static, static_model, None if bundle is None else str(bundle))
+        self.static, self.static_model = static, static_model
+        self.table: Any = None
         self.config = Path(config) if config is not None else None
         self.bundle = Path(bundle) if bundle is not None else None
         self.overlay = Path(overlay) if overlay is not None else None
@@ -66,6 +76,8 @@ class RouterSource:
         assert path is not None
         data = read_config_file(path)
         llm = llm_from_config(data.get("llm"), str(path), base_url=self.llm_url, model=self.llm_model)
+        if self.static:
+            return self._load_static(path, enc, llm, memory)
         extra = {"tool_overlay": self.overlay} if self.overlay else {}
 
         def build() -> Any:
@@ -74,6 +86,13 @@ class RouterSource:
         if not self.cache or not config_cache.enabled():
             return build()
         return config_cache.cached_router([path, self.overlay], enc, build, llm=llm, memory=memory)
+
+    def _load_static(self, path: Path, enc: Any, llm: Any, memory: Any) -> Any:
+        from routecore.serve.static import load_static_tier, static_table, table_encoder
+
+        if self.table is None:
+            self.table = table_encoder(static_table(self.model, self.static_model))
+        return load_static_tier(path, self.overlay, enc, self.table, llm=llm, memory=memory, cache=self.cache)
 
     def stamp(self) -> Hashable:
         """What changes when the files change (a save replaces ``bundle.json`` last)."""
