@@ -74,7 +74,7 @@ class CascadeTools:
         kw = {"context_domain": context_domain, "top_k": top_k, "threshold": threshold}
         if not isinstance(query, str) or not self._listed(query):
             return emit(self.metrics, self._unlisted(query, n, candidates, kw))
-        s = shortlist_of(self.fast, query, n, context_domain, candidates)
+        s = best_tools(self.fast.tool_catalog, query, n, context_domain, candidates)
         return emit(self.metrics, _rescored(self.fast, self.strong, query, s, n, candidates, kw))
 
     def tools_batch(
@@ -103,12 +103,9 @@ class CascadeTools:
         strong = _encoded(self.strong, texts)
         out: list[ToolBelt | None] = [None] * len(queries)
         for j, i in enumerate(listed):
-            if fast is None:  # the fast encoder failed: shortlist_of reports it
-                s = shortlist_of(self.fast, queries[i], n, context_domain, candidates)
-            else:
-                s = best_tools(
-                    self.fast.tool_catalog, queries[i], n, context_domain, candidates, encoded=fast[j]
-                )
+            # a failed batch encode: each query tries alone, and best_tools reports its failure
+            one = None if fast is None else fast[j]
+            s = best_tools(self.fast.tool_catalog, queries[i], n, context_domain, candidates, encoded=one)
             out[i] = _rescored(
                 self.fast, self.strong, queries[i], s, n, candidates, kw, strong[j] if strong else None
             )
@@ -145,13 +142,6 @@ class CascadeTools:
         why = "no tools" if not self.fast.tool_catalog.specs else "the query is empty or blank"
         alert = _alert(f"{why}: no shortlist, the strong router's belt", None, self.strong, (), n)
         return replace(belt, alerts=belt.alerts + (alert,))
-
-
-def shortlist_of(
-    router: Router, query: str, n: int, context_domain: str | None, candidates: Sequence[str] | None
-) -> Shortlist:
-    """``router``'s best ``n`` tools for ``query`` (:func:`routecore.tools.shortlist.best_tools`)."""
-    return best_tools(router.tool_catalog, query, n, context_domain, candidates)
 
 
 def _encoded(router: Router, texts: list[str]) -> list[tuple[Any, float, float]] | None:

@@ -70,14 +70,24 @@ class RouterSource:
             llm = llm_from_config(None, "command line", base_url=self.llm_url, model=self.llm_model)
             return Router.load(self.bundle, encoder=enc, llm=llm, memory=memory)
         from routecore.config.specs import read_config_file
-        from routecore.routers import config_cache
 
         path = self.config
         assert path is not None
         data = read_config_file(path)
         llm = llm_from_config(data.get("llm"), str(path), base_url=self.llm_url, model=self.llm_model)
-        if self.static:
-            return self._load_static(path, enc, llm, memory)
+        strong = self._config_router(path, enc, llm, memory)
+        if not self.static:
+            return strong
+        from routecore.serve.static import static_tier
+
+        return static_tier(self._config_router(path, self._table(), None, None), strong)
+
+    def _config_router(self, path: Path, enc: Any, llm: Any, memory: Any) -> Any:
+        """The router of the config ``path`` embedded by ``enc``, through the cache of embedded
+        configs unless it is off."""
+        from routecore.routers import config_cache
+        from routecore.routers.router import Router
+
         extra = {"tool_overlay": self.overlay} if self.overlay else {}
 
         def build() -> Any:
@@ -87,12 +97,14 @@ class RouterSource:
             return build()
         return config_cache.cached_router([path, self.overlay], enc, build, llm=llm, memory=memory)
 
-    def _load_static(self, path: Path, enc: Any, llm: Any, memory: Any) -> Any:
-        from routecore.serve.static import load_static_tier, static_table, table_encoder
-
+    def _table(self) -> Any:
+        """The static table's encoder (``--static``), loaded once and kept across reloads."""
         if self.table is None:
-            self.table = table_encoder(static_table(self.model, self.static_model))
-        return load_static_tier(path, self.overlay, enc, self.table, llm=llm, memory=memory, cache=self.cache)
+            from routecore.core.encoder import Encoder
+            from routecore.serve.static import static_table
+
+            self.table = Encoder.load(static_table(self.model, self.static_model))
+        return self.table
 
     def stamp(self) -> Hashable:
         """What changes when the files change (a save replaces ``bundle.json`` last)."""

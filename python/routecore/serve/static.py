@@ -15,8 +15,6 @@ Importing this module imports neither Starlette nor the routers.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from routecore.errors import ConfigError, ModelError
@@ -135,39 +133,10 @@ class StaticTier:
         )
 
 
-def load_static_tier(
-    path: Path,
-    overlay: Optional[Path],
-    strong_encoder: Any,
-    fast_encoder: Any,
-    *,
-    llm: Any,
-    memory: Any,
-    cache: bool,
-) -> StaticTier:
-    """Both routers of ``path`` (each through the cache of embedded configs unless ``cache`` is
-    off), the table's without an LLM, in a :class:`StaticTier`."""
-    from routecore.routers import config_cache
+def static_tier(fast: Any, strong: Any) -> StaticTier:
+    """``fast`` (the config's router on the static table) in front of ``strong`` (the transformer's),
+    in a :class:`StaticTier`; the config's ``llm:`` section serves the strong router only."""
     from routecore.routers.cascade import Cascade
-    from routecore.routers.router import Router
 
-    extra = {"tool_overlay": overlay} if overlay else {}
-
-    def router(enc: Any, fallback: Any) -> Any:
-        def build() -> Any:
-            return Router.from_config(path, encoder=enc, llm=fallback, memory=memory, **extra)
-
-        if not cache or not config_cache.enabled():
-            return build()
-        return config_cache.cached_router([path, overlay], enc, build, llm=fallback, memory=memory)
-
-    fast = router(fast_encoder, None)
-    fast.route_table.llm = None  # the config's llm: section serves the strong router only
-    return StaticTier(Cascade(fast, router(strong_encoder, llm)))
-
-
-def table_encoder(static_model: str | os.PathLike[str]) -> Any:
-    """The static table's encoder (``Encoder.load`` returns a ``StaticEncoder`` for a table)."""
-    from routecore.core.encoder import Encoder
-
-    return Encoder.load(str(static_model))
+    fast.route_table.llm = None
+    return StaticTier(Cascade(fast, strong))

@@ -18,12 +18,11 @@ import numpy as np
 
 from routecore import _native
 from routecore.decide.conversation import routing_text
-from routecore.decide.tables import query_vectors
 from routecore.decision import Alert, Timings
 from routecore.errors import InvalidArgumentError
 from routecore.tools.tool_catalog import ToolCatalog
 from routecore.tools.tool_scores import ranked_scores
-from routecore.tools.toolbelt import candidate_mask
+from routecore.tools.toolbelt import EncoderFailed, candidate_mask, query_embedding
 
 
 @dataclass(frozen=True)
@@ -67,18 +66,11 @@ def best_tools(
     allowed = candidate_mask(catalog, candidates)
     routed = routing_text(query)[0]
     t0 = time.perf_counter()
-    if encoded is not None:
-        q, tok_ms, enc_ms = encoded
-        t0 -= enc_ms / 1e3
-    elif vector is not None:
-        q, tok_ms = query_vectors(vector, catalog.encoder.dim, 1)[0], 0.0
-    else:
-        try:
-            enc = catalog.encoder.encode_with_stats([routed])
-        except Exception as e:  # noqa: BLE001 - the caller falls back to the whole catalog
-            ms = (time.perf_counter() - t0) * 1e3
-            return Shortlist((), (), (), Timings(total=ms), f"{type(e).__name__}: {e}")
-        q, tok_ms = enc.embeddings[0], enc.tokenize_ms
+    try:
+        q, tok_ms, before_ms = query_embedding(catalog, routed, vector, encoded)
+    except EncoderFailed as e:  # the caller falls back to the whole catalog
+        return Shortlist((), (), (), Timings(total=(time.perf_counter() - t0) * 1e3), str(e))
+    t0 -= before_ms / 1e3
     t1 = time.perf_counter()
     core = catalog.core
     alerts: list[Alert] = []  # a lesson store's failure: the re-scoring router reports its own

@@ -39,6 +39,39 @@ def candidate_mask(catalog: ToolCatalog, candidates: Sequence[str] | None) -> np
     return mask
 
 
+class EncoderFailed(Exception):
+    """:func:`query_embedding`'s encoder raised ``cause``: a tool search degrades instead of raising."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.cause = cause
+
+
+def query_embedding(
+    catalog: ToolCatalog,
+    text: str,
+    vector: Any = None,
+    encoded: tuple[np.ndarray, float, float] | None = None,
+) -> tuple[np.ndarray, float, float]:
+    """A tool search's query embedding, its tokenize ms, and the encoder ms spent before this call:
+    ``encoded`` (embedding, tokenize ms, encoder ms) from a batched encoder call, else ``vector``
+    (checked against the encoder's width), else ``text`` embedded now.
+
+    Raises:
+        InvalidArgumentError: a bad ``vector``.
+        EncoderFailed: the encoder raised.
+    """
+    if encoded is not None:
+        return encoded
+    if vector is not None:
+        return query_vectors(vector, catalog.encoder.dim, 1)[0], 0.0, 0.0
+    try:
+        enc = catalog.encoder.encode_with_stats([text])
+    except Exception as e:  # noqa: BLE001 - the caller degrades
+        raise EncoderFailed(e) from e
+    return enc.embeddings[0], enc.tokenize_ms, 0.0
+
+
 def _empty_belt(query: str, why: str, code: str = "no_tool") -> ToolBelt:
     return trace(
         "tool belt",
@@ -150,17 +183,11 @@ def select_tools(
     wanted = k + len(catalog.core) + len(exclude or ())
     t0 = time.perf_counter()
     routed, notes = routing_text(query)
-    if encoded is not None:
-        q, tok_ms, enc_ms = encoded
-        t0 -= enc_ms / 1e3
-    elif vector is not None:
-        q, tok_ms = query_vectors(vector, catalog.encoder.dim, 1)[0], 0.0
-    else:
-        try:
-            enc = catalog.encoder.encode_with_stats([routed])
-        except Exception as e:  # noqa: BLE001 - degrade to the core tools, never crash
-            return _encoder_failed(catalog, query, e)
-        q, tok_ms = enc.embeddings[0], enc.tokenize_ms
+    try:
+        q, tok_ms, before_ms = query_embedding(catalog, routed, vector, encoded)
+    except EncoderFailed as e:  # degrade to the core tools, never crash
+        return _encoder_failed(catalog, query, e.cause)
+    t0 -= before_ms / 1e3
     t1 = time.perf_counter()
     alerts: list[Alert] = []
     alerts.extend(Alert(k, m) for k, m in notes)
