@@ -1,7 +1,7 @@
 """Few-shot decisions: what a user who writes k utterances per route gets (issue 34).
 
     ROUTECORE_HOME=/tmp/rchome python benches/few_shot.py [--model PATH] [--sets a,b] [--shots 5,10,20]
-        [--seeds 5] [--split dev|test] [--limit 1500] [--json OUT] [--peer]
+        [--seeds 5] [--split dev|test] [--limit 1500] [--json OUT] [--peer] [--route-precision]
 
 For each set, k and seed: a router built as a config builds it (``Router`` over k sampled
 train utterances per label, zero-label, no ``fit``, no LLM), then every query of the dev
@@ -20,6 +20,10 @@ spread, max - min):
 - ``oracle@P``: the best ``right`` any threshold on the router's own confidence reaches at
   precision >= P (P = 0.95, or 0.90 on MASSIVE fr/zh); ``auroc``: "top-1 is right" against
   that confidence; ``build``: seconds to build the router, embeddings cached.
+
+``--route-precision``: the routers of a set whose P is not the default policy's goal (MASSIVE
+fr/zh) set ``policy.routes.route_precision`` to P, as a user who asks for that precision would
+(the prior's levels measured for it); the other sets keep the default policy.
 
 ``--peer``: semantic-router 1.1.1 on the same encoder, exemplars and queries in the same run
 (``few_shot_peer.py``: its default threshold, which routes every query, and 0.5); a second table
@@ -110,11 +114,14 @@ def oracle(conf: np.ndarray, right: np.ndarray, n_in: int, P: float) -> float:
     return float(np.cumsum(right[order])[ok[-1]] / n_in) if len(ok) else 0.0
 
 
-def build(enc: Any, train: D.Dataset, vec: dict[str, np.ndarray], k: int, seed: int) -> Router:
-    """The router a config of ``k`` sampled utterances per label gives (its exemplars' embeddings cached)."""
+def build(
+    enc: Any, train: D.Dataset, vec: dict[str, np.ndarray], k: int, seed: int, goal: float | None = None
+) -> Router:
+    """The router a config of ``k`` sampled utterances per label gives (its exemplars' embeddings
+    cached); ``goal``: the policy's ``route_precision``."""
     routes = routes_from_split(train, shots=k, seed=seed)
     V = np.stack([vec[t] for r in routes for t in r.exemplars()])
-    return Router(routes, encoder=enc, policy=Policy(), vectors=TableVectors(routes=V))
+    return Router(routes, encoder=enc, policy=Policy(route_precision=goal), vectors=TableVectors(routes=V))
 
 
 def run_one(
@@ -128,9 +135,10 @@ def run_one(
     P: float,
     oos_extra: tuple[list[str], np.ndarray] = ([], np.zeros((0, 0), np.float32)),
     peer: Any = None,
+    goal: float | None = None,
 ) -> dict[str, float]:
     t = time.perf_counter()
-    router = build(enc, train, vec, k, seed)
+    router = build(enc, train, vec, k, seed, goal)
     build_s = time.perf_counter() - t
     texts, gold = [s.text for s in test.samples], np.array([s.label for s in test.samples], dtype=object)
     if peer is not None:
@@ -189,10 +197,12 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="also write every run's figures here")
     ap.add_argument("--pool", type=int, default=60, help="train rows per label shots are drawn from (0: all)")
     ap.add_argument("--peer", action="store_true", help="semantic-router on the same data (few_shot_peer.py)")
+    ap.add_argument("--route-precision", action="store_true", help="route_precision = P on MASSIVE fr/zh")
     a = ap.parse_args()
     enc = Encoder.load(a.model) if a.model else Encoder.load()
     print(
         f"# model {enc.model_id}, split {a.split}, seeds {a.seeds}, "
+        f"route_precision {'P on MASSIVE fr/zh' if a.route_precision else 'unset'}, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
     cols = (
@@ -230,7 +240,11 @@ def main() -> None:
                 enc, tt + [s.text for s in test.samples], np.concatenate([np.stack([vec[t] for t in tt]), X])
             )
         for k in (int(x) for x in a.shots.split(",")):
-            rs = [run_one(enc, train, vec, X, test, k, seed, P, oos_extra, peer) for seed in range(a.seeds)]
+            goal = P if a.route_precision and name in TARGET else None
+            rs = [
+                run_one(enc, train, vec, X, test, k, seed, P, oos_extra, peer, goal)
+                for seed in range(a.seeds)
+            ]
             runs += [{"set": name, "k": k, "seed": s, **r} for s, r in enumerate(rs)]
             mean = {
                 c: float(np.nanmean([r[c] for r in rs])) if all(c in r for r in rs) else float("nan")

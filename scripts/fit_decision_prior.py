@@ -2,7 +2,8 @@
 
     ROUTECORE_HOME=/tmp/rchome python scripts/fit_decision_prior.py dump [--model PATH] \\
         --out F.npy [--seeds 3]
-    python scripts/fit_decision_prior.py fit F.npy [--write]
+    python scripts/fit_decision_prior.py fit F.npy [--write] [--targets-only]
+    python scripts/fit_decision_prior.py gap F.npy [--goal 0.9]
 
 ``dump``: for every dev set of benches/few_shot.py, all its routes and seeded subsets of 4 and 12
 (with the dev queries of those routes), k = 5, 10 and 20 utterances per route and ``--seeds``
@@ -19,6 +20,9 @@ and their products with ``logit(p1)``. Each level is the lowest on a grid under 
 group's (set, routes, k) mean routed precision meets its goal: ``medium`` 0.95 (0.90 on MASSIVE
 fr/zh), ``high`` 0.99, ``previous_high`` 0.90. ``clarify_mass``: the smallest mass whose options
 hold the right route for >= 90 % of the clarified in-scope queries (1.0 when none does).
+``targets``: for each goal of ``GOALS``, the ``medium`` and ``traffic`` levels at which every
+group meets that goal (what a policy that sets ``route_precision`` gets); ``--targets-only`` keeps
+the shipped prior and adds them, measured with its weights.
 ``scope``: the largest cut on the head's raw best probability under which no group loses more
 than ``SCOPE_LOST`` of its in-scope queries whose best route is right. It prints the
 leave-one-dataset-out check: each set's figures under the prior fitted on the others.
@@ -38,6 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PRIORS = ROOT / "python" / "routecore" / "data" / "priors.json"
 #: Routed precision per set (issue 34's goals); the rest 0.95.
 TARGET = {"massive-fr": 0.90, "massive-zh": 0.90}
+#: Goals of a policy that sets ``route_precision``: the prior's ``targets`` (every set alike).
+GOALS = (0.85, 0.90, 0.95, 0.98)
 #: The scope cut may decline at most this share of a group's in-scope queries whose best route is right.
 SCOPE_LOST = 0.005
 #: Configs of every route of a set (0), and of seeded subsets of 4 and 12 routes.
@@ -47,7 +53,7 @@ SUBSETS = (0, 4, 12)
 def dump(model: str | None, out: str, seeds: int) -> None:
     sys.path.insert(0, str(ROOT / "benches"))
     import few_shot as F
-    from routecore import Encoder
+    from routecore import Encoder, TableVectors
     from routecore.calibrate.exemplar_head import serving_head
     from routecore.core.background import background_languages, background_vectors
     from routecore.decide.policy import Policy
@@ -80,13 +86,7 @@ def dump(model: str | None, out: str, seeds: int) -> None:
                     )
                     V = np.stack([vec[t] for r in routes for t in r.exemplars()])
                     owners = np.array([i for i, r in enumerate(routes) for _ in r.exemplars()])
-                    e = np.zeros((0, enc.dim), np.float32)
-                    r = Router(
-                        routes,
-                        encoder=enc,
-                        policy=Policy(head="off"),
-                        _vectors={"routes": V, "tools": e, "anti": e},
-                    )
+                    r = Router(routes, encoder=enc, policy=Policy(head="off"), vectors=TableVectors(routes=V))
                     B = background_vectors(enc)
                     homes = {n for n, v in r.calibration.languages.items() if v.get("covered")}
                     if homes:
@@ -192,10 +192,10 @@ def _options_hold(runs: list[dict[str, np.ndarray]], w: list[float], tau: float,
     return float(np.mean(held)) if held else 1.0
 
 
-def choose(groups: dict[str, list[dict[str, np.ndarray]]]) -> dict[str, object]:
-    """A prior from the runs of some sets: the weights, and each level the lowest on a grid under
-    which every group's mean routed precision meets its goal (module docstring)."""
-    w = fit_weights(groups)
+def choose(groups: dict[str, list[dict[str, np.ndarray]]], w: list[float] | None = None) -> dict[str, object]:
+    """A prior from the runs of some sets: the weights (``w``: kept as given), and each level the
+    lowest on a grid under which every group's mean routed precision meets its goal (module docstring)."""
+    w = fit_weights(groups) if w is None else w
 
     def lowest(goal: dict[str, float]) -> float:
         for tau in np.round(np.arange(0.50, 0.996, 0.005), 3):
@@ -221,6 +221,10 @@ def choose(groups: dict[str, list[dict[str, np.ndarray]]]) -> dict[str, object]:
         "per_route": [float(C[:, 1].min()), float(C[:, 1].max())],
         "routes": [float(C[:, 2].min()), float(C[:, 2].max())],
     }
+    targets = {}
+    for goal in GOALS:
+        m = lowest({k: goal for k in groups})
+        targets[str(goal)] = [m, fit_traffic(groups, w, span, scope, m, goal)]
     return {
         "weights": w,
         "medium": medium,
@@ -230,16 +234,23 @@ def choose(groups: dict[str, list[dict[str, np.ndarray]]]) -> dict[str, object]:
         "scope": scope,
         "traffic": fit_traffic(groups, w, span, scope, medium),
         "span": span,
+        "targets": targets,
     }
 
 
 def fit_traffic(
-    groups: dict[str, list[dict[str, np.ndarray]]], w: list[float], span: Any, scope: float, medium: float
+    groups: dict[str, list[dict[str, np.ndarray]]],
+    w: list[float],
+    span: Any,
+    scope: float,
+    medium: float,
+    goal: float | None = None,
 ) -> float:
     """The traffic level (routecore.calibrate.traffic): the lowest on a grid at which every group
-    still meets its goal when each run's cut is the lower of the prior's and the one adapted to
-    the run's own queries (a run's queries stand for the traffic the router has seen)."""
-    for lv in np.round(np.arange(0.95, 0.996, 0.005), 3):
+    still meets its goal (``goal``, else the set's) when each run's cut is the lower of the
+    prior's and the one adapted to the run's own queries (a run's queries stand for the traffic
+    the router has seen)."""
+    for lv in np.round(np.arange(0.95 if goal is None else goal - 0.05, 0.996, 0.005), 3):
         if all(
             np.mean(
                 [
@@ -251,7 +262,7 @@ def fit_traffic(
                     for r in runs
                 ]
             )
-            >= TARGET.get(key.split("|")[0], 0.95)
+            >= (TARGET.get(key.split("|")[0], 0.95) if goal is None else goal)
             for key, runs in groups.items()
         ):
             return float(lv)
@@ -304,10 +315,17 @@ def report(groups: dict[str, list[dict[str, np.ndarray]]], prior: dict[str, obje
     return "\n".join(line)
 
 
-def fit(path: str, write: bool) -> None:
+def fit(path: str, write: bool, targets_only: bool = False) -> None:
+    """Fit a prior on a dump; ``targets_only``: keep the shipped prior and add its ``targets``
+    (measured with its weights on this dump)."""
     data = np.load(path, allow_pickle=True).item()
     groups = _runs(data["rows"])
-    prior = choose(groups)
+    shipped = json.loads(PRIORS.read_text())["models"].get(data["model_id"]) if PRIORS.is_file() else None
+    if targets_only and shipped is None:
+        raise SystemExit(f"--targets-only: no shipped prior for {data['model_id']}")
+    prior = choose(groups, shipped["weights"] if targets_only else None)
+    if targets_only:
+        prior = {**{k: v for k, v in shipped.items() if k != "source"}, "targets": prior["targets"]}
     print(f"{data['model_id']}: {prior}\n{report(groups, prior)}")
     sets = sorted({k.split("|")[0] for k in groups})
     print("\nleave one dataset out:")
@@ -345,13 +363,19 @@ def _traffic_cut(r: dict[str, np.ndarray], w: list[float], span: Any, scope: flo
     return TrafficCut(prior, z, 1.0).compute(r["p1"][ok])
 
 
-def gap(path: str, traffic: list[float]) -> None:
+def gap(path: str, traffic: list[float], goal: float | None = None) -> None:
     """Where the oracle gap comes from (BENCHMARKS.md, few-shot decisions): per group, the
     shipped prior's cut, the best level of p_right for that group alone (the lowest meeting its
-    goal), the oracle of each run, and cuts adapted to each run's own queries at ``traffic`` levels."""
+    goal), the oracle of each run, the router's cut once it has seen traffic (the lower of the
+    prior's and the adapted one), and cuts adapted to each run's own queries at ``traffic`` levels.
+    ``goal``: a policy's ``route_precision`` (the prior's levels for it, every group's goal)."""
+    from routecore.calibrate.prior import DecisionPrior
+
     data = np.load(path, allow_pickle=True).item()
     groups = _runs(data["rows"])
     pri = json.loads(PRIORS.read_text())["models"][data["model_id"]]
+    at = DecisionPrior.from_dict({k: v for k, v in pri.items()}).at(goal)
+    pri = {**pri, "medium": at.medium, "traffic": at.traffic}
     w, span, scope = pri["weights"], pri["span"], float(pri["scope"])
 
     def mean(runs: list[dict[str, np.ndarray]], cuts: list[float]) -> tuple[float, float]:
@@ -359,23 +383,33 @@ def gap(path: str, traffic: list[float]) -> None:
         return float(np.mean([a for a, _ in pairs])), float(np.mean([b for _, b in pairs]))
 
     for key, runs in groups.items():
-        goal = TARGET.get(key.split("|")[0], 0.95)
+        want = TARGET.get(key.split("|")[0], 0.95) if goal is None else goal
         prior = mean(runs, [cut_of(w, pri["medium"], r["config"], span) for r in runs])
+        routed = mean(
+            runs,
+            [
+                min(
+                    cut_of(w, pri["medium"], r["config"], span),
+                    _traffic_cut(r, w, span, scope, pri["traffic"]),
+                )
+                for r in runs
+            ],
+        )
         own = next(
             (
                 mean(runs, [cut_of(w, float(t), r["config"], span) for r in runs])
                 for t in np.round(np.arange(0.5, 0.996, 0.005), 3)
-                if mean(runs, [cut_of(w, float(t), r["config"], span) for r in runs])[0] >= goal
+                if mean(runs, [cut_of(w, float(t), r["config"], span) for r in runs])[0] >= want
             ),
             (1.0, 0.0),
         )
         best = []
         for r in runs:
             cuts = np.unique(r["p1"])
-            ok = [c for c in cuts[::-1] if _routed(r, float(c), scope)[0] >= goal]
+            ok = [c for c in cuts[::-1] if _routed(r, float(c), scope)[0] >= want]
             best.append(max((_routed(r, float(c), scope)[1] for c in ok), default=0.0))
         line = f"{key}: prior {100 * prior[1]:.1f} at {100 * prior[0]:.1f} | own level {100 * own[1]:.1f}"
-        line += f" | oracle {100 * np.mean(best):.1f}"
+        line += f" | oracle {100 * np.mean(best):.1f} | router {100 * routed[1]:.1f} at {100 * routed[0]:.1f}"
         for lv in traffic:
             t = mean(runs, [_traffic_cut(r, w, span, scope, lv) for r in runs])
             line += f" | traffic {lv}: {100 * t[1]:.1f} at {100 * t[0]:.1f}"
@@ -392,16 +426,18 @@ def main() -> None:
     f = sub.add_parser("fit")
     f.add_argument("path")
     f.add_argument("--write", action="store_true")
+    f.add_argument("--targets-only", action="store_true", help="keep the shipped prior, add its targets")
     g = sub.add_parser("gap")
     g.add_argument("path")
     g.add_argument("--traffic", default="0.95,0.96,0.965")
+    g.add_argument("--goal", type=float, default=None, help="a policy's route_precision")
     a = ap.parse_args()
     if a.cmd == "dump":
         dump(a.model, a.out, a.seeds)
     elif a.cmd == "gap":
-        gap(a.path, [float(x) for x in a.traffic.split(",") if x])
+        gap(a.path, [float(x) for x in a.traffic.split(",") if x], a.goal)
     else:
-        fit(a.path, a.write)
+        fit(a.path, a.write, a.targets_only)
 
 
 if __name__ == "__main__":

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import DATASETS, need_shared
 from routecore import Router
 from routecore.calibrate.calibration import Calibration, fallback_note
 from routecore.calibrate.prior import DecisionPrior, config_features, cut_for, p_right, prior_for
 from routecore.config.specs import RouteSpec
+from routecore.decide.policy import Policy
 from routecore.errors import ConfigError
 
 SHOP = [
@@ -134,6 +137,44 @@ def test_prior_cuts_are_levels_of_its_model_and_stay_within_their_span():
     assert cut_for((0.0, -1.0, 0, 0, 0, 0, 0, 0), 0.9, [0.0, 0.0, 0.0]) == 1.0
     with pytest.raises(ConfigError):
         DecisionPrior(weights=(1.0,), medium=0.9, high=0.99, previous_high=0.8, span=span)
+
+
+GRID = {"0.85": [0.80, 0.93], "0.9": [0.84, 0.95], "0.95": [0.90, 0.97], "0.98": [0.95, 0.99]}
+
+
+def _with_targets(**kw):
+    w = (-2.0, 0.6, 0.5, -0.3, 0.7, 0.1, 0.0, 0.1)
+    span = {"top1_dense": [0.5, 0.9], "per_route": [5, 20], "routes": [4, 150]}
+    return DecisionPrior(weights=w, medium=0.88, high=0.99, previous_high=0.8, span=span, traffic=0.965, **kw)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(0.5, 0.999), st.floats(0.5, 0.999))
+def test_a_precision_goal_takes_the_levels_measured_for_it(a, b):
+    p = _with_targets(targets=GRID)
+    assert p.at(None) is p and _with_targets().at(0.9).medium == 0.88  # unset, or no targets: as measured
+    assert (p.at(0.9).medium, p.at(0.9).traffic, p.at(0.9).goal) == (0.84, 0.95, 0.9)
+    lo, hi = sorted((a, b))
+    pa, pb = p.at(lo), p.at(hi)
+    # A stricter goal never routes more: its levels are at least those of a looser one.
+    assert pa.medium <= pb.medium and pa.traffic <= pb.traffic
+    assert 0.80 <= pa.medium <= 0.95 and 0.85 <= pa.goal <= 0.98  # outside the grid, its nearest goal
+    assert p.at(0.5) == p.at(0.85) and p.at(0.999).goal == 0.98
+
+
+def test_a_prior_with_malformed_targets_is_refused():
+    for bad in ({"0.9": [0.8]}, {"0.9": [0.8, 1.5]}, {"x": [0.8, 0.9]}, {"0.9": "high"}):
+        with pytest.raises(ConfigError):
+            _with_targets(targets=bad)
+
+
+def test_a_config_that_asks_for_more_precision_routes_no_more(encoder):
+    cuts = {}
+    for goal in (0.85, None, 0.98):
+        r = Router(SHOP, encoder=encoder, policy=Policy(route_precision=goal))
+        cuts[goal] = r.calibration.medium
+        assert r.calibration.stats["head"]["route_precision"] == goal  # the goal is recorded
+    assert cuts[0.85] <= cuts[None] <= cuts[0.98] and cuts[0.85] < cuts[0.98]
 
 
 def test_a_fallback_calibration_says_its_constants_are_not_fits():

@@ -347,7 +347,7 @@ def for_router(
     tool_lexical: Any = None,
 ) -> Calibration:
     """The zero-label calibration of a router's tables under ``policy``'s aggregation and targets."""
-    targets = Targets(policy.high_precision, policy.route_precision, policy.previous_precision)
+    targets = Targets.of(policy)
     return zero_label(
         route_vecs,
         route_owners,

@@ -254,6 +254,7 @@ def prior_fit(
         cuts,
         {
             "prior": prior.source,
+            "route_precision": prior.goal,
             "threshold": head.threshold,
             "folds": 0,
             "top1_dense": top1,

@@ -5,7 +5,7 @@ tiers and ``medium`` at a precision target (Wilson lower bound), the out-of-scop
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -163,15 +163,27 @@ def fit_min_score(inscope: np.ndarray, background: np.ndarray) -> float:
     return float(cands[int(np.argmax(kept + rejected))])
 
 
+#: What routed decisions aim at on held-out exemplars when the policy sets no ``route_precision``.
+ROUTE_PRECISION = 0.90
+
+
 @dataclass(frozen=True)
 class Targets:
     """What the tiers aim for on held-out exemplars (probabilities of being right)."""
 
     high_precision: float = 0.95
-    route_precision: float = 0.90
+    route_precision: float = ROUTE_PRECISION
     previous_precision: float = 0.90
     #: Share of background queries whose best tool stays under the tool floor.
     tool_background_rejected: float = 0.90
+
+    @classmethod
+    def of(cls, policy: Any) -> "Targets":
+        """A policy's targets (its ``route_precision`` unset: :data:`ROUTE_PRECISION`)."""
+        route = policy.route_precision
+        return cls(
+            policy.high_precision, ROUTE_PRECISION if route is None else route, policy.previous_precision
+        )
 
 
 def top2_correct(

@@ -130,4 +130,5 @@ def for_table(
         or spec_policy.medium is not None
     ):
         return None
-    return TrafficCut.build(prior_for(model_id), dict(calibration.stats), medium)
+    prior = prior_for(model_id, spec_policy.route_precision)
+    return TrafficCut.build(prior, dict(calibration.stats), medium)

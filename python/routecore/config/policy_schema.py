@@ -42,7 +42,7 @@ class RouteSection(Thresholds):  # its first fields are the thresholds a route c
     high_support: Optional[Unit] = None
     adapt_cut: bool = True
     high_precision: Unit = 0.95
-    route_precision: Unit = 0.90
+    route_precision: Optional[Unit] = None
     previous_precision: Unit = 0.90
     aggregation: Literal["max", "mean", "topn"] = "max"
     top_n: AtLeastOne = 3

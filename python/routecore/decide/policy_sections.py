@@ -54,7 +54,12 @@ class RoutePolicy:
     #: prior expects the queries routed to be right on average at its measured level. False: fixed.
     adapt_cut: bool = True
     high_precision: float = 0.95
-    route_precision: float = 0.90
+    #: How often routed decisions should be right. Unset: a model's prior keeps the goal it was
+    #: measured at (95 % of routed dev queries; routecore.calibrate.prior), and cuts fitted on
+    #: held-out exemplars (zero-label, ``fit``, a doctor's checks) aim at
+    #: :data:`routecore.calibrate.fits.ROUTE_PRECISION` (90 %). Set, a prior routes at its
+    #: levels measured for this goal.
+    route_precision: float | None = None
     previous_precision: float = 0.90
     aggregation: Literal["max", "mean", "topn"] = "max"
     top_n: int = 3
@@ -236,7 +241,7 @@ class FlatKeys:
         high_support: float | None
         adapt_cut: bool
         high_precision: float
-        route_precision: float
+        route_precision: float | None
         previous_precision: float
         aggregation: Literal["max", "mean", "topn"]
         top_n: int

@@ -12,7 +12,7 @@ and ``unrelated`` (an unrelated query's). Each exemplar is scored against every 
 exemplars (leave-one-out, :mod:`routecore.calibrate.held_out`):
 
 - a **misfit** is nearer another route than its own by ``T * ln(P / (1 - P))`` or more
-  (``P`` = ``policy.route_precision``, 0.90: held out, another route would take it at the
+  (``P`` = ``policy.route_precision``, unset 0.90: held out, another route would take it at the
   odds routed decisions are held to). Scored again against the config without the misfits, it is **misplaced**
   when one route would take it (more likely than all others together, and nearer a
   paraphrase than an unrelated query: score >= ``(match + unrelated) / 2``; the fix moves
@@ -41,6 +41,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from routecore.calibrate.fits import Targets
 from routecore.calibrate.held_out import near_duplicate_cut
 from routecore.doctor import doctor_checks as checks
 from routecore.doctor.doctor_checks import DUPLICATE_SHARE
@@ -182,7 +183,7 @@ def diagnose(
     B = background_vectors(router.encoder)
     cal = _calibration(router, V, owners, len(names), B)
     T = float(cal.temperature)
-    P = float(router.policy.route_precision if precision is None else precision)
+    P = float(Targets.of(router.policy).route_precision if precision is None else precision)
     if not 0.5 <= P < 1.0:
         raise ConfigError(f"precision must be in [0.5, 1), got {P!r}")
     rows = np.flatnonzero(np.bincount(owners, minlength=len(names))[owners] >= 2)

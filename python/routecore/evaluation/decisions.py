@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from routecore.calibrate.calibration import wilson_lower
-from routecore.calibrate.fits import fit_tiers, top2
+from routecore.calibrate.fits import Targets, fit_tiers, top2
 
 
 def decide_vectors(router: Any, X: np.ndarray, texts: Sequence[str]) -> list[tuple[str, str | None, str]]:
@@ -63,7 +63,7 @@ def fit_routed_cut(
     ones right on at least ``policy.route_precision`` (Wilson lower bound); when no cut
     gets there, the one with the best bound. Returns the decision figures at that cut."""
     cal = router.calibration
-    target = router.policy.route_precision
+    target = Targets.of(router.policy).route_precision
     best: tuple[tuple[bool, float], float, dict[str, Any]] | None = None
     for m in np.linspace(0.05, 0.99, steps):  # above `high` too: a head's high tier may rest on its margin
         router.calibrate(replace(cal, medium=float(m)))

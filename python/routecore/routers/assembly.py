@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from routecore.calibrate.calibration import Calibration, for_router
-from routecore.calibrate.fits import learned_medium
+from routecore.calibrate.fits import Targets, learned_medium
 from routecore.config.specs import RouteSpec, ToolSpec
 from routecore.core.lexical import LexicalTable
 from routecore.core.progress import Progress, ProgressArg
@@ -148,7 +148,7 @@ def build(
             head_threshold,
         )
     if answers is not None and calibration is not None:
-        calibration = learned_medium(calibration, answers, spec_policy.route_precision)
+        calibration = learned_medium(calibration, answers, Targets.of(spec_policy).route_precision)
     policy = spec_policy.resolve(calibration)
     route_table = RouteTable(
         routes,
@@ -209,7 +209,6 @@ def _exemplar_head(
         serving_head,
         with_head,
     )
-    from routecore.calibrate.fits import Targets
     from routecore.calibrate.head_languages import language_fits
     from routecore.calibrate.prior import prior_for
     from routecore.core.background import (
@@ -240,7 +239,8 @@ def _exemplar_head(
         return serving_head(
             V, np.asarray(owners), [r.name for r in routes], B, base, head_threshold
         ), calibration
-    prior = prior_for(str(getattr(encoder, "model_id", ""))) if spec_policy.prior else None
+    model_id = str(getattr(encoder, "model_id", ""))
+    prior = prior_for(model_id, spec_policy.route_precision) if spec_policy.prior else None
     if prior is not None and (calibration is None or calibration.source == "zero-label"):
         # The model's measured prior holds the cuts: one training, no folds (routecore.calibrate.prior).
         oos = out_of_scope_rows(B, V, base, np.asarray(owners))
@@ -250,7 +250,7 @@ def _exemplar_head(
             return head, None
         per_language = language_fits(fit, calibration.languages, parallel_vectors(encoder), parallel_rows())
         return head, replace(with_head(calibration, fit, per_language), source="prior")
-    targets = Targets(spec_policy.high_precision, spec_policy.route_precision, spec_policy.previous_precision)
+    targets = Targets.of(spec_policy)
     # No lexical gain: the router does not add the lexical score to the head's probabilities.
     fitted = fit_exemplar_head(
         V, np.asarray(owners), [r.name for r in routes], B, base, targets=targets, progress=progress
