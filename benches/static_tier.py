@@ -54,7 +54,8 @@ def pct(v: list[float]) -> dict[str, float]:
 
 
 def timing(fast: Any, strong: Any, texts: list[str], n: int, a: argparse.Namespace) -> dict[str, Any]:
-    fast.encoder, strong.encoder = Encoder.load(a.static), Encoder.load(a.model, cache_size=0)
+    fast.encoder = Encoder.load(a.static)
+    strong.encoder = Encoder.load(a.model, cache_size=0, spinning=not a.no_spin)
     c = Cascade(fast, strong)
     rng = np.random.default_rng(0)
     sample = [texts[i] for i in rng.choice(len(texts), min(n, len(texts)), replace=False)]
@@ -113,6 +114,9 @@ def main() -> None:
     ap.add_argument("--sets", default="clinc150,banking77,massive-en,massive-fr,massive-zh")
     ap.add_argument("--shots", default="full,10")
     ap.add_argument("--timed", type=int, default=300)
+    ap.add_argument(
+        "--no-spin", action="store_true", help="the transformer's ONNX Runtime threads do not spin"
+    )
     ap.add_argument("--json", default=None, help="also write every row to this file")
     ap.add_argument("--encode-only", action="store_true", help="only the table's time per text")
     a = ap.parse_args()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from routecore import Router
 from routecore.config.specs import RouteSpec
@@ -159,6 +161,31 @@ def test_noise_around_a_query_is_folded_before_it_is_encoded():
     long = "the production server is down\n\n" + "x " * 5000
     text, notes = routing_text(long)
     assert text == "the production server is down" and notes[0][0] == "long_query"
+
+
+def _normalized_slowly(text: str) -> str:
+    """normalize_query character by character, without its shortcuts (ASCII, no upper case)."""
+    import re
+    import unicodedata
+
+    out = "".join(
+        ch for ch in text if unicodedata.category(ch) not in ("So", "Cs") and ch not in "\u200d\ufe0f\ufe0e"
+    )
+    out = re.sub(r"([!?.,;:~*#=_-])\1+", r"\1", out)
+    out = re.sub(r"\b(\w+)(\s+\1\b)+", r"\1", out, flags=re.IGNORECASE)
+    out = re.sub(r"[^\S\n]+", " ", out).strip()
+    letters = [ch for ch in out if ch.isalpha()]
+    if len(letters) >= 4 and sum(ch.isupper() for ch in letters) >= 0.8 * len(letters):
+        out = out.lower()
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60) | st.text(st.characters(max_codepoint=127), max_size=60))
+def test_the_shortcuts_of_normalize_query_change_nothing(text):
+    from routecore.decide.conversation import normalize_query
+
+    assert normalize_query(text) == _normalized_slowly(text)
 
 
 def test_bad_arguments_raise_typed_errors(it_ops_router, encoder, tmp_path):

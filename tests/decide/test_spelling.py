@@ -76,3 +76,26 @@ def test_a_form_of_an_exemplar_word_is_not_a_typo():
     for q in ("the app crashed", "my card was declined", "it keeps crashing"):
         assert s.repair(q) == (q, ()), q
     assert s.repair("the app crahses")[0] == "the app crashes"  # a swap is still repaired
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["prodution", "servr", "firewal", "configre", "the", "dwon", "rulez"]), max_size=8
+    )
+)
+def test_a_remembered_reading_is_the_one_a_new_speller_gives(words):
+    text = " ".join(words)
+    seen = Speller(EXEMPLARS, nothing_known)
+    seen.repair("prodution servr firewal dwon")  # its memo holds some of the words already
+    assert seen.repair(text) == Speller(EXEMPLARS, nothing_known).repair(text)
+
+
+def test_the_memo_starts_over_when_full(monkeypatch):
+    from routecore.decide import spelling
+
+    monkeypatch.setattr(spelling, "MEMO_WORDS", 2)
+    s = Speller(EXEMPLARS, nothing_known)
+    assert s.repair("prodution servr")[0] == "production server"
+    assert s.repair("firewal dwon configre")[0] == "firewall down configure"
+    assert len(s._memo) <= 3  # cleared before the three new words went in

@@ -35,12 +35,20 @@ def normalize_query(text: str) -> str:
     punctuation mark (``!!!``) and of one word said twice (``down down``) folded, white space
     folded, and a shouted text (four letters in five upper case) put in lower case. A clean
     query is left as it is. (BENCHMARKS.md, robustness: each fold measured on dev queries.)"""
-    out = "".join(
-        ch for ch in text if unicodedata.category(ch) not in ("So", "Cs") and ch not in "\u200d\ufe0f\ufe0e"
+    out = (
+        text  # ASCII holds no pictograph, joiner or surrogate
+        if text.isascii()
+        else "".join(
+            ch
+            for ch in text
+            if unicodedata.category(ch) not in ("So", "Cs") and ch not in "\u200d\ufe0f\ufe0e"
+        )
     )
     out = _PUNCT_RUN.sub(r"\1", out)
     out = _REPEAT.sub(r"\1", out)
     out = _SPACE.sub(" ", out).strip()  # line breaks are kept: a clarified query is "question\nanswer"
+    if out.lower() == out:  # nothing in upper case
+        return out
     letters = [ch for ch in out if ch.isalpha()]
     if len(letters) >= 4 and sum(ch.isupper() for ch in letters) >= 0.8 * len(letters):
         out = out.lower()
@@ -53,7 +61,7 @@ def routing_text(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     its start), ``invalid_text`` (lone surrogates, which no encoder can read, were removed)."""
     head, long = head_of(text)
     notes: list[tuple[str, str]] = [("long_query", long)] if long else []
-    bad = sum(1 for ch in head if unicodedata.category(ch) == "Cs")
+    bad = 0 if head.isascii() else sum(1 for ch in head if unicodedata.category(ch) == "Cs")
     if bad:
         notes.append(("invalid_text", f"{bad} lone surrogate(s) removed: they are not valid Unicode text"))
     return normalize_query(head), tuple(notes)
