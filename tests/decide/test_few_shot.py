@@ -169,6 +169,9 @@ def test_a_prior_with_malformed_targets_is_refused():
 
 
 def test_a_config_that_asks_for_more_precision_routes_no_more(encoder):
+    assert Policy.from_dict({"routes": {"route_precision": 0.9}}).route_precision == 0.9  # a config's form
+    with pytest.raises(ConfigError):
+        Policy.from_dict({"routes": {"route_precision": 1.5}})
     cuts = {}
     for goal in (0.85, None, 0.98):
         r = Router(SHOP, encoder=encoder, policy=Policy(route_precision=goal))
