@@ -1,7 +1,7 @@
 """Few-shot decisions: what a user who writes k utterances per route gets (issue 34).
 
     ROUTECORE_HOME=/tmp/rchome python benches/few_shot.py [--model PATH] [--sets a,b] [--shots 5,10,20]
-        [--seeds 5] [--split dev|test] [--limit 1500] [--json OUT] [--peer] [--route-precision]
+        [--seeds 5] [--split dev|test] [--limit 1500] [--json OUT] [--peer] [--route-precision [P]]
 
 For each set, k and seed: a router built as a config builds it (``Router`` over k sampled
 train utterances per label, zero-label, no ``fit``, no LLM), then every query of the dev
@@ -23,7 +23,8 @@ spread, max - min):
 
 ``--route-precision``: the routers of a set whose P is not the default policy's goal (MASSIVE
 fr/zh) set ``policy.routes.route_precision`` to P, as a user who asks for that precision would
-(the prior's levels measured for it); the other sets keep the default policy.
+(the prior's levels measured for it); the other sets keep the default policy. ``--route-precision P``:
+every router sets ``route_precision`` to P, and ``oracle`` is measured at P.
 
 ``--peer``: semantic-router 1.1.1 on the same encoder, exemplars and queries in the same run
 (``few_shot_peer.py``: its default threshold, which routes every query, and 0.5); a second table
@@ -197,12 +198,18 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="also write every run's figures here")
     ap.add_argument("--pool", type=int, default=60, help="train rows per label shots are drawn from (0: all)")
     ap.add_argument("--peer", action="store_true", help="semantic-router on the same data (few_shot_peer.py)")
-    ap.add_argument("--route-precision", action="store_true", help="route_precision = P on MASSIVE fr/zh")
+    ap.add_argument(
+        "--route-precision",
+        nargs="?",
+        const="goals",
+        default=None,
+        help="route_precision: alone, each set's goal on MASSIVE fr/zh; a number, that goal everywhere",
+    )
     a = ap.parse_args()
     enc = Encoder.load(a.model) if a.model else Encoder.load()
     print(
         f"# model {enc.model_id}, split {a.split}, seeds {a.seeds}, "
-        f"route_precision {'P on MASSIVE fr/zh' if a.route_precision else 'unset'}, "
+        f"route_precision {a.route_precision or 'unset'}, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
     cols = (
@@ -231,7 +238,8 @@ def main() -> None:
         oos_extra = (oos_texts, embed(enc, oos_texts) if oos_texts else np.zeros((0, enc.dim), np.float32))
         tt = list(dict.fromkeys(s.text for s in train.samples))
         vec = dict(zip(tt, embed(enc, tt, what=f"embedding {name} train")))
-        P = TARGET.get(name, 0.95)
+        every = a.route_precision not in (None, "goals")
+        P = float(a.route_precision) if every else TARGET.get(name, 0.95)
         peer = None
         if a.peer:
             from few_shot_peer import peer_encoder
@@ -240,7 +248,7 @@ def main() -> None:
                 enc, tt + [s.text for s in test.samples], np.concatenate([np.stack([vec[t] for t in tt]), X])
             )
         for k in (int(x) for x in a.shots.split(",")):
-            goal = P if a.route_precision and name in TARGET else None
+            goal = P if every or (a.route_precision and name in TARGET) else None
             rs = [
                 run_one(enc, train, vec, X, test, k, seed, P, oos_extra, peer, goal)
                 for seed in range(a.seeds)
