@@ -229,6 +229,7 @@ def main() -> None:
     print("|---" * (len(cols) + 4) + "|")
     runs = []
     peer_rows: list[str] = []
+    every = a.route_precision not in (None, "goals")  # one goal for every set
     for name in a.sets.split(","):
         train, test = splits(name, a.split)
         full, train, test = test, (pool(train, a.pool) if a.pool else train), sample(test, a.limit)
@@ -238,7 +239,6 @@ def main() -> None:
         oos_extra = (oos_texts, embed(enc, oos_texts) if oos_texts else np.zeros((0, enc.dim), np.float32))
         tt = list(dict.fromkeys(s.text for s in train.samples))
         vec = dict(zip(tt, embed(enc, tt, what=f"embedding {name} train")))
-        every = a.route_precision not in (None, "goals")
         P = float(a.route_precision) if every else TARGET.get(name, 0.95)
         peer = None
         if a.peer:

@@ -374,7 +374,7 @@ def gap(path: str, traffic: list[float], goal: float | None = None) -> None:
     data = np.load(path, allow_pickle=True).item()
     groups = _runs(data["rows"])
     pri = json.loads(PRIORS.read_text())["models"][data["model_id"]]
-    at = DecisionPrior.from_dict({k: v for k, v in pri.items()}).at(goal)
+    at = DecisionPrior.from_dict(pri).at(goal)
     pri = {**pri, "medium": at.medium, "traffic": at.traffic}
     w, span, scope = pri["weights"], pri["span"], float(pri["scope"])
 
