@@ -40,6 +40,23 @@ def test_known_words_short_words_and_ties_are_left_alone(encoder):
     assert Speller(EXEMPLARS, None).repair("prodution")[0] == "prodution"  # no tokenizer: no repair
 
 
+def test_a_doubled_letter_is_a_typo_and_the_more_used_word_breaks_a_tie():
+    s = Speller(["I need help", "what is my name"], nothing_known)
+    # "neeed" and "need" differ in an ending ("ed"/"d"), yet no inflection doubles a letter
+    assert s.repair("I neeed help with my namee")[0] == "I need help with my name"
+    used = Speller(["my card was lost", "block my card", "add to cart"], nothing_known)
+    assert used.repair("my carx")[0] == "my card"  # one edit from both: card is used twice, cart once
+    assert Speller(["card", "cart"], nothing_known).repair("carx")[0] == "carx"  # as often: no guess
+
+
+def test_a_name_the_tokenizer_knows_capitalised_is_not_a_typo(encoder):
+    known = tokenizer_words(encoder)
+    assert known is not None and known(["thursday", "prodution"]) == [True, False]
+    s = Speller(["book a table for tuesday", "the production server"], known)
+    assert s.repair("book a table for thursday") == ("book a table for thursday", ())
+    assert s.repair("tuesdya prodution")[0] == "tuesday production"
+
+
 def test_distance_is_optimal_string_alignment():
     assert _distance("abcd", "abcd") == 0
     assert _distance("abcd", "abdc") == 1
