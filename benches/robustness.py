@@ -7,7 +7,8 @@ Routers as ``benches/few_shot.py`` builds them (k sampled utterances per label, 
 each dev query (a fixed stratified sample of ``--limit``) is routed clean and under every
 perturbation of :mod:`routecore.evaluation.perturb` (typos on 10 % of letters, emoji, upper
 case, repeated words, a 20 KB input), through ``Router.route_batch`` (the encoder included, so
-long inputs take the router's own long-input path). Reported: end-to-end right (in-scope
+long inputs take the router's own long-input path), each perturbation by a router of its own (a
+router's traffic cut adapts to the queries it has seen). Reported: end-to-end right (in-scope
 queries routed to the right route) per perturbation, its drop against clean (goal: <= 3 points),
 and the routed share.
 """
@@ -54,8 +55,9 @@ def main() -> None:
         ins = gold != "oos"
         right = {kd: [] for kd in kinds}
         for seed in range(a.seeds):
-            router = F.build(enc, train, vec, a.shots, seed)
             for kd in kinds:
+                # A router of its own per perturbation: its traffic cut adapts to the queries it saw.
+                router = F.build(enc, train, vec, a.shots, seed)
                 texts = [s.text if kd == "clean" else PERTURBATIONS[kd](s.text, seed) for s in test.samples]
                 decs = router.route_batch(texts)
                 ok = np.array([d.action == "route" and d.route == g for d, g in zip(decs, gold)])
