@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routecore import Router
-from routecore.decide.spelling import MIN_LETTERS, Speller, _distance, tokenizer_words
+from routecore.decide.spelling import SHORT_LETTERS, Speller, _distance, tokenizer_words
 from routecore.examples import IT_OPS_ROUTES
 
 EXEMPLARS = ["the production server is down", "reset my password please", "configure the firewall rules"]
@@ -18,7 +18,7 @@ def nothing_known(words):
 
 def test_one_edit_repairs_a_word_two_edits_only_a_long_one():
     s = Speller(EXEMPLARS, nothing_known)
-    assert s.repair("teh prodution servr is dwon")[0] == "teh production server is down"
+    assert s.repair("teh prodution servr is dwon")[0] == "the production server is down"
     assert s.repair("the srever")[0] == "the server"  # a swap is one edit
     assert s.repair("reset my pswrod")[0] == "reset my pswrod"  # two edits on 6 letters: left alone
     assert s.repair("configure the firwal")[0] == "configure the firwal"  # two edits on a 6-letter word
@@ -31,10 +31,11 @@ def test_known_words_short_words_and_ties_are_left_alone(encoder):
     known = tokenizer_words(encoder)
     assert known is not None and known(["server", "production"]) == [True, True]
     assert known(["prodution"]) == [False]
+    # e5's vocabulary holds "teh" as one piece: a word to it, left as it is
     assert Speller(EXEMPLARS, known).repair("teh prodution servr")[0] == "teh production server"
     s = Speller(EXEMPLARS, lambda words: [w == "serves" for w in words])
     assert s.repair("the serves are down")[0] == "the serves are down"  # a word the tokenizer knows
-    assert s.repair("the srvr")[0] == "the srvr"  # under MIN_LETTERS letters
+    assert s.repair("the srvr")[0] == "the srvr"  # two edits on 4 letters
     tie = Speller(["cart", "card"], nothing_known)
     assert tie.repair("carx")[0] == "carx"  # one edit from two words: no guess
     assert Speller(EXEMPLARS, None).repair("prodution")[0] == "prodution"  # no tokenizer: no repair
@@ -47,6 +48,16 @@ def test_a_doubled_letter_is_a_typo_and_the_more_used_word_breaks_a_tie():
     used = Speller(["my card was lost", "block my card", "add to cart"], nothing_known)
     assert used.repair("my carx")[0] == "my card"  # one edit from both: card is used twice, cart once
     assert Speller(["card", "cart"], nothing_known).repair("carx")[0] == "carx"  # as often: no guess
+
+
+def test_a_short_word_is_read_only_through_a_swap_or_a_doubled_letter():
+    s = Speller(["is the server down", "how do I reset my password"], nothing_known)
+    assert s.repair("teh server is dwon")[0] == "the server is down"
+    assert s.repair("hwo do I reset mmy password")[0] == "how do I reset my password"
+    assert s.repair("thee server")[0] == "the server"
+    # a dropped or another letter reaches too many short words: left alone
+    assert s.repair("th server, hw do I, mu password")[0] == "th server, hw do I, mu password"
+    assert Speller(["is it up"], lambda words: [w == "si" for w in words]).repair("si it")[0] == "si it"
 
 
 def test_a_name_the_tokenizer_knows_capitalised_is_not_a_typo(encoder):
@@ -74,7 +85,7 @@ def test_repair_keeps_text_of_known_words_and_never_raises(text):
     clean = " ".join(w for w in EXEMPLARS[0].split())
     assert s.repair(clean) == (clean, ())
     for r in repairs:
-        assert len(r.typo) >= MIN_LETTERS and r.word in s.words
+        assert len(r.typo) >= SHORT_LETTERS and r.word in s.words
 
 
 def test_a_mistyped_query_routes_with_a_spelling_alert(encoder):
