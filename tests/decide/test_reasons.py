@@ -154,7 +154,9 @@ def test_lone_surrogates_are_removed_with_an_alert_everywhere(it_ops_router, too
 def test_noise_around_a_query_is_folded_before_it_is_encoded():
     from routecore.decide.conversation import normalize_query, routing_text
 
-    assert normalize_query("🔥🔥 le site est down 😱 help!!") == "le site est down help!"
+    assert normalize_query("🔥🔥 le site est down 😱 help!!") == "le site est down help"
+    assert normalize_query("¡Hola! is it down!?") == "Hola is it down?"
+    assert normalize_query("wow!great") == "wow great"  # inside a word: a space
     assert normalize_query("THE SERVER IS DOWN") == "the server is down"
     assert normalize_query("the the server is is down") == "the server is down"
     assert normalize_query("reset my password") == "reset my password"  # a clean query is left as it is
@@ -171,6 +173,8 @@ def _normalized_slowly(text: str) -> str:
     out = "".join(
         ch for ch in text if unicodedata.category(ch) not in ("So", "Cs") and ch not in "\u200d\ufe0f\ufe0e"
     )
+    out = re.sub(r"[!\u00a1]+(?=\W|$)|(?<!\w)[!\u00a1]+", "", out)
+    out = re.sub(r"[!\u00a1]+", " ", out)
     out = re.sub(r"([!?.,;:~*#=_-])\1+", r"\1", out)
     out = re.sub(r"\b(\w+)(\s+\1\b)+", r"\1", out, flags=re.IGNORECASE)
     out = re.sub(r"[^\S\n]+", " ", out).strip()
