@@ -131,8 +131,9 @@ class Speller:
         if undoubled & self.words:  # a key held down: no inflection doubles a letter
             return self._most_used(undoubled & self.words)
         if len(word) < MIN_LETTERS:  # "teh": two neighbouring letters swapped, nothing else
-            swapped = {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
-            return self._most_used(swapped & self.words) if swapped & self.words else None
+            return self._most_used(
+                {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
+            )
         depth = 2 if len(word) >= TWO_EDITS else 1
         found: set[str] = set()
         for d in _deletes(word, depth):
@@ -145,9 +146,10 @@ class Speller:
         return self._most_used({w for w in best if dist[w] == top})
 
     def _most_used(self, words: set[str]) -> str | None:
-        """The word of ``words`` the most exemplars use, or None when two share the most uses."""
-        ranked = sorted(words, key=lambda w: (-self._uses[w], w))
-        if len(ranked) > 1 and self._uses[ranked[0]] == self._uses[ranked[1]]:
+        """The vocabulary word of ``words`` the most exemplars use; None when there is none, or when
+        two share the most uses."""
+        ranked = sorted(words & self.words, key=lambda w: -self._uses[w])
+        if not ranked or len(ranked) > 1 and self._uses[ranked[0]] == self._uses[ranked[1]]:
             return None
         return ranked[0]
 
