@@ -92,6 +92,31 @@ def score_many(
     ...
 
 @final
+class RouteHead:
+    """A trained linear head, ``softmax(q @ weights + bias)``, read in a route table's order.
+    ``route_cols[i]`` is the class route ``i`` reads and ``oos_col`` the out-of-scope class's;
+    ``len(bias)`` marks a class the head lacks (probability 0)."""
+
+    def __init__(self, weights: _F32, bias: _F32, route_cols: list[int], oos_col: int) -> None: ...
+    def read(self, query: _F32, gain: _F32 | None = None, temperature: float = 1.0) -> HeadReading:
+        """The head's reading of one query; ``gain`` (one per route) moves the route
+        probabilities as ``softmax(log p + gain / temperature)`` when any is non-zero."""
+    @property
+    def routes(self) -> int: ...
+
+@final
+class HeadReading:
+    """Route probabilities in table order (renormalised over the routes, after the gain), the
+    best route's probability and the out-of-scope class's, both under the full softmax."""
+
+    @property
+    def probs(self) -> _F32: ...
+    @property
+    def best(self) -> float: ...
+    @property
+    def out_of_scope(self) -> float: ...
+
+@final
 class StepResult:
     """One routing step's arrays (numpy, moved without copies); per-route arrays in label-code
     order. ``dense`` and ``top_dense`` are set when the step had a bias."""

@@ -36,21 +36,27 @@ class Decider(Outcomes):
     head: Any
     head_cuts: tuple[LanguageDetector, dict[str, float]] | None
     traffic: TrafficCut | None
-    _head_cols: tuple[Any, np.ndarray, int] | None
+    _head_cols: tuple[Any, Any] | None
 
-    def _head_columns(self) -> tuple[np.ndarray, int]:
-        """The head's column of each route (spec order) and of its out-of-scope class; a
-        name it lacks reads the extra column past its last one. Kept per head object."""
+    def _native_head(self) -> _native.RouteHead:
+        """The head in native form, reading its classes in the table's route order (a name
+        it lacks reads probability 0). Kept per head object."""
         cached = self._head_cols
         if cached is None or cached[0] is not self.head:
-            cls = {c: i for i, c in enumerate(self.head.classes)}
-            missing = len(self.head.classes)
-            cols = np.array([cls.get(n, missing) for n in self.table.names], dtype=np.int64)
-            cached = self._head_cols = (self.head, cols, cls.get(self.head.oos_class, missing))
-        return cached[1], cached[2]
+            h = self.head
+            cls = {c: i for i, c in enumerate(h.classes)}
+            missing = len(h.classes)
+            native = _native.RouteHead(
+                np.ascontiguousarray(h.W, dtype=np.float32),
+                np.ascontiguousarray(h.b, dtype=np.float32),
+                [cls.get(n, missing) for n in self.table.names],
+                cls.get(h.oos_class, missing),
+            )
+            cached = self._head_cols = (h, native)
+        return cached[1]
 
-    def forget_head_columns(self) -> None:
-        """Drop the head's cached columns (a copy of this table over new rows:
+    def forget_head(self) -> None:
+        """Drop the native head kept for this table (a copy of this table over new rows:
         routecore.updates.learning_update)."""
         self._head_cols = None
 
@@ -61,31 +67,24 @@ class Decider(Outcomes):
         boosts) moves the head's log-probabilities as it would move the cosine softmax's
         (the gain over the temperature); the scope reads the head alone, as the cosine
         cut reads the cosine."""
-        p = np.append(self.head.proba(q)[0].astype(np.float64), 0.0)  # the last entry: a class the head lacks
-        cols, oos_col = self._head_columns()
-        probs, oos = p[cols], float(p[oos_col])
         threshold, lang = self.head.threshold, None
         if self.head_cuts is not None:  # a query in a language the exemplars do not cover: its own cut
             lang = self.head_cuts[0].detect(q)
             threshold = self.head_cuts[1].get(lang, threshold)
             r.head_language = (lang, threshold, self.head.threshold) if lang in self.head_cuts[1] else None
-        r.head_oos = oos >= probs.max() or probs.max() < threshold
-        r.head_p1, r.head_oos_p, r.head_threshold = float(probs.max()), oos, threshold
-        total = probs.sum()
-        probs = probs / total if total > 0 else np.full(len(probs), 1 / len(probs))
-        gain = np.asarray(r.adjusted, np.float64) - np.asarray(r.dense, np.float64)
-        if r.lexical is not None:
-            # The lexical score moves the cosine softmax, not the head: the head already read the
-            # words, and the gain over a per-config weight made its probabilities swing between
-            # samples of one config (BENCHMARKS.md, few-shot decisions).
-            gain = gain - np.asarray(r.lexical, np.float64)
-        if np.any(gain != 0):
-            logits = np.log(np.maximum(probs, 1e-30)) + gain / resolved(
-                (policy or self.policy).temperature, "temperature"
-            )
-            probs = np.exp(logits - logits.max())
-            probs /= probs.sum()
-        r.probs = probs.astype(np.float32)
+        # The lexical score moves the cosine softmax, not the head: the head already read the
+        # words, and the gain over a per-config weight made its probabilities swing between
+        # samples of one config (BENCHMARKS.md, few-shot decisions).
+        gain = r.adjusted - r.dense if r.lexical is None else r.adjusted - r.dense - r.lexical
+        moved = bool(gain.any())
+        h = self._native_head().read(
+            np.ascontiguousarray(q, dtype=np.float32),
+            np.ascontiguousarray(gain, dtype=np.float32) if moved else None,
+            resolved((policy or self.policy).temperature, "temperature") if moved else 1.0,
+        )
+        r.head_oos = h.out_of_scope >= h.best or h.best < threshold
+        r.head_p1, r.head_oos_p, r.head_threshold = h.best, h.out_of_scope, threshold
+        r.probs = h.probs
 
     def _decide(
         self,

@@ -98,7 +98,7 @@ def _table(rt: Any, specs: list[Any], V: np.ndarray, owners: np.ndarray, stemmer
         from routecore.core.lexical import LexicalTable
 
         new.lexical = LexicalTable(texts, own, len(specs), stemmer=stemmer)
-    new.forget_head_columns()
+    new.forget_head()
     new.learn_rows = (V, owners)
     return new
 

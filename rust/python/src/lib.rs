@@ -5,6 +5,7 @@ mod encoder;
 mod entities;
 mod errors;
 mod gil;
+mod head;
 mod index;
 mod kernels;
 mod lexical;
@@ -19,6 +20,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::PyStepParams>()?;
     m.add_class::<index::PyStepResult>()?;
     m.add_function(wrap_pyfunction!(index::score_many, m)?)?;
+    m.add_class::<head::PyRouteHead>()?;
+    m.add_class::<head::PyHeadReading>()?;
     m.add_class::<encoder::PyEncoder>()?;
     m.add_class::<encoder::PyStaticEncoder>()?;
     m.add_class::<lexical::PyLexicalIndex>()?;

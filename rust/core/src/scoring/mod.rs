@@ -1,11 +1,13 @@
 //! Route-level scoring: aggregation of exemplar scores, softmax, domain affinity
 //! and top-1/top-2 collision detection.
 //!
+//! - [`head`]: the exemplar head's forward pass, read in a table's route order;
 //! - [`step`]: one full native routing step over a [`crate::FlatIndex`];
 //! - [`step_compact`]: that step over int8 storage, with an exact re-score of
 //!   the routes that can still matter;
 //! - [`step_scan`]: the int8 pass of the compact step.
 
+pub mod head;
 pub mod step;
 pub mod step_compact;
 pub mod step_scan;
