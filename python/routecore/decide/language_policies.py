@@ -41,8 +41,12 @@ class LanguagePolicies:
     def policy_for(self, current: Policy, q: np.ndarray) -> tuple[Policy, str | None]:
         """The policy for query vector ``q`` and its language when it has its own; ``current``
         as given when it is not the policy these were built from (set by hand since)."""
+        return self.read(current, q)[:2]
+
+    def read(self, current: Policy, q: np.ndarray) -> tuple[Policy, str | None, str | None]:
+        """:meth:`policy_for`, and the language the detector found (None when it did not run)."""
         if current is not self.base:
-            return current, None
+            return current, None, None
         lang = self.detector.detect(q)
         p = self.policies.get(lang)
-        return (current, None) if p is None else (p, lang)
+        return (current, None, lang) if p is None else (p, lang, lang)

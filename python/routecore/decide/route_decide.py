@@ -60,16 +60,19 @@ class Decider(Outcomes):
         routecore.updates.learning_update)."""
         self._head_cols = None
 
-    def _apply_head(self, r: Step, q: np.ndarray, policy: Policy | None = None) -> None:
+    def _apply_head(
+        self, r: Step, q: np.ndarray, policy: Policy | None = None, detected: str | None = None
+    ) -> None:
         """Replace softmax probabilities by the linear head's (O(routes x dim)).
 
         What the cosines gained before the decision (lexical scores, entity and context
         boosts) moves the head's log-probabilities as it would move the cosine softmax's
         (the gain over the temperature); the scope reads the head alone, as the cosine
-        cut reads the cosine."""
+        cut reads the cosine. ``detected``: the query's language, when the table's detector
+        (built from the same calibration as the head's cuts) found it already."""
         threshold, lang = self.head.threshold, None
         if self.head_cuts is not None:  # a query in a language the exemplars do not cover: its own cut
-            lang = self.head_cuts[0].detect(q)
+            lang = detected if detected is not None else self.head_cuts[0].detect(q)
             threshold = self.head_cuts[1].get(lang, threshold)
             r.head_language = (lang, threshold, self.head.threshold) if lang in self.head_cuts[1] else None
         # The lexical score moves the cosine softmax, not the head: the head already read the

@@ -47,13 +47,15 @@ class PreScore(NamedTuple):
 class Prepared(NamedTuple):
     """What a decision needs before its native step: the policy for the query (and its
     language when it has its own), what the step adds to the cosines, the routes kept
-    exact, and when this began."""
+    exact, when this began, and the language the table's detector found (None when it
+    did not run)."""
 
     policy: Policy
     language: str | None
     pre: PreScore
     exact: list[str]
     t1: float
+    detected: str | None = None
 
 
 def _noted(d: Decision, notes: tuple[tuple[str, str], ...]) -> Decision:
@@ -127,8 +129,10 @@ class RouteTable(Decider):
             if calibration
             else {}
         )
+        # One detector for both (the head reads the language the policy's detection found).
         detector = (
-            LanguageDetector.from_languages(calibration.languages)
+            (self.languages.detector if self.languages is not None else None)
+            or LanguageDetector.from_languages(calibration.languages)
             if cuts and calibration is not None
             else None
         )
@@ -282,11 +286,13 @@ class RouteTable(Decider):
     ) -> Prepared:
         """The part of :meth:`decide` before the native step."""
         t1 = time.perf_counter()
-        p, lang = self.policy_for(q)
+        p, lang, detected = (
+            (self.policy, None, None) if self.languages is None else self.languages.read(self.policy, q)
+        )
         # The previous route and the clarified candidates may be lifted above the best routes:
         # keep them exact.
         exact = ([previous] if previous else []) + (list(clarify.candidates) if clarify is not None else [])
-        return Prepared(p, lang, self.bias_and_entities(text, p), exact, t1)
+        return Prepared(p, lang, self.bias_and_entities(text, p), exact, t1, detected)
 
     def step(self, prepared: Prepared, context_domains: Sequence[str] = ()) -> Any:
         """The native step's parameters for a prepared decision (``tables.score_many``)."""
@@ -311,7 +317,7 @@ class RouteTable(Decider):
         ``prepared`` (:meth:`prepare`) and ``scored`` (its native step, done elsewhere: several
         tables in one call) skip those parts."""
         prep = prepared if prepared is not None else self.prepare(text, q, previous, clarify)
-        p, lang, pre, exact, t1 = prep
+        p, lang, pre, exact, t1, detected = prep
         r = (
             scored
             if scored is not None
@@ -321,7 +327,7 @@ class RouteTable(Decider):
         found = pre.entities
         t2 = time.perf_counter()
         if self.head is not None:
-            self._apply_head(r, q, p)
+            self._apply_head(r, q, p, detected)
         d = self._decide(text, r, previous, clarify, choose, p)
         t3 = time.perf_counter()
         llm_ms = d.llm_ms
