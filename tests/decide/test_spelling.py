@@ -50,19 +50,26 @@ def test_a_doubled_letter_is_a_typo_and_the_more_used_word_breaks_a_tie():
     assert Speller(["card", "cart"], nothing_known).repair("carx")[0] == "carx"  # as often: no guess
 
 
-def test_a_short_word_is_read_only_through_a_swap_or_a_doubled_letter():
+def test_a_short_word_is_read_through_a_swap_a_doubled_letter_or_a_key_beside():
     s = Speller(["is the server down", "how do I reset my password"], nothing_known)
     assert s.repair("teh server is dwon")[0] == "the server is down"
     assert s.repair("hwo do I reset mmy password")[0] == "how do I reset my password"
     assert s.repair("thee server")[0] == "the server"
-    # a dropped or another letter reaches too many short words: left alone
-    assert s.repair("th server, hw do I, mu password")[0] == "th server, hw do I, mu password"
+    # a key beside the right one, on a QWERTY ("thw", "hiw", "mu") or an AZERTY keyboard ("thz")
+    assert s.repair("thw server, hiw do I, mu password")[0] == "the server, how do I, my password"
+    assert s.repair("thz server")[0] == "the server"
+    # a dropped letter, or one no keyboard puts beside, reaches too many short words: left alone
+    assert s.repair("th server, hw do I, mq password, hoa")[0] == "th server, hw do I, mq password, hoa"
     assert Speller(["is it up"], lambda words: [w == "si" for w in words]).repair("si it")[0] == "si it"
+    # two words a key away as often: no guess ("bat": "v" beside "b", "r" beside "t")
+    assert Speller(["vat", "bar"], nothing_known).repair("bat")[0] == "bat"
 
 
-def test_a_name_the_tokenizer_knows_capitalised_is_not_a_typo(encoder):
+def test_a_name_the_tokenizer_knows_capitalised_or_an_acronym_it_knows_is_not_a_typo(encoder):
     known = tokenizer_words(encoder)
     assert known is not None and known(["thursday", "prodution"]) == [True, False]
+    assert known(["amd", "td"]) == [True, True]  # "AMD" and "TD" are one piece each
+    assert Speller(["this and that"], known).repair("amd td") == ("amd td", ())
     s = Speller(["book a table for tuesday", "the production server"], known)
     assert s.repair("book a table for thursday") == ("book a table for thursday", ())
     assert s.repair("tuesdya prodution")[0] == "tuesday production"

@@ -13,9 +13,10 @@ Lookups go through the deletions of each word (symmetric delete), so a query cos
 O(words x length^2) dictionary reads. A doubled letter whose removal gives a vocabulary word
 is that word (it is no inflection: "neeed", "namee"); between vocabulary words at the same
 distance, the one more of the exemplars use wins, and a tie is left alone. Words of 2-3 letters
-are read only through a swap or a doubled letter ("teh", "mmy"). These three rules add 1-4 points
-of right routes under typos on the English dev sets, 1 on French, and move clean queries by at most
-0.1 (e5, k = 10; MiniLM 2-5 points; BENCHMARKS.md, robustness).
+are read only through a swap, a doubled letter or, failing those, a key beside on a QWERTY,
+AZERTY or QWERTZ keyboard ("teh", "mmy", "thw"). These rules add 2-5 points of right routes under
+typos on the English dev sets, 1 on French, and move clean queries by at most 0.1 (e5, k = 10;
+BENCHMARKS.md, robustness). A word the tokenizer knows in upper case is an acronym ("AMD"), not a typo.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-#: Shorter words are read only through a swap of two neighbouring letters or a doubled letter
-#: ("teh", "yuo", "mmy"): any edit reaches too many of them.
+#: Shorter words are read only through a swap of two neighbouring letters, a doubled letter or a
+#: key beside ("teh", "yuo", "mmy", "thw"): any edit reaches too many of them.
 MIN_LETTERS = 4
 #: Words under this many letters are left alone.
 SHORT_LETTERS = 2
@@ -36,6 +37,23 @@ TWO_EDITS = 8
 #: over when full.
 MEMO_WORDS = 20_000
 _UNSEEN = ""  # never a repair: those are vocabulary words
+
+
+def _beside(rows: Sequence[str]) -> dict[str, set[str]]:
+    near: dict[str, set[str]] = {}
+    for row in rows:
+        for i, c in enumerate(row):
+            near.setdefault(c, set()).update(row[max(i - 1, 0) : i] + row[i + 1 : i + 2])
+    return near
+
+
+#: The keys beside each letter on a QWERTY, AZERTY or QWERTZ keyboard (the user's is unknown).
+_BESIDE: dict[str, str] = {
+    c: "".join(sorted(v))
+    for c, v in _beside(
+        ["qwertyuiop", "asdfghjkl", "zxcvbnm", "azertyuiop", "qsdfghjklm", "wxcvbn", "qwertzuiop", "yxcvbnm"]
+    ).items()
+}
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 #: Endings that make another form of a word (English, French, Spanish, German): a query word that
 #: differs from an exemplar word only in such endings is that word inflected, not mistyped
@@ -130,9 +148,14 @@ class Speller:
         undoubled = {word[:i] + word[i + 1 :] for i in range(1, len(word)) if word[i] == word[i - 1]}
         if undoubled & self.words:  # a key held down: no inflection doubles a letter
             return self._most_used(undoubled & self.words)
-        if len(word) < MIN_LETTERS:  # "teh": two neighbouring letters swapped, nothing else
-            return self._most_used(
+        if len(word) < MIN_LETTERS:  # "teh": two neighbouring letters swapped, else a key beside ("thw")
+            swapped = self._most_used(
                 {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
+            )
+            if swapped is not None:
+                return swapped
+            return self._most_used(
+                {word[:i] + c + word[i + 1 :] for i, ch in enumerate(word) for c in _BESIDE.get(ch, "")}
             )
         depth = 2 if len(word) >= TWO_EDITS else 1
         found: set[str] = set()
@@ -180,18 +203,19 @@ class Speller:
 
 def tokenizer_words(encoder: object) -> Callable[[Sequence[str]], list[bool]] | None:
     """A ``known`` predicate for :class:`Speller` from an encoder's ``tokenize`` (a word is
-    known when it, or it capitalised, costs no more pieces than the one-letter word "a"), or None
-    when the encoder has no tokenizer (then nothing is repaired: a word could not be told from a
-    typo). A cased vocabulary holds names capitalised only: "Thursday" is one piece of e5's,
-    "thursday" three, and was read as "tuesday"."""
+    known when it, capitalised or in upper case, costs no more pieces than the one-letter word
+    "a"), or None when the encoder has no tokenizer (then nothing is repaired: a word could not be
+    told from a typo). A cased vocabulary holds names capitalised and acronyms in upper case only:
+    "Thursday" is one piece of e5's, "thursday" three, and was read as "tuesday"; "AMD" is one."""
     tokenize = getattr(encoder, "tokenize", None)
     if tokenize is None:
         return None
 
     def known(words: Sequence[str]) -> list[bool]:
-        base, *rest = tokenize(["a", *words, *(w.capitalize() for w in words)])
+        n = len(words)
+        base, *rest = tokenize(["a", *words, *(w.capitalize() for w in words), *(w.upper() for w in words)])
         one = [len(ids) <= len(base) for ids in rest]
-        return [a or b for a, b in zip(one[: len(words)], one[len(words) :])]
+        return [a or b or c for a, b, c in zip(one[:n], one[n : 2 * n], one[2 * n :])]
 
     return known
 
