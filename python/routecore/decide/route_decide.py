@@ -36,12 +36,12 @@ class Decider(Outcomes):
     head: Any
     head_cuts: tuple[LanguageDetector, dict[str, float]] | None
     traffic: TrafficCut | None
-    _head_cols: tuple[Any, Any] | None
+    _head_native: tuple[Any, Any] | None
 
     def _native_head(self) -> _native.RouteHead:
         """The head in native form, reading its classes in the table's route order (a name
         it lacks reads probability 0). Kept per head object."""
-        cached = self._head_cols
+        cached = self._head_native
         if cached is None or cached[0] is not self.head:
             h = self.head
             cls = {c: i for i, c in enumerate(h.classes)}
@@ -52,13 +52,13 @@ class Decider(Outcomes):
                 [cls.get(n, missing) for n in self.table.names],
                 cls.get(h.oos_class, missing),
             )
-            cached = self._head_cols = (h, native)
+            cached = self._head_native = (h, native)
         return cached[1]
 
     def forget_head(self) -> None:
         """Drop the native head kept for this table (a copy of this table over new rows:
         routecore.updates.learning_update)."""
-        self._head_cols = None
+        self._head_native = None
 
     def _apply_head(
         self, r: Step, q: np.ndarray, policy: Policy | None = None, detected: str | None = None

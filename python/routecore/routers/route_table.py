@@ -100,7 +100,7 @@ class RouteTable(Decider):
         self.languages: LanguagePolicies | None = None  # set_languages
         self.head_cuts: tuple[LanguageDetector, dict[str, float]] | None = None  # set_languages
         self.traffic: TrafficCut | None = None  # set_languages: the cut adapted to the queries
-        self._head_cols: tuple[Any, Any] | None = None  # _native_head
+        self._head_native: tuple[Any, Any] | None = None  # _native_head
         self.learn_rows: tuple[np.ndarray, np.ndarray] | None = (
             None  # routecore.updates.learning_update.State
         )

@@ -67,10 +67,16 @@ impl RouteHead {
                 weights.len()
             )));
         }
-        if let Some(row) = weights.iter().chain(bias).position(|v| !v.is_finite()) {
+        if let Some(at) = weights.iter().position(|v| !v.is_finite()) {
             return Err(Error::NonFinite {
                 what: "head weight",
-                row: row / classes.max(1),
+                row: at / classes,
+            });
+        }
+        if let Some(at) = bias.iter().position(|v| !v.is_finite()) {
+            return Err(Error::NonFinite {
+                what: "head bias",
+                row: at,
             });
         }
         let mut rows = vec![0.0f32; classes * dim];
