@@ -26,6 +26,8 @@ __all__ = [
     "StepParams",
     "StepResult",
     "score_many",
+    "RouteHead",
+    "HeadReading",
     "Encoder",
     "StaticEncoder",
     "LexicalIndex",
@@ -97,10 +99,11 @@ class RouteHead:
     ``route_cols[i]`` is the class route ``i`` reads and ``oos_col`` the out-of-scope class's;
     ``len(bias)`` marks a class the head lacks (probability 0)."""
 
-    def __init__(self, weights: _F32, bias: _F32, route_cols: list[int], oos_col: int) -> None: ...
+    def __new__(cls, weights: _F32, bias: _F32, route_cols: list[int], oos_col: int) -> RouteHead: ...
     def read(self, query: _F32, gain: _F32 | None = None, temperature: float = 1.0) -> HeadReading:
         """The head's reading of one query; ``gain`` (one per route) moves the route
-        probabilities as ``softmax(log p + gain / temperature)`` when any is non-zero."""
+        probabilities as ``softmax(log p + gain / temperature)`` when any is non-zero (a
+        gain of ``-inf`` leaves a route out: probability 0)."""
     @property
     def routes(self) -> int: ...
 

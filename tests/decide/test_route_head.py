@@ -53,6 +53,16 @@ def test_reads_the_heads_softmax_in_table_order(dim, classes, seed, with_gain, t
     assert got.probs[-1] < 1e-6  # the route the head lacks
 
 
+def test_a_gain_of_minus_infinity_leaves_a_route_out():
+    # a route a required entity leaves out gains -inf (routecore.decide.tables): probability 0
+    head = _native.RouteHead(np.eye(3, dtype=np.float32), np.zeros(3, np.float32), [0, 1], 2)
+    q = np.array([1.0, 0.0, 0.0], np.float32)
+    got = head.read(q, np.array([-np.inf, 0.0], np.float32), 0.05)
+    assert got.probs.tolist() == [0.0, 1.0]
+    both = head.read(q, np.array([-np.inf, -np.inf], np.float32), 0.05)
+    assert both.probs.tolist() == [0.5, 0.5]
+
+
 def test_bad_input_raises_typed_errors():
     W, b = np.ones((4, 3), np.float32), np.zeros(3, np.float32)
     with pytest.raises(InvalidArgumentError):
@@ -68,3 +78,5 @@ def test_bad_input_raises_typed_errors():
         head.read(np.ones(4, np.float32), np.ones(3, np.float32))  # a gain per route
     with pytest.raises(InvalidArgumentError):
         head.read(np.ones(4, np.float32), np.ones(2, np.float32), 0.0)
+    with pytest.raises(NonFiniteError):
+        head.read(np.ones(4, np.float32), np.array([np.inf, 0], np.float32))

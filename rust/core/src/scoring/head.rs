@@ -140,7 +140,9 @@ impl RouteHead {
     /// the score a route gained before the decision: entity and context boosts) moves the
     /// route probabilities as `softmax(ln p + gain / temperature)` when any is non-zero.
     ///
-    /// Errors: `q` of another width or not finite, `gain` of another length or not finite,
+    /// A gain of `-inf` leaves its route out (probability 0; all of them: uniform).
+    ///
+    /// Errors: `q` of another width or not finite, `gain` of another length, NaN or `+inf`,
     /// a temperature that is not finite and > 0.
     pub fn read(&self, q: &[f32], gain: Option<&[f32]>, temperature: f64) -> Result<HeadReading> {
         let p = self.probabilities(q)?;
@@ -161,7 +163,7 @@ impl RouteHead {
                     probs.len()
                 )));
             }
-            if g.iter().any(|v| !v.is_finite()) {
+            if g.iter().any(|v| v.is_nan() || *v == f32::INFINITY) {
                 return Err(Error::NonFinite {
                     what: "head gain",
                     row: 0,
@@ -179,10 +181,15 @@ impl RouteHead {
                     .map(|(&v, &d)| v.max(PROB_FLOOR).ln() + d as f64 / temperature)
                     .collect();
                 let m = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let e: Vec<f64> = logits.iter().map(|v| (v - m).exp()).collect();
-                let s: f64 = e.iter().sum();
-                for (v, x) in probs.iter_mut().zip(e) {
-                    *v = x / s;
+                if m == f64::NEG_INFINITY {
+                    // Every route left out: nothing to tell them apart.
+                    probs.iter_mut().for_each(|v| *v = 1.0 / n);
+                } else {
+                    let e: Vec<f64> = logits.iter().map(|v| (v - m).exp()).collect();
+                    let s: f64 = e.iter().sum();
+                    for (v, x) in probs.iter_mut().zip(e) {
+                        *v = x / s;
+                    }
                 }
             }
         }
@@ -240,5 +247,19 @@ mod tests {
         assert!(h.read(&[f32::NAN, 0.0], None, 1.0).is_err());
         assert!(h.read(&[1.0, 0.0], Some(&[1.0]), 1.0).is_err());
         assert!(h.read(&[1.0, 0.0], Some(&[1.0, 0.0, 0.0]), 0.0).is_err());
+        assert!(h
+            .read(&[1.0, 0.0], Some(&[f32::INFINITY, 0.0, 0.0]), 1.0)
+            .is_err());
+    }
+
+    #[test]
+    fn minus_infinity_leaves_a_route_out() {
+        let h = head();
+        let inf = f32::NEG_INFINITY;
+        let r = h.read(&[1.0, 0.0], Some(&[inf, 0.0, 0.0]), 0.05).unwrap();
+        assert_eq!(r.probs[0], 0.0);
+        assert!((r.probs[1] - 1.0).abs() < 1e-6);
+        let all = h.read(&[1.0, 0.0], Some(&[inf, inf, inf]), 0.05).unwrap();
+        assert!(all.probs.iter().all(|&v| (v - 1.0 / 3.0).abs() < 1e-6));
     }
 }
