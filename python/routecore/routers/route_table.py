@@ -143,7 +143,11 @@ class RouteTable(Decider):
 
     def policy_for(self, q: np.ndarray) -> tuple[Policy, str | None]:
         """The policy for query vector ``q`` and, when it is a language's own, that language."""
-        return (self.policy, None) if self.languages is None else self.languages.policy_for(self.policy, q)
+        return self.read_language(q)[:2]
+
+    def read_language(self, q: np.ndarray) -> tuple[Policy, str | None, str | None]:
+        """:meth:`policy_for`, and the language the detector found (None when it did not run)."""
+        return (self.policy, None, None) if self.languages is None else self.languages.read(self.policy, q)
 
     @staticmethod
     def domains(context_domains: Any) -> list[str]:
@@ -286,9 +290,7 @@ class RouteTable(Decider):
     ) -> Prepared:
         """The part of :meth:`decide` before the native step."""
         t1 = time.perf_counter()
-        p, lang, detected = (
-            (self.policy, None, None) if self.languages is None else self.languages.read(self.policy, q)
-        )
+        p, lang, detected = self.read_language(q)
         # The previous route and the clarified candidates may be lifted above the best routes:
         # keep them exact.
         exact = ([previous] if previous else []) + (list(clarify.candidates) if clarify is not None else [])

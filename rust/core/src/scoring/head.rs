@@ -37,6 +37,17 @@ pub struct HeadReading {
     pub out_of_scope: f64,
 }
 
+/// Softmax in f64; uniform when every entry is `-inf` (as [`super::softmax`]).
+fn softmax_f64(z: &[f64]) -> Vec<f64> {
+    let m = z.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    if m == f64::NEG_INFINITY {
+        return vec![1.0 / z.len().max(1) as f64; z.len()];
+    }
+    let e: Vec<f64> = z.iter().map(|v| (v - m).exp()).collect();
+    let s: f64 = e.iter().sum();
+    e.into_iter().map(|v| v / s).collect()
+}
+
 fn column(c: i64, classes: usize, what: &str) -> Result<Option<usize>> {
     match usize::try_from(c) {
         Ok(i) if i < classes => Ok(Some(i)),
@@ -130,10 +141,7 @@ impl RouteHead {
             .zip(&self.bias)
             .map(|(a, b)| (a + b) as f64)
             .collect();
-        let m = z.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        let e: Vec<f64> = z.iter().map(|v| (v - m).exp()).collect();
-        let s: f64 = e.iter().sum();
-        Ok(e.into_iter().map(|v| v / s).collect())
+        Ok(softmax_f64(&z))
     }
 
     /// The head's reading of `q` for the table: see [`HeadReading`]. `gain` (one per route,
@@ -180,17 +188,7 @@ impl RouteHead {
                     .zip(g)
                     .map(|(&v, &d)| v.max(PROB_FLOOR).ln() + d as f64 / temperature)
                     .collect();
-                let m = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                if m == f64::NEG_INFINITY {
-                    // Every route left out: nothing to tell them apart.
-                    probs.iter_mut().for_each(|v| *v = 1.0 / n);
-                } else {
-                    let e: Vec<f64> = logits.iter().map(|v| (v - m).exp()).collect();
-                    let s: f64 = e.iter().sum();
-                    for (v, x) in probs.iter_mut().zip(e) {
-                        *v = x / s;
-                    }
-                }
+                probs = softmax_f64(&logits);
             }
         }
         Ok(HeadReading {
