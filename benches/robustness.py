@@ -1,7 +1,7 @@
 """Robust input: end-to-end right on perturbed dev queries against clean ones (issue 34 §4).
 
     ROUTECORE_HOME=/tmp/rchome python benches/robustness.py [--model PATH] [--sets a,b] [--shots 10]
-        [--seeds 3] [--limit 500] [--split dev|test]
+        [--seeds 3] [--limit 500] [--split dev|test] [--kinds typos,emoji,...]
 
 Routers as ``benches/few_shot.py`` builds them (k sampled utterances per label, zero-label);
 each dev query (a fixed stratified sample of ``--limit``) is routed clean and under every
@@ -37,13 +37,16 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--limit", type=int, default=500)
     ap.add_argument("--split", default="dev", choices=("dev", "test"))
+    ap.add_argument(
+        "--kinds", default=",".join(PERTURBATIONS), help="perturbations to run (clean always runs)"
+    )
     a = ap.parse_args()
     enc = Encoder.load(a.model) if a.model else Encoder.load()
     print(
         f"# model {enc.model_id}, split {a.split}, k {a.shots}, seeds {a.seeds}, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
-    kinds = ["clean", *PERTURBATIONS]
+    kinds = ["clean", *a.kinds.split(",")]
     print("| set | " + " | ".join(kinds) + " | worst drop |")
     print("|---" * (len(kinds) + 2) + "|")
     for name in a.sets.split(","):

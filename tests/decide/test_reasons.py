@@ -154,8 +154,13 @@ def test_lone_surrogates_are_removed_with_an_alert_everywhere(it_ops_router, too
 def test_noise_around_a_query_is_folded_before_it_is_encoded():
     from routecore.decide.conversation import normalize_query, routing_text
 
-    assert normalize_query("🔥🔥 le site est down 😱 help!!") == "le site est down help"
-    assert normalize_query("¡Hola! is it down!?") == "Hola is it down?"
+    assert normalize_query("🔥🔥 le site est down 😱 help!!") == "le site est down"  # an aside goes
+    assert normalize_query("Hi! can you reset my password") == "can you reset my password"
+    assert normalize_query("card lost 😱 help!!") == "card lost help"  # unless under three words are left
+    assert normalize_query("the server is down. help") == "the server is down. help"  # a quiet word stays
+    assert normalize_query("🔥 查看我的日程 😱 help!!") == "查看我的日程"
+    assert normalize_query("refund?\nbilling!") == "refund?\nbilling"  # a clarified query's answer stays
+    assert normalize_query("¡Hola! is it down!?") == "is it down?"
     assert normalize_query("wow!great") == "wow great"  # inside a word: a space
     assert normalize_query("THE SERVER IS DOWN") == "the server is down"
     assert normalize_query("the the server is is down") == "the server is down"
@@ -170,8 +175,12 @@ def _normalized_slowly(text: str) -> str:
     import re
     import unicodedata
 
+    from routecore.decide.conversation import without_asides
+
     out = "".join(
-        ch for ch in text if unicodedata.category(ch) not in ("So", "Cs") and ch not in "\u200d\ufe0f\ufe0e"
+        ch
+        for ch in without_asides(text)
+        if unicodedata.category(ch) not in ("So", "Cs") and ch not in "\u200d\ufe0f\ufe0e"
     )
     out = re.sub(r"[!\u00a1]+(?=\W|$)|(?<!\w)[!\u00a1]+", "", out)
     out = re.sub(r"[!\u00a1]+", " ", out)

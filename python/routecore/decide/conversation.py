@@ -16,7 +16,15 @@ from typing import Any, Mapping, Sequence
 
 from routecore.errors import InvalidArgumentError
 
-__all__ = ["HUMAN_ROLES", "LONG_QUERY_CHARS", "head_of", "normalize_query", "routing_text", "routing_query"]
+__all__ = [
+    "HUMAN_ROLES",
+    "LONG_QUERY_CHARS",
+    "head_of",
+    "normalize_query",
+    "routing_text",
+    "routing_query",
+    "without_asides",
+]
 
 #: A query longer than this many characters (a pasted report, a log) is routed by its start:
 #: its first paragraph when that fits, else its first LONG_QUERY_CHARS characters. The encoder
@@ -32,13 +40,61 @@ _BANG_EDGE = re.compile(r"[!\u00a1]+(?=\W|$)|(?<!\w)[!\u00a1]+")
 _BANG = re.compile(r"[!\u00a1]+")
 _SPACE = re.compile(r"[^\S\n]+")
 _REPEAT = re.compile(r"\b(\w+)(\s+\1\b)+", re.IGNORECASE)
+#: Where a sentence ends: an aside ("help!!", "thanks!") is a one-word sentence.
+_STOPS = frozenset(".!?\u00a1\u00bf\u3002\uff01\uff1f")
+_LOUD = frozenset("!\u00a1\uff01")
+_WORD = re.compile(r"\w+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
+
+
+def _words(text: str) -> int:
+    """Words in ``text``: runs of letters and digits, each Chinese or Japanese character one word."""
+    return sum(max(1, len(_CJK.findall(w))) for w in _WORD.findall(text))
+
+
+def without_asides(text: str) -> str:
+    """``text`` without its loud one-word sentences: a word set off by an emoji or a "!" ("... 😱 help!!",
+    "Hi! ...", "... thanks!") says how the user feels, not what they ask, and pulls the encoder's vector
+    away from the request (BENCHMARKS.md, robustness). Kept when the rest has under three words, and in a
+    text of several lines (a clarified query is "question\nanswer", where one word answers)."""
+    if "\n" in text or (text.isascii() and "!" not in text):
+        return text
+    parts: list[list[str]] = [[]]  # sentences, each [text, the mark before it, the mark after it]
+    marks = [""]
+    for ch in text:
+        if ch in _STOPS or unicodedata.category(ch) == "So":
+            marks.append(ch)
+            parts.append([])
+        else:
+            parts[-1].append(ch)
+    texts = ["".join(p) for p in parts]
+
+    def loud(mark: str) -> bool:
+        return mark in _LOUD or (bool(mark) and unicodedata.category(mark) == "So")
+
+    aside = [
+        _words(t) == 1
+        and not _CJK.search(t)
+        and (loud(marks[i]) or loud(marks[i + 1] if i + 1 < len(marks) else ""))
+        for i, t in enumerate(texts)
+    ]
+    if not any(aside) or sum(_words(t) for t, a in zip(texts, aside) if not a) < 3:
+        return text
+    out = [marks[0]]
+    for i, t in enumerate(texts):
+        out.append(" " if aside[i] else t)
+        if i + 1 < len(marks):
+            out.append(marks[i + 1])
+    return "".join(out)
 
 
 def normalize_query(text: str) -> str:
     """``text`` as the encoder should read it: emoji and other pictographs and exclamation marks
     dropped, runs of one punctuation mark (``??``) and of one word said twice (``down down``) folded,
     white space folded, and a shouted text (four letters in five upper case) put in lower case. A clean
-    query is left as it is. (BENCHMARKS.md, robustness: each fold measured on dev queries.)"""
+    query is left as it is; loud one-word sentences go (:func:`without_asides`). (BENCHMARKS.md,
+    robustness: each fold measured on dev queries.)"""
+    text = without_asides(text)
     out = (
         text  # ASCII holds no pictograph, joiner or surrogate
         if text.isascii()
