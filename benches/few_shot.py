@@ -116,11 +116,17 @@ def oracle(conf: np.ndarray, right: np.ndarray, n_in: int, P: float) -> float:
 
 
 def build(
-    enc: Any, train: D.Dataset, vec: dict[str, np.ndarray], k: int, seed: int, goal: float | None = None
+    enc: Any,
+    train: D.Dataset,
+    vec: dict[str, np.ndarray],
+    k: int,
+    seed: int,
+    goal: float | None = None,
+    descriptions: dict[str, str] | None = None,
 ) -> Router:
     """The router a config of ``k`` sampled utterances per label gives (its exemplars' embeddings
-    cached); ``goal``: the policy's ``route_precision``."""
-    routes = routes_from_split(train, shots=k, seed=seed)
+    cached); ``goal``: the policy's ``route_precision``; ``descriptions``: each route's, by label."""
+    routes = routes_from_split(train, shots=k, seed=seed, descriptions=descriptions)
     V = np.stack([vec[t] for r in routes for t in r.exemplars()])
     return Router(routes, encoder=enc, policy=Policy(route_precision=goal), vectors=TableVectors(routes=V))
 
@@ -137,9 +143,10 @@ def run_one(
     oos_extra: tuple[list[str], np.ndarray] = ([], np.zeros((0, 0), np.float32)),
     peer: Any = None,
     goal: float | None = None,
+    descriptions: dict[str, str] | None = None,
 ) -> dict[str, float]:
     t = time.perf_counter()
-    router = build(enc, train, vec, k, seed, goal)
+    router = build(enc, train, vec, k, seed, goal, descriptions)
     build_s = time.perf_counter() - t
     texts, gold = [s.text for s in test.samples], np.array([s.label for s in test.samples], dtype=object)
     if peer is not None:
@@ -205,10 +212,13 @@ def main() -> None:
         default=None,
         help="route_precision: alone, each set's goal on MASSIVE fr/zh; a number, that goal everywhere",
     )
+    ap.add_argument(
+        "--describe", action="store_true", help="each route's description: its label, '_' read as a space"
+    )
     a = ap.parse_args()
     enc = Encoder.load(a.model) if a.model else Encoder.load()
     print(
-        f"# model {enc.model_id}, split {a.split}, seeds {a.seeds}, "
+        f"# model {enc.model_id}, split {a.split}, seeds {a.seeds}, describe {a.describe}, "
         f"route_precision {a.route_precision or 'unset'}, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
@@ -239,6 +249,10 @@ def main() -> None:
         oos_extra = (oos_texts, embed(enc, oos_texts) if oos_texts else np.zeros((0, enc.dim), np.float32))
         tt = list(dict.fromkeys(s.text for s in train.samples))
         vec = dict(zip(tt, embed(enc, tt, what=f"embedding {name} train")))
+        descs = None
+        if a.describe:
+            descs = {s.label: s.label.replace("_", " ") for s in train.samples if s.label != "oos"}
+            vec.update(zip(descs.values(), embed(enc, list(descs.values()))))
         P = float(a.route_precision) if every else TARGET.get(name, 0.95)
         peer = None
         if a.peer:
@@ -250,7 +264,7 @@ def main() -> None:
         for k in (int(x) for x in a.shots.split(",")):
             goal = P if every or (a.route_precision and name in TARGET) else None
             rs = [
-                run_one(enc, train, vec, X, test, k, seed, P, oos_extra, peer, goal)
+                run_one(enc, train, vec, X, test, k, seed, P, oos_extra, peer, goal, descs)
                 for seed in range(a.seeds)
             ]
             runs += [{"set": name, "k": k, "seed": s, **r} for s, r in enumerate(rs)]
