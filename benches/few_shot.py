@@ -154,6 +154,14 @@ def run_one(
 
         peer_out = peer_figures(peer, routes_from_split(train, shots=k, seed=seed), texts, gold)
     decs = router.route_batch(texts, vectors=X)
+    extra = router.route_batch(oos_extra[0], vectors=oos_extra[1]) if oos_extra[0] else []
+    out = {**figures(decs, gold, P, extra), "build": build_s}
+    return {**out, **peer_out} if peer is not None else out
+
+
+def figures(decs: list[Any], gold: np.ndarray, P: float, extra_oos: list[Any]) -> dict[str, Any]:
+    """The bench's columns for decisions ``decs`` on queries of labels ``gold`` (``oos``: out of
+    scope), at precision goal ``P``; ``extra_oos``: decisions on more out-of-scope queries."""
     ins = gold != "oos"
     act = np.array([d.action for d in decs], dtype=object)
     route = np.array([d.route for d in decs], dtype=object)
@@ -165,7 +173,7 @@ def run_one(
     opts = [g in d.candidates for d, g, c in zip(decs, gold, clar) if c and g != "oos"]
     hi_wrong = routed & (np.array([d.tier for d in decs]) == "high") & (route != gold)
     n_in = int(ins.sum())
-    out = {
+    out: dict[str, Any] = {
         "top1": float(top1[ins].mean()),
         "routed": float(routed[ins].mean()),
         "prec": float(right[routed].mean()) if routed.any() else float("nan"),
@@ -176,22 +184,18 @@ def run_one(
         "opts": float(np.mean(opts)) if opts else float("nan"),
         "oracle": oracle(conf, top1 & ins, n_in, P),
         "auroc": float(M.auroc(conf[ins & top1].tolist(), conf[ins & ~top1].tolist()) or float("nan")),
-        "build": build_s,
     }
-    if (~ins).any() or oos_extra[0]:
-        extra = (
-            [d.action == "none" for d in router.route_batch(oos_extra[0], vectors=oos_extra[1])]
-            if oos_extra[0]
-            else []
+    if (~ins).any() or extra_oos:
+        out["oos_none"] = float(
+            np.mean((act == "none")[~ins].tolist() + [d.action == "none" for d in extra_oos])
         )
-        out["oos_none"] = float(np.mean((act == "none")[~ins].tolist() + extra))
     reasons: dict[str, int] = defaultdict(int)
     for d in decs:
         code = getattr(getattr(d, "reason", None), "code", None)
         if code:
             reasons[code] += 1
-    out["reasons"] = dict(reasons)  # type: ignore[assignment]
-    return {**out, **peer_out} if peer is not None else out
+    out["reasons"] = dict(reasons)
+    return out
 
 
 def main() -> None:

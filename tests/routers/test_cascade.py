@@ -54,3 +54,49 @@ def test_cascade_checks_its_routers(cascade, encoder):
         Cascade(with_llm, cascade.strong)
     with pytest.raises(ConfigError, match="vector"):
         cascade.route("x", vector=[0.0] * 384)
+
+
+def test_a_peer_decision_combines_the_probabilities(cascade):
+    """Router.route(peer=): the normalised geometric mean of both routers' probabilities; the scope and
+    the traffic cut's observations stay the router's own."""
+    import numpy as np
+
+    q = "can you reword this email so it sounds more polite"
+    fast, own = cascade.fast.route(q), cascade.strong.route(q)
+    both = cascade.strong.route(q, peer=fast)
+    names = list(own.probabilities)
+    g = np.sqrt([own.probabilities[n] * fast.probabilities[n] for n in names])
+    assert np.allclose([both.probabilities[n] for n in names], g / g.sum(), atol=1e-6)
+    assert both.out_of_scope == own.out_of_scope
+    empty = cascade.fast.route("   ")  # no probabilities: nothing changes
+    assert cascade.strong.route(q, peer=empty).probabilities == own.probabilities
+    batch = cascade.strong.route_batch([q, q], peer=[fast, None])
+    assert batch[0].probabilities == both.probabilities and batch[1].probabilities == own.probabilities
+
+
+def test_a_combining_cascade_decides_escalated_queries_on_both(cascade):
+    c = Cascade(cascade.fast, cascade.strong, combine=True)
+    hard = "personne ne peut se connecter au wifi du bureau depuis midi"
+    d, f = c.route(hard), c.fast.route(hard)
+    alert = next(a for a in d.alerts if a.kind == "cascade")
+    assert alert.data["served_by"] == "strong" and alert.data["combined"] is True
+    assert d.probabilities == c.strong.route(hard, peer=f).probabilities
+    if d.route or d.hint:
+        assert "geometric mean" in alert.message
+    assert [x.probabilities for x in c.route_batch([hard])] == [d.probabilities]
+    easy = c.route("the production server is down again")  # served by the fast router: nothing combined
+    assert next(a for a in easy.alerts if a.kind == "cascade").data["combined"] is False
+
+
+def test_bad_peers_raise_typed_errors(cascade):
+    from routecore.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="peer must be a Decision"):
+        cascade.strong.route("x", peer={"INCIDENT": 1.0})
+    d = cascade.fast.route("x")
+    with pytest.raises(InvalidArgumentError, match="2 decisions for 1 queries"):
+        cascade.strong.route_batch(["x"], peer=[d, d])
+    with pytest.raises(InvalidArgumentError, match="in a list"):
+        cascade.strong.route_batch(["x"], peer=d)
+    with pytest.raises(InvalidArgumentError, match="combine"):
+        Cascade(cascade.fast, cascade.strong, combine="yes")

@@ -6,7 +6,7 @@ holds the routes, their table and the policy, and scores the query."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from routecore.decide.policy import CLARIFY, Policy, apply_previous_boost, bias_
 from routecore.decide.route_outcomes import Chooser, Draft, Outcomes
 from routecore.decide.tables import Step, collision_alert
 from routecore.decision import Alert, Decision, Exemplar, ScoreMap
+from routecore.errors import InvalidArgumentError
 
 
 def _entity_alert(route: str, over: str | None = None) -> Alert:
@@ -28,6 +29,26 @@ def _entity_alert(route: str, over: str | None = None) -> Alert:
         f"the query holds an entity type that {route} prefers{why}: routed by the config's rule, "
         "not by the scores (at most the medium tier)",
     )
+
+
+def check_peer(peer: Any) -> None:
+    """Raise InvalidArgumentError unless ``peer`` is None or a :class:`Decision` (another router's)."""
+    if peer is not None and not isinstance(peer, Decision):
+        raise InvalidArgumentError(f"peer must be a Decision (another router's), got {type(peer).__name__}")
+
+
+def peers_of(peer: Any, n: int) -> list[Decision | None]:
+    """One peer decision (or None) for each of ``n`` queries: None, or a list of ``n``."""
+    if peer is None:
+        return [None] * n
+    if isinstance(peer, (str, Decision)) or not isinstance(peer, Sequence):
+        raise InvalidArgumentError("peer: one Decision (or None) per query, in a list")
+    out = list(peer)
+    if len(out) != n:
+        raise InvalidArgumentError(f"peer: {len(out)} decisions for {n} queries")
+    for d in out:
+        check_peer(d)
+    return out
 
 
 class Decider(Outcomes):
@@ -89,6 +110,22 @@ class Decider(Outcomes):
         r.head_p1, r.head_oos_p, r.head_threshold = h.best, h.out_of_scope, threshold
         r.probs = h.probs
 
+    def _with_peer(self, r: Step, peer: Decision) -> None:
+        """Combine the routes' probabilities with ``peer``'s, another encoder's decision on the same
+        query (a cascade's fast router): their normalised geometric mean, which ranks "the best route is
+        right" better than either (docs/calibration.md, "A second encoder"). The scope stays this
+        router's; routes ``peer`` does not name read probability 0; a peer without probabilities
+        (an empty query, an error) changes nothing."""
+        names = self.table.names
+        if r.probs.shape != (len(names),):
+            return
+        theirs = np.array([peer.probabilities.get(n, 0.0) for n in names], dtype=np.float64)
+        both = np.sqrt(r.probs.astype(np.float64) * theirs)
+        total = float(both.sum())
+        if total > 0.0 and np.isfinite(total):
+            r.own_best = float(r.probs.max())
+            r.probs = (both / total).astype(np.float32)
+
     def _decide(
         self,
         text: str,
@@ -123,7 +160,8 @@ class Decider(Outcomes):
         traffic = self.traffic if self.head is not None and not continuing else None
         lowered = traffic.lowered(medium) if traffic is not None else None
         if traffic is not None and clarify is None and not r.entity_scope and not r.head_oos:
-            traffic.observe(float(r.probs.max()))  # an in-scope query as the head saw it
+            # an in-scope query as the head saw it (its own, when combined with a peer's)
+            traffic.observe(r.own_best if r.own_best is not None else float(r.probs.max()))
         medium = lowered if lowered is not None else medium
         tier = tier_of(p1, p1 - p2, high, margin_th, medium)
         support, cosine = p.high_support, float(r.dense[best])

@@ -59,6 +59,9 @@ class Step:
     head_oos_p: float | None = None
     head_threshold: float = 0.0
     head_language: tuple[str, float, float] | None = None
+    #: With another encoder's decision on the query (a cascade's): this router's own best probability
+    #: before the two were combined (what the traffic cut observes).
+    own_best: float | None = None
 
 
 class EncoderLike(Protocol):

@@ -37,7 +37,11 @@ if TYPE_CHECKING:
 class Cascade(CascadeTools):
     """``fast`` then ``strong`` (see the module docs); :attr:`served` counts the decisions
     each one gave (under a lock); ``metrics``: a sink called with every decision and tool belt;
-    ``shortlist``: the tools the fast router shortlists for a belt (:mod:`.cascade_tools`).
+    ``shortlist``: the tools the fast router shortlists for a belt (:mod:`.cascade_tools`);
+    ``combine``: an escalated query is decided on both routers' probabilities (their normalised
+    geometric mean: :meth:`Router.route`'s ``peer``), not on the strong router's alone. Off by default:
+    measured on few-shot configs of two transformers (BENCHMARKS.md §5); the fast router must read the
+    queries' language (MiniLM reads English only).
 
     Calls: :meth:`route`, :meth:`route_batch`, :meth:`aroute`, :meth:`aroute_batch`; tool belts:
     :meth:`tools`, :meth:`tools_batch`, :meth:`atools`, :meth:`atools_batch`.
@@ -49,7 +53,13 @@ class Cascade(CascadeTools):
     """
 
     def __init__(
-        self, fast: Router, strong: Router, *, metrics: Any = None, shortlist: int = DEFAULT_SHORTLIST
+        self,
+        fast: Router,
+        strong: Router,
+        *,
+        metrics: Any = None,
+        shortlist: int = DEFAULT_SHORTLIST,
+        combine: bool = False,
     ):
         fn, sn = [r.name for r in fast.route_specs], [r.name for r in strong.route_specs]
         if sorted(fn) != sorted(sn):
@@ -69,6 +79,9 @@ class Cascade(CascadeTools):
             )
         self.fast, self.strong = fast, strong
         self.shortlist = check_size(shortlist)
+        if not isinstance(combine, bool):
+            raise InvalidArgumentError(f"combine must be True or False, got {combine!r}")
+        self.combine = combine
         self._lock = threading.Lock()
         self._served = {"fast": 0, "strong": 0}
         #: Called with every Decision the cascade returns (a
@@ -81,18 +94,19 @@ class Cascade(CascadeTools):
         cls, path: Any, fast_model: str | None, strong_model: str | None = None, **kw: Any
     ) -> "Cascade":
         """Both routers from one config file: ``fast_model`` and ``strong_model`` (None: the
-        bundled default) as in ``Encoder.load``; ``metrics=`` is the cascade's sink and
-        ``shortlist=`` its shortlist size, the other ``kw`` go to the strong router."""
+        bundled default) as in ``Encoder.load``; ``metrics=``, ``shortlist=`` and ``combine=`` are the
+        cascade's (see the class), the other ``kw`` go to the strong router."""
         from routecore.core.encoder import Encoder
         from routecore.routers.router import Router
 
         metrics, shortlist = kw.pop("metrics", None), kw.pop("shortlist", DEFAULT_SHORTLIST)
+        combine = kw.pop("combine", False)
         fast = Router.from_config(
             path, encoder=Encoder.load(fast_model), **{k: v for k, v in kw.items() if k != "llm"}
         )
         fast.route_table.llm = None  # the config's llm: section serves the strong router only
         strong = Router.from_config(path, encoder=Encoder.load(strong_model), **kw)
-        return cls(fast, strong, metrics=metrics, shortlist=shortlist)
+        return cls(fast, strong, metrics=metrics, shortlist=shortlist, combine=combine)
 
     @classmethod
     def static(
@@ -154,9 +168,9 @@ class Cascade(CascadeTools):
         if _fast_enough(d):
             self._count(1, 0)
             return emit(self.metrics, _by_fast(d, tier_of(self.fast)))
-        s = self.strong.route(query, **kw)
+        s = self.strong.route(query, **kw, peer=d if self.combine else None)
         self._count(0, 1)
-        return emit(self.metrics, _by_strong(d, s, tier_of(self.strong)))
+        return emit(self.metrics, _by_strong(d, s, tier_of(self.strong), self.combine))
 
     def route_batch(self, queries: Sequence[str], **kw: Any) -> list[Decision]:
         """:meth:`route` of each query: the fast router's batch, then one strong batch of the
@@ -175,12 +189,16 @@ class Cascade(CascadeTools):
         if prev is not None and not isinstance(prev, str):  # one per query: those of the escalated
             each = list(prev)
             kw = {**kw, "previous": [each[i] for i in up]}
-        strong = iter(self.strong.route_batch([queries[i] for i in up], **kw) if up else [])
+        peers = [fast[i] for i in up] if self.combine else None
+        strong = iter(self.strong.route_batch([queries[i] for i in up], **kw, peer=peers) if up else [])
         self._count(len(queries) - len(up), len(up))
         escalated = set(up)
         ft, st = tier_of(self.fast), tier_of(self.strong)
         return [
-            emit(self.metrics, _by_strong(d, next(strong), st) if i in escalated else _by_fast(d, ft))
+            emit(
+                self.metrics,
+                _by_strong(d, next(strong), st, self.combine) if i in escalated else _by_fast(d, ft),
+            )
             for i, d in enumerate(fast)
         ]
 
@@ -212,8 +230,9 @@ def _by_fast(d: Decision, tier: str) -> Decision:
     return replace(d, alerts=d.alerts + (_served("fast", d, tier),))
 
 
-def _by_strong(d: Decision, s: Decision, tier: str) -> Decision:
-    """The strong router's decision ``s``, with the fast one's (``d``) time added."""
+def _by_strong(d: Decision, s: Decision, tier: str, combined: bool = False) -> Decision:
+    """The strong router's decision ``s``, with the fast one's (``d``) time added; ``combined``: ``s``
+    read both routers' probabilities."""
     t, f = s.timings, d.timings
     timings = replace(
         t,
@@ -223,15 +242,25 @@ def _by_strong(d: Decision, s: Decision, tier: str) -> Decision:
         policy=t.policy + f.policy,
         total=t.total + f.total,
     )
-    return replace(s, alerts=s.alerts + (_served("strong", d, tier),), timings=timings)
+    return replace(
+        s, alerts=s.alerts + (_served("strong", d, tier, s if combined else None),), timings=timings
+    )
 
 
-def _served(by: str, fast: Decision, tier: str) -> Alert:
+def _served(by: str, fast: Decision, tier: str, combined: Decision | None = None) -> Alert:
+    """The ``cascade`` alert; ``combined``: the strong router's decision, made on both routers'
+    probabilities (its line names the fast router's and the combined probability of its route)."""
     why = (
         "the fast encoder routed at the high tier"
         if by == "fast"
         else (f"the fast encoder's decision was {fast.action} ({fast.tier} tier): the strong encoder decided")
     )
+    best = combined.route or combined.hint if combined is not None else None
+    if combined is not None and best is not None:
+        why += (
+            f", on both encoders' probabilities (their normalised geometric mean): {best} "
+            f"{combined.confidence:.2f}, the fast encoder's {fast.probabilities.get(best, 0.0):.2f}"
+        )
     return Alert(
         "cascade",
         why,
@@ -241,5 +270,6 @@ def _served(by: str, fast: Decision, tier: str) -> Alert:
             "fast_action": fast.action,
             "fast_tier": fast.tier,
             "fast_route": fast.route,
+            "combined": combined is not None,
         },
     )

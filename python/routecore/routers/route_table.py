@@ -24,7 +24,7 @@ from routecore.core.lexical import LexicalTable
 from routecore.decide.conversation import routing_text
 from routecore.decide.language_policies import LanguagePolicies
 from routecore.decide.policy import Policy, resolved
-from routecore.decide.route_decide import Decider
+from routecore.decide.route_decide import Decider, check_peer, peers_of
 from routecore.decide.route_outcomes import Chooser
 from routecore.decide.spelling import Speller, notes_of, tokenizer_words
 from routecore.decide.tables import EncoderLike, Step, build_table, per_query, query_vectors
@@ -181,12 +181,14 @@ class RouteTable(Decider):
         clarify: Decision | None = None,
         vector: Any = None,
         choose: Chooser | None = None,
+        peer: Decision | None = None,
     ) -> Decision:
         """The decision for ``query``: :meth:`routecore.routers.router.Router.route` (which documents
         the arguments).
 
         ``choose`` replaces ``llm.choose`` for this call (:mod:`routecore.core.aio`)."""
         text = self._text(query, previous, clarify)
+        check_peer(peer)
         context_domains = self.domains(context_domains)
         if not query.strip():
             return trace("route decision", self.empty(text, previous))
@@ -203,6 +205,7 @@ class RouteTable(Decider):
                 clarify,
                 t0,
                 choose=choose,
+                peer=peer,
             )
             return _noted(d, notes)
         try:
@@ -219,6 +222,7 @@ class RouteTable(Decider):
             enc.tokenize_ms,
             bool(enc.truncated),
             choose,
+            peer=peer,
         )
         return _noted(d, notes)
 
@@ -231,6 +235,7 @@ class RouteTable(Decider):
         vectors: Any = None,
         choose: Chooser | None = None,
         executor: Executor | None = None,
+        peer: Sequence[Decision | None] | None = None,
     ) -> list[Decision]:
         """The decisions for ``queries`` from one batched encoder call
         (:meth:`routecore.routers.router.Router.route_batch`).
@@ -241,6 +246,7 @@ class RouteTable(Decider):
             raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
         queries = list(queries)
         prev = per_query(previous, len(queries), "previous")
+        peers = peers_of(peer, len(queries))
         context_domains = self.domains(context_domains)
         heads = [self._read(self._text(q, p, None)) for q, p in zip(queries, prev)]
         texts, notes = [h[0] for h in heads], [h[1] for h in heads]
@@ -255,8 +261,8 @@ class RouteTable(Decider):
                 enc = self.encoder.encode_with_stats(texts)
             except Exception:  # noqa: BLE001 - each query degrades on its own (the LLM, or an error decision)
                 return [
-                    self.route(q, previous=p, context_domains=context_domains, choose=choose)
-                    for q, p in zip(queries, prev)
+                    self.route(q, previous=p, context_domains=context_domains, choose=choose, peer=c)
+                    for q, p, c in zip(queries, prev, peers)
                 ]
             embs, tok_ms, truncated = enc.embeddings, enc.tokenize_ms, enc.truncated
         t1 = time.perf_counter()
@@ -276,6 +282,7 @@ class RouteTable(Decider):
                 tok_ms / len(texts),
                 i in truncated,
                 choose,
+                peer=peers[i],
             )
             return _noted(d, notes[i])
 
@@ -314,10 +321,12 @@ class RouteTable(Decider):
         choose: Chooser | None = None,
         prepared: Prepared | None = None,
         scored: Step | None = None,
+        peer: Decision | None = None,
     ) -> Decision:
         """The decision for ``text`` whose embedding is ``q``; ``t0`` is when its encoding began.
         ``prepared`` (:meth:`prepare`) and ``scored`` (its native step, done elsewhere: several
-        tables in one call) skip those parts."""
+        tables in one call) skip those parts; ``peer``: another encoder's decision on the query
+        (:meth:`Decider._with_peer`)."""
         prep = prepared if prepared is not None else self.prepare(text, q, previous, clarify)
         p, lang, pre, exact, t1, detected = prep
         r = (
@@ -330,6 +339,8 @@ class RouteTable(Decider):
         t2 = time.perf_counter()
         if self.head is not None:
             self._apply_head(r, q, p, detected)
+        if peer is not None:
+            self._with_peer(r, peer)
         d = self._decide(text, r, previous, clarify, choose, p)
         t3 = time.perf_counter()
         llm_ms = d.llm_ms

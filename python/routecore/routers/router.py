@@ -305,6 +305,7 @@ class Router(ToolCalls, Changes):
         context_domains: Sequence[str] = (),
         clarify: Decision | None = None,
         vector: Any = None,
+        peer: Decision | None = None,
     ) -> Decision:
         """Decide which route handles ``query``. Never raises for any query string.
 
@@ -317,10 +318,18 @@ class Router(ToolCalls, Changes):
                 this router's encoder); ``query`` then only feeds the lexical scores.
                 A wrong width raises :class:`DimensionMismatchError`, NaN or infinity
                 :class:`NonFiniteError`.
+            peer: another router's decision on ``query`` (another encoder's: a cascade's fast
+                router); the routes' probabilities become the normalised geometric mean of both
+                (docs/calibration.md, "A second encoder"). Not a Decision: InvalidArgumentError.
         """
         return self._emit(
             self.route_table.route(
-                query, previous=previous, context_domains=context_domains, clarify=clarify, vector=vector
+                query,
+                previous=previous,
+                context_domains=context_domains,
+                clarify=clarify,
+                vector=vector,
+                peer=peer,
             )
         )
 
@@ -332,13 +341,14 @@ class Router(ToolCalls, Changes):
         context_domains: Sequence[str] = (),
         vectors: Any = None,
         executor: Executor | None = None,
+        peer: Sequence[Decision | None] | None = None,
     ) -> list[Decision]:
         """The decisions for ``queries``, embedded in one batched encoder call.
 
         Each decision is the one :meth:`route` gives for that query. ``previous`` is
         one route for all queries or one per query; ``vectors`` (``n x dim``) skips
         the encoder; ``executor`` decides the queries in its threads (their LLM
-        fallback calls then overlap)."""
+        fallback calls then overlap); ``peer``: one decision (or None) per query."""
         return self._emit_all(
             self.route_table.route_batch(
                 queries,
@@ -346,6 +356,7 @@ class Router(ToolCalls, Changes):
                 context_domains=context_domains,
                 vectors=vectors,
                 executor=executor,
+                peer=peer,
             )
         )
 
