@@ -29,19 +29,7 @@ from routecore.evaluation.runner import embed  # noqa: E402
 from routecore.routers.cascade import Cascade  # noqa: E402
 
 MODELS = Path(os.environ.get("ROUTECORE_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "models"
-COLS = (
-    "top1",
-    "routed",
-    "prec",
-    "right",
-    "hiwrong",
-    "clarify",
-    "none",
-    "opts",
-    "oos_none",
-    "oracle",
-    "auroc",
-)
+COLS = F.COLS
 
 
 def main() -> None:

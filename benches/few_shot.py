@@ -159,6 +159,22 @@ def run_one(
     return {**out, **peer_out} if peer is not None else out
 
 
+#: The bench's columns, in print order.
+COLS = (
+    "top1",
+    "routed",
+    "prec",
+    "right",
+    "hiwrong",
+    "clarify",
+    "none",
+    "opts",
+    "oos_none",
+    "oracle",
+    "auroc",
+)
+
+
 def figures(decs: list[Any], gold: np.ndarray, P: float, extra_oos: list[Any]) -> dict[str, Any]:
     """The bench's columns for decisions ``decs`` on queries of labels ``gold`` (``oos``: out of
     scope), at precision goal ``P``; ``extra_oos``: decisions on more out-of-scope queries."""
@@ -226,19 +242,7 @@ def main() -> None:
         f"route_precision {a.route_precision or 'unset'}, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
-    cols = (
-        "top1",
-        "routed",
-        "prec",
-        "right",
-        "hiwrong",
-        "clarify",
-        "none",
-        "opts",
-        "oos_none",
-        "oracle",
-        "auroc",
-    )
+    cols = COLS
     print("| set | k | " + " | ".join(cols) + " | routed spread | build s |")
     print("|---" * (len(cols) + 4) + "|")
     runs = []

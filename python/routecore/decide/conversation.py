@@ -59,7 +59,7 @@ def without_asides(text: str) -> str:
     text of several lines (a clarified query is "question\nanswer", where one word answers)."""
     if "\n" in text or (text.isascii() and "!" not in text):
         return text
-    parts: list[list[str]] = [[]]  # sentences, each [text, the mark before it, the mark after it]
+    parts: list[list[str]] = [[]]  # the sentences' characters; marks[i] ends sentence i - 1 (marks[0]: none)
     marks = [""]
     for ch in text:
         if ch in _STOPS or unicodedata.category(ch) == "So":
