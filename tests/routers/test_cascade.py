@@ -57,8 +57,8 @@ def test_cascade_checks_its_routers(cascade, encoder):
 
 
 def test_a_peer_decision_combines_the_probabilities(cascade):
-    """Router.route(peer=): the normalised geometric mean of both routers' probabilities; the scope and
-    the traffic cut's observations stay the router's own."""
+    """Router.route(peer=): the normalised geometric mean of both routers' probabilities; the scope
+    stays the router's own."""
     import numpy as np
 
     q = "can you reword this email so it sounds more polite"
