@@ -160,6 +160,9 @@ def test_noise_around_a_query_is_folded_before_it_is_encoded():
     assert normalize_query("the server is down. help") == "the server is down. help"  # a quiet word stays
     assert normalize_query("🔥 查看我的日程 😱 help!!") == "查看我的日程"
     assert normalize_query("refund?\nbilling!") == "refund?\nbilling"  # a clarified query's answer stays
+    assert (
+        normalize_query("iPhone™ won't charge at all") == "iPhone won't charge at all"
+    )  # a sign, not an emoji
     assert normalize_query("¡Hola! is it down!?") == "is it down?"
     assert normalize_query("wow!great") == "wow great"  # inside a word: a space
     assert normalize_query("THE SERVER IS DOWN") == "the server is down"

@@ -47,6 +47,11 @@ _WORD = re.compile(r"\w+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 
 
+def _pictograph(ch: str) -> bool:
+    """An emoji or another pictograph (arrows on: U+2190), not a letterlike sign such as "™" or "©"."""
+    return ord(ch) >= 0x2190 and unicodedata.category(ch) == "So"
+
+
 def _words(text: str) -> int:
     """Words in ``text``: runs of letters and digits, each Chinese or Japanese character one word."""
     return sum(max(1, len(_CJK.findall(w))) for w in _WORD.findall(text))
@@ -62,7 +67,7 @@ def without_asides(text: str) -> str:
     parts: list[list[str]] = [[]]  # the sentences' characters; marks[i] ends sentence i - 1 (marks[0]: none)
     marks = [""]
     for ch in text:
-        if ch in _STOPS or unicodedata.category(ch) == "So":
+        if ch in _STOPS or _pictograph(ch):
             marks.append(ch)
             parts.append([])
         else:
@@ -70,7 +75,7 @@ def without_asides(text: str) -> str:
     texts = ["".join(p) for p in parts]
 
     def loud(mark: str) -> bool:
-        return mark in _LOUD or (bool(mark) and unicodedata.category(mark) == "So")
+        return mark in _LOUD or (bool(mark) and _pictograph(mark))
 
     aside = [
         _words(t) == 1
