@@ -2,6 +2,7 @@
 
     ROUTECORE_HOME=/tmp/rchome python benches/few_shot.py [--model PATH] [--sets a,b] [--shots 5,10,20]
         [--seeds 5] [--split dev|test] [--limit 1500] [--json OUT] [--peer] [--route-precision [P]]
+        [--describe]
 
 For each set, k and seed: a router built as a config builds it (``Router`` over k sampled
 train utterances per label, zero-label, no ``fit``, no LLM), then every query of the dev
@@ -25,6 +26,9 @@ spread, max - min):
 fr/zh) set ``policy.routes.route_precision`` to P, as a user who asks for that precision would
 (the prior's levels measured for it); the other sets keep the default policy. ``--route-precision P``:
 every router sets ``route_precision`` to P, and ``oracle`` is measured at P.
+
+``--describe``: each route also gets a description, its label with "_" read as a space ("card
+arrival"), as a user who describes the routes would (descriptions count as exemplars).
 
 ``--peer``: semantic-router 1.1.1 on the same encoder, exemplars and queries in the same run
 (``few_shot_peer.py``: its default threshold, which routes every query, and 0.5); a second table
