@@ -1,12 +1,13 @@
 """Few-shot decisions of an encoder cascade, with and without ``combine`` (issue 34: small configs).
 
     ROUTECORE_HOME=/tmp/rchome python benches/cascade_few_shot.py [--fast PATH|NAME] [--sets a,b]
-        [--shots 5,10,20] [--seeds 5] [--limit 1000] [--split dev|test] [--modes strong,product]
+        [--shots 5,10,20] [--seeds 5] [--limit 1000] [--split dev|test] [--modes strong,product] [--batch 32]
 
 ``benches/few_shot.py``'s configs (k sampled utterances per label, zero-label, the same queries and
 columns), each built twice: with the fast encoder (default: MiniLM from ``../shared/models``) and
 the bundled e5, as :class:`routecore.routers.cascade.Cascade` joins them. Every query goes through
-``Cascade.route_batch`` (each encoder's query cache keeps the second pass cheap). Modes: ``strong``,
+``Cascade.route_batch``, ``--batch`` at a time as a server sends them (each encoder's query cache keeps
+the second pass cheap). Modes: ``strong``,
 an escalated query is decided by e5 alone (the cascade's default); ``product``, on both routers'
 probabilities (``combine=True``). ``e5`` adds e5 alone on the same queries. Extra column: ``fast``,
 the share of queries the fast router served.
@@ -41,6 +42,9 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=1000)
     ap.add_argument("--split", default="dev", choices=("dev", "test"))
     ap.add_argument("--modes", default="e5,strong,product")
+    ap.add_argument(
+        "--batch", type=int, default=32, help="queries a route_batch call, as a server sends them"
+    )
     a = ap.parse_args()
     fast_enc, strong_enc = Encoder.load(a.fast, cache_size=8192), Encoder.load(cache_size=8192)
     print(
@@ -77,7 +81,11 @@ def main() -> None:
                         )
                     else:
                         c = Cascade(F.build(fast_enc, train, vf, k, seed), strong, combine=mode == "product")
-                        decs = c.route_batch(texts)
+                        decs = [
+                            d
+                            for i in range(0, len(texts), a.batch)
+                            for d in c.route_batch(texts[i : i + a.batch])
+                        ]
                         share = c.fast_share
                         extra = c.route_batch(oos) if oos else []
                     rs.append({**F.figures(decs, gold, P, extra), "fast": share})

@@ -118,18 +118,20 @@ def _logit(x: np.ndarray | float) -> np.ndarray:
 
 def _runs(rows: dict[str, dict[str, np.ndarray]]) -> dict[str, list[dict[str, np.ndarray]]]:
     """Per 'set|k': each seed's best probability, out-of-scope flag, right and in-scope flags,
-    top-3, config stats."""
+    top-3, config stats (a row's ``own`` probabilities, when given, set the out-of-scope flag)."""
     out: dict[str, list[dict[str, np.ndarray]]] = {}
     for key, v in rows.items():
         P = v["P"].astype(np.float64)
         order = np.argsort(-P, axis=1)[:, :3]
         top = np.take_along_axis(P, order, axis=1)
         gold = v["gold"]
+        # The scope reads the head's own probabilities ("own": P before a peer's were combined in).
+        own1 = v["own"].max(axis=1).astype(np.float64) if "own" in v else top[:, 0]
         out.setdefault(key.rsplit("|", 1)[0], []).append(
             {
                 "p1": top[:, 0],
-                "raw1": top[:, 0] * (1.0 - v["oos"].astype(np.float64)),
-                "none": v["oos"] >= top[:, 0] * (1.0 - v["oos"]),
+                "raw1": own1 * (1.0 - v["oos"].astype(np.float64)),
+                "none": v["oos"] >= own1 * (1.0 - v["oos"]),
                 "right": order[:, 0] == gold,
                 "ins": gold >= 0,
                 "top": top,

@@ -39,6 +39,11 @@ def test_high_tier_fast_decisions_are_served_and_the_rest_escalate(cascade):
     assert cascade.served["fast"] >= 1 and cascade.served["strong"] >= 1 and 0 < cascade.fast_share < 1
 
 
+def test_a_bilingual_config_is_not_combined_by_default(cascade):
+    # IT-ops is written in English and French: the pair's prior was measured on English configs.
+    assert cascade.combine is False
+
+
 def test_cascade_checks_its_routers(cascade, encoder):
     other = Router([RouteSpec("A", ("x", "y"))], encoder=encoder)
     with pytest.raises(ConfigError, match="same routes"):

@@ -24,7 +24,8 @@ import numpy as np
 
 from routecore.errors import ConfigError
 
-#: The priors shipped with routecore, by model id.
+#: The priors shipped with routecore, by model id (and by :func:`pair_key` for two encoders' combined
+#: probabilities: ``scripts/fit_pair_prior.py``, :mod:`routecore.calibrate.peer_cut`).
 PRIORS_FILE = Path(__file__).resolve().parents[1] / "data" / "priors.json"
 
 
@@ -99,7 +100,9 @@ class DecisionPrior:
     routed at which every dev set still met its goal; 0 turns it off. ``source``: how it was
     measured. ``targets``: for a policy that sets ``route_precision``, the ``medium`` and
     ``traffic`` levels measured for that goal on every dev set alike (:meth:`at`); ``goal``: the
-    routed precision these levels were measured for (None: 95 %, 90 % on MASSIVE fr/zh)."""
+    routed precision these levels were measured for (None: 95 %, 90 % on MASSIVE fr/zh).
+    ``languages``: the languages of the dev sets, when the prior holds for configs written in them
+    only (a pair's: :mod:`routecore.calibrate.peer_cut`); empty, any."""
 
     weights: Tuple[float, ...]
     medium: float
@@ -112,6 +115,7 @@ class DecisionPrior:
     source: str = ""
     targets: Mapping[str, Sequence[float]] = field(default_factory=dict)
     goal: float | None = None
+    languages: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         w = self.weights
@@ -122,6 +126,10 @@ class DecisionPrior:
         ):
             raise ConfigError(f"decision prior: weights must be eight finite numbers, got {w!r}")
         object.__setattr__(self, "weights", tuple(float(x) for x in w))
+        langs = self.languages
+        if isinstance(langs, str) or not all(isinstance(x, str) for x in langs):
+            raise ConfigError(f"decision prior: languages must be a list of language codes, got {langs!r}")
+        object.__setattr__(self, "languages", tuple(langs))
         for name in ("medium", "high", "previous_high", "clarify_mass", "scope", "traffic"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
@@ -192,6 +200,12 @@ def _table() -> dict[str, DecisionPrior]:
         return {}
     raw = json.loads(PRIORS_FILE.read_text(encoding="utf-8"))
     return {k: DecisionPrior.from_dict(v) for k, v in raw.get("models", {}).items()}
+
+
+def pair_key(model_id: str, peer_model: str) -> str:
+    """The key of the prior measured for ``model_id``'s head combined with ``peer_model``'s (a
+    router deciding on both encoders' probabilities: ``Router.route``'s ``peer``)."""
+    return f"{model_id}+{peer_model}"
 
 
 def prior_for(model_id: str, goal: float | None = None) -> DecisionPrior | None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from routecore import _native
 from routecore.calibrate.languages import LanguageDetector
+from routecore.calibrate.peer_cut import PeerCut
 from routecore.calibrate.traffic import TrafficCut
 from routecore.decide import reasons
 from routecore.decide.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, resolved, tier_of
@@ -31,14 +32,32 @@ def _entity_alert(route: str, over: str | None = None) -> Alert:
     )
 
 
-def check_peer(peer: Any) -> None:
-    """Raise InvalidArgumentError unless ``peer`` is None or a :class:`Decision` (another router's)."""
+def _pair_alert(pair: PeerCut, medium: float, high: float) -> Alert:
+    """The ``pair_cuts`` alert: a decision on two encoders' probabilities met the cuts measured for
+    the pair (``medium`` as in force: adapted to the combined decisions seen)."""
+    return Alert(
+        "pair_cuts",
+        f"decided on the probabilities combined with {pair.peer_model}'s, against the cuts measured for "
+        f"the pair: routed from {medium:.3f}, high tier from {high:.3f}",
+        {"peer_model": pair.peer_model, "medium": medium, "high": high},
+    )
+
+
+def check_peer(peer: Any, peer_model: Any = None) -> None:
+    """Raise InvalidArgumentError unless ``peer`` is None or a :class:`Decision` (another router's)
+    and ``peer_model`` None or a model id (a str)."""
     if peer is not None and not isinstance(peer, Decision):
         raise InvalidArgumentError(f"peer must be a Decision (another router's), got {type(peer).__name__}")
+    if peer_model is not None and not isinstance(peer_model, str):
+        raise InvalidArgumentError(
+            f"peer_model must be the peer encoder's model_id (a str), got {type(peer_model).__name__}"
+        )
 
 
-def peers_of(peer: Any, n: int) -> list[Decision | None]:
-    """One peer decision (or None) for each of ``n`` queries: None, or a list of ``n``."""
+def peers_of(peer: Any, n: int, peer_model: Any = None) -> list[Decision | None]:
+    """One peer decision (or None) for each of ``n`` queries: None, or a list of ``n``
+    (``peer_model`` checked as :func:`check_peer` does)."""
+    check_peer(None, peer_model)
     if peer is None:
         return [None] * n
     if isinstance(peer, (str, Decision)) or not isinstance(peer, Sequence):
@@ -110,12 +129,13 @@ class Decider(Outcomes):
         r.head_p1, r.head_oos_p, r.head_threshold = h.best, h.out_of_scope, threshold
         r.probs = h.probs
 
-    def _with_peer(self, r: Step, peer: Decision) -> None:
+    def _with_peer(self, r: Step, peer: Decision, cut: PeerCut | None = None) -> None:
         """Combine the routes' probabilities with ``peer``'s, another encoder's decision on the same
         query (a cascade's fast router): their normalised geometric mean, which ranks "the best route is
         right" better than either (docs/calibration.md, "A second encoder"). The scope stays this
         router's; routes ``peer`` does not name read probability 0; a peer without probabilities
-        (an empty query, an error) changes nothing."""
+        (an empty query, an error) changes nothing. ``cut``: the pair's cuts, which the combined
+        decision then meets (:mod:`routecore.calibrate.peer_cut`); None: this router's own."""
         names = self.table.names
         if r.probs.shape != (len(names),):
             return
@@ -125,6 +145,7 @@ class Decider(Outcomes):
         if total > 0.0 and np.isfinite(total):
             r.own_best = float(r.probs.max())
             r.probs = (both / total).astype(np.float32)
+            r.peer_cut = cut
 
     def _decide(
         self,
@@ -157,11 +178,19 @@ class Decider(Outcomes):
         p2 = top_p[1] if len(order) > 1 else 0.0
         continuing = prev_i == best and p.previous_strategy == "thresholds"
         high, margin_th, medium, min_score = p.thresholds(bname, continuing)
-        traffic = self.traffic if self.head is not None and not continuing else None
+        own = self.traffic if self.head is not None and not continuing else None
+        pair = r.peer_cut  # combined with a peer's: the pair's cuts (RouteTable.peer_cut)
+        if pair is not None:
+            high, medium = (pair.previous_high if continuing else pair.high), pair.medium
+        traffic = own if pair is None else pair.traffic if not continuing else None
         lowered = traffic.lowered(medium) if traffic is not None else None
-        if traffic is not None and clarify is None and not r.entity_scope and not r.head_oos:
-            # an in-scope query as the head saw it (its own, when combined with a peer's)
-            traffic.observe(r.own_best if r.own_best is not None else float(r.probs.max()))
+        if clarify is None and not r.entity_scope and not r.head_oos:
+            # an in-scope query as the head saw it (its own, when combined with a peer's), and as
+            # the pair saw it
+            if own is not None:
+                own.observe(r.own_best if r.own_best is not None else float(r.probs.max()))
+            if pair is not None and traffic is not None:
+                traffic.observe(float(r.probs.max()))
         medium = lowered if lowered is not None else medium
         tier = tier_of(p1, p1 - p2, high, margin_th, medium)
         support, cosine = p.high_support, float(r.dense[best])
@@ -231,6 +260,8 @@ class Decider(Outcomes):
                 tier = out.tier = "medium"
                 in_scope_by_entity = True
                 out.alerts.append(_entity_alert(bname, names[order[1]] if len(order) > 1 else None))
+        if pair is not None:  # in scope: the cuts read were the pair's
+            out.alerts.append(_pair_alert(pair, medium, high))
         if r.collision is not None and clarify is None:
             c = r.collision
             out.alerts.append(collision_alert(labels[c[0]], labels[c[1]], c[2], self.table, "route"))

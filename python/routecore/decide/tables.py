@@ -62,6 +62,8 @@ class Step:
     #: With another encoder's decision on the query (a cascade's): this router's own best probability
     #: before the two were combined (what the traffic cut observes).
     own_best: float | None = None
+    #: The pair's cuts for such a combined decision (routecore.calibrate.peer_cut); None: the router's own.
+    peer_cut: Any = None
 
 
 class EncoderLike(Protocol):

@@ -39,9 +39,12 @@ class Cascade(CascadeTools):
     each one gave (under a lock); ``metrics``: a sink called with every decision and tool belt;
     ``shortlist``: the tools the fast router shortlists for a belt (:mod:`.cascade_tools`);
     ``combine``: an escalated query is decided on both routers' probabilities (their normalised
-    geometric mean: :meth:`Router.route`'s ``peer``), not on the strong router's alone. Off by default:
-    measured on few-shot configs of two transformers (BENCHMARKS.md §5); the fast router must read the
-    queries' language (MiniLM reads English only).
+    geometric mean: :meth:`Router.route`'s ``peer``) against the cuts measured for the pair, not on the
+    strong router's alone. ``None`` (the default): on when routecore has those cuts for the two models
+    and the config's languages (:mod:`routecore.calibrate.peer_cut`: MiniLM in front of the bundled e5,
+    English configs, zero-label; BENCHMARKS.md §5), off otherwise (a static table in front, a French
+    config, a config's own cuts); ``True`` combines with the strong router's own cuts where there are
+    none for the pair. :attr:`combine` says which was chosen.
 
     Calls: :meth:`route`, :meth:`route_batch`, :meth:`aroute`, :meth:`aroute_batch`; tool belts:
     :meth:`tools`, :meth:`tools_batch`, :meth:`atools`, :meth:`atools_batch`.
@@ -59,7 +62,7 @@ class Cascade(CascadeTools):
         *,
         metrics: Any = None,
         shortlist: int = DEFAULT_SHORTLIST,
-        combine: bool = False,
+        combine: bool | None = None,
     ):
         fn, sn = [r.name for r in fast.route_specs], [r.name for r in strong.route_specs]
         if sorted(fn) != sorted(sn):
@@ -79,9 +82,15 @@ class Cascade(CascadeTools):
             )
         self.fast, self.strong = fast, strong
         self.shortlist = check_size(shortlist)
-        if not isinstance(combine, bool):
-            raise InvalidArgumentError(f"combine must be True or False, got {combine!r}")
-        self.combine = combine
+        if combine is not None and not isinstance(combine, bool):
+            raise InvalidArgumentError(
+                f"combine must be True, False or None (where measured), got {combine!r}"
+            )
+        model = str(getattr(fast.encoder, "model_id", ""))
+        #: Whether an escalated query is decided on both routers' probabilities.
+        self.combine: bool = (
+            combine if combine is not None else strong.route_table.peer_cut(model, strong.policy) is not None
+        )
         self._lock = threading.Lock()
         self._served = {"fast": 0, "strong": 0}
         #: Called with every Decision the cascade returns (a
@@ -100,7 +109,7 @@ class Cascade(CascadeTools):
         from routecore.routers.router import Router
 
         metrics, shortlist = kw.pop("metrics", None), kw.pop("shortlist", DEFAULT_SHORTLIST)
-        combine = kw.pop("combine", False)
+        combine = kw.pop("combine", None)
         fast = Router.from_config(
             path, encoder=Encoder.load(fast_model), **{k: v for k, v in kw.items() if k != "llm"}
         )
@@ -149,6 +158,21 @@ class Cascade(CascadeTools):
         with self._lock:
             self._served = {"fast": int(value.get("fast", 0)), "strong": int(value.get("strong", 0))}
 
+    def _peer(self, fast: Decision | list[Decision]) -> dict[str, Any]:
+        """The strong router's ``peer`` and ``peer_model`` for the fast router's decision(s) (one, or
+        one per escalated query) when ``combine`` is on; nothing otherwise."""
+        if not self.combine:
+            return {}
+        return {"peer": fast, "peer_model": str(getattr(self.fast.encoder, "model_id", ""))}
+
+    def _served_fast(self, served: list[Decision]) -> None:
+        """With ``combine``, the fast router's own high-tier decisions count in the strong router's
+        cut for the pair (:meth:`RouteTable.peer_served`): the product's routed decisions include them."""
+        if self.combine:
+            model = str(getattr(self.fast.encoder, "model_id", ""))
+            for d in served:
+                self.strong.route_table.peer_served(model, d.confidence)
+
     def _count(self, fast: int, strong: int) -> None:
         with self._lock:
             self._served["fast"] += fast
@@ -167,8 +191,9 @@ class Cascade(CascadeTools):
         d = self.fast.route(query, **kw)
         if _fast_enough(d):
             self._count(1, 0)
+            self._served_fast([d])
             return emit(self.metrics, _by_fast(d, tier_of(self.fast)))
-        s = self.strong.route(query, **kw, peer=d if self.combine else None)
+        s = self.strong.route(query, **kw, **self._peer(d))
         self._count(0, 1)
         return emit(self.metrics, _by_strong(d, s, tier_of(self.strong), self.combine))
 
@@ -189,10 +214,12 @@ class Cascade(CascadeTools):
         if prev is not None and not isinstance(prev, str):  # one per query: those of the escalated
             each = list(prev)
             kw = {**kw, "previous": [each[i] for i in up]}
-        peers = [fast[i] for i in up] if self.combine else None
-        strong = iter(self.strong.route_batch([queries[i] for i in up], **kw, peer=peers) if up else [])
-        self._count(len(queries) - len(up), len(up))
         escalated = set(up)
+        peer = self._peer([fast[i] for i in up])
+        strong = iter(self.strong.route_batch([queries[i] for i in up], **kw, **peer) if up else [])
+        # After the strong batch: a large batch's fast decisions, read first, would skew its cut.
+        self._served_fast([d for i, d in enumerate(fast) if i not in escalated])
+        self._count(len(queries) - len(up), len(up))
         ft, st = tier_of(self.fast), tier_of(self.strong)
         return [
             emit(

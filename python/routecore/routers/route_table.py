@@ -17,6 +17,7 @@ import numpy as np
 
 from routecore.calibrate.calibration_record import Calibration
 from routecore.calibrate.languages import LanguageDetector, language_alert
+from routecore.calibrate.peer_cut import PeerCut
 from routecore.calibrate.traffic import TrafficCut, for_table
 from routecore.config.specs import RouteSpec
 from routecore.core.entities import EntityMatcher, entity_effects
@@ -100,6 +101,9 @@ class RouteTable(Decider):
         self.languages: LanguagePolicies | None = None  # set_languages
         self.head_cuts: tuple[LanguageDetector, dict[str, float]] | None = None  # set_languages
         self.traffic: TrafficCut | None = None  # set_languages: the cut adapted to the queries
+        # The cuts of decisions combined with a peer encoder's, by its model id (peer_cut).
+        self._peer_cuts: dict[str, PeerCut | None] = {}
+        self._pairing: tuple[Policy, Calibration | None, Policy] | None = None  # set_languages
         self._head_native: tuple[Any, Any] | None = None  # _native_head
         self.learn_rows: tuple[np.ndarray, np.ndarray] | None = (
             None  # routecore.updates.learning_update.State
@@ -140,6 +144,27 @@ class RouteTable(Decider):
         self.traffic = for_table(
             spec_policy, calibration, self.policy.medium, getattr(self.encoder, "model_id", "")
         )
+        self._pairing, self._peer_cuts = (spec_policy, calibration, self.policy), {}
+
+    def peer_cut(self, peer_model: str, policy: Policy) -> PeerCut | None:
+        """The cuts of decisions combined with ``peer_model``'s probabilities under ``policy``
+        (:mod:`routecore.calibrate.peer_cut`), built on first use; None, this router's own, when
+        ``policy`` is not the one calibrated with the table (a language's own, one set by hand)."""
+        if self._pairing is None or policy is not self._pairing[2] or policy.per_route:
+            return None
+        if peer_model not in self._peer_cuts:
+            spec_policy, calibration, _ = self._pairing
+            model_id = str(getattr(self.encoder, "model_id", ""))
+            self._peer_cuts[peer_model] = PeerCut.build(model_id, peer_model, spec_policy, calibration)
+        return self._peer_cuts.get(peer_model)
+
+    def peer_served(self, peer_model: str, p1: float) -> None:
+        """Count a query ``peer_model``'s router decided alone (a cascade's fast router, at its high
+        tier) in the pair's traffic cut, at its best probability ``p1``: the cut then reads every
+        routed decision of the pair, not only the harder ones this router was asked to take."""
+        cut = self.peer_cut(peer_model, self.policy)
+        if cut is not None and cut.traffic is not None:
+            cut.traffic.observe(p1)
 
     def policy_for(self, q: np.ndarray) -> tuple[Policy, str | None]:
         """The policy for query vector ``q`` and, when it is a language's own, that language."""
@@ -182,13 +207,14 @@ class RouteTable(Decider):
         vector: Any = None,
         choose: Chooser | None = None,
         peer: Decision | None = None,
+        peer_model: str | None = None,
     ) -> Decision:
         """The decision for ``query``: :meth:`routecore.routers.router.Router.route` (which documents
         the arguments).
 
         ``choose`` replaces ``llm.choose`` for this call (:mod:`routecore.core.aio`)."""
         text = self._text(query, previous, clarify)
-        check_peer(peer)
+        check_peer(peer, peer_model)
         context_domains = self.domains(context_domains)
         if not query.strip():
             return trace("route decision", self.empty(text, previous))
@@ -206,6 +232,7 @@ class RouteTable(Decider):
                 t0,
                 choose=choose,
                 peer=peer,
+                peer_model=peer_model,
             )
             return _noted(d, notes)
         try:
@@ -223,6 +250,7 @@ class RouteTable(Decider):
             bool(enc.truncated),
             choose,
             peer=peer,
+            peer_model=peer_model,
         )
         return _noted(d, notes)
 
@@ -236,6 +264,7 @@ class RouteTable(Decider):
         choose: Chooser | None = None,
         executor: Executor | None = None,
         peer: Sequence[Decision | None] | None = None,
+        peer_model: str | None = None,
     ) -> list[Decision]:
         """The decisions for ``queries`` from one batched encoder call
         (:meth:`routecore.routers.router.Router.route_batch`).
@@ -246,7 +275,7 @@ class RouteTable(Decider):
             raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
         queries = list(queries)
         prev = per_query(previous, len(queries), "previous")
-        peers = peers_of(peer, len(queries))
+        peers = peers_of(peer, len(queries), peer_model)
         context_domains = self.domains(context_domains)
         heads = [self._read(self._text(q, p, None)) for q, p in zip(queries, prev)]
         texts, notes = [h[0] for h in heads], [h[1] for h in heads]
@@ -260,8 +289,9 @@ class RouteTable(Decider):
             try:
                 enc = self.encoder.encode_with_stats(texts)
             except Exception:  # noqa: BLE001 - each query degrades on its own (the LLM, or an error decision)
+                named = {"peer_model": peer_model}
                 return [
-                    self.route(q, previous=p, context_domains=context_domains, choose=choose, peer=c)
+                    self.route(q, previous=p, context_domains=context_domains, choose=choose, peer=c, **named)
                     for q, p, c in zip(queries, prev, peers)
                 ]
             embs, tok_ms, truncated = enc.embeddings, enc.tokenize_ms, enc.truncated
@@ -283,6 +313,7 @@ class RouteTable(Decider):
                 i in truncated,
                 choose,
                 peer=peers[i],
+                peer_model=peer_model,
             )
             return _noted(d, notes[i])
 
@@ -322,11 +353,12 @@ class RouteTable(Decider):
         prepared: Prepared | None = None,
         scored: Step | None = None,
         peer: Decision | None = None,
+        peer_model: str | None = None,
     ) -> Decision:
         """The decision for ``text`` whose embedding is ``q``; ``t0`` is when its encoding began.
         ``prepared`` (:meth:`prepare`) and ``scored`` (its native step, done elsewhere: several
         tables in one call) skip those parts; ``peer``: another encoder's decision on the query
-        (:meth:`Decider._with_peer`)."""
+        (:meth:`Decider._with_peer`), by the model ``peer_model`` (its cuts: :meth:`peer_cut`)."""
         prep = prepared if prepared is not None else self.prepare(text, q, previous, clarify)
         p, lang, pre, exact, t1, detected = prep
         r = (
@@ -340,7 +372,7 @@ class RouteTable(Decider):
         if self.head is not None:
             self._apply_head(r, q, p, detected)
         if peer is not None:
-            self._with_peer(r, peer)
+            self._with_peer(r, peer, self.peer_cut(peer_model, p) if peer_model is not None else None)
         d = self._decide(text, r, previous, clarify, choose, p)
         t3 = time.perf_counter()
         llm_ms = d.llm_ms

@@ -306,6 +306,7 @@ class Router(ToolCalls, Changes):
         clarify: Decision | None = None,
         vector: Any = None,
         peer: Decision | None = None,
+        peer_model: str | None = None,
     ) -> Decision:
         """Decide which route handles ``query``. Never raises for any query string.
 
@@ -321,6 +322,9 @@ class Router(ToolCalls, Changes):
             peer: another router's decision on ``query`` (another encoder's: a cascade's fast
                 router); the routes' probabilities become the normalised geometric mean of both
                 (docs/calibration.md, "A second encoder"). Not a Decision: InvalidArgumentError.
+            peer_model: the peer encoder's ``model_id``: the combined decision meets the cuts
+                measured for the pair when routecore has them (:mod:`routecore.calibrate.peer_cut`),
+                else this router's own. Not a str: InvalidArgumentError.
         """
         return self._emit(
             self.route_table.route(
@@ -330,6 +334,7 @@ class Router(ToolCalls, Changes):
                 clarify=clarify,
                 vector=vector,
                 peer=peer,
+                peer_model=peer_model,
             )
         )
 
@@ -342,13 +347,15 @@ class Router(ToolCalls, Changes):
         vectors: Any = None,
         executor: Executor | None = None,
         peer: Sequence[Decision | None] | None = None,
+        peer_model: str | None = None,
     ) -> list[Decision]:
         """The decisions for ``queries``, embedded in one batched encoder call.
 
         Each decision is the one :meth:`route` gives for that query. ``previous`` is
         one route for all queries or one per query; ``vectors`` (``n x dim``) skips
         the encoder; ``executor`` decides the queries in its threads (their LLM
-        fallback calls then overlap); ``peer``: one decision (or None) per query."""
+        fallback calls then overlap); ``peer``: one decision (or None) per query, by the model
+        ``peer_model`` (as in :meth:`route`)."""
         return self._emit_all(
             self.route_table.route_batch(
                 queries,
@@ -357,6 +364,7 @@ class Router(ToolCalls, Changes):
                 vectors=vectors,
                 executor=executor,
                 peer=peer,
+                peer_model=peer_model,
             )
         )
 
