@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import Executor
 from dataclasses import replace
+from functools import partial
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
@@ -289,11 +290,10 @@ class RouteTable(Decider):
             try:
                 enc = self.encoder.encode_with_stats(texts)
             except Exception:  # noqa: BLE001 - each query degrades on its own (the LLM, or an error decision)
-                named = {"peer_model": peer_model}
-                return [
-                    self.route(q, previous=p, context_domains=context_domains, choose=choose, peer=c, **named)
-                    for q, p, c in zip(queries, prev, peers)
-                ]
+                alone = partial(
+                    self.route, context_domains=context_domains, choose=choose, peer_model=peer_model
+                )
+                return [alone(q, previous=p, peer=c) for q, p, c in zip(queries, prev, peers)]
             embs, tok_ms, truncated = enc.embeddings, enc.tokenize_ms, enc.truncated
         t1 = time.perf_counter()
         share = (t1 - t0) / len(texts)  # each decision reports its share of the batch's encoder call
