@@ -5,7 +5,7 @@ normalised geometric mean of both heads' probabilities. That mean is sharper tha
 the router's own cuts, fitted to its head alone, route more than they should: on MASSIVE en at 5
 and 10 exemplars per route the routed precision fell to 93.9 / 94.8 % (BENCHMARKS.md §5). A pair
 of models can have its own decision prior, measured on the combined probabilities on the same dev
-splits (``scripts/fit_decision_prior.py pair``; ``data/priors.json`` under
+splits (``scripts/fit_pair_prior.py``; ``data/priors.json`` under
 :func:`~routecore.calibrate.prior.pair_key`). :class:`PeerCut` holds a router's cuts under it and
 the traffic cut that adapts them to the combined decisions it has taken.
 

@@ -11,7 +11,7 @@ protocol, the ``AUTO_INT8_ELEMENTS`` storage cut-off, and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from routecore.core.progress import Progress
 from routecore.decide.policy import Policy, resolved
 from routecore.decision import Alert
 from routecore.errors import DimensionMismatchError, InvalidArgumentError, NonFiniteError
+
+if TYPE_CHECKING:
+    from routecore.calibrate.peer_cut import PeerCut
 
 
 @dataclass
@@ -63,7 +66,7 @@ class Step:
     #: before the two were combined (what the traffic cut observes).
     own_best: float | None = None
     #: The pair's cuts for such a combined decision (routecore.calibrate.peer_cut); None: the router's own.
-    peer_cut: Any = None
+    peer_cut: PeerCut | None = None
 
 
 class EncoderLike(Protocol):

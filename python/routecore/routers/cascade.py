@@ -42,7 +42,7 @@ class Cascade(CascadeTools):
     geometric mean: :meth:`Router.route`'s ``peer``) against the cuts measured for the pair, not on the
     strong router's alone. ``None`` (the default): on when routecore has those cuts for the two models
     and the config's languages (:mod:`routecore.calibrate.peer_cut`: MiniLM in front of the bundled e5,
-    English configs, zero-label; BENCHMARKS.md §5), off otherwise (a static table in front, a French
+    English configs on e5's prior; BENCHMARKS.md §5), off otherwise (a static table in front, a French
     config, a config's own cuts); ``True`` combines with the strong router's own cuts where there are
     none for the pair. :attr:`combine` says which was chosen.
 
