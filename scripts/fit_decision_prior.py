@@ -317,6 +317,19 @@ def report(groups: dict[str, list[dict[str, np.ndarray]]], prior: dict[str, obje
     return "\n".join(line)
 
 
+def print_fit(name: str, groups: dict[str, list[dict[str, np.ndarray]]], prior: dict[str, Any]) -> list[str]:
+    """Print a prior fitted on ``groups`` with its report and the leave-one-dataset-out check;
+    returns the sets."""
+    print(f"{name}: {prior}\n{report(groups, prior)}")
+    sets = sorted({k.split("|")[0] for k in groups})
+    print("\nleave one dataset out:")
+    for s in sets:
+        other = {k: v for k, v in groups.items() if not k.startswith(s + "|")}
+        mine = {k: v for k, v in groups.items() if k.startswith(s + "|")}
+        print(f"-- {s}\n{report(mine, choose(other))}")
+    return sets
+
+
 def fit(path: str, write: bool, targets_only: bool = False) -> None:
     """Fit a prior on a dump; ``targets_only``: keep the shipped prior and add its ``targets``
     (measured with its weights on this dump)."""
@@ -328,13 +341,7 @@ def fit(path: str, write: bool, targets_only: bool = False) -> None:
     prior = choose(groups, shipped["weights"] if targets_only else None)
     if targets_only:
         prior = {**{k: v for k, v in shipped.items() if k != "source"}, "targets": prior["targets"]}
-    print(f"{data['model_id']}: {prior}\n{report(groups, prior)}")
-    sets = sorted({k.split("|")[0] for k in groups})
-    print("\nleave one dataset out:")
-    for s in sets:
-        other = {k: v for k, v in groups.items() if not k.startswith(s + "|")}
-        mine = {k: v for k, v in groups.items() if k.startswith(s + "|")}
-        print(f"-- {s}\n{report(mine, choose(other))}")
+    sets = print_fit(data["model_id"], groups, prior)
     if write:
         table = json.loads(PRIORS.read_text()) if PRIORS.is_file() else {"models": {}}
         table["models"][data["model_id"]] = {

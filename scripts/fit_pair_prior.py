@@ -102,13 +102,7 @@ def main() -> None:
         level = cascade_level(groups, F._runs({k: peer["rows"][k] for k in rows}), prior, fast)
         print(f"traffic level: {prior['traffic']} on every query's combined probability, {level} in cascades")
         prior["traffic"] = max(float(prior["traffic"]), level) if level and prior["traffic"] else 0.0
-    print(f"{key}: {prior}\n{F.report(groups, prior)}")
-    sets = sorted({k.split("|")[0] for k in groups})
-    print("\nleave one dataset out:")
-    for s in sets:
-        other = {k: v for k, v in groups.items() if not k.startswith(s + "|")}
-        mine = {k: v for k, v in groups.items() if k.startswith(s + "|")}
-        print(f"-- {s}\n{F.report(mine, F.choose(other))}")
+    sets = F.print_fit(key, groups, prior)
     if a.write:
         table = json.loads(F.PRIORS.read_text())
         table["models"][key] = {
