@@ -7,10 +7,10 @@ import pytest
 from conftest import MODELS, need_shared
 from routecore import Encoder, Router
 from routecore.calibrate.peer_cut import PeerCut
-from routecore.calibrate.prior import pair_key, prior_for
+from routecore.calibrate.prior import DecisionPrior, pair_key, prior_for
 from routecore.config.specs import RouteSpec
 from routecore.decide.policy import Policy
-from routecore.errors import InvalidArgumentError
+from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.cascade import Cascade
 
 ROUTES = [
@@ -218,3 +218,17 @@ def test_a_cascade_combines_by_default_where_the_pair_was_measured(pair, encoder
     assert Cascade(fr_fast, fr_strong, combine=True).combine is True  # asked for: the strong router's cuts
     with pytest.raises(InvalidArgumentError, match="combine"):
         Cascade(fast, strong, combine="auto")  # type: ignore[arg-type]
+
+
+def test_a_priors_languages_must_be_codes():
+    base = {
+        "weights": [0.0] * 8,
+        "medium": 0.9,
+        "high": 0.99,
+        "previous_high": 0.8,
+        "span": {},
+    }
+    assert DecisionPrior.from_dict({**base, "languages": ["en"]}).languages == ("en",)
+    for bad in ("en", [1], ["en", None]):
+        with pytest.raises(ConfigError, match="languages"):
+            DecisionPrior.from_dict({**base, "languages": bad})
