@@ -116,7 +116,7 @@ def _logit(x: np.ndarray | float) -> np.ndarray:
     return out
 
 
-def _runs(rows: dict[str, dict[str, np.ndarray]]) -> dict[str, list[dict[str, np.ndarray]]]:
+def run_groups(rows: dict[str, dict[str, np.ndarray]]) -> dict[str, list[dict[str, np.ndarray]]]:
     """Per 'set|k': each seed's best probability, out-of-scope flag, right and in-scope flags,
     top-3, config stats (a row's ``own`` probabilities, when given, set the out-of-scope flag)."""
     out: dict[str, list[dict[str, np.ndarray]]] = {}
@@ -258,7 +258,7 @@ def fit_traffic(
                 [
                     _routed(
                         r,
-                        min(cut_of(w, medium, r["config"], span), _traffic_cut(r, w, span, scope, lv)),
+                        min(cut_of(w, medium, r["config"], span), traffic_cut(r, w, span, scope, lv)),
                         scope,
                     )[0]
                     for r in runs
@@ -334,7 +334,7 @@ def fit(path: str, write: bool, targets_only: bool = False) -> None:
     """Fit a prior on a dump; ``targets_only``: keep the shipped prior and add its ``targets``
     (measured with its weights on this dump)."""
     data = np.load(path, allow_pickle=True).item()
-    groups = _runs(data["rows"])
+    groups = run_groups(data["rows"])
     shipped = json.loads(PRIORS.read_text())["models"].get(data["model_id"]) if PRIORS.is_file() else None
     if targets_only and shipped is None:
         raise SystemExit(f"--targets-only: no shipped prior for {data['model_id']}")
@@ -360,16 +360,19 @@ def _routed(r: dict[str, np.ndarray], cut: float, scope: float) -> tuple[float, 
     return prec, float((routed & r["right"] & ins)[ins].mean())
 
 
-def _traffic_cut(r: dict[str, np.ndarray], w: list[float], span: Any, scope: float, level: float) -> float:
+def traffic_cut(
+    r: dict[str, np.ndarray], w: list[float], span: Any, scope: float, level: float, seen: Any = None
+) -> float:
     """The cut a router's traffic cut (routecore.calibrate.traffic.TrafficCut.compute) puts on one
-    run's own (unlabelled) in-scope queries at ``level``, uncapped."""
+    run's own (unlabelled) in-scope queries at ``level``, uncapped; ``seen``: the best probabilities
+    it observed instead (default: those of the run's in-scope queries)."""
     from routecore.calibrate.prior import DecisionPrior
     from routecore.calibrate.traffic import TrafficCut
 
     prior = DecisionPrior(tuple(w), 0.5, 0.5, 0.5, span, traffic=level)
     z = prior.features(*map(float, r["config"][:2]), int(r["config"][2]))
     ok = ~r["none"] & (r["raw1"] >= scope)
-    return TrafficCut(prior, z, 1.0).compute(r["p1"][ok])
+    return TrafficCut(prior, z, 1.0).compute(r["p1"][ok] if seen is None else seen)
 
 
 def gap(path: str, traffic: list[float], goal: float | None = None) -> None:
@@ -381,7 +384,7 @@ def gap(path: str, traffic: list[float], goal: float | None = None) -> None:
     from routecore.calibrate.prior import DecisionPrior
 
     data = np.load(path, allow_pickle=True).item()
-    groups = _runs(data["rows"])
+    groups = run_groups(data["rows"])
     pri = json.loads(PRIORS.read_text())["models"][data["model_id"]]
     at = DecisionPrior.from_dict(pri).at(goal)
     pri = {**pri, "medium": at.medium, "traffic": at.traffic}
@@ -399,7 +402,7 @@ def gap(path: str, traffic: list[float], goal: float | None = None) -> None:
             [
                 min(
                     cut_of(w, pri["medium"], r["config"], span),
-                    _traffic_cut(r, w, span, scope, pri["traffic"]),
+                    traffic_cut(r, w, span, scope, pri["traffic"]),
                 )
                 for r in runs
             ],
@@ -420,7 +423,7 @@ def gap(path: str, traffic: list[float], goal: float | None = None) -> None:
         line = f"{key}: prior {100 * prior[1]:.1f} at {100 * prior[0]:.1f} | own level {100 * own[1]:.1f}"
         line += f" | oracle {100 * np.mean(best):.1f} | router {100 * routed[1]:.1f} at {100 * routed[0]:.1f}"
         for lv in traffic:
-            t = mean(runs, [_traffic_cut(r, w, span, scope, lv) for r in runs])
+            t = mean(runs, [traffic_cut(r, w, span, scope, lv) for r in runs])
             line += f" | traffic {lv}: {100 * t[1]:.1f} at {100 * t[0]:.1f}"
         print(line, flush=True)
 

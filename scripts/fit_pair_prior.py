@@ -55,16 +55,11 @@ def _cascade(r: dict, m: dict, prior: dict, fast: dict, level: float) -> tuple[f
     strong router decides on the combined probabilities and whose pair traffic cut reads the
     escalated queries' combined best probability and the fast router's for those it served
     (``RouteTable.peer_served``)."""
-    from routecore.calibrate.prior import DecisionPrior
-    from routecore.calibrate.traffic import TrafficCut
-
     w, span, scope = prior["weights"], prior["span"], float(prior["scope"])
     served = _fast_served(m, fast)
     ok = ~r["none"] & (r["raw1"] >= scope)
     seen = np.concatenate([r["p1"][ok & ~served], m["p1"][served]])
-    at = DecisionPrior(tuple(w), 0.5, 0.5, 0.5, span, traffic=level)
-    z = at.features(*map(float, r["config"][:2]), int(r["config"][2]))
-    cut = min(F.cut_of(w, prior["medium"], r["config"], span), TrafficCut(at, z, 1.0).compute(seen))
+    cut = min(F.cut_of(w, prior["medium"], r["config"], span), F.traffic_cut(r, w, span, scope, level, seen))
     routed = served | (~served & ok & (r["p1"] >= cut))
     right = np.where(served, m["right"], r["right"])
     ins = r["ins"]
@@ -94,12 +89,12 @@ def main() -> None:
 
     own, peer = (np.load(p, allow_pickle=True).item() for p in (a.own, a.peer))
     rows = combined(own, peer)
-    groups = F._runs(rows)
+    groups = F.run_groups(rows)
     prior = F.choose(groups)
     key = pair_key(own["model_id"], peer["model_id"])
     fast = json.loads(F.PRIORS.read_text())["models"].get(peer["model_id"])
     if fast is not None:  # the level must also hold in a cascade with the peer in front
-        level = cascade_level(groups, F._runs({k: peer["rows"][k] for k in rows}), prior, fast)
+        level = cascade_level(groups, F.run_groups({k: peer["rows"][k] for k in rows}), prior, fast)
         print(f"traffic level: {prior['traffic']} on every query's combined probability, {level} in cascades")
         prior["traffic"] = max(float(prior["traffic"]), level) if level and prior["traffic"] else 0.0
     sets = F.print_fit(key, groups, prior)

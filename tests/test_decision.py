@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from routecore import Router
-from routecore.decision import Decision
+from routecore.decision import Decision, ScoreMap
 from routecore.errors import InvalidArgumentError
 from routecore.examples import __file__ as examples
 
@@ -44,3 +45,13 @@ def test_from_dict_names_what_is_wrong(decision):
         Decision.from_dict([("action", "route")])  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError):
         Decision.from_dict({**d, "entities": [{"kind": "x"}]})
+
+
+def test_a_score_maps_values_for_names_in_any_order():
+    names = ["A", "B", "C"]
+    m = ScoreMap(names, np.array([0.5, 0.3, 0.2], dtype=np.float32))
+    same = m.values_for(list(names))
+    assert same.dtype == np.float64 and np.allclose(same, [0.5, 0.3, 0.2])
+    assert np.allclose(m.values_for(["C", "A", "Z"]), [0.2, 0.5, 0.0])  # reordered; unknown reads 0
+    same[0] = 9.0  # the result is the caller's: the map does not change
+    assert m["A"] == pytest.approx(0.5)

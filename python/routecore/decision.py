@@ -44,6 +44,13 @@ class ScoreMap(Mapping[str, float]):
     def to_dict(self) -> dict[str, float]:
         return dict(zip(self._names, self._values.tolist()))
 
+    def values_for(self, names: Sequence[str]) -> np.ndarray:
+        """The scores of ``names`` as a new float64 array, 0.0 for a name this map lacks: one copy of
+        the values, no per-name lookup, when ``names`` are this map's own in the same order."""
+        if names is self._names or list(names) == list(self._names):
+            return np.array(self._values, dtype=np.float64)
+        return np.array([self.get(n, 0.0) for n in names], dtype=np.float64)
+
     def __repr__(self) -> str:
         return f"ScoreMap({self.to_dict()!r})"
 

@@ -240,14 +240,8 @@ def prior_fit(
     (:class:`routecore.calibrate.prior.DecisionPrior`) at the config's separability (``base.stats``)
     instead of out-of-fold probabilities; the head's scope cut is the prior's ``scope``. ``rows``
     exemplars trained it, with ``kept`` of ``background`` rows as its out-of-scope class."""
-    top1 = base.stats.get("top1_dense")
-    per_route = float(base.stats.get("exemplars_per_route") or 1.0)
-    if (
-        top1 is None
-    ):  # nothing to hold out (one exemplar per route): the middle of the separability the prior saw
-        lo, hi = prior.span.get("top1_dense", (0.5, 0.5))
-        top1 = (float(lo) + float(hi)) / 2
-    cuts = prior.cuts(float(top1), per_route, int(base.stats.get("routes") or 2))
+    top1, per_route, routes = prior.config_of(base.stats)
+    cuts = prior.cuts(top1, per_route, routes)
     head.threshold = prior.scope
     return HeadFit(
         head,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from routecore.calibrate.calibration_record import Calibration
-from routecore.calibrate.prior import DecisionPrior, pair_key, prior_for
+from routecore.calibrate.prior import pair_key, prior_for
 from routecore.calibrate.traffic import TrafficCut
 
 
@@ -65,16 +65,6 @@ class PeerCut:
         if prior.languages and not written <= set(prior.languages):
             return None  # measured on other languages' configs (the peer may not read these)
         stats = dict(calibration.stats)
-        cuts = prior.cuts(*_config(prior, stats))
+        cuts = prior.cuts(*prior.config_of(stats))
         traffic = TrafficCut.build(prior, stats, cuts["medium"]) if spec_policy.adapt_cut else None
         return cls(peer_model, cuts["medium"], cuts["high"], cuts["previous_high"], traffic, prior.source)
-
-
-def _config(prior: DecisionPrior, stats: dict[str, Any]) -> tuple[float, float, int]:
-    """(top1_dense, exemplars per route, routes) of a calibration's stats, as its prior fit read
-    them (routecore.calibrate.exemplar_head.prior_fit)."""
-    top1 = stats.get("top1_dense")
-    if top1 is None:  # one exemplar a route: the middle of the separability the prior saw
-        lo, hi = prior.span.get("top1_dense", (0.5, 0.5))
-        top1 = (float(lo) + float(hi)) / 2
-    return float(top1), float(stats.get("exemplars_per_route") or 1.0), int(stats.get("routes") or 2)

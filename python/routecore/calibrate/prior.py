@@ -182,6 +182,15 @@ class DecisionPrior:
         out: np.ndarray = 1.0 / (1.0 + np.exp(-x))
         return out
 
+    def config_of(self, stats: Mapping[str, Any]) -> tuple[float, float, int]:
+        """(top1_dense, exemplars per route, routes) of a calibration's ``stats``, as the prior reads
+        them: with nothing held out (one exemplar a route), the middle of the separability it saw."""
+        top1 = stats.get("top1_dense")
+        if top1 is None:
+            lo, hi = self.span.get("top1_dense", (0.5, 0.5))
+            top1 = (float(lo) + float(hi)) / 2
+        return float(top1), float(stats.get("exemplars_per_route") or 1.0), int(stats.get("routes") or 2)
+
     def features(self, top1_dense: float, per_route: float, routes: int) -> list[float]:
         """:func:`config_features` within the prior's span."""
         return config_features(top1_dense, per_route, routes, self.span)

@@ -103,18 +103,14 @@ class TrafficCut:
         config's numbers); None when the prior has no traffic level or the cut is unknown."""
         if prior is None or prior.traffic <= 0 or cut is None:
             return None
-        per_route, routes = float(stats.get("exemplars_per_route") or 1.0), int(stats.get("routes") or 2)
+        top1, per_route, routes = prior.config_of(stats)
         for key, v in (("per_route", per_route), ("routes", routes)):
             lo, hi = prior.span.get(key, (-np.inf, np.inf))
             if not float(lo) <= v <= float(hi):
                 # The level was measured on configs within the span: CLINC150's full train
                 # (100 a route) fell to 94.8 % precision with it (BENCHMARKS.md §4).
                 return None
-        top1 = stats.get("top1_dense")
-        if top1 is None:
-            lo, hi = prior.span.get("top1_dense", (0.5, 0.5))
-            top1 = (float(lo) + float(hi)) / 2
-        z = prior.features(float(top1), per_route, routes)
+        z = prior.features(top1, per_route, routes)
         return cls(prior, z, cut)
 
 

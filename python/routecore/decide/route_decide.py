@@ -139,7 +139,12 @@ class Decider(Outcomes):
         names = self.table.names
         if r.probs.shape != (len(names),):
             return
-        theirs = np.array([peer.probabilities.get(n, 0.0) for n in names], dtype=np.float64)
+        given = peer.probabilities
+        theirs = (
+            given.values_for(names)
+            if isinstance(given, ScoreMap)
+            else np.array([given.get(n, 0.0) for n in names], dtype=np.float64)
+        )
         both = np.sqrt(r.probs.astype(np.float64) * theirs)
         total = float(both.sum())
         if total > 0.0 and np.isfinite(total):

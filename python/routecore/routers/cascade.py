@@ -86,10 +86,11 @@ class Cascade(CascadeTools):
             raise InvalidArgumentError(
                 f"combine must be True, False or None (where measured), got {combine!r}"
             )
-        model = str(getattr(fast.encoder, "model_id", ""))
         #: Whether an escalated query is decided on both routers' probabilities.
         self.combine: bool = (
-            combine if combine is not None else strong.route_table.peer_cut(model, strong.policy) is not None
+            combine
+            if combine is not None
+            else strong.route_table.peer_cut(self._fast_model, strong.policy) is not None
         )
         self._lock = threading.Lock()
         self._served = {"fast": 0, "strong": 0}
@@ -158,20 +159,24 @@ class Cascade(CascadeTools):
         with self._lock:
             self._served = {"fast": int(value.get("fast", 0)), "strong": int(value.get("strong", 0))}
 
+    @property
+    def _fast_model(self) -> str:
+        """The fast encoder's model id (the strong router's cuts for the pair are keyed by it)."""
+        return str(getattr(self.fast.encoder, "model_id", ""))
+
     def _peer(self, fast: Decision | list[Decision]) -> dict[str, Any]:
         """The strong router's ``peer`` and ``peer_model`` for the fast router's decision(s) (one, or
         one per escalated query) when ``combine`` is on; nothing otherwise."""
         if not self.combine:
             return {}
-        return {"peer": fast, "peer_model": str(getattr(self.fast.encoder, "model_id", ""))}
+        return {"peer": fast, "peer_model": self._fast_model}
 
     def _served_fast(self, served: list[Decision]) -> None:
         """With ``combine``, the fast router's own high-tier decisions count in the strong router's
         cut for the pair (:meth:`RouteTable.peer_served`): the product's routed decisions include them."""
         if self.combine:
-            model = str(getattr(self.fast.encoder, "model_id", ""))
             for d in served:
-                self.strong.route_table.peer_served(model, d.confidence)
+                self.strong.route_table.peer_served(self._fast_model, d.confidence)
 
     def _count(self, fast: int, strong: int) -> None:
         with self._lock:
