@@ -293,3 +293,23 @@ def test_tool_floor_follows_the_query_language(encoder):
     pinned = Router(ROUTES, TOOLS, encoder=encoder, policy=Policy(tool_threshold=0.8))
     assert not [a for a in pinned.tools("明天柏林会下雨吗").alerts if a.kind == "language"]
     assert not [a for a in r.tools("明天柏林会下雨吗", threshold=0.8).alerts if a.kind == "language"]
+
+
+def test_one_exemplar_read_as_another_language_does_not_make_a_config_bilingual() -> None:
+    """The detector takes "the app will not load" for French: one exemplar in twenty of an English
+    config must not cover French (the pair's cuts hold for English configs only); two do."""
+    from routecore.calibrate.languages import covered
+
+    V = np.eye(3, dtype=np.float32)[[0] * 19 + [1]]  # 19 rows nearest "en", one nearest "fr"
+    names, C = ("en", "fr", "zh"), np.eye(3, dtype=np.float32)
+    assert covered(V, names, C) == {"en"}
+    assert covered(np.vstack([V, V[-1:]]), names, C) == {"en", "fr"}
+    assert covered(V[-1:], names, C) == {"fr"}  # a config of one exemplar: its language
+    assert covered(V[:0], names, C) == set()
+    r = Router(
+        [
+            RouteSpec("A", ("the app will not load", "it crashed again", "the page is blank")),
+            RouteSpec("B", ("where is my parcel", "track my order", "my package is late")),
+        ]
+    )
+    assert [n for n, v in r.calibration.languages.items() if v.get("covered")] == ["en"]

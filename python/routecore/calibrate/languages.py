@@ -33,8 +33,12 @@ import numpy as np
 from routecore.calibrate.fits import Targets, fit_medium, fit_temperature, fit_tiers, top2_correct
 from routecore.decision import Alert
 
-#: A language is covered by the routes when at least this share of their exemplars is in it.
+#: A language is covered by the routes when at least this share of their exemplars is in it, and
+#: at least :data:`COVERED_MIN` of them: the nearest-centroid detector takes one short phrase in
+#: twenty for another language ("the app will not load": French), which read a small English
+#: config as bilingual.
 COVERED_SHARE = 0.05
+COVERED_MIN = 2
 #: Share of texts in a covered language that may be taken for another language.
 DETECT_FALSE_RATE = 0.01
 #: Fewer parallel sentences than this (in a covered language and in L) and L is not adapted.
@@ -115,11 +119,11 @@ def centroids(vectors: np.ndarray, langs: Sequence[str]) -> tuple[tuple[str, ...
 
 
 def covered(V: np.ndarray, names: Sequence[str], C: np.ndarray) -> set[str]:
-    """The languages of at least :data:`COVERED_SHARE` of the exemplars ``V``."""
-    share = np.bincount(np.argmax(np.asarray(V, dtype=np.float32) @ C.T, axis=1), minlength=len(names)) / max(
-        len(V), 1
-    )
-    return {n for n, s in zip(names, share) if s >= COVERED_SHARE}
+    """The languages of at least :data:`COVERED_SHARE` of the exemplars ``V`` (and
+    :data:`COVERED_MIN` of them; any language of a config of fewer exemplars than that)."""
+    count = np.bincount(np.argmax(np.asarray(V, dtype=np.float32) @ C.T, axis=1), minlength=len(names))
+    least = max(1, min(COVERED_MIN, len(V)))
+    return {n for n, c in zip(names, count) if c >= least and c >= COVERED_SHARE * len(V)}
 
 
 def transfer(S_home: np.ndarray, S_lang: np.ndarray) -> tuple[float, float, float]:
