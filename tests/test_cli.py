@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -11,9 +12,14 @@ import pytest
 from conftest import ROOT
 
 
-def run(*args, check=True):
+def run(*args, check=True, env=None):
     p = subprocess.run(
-        [sys.executable, "-m", "routecore", *args], capture_output=True, text=True, timeout=300, cwd=ROOT
+        [sys.executable, "-m", "routecore", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=None if env is None else {**os.environ, **env},
     )
     if check:
         assert p.returncode == 0, p.stderr
@@ -199,3 +205,24 @@ def test_a_reader_that_leaves_ends_the_call_quietly():
     p.stdout.close()
     err = p.stderr.read()
     assert p.wait(timeout=300) == 141 and err == b"", err
+
+
+def test_route_with_a_fast_model_in_front(tmp_path):
+    """``--fast-model``: the config's router on MiniLM in front of e5's, as ``serve --fast-model``; the
+    decision's cascade alert says which decided, the text output prints it; bad flags are typed errors."""
+    from conftest import MODELS, need_shared
+
+    minilm = str(need_shared(MODELS / "all-minilm-l6-v2"))
+    home = {"ROUTECORE_HOME": str(tmp_path)}
+    args = ("route", "--config", "examples/it_ops_routes.yaml", "--fast-model", minilm)
+    out = json.loads(run(*args, "--json", "the production server is down", env=home).stdout)
+    (alert,) = [a for a in out["alerts"] if a["kind"] == "cascade"]
+    assert out["route"] == "INCIDENT" and alert["data"]["served_by"] in ("fast", "strong")
+    assert "alert [cascade]" in run(*args, "le serveur est en panne", env=home).stdout
+    for flags, words in (
+        (("--static", "--fast-model", minilm), "give one"),
+        (("--fast-model", minilm, "--bundle", str(tmp_path)), "--fast-model needs --config"),
+        (("--static",), "routecore models distill"),
+    ):
+        p = run("route", *flags, "--json", "hello", check=False, env=home)
+        assert p.returncode == 2 and words in json.loads(p.stdout)["error"]["message"], p.stdout

@@ -28,6 +28,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _router(args: argparse.Namespace, default: Path) -> Any:
+    static, fast = getattr(args, "static", False), getattr(args, "fast_model", None)
+    if static or fast:
+        from routecore.serve.fast_tier import check_fast_args, fast_encoder_name
+
+        check_fast_args(static, fast, getattr(args, "bundle", None))
+        name = fast_encoder_name(getattr(args, "model", None), static, fast)  # before anything loads
+        if name is not None:  # always: static or fast is set
+            return _fast_tier(args, default, name)
     if getattr(args, "bundle", None):
         from routecore.llm.llm import llm_from_config
         from routecore.routers.router import Router
@@ -42,6 +50,20 @@ def _router(args: argparse.Namespace, default: Path) -> Any:
     with ThreadPoolExecutor(1, thread_name_prefix="routecore-load") as pool:
         loading = pool.submit(_load_encoder, getattr(args, "model", None))
         return _configured_router(args, default, loading.result)
+
+
+def _fast_tier(args: argparse.Namespace, default: Path, fast_model: str) -> Any:
+    """``--fast-model`` / ``--static``: the config's router on ``fast_model`` in front of its router on
+    ``--model`` (routecore.serve.fast_tier.FastTier, as ``serve`` serves it); both models load at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from routecore.serve.fast_tier import fast_tier
+
+    with ThreadPoolExecutor(2, thread_name_prefix="routecore-load") as pool:
+        strong_enc = pool.submit(_load_encoder, getattr(args, "model", None))
+        fast_enc = pool.submit(_load_encoder, fast_model)
+        strong = _configured_router(args, default, strong_enc.result)
+        return fast_tier(_configured_router(args, default, fast_enc.result), strong)
 
 
 def _load_encoder(model: str | None) -> Any:
@@ -237,6 +259,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--bundle", help="a saved router bundle folder instead of --config")
     r.add_argument("--model", help="model folder or name (default: the bundled multilingual-e5-small)")
+    r.add_argument(
+        "--fast-model",
+        metavar="NAME",
+        help="a faster encoder in front of --model (a name in the model cache or a folder), as `serve "
+        "--fast-model`: it decides what it routes at the high tier, the model the rest (docs/serve.md)",
+    )
+    r.add_argument(
+        "--static", action="store_true", help="--fast-model MODEL-static: the model's distilled table"
+    )
     r.add_argument("--previous", help="route of the previous turn")
     r.add_argument("--context-domain", action="append", help="active domain (repeatable)")
     r.add_argument(

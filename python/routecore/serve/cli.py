@@ -59,7 +59,7 @@ def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "overlay": args.overlay,
         "model": args.model,
         "static": args.static,
-        "static_model": args.static_model,
+        "fast_model": args.fast_model,
         "llm_url": args.llm_url,
         "llm_model": args.llm_model,
         "cache": not args.no_cache,
@@ -119,7 +119,7 @@ def app_from_settings(s: dict[str, Any]) -> Any:
         llm_model=s.get("llm_model"),
         cache=s.get("cache", True),
         static=s.get("static", False),
-        static_model=s.get("static_model"),
+        fast_model=s.get("fast_model"),
     )
     return create_app(
         source,
@@ -150,11 +150,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ):
         if path and not (os.path.isdir(path) if want_dir else os.path.isfile(path)):
             raise ConfigError(f"{name} {path}: no such {'folder' if want_dir else 'file'}")
-    if args.static or args.static_model:
-        from routecore.serve.static import check_static_args, static_table
+    if args.static or args.fast_model:
+        from routecore.serve.fast_tier import check_fast_args, fast_encoder_name
 
-        check_static_args(args.static, args.static_model, args.bundle)
-        static_table(args.model, args.static_model)  # a missing table fails here, not in the background
+        check_fast_args(args.static, args.fast_model, args.bundle)
+        fast_encoder_name(args.model, args.static, args.fast_model)  # a missing one fails here, not later
     token = resolve_token(args.token_env, args.token_file)
     if token is None and not is_loopback(args.host) and not args.insecure:
         raise ConfigError(
@@ -237,17 +237,19 @@ def add_serve_command(sub: Any) -> argparse.ArgumentParser:
     s.add_argument("--overlay", help="YAML/JSON of routecore fields by tool name")
     s.add_argument("--model", help="model folder or name (default: the bundled multilingual-e5-small)")
     s.add_argument(
-        "--static",
-        action="store_true",
-        help="put the static tier in front of the model (docs/static.md): a query its distilled table "
-        "routes at the high tier skips the transformer; every decision's cascade alert says which tier "
-        "decided; tool belts and lessons stay the model's; /v1/learn is refused; needs --config and the "
-        "table (`routecore models distill MODEL`)",
+        "--fast-model",
+        metavar="NAME",
+        help="put a faster encoder (a name in the model cache or a folder: all-minilm-l6-v2, a static "
+        "table) in front of the model: a query it routes at the high tier skips the model, the others "
+        "are decided on both where routecore has cuts for the pair (docs/config.md); every decision's "
+        "cascade alert says which decided; tool belts and lessons stay the model's; /v1/learn is "
+        "refused; needs --config",
     )
     s.add_argument(
-        "--static-model",
-        metavar="NAME",
-        help="the table of --static: a name in the model cache or a folder (default: MODEL-static)",
+        "--static",
+        action="store_true",
+        help="--fast-model MODEL-static: the model's own distilled table (docs/static.md; build it once "
+        "with `routecore models distill MODEL`)",
     )
     s.add_argument("--llm-url", help="OpenAI-compatible server of the LLM fallback")
     s.add_argument("--llm-model", help="the LLM fallback's model")

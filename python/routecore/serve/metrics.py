@@ -12,8 +12,9 @@ Counters and histograms (``GET /metrics`` serves them in the text format):
   ``rest`` (scoring, policy, LLM, queueing, batching; the handler's time minus
   ``encode``);
 - ``routecore_decisions_total{action,route,tier}`` (route ``-`` for none);
-- ``routecore_cascade_decisions_total{encoder_tier}``: decisions of ``serve --static`` by the tier
-  that gave them (``static``, ``transformer``), read from their ``cascade`` alert;
+- ``routecore_cascade_decisions_total{served_by,encoder_tier}``: decisions of ``serve --fast-model`` /
+  ``--static`` by the router (``fast``, ``strong``) and encoder tier (``static``, ``transformer``)
+  that gave them, read from their ``cascade`` alert;
 - ``routecore_llm_calls_total``, ``routecore_llm_errors_total``,
   ``routecore_llm_timeouts_total``: the LLM fallback, read from the decisions
   (an error whose message says it timed out counts in both errors and timeouts);
@@ -56,7 +57,8 @@ LATENCY_BUCKETS = (
     10.0,
 )
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-_ENCODER_TIERS = ("static", "transformer")  # the closed label set of routecore_cascade_decisions
+_ENCODER_TIERS = ("static", "transformer")  # the closed label sets of routecore_cascade_decisions
+_SERVED_BY = ("fast", "strong")
 _TIMEOUT_WORDS = ("timeout", "timed out", "too slow", "took longer")
 
 
@@ -116,8 +118,8 @@ class Metrics:
         )
         self.cascade = Counter(
             "routecore_cascade_decisions",
-            "Route decisions of the static tier's cascade by the encoder tier that gave them.",
-            ["encoder_tier"],
+            "Route decisions of a fast tier's cascade by the router and the encoder tier that gave them.",
+            ["served_by", "encoder_tier"],
             registry=r,
         )
         self.llm_calls = Counter("routecore_llm_calls", "Calls to the LLM fallback router.", registry=r)
@@ -147,8 +149,9 @@ class Metrics:
     def observe_decision(self, endpoint: str, d: Any, handler_s: float) -> None:
         self.decisions.labels(d.action, d.route or "-", d.tier).inc()
         for a in d.alerts:
-            if a.kind == "cascade" and a.data.get("encoder_tier") in _ENCODER_TIERS:
-                self.cascade.labels(a.data["encoder_tier"]).inc()
+            data = a.data if a.kind == "cascade" else {}
+            if data.get("encoder_tier") in _ENCODER_TIERS and data.get("served_by") in _SERVED_BY:
+                self.cascade.labels(data["served_by"], data["encoder_tier"]).inc()
         self._observe_llm(d)
         self.observe_stages(endpoint, d, handler_s)
 

@@ -21,8 +21,8 @@ class RouterSource:
     every reload. A config is embedded through the command line's cache of
     embedded configs (:mod:`routecore.routers.config_cache`) unless ``cache=False``.
 
-    ``static``: a config is served behind its static tier (the table ``static_model``, a name or
-    folder; :class:`routecore.serve.static.StaticTier`), whose encoder is loaded once too."""
+    ``fast_model`` (a name or folder) or ``static`` (the model's distilled table): a config is
+    served behind that fast encoder (:class:`routecore.serve.fast_tier.FastTier`), loaded once too."""
 
     def __init__(
         self,
@@ -36,15 +36,15 @@ class RouterSource:
         llm_model: Optional[str] = None,
         cache: bool = True,
         static: bool = False,
-        static_model: Optional[str] = None,
+        fast_model: Optional[str] = None,
     ):
         if (config is None) == (bundle is None):
             raise ConfigError("give a config file or a bundle folder (one of them)")
-        from routecore.serve.static import check_static_args
+        from routecore.serve.fast_tier import check_fast_args
 
-        check_static_args(static, static_model, None if bundle is None else str(bundle))
-        self.static, self.static_model = static, static_model
-        self.table: Any = None
+        check_fast_args(static, fast_model, None if bundle is None else str(bundle))
+        self.static, self.fast_model = static, fast_model
+        self.fast_encoder: Any = None
         self.config = Path(config) if config is not None else None
         self.bundle = Path(bundle) if bundle is not None else None
         self.overlay = Path(overlay) if overlay is not None else None
@@ -76,11 +76,11 @@ class RouterSource:
         data = read_config_file(path)
         llm = llm_from_config(data.get("llm"), str(path), base_url=self.llm_url, model=self.llm_model)
         strong = self._config_router(path, enc, llm, memory)
-        if not self.static:
+        if not self.static and self.fast_model is None:
             return strong
-        from routecore.serve.static import static_tier
+        from routecore.serve.fast_tier import fast_tier
 
-        return static_tier(self._config_router(path, self._table(), None, None), strong)
+        return fast_tier(self._config_router(path, self._fast(), None, None), strong)
 
     def _config_router(self, path: Path, enc: Any, llm: Any, memory: Any) -> Any:
         """The router of the config ``path`` embedded by ``enc``, through the cache of embedded
@@ -97,14 +97,14 @@ class RouterSource:
             return build()
         return config_cache.cached_router([path, self.overlay], enc, build, llm=llm, memory=memory)
 
-    def _table(self) -> Any:
-        """The static table's encoder (``--static``), loaded once and kept across reloads."""
-        if self.table is None:
+    def _fast(self) -> Any:
+        """The fast tier's encoder (``--fast-model``, ``--static``), loaded once and kept across reloads."""
+        if self.fast_encoder is None:
             from routecore.core.encoder import Encoder
-            from routecore.serve.static import static_table
+            from routecore.serve.fast_tier import fast_encoder_name
 
-            self.table = Encoder.load(static_table(self.model, self.static_model))
-        return self.table
+            self.fast_encoder = Encoder.load(fast_encoder_name(self.model, self.static, self.fast_model))
+        return self.fast_encoder
 
     def stamp(self) -> Hashable:
         """What changes when the files change (a save replaces ``bundle.json`` last)."""

@@ -1,8 +1,10 @@
-"""``routecore serve --static`` (issue 38 §4): the static tier's cascade behind the sidecar.
+"""``routecore serve --static`` / ``--fast-model``: a fast tier's cascade behind the sidecar.
 
 One real server (``python -m routecore.serve.cli``) serves MiniLM behind a small table distilled into
-an empty model cache; the decisions say which tier gave them, alone, in a batch request and in the
-micro-batches of concurrent requests. The bad combinations are refused before anything loads.
+an empty model cache (``--static``, issue 38 §4); the decisions say which tier gave them, alone, in a
+batch request and in the micro-batches of concurrent requests. Another serves the bundled e5 behind
+MiniLM (``--fast-model``) on an English config: the escalated queries are decided on both routers
+against the pair's cuts (issue 34). The bad combinations are refused before anything loads.
 """
 
 from __future__ import annotations
@@ -109,13 +111,14 @@ def metric(srv: ServeProcess, name: str) -> float:
 
 
 def test_metrics_count_the_tiers(server: ServeProcess) -> None:
-    s0 = metric(server, 'routecore_cascade_decisions_total{encoder_tier="static"}')
-    t0 = metric(server, 'routecore_cascade_decisions_total{encoder_tier="transformer"}')
+    fast = 'routecore_cascade_decisions_total{encoder_tier="static",served_by="fast"}'
+    strong = 'routecore_cascade_decisions_total{encoder_tier="transformer",served_by="strong"}'
+    s0, t0 = metric(server, fast), metric(server, strong)
     route(server, STATIC)
     route(server, ESCALATED)
     route(server, ESCALATED)
-    assert metric(server, 'routecore_cascade_decisions_total{encoder_tier="static"}') == s0 + 1
-    assert metric(server, 'routecore_cascade_decisions_total{encoder_tier="transformer"}') == t0 + 2
+    assert metric(server, fast) == s0 + 1
+    assert metric(server, strong) == t0 + 2
 
 
 def test_tools_are_the_transformers_and_learning_is_refused(server: ServeProcess) -> None:
@@ -133,9 +136,10 @@ def test_tools_are_the_transformers_and_learning_is_refused(server: ServeProcess
     "argv, kind, words",
     [
         (["--static", "--bundle", "."], "ConfigError", "--static needs --config"),
-        (["--static-model", "x-static"], "ConfigError", "give --static too"),
+        (["--fast-model", "x", "--bundle", "."], "ConfigError", "--fast-model needs --config"),
+        (["--static", "--fast-model", "x-static"], "ConfigError", "give one"),
         (["--static"], "ModelError", "routecore models distill"),
-        (["--static", "--static-model", "no-such-table"], "ModelError", "no-such-table"),
+        (["--fast-model", "no-such-model"], "ModelError", "no-such-model"),
     ],
 )
 def test_bad_combinations_are_refused_before_loading(
@@ -145,3 +149,61 @@ def test_bad_combinations_are_refused_before_loading(
     assert main([*argv, "--json"]) == 2
     err = json.loads(capsys.readouterr().out)["error"]
     assert err["type"] == kind and words in err["message"], err
+
+
+#: Five utterances a route: the smallest configs the pair's prior was measured on.
+ENGLISH = {
+    "BILLING": [
+        "why was I charged twice",
+        "my invoice is wrong",
+        "refund my last payment",
+        "update my card",
+        "what is this fee on my statement",
+    ],
+    "OUTAGE": [
+        "the site is down",
+        "the app will not load",
+        "servers are not responding",
+        "we have an outage",
+        "everything is broken",
+    ],
+    "ACCOUNT": [
+        "reset my password",
+        "change my email address",
+        "delete my account",
+        "I cannot sign in",
+        "enable two-factor login",
+    ],
+    "SHIPPING": [
+        "where is my parcel",
+        "track my order",
+        "my package has not arrived",
+        "when will my order ship",
+        "change my delivery address",
+    ],
+}
+
+
+def test_a_model_in_front_of_the_bundled_one_combines_where_the_pair_was_measured(tmp_path: Path) -> None:
+    """MiniLM in front of e5 on an English config: what MiniLM is unsure of is decided on both heads,
+    against the pair's cuts; the alerts say so, and the metric counts the strong router's decisions."""
+    cfg = tmp_path / "english.yaml"
+    routes = [{"name": n, "utterances": u} for n, u in ENGLISH.items()]
+    cfg.write_text(yaml.safe_dump({"routes": routes}), encoding="utf-8")
+    minilm = str(need_shared(MODELS / "all-minilm-l6-v2"))
+    args = ("--config", str(cfg), "--fast-model", minilm, "--reload-poll", "0")
+    with ServeProcess(*args, env={**os.environ, "ROUTECORE_HOME": str(tmp_path / "home")}) as srv:
+        queries = ["the site is down", "I was billed two times", "can you help me", "hello", "my box is lost"]
+        r = httpx.post(f"{srv.url}/v1/route/batch", json={"queries": queries}, timeout=60)
+        assert r.status_code == 200, r.text
+        cascades = [next(a for a in d["alerts"] if a["kind"] == "cascade") for d in r.json()["decisions"]]
+        assert cascades[0]["data"]["served_by"] == "fast"  # an exemplar word for word: MiniLM's, high tier
+        escalated = [
+            (d, a) for d, a in zip(r.json()["decisions"], cascades) if a["data"]["served_by"] == "strong"
+        ]
+        assert escalated, [a["data"] for a in cascades]
+        assert all(a["data"]["combined"] and a["data"]["encoder_tier"] == "transformer" for _, a in escalated)
+        scored = [d for d, _ in escalated if d["action"] != "none"]  # out of scope: no cut decided
+        assert scored and all([x for x in d["alerts"] if x["kind"] == "pair_cuts"] for d in scored)
+        n = metric(srv, 'routecore_cascade_decisions_total{encoder_tier="transformer",served_by="strong"}')
+        assert n == len(escalated)

@@ -1,0 +1,155 @@
+"""``routecore serve --fast-model NAME`` / ``--static``: a faster encoder in front of the model.
+
+:class:`FastTier` is what the sidecar serves then: a :class:`~routecore.routers.cascade.Cascade`
+whose fast router embeds with the fast encoder and whose strong router is the one ``serve`` would
+serve without it (same config, model, LLM fallback and lesson store). The fast encoder is another
+model (``--fast-model``: MiniLM in front of the bundled e5, whose escalated queries are decided on
+both heads against the cuts measured for the pair, docs/calibration.md) or the model's distilled
+static table (``--static``, issue 38, docs/static.md). Routes go through the cascade (``route``,
+``route_batch``: micro-batches stay one batch call of the fast router, then one of the strong router
+for the queries it escalates), so every decision carries the cascade's ``cascade`` alert
+(``served_by``: ``fast`` or ``strong``; ``encoder_tier``: ``static`` or ``transformer``). Tool belts,
+tool sessions and lessons are the strong router's alone: on the catalogs measured the static
+shortlist saves no time and loses recall (docs/static.md, MetaTool). ``/v1/learn`` is refused: a
+learned exemplar would reach one of the two routers only.
+
+Importing this module imports neither Starlette nor the routers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from routecore.errors import ConfigError, ModelError
+
+__all__ = ["FastTier", "check_fast_args", "fast_encoder_name", "fast_tier"]
+
+
+def fast_encoder_name(model: Optional[str], static: bool, fast_model: Optional[str]) -> Optional[str]:
+    """The encoder in front of ``model`` (None: the bundled one): ``fast_model`` (a folder or a name
+    in the model cache), else with ``static`` the model's table ``<model>-static`` from the model
+    cache, else None (no fast tier).
+
+    Raises:
+        ModelError: no such encoder or table; for a missing table the message names the command
+            that builds it.
+    """
+    from routecore.hub import models
+
+    if fast_model is not None:
+        models.resolve(fast_model)  # a folder or a cached name, else ModelError
+        return fast_model
+    if not static:
+        return None
+    from routecore.hub.distill import static_name
+
+    name = static_name(models.resolve(model))
+    if not (models.home() / "models" / name).is_dir():
+        raise ModelError(
+            f"no static table {name!r} in {models.home() / 'models'}: build it once with "
+            f"`routecore models distill {model or 'multilingual-e5-small'}` (or give --fast-model)"
+        )
+    return name
+
+
+def check_fast_args(static: bool, fast_model: Optional[str], bundle: Optional[str]) -> None:
+    """Refuse the combinations a fast tier does not serve.
+
+    Raises:
+        ConfigError: ``--static`` with ``--fast-model`` (two fast tiers), or either with ``--bundle``
+            (a bundle holds one router, embedded by one encoder).
+    """
+    if static and fast_model is not None:
+        raise ConfigError(
+            "--static and --fast-model both name the fast tier: --static is the model's own table, "
+            "--fast-model any other encoder or table; give one"
+        )
+    if (static or fast_model is not None) and bundle is not None:
+        flag = "--static" if static else "--fast-model"
+        raise ConfigError(
+            f"{flag} needs --config: a bundle holds one router embedded by one encoder, and the fast "
+            "tier builds a second one from the config"
+        )
+
+
+class FastTier:
+    """The router ``routecore serve --fast-model`` / ``--static`` serves (see the module docs): routes
+    through ``cascade``, everything else through its strong router."""
+
+    def __init__(self, cascade: Any):
+        self.cascade = cascade
+        self.strong = cascade.strong
+
+    def __repr__(self) -> str:
+        return f"FastTier(fast={self.cascade.fast.encoder!r}, strong={self.strong.encoder!r})"
+
+    # -- routes: the cascade ----------------------------------------------------------
+    def route(self, query: str, **kw: Any) -> Any:
+        """:meth:`Cascade.route`: the fast router's decision at its high tier, else the strong one's."""
+        return self.cascade.route(query, **kw)
+
+    def route_batch(self, queries: Sequence[str], **kw: Any) -> list[Any]:
+        """:meth:`Cascade.route_batch`: one batch of the fast router, one of the strong for the rest."""
+        return list(self.cascade.route_batch(queries, **kw))
+
+    @property
+    def served(self) -> dict[str, int]:
+        """Decisions the fast and the strong router gave so far."""
+        return dict(self.cascade.served)
+
+    # -- everything else: the strong router ----------------------------------------------
+    @property
+    def encoder(self) -> Any:
+        """The strong router's encoder (its query cache is what ``/metrics`` reports)."""
+        return self.strong.encoder
+
+    @property
+    def llm(self) -> Any:
+        """The LLM fallback, the strong router's only (the cascade's fast router has none)."""
+        return self.strong.llm
+
+    @property
+    def route_specs(self) -> Any:
+        return self.strong.route_specs
+
+    @property
+    def route_table(self) -> Any:
+        return self.strong.route_table
+
+    @property
+    def memory(self) -> Any:
+        return self.strong.memory
+
+    def tools(self, query: str, **kw: Any) -> Any:
+        return self.strong.tools(query, **kw)
+
+    def tools_batch(self, queries: Sequence[str], **kw: Any) -> Any:
+        return self.strong.tools_batch(queries, **kw)
+
+    def tool_session(self, query: str, **kw: Any) -> Any:
+        return self.strong.tool_session(query, **kw)
+
+    def record_lesson(self, query: str, tool: str, **kw: Any) -> Any:
+        return self.strong.record_lesson(query, tool, **kw)
+
+    def learn(self, *args: Any, **kw: Any) -> Any:
+        """Refused (``/v1/learn`` answers 422).
+
+        Raises:
+            ConfigError: always: a learned exemplar would reach one of the cascade's routers only.
+        """
+        raise ConfigError(
+            "routecore serve with a fast tier (--fast-model, --static) does not learn: an exemplar "
+            "learned by one router would leave the other deciding without it; serve without it to "
+            "use /v1/learn"
+        )
+
+
+def fast_tier(fast: Any, strong: Any) -> FastTier:
+    """``fast`` (the config's router on the fast encoder) in front of ``strong``, in a
+    :class:`FastTier`; the config's ``llm:`` section serves the strong router only. The cascade
+    combines the two heads where routecore has cuts for the pair (``Cascade(combine=None)``)."""
+    from routecore.routers.cascade import Cascade
+
+    fast.route_table.llm = None
+    return FastTier(Cascade(fast, strong))
