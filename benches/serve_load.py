@@ -3,7 +3,7 @@ micro-batching on and off, against the in-process ``Router.route()``. Not run in
 
     python benches/serve_load.py [--clients 1,8,32,128] [--scale 1.0] \\
         [--clinc150 | --config FILE] [--window-ms 1] [--max-batch 32] [--json OUT] \\
-        [--modes on,off,static] [--static-model NAME] [--queries FILE.jsonl]
+        [--modes on,off,static] [--fast-model NAME] [--queries FILE.jsonl]
 
 For each mode (batching on, then off) a server is started in a subprocess
 (``python -m routecore.serve.cli --config CONFIG``: the IT-ops example, ``--config`` or
@@ -20,10 +20,11 @@ with the server, httpx's own CPU time (~0.3 ms a request) would be taken from
 the server and understate its throughput. ``--httpx`` uses httpx instead.
 
 Mode ``static`` (issue 38 §4) is batching on with ``routecore serve --static`` (the static tier in
-front of the transformer; ``--static-model``), and reports the share of decisions the table gave
-(``routecore_cascade_decisions_total``). ``--queries FILE`` sends the ``text`` fields of a JSONL file
-(or its lines), deduplicated and shuffled with seed 0, in the same order to every server, instead of
-the IT-ops templates (whose numbered variants of 8 sentences are decided much alike by a table).
+front of the transformer; ``--fast-model`` another encoder or table), and reports the share of
+decisions the fast tier gave (``routecore_cascade_decisions_total``). ``--queries FILE`` sends the
+``text`` fields of a JSONL file (or its lines), deduplicated and shuffled with seed 0, in the same
+order to every server, instead of the IT-ops templates (whose numbered variants of 8 sentences are
+decided much alike by a table).
 
 Also reported: one client interleaving, in blocks of 25 calls, ``Router.route()``
 in this process and both servers (the "sidecar adds <= 1 ms p50" goal: a server's
@@ -179,17 +180,17 @@ async def level(port: int, clients: int, n: int, ids: Counter, use_httpx: bool) 
 
 def batch_sizes(port: int) -> dict[str, float]:
     """The server's route micro-batches so far: their count and summed sizes, and the decisions
-    of each tier of ``--static`` (from /metrics)."""
+    the fast tier (``static``) and the model (``transformer``) gave (from /metrics)."""
     import urllib.request
 
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     vals = {"sum": 0.0, "count": 0.0, "static": 0.0, "transformer": 0.0}
     for line in text.splitlines():
-        for k in vals:
-            if line.startswith(f'routecore_batch_size_{k}{{kind="route"}}') or line.startswith(
-                f'routecore_cascade_decisions_total{{encoder_tier="{k}"}}'
-            ):
+        for k in ("sum", "count"):
+            if line.startswith(f'routecore_batch_size_{k}{{kind="route"}}'):
                 vals[k] = float(line.split()[-1])
+        if line.startswith("routecore_cascade_decisions_total{"):  # the fast tier's (a table's or not)
+            vals["static" if 'served_by="fast"' in line else "transformer"] += float(line.split()[-1])
     return vals
 
 
@@ -244,8 +245,13 @@ def start_server(
         (["--batch-window-ms", str(args.window_ms)] if args.window_ms is not None else [])
         + (["--max-batch", str(args.max_batch)] if args.max_batch is not None else [])
         + ([] if batching else ["--no-batching"])
-        + (["--static"] if static else [])
-        + (["--static-model", args.static_model] if static and args.static_model else [])
+        + (
+            ["--fast-model", args.fast_model]
+            if static and args.fast_model
+            else ["--static"]
+            if static
+            else []
+        )
     )
     proc = subprocess.Popen(cmd, cwd=ROOT)
     deadline = time.monotonic() + 120
@@ -349,7 +355,7 @@ def main() -> None:
     ap.add_argument(
         "--modes", default="on,off", help="modes to run: on, off (batching), static (on, with --static)"
     )
-    ap.add_argument("--static-model", help="the table of mode static (default: the model's own)")
+    ap.add_argument("--fast-model", help="the fast tier of mode static (default: the model's own table)")
     ap.add_argument("--queries", help="JSONL (text fields) or text file of queries instead of the templates")
     ap.add_argument(
         "--httpx", action="store_true", help="clients through httpx instead of raw asyncio streams"
