@@ -2,6 +2,7 @@
 
     ROUTECORE_HOME=/tmp/rchome python benches/cascade_few_shot.py [--fast PATH|NAME] [--sets a,b]
         [--shots 5,10,20] [--seeds 5] [--limit 1000] [--split dev|test] [--modes strong,product] [--batch 32]
+        [--route-precision P]
 
 ``benches/few_shot.py``'s configs (k sampled utterances per label, zero-label, the same queries and
 columns), each built twice: with the fast encoder (default: MiniLM from ``../shared/models``) and
@@ -10,7 +11,8 @@ the bundled e5, as :class:`routecore.routers.cascade.Cascade` joins them. Every 
 the second pass cheap). Modes: ``strong``,
 an escalated query is decided by e5 alone (the cascade's default); ``product``, on both routers'
 probabilities (``combine=True``). ``e5`` adds e5 alone on the same queries. Extra column: ``fast``,
-the share of queries the fast router served.
+the share of queries the fast router served. ``--route-precision P``: every router sets
+``policy.routes.route_precision`` to P (the pair's levels measured for it), and ``oracle`` is read at P.
 """
 
 from __future__ import annotations
@@ -45,10 +47,13 @@ def main() -> None:
     ap.add_argument(
         "--batch", type=int, default=32, help="queries a route_batch call, as a server sends them"
     )
+    ap.add_argument("--route-precision", type=float, help="every router's policy.routes.route_precision")
     a = ap.parse_args()
+    goal = a.route_precision
     fast_enc, strong_enc = Encoder.load(a.fast, cache_size=8192), Encoder.load(cache_size=8192)
     print(
         f"# fast {fast_enc.model_id}, strong {strong_enc.model_id}, split {a.split}, seeds {a.seeds}, "
+        f"route_precision {goal or 'unset'}, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
     print(
@@ -67,12 +72,12 @@ def main() -> None:
         tt = list(dict.fromkeys(s.text for s in train.samples))
         vf = dict(zip(tt, embed(fast_enc, tt, what=f"embedding {name} train (fast)")))
         vs = dict(zip(tt, embed(strong_enc, tt, what=f"embedding {name} train")))
-        P = F.TARGET.get(name, 0.95)
+        P = goal or F.TARGET.get(name, 0.95)
         for k in (int(x) for x in a.shots.split(",")):
             for mode in a.modes.split(","):
                 rs = []
                 for seed in range(a.seeds):
-                    strong = F.build(strong_enc, train, vs, k, seed)
+                    strong = F.build(strong_enc, train, vs, k, seed, goal=goal)
                     if mode == "e5":
                         decs, extra, share = (
                             strong.route_batch(texts),
@@ -80,7 +85,8 @@ def main() -> None:
                             0.0,
                         )
                     else:
-                        c = Cascade(F.build(fast_enc, train, vf, k, seed), strong, combine=mode == "product")
+                        fast = F.build(fast_enc, train, vf, k, seed, goal=goal)
+                        c = Cascade(fast, strong, combine=mode == "product")
                         decs = [
                             d
                             for i in range(0, len(texts), a.batch)
