@@ -36,8 +36,27 @@ class LLMError(RoutecoreError):
     """The LLM fallback router failed (unreachable, timeout, unparseable answer)."""
 
 
+class MissingExtraError(RoutecoreError, ImportError):
+    """An optional extra is not installed; the message names the ``pip install 'routecore[...]'`` that
+    adds it (an :class:`ImportError` too)."""
+
+
+def missing_extra(what: str, extra: str, detail: str = "") -> MissingExtraError:
+    """The error for ``what`` needing the extra ``extra`` (``detail``: the import's own message)."""
+    return MissingExtraError(f"{what}: pip install 'routecore[{extra}]'" + (f" ({detail})" if detail else ""))
+
+
 class UnknownRouteError(InvalidArgumentError):
     """A route name the router does not have (``Router.learn`` was told an unknown route)."""
+
+
+class UnknownLayerError(InvalidArgumentError, KeyError):
+    """A context layer a :class:`~routecore.routers.context_result.Context` does not have (a
+    :class:`KeyError` too)."""
+
+
+class UnknownOptionError(ConfigError, TypeError):
+    """A keyword a settings class does not take, e.g. ``Policy(hgh=0.9)`` (a :class:`TypeError` too)."""
 
 
 __all__ = [
@@ -52,11 +71,14 @@ __all__ = [
     "InvalidArgumentError",
     "LLMError",
     "MemoryStoreError",
+    "MissingExtraError",
     "ModelError",
     "NonFiniteError",
     "RoutecoreError",
     "RuntimeUnavailableError",
     "StorageIOError",
     "UnknownIdError",
+    "UnknownLayerError",
+    "UnknownOptionError",
     "UnknownRouteError",
 ]

@@ -104,6 +104,9 @@ def test_python_construction_flat_nested_and_overrides():
     assert p.with_overrides(routes=RoutePolicy()).high is None
     with pytest.raises(TypeError, match="hgh"):
         Policy(hgh=0.9)
+    for bad in ({"hgh": 0.9}, {"routes": {"bogus": 1}}):  # a RoutecoreError too (UnknownOptionError)
+        with pytest.raises(ConfigError, match="hgh|bogus"):
+            Policy(**bad)
     with pytest.raises(ConfigError, match=r"policy: high: expected `float \| null`, got `str`"):
         Policy(routes={"high": "0.9"})
     with pytest.raises(ConfigError, match="policy: routes: expected a RoutePolicy"):

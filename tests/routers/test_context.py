@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from routecore.errors import ConfigError
+from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.examples import __file__ as examples
 from routecore.routers.context import ContextRouter
 
@@ -42,6 +42,8 @@ def test_every_layer_from_one_encode(cr, encoder):
         assert r.decision is not None and 0.0 <= r.probability <= 1.0 and r.tier in ("high", "medium", "low")
     assert json.loads(json.dumps(ctx.to_dict()))["layers"]["urgency"]["label"] == "high"
     with pytest.raises(KeyError, match="layers"):
+        ctx.label("mood")
+    with pytest.raises(InvalidArgumentError, match="'mood'"):  # the contract's error (UnknownLayerError)
         ctx.label("mood")
 
 

@@ -12,7 +12,7 @@ import threading
 import pytest
 import yaml
 
-from routecore.errors import ConfigError
+from routecore.errors import ConfigError, LLMError
 from routecore.routers.llm_tools import LLMToolRouter, parse_selection
 
 GOOD = {
@@ -132,7 +132,7 @@ def test_unknown_names_are_dropped_and_reported(tools_router, server):
 @pytest.mark.parametrize(
     "answer, why",
     [
-        ("I think you should restart it.", "ValueError"),
+        ("I think you should restart it.", "LLMError"),
         ("", "answered nothing"),
         ("RAW:this is not json", "not a chat completion"),
         ('<tool_selection>{"complexity": "simple"}</tool_selection>', "no selected_tools"),
@@ -178,7 +178,7 @@ def test_parser_is_tolerant():
         "selected_tools": []
     }
     assert parse_selection('["a", "b"]') == {"selected_tools": ["a", "b"]}
-    with pytest.raises(ValueError):
+    with pytest.raises(LLMError, match="no JSON"):
         parse_selection("{not json}")
 
 

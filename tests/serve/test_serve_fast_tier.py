@@ -140,6 +140,8 @@ def test_tools_are_the_transformers_and_learning_is_refused(server: ServeProcess
         (["--static", "--fast-model", "x-static"], "ConfigError", "give one"),
         (["--static"], "ModelError", "routecore models distill"),
         (["--fast-model", "no-such-model"], "ModelError", "no-such-model"),
+        (["--batch-window-ms", "2000"], "ConfigError", "between 0 and 1000"),  # not a traceback
+        (["--max-batch", "0"], "ConfigError", "between 1 and 4096"),
     ],
 )
 def test_bad_combinations_are_refused_before_loading(
@@ -207,3 +209,21 @@ def test_a_model_in_front_of_the_bundled_one_combines_where_the_pair_was_measure
         assert scored and all([x for x in d["alerts"] if x["kind"] == "pair_cuts"] for d in scored)
         n = metric(srv, 'routecore_cascade_decisions_total{encoder_tier="transformer",served_by="strong"}')
         assert n == len(escalated)
+
+
+def test_the_fast_tier_has_the_routers_verbs(home: Path, config: Path) -> None:
+    """What ``serve`` serves answers the calls a Router answers: route, batch and async alike."""
+    from routecore import Encoder, Router
+    from routecore.serve.fast_tier import fast_tier
+
+    strong = Router.from_config(config, encoder=Encoder.load(str(MODELS / "all-minilm-l6-v2")))
+    fast = Router.from_config(config, encoder=Encoder.load(str(home / "models" / "all-minilm-l6-v2-static")))
+    t = fast_tier(fast, strong)
+    qs = [STATIC, ESCALATED]
+    key = [(d.route, d.tier) for d in t.route_batch(qs)]
+    assert [(d.route, d.tier) for d in asyncio.run(t.aroute_batch(qs))] == key
+    assert (asyncio.run(t.aroute(STATIC)).route, t.route(STATIC).tier) == key[0]
+    tq = ["restart the payment service", "device logs"]
+    names = [b.names for b in t.tools_batch(tq)]
+    assert [b.names for b in asyncio.run(t.atools_batch(tq))] == names
+    assert asyncio.run(t.atools(tq[0])).names == t.tools(tq[0]).names == names[0]

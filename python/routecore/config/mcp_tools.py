@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from routecore.config.specs import ToolSpec
-from routecore.errors import ConfigError, RoutecoreError
+from routecore.errors import ConfigError, RoutecoreError, missing_extra
 
 
 class MCPImportError(RoutecoreError):
@@ -82,9 +82,7 @@ async def _list_one(server: Any, position: int, timeout: float) -> MCPServerTool
     try:
         from mcp import Client
     except ImportError as e:
-        raise ConfigError(
-            f"listing MCP servers needs the mcp SDK: pip install 'routecore[mcp]' ({e})"
-        ) from None
+        raise missing_extra("listing MCP servers needs the mcp SDK", "mcp", str(e)) from None
     target, name, shown = _transport(server)
 
     async def fetch() -> tuple[Any, list[dict[str, Any]]]:
@@ -128,7 +126,8 @@ async def alist_mcp_tools(servers: Iterable[Any], *, timeout: float = 30.0) -> l
 
     Raises:
         MCPImportError: a server could not be started or listed within ``timeout`` seconds.
-        ConfigError: a server is written wrongly, two servers have the same name, or ``mcp`` is missing.
+        ConfigError: a server is written wrongly, or two servers have the same name.
+        MissingExtraError: the ``mcp`` SDK is not installed.
     """
     servers = list(servers)
     if not servers:

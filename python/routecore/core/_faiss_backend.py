@@ -17,12 +17,13 @@ from routecore.errors import (
     InvalidArgumentError,
     NonFiniteError,
     UnknownIdError,
+    missing_extra,
 )
 
 try:
     import faiss
 except ImportError as e:  # pragma: no cover - depends on the environment
-    raise InvalidArgumentError("FAISS backends need faiss-cpu: pip install 'routecore[faiss]'") from e
+    raise missing_extra("FAISS backends need faiss-cpu", "faiss") from e
 
 
 class _Names:

@@ -30,7 +30,7 @@ from routecore.decide.policy_sections import HybridPolicy as HybridPolicy
 from routecore.decide.policy_sections import LearningPolicy as LearningPolicy
 from routecore.decide.policy_sections import RoutePolicy as RoutePolicy
 from routecore.decide.policy_sections import ToolPolicy as ToolPolicy
-from routecore.errors import ConfigError
+from routecore.errors import ConfigError, UnknownOptionError
 
 #: The library applies no bias rule by default: rules name a user's routes
 #: (the IT-operations ones live in examples/it_ops_routes.yaml).
@@ -125,14 +125,15 @@ class Policy(FlatKeys):
         by_section: dict[str, dict[str, Any]] = {}
         for key, v in flat.items():
             if key not in SECTION_OF:
-                raise TypeError(f"Policy() got an unexpected keyword argument {key!r}")
+                raise UnknownOptionError(f"Policy() got an unexpected keyword argument {key!r}")
             by_section.setdefault(SECTION_OF[key], {})[key] = v
         for name, kind in SECTIONS.items():
             section = given[name]
-            if section is None:
-                section = kind(**by_section.get(name, {}))
-            elif isinstance(section, Mapping):
-                section = kind(**{**section, **by_section.get(name, {})})
+            if section is None or isinstance(section, Mapping):
+                try:
+                    section = kind(**{**(section or {}), **by_section.get(name, {})})
+                except TypeError as e:  # a key the section does not have
+                    raise UnknownOptionError(f"policy: {name}: {e}") from None
             elif not isinstance(section, kind):
                 raise ConfigError(f"policy: {name}: expected a {kind.__name__}, got {type(section).__name__}")
             elif name in by_section:

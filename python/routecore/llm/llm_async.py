@@ -13,7 +13,7 @@ import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
-from routecore.errors import LLMError
+from routecore.errors import LLMError, missing_extra
 from routecore.llm.llm import LLMChoice, LLMRequest, OpenAICompatibleRouter
 from routecore.llm.llm_http import MAX_ANSWER_BYTES
 
@@ -25,7 +25,7 @@ def _httpx() -> Any:
     try:
         import httpx
     except ImportError:
-        raise ImportError("the async LLM router needs httpx: pip install 'routecore[llm-async]'") from None
+        raise missing_extra("the async LLM router needs httpx", "llm-async") from None
     return httpx
 
 

@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any
 
-from routecore.errors import MemoryStoreError
+from routecore.errors import missing_extra
 
 #: The schema this version of routecore reads and writes.
 SCHEMA_VERSION = 1
@@ -61,9 +61,7 @@ def load_psycopg() -> Any:
     try:
         import psycopg
     except ImportError:
-        raise MemoryStoreError(
-            "a postgresql:// lesson store needs psycopg 3: pip install 'routecore[postgres]'"
-        ) from None
+        raise missing_extra("a postgresql:// lesson store needs psycopg 3", "postgres") from None
     return psycopg
 
 

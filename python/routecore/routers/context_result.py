@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from routecore.decision import Alert, Decision, Entity, Reason, plain
-from routecore.errors import InvalidArgumentError
+from routecore.errors import InvalidArgumentError, UnknownLayerError
 
 #: What reading a query removed: (alert kind, message) pairs (``conversation.routing_text``).
 Notes = tuple[tuple[str, str], ...]
@@ -54,9 +54,13 @@ class Context:
     alerts: tuple[Alert, ...] = ()
 
     def label(self, layer: str) -> str | None:
-        """The label of ``layer`` (KeyError naming the layers when there is none such)."""
+        """The label of ``layer``.
+
+        Raises:
+            UnknownLayerError: no such layer (a KeyError too); the message names the layers.
+        """
         if layer not in self.layers:
-            raise KeyError(f"no layer {layer!r}; layers: {sorted(self.layers)}")
+            raise UnknownLayerError(f"no layer {layer!r}; layers: {sorted(self.layers)}")
         return self.layers[layer].label
 
     def search_text(self) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from routecore.decision import Reason, ToolBelt, plain
-from routecore.errors import InvalidArgumentError
+from routecore.errors import InvalidArgumentError, LLMError
 
 COMPLEXITY = ("simple", "medium", "complex")
 STRATEGIES = ("direct", "iterative", "parallel")
@@ -87,7 +87,7 @@ def parse_selection(text: str) -> dict[str, Any]:
     the outermost braces; a bare JSON list is read as the selected tools.
 
     Raises:
-        ValueError: nothing that parses as JSON.
+        LLMError: nothing that parses as JSON.
     """
     m = re.search(rf"<{TAG}>(.*?)</{TAG}>", text, re.S | re.I)
     body = (m.group(1) if m else text).strip()
@@ -100,7 +100,7 @@ def parse_selection(text: str) -> dict[str, Any]:
             except (json.JSONDecodeError, RecursionError):  # not JSON, or nested deeper than the stack
                 continue
             return got if isinstance(got, dict) else {"selected_tools": got}
-    raise ValueError("no JSON object or list in the answer")
+    raise LLMError("no JSON object or list in the answer")
 
 
 def semantic_routing(

@@ -25,7 +25,14 @@ __all__ = ["Batching", "Limits", "RouterSource", "create_app"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from routecore.serve import app
+        try:
+            from routecore.serve import app
+        except ModuleNotFoundError as e:
+            if (e.name or "").split(".")[0] not in ("starlette", "uvicorn"):
+                raise
+            from routecore.errors import missing_extra
+
+            raise missing_extra("routecore.serve needs the serve extra", "serve", str(e)) from e
 
         return getattr(app, name)
     raise AttributeError(f"module 'routecore.serve' has no attribute {name!r}")

@@ -35,6 +35,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Hashable, Optional, Sequence, Tuple, TypeVar
 
+from routecore.errors import ConfigError
 from routecore.serve.defaults import (  # measured with benches/serve_load.py (see above)
     DEFAULT_MAX_BATCH,
     DEFAULT_WINDOW_MS,
@@ -56,10 +57,13 @@ class Batching:
     max_batch: int = DEFAULT_MAX_BATCH
 
     def __post_init__(self) -> None:
+        """Raises:
+        ConfigError: a window outside 0-1000 ms or a batch size outside 1-4096 (``--batch-window-ms``,
+            ``--max-batch``)."""
         if not 0 <= self.window_ms <= 1000:
-            raise ValueError(f"window_ms must be between 0 and 1000, got {self.window_ms}")
+            raise ConfigError(f"--batch-window-ms must be between 0 and 1000, got {self.window_ms}")
         if not 1 <= self.max_batch <= 4096:
-            raise ValueError(f"max_batch must be between 1 and 4096, got {self.max_batch}")
+            raise ConfigError(f"--max-batch must be between 1 and 4096, got {self.max_batch}")
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import json
 import os
 from typing import Any, Optional
 
-from routecore.errors import ConfigError
+from routecore.errors import ConfigError, missing_extra
 
 #: Environment variable holding the bearer token (``--token-env`` names another).
 TOKEN_ENV = "ROUTECORE_SERVE_TOKEN"
@@ -165,7 +165,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
     except ImportError:
-        raise ConfigError("routecore serve needs the serve extra: pip install 'routecore[serve]'") from None
+        raise missing_extra("routecore serve needs the serve extra", "serve") from None
     from routecore.serve.connections import protocol_class
 
     settings = settings_from_args(args)

@@ -18,9 +18,13 @@ Importing this module imports neither Starlette nor the routers.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from routecore.errors import ConfigError, ModelError
+
+if TYPE_CHECKING:
+    from routecore.decision import Decision, ToolBelt
+    from routecore.routers.cascade import Cascade
 
 __all__ = ["FastTier", "check_fast_args", "fast_encoder_name", "fast_tier"]
 
@@ -76,7 +80,7 @@ class FastTier:
     """The router ``routecore serve --fast-model`` / ``--static`` serves (see the module docs): routes
     through ``cascade``, everything else through its strong router."""
 
-    def __init__(self, cascade: Any):
+    def __init__(self, cascade: Cascade):
         self.cascade = cascade
         self.strong = cascade.strong
 
@@ -84,13 +88,21 @@ class FastTier:
         return f"FastTier(fast={self.cascade.fast.encoder!r}, strong={self.strong.encoder!r})"
 
     # -- routes: the cascade ----------------------------------------------------------
-    def route(self, query: str, **kw: Any) -> Any:
+    def route(self, query: str, **kw: Any) -> Decision:
         """:meth:`Cascade.route`: the fast router's decision at its high tier, else the strong one's."""
         return self.cascade.route(query, **kw)
 
-    def route_batch(self, queries: Sequence[str], **kw: Any) -> list[Any]:
+    def route_batch(self, queries: Sequence[str], **kw: Any) -> list[Decision]:
         """:meth:`Cascade.route_batch`: one batch of the fast router, one of the strong for the rest."""
         return list(self.cascade.route_batch(queries, **kw))
+
+    async def aroute(self, query: str, **kw: Any) -> Decision:
+        """:meth:`Cascade.aroute`: :meth:`route` off the event loop."""
+        return await self.cascade.aroute(query, **kw)
+
+    async def aroute_batch(self, queries: Sequence[str], **kw: Any) -> list[Decision]:
+        """:meth:`Cascade.aroute_batch`: :meth:`route_batch` off the event loop."""
+        return list(await self.cascade.aroute_batch(queries, **kw))
 
     @property
     def served(self) -> dict[str, int]:
@@ -120,11 +132,18 @@ class FastTier:
     def memory(self) -> Any:
         return self.strong.memory
 
-    def tools(self, query: str, **kw: Any) -> Any:
+    def tools(self, query: str, **kw: Any) -> ToolBelt:
+        """The strong router's belt (no shortlist by the fast router: see the module docs)."""
         return self.strong.tools(query, **kw)
 
-    def tools_batch(self, queries: Sequence[str], **kw: Any) -> Any:
-        return self.strong.tools_batch(queries, **kw)
+    def tools_batch(self, queries: Sequence[str], **kw: Any) -> list[ToolBelt]:
+        return list(self.strong.tools_batch(queries, **kw))
+
+    async def atools(self, query: str, **kw: Any) -> ToolBelt:
+        return await self.strong.atools(query, **kw)
+
+    async def atools_batch(self, queries: Sequence[str], **kw: Any) -> list[ToolBelt]:
+        return list(await self.strong.atools_batch(queries, **kw))
 
     def tool_session(self, query: str, **kw: Any) -> Any:
         return self.strong.tool_session(query, **kw)
