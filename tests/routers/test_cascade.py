@@ -9,7 +9,7 @@ import pytest
 from conftest import MODELS, need_shared
 from routecore import Encoder, Router
 from routecore.config.specs import RouteSpec
-from routecore.errors import ConfigError
+from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.examples import __file__ as examples
 from routecore.llm.llm import OpenAICompatibleRouter
 from routecore.routers.cascade import Cascade
@@ -57,7 +57,7 @@ def test_cascade_checks_its_routers(cascade, encoder):
     )
     with pytest.raises(ConfigError, match="LLM"):
         Cascade(with_llm, cascade.strong)
-    with pytest.raises(ConfigError, match="vector"):
+    with pytest.raises(InvalidArgumentError, match="vector"):
         cascade.route("x", vector=[0.0] * 384)
 
 
@@ -94,7 +94,6 @@ def test_a_combining_cascade_decides_escalated_queries_on_both(cascade):
 
 
 def test_bad_peers_raise_typed_errors(cascade):
-    from routecore.errors import InvalidArgumentError
 
     with pytest.raises(InvalidArgumentError, match="peer must be a Decision"):
         cascade.strong.route("x", peer={"INCIDENT": 1.0})

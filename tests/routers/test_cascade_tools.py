@@ -138,9 +138,9 @@ def test_a_failed_static_encoder_leaves_the_transformer_every_tool(
 
 
 def test_bad_arguments(cascade: Cascade, static_router: Router) -> None:
-    with pytest.raises(ConfigError, match="vector"):
+    with pytest.raises(InvalidArgumentError, match="vector"):
         cascade.tools("x", vector=[0.0] * 384)
-    with pytest.raises(ConfigError, match="vector"):
+    with pytest.raises(InvalidArgumentError, match="vector"):
         cascade.tools_batch(["x"], vectors=[[0.0] * 384])
     for n in (0, -1, 1.5, True):
         with pytest.raises(InvalidArgumentError, match="shortlist"):

@@ -190,7 +190,7 @@ class Cascade(CascadeTools):
         degrades as :meth:`Router.route` does (a failed fast encoder escalates; a failed
         strong one gives its LLM's decision, else an ``error`` decision)."""
         if "vector" in kw:
-            raise ConfigError(
+            raise InvalidArgumentError(
                 "a cascade embeds each query with each router's own encoder: vector= is not accepted"
             )
         d = self.fast.route(query, **kw)
@@ -207,7 +207,7 @@ class Cascade(CascadeTools):
         queries it did not route at the high tier; ``kw`` as in :meth:`Router.route_batch`
         (``previous`` may be one route per query; ``vectors=`` is not accepted)."""
         if "vectors" in kw:
-            raise ConfigError(
+            raise InvalidArgumentError(
                 "a cascade embeds each query with each router's own encoder: vectors= is not accepted"
             )
         if isinstance(queries, str) or not isinstance(queries, Sequence):

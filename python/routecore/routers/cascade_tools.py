@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from routecore.decide.conversation import routing_text
 from routecore.decision import Alert, Timings, ToolBelt
-from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.errors import InvalidArgumentError
 from routecore.routers.routing_metrics import emit
 from routecore.tools.shortlist import Shortlist, best_tools, check_size
 
@@ -62,7 +62,7 @@ class CascadeTools:
         embeds with its own encoder. Never raises for any string (as :meth:`Router.tools`).
 
         Raises:
-            ConfigError: ``vector`` given.
+            InvalidArgumentError: ``vector`` given.
             InvalidArgumentError: a query that is not a string, a bad ``shortlist``, ``top_k``,
                 ``threshold`` or ``candidates``.
         """
@@ -126,7 +126,7 @@ class CascadeTools:
 
     def _size(self, n: int | None, vector: Any) -> int:
         if vector is not None:
-            raise ConfigError(
+            raise InvalidArgumentError(
                 "a cascade embeds each query with each router's own encoder: vectors are not accepted"
             )
         return check_size(self.shortlist if n is None else n)
