@@ -152,3 +152,21 @@ def test_bad_arguments(cascade: Cascade, static_router: Router) -> None:
     other = Router(tools=[ToolSpec("only_tool", "a tool")], encoder=static_router.encoder)
     with pytest.raises(ConfigError, match="same tools"):
         Cascade(static_router, other)
+
+
+def test_no_shortlist_is_the_default(static_router: Router, tools_router: Router) -> None:
+    """Measured to lose recall on MetaTool, a shortlist is asked for, not given: by default the belt is
+    the transformer's over every tool, with the cascade's alert saying so (one call and a batch)."""
+    c = Cascade(static_router, tools_router)
+    assert c.shortlist is None
+    for b, s in [(c.tools(q), tools_router.tools(q)) for q in QUERIES] + list(
+        zip(c.tools_batch(QUERIES), tools_router.tools_batch(QUERIES))
+    ):
+        assert without_cascade(b) == without_cascade(s)
+        data = alert(b)
+        assert data["candidate_tier"] == "transformer" and data["shortlist"] == []
+        assert (
+            data["shortlist_size"] is None
+            and "no shortlist asked" in [a.message for a in b.alerts if a.kind == "cascade"][0]
+        )
+    assert alert(c.tools("device logs", shortlist=2))["shortlist_size"] == 2  # asked for: drawn

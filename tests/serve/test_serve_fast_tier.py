@@ -124,7 +124,8 @@ def test_metrics_count_the_tiers(server: ServeProcess) -> None:
 def test_tools_are_the_transformers_and_learning_is_refused(server: ServeProcess) -> None:
     r = httpx.post(f"{server.url}/v1/tools", json={"query": "restart the payment service"}, timeout=60)
     assert r.status_code == 200, r.text
-    assert "tools" in r.json() and not [a for a in r.json()["alerts"] if a["kind"] == "cascade"]
+    (alert,) = [a for a in r.json()["alerts"] if a["kind"] == "cascade"]  # no shortlist: the model's belt
+    assert alert["data"]["candidate_tier"] == "transformer" and alert["data"]["shortlist"] == []
     r = httpx.post(
         f"{server.url}/v1/learn", json={"query": "the disk is full", "route": "INCIDENT"}, timeout=60
     )

@@ -15,7 +15,8 @@ include the fast router's time when it was escalated.
 The static tier (issue 38, docs/static.md): :meth:`Cascade.static` puts a static table distilled
 from the transformer (``routecore models distill``) in front of it; the table's router has its own
 zero-label calibration and decides when that says high tier. Tool belts (:mod:`.cascade_tools`):
-the fast router shortlists tools, the strong router picks the belt among them.
+the strong router's belt; with a ``shortlist`` size, the fast router shortlists tools and the strong
+router picks the belt among them (measured to lose recall on MetaTool: not the default).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from routecore.decision import Alert, Decision
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.routers.cascade_tools import DEFAULT_SHORTLIST, CascadeTools, tier_of
+from routecore.routers.cascade_tools import CascadeTools, tier_of
 from routecore.routers.routing_metrics import emit
 from routecore.tools.shortlist import check_size
 
@@ -37,7 +38,8 @@ if TYPE_CHECKING:
 class Cascade(CascadeTools):
     """``fast`` then ``strong`` (see the module docs); :attr:`served` counts the decisions
     each one gave (under a lock); ``metrics``: a sink called with every decision and tool belt;
-    ``shortlist``: the tools the fast router shortlists for a belt (:mod:`.cascade_tools`);
+    ``shortlist``: the tools the fast router shortlists for a belt (:mod:`.cascade_tools`; None, the
+    default: no shortlist, the strong router's belt);
     ``combine``: an escalated query is decided on both routers' probabilities (their normalised
     geometric mean: :meth:`Router.route`'s ``peer``) against the cuts measured for the pair, not on the
     strong router's alone. ``None`` (the default): on when routecore has those cuts for the two models
@@ -61,7 +63,7 @@ class Cascade(CascadeTools):
         strong: Router,
         *,
         metrics: Any = None,
-        shortlist: int = DEFAULT_SHORTLIST,
+        shortlist: int | None = None,
         combine: bool | None = None,
     ):
         fn, sn = [r.name for r in fast.route_specs], [r.name for r in strong.route_specs]
@@ -81,7 +83,7 @@ class Cascade(CascadeTools):
                 "the fast router of a cascade must have no LLM fallback: give it to the strong router"
             )
         self.fast, self.strong = fast, strong
-        self.shortlist = check_size(shortlist)
+        self.shortlist = None if shortlist is None else check_size(shortlist)
         if combine is not None and not isinstance(combine, bool):
             raise InvalidArgumentError(
                 f"combine must be True, False or None (where measured), got {combine!r}"
@@ -109,7 +111,7 @@ class Cascade(CascadeTools):
         from routecore.core.encoder import Encoder
         from routecore.routers.router import Router
 
-        metrics, shortlist = kw.pop("metrics", None), kw.pop("shortlist", DEFAULT_SHORTLIST)
+        metrics, shortlist = kw.pop("metrics", None), kw.pop("shortlist", None)
         combine = kw.pop("combine", None)
         fast = Router.from_config(
             path, encoder=Encoder.load(fast_model), **{k: v for k, v in kw.items() if k != "llm"}

@@ -1,6 +1,6 @@
-"""A cascade's tool belts (issue 38): the fast router (the static table) shortlists the best
-``shortlist`` tools, the strong router (the transformer) picks the belt among them. A mixin of
-:class:`~routecore.routers.cascade.Cascade`.
+"""A cascade's tool belts (issue 38): the strong router's belt, or, when a ``shortlist`` size is
+given, the fast router (the static table) shortlists the best ``shortlist`` tools and the strong
+router (the transformer) picks the belt among them. A mixin of :class:`~routecore.routers.cascade.Cascade`.
 
 The strong router's belt is :meth:`Router.tools` restricted to the shortlist (its ``candidates=``):
 the transformer's own scores, floor, ``top_k`` / threshold, collision alert and "no tool fits"
@@ -11,8 +11,9 @@ tier gave the candidates (``candidate_tier``: ``static`` / ``transformer``, None
 needed) and which re-scored them (``encoder_tier``), the shortlist and its size. The fast router's
 time is added to the belt's timings. A failed fast encoder leaves the strong router the whole
 catalog; a blank query (or a router with no tools) gets the strong router's belt unchanged, with the
-alert. The default size, :data:`DEFAULT_SHORTLIST`, was chosen on MetaTool's dev half
-(``benches/static_tools.py``, docs/static.md).
+alert. No shortlist is the default: on MetaTool every shortlist size lost recall against the strong
+router alone and saved no time (``benches/static_tools.py``, docs/static.md); :data:`SHORTLIST_DEV`
+is the size that lost least on its dev half.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from routecore.tools.shortlist import Shortlist, best_tools, check_size
 if TYPE_CHECKING:
     from routecore.routers.router import Router
 
-#: Tools the static tier shortlists for the transformer, chosen on MetaTool's dev half (docs/static.md).
-DEFAULT_SHORTLIST = 150
+#: The shortlist size that lost least recall on MetaTool's dev half (docs/static.md); not a default.
+SHORTLIST_DEV = 150
 
 
 class CascadeTools:
@@ -41,8 +42,8 @@ class CascadeTools:
     fast: Router
     strong: Router
     metrics: Any
-    #: The shortlist's size when a call gives none.
-    shortlist: int
+    #: The shortlist's size when a call gives none (None: no shortlist, the strong router's belt).
+    shortlist: int | None
 
     def tools(
         self,
@@ -57,9 +58,10 @@ class CascadeTools:
         vector: Any = None,
     ) -> ToolBelt:
         """The strong router's belt among the fast router's best ``shortlist`` tools (default
-        :attr:`shortlist`); the other arguments as in :meth:`Router.tools` (``candidates``: the
-        shortlist is drawn from those tools only). ``vector=`` is not accepted: each router
-        embeds with its own encoder. Never raises for any string (as :meth:`Router.tools`).
+        :attr:`shortlist`; None: no shortlist, the strong router's belt); the other arguments as in
+        :meth:`Router.tools` (``candidates``: the shortlist is drawn from those tools only).
+        ``vector=`` is not accepted: each router embeds with its own encoder. Never raises for any
+        string (as :meth:`Router.tools`).
 
         Raises:
             InvalidArgumentError: ``vector`` given.
@@ -72,7 +74,7 @@ class CascadeTools:
             if context_domain is None and "domain" in context.layers:
                 context_domain = context.layers["domain"].label
         kw = {"context_domain": context_domain, "top_k": top_k, "threshold": threshold}
-        if not isinstance(query, str) or not self._listed(query):
+        if n is None or not isinstance(query, str) or not self._listed(query):
             return emit(self.metrics, self._unlisted(query, n, candidates, kw))
         s = best_tools(self.fast.tool_catalog, query, n, context_domain, candidates)
         return emit(self.metrics, _rescored(self.fast, self.strong, query, s, n, candidates, kw))
@@ -97,6 +99,9 @@ class CascadeTools:
         if not all(isinstance(q, str) for q in queries):
             raise InvalidArgumentError("queries must be a list of strings")
         kw = {"context_domain": context_domain, "top_k": top_k, "threshold": threshold}
+        if n is None:  # no shortlist: the strong router's batch
+            belts = self.strong.tools_batch(queries, candidates=candidates, **kw)
+            return [emit(self.metrics, _with_alert(b, _no_shortlist(self.strong))) for b in belts]
         listed = [i for i, q in enumerate(queries) if self._listed(q)]
         texts = [routing_text(queries[i])[0] for i in listed]
         fast = _encoded(self.fast, texts)
@@ -124,24 +129,38 @@ class CascadeTools:
 
         return await run_off_loop(self.tools_batch, None, queries, **kw)
 
-    def _size(self, n: int | None, vector: Any) -> int:
+    def _size(self, n: int | None, vector: Any) -> int | None:
         if vector is not None:
             raise InvalidArgumentError(
                 "a cascade embeds each query with each router's own encoder: vectors are not accepted"
             )
-        return check_size(self.shortlist if n is None else n)
+        n = self.shortlist if n is None else n
+        return None if n is None else check_size(n)
 
     def _listed(self, query: str) -> bool:
         """Whether ``query`` gets a shortlist: the routers have tools and it has text to embed."""
         return bool(self.fast.tool_catalog.specs) and bool(routing_text(query)[0])
 
-    def _unlisted(self, query: Any, n: int, candidates: Sequence[str] | None, kw: dict[str, Any]) -> ToolBelt:
+    def _unlisted(
+        self, query: Any, n: int | None, candidates: Sequence[str] | None, kw: dict[str, Any]
+    ) -> ToolBelt:
         """The strong router's belt as :meth:`Router.tools` gives it (it raises for a non-string),
         with an alert that no shortlist was drawn."""
         belt = self.strong.tools(query, candidates=candidates, **kw)
+        if n is None:
+            return _with_alert(belt, _no_shortlist(self.strong))
         why = "no tools" if not self.fast.tool_catalog.specs else "the query is empty or blank"
         alert = _alert(f"{why}: no shortlist, the strong router's belt", None, self.strong, (), n)
-        return replace(belt, alerts=belt.alerts + (alert,))
+        return _with_alert(belt, alert)
+
+
+def _no_shortlist(strong: Router) -> Alert:
+    why = "no shortlist asked (the default: measured to lose recall): the strong router's belt"
+    return _alert(why, tier_of(strong), strong, (), None)
+
+
+def _with_alert(belt: ToolBelt, alert: Alert) -> ToolBelt:
+    return replace(belt, alerts=belt.alerts + (alert,))
 
 
 def _encoded(router: Router, texts: list[str]) -> list[tuple[Any, float, float]] | None:
@@ -193,7 +212,9 @@ def _rescored(
     return replace(belt, alerts=belt.alerts + (alert,), timings=timings)
 
 
-def _alert(why: str, candidate_tier: str | None, strong: Router, listed: Sequence[str], n: int) -> Alert:
+def _alert(
+    why: str, candidate_tier: str | None, strong: Router, listed: Sequence[str], n: int | None
+) -> Alert:
     return Alert(
         "cascade",
         why,

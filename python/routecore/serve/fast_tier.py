@@ -8,10 +8,11 @@ both heads against the cuts measured for the pair, docs/calibration.md) or the m
 static table (``--static``, issue 38, docs/static.md). Routes go through the cascade (``route``,
 ``route_batch``: micro-batches stay one batch call of the fast router, then one of the strong router
 for the queries it escalates), so every decision carries the cascade's ``cascade`` alert
-(``served_by``: ``fast`` or ``strong``; ``encoder_tier``: ``static`` or ``transformer``). Tool belts,
-tool sessions and lessons are the strong router's alone: on the catalogs measured the static
-shortlist saves no time and loses recall (docs/static.md, MetaTool). ``/v1/learn`` is refused: a
-learned exemplar would reach one of the two routers only.
+(``served_by``: ``fast`` or ``strong``; ``encoder_tier``: ``static`` or ``transformer``). Tool belts
+are the cascade's, with no shortlist (its default: on the catalogs measured a static shortlist saves
+no time and loses recall, docs/static.md, MetaTool): the strong router's belt with the cascade's
+alert. Tool sessions and lessons are the strong router's. ``/v1/learn`` is refused: a learned
+exemplar would reach one of the two routers only.
 
 Importing this module imports neither Starlette nor the routers.
 """
@@ -133,17 +134,17 @@ class FastTier:
         return self.strong.memory
 
     def tools(self, query: str, **kw: Any) -> ToolBelt:
-        """The strong router's belt (no shortlist by the fast router: see the module docs)."""
-        return self.strong.tools(query, **kw)
+        """:meth:`Cascade.tools`: the strong router's belt (no shortlist: see the module docs)."""
+        return self.cascade.tools(query, **kw)
 
     def tools_batch(self, queries: Sequence[str], **kw: Any) -> list[ToolBelt]:
-        return list(self.strong.tools_batch(queries, **kw))
+        return self.cascade.tools_batch(queries, **kw)
 
     async def atools(self, query: str, **kw: Any) -> ToolBelt:
-        return await self.strong.atools(query, **kw)
+        return await self.cascade.atools(query, **kw)
 
     async def atools_batch(self, queries: Sequence[str], **kw: Any) -> list[ToolBelt]:
-        return list(await self.strong.atools_batch(queries, **kw))
+        return await self.cascade.atools_batch(queries, **kw)
 
     def tool_session(self, query: str, **kw: Any) -> Any:
         return self.strong.tool_session(query, **kw)
