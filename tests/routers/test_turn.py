@@ -86,6 +86,22 @@ def test_each_part_is_its_own_call_with_the_one_vector(w):
     assert set(got.timings) == {"encode", "total"}
 
 
+def test_a_batch_is_one_encoder_call_and_each_turn_as_alone(w):
+    t = turns()
+    enc = world()[0]
+    qs, prev = ["a1 and read the logs", "  ", "b1", "a1"], ["B", None, "A", None]
+    before = enc.calls
+    got = t.turn_batch(qs, previous=prev)
+    assert enc.calls == before + 1  # the three with text, in one call (the blank one is the empty turn)
+    for q, p, g in zip(qs, prev, got):
+        _same(g, t.turn(q, previous=p))
+    assert got[1].reason.code == "empty_query" and "encode" in got[0].timings
+    with pytest.raises(InvalidArgumentError, match="one per query"):
+        t.turn_batch(qs, previous=["A"])
+    with pytest.raises(InvalidArgumentError, match="list of strings"):
+        t.turn_batch(["a1", 3])  # type: ignore[list-item]
+
+
 def test_turn_metrics_and_checks(w):
     t = turns()
     kinds = []

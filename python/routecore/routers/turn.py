@@ -125,11 +125,40 @@ class TurnRouter:
         got = self._parts(query, previous, vec, Reason("turn", "every part decided on one embedding"), t0)
         return self._emit(got, encode_ms)
 
-    def turn_batch(self, queries: Sequence[str], *, previous: str | None = None) -> list[Turn]:
-        """:meth:`turn` of each query (each with its own encode; ``previous`` for all)."""
+    def turn_batch(
+        self, queries: Sequence[str], *, previous: str | Sequence[str | None] | None = None
+    ) -> list[Turn]:
+        """:meth:`turn` of each query from one encoder call for the batch (its time shared evenly);
+        ``previous``: one route for every query, or one per query. When the batch's encode fails,
+        each query is turned alone (and degrades alone).
+
+        Raises:
+            InvalidArgumentError: not a list of strings, or a ``previous`` list of another length.
+        """
         if isinstance(queries, str) or not isinstance(queries, Sequence):
             raise InvalidArgumentError("queries must be a list of strings; use turn() for one query")
-        return [self.turn(q, previous=previous) for q in queries]
+        queries = list(queries)
+        if not all(isinstance(q, str) for q in queries):
+            raise InvalidArgumentError("queries must be a list of strings")
+        prev = _per_query(previous, len(queries))
+        texts = [routing_text(q)[0] if q.strip() else "" for q in queries]
+        listed = [i for i, t in enumerate(texts) if t]
+        t0 = time.perf_counter()
+        try:
+            got = self.encoder.encode_with_stats([texts[i] for i in listed]) if listed else None
+        except Exception:  # noqa: BLE001 - each query then tries alone, as turn() degrades
+            return [self.turn(q, previous=p) for q, p in zip(queries, prev)]
+        share = (time.perf_counter() - t0) * 1e3 / max(len(listed), 1)
+        vecs: dict[int, Any] = {i: got.embeddings[j] for j, i in enumerate(listed)} if got else {}
+        out = []
+        for i, q in enumerate(queries):
+            if i not in vecs:
+                out.append(self.turn(q, previous=prev[i]))  # blank: the empty turn
+                continue
+            why = Reason("turn", "every part decided on one embedding")
+            t_i = time.perf_counter() - share / 1e3  # its share of the encode counts in its total
+            out.append(self._emit(self._parts(q, prev[i], vecs[i], why, t_i), share))
+        return out
 
     async def aturn(self, query: str, **kw: Any) -> Turn:
         """:meth:`turn` off the event loop."""
@@ -165,6 +194,15 @@ class TurnRouter:
         """``Router.tools`` with ``vec`` (when the encoder fails there, the core tools with an
         ``encoder_error`` alert and reason ``error``, as a route decision degrades)."""
         return self.router.tools(query, vector=vec)  # type: ignore[no-any-return]
+
+
+def _per_query(previous: str | Sequence[str | None] | None, n: int) -> list[str | None]:
+    """``previous`` as one route per query (a single route, or None, for all)."""
+    if previous is None or isinstance(previous, str):
+        return [previous] * n
+    if not isinstance(previous, Sequence) or len(previous) != n:
+        raise InvalidArgumentError(f"previous must be a route, or one per query ({n}), got {previous!r}")
+    return list(previous)
 
 
 def _with_encode(t: Turn, encode_ms: float) -> Turn:
