@@ -105,6 +105,10 @@ def test_bad_context_configs(tmp_path, encoder):
         ContextRouter.from_config(bad, encoder=encoder)
     with pytest.raises(ConfigError, match="at least one layer"):
         ContextRouter({})
+    with pytest.raises(ConfigError, match="hold a context's timings"):  # a layer's time would overwrite it
+        ContextRouter(
+            {"total": next(iter(ContextRouter.from_config(CONTEXT, encoder=encoder).layers.values()))}
+        )
     only = ContextRouter.from_config(CONTEXT, encoder=encoder, defaults=False)
     assert list(only.layers) == ["domain"]
 

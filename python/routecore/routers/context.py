@@ -42,6 +42,9 @@ from routecore.routers.context_result import Context as Context
 from routecore.routers.context_result import LayerResult as LayerResult
 from routecore.routers.context_result import Notes
 
+#: The keys of :attr:`Context.timings` besides the layers' names.
+TIMING_KEYS = ("encode", "scoring", "total")
+
 #: The default layers.
 DEFAULT_LAYERS = Path(__file__).resolve().parents[1] / "data" / "context_layers.yaml"
 
@@ -82,6 +85,9 @@ class ContextRouter:
     ):
         if not layers:
             raise ConfigError("a context router needs at least one layer")
+        taken = sorted(set(layers) & set(TIMING_KEYS))
+        if taken:  # a layer's time is kept under its name beside these
+            raise ConfigError(f"layers may not be named {taken}: those names hold a context's timings")
         models = {r.encoder.model_id for r in layers.values()}
         if len(models) != 1:
             raise ConfigError(
