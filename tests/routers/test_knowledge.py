@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_llm import make, server  # noqa: F401 (the loopback LLM server fixture)
 
-from routecore.errors import ConfigError
+from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.examples import __file__ as examples
 from routecore.llm.llm import OpenAICompatibleRouter
 from routecore.routers.knowledge import KnowledgeConfig, KnowledgeRouter
@@ -31,6 +31,16 @@ def test_best_collections_with_priorities(kr):
     assert got.confidence >= got.gate == pytest.approx(kr.router.policy.medium)  # calibrated, not 0.7
     fr = kr.collections("combien de jours de congé maternité")
     assert fr.names[0] == "hr_policies"
+
+
+def test_a_batch_takes_the_callers_vectors(kr, encoder):
+    qs = ["what is the procedure to restart the Kafka brokers", "combien de jours de congé maternité"]
+    V = encoder.encode(qs)
+    given, alone = kr.collections_batch(qs, vectors=V), kr.collections_batch(qs)
+    assert [g.collections for g in given] == [a.collections for a in alone]
+    assert [g.collections for g in given] == [kr.collections(q, vector=v).collections for q, v in zip(qs, V)]
+    with pytest.raises(InvalidArgumentError, match="2 queries"):
+        kr.collections_batch(qs, vectors=V[:1])
 
 
 def test_map_wins_and_the_gate_falls_back(kr, encoder):

@@ -189,15 +189,32 @@ class KnowledgeRouter:
         return emit(self.metrics, hit)
 
     def collections_batch(
-        self, queries: Sequence[str], *, domain: str | None = None, intent: str | None = None
+        self,
+        queries: Sequence[str],
+        *,
+        domain: str | None = None,
+        intent: str | None = None,
+        vectors: Any = None,
     ) -> list[KnowledgeSelection]:
         """:meth:`collections` of each query (one ``domain`` and ``intent`` for all); the queries
-        the map does not decide are routed in one batched encoder call."""
+        the map does not decide are routed in one batched encoder call. ``vectors``: the queries'
+        embeddings, one row per query, as ``Router.route_batch(vectors=)``.
+
+        Raises:
+            InvalidArgumentError: not a list of queries, or ``vectors`` of another length.
+        """
         if isinstance(queries, str) or not isinstance(queries, Sequence):
             raise InvalidArgumentError("queries must be a list of strings; use collections() for one query")
+        if vectors is not None and len(vectors) != len(queries):
+            raise InvalidArgumentError(f"vectors: {len(vectors)} rows for {len(queries)} queries")
         hits = [self._mapped(q, domain, intent) for q in queries]
-        todo = [q for q, h in zip(queries, hits) if h is None]
-        decisions = iter(self.router.route_batch(todo) if todo else [])
+        todo = [i for i, h in enumerate(hits) if h is None]
+        kw = {}
+        if vectors is not None and todo:
+            import numpy as np
+
+            kw["vectors"] = np.asarray(vectors)[todo]
+        decisions = iter(self.router.route_batch([queries[i] for i in todo], **kw) if todo else [])
         return [
             emit(self.metrics, h if h is not None else self._selection(q, next(decisions)))
             for q, h in zip(queries, hits)
@@ -224,14 +241,14 @@ class KnowledgeRouter:
         )
         return self.collections(query, domain=domain, intent=intent)
 
-    def select_many(self, queries: Sequence[str]) -> list[KnowledgeSelection]:
-        """Deprecated: :meth:`collections_batch`."""
+    def select_many(self, queries: Sequence[str], **kw: Any) -> list[KnowledgeSelection]:
+        """Deprecated: :meth:`collections_batch` (``kw`` as there)."""
         warnings.warn(
             "KnowledgeRouter.select_many is deprecated: use collections_batch()",
             DeprecationWarning,
             stacklevel=2,
         )
-        return self.collections_batch(queries)
+        return self.collections_batch(queries, **kw)
 
     def _mapped(self, query: Any, domain: str | None, intent: str | None) -> KnowledgeSelection | None:
         """The map's selection when an entry matches ``domain`` and ``intent``, else None."""
