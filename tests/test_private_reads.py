@@ -5,9 +5,11 @@
 * ``obj._name`` (``obj`` not ``self``, ``cls`` or ``super()``) where ``_name`` is an attribute or method that
   only classes of other modules define (``self._name = ...``, ``def _name``, a class-level ``_name``).
 
-``routecore._native`` (the package's own compiled core) and private modules inside a package
-(``core/_arrays``) are the package's, not a class's privates. A private name that a class of this module
-defines too is taken as this module's own: the check reads names, not types.
+* ``from routecore.pkg._mod import ...`` (or ``import routecore.pkg._mod``) outside ``routecore.pkg``: a
+  private module is its package's (``core/_faiss_backend`` is read by ``core`` only).
+
+``routecore._native`` (the package's own compiled core) is everyone's. A private name that a class of this
+module defines too is taken as this module's own: the check reads names, not types.
 """
 
 from __future__ import annotations
@@ -25,6 +27,16 @@ def _private(name: str) -> bool:
     return (
         name.startswith("_") and not (name.startswith("__") and name.endswith("__")) and name not in ALLOWED
     )
+
+
+def _outside_home(importer: str, target: str) -> bool:
+    """Whether ``target`` is a private module (a ``_name`` part) and ``importer`` is outside its package."""
+    parts = target.split(".")
+    for i, part in enumerate(parts[1:], start=1):
+        if _private(part):
+            home = ".".join(parts[:i])
+            return not (importer == home or importer.startswith(home + "."))
+    return False
 
 
 def _module(path: Path, package: Path) -> str:
@@ -69,7 +81,12 @@ def private_reads(package: Path = PACKAGE) -> list[str]:
         for n in ast.walk(tree):
             if isinstance(n, ast.Import):
                 modules.update({a.asname: a.name for a in n.names if a.asname and a.name in files})
+                found += [f"{where}:{n.lineno}: import {a.name}" for a in n.names if _outside_home(m, a.name)]
             elif isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("routecore"):
+                if _outside_home(m, n.module):
+                    found.append(
+                        f"{where}:{n.lineno}: from {n.module} import (a private module of its package)"
+                    )
                 for a in n.names:
                     if f"{n.module}.{a.name}" in files:
                         modules[a.asname or a.name] = f"{n.module}.{a.name}"
@@ -105,11 +122,17 @@ def test_the_check_finds_each_kind_of_read(tmp_path):
     (pkg / "__init__.py").write_text("")
     (pkg / "a.py").write_text("class A:\n    def __init__(self):\n        self._x = 1\n\n_helper = 2\n")
     (pkg / "b.py").write_text(
-        "from routecore import a\nfrom routecore.a import A, _helper\n\n\ndef f(obj: A):\n"
+        "from routecore import a\nfrom routecore.a import A, _helper\n"
+        "from routecore.sub._mine import y\n\n\ndef f(obj: A):\n"
         "    return obj._x, a._helper\n"
     )
+    (pkg / "sub").mkdir()
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "_mine.py").write_text("y = 1\n")
+    (pkg / "sub" / "c.py").write_text("from routecore.sub._mine import y\n")  # its own package's: fine
     assert {line.split(": ", 1)[1] for line in private_reads(pkg)} == {
         "from routecore.a import _helper",
+        "from routecore.sub._mine import (a private module of its package)",
         "obj._x (a private of routecore.a)",
         "a._helper (a private of routecore.a)",
     }

@@ -8,7 +8,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from routecore import _native
-from routecore.core._arrays import as_f32, as_ids, as_names
+from routecore.core.arrays import as_f32, as_ids, as_names
 from routecore.errors import InvalidArgumentError
 
 Backend = Literal["auto", "flat", "faiss", "hnsw"]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 import numpy as np
 
 from routecore import _native
-from routecore.core._arrays import as_f32
+from routecore.core.arrays import as_f32
 from routecore.core.index import VectorIndex
 from routecore.core.lexical import LexicalTable
 from routecore.core.progress import Progress
