@@ -85,7 +85,8 @@ def test_the_candidates_come_from_the_static_tier(cascade: Cascade) -> None:
         own = cascade.strong.tools(q).scores
         assert all(np.isclose(v, own[t]) for t, v in b.scores.items()), q
         assert core <= set(b.names)  # core tools are always passed on
-        assert b.timings.total >= cascade.strong.tools(q).timings.score  # both routers' time
+        t = b.timings  # both routers' time, added part by part (no comparison with another call's clock)
+        assert t.total >= t.tokenize + t.encode and t.total >= t.score + t.policy and t.encode > 0
 
 
 def test_no_tool_fits_as_for_the_transformer(cascade: Cascade) -> None:
