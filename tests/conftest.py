@@ -60,6 +60,20 @@ def tools_router(encoder):
     return Router.from_config(TOOLS, encoder=encoder)
 
 
+@pytest.fixture(scope="session")
+def it_ops_with_tools(tmp_path_factory):
+    """A config file of the IT-ops routes and the example tools (what a sidecar serves)."""
+    import yaml
+
+    from routecore.examples import IT_OPS_ROUTES, TOOLS
+
+    cfg = yaml.safe_load(IT_OPS_ROUTES.read_text(encoding="utf-8"))
+    cfg["tools"] = yaml.safe_load(TOOLS.read_text(encoding="utf-8"))["tools"]
+    path = tmp_path_factory.mktemp("combo") / "routes.yaml"
+    path.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="session", autouse=True)
 def routecore_home(tmp_path_factory):
     """Caches (the CLI's embedded configs, eval embeddings) go to a temporary folder, never

@@ -17,7 +17,6 @@ import time
 import uuid
 
 import pytest
-import yaml
 
 try:
     import ray
@@ -27,7 +26,6 @@ except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError(f"ray[serve] is required under CI (pip install 'routecore[test]'): {e}") from e
     pytest.skip(f"ray[serve] is not installed: {e}", allow_module_level=True)
 
-from routecore.examples import IT_OPS_ROUTES, TOOLS  # noqa: E402
 
 QUERIES = [
     "the production server is down",
@@ -72,12 +70,8 @@ def lessons_url():
 
 
 @pytest.fixture(scope="module")
-def config(tmp_path_factory):
-    cfg = yaml.safe_load(IT_OPS_ROUTES.read_text(encoding="utf-8"))
-    cfg["tools"] = yaml.safe_load(TOOLS.read_text(encoding="utf-8"))["tools"]
-    path = tmp_path_factory.mktemp("ray") / "combo.yaml"
-    path.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
-    return path
+def config(it_ops_with_tools):
+    return it_ops_with_tools
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,6 @@ import pytest
 import yaml
 
 from conftest import MODELS, need_shared
-from routecore.examples import IT_OPS_ROUTES, TOOLS
 from routecore.serve.cli import main
 from serve_process import ServeProcess
 
@@ -43,13 +42,9 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def config(it_ops_with_tools: Path) -> Path:
     """The IT-ops routes and the example tools."""
-    cfg = yaml.safe_load(IT_OPS_ROUTES.read_text(encoding="utf-8"))
-    cfg["tools"] = yaml.safe_load(TOOLS.read_text(encoding="utf-8"))["tools"]
-    path = tmp_path_factory.mktemp("cfg") / "routes.yaml"
-    path.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
-    return path
+    return it_ops_with_tools
 
 
 @pytest.fixture(scope="module")
