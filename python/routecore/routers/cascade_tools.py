@@ -100,7 +100,13 @@ class CascadeTools:
             raise InvalidArgumentError("queries must be a list of strings")
         kw = {"context_domain": context_domain, "top_k": top_k, "threshold": threshold}
         if n is None:  # no shortlist: the strong router's batch
-            belts = self.strong.tools_batch(queries, candidates=candidates, **kw)
+            belts = self.strong.tools_batch(
+                queries,
+                context_domain=context_domain,
+                top_k=top_k,
+                threshold=threshold,
+                candidates=candidates,
+            )
             return [emit(self.metrics, _with_alert(b, _no_shortlist(self.strong))) for b in belts]
         listed = [i for i, q in enumerate(queries) if self._listed(q)]
         texts = [routing_text(queries[i])[0] for i in listed]
