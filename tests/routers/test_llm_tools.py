@@ -12,7 +12,7 @@ import threading
 import pytest
 import yaml
 
-from routecore.errors import ConfigError, LLMError
+from routecore.errors import ConfigError, InvalidArgumentError, LLMError
 from routecore.routers.llm_tools import LLMToolRouter, parse_selection
 
 GOOD = {
@@ -90,6 +90,21 @@ def server(llm):
 
 
 QUERY = "the nginx service on web-3 keeps crashing, restart it and tell me why"
+
+
+def test_the_callers_vectors_skip_the_encoder(tools_router, server, encoder):
+    r = LLMToolRouter(tools_router, server.url, "m", mode="hybrid", hybrid_top=5)
+    qs = [QUERY, "device logs"]
+    V = encoder.encode(qs)
+    alone = r.choose_tools_batch(qs)
+    given = r.choose_tools_batch(qs, vectors=V)
+    assert (
+        [g.tools for g in given]
+        == [a.tools for a in alone]
+        == [r.choose_tools(q, vector=v).tools for q, v in zip(qs, V)]
+    )
+    with pytest.raises(InvalidArgumentError, match="2 queries"):
+        r.choose_tools_batch(qs, vectors=V[:1])
 
 
 def test_good_answer_in_both_modes(tools_router, server):

@@ -165,8 +165,9 @@ class LLMToolRouter:
         )
         return [{"role": "system", "content": system}, {"role": "user", "content": query}]
 
-    def choose_tools(self, query: str, *, top_k: int | None = None) -> ToolRouting:
-        """The tools for ``query`` (at most ``top_k``, default the policy's ``tool_top_k``).
+    def choose_tools(self, query: str, *, top_k: int | None = None, vector: Any = None) -> ToolRouting:
+        """The tools for ``query`` (at most ``top_k``, default the policy's ``tool_top_k``); ``vector``:
+        the query's embedding, as ``Router.tools(vector=)`` (the call then skips the encoder).
 
         Never raises for any string (a non-str is an :class:`InvalidArgumentError`): lone
         surrogates are removed (a note says so); nothing left to read gives no tool and no LLM
@@ -175,17 +176,24 @@ class LLMToolRouter:
         leaves it the routes, and when it does not answer either, the core tools (``error``)."""
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
-        return emit(self.metrics, trace("tool routing", self._choose(query, top_k)))
+        return emit(self.metrics, trace("tool routing", self._choose(query, top_k, vector)))
 
-    def choose_tools_batch(self, queries: Sequence[str], *, top_k: int | None = None) -> list[ToolRouting]:
+    def choose_tools_batch(
+        self, queries: Sequence[str], *, top_k: int | None = None, vectors: Any = None
+    ) -> list[ToolRouting]:
         """:meth:`choose_tools` of each query, embedded in one batched encoder call (one LLM call
-        per query that needs one; a failed batch call: each query degrades on its own)."""
+        per query that needs one; a failed batch call: each query degrades on its own); ``vectors``:
+        the queries' embeddings, one row per query (no encoder call)."""
         if isinstance(queries, str) or not isinstance(queries, Sequence):
             raise InvalidArgumentError("queries must be a list of strings; use choose_tools() for one query")
         for q in queries:
             if not isinstance(q, str):
                 raise InvalidArgumentError(f"queries must be strings, got {type(q).__name__}")
         texts = [routing_text(q)[0] for q in queries]
+        if vectors is not None:  # the caller's rows: one per query, no encoder call
+            if len(vectors) != len(queries):
+                raise InvalidArgumentError(f"vectors: {len(vectors)} rows for {len(queries)} queries")
+            return [self.choose_tools(q, top_k=top_k, vector=v) for q, v in zip(queries, vectors)]
         todo = [t for t in texts if t.strip()]
         try:
             rows = iter(self.router.encoder.encode_with_stats(todo).embeddings if todo else [])
