@@ -33,9 +33,8 @@ def _router(args: argparse.Namespace, default: Path) -> Any:
         from routecore.serve.fast_tier import check_fast_args, fast_encoder_name
 
         check_fast_args(static, fast, getattr(args, "bundle", None))
-        name = fast_encoder_name(getattr(args, "model", None), static, fast)  # before anything loads
-        if name is not None:  # always: static or fast is set
-            return _fast_tier(args, default, name)
+        # the name is checked before anything loads
+        return _fast_tier(args, default, fast_encoder_name(getattr(args, "model", None), static, fast))
     if getattr(args, "bundle", None):
         from routecore.llm.llm import llm_from_config
         from routecore.routers.router import Router

@@ -286,7 +286,7 @@ def per_query(value: Any, n: int, what: str) -> list[Any]:
         return [value] * n
     out = list(value)
     if len(out) != n:
-        raise InvalidArgumentError(f"{what}: {len(out)} values for {n} queries")
+        raise InvalidArgumentError(f"{what}: {len(out)} values for {n} queries (give one, or one per query)")
     return out
 
 

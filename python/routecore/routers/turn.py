@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from routecore.decide.conversation import routing_text
+from routecore.decide.tables import per_query
 from routecore.decision import Decision, Reason, ToolBelt, emit, plain, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.context import Context
@@ -140,7 +141,7 @@ class TurnRouter:
         queries = list(queries)
         if not all(isinstance(q, str) for q in queries):
             raise InvalidArgumentError("queries must be a list of strings")
-        prev = _per_query(previous, len(queries))
+        prev = per_query(previous, len(queries), "previous")
         texts = [routing_text(q)[0] if q.strip() else "" for q in queries]
         listed = [i for i, t in enumerate(texts) if t]
         t0 = time.perf_counter()
@@ -194,15 +195,6 @@ class TurnRouter:
         """``Router.tools`` with ``vec`` (when the encoder fails there, the core tools with an
         ``encoder_error`` alert and reason ``error``, as a route decision degrades)."""
         return self.router.tools(query, vector=vec)  # type: ignore[no-any-return]
-
-
-def _per_query(previous: str | Sequence[str | None] | None, n: int) -> list[str | None]:
-    """``previous`` as one route per query (a single route, or None, for all)."""
-    if previous is None or isinstance(previous, str):
-        return [previous] * n
-    if not isinstance(previous, Sequence) or len(previous) != n:
-        raise InvalidArgumentError(f"previous must be a route, or one per query ({n}), got {previous!r}")
-    return list(previous)
 
 
 def _with_encode(t: Turn, encode_ms: float) -> Turn:

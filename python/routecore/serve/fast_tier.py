@@ -30,10 +30,9 @@ if TYPE_CHECKING:
 __all__ = ["FastTier", "check_fast_args", "fast_encoder_name", "fast_tier"]
 
 
-def fast_encoder_name(model: Optional[str], static: bool, fast_model: Optional[str]) -> Optional[str]:
+def fast_encoder_name(model: Optional[str], static: bool, fast_model: Optional[str]) -> str:
     """The encoder in front of ``model`` (None: the bundled one): ``fast_model`` (a folder or a name
-    in the model cache), else with ``static`` the model's table ``<model>-static`` from the model
-    cache, else None (no fast tier).
+    in the model cache), else (``static``) the model's table ``<model>-static`` from the model cache.
 
     Raises:
         ModelError: no such encoder or table; for a missing table the message names the command
@@ -44,8 +43,6 @@ def fast_encoder_name(model: Optional[str], static: bool, fast_model: Optional[s
     if fast_model is not None:
         models.resolve(fast_model)  # a folder or a cached name, else ModelError
         return fast_model
-    if not static:
-        return None
     from routecore.hub.distill import static_name
 
     name = static_name(models.resolve(model))
