@@ -19,11 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import asdict
 from unittest import mock
 
 import numpy as np
 
 from routecore import Encoder
+from routecore.calibrate.stats import HeadStats
 from routecore.evaluation import datasets as D
 from routecore.evaluation.decisions import decide_vectors, decision_figures
 from routecore.evaluation.runner import build_router, embed
@@ -109,7 +111,7 @@ def run(enc: Encoder, name: str, head: str, no_clinc_background: bool = False, s
             oos_f1=round(float(2 * tp / (2 * tp + fp + fn)), 4),
         )
     if router.head is not None and router.calibration is not None:
-        st = router.calibration.stats.get("head", {})
+        st = asdict(router.calibration.stats.head or HeadStats())
         out["head_fit"] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in st.items()}
     return out
 

@@ -46,7 +46,8 @@ def main() -> None:
                 r = build_router(sub, enc, shots=shots, head="exemplars" if head == "exemplars" else False)
                 times[head].append(time.perf_counter() - t0)
                 if head == "exemplars":
-                    skipped = r.calibration.stats.get("head", {}).get("skipped")
+                    head_stats = r.calibration.stats.head
+                    skipped = head_stats.skipped if head_stats is not None else None
         off, on = statistics.median(times["off"]), statistics.median(times["exemplars"])
         print(
             json.dumps(

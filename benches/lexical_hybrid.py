@@ -55,7 +55,7 @@ def intents(name: str, enc: Encoder, bg: np.ndarray, stemmer: str = "none") -> d
         "hybrid_top1": round(fused, 4),
         "delta_points": round(100 * (fused - dense), 2),
         "build_s": round(build_s, 3),
-        **{k: round(v, 4) for k, v in cal.stats.items() if k.startswith("lexical_")},
+        **{k: round(v, 4) for k, v in cal.stats.lexical.items()},
     }
 
 

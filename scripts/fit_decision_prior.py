@@ -104,7 +104,7 @@ def dump(model: str | None, out: str, seeds: int) -> None:
                                 if k_
                             ]
                         ),
-                        "config": np.array([st["top1_dense"], st["exemplars_per_route"], len(routes)]),
+                        "config": np.array([st.top1_dense, st.exemplars_per_route, len(routes)]),
                     }
                     print(name, len(routes), k, seed, flush=True)
     np.save(out, {"model_id": enc.model_id, "rows": rows}, allow_pickle=True)

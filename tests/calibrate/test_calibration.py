@@ -37,7 +37,7 @@ def test_config_calibrates_for_the_encoder(it_ops_router, encoder):
     sane(it_ops_router.policy)
     # The held-out exemplars and the background set were used.
     st = it_ops_router.calibration.stats
-    assert st["held_out"] > 20 and st["background"] == len(background_texts()[0])
+    assert st.held_out > 20 and st.background == len(background_texts()[0])
     # Bias rules of the example config get a width of one calibrated scale.
     assert all(
         r.within == pytest.approx(it_ops_router.calibration.scale) for r in it_ops_router.policy.bias_rules
@@ -112,7 +112,7 @@ def test_tiny_config_still_yields_a_sane_policy(encoder):
         encoder=encoder,
     )
     sane(r.policy)
-    assert r.calibration.stats.get("tiers_fallback")  # 4 held-out rows: no tier fit
+    assert r.calibration.stats.tiers_fallback  # 4 held-out rows: no tier fit
     assert r.route("my card was charged two times").route == "BILLING"
     assert r.route("quelle est la recette de la tarte tatin").action == "none"
 

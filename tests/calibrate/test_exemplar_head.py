@@ -39,11 +39,12 @@ def test_a_config_trains_and_calibrates_its_head(it_ops, encoder):
     assert set(h.classes) == {r.name for r in it_ops.route_specs} | {OOS_CLASS}
     cal = it_ops.calibration
     assert cal.source == "zero-label" and it_ops.calibrated == "zero-label"
-    st = cal.stats["head"]
+    st = cal.stats.head
     # The head's cut decides the scope: the cosine cut is off, and the cuts were fitted out of fold.
     assert cal.min_score == 0.0 and it_ops.policy.min_score == 0.0
-    assert "cuts_fallback" not in st and st["threshold"] == h.threshold and 0 < h.threshold < 1
-    assert st["oof_top1"] > 0.5 and 0 < st["oof_kept"] <= 1
+    assert st is not None and not st.cuts_fallback and st.threshold == h.threshold and 0 < h.threshold < 1
+    assert st.oof_top1 is not None and st.oof_top1 > 0.5
+    assert st.oof_kept is not None and 0 < st.oof_kept <= 1
     p = it_ops.policy
     assert 0 < p.medium <= 1 and 0 < p.high <= 1 and 0 <= p.margin <= 1
     plain = Router.from_config(EX / "it_ops_routes.yaml", encoder=encoder, policy=head_policy(head="off"))
@@ -80,7 +81,8 @@ def test_explicit_values_win_over_the_heads_cuts(encoder):
         EX / "it_ops_routes.yaml", encoder=encoder, policy=head_policy(high=0.99, margin=0.5, medium=0.7)
     )
     assert (r.policy.high, r.policy.margin, r.policy.medium) == (0.99, 0.5, 0.7)
-    assert r.head is not None and r.calibration.stats["head"]["threshold"] == r.head.threshold
+    assert r.head is not None and r.calibration.stats.head is not None
+    assert r.calibration.stats.head.threshold == r.head.threshold
 
 
 def test_a_tiny_config_and_a_single_route(encoder):
@@ -91,8 +93,8 @@ def test_a_tiny_config_and_a_single_route(encoder):
     r = Router(tiny, encoder=encoder, policy=Policy(head="exemplars", prior=False))
     # Four exemplars hold out too few rows to fit cuts on: no head, the calibrated cosines decide,
     # and the stats say why.
-    st = r.calibration.stats["head"]
-    assert r.head is None and st.get("cuts_fallback") is True and "too few" in st["skipped"]
+    st = r.calibration.stats.head
+    assert r.head is None and st is not None and st.cuts_fallback and "too few" in (st.skipped or "")
     assert r.policy.min_score > 0 and 0 < r.policy.medium <= 1
     d = r.route("is it going to snow this weekend")
     assert d.route == "weather" and d.action in ("route", "clarify")
@@ -158,9 +160,9 @@ def test_other_languages_get_their_own_cut_and_are_not_taught_out_of_scope(encod
     langs = r.calibration.languages
     homes = {n for n, v in langs.items() if v.get("covered")}
     assert homes == {"en"}
-    st = r.calibration.stats["head"]
+    st = r.calibration.stats.head
     # The out-of-scope class holds English background queries only.
-    assert st["background"] + st["background_dropped"] == sum(
+    assert st is not None and st.background + st.background_dropped == sum(
         lang in homes for lang in background_languages()
     )
     cuts = {n: v["head_threshold"] for n, v in langs.items() if "head_threshold" in v}
@@ -213,7 +215,7 @@ def test_a_live_route_change_trains_the_head_again(encoder):
     assert r.route("what are the headlines today").route == "news"
     # A tool change recomputes the zero-label calibration: the head comes back with its cuts.
     r.add_tools([ToolSpec("get_forecast", "the weather forecast for a city")])
-    assert r.head is not None and r.calibration.min_score == 0.0 and "head" in r.calibration.stats
+    assert r.head is not None and r.calibration.min_score == 0.0 and r.calibration.stats.head is not None
     # A fitted calibration with a head still refuses (the head was cut on a validation split).
     r.calibrate(replace(r.calibration, source="fitted"))
     with pytest.raises(Exception, match="refit"):

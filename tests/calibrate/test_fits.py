@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from routecore.calibrate.calibration_record import Calibration
 from routecore.calibrate.fits import fit_temperature, fit_tiers, learned_medium, wilson_lower
+from routecore.calibrate.stats import CalibrationStats
 
 
 def reference_tiers(p1, margin, correct, target, min_selected=10):
@@ -95,7 +96,8 @@ def test_fit_temperature_matches_the_whole_grid(rows, cols, seed, spread, lift, 
 
 def prior(medium: float = 0.9) -> Calibration:
     """A calibration from a prior, with ``medium`` as its routing cut and a stat of its own."""
-    return Calibration("prior", 0.02, 0.95, 0.15, medium, 0.7, 0.1, 0.3, 0.02, 0.9, 0.8, stats={"rows": 6})
+    stats = CalibrationStats(held_out=6)
+    return Calibration("prior", 0.02, 0.95, 0.15, medium, 0.7, 0.1, 0.3, 0.02, 0.9, 0.8, stats=stats)
 
 
 def test_learned_medium_comes_down_to_where_the_answers_were_right():
@@ -106,9 +108,10 @@ def test_learned_medium_comes_down_to_where_the_answers_were_right():
     # The lowest cut above which the answers are right on 90 % (a lower bound): under 0.6, the coins
     # below it are diluted by the sure ones above, as among routed queries they would be.
     assert 0.5 < cal.medium < 0.6 and right[p1 >= cal.medium].mean() >= 0.9
-    note = cal.stats["learned_medium"]
+    note = cal.stats.learned_medium
     assert note == {"answers": 1000, "medium": cal.medium, "was": 0.9, "target": 0.90}
-    assert cal.stats["rows"] == 6 and replace(cal, medium=0.9, stats={"rows": 6}) == prior()
+    # the rest of the stats is kept
+    assert cal.stats.held_out == 6 and replace(cal, medium=0.9, stats=CalibrationStats(held_out=6)) == prior()
 
 
 def test_learned_medium_is_never_raised_and_a_fitted_or_manual_cut_is_kept():

@@ -13,6 +13,7 @@ from conftest import DATASETS, need_shared
 from routecore import Router
 from routecore.calibrate.calibration import Calibration, fallback_note
 from routecore.calibrate.prior import DecisionPrior, config_features, cut_for, p_right, prior_for
+from routecore.calibrate.stats import CalibrationStats
 from routecore.config.specs import RouteSpec
 from routecore.decide.policy import Policy
 from routecore.errors import ConfigError
@@ -79,7 +80,8 @@ def test_the_bundled_model_has_a_prior_and_says_so(shop, encoder):
     assert shop.calibrated == "prior"
     d = shop.route("has my parcel shipped")
     assert d.calibrated == "prior" and not [a for a in d.alerts if a.kind == "calibration_fallback"]
-    assert shop.calibration.stats["head"]["prior"]  # the source of the prior is kept with the calibration
+    head = shop.calibration.stats.head
+    assert head is not None and head.prior  # the source of the prior is kept with the calibration
 
 
 def test_in_scope_paraphrases_route_and_off_topic_is_none(shop):
@@ -126,11 +128,12 @@ def test_prior_cuts_are_levels_of_its_model_and_stay_within_their_span():
     for top1 in (0.0, 0.3, 0.7, 0.99, 1.0):
         for k in (1, 5, 50):
             c = p.cuts(top1, k, 3)
-            assert 0 < c["previous_high"] <= c["medium"] <= c["high"] <= 1
+            assert c.previous_high is not None and c.medium is not None and c.high is not None
+            assert 0 < c.previous_high <= c.medium <= c.high <= 1 and c.margin == 0.0
             z = config_features(top1, k, 3, span)
             # The cut on p1 is where the model's probability of a right decision reaches the level.
-            if c["medium"] < 0.999:
-                assert p_right(w, c["medium"], z) == pytest.approx(0.9, abs=1e-4)
+            if c.medium < 0.999:
+                assert p_right(w, c.medium, z) == pytest.approx(0.9, abs=1e-4)
     # Out of the span, the nearest edge: no extrapolation.
     assert p.cuts(1.0, 100, 1000) == p.cuts(0.9, 20, 150)
     # A model in which p1 says nothing routes nothing.
@@ -176,7 +179,8 @@ def test_a_config_that_asks_for_more_precision_routes_no_more(encoder):
     for goal in (0.85, None, 0.98):
         r = Router(SHOP, encoder=encoder, policy=Policy(route_precision=goal))
         cuts[goal] = r.calibration.medium
-        assert r.calibration.stats["head"]["route_precision"] == goal  # the goal is recorded
+        head = r.calibration.stats.head
+        assert head is not None and head.route_precision == goal  # the goal is recorded
     assert cuts[0.85] <= cuts[None] <= cuts[0.98] and cuts[0.85] < cuts[0.98]
 
 
@@ -193,7 +197,7 @@ def test_a_fallback_calibration_says_its_constants_are_not_fits():
         0.02,
         0.9,
         0.8,
-        stats={"tiers_fallback": True, "held_out": 3},
+        stats=CalibrationStats(tiers_fallback=True, held_out=3),
     )
     note = fallback_note(cal)
     assert note and "constants" in note and "0.85" in note

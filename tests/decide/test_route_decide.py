@@ -62,7 +62,7 @@ def test_the_support_is_the_calibrations_match_unless_pinned(cards):
     r, without = cards
     assert r.policy.high_support == pytest.approx(r.calibration.match)
     assert without.policy.high_support == 0.0  # explicit values win
-    fallback = replace(r.calibration, stats={**r.calibration.stats, "match_fallback": "no held-out row"})
+    fallback = replace(r.calibration, stats=replace(r.calibration.stats, match_fallback="no held-out row"))
     assert Policy().resolve(fallback).high_support is None  # a constant is not a support
 
 

@@ -34,6 +34,7 @@ def test_answers_below_the_cut_are_kept_and_a_refit_reads_them(encoder):
     lr.since_refit = r.spec_policy.learn_refit_every
     r.learn("please refund the double charge on my card", "billing")
     lr.wait()
-    note = r.calibration.stats["learned_medium"]  # "was": the refit's own cut, for the grown config
-    assert note["answers"] == len(lr.answers) and r.calibration.medium == note["medium"] < note["was"]
+    note = r.calibration.stats.learned_medium  # "was": the refit's own cut, for the grown config
+    assert note is not None and note["answers"] == len(lr.answers)
+    assert r.calibration.medium == note["medium"] < note["was"]
     assert r.calibration.medium < old and r.policy.medium == r.calibration.medium

@@ -212,7 +212,7 @@ def test_recalibrate_false_trains_only_the_exemplar_head_and_keeps_its_cuts(enco
     know the new route) and keeps its out-of-scope cut and the calibration's tiers."""
     routes = [RouteSpec(s.name, s.utterances + tuple(f"{u} please" for u in s.utterances)) for s in BASE]
     r = Router(routes, encoder=encoder)
-    assert r.head is not None, r.calibration.stats.get("head")
+    assert r.head is not None, r.calibration.stats.head
     cal, cut = r.calibration, r.head.threshold
     r.add_routes([WEATHER], recalibrate=False)
     assert r.calibration == cal and r.head.threshold == cut and "weather" in r.head.classes

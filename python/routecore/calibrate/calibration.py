@@ -54,6 +54,7 @@ from routecore.calibrate.held_out import near_duplicate_cut as near_duplicate_cu
 from routecore.calibrate.held_out import nearest_same as nearest_same
 from routecore.calibrate.held_out import route_scores as route_scores
 from routecore.calibrate.languages import fit_languages, language_fields, offsets
+from routecore.calibrate.stats import TEMPERATURE_CONSTANT, TEMPERATURE_FROM_BACKGROUND, CalibrationStats
 
 # Re-exported (``X as X``: an explicit re-export for type checkers).
 from routecore.core.background import BACKGROUND_FILE as BACKGROUND_FILE
@@ -101,7 +102,8 @@ def zero_label(
     ``lexical`` / ``tool_lexical``: ``(LexicalTable, texts)`` of the routes' / tools'
     exemplars; their weight is fitted on the held-out rows (:mod:`routecore.core.lexical`)
     and every later fit sees the fused scores."""
-    stats: dict[str, Any] = {"background": int(len(background))}
+    stats: dict[str, Any] = {"background": int(len(background))}  # CalibrationStats' fields
+    lexical_stats: dict[str, float] = {}
     if n_routes and len(route_vecs):
         V, owners, R = route_vecs, np.asarray(route_owners, dtype=np.int64), n_routes
     else:
@@ -156,7 +158,7 @@ def zero_label(
             [(S, None), (S_dup, dup), (S_tier, tier_cut)],
             dense_temperature,
         )
-        stats.update(lstats)
+        lexical_stats = lstats
     # The lexical score picks the label; the out-of-scope cut and the match/unrelated
     # scale read that label's cosine, which means the same in every language.
     B = _best_background(Bm, lex_bg, w, cosine=True)
@@ -188,12 +190,12 @@ def zero_label(
         # probability over its SPREAD_LABELS best labels, which span two temperatures.
         top = -np.sort(-np.where(np.isfinite(Bm), Bm, -1.0), axis=1)
         temperature = float(max(np.median(top[:, 0] - top[:, SPREAD_LABELS - 1]) / 2.0, 1e-3))
-        stats["temperature_fallback"] = "background spread"
+        stats["temperature_fallback"] = TEMPERATURE_FROM_BACKGROUND
     else:
         # Too few held-out rows and labels for either: a tenth of the spread
         # between a paraphrase and an unrelated best match.
         temperature = float(max(abs(match - unrelated) / 10.0, 1e-3))
-        stats["temperature_fallback"] = True
+        stats["temperature_fallback"] = TEMPERATURE_CONSTANT
     if lex is not None and not fit_lexical:
         # Nothing to hold out (one exemplar per tool, a tiny config): the lexical pass
         # may move a label by LEXICAL_PRIOR_SCALES scales, until `fit` says otherwise.
@@ -296,7 +298,7 @@ def zero_label(
         lexical_weight=lexical_weight,
         tool_lexical_weight=tool_lexical_weight,
         languages=languages,
-        stats=stats,
+        stats=CalibrationStats(**stats, lexical=lexical_stats),
     )
 
 
@@ -307,14 +309,14 @@ def fallback_note(cal: Calibration | None) -> str | None:
         return None
     st = cal.stats
     used = []
-    if st.get("tiers_fallback"):
+    if st.tiers_fallback:
         used.append(f"tiers high {cal.high:.2f} / margin {cal.margin:.2f} / medium {cal.medium:.2f}")
-    if st.get("temperature_fallback") is True:
-        used.append(f"temperature {cal.temperature:.4f} (a tenth of the match-unrelated spread)")
+    if st.temperature_fallback == TEMPERATURE_CONSTANT:
+        used.append(f"temperature {cal.temperature:.4f} ({TEMPERATURE_CONSTANT})")
     if not used:
         return None
     return (
-        f"calibration fallback: {st.get('held_out', 0)} held-out exemplars (< {MIN_ROWS}) "
+        f"calibration fallback: {st.held_out} held-out exemplars (< {MIN_ROWS}) "
         f"and no measured prior for "
         f"this model, so these are constants, not fits: " + "; ".join(used)
     )

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from routecore.calibrate.stats import CalibrationStats
 from routecore.core.lexical import STEMMERS
 from routecore.errors import ConfigError
 
@@ -55,9 +56,12 @@ class Calibration:
     #: Per background language: its centroid and whether the exemplars cover it; for the
     #: others, the margin that detects it, its transfer and its own numbers (routecore.calibrate.languages).
     languages: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    stats: Mapping[str, Any] = field(default_factory=dict)
+    #: What the fit measured and which values are constants (a mapping is read as a bundle's).
+    stats: CalibrationStats = field(default_factory=CalibrationStats)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.stats, CalibrationStats):
+            object.__setattr__(self, "stats", CalibrationStats.from_dict(self.stats))
         if self.source not in SOURCES:
             raise ConfigError(f"calibration: source must be one of {SOURCES}, got {self.source!r}")
         for k in ("temperature", "scale"):
@@ -75,7 +79,7 @@ class Calibration:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["stats"] = dict(self.stats)
+        d["stats"] = self.stats.to_dict()
         d["per_route"] = {k: dict(v) for k, v in self.per_route.items()}
         d["languages"] = {k: dict(v) for k, v in self.languages.items()}
         return d

@@ -36,6 +36,7 @@ from routecore.calibrate.calibration_record import Calibration
 from routecore.calibrate.fits import Targets, fit_medium, fit_tiers, softmax, top2_gold
 from routecore.calibrate.held_out import near_duplicate_cut
 from routecore.calibrate.linear_head import LinearHead
+from routecore.calibrate.stats import HeadStats, TierCuts
 from routecore.core.progress import Progress, ProgressArg
 
 #: The label of the background class; it cannot clash with a route name the head knows.
@@ -58,8 +59,8 @@ class HeadFit:
     """The head and the calibration fields its out-of-fold probabilities set."""
 
     head: LinearHead
-    fields: dict[str, Any]
-    stats: dict[str, Any]
+    fields: TierCuts
+    stats: HeadStats
     #: The out-of-fold in-scope rows the tiers were fitted on: log-probabilities and routes.
     oof: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -191,7 +192,7 @@ def fit_exemplar_head(
         "folds": folds,
         "epochs": epochs,
     }
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = {}  # TierCuts' fields
     if fit_cuts:
         p1, mg, right = top2_gold(Q[held], owners[held])
         # Out of scope when the background class wins or the best in-scope probability is under
@@ -230,7 +231,7 @@ def fit_exemplar_head(
         stats["cuts_fallback"] = True
         oof = None
     stats["threshold"] = head.threshold
-    return HeadFit(head, fields, stats, oof)
+    return HeadFit(head, TierCuts(**fields), HeadStats(**stats), oof)
 
 
 def prior_fit(
@@ -243,22 +244,17 @@ def prior_fit(
     top1, per_route, routes = prior.config_of(base.stats)
     cuts = prior.cuts(top1, per_route, routes)
     head.threshold = prior.scope
-    return HeadFit(
-        head,
-        cuts,
-        {
-            "prior": prior.source,
-            "route_precision": prior.goal,
-            "threshold": head.threshold,
-            "folds": 0,
-            "top1_dense": top1,
-            "exemplars_per_route": per_route,
-            "rows": int(rows),
-            "background": int(kept),
-            "background_dropped": int(background - kept),
-        },
-        None,
+    stats = HeadStats(
+        rows=int(rows),
+        background=int(kept),
+        background_dropped=int(background - kept),
+        threshold=head.threshold,
+        prior=prior.source,
+        route_precision=prior.goal,
+        top1_dense=top1,
+        exemplars_per_route=per_route,
     )
+    return HeadFit(head, cuts, stats, None)
 
 
 def out_of_scope_rows(
@@ -330,9 +326,9 @@ def with_head(
         langs[k].update(fields, offset=0.0, support_offset=base.languages[k].get("offset", 0.0))
     return replace(
         base,
-        **fit.fields,
+        **fit.fields.changes(),
         min_score=0.0,
         per_route={},
         languages=langs,
-        stats={**base.stats, "head": fit.stats},
+        stats=replace(base.stats, head=fit.stats),
     )

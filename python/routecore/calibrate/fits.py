@@ -144,7 +144,7 @@ def learned_medium(
     if cut is None or cut >= calibration.medium:
         return calibration
     note = {"answers": int(len(p1)), "medium": cut, "was": calibration.medium, "target": target}
-    return replace(calibration, medium=cut, stats={**calibration.stats, "learned_medium": note})
+    return replace(calibration, medium=cut, stats=replace(calibration.stats, learned_medium=note))
 
 
 def fit_min_score(inscope: np.ndarray, background: np.ndarray) -> float:

@@ -64,7 +64,8 @@ class PeerCut:
         written = {n for n, v in calibration.languages.items() if v.get("covered")}
         if prior.languages and not written <= set(prior.languages):
             return None  # measured on other languages' configs (the peer may not read these)
-        stats = dict(calibration.stats)
+        stats = calibration.stats
         cuts = prior.cuts(*prior.config_of(stats))
-        traffic = TrafficCut.build(prior, stats, cuts["medium"]) if spec_policy.adapt_cut else None
-        return cls(peer_model, cuts["medium"], cuts["high"], cuts["previous_high"], traffic, prior.source)
+        assert cuts.medium is not None and cuts.high is not None and cuts.previous_high is not None
+        traffic = TrafficCut.build(prior, stats, cuts.medium) if spec_policy.adapt_cut else None
+        return cls(peer_model, cuts.medium, cuts.high, cuts.previous_high, traffic, prior.source)

@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence, Tuple
 
 import numpy as np
 
+from routecore.calibrate.stats import CalibrationStats, TierCuts
 from routecore.errors import ConfigError
 
 #: The priors shipped with routecore, by model id (and by :func:`pair_key` for two encoders' combined
@@ -157,19 +158,18 @@ class DecisionPrior:
         traffic = 0.0 if 0.0 in near else traffic
         return replace(self, medium=round(medium, 6), traffic=round(traffic, 6), goal=g)
 
-    def cuts(self, top1_dense: float, per_route: float, routes: int) -> dict[str, float]:
-        """The calibration fields for a config
-        (:class:`routecore.calibrate.calibration.Calibration`): cuts on p1."""
+    def cuts(self, top1_dense: float, per_route: float, routes: int) -> TierCuts:
+        """The cuts on p1 for a config (no margin: the prior's tiers are levels of p1 alone)."""
         z = config_features(top1_dense, per_route, routes, self.span)
         medium = cut_for(self.weights, self.medium, z)
-        return {
-            "medium": round(medium, 6),
-            "high": round(max(cut_for(self.weights, self.high, z), medium), 6),
-            "margin": 0.0,
-            "previous_high": round(min(cut_for(self.weights, self.previous_high, z), medium), 6),
-            "previous_margin": 0.0,
-            "clarify_mass": self.clarify_mass,
-        }
+        return TierCuts(
+            medium=round(medium, 6),
+            high=round(max(cut_for(self.weights, self.high, z), medium), 6),
+            margin=0.0,
+            previous_high=round(min(cut_for(self.weights, self.previous_high, z), medium), 6),
+            previous_margin=0.0,
+            clarify_mass=self.clarify_mass,
+        )
 
     def p_right_many(self, p1: np.ndarray, z: Sequence[float]) -> np.ndarray:
         """:func:`p_right` of every best probability in ``p1`` for a config's features ``z``."""
@@ -182,14 +182,14 @@ class DecisionPrior:
         out: np.ndarray = 1.0 / (1.0 + np.exp(-x))
         return out
 
-    def config_of(self, stats: Mapping[str, Any]) -> tuple[float, float, int]:
+    def config_of(self, stats: CalibrationStats) -> tuple[float, float, int]:
         """(top1_dense, exemplars per route, routes) of a calibration's ``stats``, as the prior reads
         them: with nothing held out (one exemplar a route), the middle of the separability it saw."""
-        top1 = stats.get("top1_dense")
+        top1 = stats.top1_dense
         if top1 is None:
             lo, hi = self.span.get("top1_dense", (0.5, 0.5))
             top1 = (float(lo) + float(hi)) / 2
-        return float(top1), float(stats.get("exemplars_per_route") or 1.0), int(stats.get("routes") or 2)
+        return float(top1), float(stats.exemplars_per_route or 1.0), int(stats.routes or 2)
 
     def features(self, top1_dense: float, per_route: float, routes: int) -> list[float]:
         """:func:`config_features` within the prior's span."""

@@ -25,6 +25,7 @@ import numpy as np
 
 from routecore.calibrate.calibration_record import Calibration
 from routecore.calibrate.prior import DecisionPrior, prior_for
+from routecore.calibrate.stats import CalibrationStats
 
 #: Queries seen before the cut moves; how many the cut reads; how often it is recomputed.
 WARMUP, WINDOW, EVERY = 100, 2000, 25
@@ -97,7 +98,7 @@ class TrafficCut:
 
     @classmethod
     def build(
-        cls, prior: DecisionPrior | None, stats: dict[str, Any], cut: float | None
+        cls, prior: DecisionPrior | None, stats: CalibrationStats, cut: float | None
     ) -> "TrafficCut | None":
         """A traffic cut for a router whose calibration came from ``prior`` (its ``stats`` hold the
         config's numbers); None when the prior has no traffic level or the cut is unknown."""
@@ -127,4 +128,4 @@ def for_table(
     ):
         return None
     prior = prior_for(model_id, spec_policy.route_precision)
-    return TrafficCut.build(prior, dict(calibration.stats), medium)
+    return TrafficCut.build(prior, calibration.stats, medium)

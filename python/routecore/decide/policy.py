@@ -199,7 +199,7 @@ class Policy(FlatKeys):
         }
         if self.clarify_mass is None and cal.clarify_mass is not None:
             changes["clarify_mass"] = cal.clarify_mass
-        if self.high_support is None and not cal.stats.get("match_fallback"):
+        if self.high_support is None and not cal.stats.match_fallback:
             changes["high_support"] = cal.support if cal.support is not None else cal.match
         changes["bias_rules"] = tuple(
             r if r.within is not None else replace(r, within=SCALE_UNITS["bias_within"] * cal.scale)

@@ -208,7 +208,7 @@ def diagnose(
     info = CalibrationInfo(
         router.calibrated,
         cal.source,
-        int(cal.stats.get("held_out", 0)),
+        cal.stats.held_out,
         T,
         float(cal.match),
         float(cal.unrelated),

@@ -189,7 +189,9 @@ def fit_router(
             lexical_weight=lex_w,
             min_score=float(np.clip(min_score, 0.0, 1.0)),
             per_route=per_route,
-            stats={**base.stats, "fit_objective": res.objective, "fit_value": res.value},
+            stats=replace(
+                base.stats, fit={**base.stats.fit, "fit_objective": res.objective, "fit_value": res.value}
+            ),
         )
     )
     texts = [s.text for s in val.samples]
@@ -200,7 +202,9 @@ def fit_router(
     decisions = fit_routed_cut(router, X, texts, gold, oos_label)
     cal = router.calibration
     assert cal is not None  # calibrate() above installed one (fit_routed_cut only replaces it)
-    router.calibrate(replace(cal, stats={**cal.stats, "validation_decisions": decisions}))
+    router.calibrate(
+        replace(cal, stats=replace(cal.stats, fit={**cal.stats.fit, "validation_decisions": decisions}))
+    )
     router.fitted = res.to_dict() | {
         "head_threshold": getattr(router.head, "threshold", None),
         "head_tiers": head_tiers or None,

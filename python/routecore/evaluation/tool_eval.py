@@ -159,7 +159,7 @@ def fit_tools(
             tool_lexical_weight=w,
             tool_lexical_stemmer=stemmer,
             tool_lexical_b=b,
-            stats={**cal.stats, **{f"tools_{k}": v for k, v in stats.items()}},
+            stats=replace(cal.stats, fit={**cal.stats.fit, **{f"tools_{k}": v for k, v in stats.items()}}),
         )
     )
     fitted = {"tool_lexical_weight": w, "tool_lexical_stemmer": stemmer, "tool_lexical_b": b}

@@ -255,12 +255,14 @@ def _exemplar_head(
     fitted = fit_exemplar_head(
         V, np.asarray(owners), [r.name for r in routes], B, base, targets=targets, progress=progress
     )
-    if fitted.stats.get("cuts_fallback"):
+    if fitted.stats.cuts_fallback:
         # Too few exemplars to hold out: a head whose cuts nothing vouches for would decide
         # worse than the calibrated cosines, so the router keeps those and says why.
-        note = {"head": {**fitted.stats, "skipped": "too few exemplars to fit the head's cuts out of fold"}}
+        skipped = replace(fitted.stats, skipped="too few exemplars to fit the head's cuts out of fold")
         return None, (
-            replace(calibration, stats={**calibration.stats, **note}) if calibration is not None else None
+            replace(calibration, stats=replace(calibration.stats, head=skipped))
+            if calibration is not None
+            else None
         )
     if calibration is None or calibration.source != "zero-label":
         return fitted.head, calibration
