@@ -65,7 +65,7 @@ def main() -> None:
         t4 = time.perf_counter()
         t["detect"].append((t1 - t0) * 1e3)
         t["route"].append((t2 - t1) * 1e3)
-        t["detect_rest"].append((t1 - t0) * 1e3 - ctx.timings["encode"])
+        t["detect_rest"].append((t1 - t0) * 1e3 - ctx.timings.encode)
         t["route_rest"].append((t2 - t1) * 1e3 - d.timings.tokenize - d.timings.encode)
         t["per_layer_rest"].append((t4 - t3) * 1e3)
     out = {

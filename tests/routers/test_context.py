@@ -10,6 +10,7 @@ import pytest
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.examples import __file__ as examples
 from routecore.routers.context import ContextRouter
+from routecore.routers.context_result import Context, ContextTimings
 
 CONTEXT = Path(examples).parent / "context.yaml"
 
@@ -37,10 +38,16 @@ def test_every_layer_from_one_encode(cr, encoder):
     assert len(calls) == 1  # one encode for four layers
     assert ctx.label("urgency") == "high" and ctx.label("domain") == "infrastructure"
     assert {e.kind for e in ctx.entities} == {"service", "incident_id"}
-    assert set(ctx.timings) == {"encode", "scoring", "intent", "urgency", "sensitivity", "domain", "total"}
+    t = ctx.timings
+    assert set(t.layers) == {"intent", "urgency", "sensitivity", "domain"}
+    assert t.encode > 0 and t.scoring > 0 and t.total >= t.encode + t.scoring + sum(t.layers.values())
     for r in ctx.layers.values():
         assert r.decision is not None and 0.0 <= r.probability <= 1.0 and r.tier in ("high", "medium", "low")
     assert json.loads(json.dumps(ctx.to_dict()))["layers"]["urgency"]["label"] == "high"
+    assert Context.from_dict(json.loads(json.dumps(ctx.to_dict()))).timings == t
+    # the flat timings of earlier versions: a layer's time beside the stages'
+    flat = {"encode": 1.0, "scoring": 2.0, "intent": 0.5, "total": 4.0}
+    assert ContextTimings.from_dict(flat) == ContextTimings(1.0, 2.0, 4.0, {"intent": 0.5})
     with pytest.raises(KeyError, match="layers"):
         ctx.label("mood")
     with pytest.raises(InvalidArgumentError, match="'mood'"):  # the contract's error (UnknownLayerError)
@@ -105,10 +112,11 @@ def test_bad_context_configs(tmp_path, encoder):
         ContextRouter.from_config(bad, encoder=encoder)
     with pytest.raises(ConfigError, match="at least one layer"):
         ContextRouter({})
-    with pytest.raises(ConfigError, match="hold a context's timings"):  # a layer's time would overwrite it
-        ContextRouter(
-            {"total": next(iter(ContextRouter.from_config(CONTEXT, encoder=encoder).layers.values()))}
-        )
+    # a layer may be named as a stage of the timings: its time is kept apart from the stages'
+    layer = next(iter(ContextRouter.from_config(CONTEXT, encoder=encoder).layers.values()))
+    named = ContextRouter({"total": layer})
+    t = named.detect("the VPN is down").timings
+    assert set(t.layers) == {"total"} and t.total >= t.encode + t.layers["total"]
     only = ContextRouter.from_config(CONTEXT, encoder=encoder, defaults=False)
     assert list(only.layers) == ["domain"]
 

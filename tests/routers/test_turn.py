@@ -72,6 +72,7 @@ def test_a_turn_for_any_text_and_a_failing_encoder(q, fail):
             assert x.knowledge.source == "fallback" or x.knowledge.source == "llm"
         json.dumps(x.to_dict())
         _same(Turn.from_dict(x.to_dict()), x)
+        assert Turn.from_dict(x.to_dict()).timings == x.timings
 
 
 def test_each_part_is_its_own_call_with_the_one_vector(w):
@@ -83,7 +84,7 @@ def test_each_part_is_its_own_call_with_the_one_vector(w):
     _same(got.belt, t.router.tools(q, vector=vec))
     _same(got.context, t.context.detect(q, vector=vec))
     _same(got.knowledge, t.knowledge.collections(q, intent=got.context.label("intent"), vector=vec))
-    assert set(got.timings) == {"encode", "total"}
+    assert got.timings.encode > 0 and got.timings.total > 0
 
 
 def test_a_batch_is_one_encoder_call_and_each_turn_as_alone(w):
@@ -95,7 +96,7 @@ def test_a_batch_is_one_encoder_call_and_each_turn_as_alone(w):
     assert enc.calls == before + 1  # the three with text, in one call (the blank one is the empty turn)
     for q, p, g in zip(qs, prev, got):
         _same(g, t.turn(q, previous=p))
-    assert got[1].reason.code == "empty_query" and "encode" in got[0].timings
+    assert got[1].reason.code == "empty_query" and got[0].timings.encode > 0
     with pytest.raises(InvalidArgumentError, match="one per query"):
         t.turn_batch(qs, previous=["A"])
     with pytest.raises(InvalidArgumentError, match="list of strings"):

@@ -39,11 +39,8 @@ from routecore.decision import Alert, Decision, Entity, Reason, emit, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.context_result import CONTEXT_REASONS as CONTEXT_REASONS
 from routecore.routers.context_result import Context as Context
+from routecore.routers.context_result import ContextTimings, Notes
 from routecore.routers.context_result import LayerResult as LayerResult
-from routecore.routers.context_result import Notes
-
-#: The keys of :attr:`Context.timings` besides the layers' names.
-TIMING_KEYS = ("encode", "scoring", "total")
 
 #: The default layers.
 DEFAULT_LAYERS = Path(__file__).resolve().parents[1] / "data" / "context_layers.yaml"
@@ -85,9 +82,6 @@ class ContextRouter:
     ):
         if not layers:
             raise ConfigError("a context router needs at least one layer")
-        taken = sorted(set(layers) & set(TIMING_KEYS))
-        if taken:  # a layer's time is kept under its name beside these
-            raise ConfigError(f"layers may not be named {taken}: those names hold a context's timings")
         models = {r.encoder.model_id for r in layers.values()}
         if len(models) != 1:
             raise ConfigError(
@@ -241,7 +235,7 @@ class ContextRouter:
             if code == "empty_query"
             else Reason("error", f"the encoder failed ({type(err).__name__}: {err}); each layer degraded")
         )
-        timings = {"total": (time.perf_counter() - t0) * 1e3}
+        timings = ContextTimings(total=(time.perf_counter() - t0) * 1e3)
         alerts = tuple(Alert(k, m) for k, m in notes)
         return Context(query, results, self._entities(query), timings, why, alerts)
 
@@ -262,13 +256,14 @@ class ContextRouter:
         )
         t2 = time.perf_counter()
         results: dict[str, LayerResult] = {}
-        timings = {"encode": (t1 - t0) * 1e3, "scoring": (t2 - t1) * 1e3}
+        per_layer: dict[str, float] = {}
         for (name, router), rt, pp, r in zip(self.layers.items(), tables, prepared, scored):
             ts = time.perf_counter()
             d = rt.decide(text, q, None, (), None, t0, tokenize_ms, truncated, prepared=pp, scored=r)
             results[name] = self._result(name, router, emit(router.metrics, d))
-            timings[name] = (time.perf_counter() - ts) * 1e3
-        timings["total"] = (time.perf_counter() - t0) * 1e3
+            per_layer[name] = (time.perf_counter() - ts) * 1e3
+        total = (time.perf_counter() - t0) * 1e3
+        timings = ContextTimings((t1 - t0) * 1e3, (t2 - t1) * 1e3, total, per_layer)
         decided = [f"{n} {r.label}" for n, r in results.items() if r.label is not None]
         why = Reason(
             "context",

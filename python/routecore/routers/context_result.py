@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from routecore.decision import Alert, Decision, Entity, Reason, plain
@@ -40,16 +40,37 @@ class LayerResult:
 
 
 @dataclass(frozen=True)
+class ContextTimings:
+    """Milliseconds of one context: ``encode`` (the one encoder call for every layer), ``scoring``
+    (every layer's native step), ``layers`` (each layer's decision, by name) and ``total``; only
+    ``total`` when nothing was encoded (an empty query, a failed encoder)."""
+
+    encode: float = 0.0
+    scoring: float = 0.0
+    total: float = 0.0
+    layers: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ContextTimings":
+        """The timings :meth:`Context.to_dict` wrote; a flat mapping (a layer's time beside the
+        stages', as earlier versions wrote it) too."""
+        stages = {k: float(d[k]) for k in ("encode", "scoring", "total") if k in d}
+        layers = d.get("layers")
+        if not isinstance(layers, Mapping):
+            layers = {k: v for k, v in d.items() if k not in stages}
+        return cls(**stages, layers={str(k): float(v) for k, v in layers.items()})
+
+
+@dataclass(frozen=True)
 class Context:
-    """Every layer's result for one query, its entities and the timings (ms):
-    ``encode``, ``scoring``, one entry per layer, and ``total`` (``total`` only when nothing
-    was encoded). ``reason``: a code of :data:`CONTEXT_REASONS`; ``alerts``: what reading the
-    query did (``invalid_text``, ``long_query``), as on a :class:`~routecore.decision.Decision`."""
+    """Every layer's result for one query, its entities and its :class:`ContextTimings`.
+    ``reason``: a code of :data:`CONTEXT_REASONS`; ``alerts``: what reading the query did
+    (``invalid_text``, ``long_query``), as on a :class:`~routecore.decision.Decision`."""
 
     query: str
     layers: Mapping[str, LayerResult]
     entities: tuple[Entity, ...] = ()
-    timings: Mapping[str, float] = field(default_factory=dict)
+    timings: ContextTimings = field(default_factory=ContextTimings)
     reason: Reason | None = None
     alerts: tuple[Alert, ...] = ()
 
@@ -86,7 +107,7 @@ class Context:
         return {
             "query": self.query,
             "entities": plain(self.entities),
-            "timings": dict(self.timings),
+            "timings": asdict(self.timings),
             "layers": {n: {k: plain(getattr(r, k)) for k in _LAYER_KEYS} for n, r in self.layers.items()},
             "reason": plain(self.reason),
             "alerts": plain(self.alerts),
@@ -110,7 +131,7 @@ class Context:
                 d["query"],
                 layers,
                 tuple(Entity(**e) for e in d.get("entities", ())),
-                dict(d.get("timings", {})),
+                ContextTimings.from_dict(d.get("timings") or {}),
                 Reason(**d["reason"]) if d.get("reason") is not None else None,
                 tuple(Alert(**a) for a in d.get("alerts", ())),
             )

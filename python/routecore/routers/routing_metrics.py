@@ -98,7 +98,7 @@ def record_of(obj: Any) -> dict[str, Any]:
             "kind": "context",
             "query": obj.query,
             "labels": {n: r.label for n, r in obj.layers.items()},
-            "latency_ms": float(obj.timings.get("total", 0.0)),
+            "latency_ms": float(obj.timings.total),
         }
     if isinstance(obj, Turn):
         return {
@@ -107,7 +107,7 @@ def record_of(obj: Any) -> dict[str, Any]:
             "route": obj.decision.route if obj.decision is not None else None,
             "tools": obj.belt.names if obj.belt is not None else [],
             "collections": obj.knowledge.names if obj.knowledge is not None else [],
-            "latency_ms": float(obj.timings.get("total", 0.0)),
+            "latency_ms": float(obj.timings.total),
         }
     raise InvalidArgumentError(
         "RoutingMetrics records a Decision, a ToolBelt, a KnowledgeSelection, a ToolRouting, a Context "

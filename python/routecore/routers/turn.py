@@ -16,7 +16,7 @@ is called on its own and degrades as documented for it (docs/routers.md); the tu
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from routecore.decide.conversation import routing_text
@@ -35,10 +35,19 @@ TURN_REASONS: dict[str, str] = {
 
 
 @dataclass(frozen=True)
+class TurnTimings:
+    """Milliseconds of one turn: ``encode`` (the one encoder call, shared out over a batch) and
+    ``total`` (every part's decision after it)."""
+
+    encode: float = 0.0
+    total: float = 0.0
+
+
+@dataclass(frozen=True)
 class Turn:
     """The results of one turn: ``context``, ``decision`` (the route), ``belt`` (the tools) and
-    ``knowledge`` (the collections), each None when the router has no such part; ``timings`` (ms):
-    ``encode`` and ``total``."""
+    ``knowledge`` (the collections), each None when the router has no such part; and its
+    :class:`TurnTimings`."""
 
     query: str
     context: Context | None = None
@@ -46,13 +55,13 @@ class Turn:
     belt: ToolBelt | None = None
     knowledge: KnowledgeSelection | None = None
     reason: Reason | None = None
-    timings: Mapping[str, float] = field(default_factory=dict)
+    timings: TurnTimings = field(default_factory=TurnTimings)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values: each part as its own ``to_dict`` gives it (None when absent)."""
         parts = ("context", "decision", "belt", "knowledge")
         out: dict[str, Any] = {k: (getattr(self, k).to_dict() if getattr(self, k) else None) for k in parts}
-        return {"query": self.query, **out, "reason": plain(self.reason), "timings": dict(self.timings)}
+        return {"query": self.query, **out, "reason": plain(self.reason), "timings": asdict(self.timings)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Turn":
@@ -72,7 +81,8 @@ class Turn:
         try:
             parts = {k: (c.from_dict(d[k]) if d.get(k) is not None else None) for k, c in kinds.items()}
             reason = Reason(**d["reason"]) if d.get("reason") is not None else None
-            return cls(str(d["query"]), reason=reason, timings=dict(d.get("timings", {})), **parts)
+            timings = TurnTimings(**(d.get("timings") or {}))
+            return cls(str(d["query"]), reason=reason, timings=timings, **parts)
         except (KeyError, TypeError) as e:
             raise InvalidArgumentError(f"turn: {type(e).__name__}: {e}") from None
 
@@ -188,7 +198,7 @@ class TurnRouter:
         knowledge = (
             kr.collections(query, domain=domain, intent=intent, vector=vec) if kr is not None else None
         )
-        timings = {"total": (time.perf_counter() - t0) * 1e3}
+        timings = TurnTimings(total=(time.perf_counter() - t0) * 1e3)
         return Turn(query, ctx, decision, belt, knowledge, why, timings)
 
     def _belt(self, query: str, vec: Any) -> ToolBelt:
@@ -198,6 +208,4 @@ class TurnRouter:
 
 
 def _with_encode(t: Turn, encode_ms: float) -> Turn:
-    from dataclasses import replace
-
-    return replace(t, timings={"encode": encode_ms, **t.timings})
+    return replace(t, timings=replace(t.timings, encode=encode_ms))
