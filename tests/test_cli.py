@@ -41,6 +41,10 @@ def test_route_with_previous_and_text_output():
 def test_tools_json_shows_collision():
     out = json.loads(run("tools", "--config", "examples/tools.yaml", "--json", "device logs").stdout)
     assert out["collision"] and "ha_get_logs" in out["system_prompt_alert"]
+    # --context-domain is repeatable, as for route: the active domains' tools get the affinity boost
+    args = ("tools", "--config", "examples/tools.yaml", "--json", "device logs")
+    both = json.loads(run(*args, "--context-domain", "system", "--context-domain", "home_automation").stdout)
+    assert both["tools"] and both["tools"] != out["tools"]
 
 
 def test_models_list_json():

@@ -155,7 +155,7 @@ def cmd_route(args: argparse.Namespace) -> int:
 
 def cmd_tools(args: argparse.Namespace) -> int:
     belt = _router(args, DEFAULT_TOOLS).tools(
-        args.query, context_domain=args.context_domain, top_k=args.top_k
+        args.query, context_domains=args.context_domain or (), top_k=args.top_k
     )
     if args.json:
         print(belt.to_json(indent=2))
@@ -294,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--config", help=f"tools YAML/JSON (default: {DEFAULT_TOOLS.name})")
     t.add_argument("--bundle", help="a saved router bundle folder instead of --config")
     t.add_argument("--model", help="model folder or name")
-    t.add_argument("--context-domain", help="the conversation's domain (affinity)")
+    t.add_argument("--context-domain", action="append", help="active domain (affinity; repeatable)")
     t.add_argument("--top-k", type=int, help="number of matched tools (default from policy: 5)")
     t.add_argument(
         "--mcp-stdio",

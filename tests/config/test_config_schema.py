@@ -193,7 +193,7 @@ def test_route_and_tools_never_raise_for_any_text(query, previous, domains):
         assert d.action in ("route", "clarify", "llm", "none", "error")
     except RoutecoreError:
         assert previous is not None  # an unknown previous route is a typed error, nothing else is
-    r.tools(query, context_domain=domains[0] if domains else None)
+    r.tools(query, context_domains=domains)
 
 
 _R: list[Router] = []

@@ -315,12 +315,9 @@ def test_retrieval_applies_the_routers_rules(tool_router):
     assert "no_tool" in {a.kind for a in belts[-1].alerts}
     # The domain affinity: the same vague request, another domain, another tool.
     vague = "get the last one"
-    assert make_retrieve_tools(tool_router, top_k=1, include_core=False, context_domain="ops").function(
-        vague
-    ) == ["get_logs"]
-    assert make_retrieve_tools(tool_router, top_k=1, include_core=False, context_domain="billing").function(
-        vague
-    ) == ["get_invoice"]
+    for domain, want in (("ops", "get_logs"), ("billing", "get_invoice")):
+        retrieve = make_retrieve_tools(tool_router, top_k=1, include_core=False, context_domains=[domain])
+        assert retrieve.function(vague) == [want]
 
 
 def test_retrieve_tools_refuses_a_registry_without_the_routers_tools(tool_router):

@@ -141,12 +141,12 @@ def unit(i: int, width: int = 4) -> np.ndarray:
     return v
 
 
-def verdicts_of(matrix, q: np.ndarray, similarity: float, context: str) -> dict[str, bool]:
+def verdicts_of(matrix, q: np.ndarray, similarity: float, active: tuple[str, ...]) -> dict[str, bool]:
     """A verdict per tool from every lesson, one by one (what tools() did before lessons were grouped)."""
     emb, tools, use, contexts = matrix
     out: dict[str, bool] = {}
     for i in np.flatnonzero(emb @ q >= similarity):
-        if not contexts[i] or contexts[i] == context:
+        if not contexts[i] or contexts[i] in active:
             out[tools[i]] = out.get(tools[i], True) and bool(use[i])
     return out
 
@@ -157,12 +157,13 @@ def verdicts_of(matrix, q: np.ndarray, similarity: float, context: str) -> dict[
         st.tuples(st.integers(0, 3), st.integers(0, 3), st.booleans(), st.sampled_from(["", "ha", "sys"])),
         max_size=60,
     ),
-    st.sampled_from(["", "ha"]),
+    st.sampled_from([(), ("",), ("ha",), ("ha", "sys"), ("other", "sys")]),
 )
 def test_grouped_lessons_give_every_lessons_verdicts_and_snapshots_keep_theirs(lessons, context):
     """However many lessons share an embedding, a tool and a context, each embedding is scanned once
-    and the groups' verdicts are those of the lessons one by one (a "do not use" wins); a snapshot
-    keeps its verdicts when a later "do not use" joins one of its groups."""
+    and the groups' verdicts are those of the lessons one by one (a "do not use" wins), those of
+    every active context (``context``: the caller's domains) and of none; a snapshot keeps its
+    verdicts when a later "do not use" joins one of its groups."""
     t, cache = Table(), LessonCache("a", 4)
     snapshots = []
     for v, tool, use, ctx in lessons:

@@ -232,7 +232,7 @@ def test_a_lesson_changes_every_replicas_later_belts(url):
     assert "ha_get_logs" in a.tools("similar").names
     a.record_lesson("q", "ha_get_logs", use=False, context="ha")  # context-scoped
     assert "ha_get_logs" in b.tools("similar").names
-    assert "ha_get_logs" not in b.tools("similar", context_domain="ha").names
+    assert "ha_get_logs" not in b.tools("similar", context_domains=["ha"]).names
 
 
 # -- several processes (spawned: each its own interpreter, psycopg and connections) ---------------

@@ -44,9 +44,10 @@ def test_a_batch_takes_the_callers_vectors(kr, encoder):
 
 
 def test_map_wins_and_the_gate_falls_back(kr, encoder):
-    got = kr.collections("the checkout page is slow", domain="operations", intent="debug")
+    got = kr.collections("the checkout page is slow", context_domains=["operations"], intent="debug")
     assert got.source == "map" and got.collections == (("it_runbooks", 1.0),)
-    assert kr.collections("the checkout page is slow", domain="operations", intent="ask").source != "map"
+    ask = kr.collections("the checkout page is slow", context_domains=["operations"], intent="ask")
+    assert ask.source != "map"
     strict = KnowledgeRouter(kr.router, KnowledgeConfig(gate=0.9))
     fb = strict.collections("budget for the new release features")  # between product docs and finance
     assert fb.source == "fallback" and "under the gate 0.900" in fb.reason.message
@@ -153,3 +154,15 @@ def test_when_the_encoder_fails_the_llm_collection_comes_alone(server):  # noqa:
     server.mode = "garbage"
     got = KnowledgeRouter(router).collections("anything")
     assert got.source == "fallback" and "no decision (the encoder failed" in got.reason.message
+
+
+def test_a_map_entry_matches_one_of_the_active_domains(kr):
+    q = "the checkout page is slow"
+    got = kr.collections(q, context_domains=["billing", "operations"], intent="debug")
+    assert got.source == "map" and got.collections == (("it_runbooks", 1.0),)
+    assert kr.collections(q, context_domains=["billing"], intent="debug").source != "map"
+    with pytest.warns(DeprecationWarning, match="domain= is deprecated"):
+        old = kr.collections(q, domain="operations", intent="debug")
+    assert old.collections == got.collections
+    with pytest.warns(DeprecationWarning):
+        assert [s.source for s in kr.collections_batch([q], domain="operations", intent="debug")] == ["map"]

@@ -165,3 +165,30 @@ def test_route_batch_in_an_executor_gives_the_same_decisions(it_ops_router):
         par = it_ops_router.route_batch(QUERIES, executor=ex)
     for a, b in zip(par, it_ops_router.route_batch(QUERIES)):
         _same(a, b)
+
+
+def test_tools_take_the_active_domains_as_route_does(tools_router):
+    q = "show me the logs"
+
+    def scores(domains):
+        return {t.name: t.score for t in tools_router.tools(q, context_domains=domains, top_k=8).tools}
+
+    one, other, both = scores(["system"]), scores(["home_automation"]), scores(["system", "home_automation"])
+    domain = {s.name: s.domain for s in tools_router.tool_specs}
+    # Each tool gets its own domain's boost whichever other domains are active.
+    for name, score in both.items():
+        alone = one if domain[name] == "system" else other if domain[name] == "home_automation" else None
+        if alone is not None and name in alone:
+            assert score == pytest.approx(alone[name], abs=1e-6), name
+    with pytest.warns(DeprecationWarning, match="context_domain= is deprecated"):
+        old = tools_router.tools(q, context_domain="system", top_k=8)
+    assert {t.name: t.score for t in old.tools} == pytest.approx(one)
+    with pytest.warns(DeprecationWarning):
+        batch = tools_router.tools_batch([q], context_domain="system", top_k=8)
+    assert [b.names for b in batch] == [old.names]
+    with pytest.warns(DeprecationWarning):
+        assert tools_router.tool_session(q, context_domain="system").belt.names == (
+            tools_router.tool_session(q, context_domains=["system"]).belt.names
+        )
+    with pytest.raises(InvalidArgumentError, match="context_domains must be a list"):
+        tools_router.tools(q, context_domains="system")  # a str is not a list of names

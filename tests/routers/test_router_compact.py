@@ -109,7 +109,7 @@ def test_int8_tool_belt_matches_f32(tmp_path):
     compact = Router(tools=tools, encoder=enc, storage="int8", policy=policy)
     estimated = 0
     for q in queries:
-        for kw in ({}, {"context_domain": "p3"}, {"threshold": 0.2}, {"top_k": 12}):
+        for kw in ({}, {"context_domains": ["p3"]}, {"threshold": 0.2}, {"top_k": 12}):
             estimated += _same_belt(exact.tools(q, **kw), compact.tools(q, **kw), policy.exact_top)
     assert estimated > 0  # the reported tail really held int8 estimates
     # Lessons lift or ban tools: the lifted one is scored exactly.

@@ -51,7 +51,7 @@ def test_device_logs_collision_alert(tools_router):
 
 
 def test_context_domain_resolves_the_collision(tools_router):
-    belt = tools_router.tools("device logs", context_domain="home_automation")
+    belt = tools_router.tools("device logs", context_domains=["home_automation"])
     assert not belt.collision
     ranked = sorted((t for t in belt.tools if t.reason != "core"), key=lambda t: -t.score)
     assert ranked[0].name == "ha_get_logs"

@@ -224,6 +224,10 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
         assert (
             strip(r.json()) == strip(router.tools("device logs", top_k=3).to_dict()) and r.json()["collision"]
         )
+        # the active domains, as /v1/route takes them; context_domain (one name) is the old form
+        want = strip(router.tools("device logs", context_domains=["system"]).to_dict())
+        for body in ({"context_domains": ["system"]}, {"context_domain": "system"}):
+            assert strip(c.post("/v1/tools", json={"query": "device logs", **body}).json()) == want
 
         # request_more_tools sessions: opened by /v1/tools or /v1/tools/more, breaker after the policy's limit
         limit = router.policy.more_tools_limit
@@ -299,6 +303,12 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
                 "NOPE",
             ),
             (c.post("/v1/tools", json={"query": "x", "top_k": 0}), 422, "ValidationError", "top_k"),
+            (
+                c.post("/v1/tools", json={"query": "x", "context_domains": ["a"], "context_domain": "a"}),
+                422,
+                "ValidationError",
+                "not both",
+            ),
             (
                 c.post("/v1/tools", json={"query": "x", "top_k": 2, "session_id": "a"}),
                 422,
@@ -419,7 +429,7 @@ def test_batching_gives_the_unbatched_decisions(router):
     tools = [
         {
             "query": f"{q} #{i}",
-            **({"context_domain": "system"} if i % 2 else {}),
+            **({"context_domains": ["system"]} if i % 2 else {}),
             **({"top_k": 2} if i % 3 == 0 else {}),
         }
         for i, q in enumerate(QUERIES)
@@ -491,10 +501,10 @@ def test_a_bad_request_fails_alone_in_a_batch(router):
         assert strip(out[i].to_dict()) == strip(want.to_dict())
     belts = run_tools(
         router,
-        [ToolsItem("device logs"), ToolsItem("restart nginx", top_k=0), ToolsItem("disk full", "system")],
+        [ToolsItem("device logs"), ToolsItem("restart nginx", top_k=0), ToolsItem("disk full", ("system",))],
     )
     assert isinstance(belts[1], InvalidArgumentError) and strip(belts[2].to_dict()) == strip(
-        router.tools("disk full", context_domain="system").to_dict()
+        router.tools("disk full", context_domains=["system"]).to_dict()
     )
 
 

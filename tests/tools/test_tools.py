@@ -106,7 +106,7 @@ def test_affinity_and_collision_alert():
         and "ha_get_logs" in belt.system_prompt_alert
         and "get_system_logs" in belt.system_prompt_alert
     )
-    with_ctx = router(q=q).tools("q", context_domain="ha")
+    with_ctx = router(q=q).tools("q", context_domains=["ha"])
     assert with_ctx.scores["ha_get_logs"] == pytest.approx(0.5 * 1.15, abs=1e-5)
     assert with_ctx.scores["get_system_logs"] == pytest.approx(0.52 * 0.7, abs=1e-5)
     assert not with_ctx.collision and with_ctx.tools[1].name == "ha_get_logs"
@@ -186,7 +186,7 @@ def test_lessons_adjust_later_similar_queries(tmp_path):
     # context-scoped lessons only apply in their context
     r.record_lesson("q", "ha_get_logs", use=False, context="ha")
     assert "ha_get_logs" in r.tools("similar").names
-    assert "ha_get_logs" not in r.tools("similar", context_domain="ha").names
+    assert "ha_get_logs" not in r.tools("similar", context_domains=["ha"]).names
 
 
 def test_unusable_memory_gives_a_belt_without_lessons(tmp_path):

@@ -10,6 +10,7 @@ protocol, the ``AUTO_INT8_ELEMENTS`` storage cut-off, and
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
@@ -278,6 +279,34 @@ def query_vectors(vectors: Any, dim: int, n: int | None = None) -> np.ndarray:
         return arr
     unit: np.ndarray = (arr / norms).astype(np.float32, copy=False)
     return unit
+
+
+def context_domains_arg(context_domains: Any, legacy: Any = None, legacy_name: str = "") -> tuple[str, ...]:
+    """The caller's active domains as every verb takes them (``context_domains=``: a list of domain
+    names, or empty); ``legacy``: the one domain an earlier argument named ``legacy_name`` gave
+    (deprecated: a :class:`DeprecationWarning`, and never both).
+
+    Raises:
+        InvalidArgumentError: not a list of names (a str alone is one), or both forms given.
+    """
+    if legacy is not None:
+        warnings.warn(
+            f"{legacy_name}= is deprecated: give context_domains=[...]", DeprecationWarning, stacklevel=3
+        )
+        if not isinstance(legacy, str):
+            raise InvalidArgumentError(f"{legacy_name} must be a domain name, got {legacy!r}")
+        if context_domains:
+            raise InvalidArgumentError(f"give context_domains= or {legacy_name}=, not both")
+        return (legacy,)
+    if (
+        isinstance(context_domains, str)
+        or not isinstance(context_domains, (list, tuple, set, frozenset))
+        or not all(isinstance(d, str) for d in context_domains)
+    ):
+        raise InvalidArgumentError(
+            f"context_domains must be a list of domain names (or empty), got {context_domains!r}"
+        )
+    return tuple(context_domains)
 
 
 def per_query(value: Any, n: int, what: str) -> list[Any]:

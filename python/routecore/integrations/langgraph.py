@@ -27,12 +27,13 @@ retrieved tool. Retrieval and binding are unaffected.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, NamedTuple, Sequence
 
 from langchain_core.runnables import RunnableLambda
 
 from routecore.decide.conversation import routing_query
 from routecore.decide.policy import CLARIFY
+from routecore.decide.tables import context_domains_arg
 from routecore.decision import Decision, ToolBelt
 from routecore.errors import ConfigError, InvalidArgumentError
 
@@ -56,13 +57,14 @@ def make_retrieve_tools(
     router: Router,
     *,
     top_k: int | None = None,
-    context_domain: str | None = None,
+    context_domains: Sequence[str] = (),
     include_core: bool = True,
     tool_ids: Mapping[str, str] | None = None,
     registry: Mapping[str, Any] | None = None,
     on_belt: Callable[[ToolBelt], None] | None = None,
     name: str = "retrieve_tools",
     description: str = _DESCRIPTION,
+    context_domain: str | None = None,
 ) -> RetrieveTools:
     """Tool retrieval for langgraph-bigtool's ``create_agent``, backed by ``router.tools``.
 
@@ -76,7 +78,8 @@ def make_retrieve_tools(
         top_k: matching tools per call (default ``policy.tool_top_k``). bigtool's own
             ``create_agent(limit=...)`` only configures its default store search and
             is never passed to a custom function: set ``top_k`` here instead.
-        context_domain: the active domain, for the affinity boost.
+        context_domains: the active domains, for the affinity boost (``context_domain``, one
+            name: deprecated).
         include_core: return the router's core tools too (default). When no tool
             passes the floor (``belt.no_tool``) only core tools are returned, which
             is an empty list without core tools or with ``include_core=False``.
@@ -90,6 +93,7 @@ def make_retrieve_tools(
     """
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
         raise InvalidArgumentError(f"top_k must be a whole number >= 1, got {top_k!r}")
+    domains = context_domains_arg(context_domains, context_domain, "context_domain")
     ids = dict(tool_ids or {})
     unknown = sorted(set(ids) - {s.name for s in router.tool_specs})
     if unknown:
@@ -112,10 +116,10 @@ def make_retrieve_tools(
         return list(out)
 
     def retrieve_tools(query: str) -> list[str]:
-        return to_ids(router.tools(query, context_domain=context_domain, top_k=top_k))
+        return to_ids(router.tools(query, context_domains=domains, top_k=top_k))
 
     async def aretrieve_tools(query: str) -> list[str]:
-        return to_ids(await router.atools(query, context_domain=context_domain, top_k=top_k))
+        return to_ids(await router.atools(query, context_domains=domains, top_k=top_k))
 
     for f in (retrieve_tools, aretrieve_tools):  # StructuredTool.from_function reads both
         f.__name__ = f.__qualname__ = name

@@ -17,7 +17,7 @@ batch: each decision is the one :meth:`Router.route` gives for that query.
 
 Over HTTP (Serve's proxy, ``route_prefix``, default ``/``), the replica answers
 ``POST /route`` (``{"query", "previous", "context_domains"}``), ``POST /tools``
-(``{"query", "context_domain", "top_k"}``), ``POST /lessons``
+(``{"query", "context_domains", "top_k"}``), ``POST /lessons``
 (``{"query", "tool", "use", "context"}``) and ``GET /healthz``, with the JSON of
 ``routecore serve``'s ``/v1/route`` and ``/v1/tools``.
 
@@ -96,12 +96,20 @@ class RouterDeployment:
         return d.to_dict()
 
     async def tools(
-        self, query: str, context_domain: str | None = None, top_k: int | None = None
+        self,
+        query: str,
+        context_domains: Sequence[str] = (),
+        top_k: int | None = None,
+        *,
+        context_domain: str | None = None,
     ) -> dict[str, Any]:
-        """``Router.tools(query, context_domain=, top_k=).to_dict()``, batched with concurrent calls."""
+        """``Router.tools(query, context_domains=, top_k=).to_dict()``, batched with concurrent calls
+        (``context_domain``: deprecated)."""
+        from routecore.decide.tables import context_domains_arg
         from routecore.serve.batcher import ToolsItem
 
-        b: ToolBelt = _result(await self._tools_batched(ToolsItem(query, context_domain, top_k)))
+        domains = context_domains_arg(context_domains, context_domain, "context_domain")
+        b: ToolBelt = _result(await self._tools_batched(ToolsItem(query, domains, top_k)))
         return b.to_dict()
 
     def record_lesson(self, query: str, tool: str, use: bool, context: str = "") -> int:
@@ -129,7 +137,7 @@ class RouterDeployment:
 
         return await asyncio.to_thread(
             run_tools, self.router, items
-        )  # one tools_batch per (context_domain, top_k)
+        )  # one tools_batch per (context_domains, top_k)
 
     # -- HTTP -------------------------------------------------------------------------
     async def __call__(self, request: Any) -> Any:
@@ -152,8 +160,9 @@ class RouterDeployment:
                     await self.route(body["query"], body.get("previous"), body.get("context_domains") or ())
                 )
             if path == "tools":
+                domains, one = body.get("context_domains") or (), body.get("context_domain")
                 return json_response(
-                    await self.tools(body["query"], body.get("context_domain"), body.get("top_k"))
+                    await self.tools(body["query"], domains, body.get("top_k"), context_domain=one)
                 )
             lesson = self.record_lesson(
                 body["query"], str(body["tool"]), bool(body["use"]), str(body.get("context", ""))

@@ -77,10 +77,11 @@ class Lessons:
     #: A row a lesson: (its row in ``embeddings``, tools, use flags, contexts).
     lessons: tuple[np.ndarray, Sequence[str], np.ndarray, Sequence[str]]
 
-    def verdicts(self, q: np.ndarray, similarity: float, context: str = "") -> dict[str, bool]:
+    def verdicts(self, q: np.ndarray, similarity: float, contexts: Sequence[str] = ()) -> dict[str, bool]:
         """Tool -> the verdict of the lessons whose embedding has a dot product of at least
-        ``similarity`` with ``q`` and whose context is empty or ``context``: "use" (True) while
-        every one of them says so, "do not use" (False) once one does."""
+        ``similarity`` with ``q`` and whose context is empty or one of ``contexts`` (the caller's
+        active domains): "use" (True) while every one of them says so, "do not use" (False) once
+        one does."""
         if not len(self.rows) or self.embeddings.shape[1] != q.shape[0]:
             return {}
         # Not a BLAS call: OpenBLAS threads a product this size, and beside many calling threads
@@ -92,8 +93,9 @@ class Lessons:
             return {}
         hit = near[self.rows]
         if len(self.context_codes) > 1:  # a lesson has a context ("" is always there)
-            code = self.context_codes.get(context)
-            hit &= (self.contexts == 0) | (self.contexts == code) if code else self.contexts == 0
+            contexts = (contexts,) if isinstance(contexts, str) else contexts
+            codes = [c for c in (self.context_codes.get(x) for x in contexts) if c]
+            hit &= (self.contexts == 0) | np.isin(self.contexts, codes) if codes else self.contexts == 0
         groups = np.flatnonzero(hit)
         tools, use = self.tools[groups].tolist(), self.use[groups].tolist()
         banned = {c for c, u in zip(tools, use) if not u}

@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 from routecore.decide.conversation import routing_text
+from routecore.decide.tables import context_domains_arg
 from routecore.decision import Alert, Timings, ToolBelt
 from routecore.errors import InvalidArgumentError
 from routecore.routers.routing_metrics import emit
@@ -50,12 +51,13 @@ class CascadeTools:
         query: str,
         *,
         shortlist: int | None = None,
-        context_domain: str | None = None,
+        context_domains: Sequence[str] = (),
         top_k: int | None = None,
         threshold: float | None = None,
         candidates: Sequence[str] | None = None,
         context: Any = None,
         vector: Any = None,
+        context_domain: str | None = None,
     ) -> ToolBelt:
         """The strong router's belt among the fast router's best ``shortlist`` tools (default
         :attr:`shortlist`; None: no shortlist, the strong router's belt); the other arguments as in
@@ -69,14 +71,15 @@ class CascadeTools:
                 ``threshold`` or ``candidates``.
         """
         n = self._size(shortlist, vector)
+        domains = context_domains_arg(context_domains, context_domain, "context_domain")
         if context is not None:
             query = context.search_text()
-            if context_domain is None and "domain" in context.layers:
-                context_domain = context.layers["domain"].label
-        kw = {"context_domain": context_domain, "top_k": top_k, "threshold": threshold}
+            label = context.layers["domain"].label if "domain" in context.layers else None
+            domains = domains or ((label,) if label is not None else ())
+        kw = {"context_domains": domains, "top_k": top_k, "threshold": threshold}
         if n is None or not isinstance(query, str) or not self._listed(query):
             return emit(self.metrics, self._unlisted(query, n, candidates, kw))
-        s = best_tools(self.fast.tool_catalog, query, n, context_domain, candidates)
+        s = best_tools(self.fast.tool_catalog, query, n, domains, candidates)
         return emit(self.metrics, _rescored(self.fast, self.strong, query, s, n, candidates, kw))
 
     def tools_batch(
@@ -84,11 +87,12 @@ class CascadeTools:
         queries: Sequence[str],
         *,
         shortlist: int | None = None,
-        context_domain: str | None = None,
+        context_domains: Sequence[str] = (),
         top_k: int | None = None,
         threshold: float | None = None,
         candidates: Sequence[str] | None = None,
         vectors: Any = None,
+        context_domain: str | None = None,
     ) -> list[ToolBelt]:
         """:meth:`tools` of each query, each router's encoder called once for the batch (the
         queries with a shortlist: not blank, tools to list)."""
@@ -98,11 +102,12 @@ class CascadeTools:
         queries = list(queries)
         if not all(isinstance(q, str) for q in queries):
             raise InvalidArgumentError("queries must be a list of strings")
-        kw = {"context_domain": context_domain, "top_k": top_k, "threshold": threshold}
+        domains = context_domains_arg(context_domains, context_domain, "context_domain")
+        kw = {"context_domains": domains, "top_k": top_k, "threshold": threshold}
         if n is None:  # no shortlist: the strong router's batch
             belts = self.strong.tools_batch(
                 queries,
-                context_domain=context_domain,
+                context_domains=domains,
                 top_k=top_k,
                 threshold=threshold,
                 candidates=candidates,
@@ -116,7 +121,7 @@ class CascadeTools:
         for j, i in enumerate(listed):
             # a failed batch encode: each query tries alone, and best_tools reports its failure
             one = None if fast is None else fast[j]
-            s = best_tools(self.fast.tool_catalog, queries[i], n, context_domain, candidates, encoded=one)
+            s = best_tools(self.fast.tool_catalog, queries[i], n, domains, candidates, encoded=one)
             out[i] = _rescored(
                 self.fast, self.strong, queries[i], s, n, candidates, kw, strong[j] if strong else None
             )

@@ -34,6 +34,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from routecore.decide.tables import context_domains_arg
 from routecore.decision import Reason, emit, plain
 from routecore.errors import ConfigError, InvalidArgumentError
 
@@ -176,13 +177,21 @@ class KnowledgeRouter:
         return float(self.router.policy.medium)
 
     def collections(
-        self, query: str, *, domain: str | None = None, intent: str | None = None, vector: Any = None
+        self,
+        query: str,
+        *,
+        context_domains: Sequence[str] = (),
+        intent: str | None = None,
+        vector: Any = None,
+        domain: str | None = None,
     ) -> KnowledgeSelection:
-        """The collections for ``query``; ``domain`` and ``intent`` (from the caller's context) may
-        match the map. Never raises for any string (a non-str is an :class:`InvalidArgumentError`):
-        an empty query or a failed encoder without an LLM answer gives the fallback, with reason
-        ``empty_query`` or ``error``. ``vector``: the query's embedding, as ``Router.route(vector=)``."""
-        hit = self._mapped(query, domain, intent)
+        """The collections for ``query``; a map entry matches when its domain is one of
+        ``context_domains`` (the caller's active domains, as ``Router.route`` takes them) and its
+        intent is ``intent`` (from the caller's context). Never raises for any string (a non-str is
+        an :class:`InvalidArgumentError`): an empty query or a failed encoder without an LLM answer
+        gives the fallback, with reason ``empty_query`` or ``error``. ``vector``: the query's
+        embedding, as ``Router.route(vector=)``. ``domain`` (one name) is deprecated."""
+        hit = self._mapped(query, context_domains_arg(context_domains, domain, "domain"), intent)
         if hit is None:
             dec = self.router.route(query) if vector is None else self.router.route(query, vector=vector)
             hit = self._selection(query, dec)
@@ -192,11 +201,12 @@ class KnowledgeRouter:
         self,
         queries: Sequence[str],
         *,
-        domain: str | None = None,
+        context_domains: Sequence[str] = (),
         intent: str | None = None,
         vectors: Any = None,
+        domain: str | None = None,
     ) -> list[KnowledgeSelection]:
-        """:meth:`collections` of each query (one ``domain`` and ``intent`` for all); the queries
+        """:meth:`collections` of each query (one ``context_domains`` and ``intent`` for all); the queries
         the map does not decide are routed in one batched encoder call. ``vectors``: the queries'
         embeddings, one row per query, as ``Router.route_batch(vectors=)``.
 
@@ -207,7 +217,8 @@ class KnowledgeRouter:
             raise InvalidArgumentError("queries must be a list of strings; use collections() for one query")
         if vectors is not None and len(vectors) != len(queries):
             raise InvalidArgumentError(f"vectors: {len(vectors)} rows for {len(queries)} queries")
-        hits = [self._mapped(q, domain, intent) for q in queries]
+        domains = context_domains_arg(context_domains, domain, "domain")
+        hits = [self._mapped(q, domains, intent) for q in queries]
         todo = [i for i, h in enumerate(hits) if h is None]
         kw = {}
         if vectors is not None and todo:
@@ -239,7 +250,7 @@ class KnowledgeRouter:
         warnings.warn(
             "KnowledgeRouter.select is deprecated: use collections()", DeprecationWarning, stacklevel=2
         )
-        return self.collections(query, domain=domain, intent=intent)
+        return self.collections(query, context_domains=(domain,) if domain else (), intent=intent)
 
     def select_many(self, queries: Sequence[str], **kw: Any) -> list[KnowledgeSelection]:
         """Deprecated: :meth:`collections_batch` (``kw`` as there)."""
@@ -250,12 +261,13 @@ class KnowledgeRouter:
         )
         return self.collections_batch(queries, **kw)
 
-    def _mapped(self, query: Any, domain: str | None, intent: str | None) -> KnowledgeSelection | None:
-        """The map's selection when an entry matches ``domain`` and ``intent``, else None."""
+    def _mapped(self, query: Any, domains: Sequence[str], intent: str | None) -> KnowledgeSelection | None:
+        """The map's selection when an entry matches one of ``domains`` and ``intent``, else None."""
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
         for d, i, cs in self.config.map:
-            if (d is None or d == domain) and (i is None or i == intent) and (d is not None or i is not None):
+            matches = (d is None or d in domains) and (i is None or i == intent)
+            if matches and (d is not None or i is not None):
                 shares = tuple((c, 1.0 / len(cs)) for c in cs)
                 return KnowledgeSelection(shares, "map", Reason("map", f"map entry ({d}, {i})"), query=query)
         return None

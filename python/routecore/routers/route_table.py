@@ -29,7 +29,14 @@ from routecore.decide.policy import Policy, resolved
 from routecore.decide.route_decide import Decider, check_peer, peers_of
 from routecore.decide.route_outcomes import Chooser
 from routecore.decide.spelling import Speller, notes_of, tokenizer_words
-from routecore.decide.tables import EncoderLike, Step, build_table, per_query, query_vectors
+from routecore.decide.tables import (
+    EncoderLike,
+    Step,
+    build_table,
+    context_domains_arg,
+    per_query,
+    query_vectors,
+)
 from routecore.decision import Alert, Decision, Entity, Timings, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.llm.llm import LLMRouter
@@ -177,16 +184,8 @@ class RouteTable(Decider):
 
     @staticmethod
     def domains(context_domains: Any) -> list[str]:
-        """``context_domains`` as a list of names, or :class:`InvalidArgumentError`."""
-        if (
-            isinstance(context_domains, str)
-            or not isinstance(context_domains, (list, tuple, set, frozenset))
-            or not all(isinstance(d, str) for d in context_domains)
-        ):
-            raise InvalidArgumentError(
-                f"context_domains must be a list of domain names (or empty), got {context_domains!r}"
-            )
-        return list(context_domains)
+        """``context_domains`` as a list of names (:func:`~routecore.decide.tables.context_domains_arg`)."""
+        return list(context_domains_arg(context_domains))
 
     def _text(self, query: Any, previous: str | None, clarify: Decision | None) -> str:
         """The text to embed for ``query``, after checking the arguments."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence, TypeVar
 
+from routecore.decide.tables import context_domains_arg
 from routecore.decision import ToolBelt
 from routecore.errors import InvalidArgumentError
 from routecore.tools.tool_catalog import ToolCatalog
@@ -30,12 +31,13 @@ class ToolCalls:
         self,
         query: str,
         *,
-        context_domain: str | None = None,
+        context_domains: Sequence[str] = (),
         top_k: int | None = None,
         threshold: float | None = None,
         candidates: Sequence[str] | None = None,
         vector: Any = None,
         context: Any = None,
+        context_domain: str | None = None,
     ) -> ToolBelt:
         """The tool belt for ``query``: core tools, the best matches, discovery tools.
 
@@ -44,21 +46,24 @@ class ToolCalls:
         ``context`` (a :class:`routecore.routers.context.Context` of this query) builds the
         search from the context (:meth:`~routecore.routers.context.Context.search_text`: intent,
         domain, entities, task; the belt's ``query`` is that text), and its ``domain``
-        layer's label is the context domain unless one is given; ``vector`` does not go
-        with it. A router without tools answers with an empty belt."""
+        layer's label is the active domain unless ``context_domains`` are given; ``vector`` does
+        not go with it. ``context_domains``: the active domains (their tools get the affinity
+        boost, their lessons apply), as in :meth:`route`; ``context_domain`` (one name) is
+        deprecated. A router without tools answers with an empty belt."""
+        domains = context_domains_arg(context_domains, context_domain, "context_domain")
         if context is not None:
             if vector is not None:
                 raise InvalidArgumentError(
                     "tools(): give context= or vector=, not both (the context's search text is embedded)"
                 )
             query = context.search_text()
-            if context_domain is None and "domain" in context.layers:
-                context_domain = context.layers["domain"].label
+            label = context.layers["domain"].label if "domain" in context.layers else None
+            domains = domains or ((label,) if label is not None else ())
         return self._emit(
             select_tools(
                 self.tool_catalog,
                 query,
-                context_domain,
+                domains,
                 top_k,
                 threshold,
                 candidates=candidates,
@@ -70,19 +75,20 @@ class ToolCalls:
         self,
         queries: Sequence[str],
         *,
-        context_domain: str | None = None,
+        context_domains: Sequence[str] = (),
         top_k: int | None = None,
         threshold: float | None = None,
         candidates: Sequence[str] | None = None,
         vectors: Any = None,
+        context_domain: str | None = None,
     ) -> list[ToolBelt]:
         """The tool belts for ``queries``, embedded in one batched encoder call (each as
-        :meth:`tools` gives it)."""
+        :meth:`tools` gives it; one ``context_domains`` for all)."""
         return self._emit_all(
             select_tools_batch(
                 self.tool_catalog,
                 queries,
-                context_domain,
+                context_domains_arg(context_domains, context_domain, "context_domain"),
                 top_k,
                 threshold,
                 vectors=vectors,
@@ -106,9 +112,14 @@ class ToolCalls:
         """Plugin -> its tools whose names start with one of ``prefixes`` (cached)."""
         return self.tool_catalog.discovery_tools(prefixes)
 
-    def tool_session(self, query: str, *, context_domain: str | None = None) -> ToolSession:
-        """A per-turn :class:`routecore.tools.toolbelt.ToolSession` (request_more_tools, breaker)."""
-        return ToolSession(self.tool_catalog, query, context_domain)
+    def tool_session(
+        self, query: str, *, context_domains: Sequence[str] = (), context_domain: str | None = None
+    ) -> ToolSession:
+        """A per-turn :class:`routecore.tools.toolbelt.ToolSession` (request_more_tools, breaker);
+        ``context_domains`` as in :meth:`tools`."""
+        return ToolSession(
+            self.tool_catalog, query, context_domains_arg(context_domains, context_domain, "context_domain")
+        )
 
     def record_lesson(self, query: str, tool: str, *, use: bool, context: str = "") -> int:
         """Remember a correction: for queries like ``query`` (in ``context``), (do not) use ``tool``."""

@@ -195,8 +195,9 @@ class TurnRouter:
         labels = ctx.layers if ctx is not None else {}
         domain, intent = (labels[n].label if n in labels else None for n in ("domain", "intent"))
         kr = self.knowledge
+        domains = (domain,) if domain is not None else ()
         knowledge = (
-            kr.collections(query, domain=domain, intent=intent, vector=vec) if kr is not None else None
+            None if kr is None else kr.collections(query, context_domains=domains, intent=intent, vector=vec)
         )
         timings = TurnTimings(total=(time.perf_counter() - t0) * 1e3)
         return Turn(query, ctx, decision, belt, knowledge, why, timings)

@@ -19,7 +19,7 @@ time; each request's future gets its own result.
   2-core machine). One client is unaffected (batches of one never wait).
 
 Requests whose shared arguments differ (``context_domains`` for routes,
-``context_domain`` and ``top_k`` for tools) are grouped by a key and run as one
+``context_domains`` and ``top_k`` for tools) are grouped by a key and run as one
 batch call per key inside the same worker-thread job. A batch call that raises
 is re-run one request at a time, so one bad request fails alone.
 
@@ -76,7 +76,7 @@ class RouteItem:
 @dataclass(frozen=True)
 class ToolsItem:
     query: str
-    context_domain: Optional[str] = None
+    context_domains: Tuple[str, ...] = ()
     top_k: Optional[int] = None
 
 
@@ -195,7 +195,7 @@ def route_one(router: Any, item: RouteItem) -> Any:
 
 
 def tools_one(router: Any, item: ToolsItem) -> Any:
-    return router.tools(item.query, context_domain=item.context_domain, top_k=item.top_k)
+    return router.tools(item.query, context_domains=item.context_domains, top_k=item.top_k)
 
 
 def run_routes(router: Any, items: Sequence[RouteItem], fan_out: Executor | None = None) -> list[Any]:
@@ -220,14 +220,14 @@ def run_routes(router: Any, items: Sequence[RouteItem], fan_out: Executor | None
 
 
 def run_tools(router: Any, items: Sequence[ToolsItem]) -> list[Any]:
-    """The tool belts of ``items`` (or exceptions): one ``tools_batch`` call per (context_domain, top_k)."""
+    """The tool belts of ``items`` (or exceptions): one ``tools_batch`` call per (context_domains, top_k)."""
     out: list[Any] = [None] * len(items)
-    for idx in _grouped(items, lambda it: (it.context_domain, it.top_k)).values():
+    for idx in _grouped(items, lambda it: (it.context_domains, it.top_k)).values():
         group = [items[i] for i in idx]
-        cd, k = group[0].context_domain, group[0].top_k
+        cd, k = group[0].context_domains, group[0].top_k
         try:
             belts = (
-                router.tools_batch([it.query for it in group], context_domain=cd, top_k=k)
+                router.tools_batch([it.query for it in group], context_domains=cd, top_k=k)
                 if len(group) > 1
                 else [tools_one(router, group[0])]
             )

@@ -95,11 +95,12 @@ def endpoints(srv: Server) -> list[Route]:
                     "ValidationError",
                     "top_k cannot be given with session_id: a session's belt uses the policy's top_k",
                 )
-            ts = await srv.run(lambda: router.tool_session(req.query, context_domain=req.context_domain))
+            domains = _domains(req)
+            ts = await srv.run(lambda: router.tool_session(req.query, context_domains=domains))
             s = srv.sessions.put(req.session_id, ts)
             m.observe_stages("/v1/tools", ts.belt, time.perf_counter() - t0)
             return json_response({**ts.belt.to_dict(), "session": srv.sessions.state(req.session_id, s)})
-        item = ToolsItem(req.query, req.context_domain, req.top_k)
+        item = ToolsItem(req.query, _domains(req), req.top_k)
         belt = (
             await srv.tools_batcher.submit(item)
             if srv.tools_batcher is not None
@@ -121,8 +122,8 @@ def endpoints(srv: Server) -> list[Route]:
                     f"no session {req.session_id!r} (never opened, or expired after "
                     f"{srv.sessions.ttl:g} s unused); give query to open one",
                 )
-            router = srv.current()
-            ts = await srv.run(lambda: router.tool_session(req.query, context_domain=req.context_domain))
+            router, domains = srv.current(), _domains(req)
+            ts = await srv.run(lambda: router.tool_session(req.query, context_domains=domains))
             s = srv.sessions.get(req.session_id) or srv.sessions.put(
                 req.session_id, ts
             )  # another request may have opened it meanwhile
@@ -215,3 +216,12 @@ def endpoints(srv: Server) -> list[Route]:
         Route("/metrics", guarded(metrics), methods=["GET"]),
         Route("/openapi.json", guarded(openapi_json), methods=["GET"]),
     ]
+
+
+def _domains(req: Any) -> tuple[str, ...]:
+    """A tools request's active domains: ``context_domains``, or the deprecated ``context_domain``."""
+    if req.context_domain is not None:
+        if req.context_domains:
+            raise ApiError(422, "ValidationError", "give context_domains or context_domain, not both")
+        return (req.context_domain,)
+    return tuple(req.context_domains)

@@ -48,11 +48,13 @@ class RouteBatchRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True
 
 
 class ToolsRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """``Router.tools(query, context_domain=, top_k=)``. With ``session_id``, the belt is
+    """``Router.tools(query, context_domains=, top_k=)``. With ``session_id``, the belt is
     that of a new ``request_more_tools`` session (``Router.tool_session``: the policy's
-    ``top_k``), which ``POST /v1/tools/more`` continues."""
+    ``top_k``), which ``POST /v1/tools/more`` continues. ``context_domain`` (one name) is
+    deprecated: ``context_domains``."""
 
     query: str
+    context_domains: List[str] = []
     context_domain: Optional[str] = None
     top_k: Optional[Annotated[int, Meta(ge=1, le=TOP_K_MAX)]] = None
     session_id: Optional[SessionId] = None
@@ -60,10 +62,12 @@ class ToolsRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 class MoreToolsRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """``ToolSession.request_more_tools(request)`` in session ``session_id``. An unknown or
-    expired session is opened for ``query`` (then required) and ``context_domain``."""
+    expired session is opened for ``query`` (then required) and ``context_domains``
+    (``context_domain``: deprecated)."""
 
     session_id: SessionId
     query: Optional[str] = None
+    context_domains: List[str] = []
     context_domain: Optional[str] = None
     request: Optional[str] = None
 

@@ -53,7 +53,7 @@ def best_tools(
     catalog: ToolCatalog,
     query: str,
     n: int,
-    context_domain: str | None = None,
+    context_domains: Sequence[str] = (),
     candidates: Sequence[str] | None = None,
     *,
     vector: Any = None,
@@ -74,9 +74,8 @@ def best_tools(
     t1 = time.perf_counter()
     core = catalog.core
     alerts: list[Alert] = []  # a lesson store's failure: the re-scoring router reports its own
-    _, adjusted, _, _ = ranked_scores(
-        catalog, q, context_domain, max(catalog.policy.exact_top, n + len(core)), float("inf"), alerts, routed
-    )
+    exact_top = max(catalog.policy.exact_top, n + len(core))
+    _, adjusted, _, _ = ranked_scores(catalog, q, context_domains, exact_top, float("inf"), alerts, routed)
     keep = np.isfinite(adjusted)
     keep[core] = False
     if allowed is not None:

@@ -4,6 +4,8 @@ entity preferences and requirements applied (:func:`ranked_scores`)."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from routecore.core.entities import entity_effects
@@ -18,7 +20,7 @@ from routecore.tools.tool_catalog import ToolCatalog
 def ranked_scores(
     catalog: ToolCatalog,
     q: np.ndarray,
-    context_domain: str | None,
+    context_domains: Sequence[str],
     exact_top: int,
     floor: float,
     alerts: list[Alert],
@@ -36,7 +38,7 @@ def ranked_scores(
     ``exact_top`` tools by final score are exact too.
     """
     p = catalog.policy
-    active = [context_domain] if context_domain else []
+    active = list(context_domains)
     names = catalog.tools.names
     hit = None
     if len(catalog.anti.texts):
@@ -52,7 +54,7 @@ def ranked_scores(
         try:
             stored = catalog.memory.lessons(store_key(catalog.encoder), q.shape[0])
             # One verdict per tool, however many lessons match: a "do not use" wins.
-            verdicts = stored.verdicts(q, similarity, context_domain or "")
+            verdicts = stored.verdicts(q, similarity, context_domains)
             if catalog.memory.skipped:
                 alerts.append(
                     Alert(

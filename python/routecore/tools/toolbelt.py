@@ -110,7 +110,7 @@ def _checked(query: Any, top_k: int | None, threshold: float | None, p: Any) -> 
 def select_tools_batch(
     catalog: ToolCatalog,
     queries: Sequence[str],
-    context_domain: str | None,
+    context_domains: Sequence[str],
     top_k: int | None,
     threshold: float | None,
     *,
@@ -125,9 +125,8 @@ def select_tools_batch(
     for q in queries:
         _checked(q, top_k, threshold, catalog.policy)
     if not queries or not catalog.specs:
-        return [
-            select_tools(catalog, q, context_domain, top_k, threshold, candidates=candidates) for q in queries
-        ]
+        domains, k, th = context_domains, top_k, threshold
+        return [select_tools(catalog, q, domains, k, th, candidates=candidates) for q in queries]
     t0 = time.perf_counter()
     if vectors is not None:
         embs, tok_ms = query_vectors(vectors, catalog.encoder.dim, len(queries)), 0.0
@@ -142,7 +141,7 @@ def select_tools_batch(
         select_tools(
             catalog,
             q,
-            context_domain,
+            context_domains,
             top_k,
             threshold,
             candidates=candidates,
@@ -155,7 +154,7 @@ def select_tools_batch(
 def select_tools(
     catalog: ToolCatalog,
     query: str,
-    context_domain: str | None,
+    context_domains: Sequence[str],
     top_k: int | None,
     threshold: float | None,
     *,
@@ -198,7 +197,7 @@ def select_tools(
             th = floor = pl.tool_threshold
     # The best ``wanted`` tools are exact, which is all the floor and the cap look at.
     r, adjusted, banned, changed = ranked_scores(
-        catalog, q, context_domain, max(p.exact_top, wanted), float("inf"), alerts, routed
+        catalog, q, context_domains, max(p.exact_top, wanted), float("inf"), alerts, routed
     )
     raw, bound, table = r.dense, r.bound, catalog.tools
     lexical = r.lexical  # what the lexical pass added (entities' effects are in the adjusted scores only)
@@ -343,9 +342,9 @@ class ToolSession:
     meta tool from the belt and adds an alert.
     """
 
-    def __init__(self, catalog: ToolCatalog, query: str, context_domain: str | None = None):
-        self.tool_catalog, self.query, self.context_domain = catalog, query, context_domain
-        self.belt = select_tools(catalog, query, context_domain, None, None)
+    def __init__(self, catalog: ToolCatalog, query: str, context_domains: Sequence[str] = ()):
+        self.tool_catalog, self.query, self.context_domains = catalog, query, tuple(context_domains)
+        self.belt = select_tools(catalog, query, self.context_domains, None, None)
         self.calls = 0
         self.alerts: list[Alert] = list(self.belt.alerts)
         self.offered = set(self.belt.names)
@@ -371,7 +370,7 @@ class ToolSession:
         more = select_tools(
             self.tool_catalog,
             query or self.query,
-            self.context_domain,
+            self.context_domains,
             self.tool_catalog.policy.more_tools_batch,
             None,
             exclude=self.offered,
