@@ -13,12 +13,14 @@ import os
 from typing import Any, Optional
 
 from routecore.errors import ConfigError, missing_extra
+from routecore.serve.settings import TOKEN_ENV as TOKEN_ENV
+from routecore.serve.settings import ServeSettings
 
-#: Environment variable holding the bearer token (``--token-env`` names another).
-TOKEN_ENV = "ROUTECORE_SERVE_TOKEN"
 #: Settings handed to the worker processes of ``--workers N`` (N > 1).
 SETTINGS_ENV = "ROUTECORE_SERVE_SETTINGS"
 DEFAULT_PORT = 8321
+#: The settings' defaults, which the options' defaults are.
+_D = ServeSettings()
 
 
 def is_loopback(host: str) -> bool:
@@ -48,42 +50,6 @@ def resolve_token(token_env: Optional[str], token_file: Optional[str]) -> Option
     return value or None
 
 
-def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """The serve settings of parsed arguments; neither ``--config`` nor ``--bundle`` serves the
-    default of ``routecore route``, the bundled IT-operations example."""
-    from routecore.examples import IT_OPS_ROUTES
-
-    return {
-        "config": args.config or (None if args.bundle else str(IT_OPS_ROUTES)),
-        "bundle": args.bundle,
-        "overlay": args.overlay,
-        "model": args.model,
-        "static": args.static,
-        "fast_model": args.fast_model,
-        "llm_url": args.llm_url,
-        "llm_model": args.llm_model,
-        "cache": not args.no_cache,
-        "lessons": args.lessons,
-        "token_env": args.token_env,
-        "token_file": args.token_file,
-        "batching": not args.no_batching,
-        "window_ms": args.batch_window_ms,
-        "max_batch": args.max_batch,
-        "max_body_bytes": args.max_body_bytes,
-        "max_query_chars": args.max_query_chars,
-        "max_batch_queries": args.max_batch_queries,
-        "session_ttl": args.session_ttl,
-        "reload_poll_s": args.reload_poll,
-        "threads": args.threads,
-        "log_level": args.log_level,
-        "workers": args.workers,
-        "header_timeout": args.header_timeout,
-        "body_timeout": args.body_timeout,
-        "max_connections": args.max_connections,
-        "reload_settle_s": args.reload_settle,
-    }
-
-
 def _log_to_stderr(level: str) -> None:
     """The app's own log lines (loads, reloads, bugs) beside uvicorn's, in its format."""
     import logging
@@ -97,49 +63,47 @@ def _log_to_stderr(level: str) -> None:
         log.propagate = False
 
 
-def app_from_settings(s: dict[str, Any]) -> Any:
-    """The app ``routecore serve`` runs, from :func:`settings_from_args`'s dict."""
+def app_from_settings(s: ServeSettings) -> Any:
+    """The app ``routecore serve`` runs, from its settings."""
     from routecore.serve.app import Limits, RouterSource, create_app
     from routecore.serve.batcher import Batching
     from routecore.serve.connections import ConnectionLimits, configure
 
-    _log_to_stderr(s.get("log_level", "info"))
-    configure(ConnectionLimits(s.get("header_timeout", 10.0), s.get("max_connections", 512)))
+    _log_to_stderr(s.log_level)
+    configure(ConnectionLimits(s.header_timeout, s.max_connections))
     memory = None
-    if s.get("lessons"):
+    if s.lessons:
         from routecore.memory.memory import ExperienceMemory
 
-        memory = ExperienceMemory(s["lessons"])
+        memory = ExperienceMemory(s.lessons)
     source = RouterSource(
-        s.get("config"),
-        s.get("bundle"),
-        overlay=s.get("overlay"),
-        model=s.get("model"),
-        llm_url=s.get("llm_url"),
-        llm_model=s.get("llm_model"),
-        cache=s.get("cache", True),
-        static=s.get("static", False),
-        fast_model=s.get("fast_model"),
+        s.config,
+        s.bundle,
+        overlay=s.overlay,
+        model=s.model,
+        llm_url=s.llm_url,
+        llm_model=s.llm_model,
+        cache=s.cache,
+        static=s.static,
+        fast_model=s.fast_model,
     )
     return create_app(
         source,
-        token=resolve_token(s.get("token_env"), s.get("token_file")),
+        token=resolve_token(s.token_env, s.token_file),
         memory=memory,
-        limits=Limits(
-            s["max_body_bytes"], s["max_query_chars"], s["max_batch_queries"], s.get("body_timeout", 30.0)
-        ),
-        batching=Batching(s["batching"], s["window_ms"], s["max_batch"]),
-        session_ttl=s["session_ttl"],
-        reload_poll_s=s["reload_poll_s"],
-        threads=s["threads"],
-        reload_settle_s=s.get("reload_settle_s", 5.0),
-        wait_for_load=s.get("workers", 1) > 1,
+        limits=Limits(s.max_body_bytes, s.max_query_chars, s.max_batch_queries, s.body_timeout),
+        batching=Batching(s.batching, s.window_ms, s.max_batch),
+        session_ttl=s.session_ttl,
+        reload_poll_s=s.reload_poll_s,
+        threads=s.threads,
+        reload_settle_s=s.reload_settle_s,
+        wait_for_load=s.workers > 1,
     )
 
 
 def app_from_env() -> Any:
     """The app of one worker process of ``--workers N`` (uvicorn's factory)."""
-    return app_from_settings(json.loads(os.environ[SETTINGS_ENV]))
+    return app_from_settings(ServeSettings.from_json(os.environ[SETTINGS_ENV]))
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -168,7 +132,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise missing_extra("routecore serve needs the serve extra", "serve") from None
     from routecore.serve.connections import protocol_class
 
-    settings = settings_from_args(args)
+    settings = ServeSettings.from_args(args)
     common: dict[str, Any] = {
         "host": args.host,
         "port": args.port,
@@ -180,7 +144,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "http": protocol_class(args.http),
     }
     if args.workers > 1:
-        os.environ[SETTINGS_ENV] = json.dumps(settings)
+        os.environ[SETTINGS_ENV] = settings.to_json()
         uvicorn.run("routecore.serve.cli:app_from_env", factory=True, workers=args.workers, **common)
     else:
         uvicorn.run(app_from_settings(settings), **common)
@@ -222,7 +186,7 @@ def add_serve_command(sub: Any) -> argparse.ArgumentParser:
     s.add_argument(
         "--workers",
         type=int,
-        default=1,
+        default=_D.workers,
         help="worker processes, each with its own router, tool sessions and "
         "(without --lessons) lesson store (default 1)",
     )
@@ -278,34 +242,40 @@ def add_serve_command(sub: Any) -> argparse.ArgumentParser:
         help=f"requests per micro-batch at most (default {DEFAULT_MAX_BATCH})",
     )
     s.add_argument(
-        "--max-body-bytes", type=int, default=1 << 20, help="request body limit (default 1 MiB; 413 above)"
+        "--max-body-bytes",
+        type=int,
+        default=_D.max_body_bytes,
+        help="request body limit (default 1 MiB; 413 above)",
     )
     s.add_argument(
-        "--max-query-chars", type=int, default=8192, help="characters per query (default 8192; 422 above)"
+        "--max-query-chars",
+        type=int,
+        default=_D.max_query_chars,
+        help="characters per query (default 8192; 422 above)",
     )
     s.add_argument(
         "--max-batch-queries",
         type=int,
-        default=256,
+        default=_D.max_batch_queries,
         help="queries per /v1/route/batch request (default 256; 422 above)",
     )
     s.add_argument(
         "--header-timeout",
         type=_positive(float),
-        default=10.0,
+        default=_D.header_timeout,
         help="seconds a connection has to send a request's head, from its opening or its "
         "previous response; then 408 and closed (default 10; 0: no limit)",
     )
     s.add_argument(
         "--body-timeout",
         type=_positive(float),
-        default=30.0,
+        default=_D.body_timeout,
         help="seconds to receive a request's body once its head is in (default 30; 408 above; 0: no limit)",
     )
     s.add_argument(
         "--max-connections",
         type=_positive(int),
-        default=512,
+        default=_D.max_connections,
         help="open connections per worker process; one more is answered 503 and closed "
         "(default 512; 0: no cap)",
     )
@@ -318,30 +288,37 @@ def add_serve_command(sub: Any) -> argparse.ArgumentParser:
     s.add_argument(
         "--session-ttl",
         type=_positive(float),
-        default=300.0,
+        default=_D.session_ttl,
         help="seconds a request_more_tools session lives unused (default 300)",
     )
     s.add_argument(
         "--reload-poll",
         type=_positive(float),
-        default=2.0,
+        default=_D.reload_poll_s,
         help="seconds between checks of the files for a change (0: never)",
     )
     s.add_argument(
         "--reload-settle",
         type=_positive(float),
-        default=5.0,
+        default=_D.reload_settle_s,
         help="seconds a config written in place must stay unchanged before it is reloaded; a file "
         "replaced by a rename reloads at the next poll (default 5)",
     )
-    s.add_argument("--threads", type=int, default=8, help="worker threads for the router's calls (default 8)")
+    s.add_argument(
+        "--threads",
+        type=int,
+        default=_D.threads,
+        help=f"worker threads for the router's calls (default {_D.threads})",
+    )
     s.add_argument(
         "--graceful-timeout",
         type=_positive(float),
         default=30.0,
         help="seconds to finish requests in flight on SIGTERM (default 30)",
     )
-    s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    s.add_argument(
+        "--log-level", default=_D.log_level, choices=["critical", "error", "warning", "info", "debug"]
+    )
     s.add_argument("--access-log", action="store_true", help="log every request (uvicorn's access log)")
     s.add_argument("--json", action="store_true", help="errors as JSON")
     s.set_defaults(func=cmd_serve)
