@@ -193,6 +193,13 @@ class FlatIndex:
         cosine alone) and ``top_dense`` (each best exemplar's cosine). Without
         one, the result is that of the plain step, and those two are None."""
         ...
+    def score_routes_batch(
+        self, queries: _F32, params: list[StepParams], biases: list[_F32 | None]
+    ) -> list[StepResult]:
+        """:meth:`score_routes` of each row of ``queries`` (``n x dim``), row ``i`` with
+        ``params[i]`` and ``biases[i]``: the same results, in one call (the GIL released once, the
+        exemplar table read once per tile for all of them; int8 storage scores each on its own)."""
+        ...
     def label_names(self) -> list[str]: ...
     def domain_names(self) -> list[str]: ...
     def entries(self) -> tuple[npt.NDArray[np.uint64], _F32, list[str], list[str]]:

@@ -55,6 +55,40 @@ def test_route_batch_equals_single_calls(it_ops_router, encoder):
     assert it_ops_router.route_batch([]) == []
 
 
+@pytest.mark.parametrize("storage", ["f32", "f16", "int8"])
+def test_a_batch_scored_in_one_native_step_decides_as_single_calls(encoder, storage, monkeypatch):
+    """route_batch scores every query in one native call (the exemplar table read once for all):
+    each decision is the one route() gives, timings apart; when that call fails, each query is
+    scored on its own."""
+    from routecore import Router
+    from routecore.examples import IT_OPS_ROUTES
+    from routecore.routers import route_table
+
+    r = Router.from_config(IT_OPS_ROUTES, encoder=encoder, storage=storage)
+    prev = [None, "GENERAL", None, None, "RAG", None, None, None]
+    X = encoder.encode(QUERIES)
+    calls = []
+    real = route_table.score_batch
+    monkeypatch.setattr(route_table, "score_batch", lambda *a: calls.append(1) or real(*a))
+    batch = r.route_batch(QUERIES + ["   "], previous=prev + [None], vectors=np.vstack([X, X[:1]]))
+    assert calls == [1]  # one native call for the eight readable queries
+    for d, q, p, x in zip(batch, QUERIES, prev, X):
+        single = r.route(q, previous=p, vector=x)
+        assert d.to_dict() | {"timings": None} == single.to_dict() | {"timings": None}
+        t = d.timings
+        assert t.score > 0 and t.total >= t.score + t.policy
+    assert batch[-1].reason.code == "empty_query"
+
+    def fail(*a):
+        raise route_table.RoutecoreError("the batch step failed")
+
+    monkeypatch.setattr(route_table, "score_batch", fail)
+    again = r.route_batch(QUERIES, previous=prev, vectors=X)
+    assert [d.to_dict() | {"timings": None} for d in again] == [
+        d.to_dict() | {"timings": None} for d in batch[:-1]
+    ]
+
+
 def test_route_batch_arguments_are_checked(it_ops_router):
     with pytest.raises(InvalidArgumentError, match="use route"):
         it_ops_router.route_batch("one query")

@@ -258,6 +258,16 @@ def score_many(
     return [t.in_spec_order(r) for t, r in zip(tables, out)]
 
 
+def score_batch(
+    table: ScoreTable, Q: np.ndarray, steps: Sequence[_native.StepParams], biases: Sequence[np.ndarray | None]
+) -> list[Step]:
+    """One native step per row of ``Q`` on ``table``, in one native call that reads the exemplar
+    table once per tile for all of them (a batch's decisions); ``steps[i]`` and ``biases[i]``
+    (spec order) go with row ``i``. Results as :meth:`ScoreTable.score` gives them."""
+    out = table.index.native.score_routes_batch(Q, list(steps), [table.coded(b) for b in biases])
+    return [table.in_spec_order(r) for r in out]
+
+
 def query_vectors(vectors: Any, dim: int, n: int | None = None) -> np.ndarray:
     """Caller-given query embeddings as unit float32 rows (``n`` of them when given).
 

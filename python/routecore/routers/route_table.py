@@ -36,9 +36,10 @@ from routecore.decide.tables import (
     context_domains_arg,
     per_query,
     query_vectors,
+    score_batch,
 )
 from routecore.decision import Alert, Decision, Entity, Timings, trace
-from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.errors import ConfigError, InvalidArgumentError, RoutecoreError
 from routecore.llm.llm import LLMRouter
 
 
@@ -296,21 +297,26 @@ class RouteTable(Decider):
             embs, tok_ms, truncated = enc.embeddings, enc.tokenize_ms, enc.truncated
         t1 = time.perf_counter()
         share = (t1 - t0) / len(texts)  # each decision reports its share of the batch's encoder call
+        scored = self._scored(texts, embs, prev, context_domains)
 
         def one(i: int) -> Decision:
             if not texts[i]:
                 return trace("route decision", _noted(self.empty(texts[i], prev[i]), notes[i]))
-            start = time.perf_counter() - share
+            pp, r, step_s = scored.get(i, (None, None, 0.0))
+            t1 = time.perf_counter() - step_s  # its share of the batch's step, as its own step time
+            pp = pp._replace(t1=t1) if pp is not None else None
             d = self.decide(
                 texts[i],
                 embs[i],
                 prev[i],
                 context_domains,
                 None,
-                start,
+                t1 - share,
                 tok_ms / len(texts),
                 i in truncated,
                 choose,
+                prepared=pp,
+                scored=r,
                 peer=peers[i],
                 peer_model=peer_model,
             )
@@ -321,6 +327,29 @@ class RouteTable(Decider):
             if executor is not None
             else [one(i) for i in range(len(texts))]
         )
+
+    def _scored(
+        self, texts: list[str], embs: np.ndarray, prev: list[str | None], context_domains: Sequence[str]
+    ) -> dict[int, tuple[Prepared, Any, float]]:
+        """Each readable query's preparation and native step, the steps in one native call that reads
+        the exemplar table once for the batch, with each query's share of that time; empty for fewer
+        than two, or when the batch call fails (each query is then scored on its own, and fails alone)."""
+        live = [i for i, t in enumerate(texts) if t]
+        if len(live) < 2:
+            return {}
+        t = time.perf_counter()
+        preps = [self.prepare(texts[i], embs[i], prev[i]) for i in live]
+        try:
+            steps = score_batch(
+                self.table,
+                embs[live],
+                [self.step(pp, context_domains) for pp in preps],
+                [pp.pre.bias for pp in preps],
+            )
+        except RoutecoreError:
+            return {}
+        each = (time.perf_counter() - t) / len(live)
+        return {i: (pp, r, each) for i, pp, r in zip(live, preps, steps)}
 
     def prepare(
         self, text: str, q: np.ndarray, previous: str | None = None, clarify: Decision | None = None

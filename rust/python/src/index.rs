@@ -6,7 +6,9 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
-use routecore_core::scoring::step::{score_routes_biased, StepParams, StepResult};
+use routecore_core::scoring::step::{
+    score_routes_batch, score_routes_biased, StepParams, StepResult,
+};
 use routecore_core::scoring::Aggregation;
 use routecore_core::{persist, Error, FlatIndex, StorageKind};
 
@@ -197,6 +199,45 @@ impl PyFlatIndex {
         };
         let out = py.detach(|| self.step(data, p, bias)).map_err(PyRcErr)?;
         Ok(step_result(py, out))
+    }
+
+    /// [`score_routes`] of each row of `queries` (``n x dim``), row `i` with `params[i]` and
+    /// `biases[i]` (None, or one per label code), in one call with the GIL released once and
+    /// the exemplar table read once per tile for all of them
+    /// (`routecore_core::scoring::step::score_routes_batch`).
+    fn score_routes_batch<'py>(
+        &self,
+        py: Python<'py>,
+        queries: &Bound<'py, PyAny>,
+        params: Vec<PyRef<'py, PyStepParams>>,
+        biases: Vec<Option<PyReadonlyArray1<'py, f32>>>,
+    ) -> PyResult<Vec<PyStepResult>> {
+        let g = self.inner.read();
+        let q = F32Rows::extract(queries, "queries", g.dim())?;
+        drop(g);
+        let data = q.slice();
+        let biases = biases
+            .iter()
+            .map(|b| b.as_ref().map(|b| b.as_slice()).transpose())
+            .collect::<Result<Vec<_>, _>>()?;
+        let params: Vec<&StepParams> = params.iter().map(|p| &p.inner).collect();
+        let outs = py
+            .detach(|| {
+                let g = self.inner.read();
+                let rs = score_routes_batch(&g, data, &params, &biases)?;
+                Ok::<_, Error>(
+                    rs.into_iter()
+                        .map(|r| {
+                            let ids: Vec<u64> = r.top.iter().map(|h| g.ids()[h.index]).collect();
+                            let labels: Vec<u32> =
+                                r.top.iter().map(|h| g.label_codes()[h.index]).collect();
+                            (r, ids, labels)
+                        })
+                        .collect::<Vec<StepOut>>(),
+                )
+            })
+            .map_err(PyRcErr)?;
+        Ok(outs.into_iter().map(|o| step_result(py, o)).collect())
     }
 
     fn label_names(&self) -> Vec<String> {

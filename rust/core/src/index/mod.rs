@@ -402,6 +402,19 @@ impl FlatIndex {
         Ok(out)
     }
 
+    /// [`Self::score_all`] of each query stored row-major in `queries`: `nq × len` scores,
+    /// row-major, with the table read once per tile for all of them
+    /// ([`scan::score_all_batch`]).
+    pub fn score_all_batch(&self, queries: &[f32]) -> Result<Vec<f32>> {
+        if self.is_empty() {
+            return Err(Error::EmptyIndex);
+        }
+        let (nq, q) = self.prepare_queries(queries)?;
+        let mut out = vec![0f32; nq * self.len()];
+        scan::score_all_batch(&self.storage, &q, nq, &mut out);
+        Ok(out)
+    }
+
     /// Rebuild from parts read from disk (used by `persist`).
     pub(crate) fn from_parts(
         storage: Storage,

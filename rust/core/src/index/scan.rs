@@ -181,10 +181,62 @@ pub fn score_all(s: &Storage, q: &[f32], out: &mut [f32]) {
         });
 }
 
+/// Bytes of the table one tile of [`score_all_batch`] holds: it stays in L2 while every
+/// query of the batch is scored against it.
+const TILE_BYTES: usize = 128 << 10;
+
+/// Exact f32 scores of every row for each of `nq` queries (`qs` row-major; `out`: `nq × n`,
+/// row-major): the values of [`score_all`] (the same per-row kernel), with each tile of the
+/// table read from memory once for all the queries instead of once per query. The queries
+/// are split across threads above [`route_parallel_cutoff`] elements in all.
+pub fn score_all_batch(s: &Storage, qs: &[f32], nq: usize, out: &mut [f32]) {
+    let (d, n) = (s.dim(), s.len());
+    let m = s.matrix();
+    let tile = (TILE_BYTES / (d * 4).max(1)).max(1);
+    let run = |first: usize, out: &mut [f32]| {
+        let k = out.len() / n.max(1);
+        for r0 in (0..n).step_by(tile) {
+            let r1 = (r0 + tile).min(n);
+            for j in 0..k {
+                let q = &qs[(first + j) * d..(first + j + 1) * d];
+                dot_rows(&m[r0 * d..r1 * d], q, &mut out[j * n + r0..j * n + r1]);
+            }
+        }
+    };
+    let threads = rayon::current_num_threads();
+    if n == 0 || nq < 2 || threads == 1 || nq * n * d < route_parallel_cutoff() {
+        run(0, &mut out[..nq * n]);
+        return;
+    }
+    let per = nq.div_ceil(threads);
+    out[..nq * n]
+        .par_chunks_mut(per * n)
+        .enumerate()
+        .for_each(|(c, chunk)| run(c * per, chunk));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::kernels::topk::top_k;
+
+    #[test]
+    fn batched_scores_are_each_querys_scores() {
+        // More rows than one tile, and both the sequential and the parallel split.
+        let s = storage(1500, 96, StorageKind::F32);
+        let qs: Vec<f32> = (0..9 * 96).map(|i| ((i * 29) % 13) as f32 - 6.0).collect();
+        for cutoff in [usize::MAX, 1] {
+            set_route_parallel_cutoff(cutoff);
+            let mut got = vec![0f32; 9 * 1500];
+            score_all_batch(&s, &qs, 9, &mut got);
+            for (j, q) in qs.chunks(96).enumerate() {
+                let mut one = vec![0f32; 1500];
+                score_all(&s, q, &mut one);
+                assert_eq!(&got[j * 1500..(j + 1) * 1500], &one[..], "query {j}");
+            }
+        }
+        set_route_parallel_cutoff(ROUTE_PARALLEL_CUTOFF);
+    }
 
     fn storage(n: usize, d: usize, kind: StorageKind) -> Storage {
         let mut s = Storage::new(d, kind);

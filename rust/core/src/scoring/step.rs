@@ -115,17 +115,8 @@ pub fn score_routes_biased(
     p: &StepParams,
     bias: Option<&[f32]>,
 ) -> Result<StepResult> {
-    if index.is_empty() {
-        return Err(Error::EmptyIndex);
-    }
-    let n_routes = index.label_names().len();
-    if let Some(b) = bias {
-        check_bias(b, n_routes)?;
-    }
-    check_factors(p.boost, p.penalty)?;
-    let route_domains = index.route_domains().to_vec();
-    let mult = route_multipliers(index, &route_domains, p);
-    let (dense, bound, top, top_dense) = if index.kind() == StorageKind::Int8 {
+    let (route_domains, mult) = setup(index, p, bias)?;
+    let parts = if index.kind() == StorageKind::Int8 {
         let (_, q) = index.prepare_queries(query)?;
         if q.len() != index.dim() {
             return Err(Error::InvalidArgument(
@@ -135,26 +126,104 @@ pub fn score_routes_biased(
         let e = step_compact::estimate(index, &q, p, &mult, bias)?;
         (e.raw, e.bound, e.top, e.top_dense)
     } else {
-        let scores = index.score_all(query)?;
-        let raw = aggregate(&scores, index.label_codes(), n_routes, p.aggregation)?;
-        let k = p.top_exemplars.min(scores.len());
-        let (top, top_dense) = match bias {
-            _ if k == 0 => (Vec::new(), bias.map(|_| Vec::new())),
-            None => (top_k(&scores, k), None),
-            Some(b) => {
-                let biased: Vec<f32> = scores
-                    .iter()
-                    .zip(index.label_codes())
-                    .map(|(s, &c)| s + b[c as usize])
-                    .collect();
-                let mut top = top_k(&biased, k);
-                top.retain(|h| h.score != f32::NEG_INFINITY);
-                let dense = top.iter().map(|h| scores[h.index]).collect();
-                (top, Some(dense))
-            }
-        };
-        (raw, vec![0.0; n_routes], top, top_dense)
+        exact_parts(index, &index.score_all(query)?, p, bias)?
     };
+    finish(parts, route_domains, &mult, p, bias)
+}
+
+/// [`score_routes_biased`] of each query stored row-major in `queries`, query `i` with
+/// `params[i]` and `biases[i]`: the same results as one call each. With f32 or f16
+/// storage the exemplar table is read once per tile for the whole batch
+/// ([`FlatIndex::score_all_batch`]) instead of once per query; int8 storage scores
+/// each query on its own.
+pub fn score_routes_batch(
+    index: &FlatIndex,
+    queries: &[f32],
+    params: &[&StepParams],
+    biases: &[Option<&[f32]>],
+) -> Result<Vec<StepResult>> {
+    let (d, n) = (index.dim(), params.len());
+    if biases.len() != n || queries.len() != n * d {
+        return Err(Error::InvalidArgument(format!(
+            "score_routes_batch: {} floats for {n} queries of width {d}, {} biases",
+            queries.len(),
+            biases.len()
+        )));
+    }
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if index.kind() == StorageKind::Int8 {
+        return queries
+            .chunks_exact(d)
+            .zip(params.iter().zip(biases))
+            .map(|(q, (p, b))| score_routes_biased(index, q, p, *b))
+            .collect();
+    }
+    let scores = index.score_all_batch(queries)?;
+    scores
+        .chunks_exact(index.len())
+        .zip(params.iter().zip(biases))
+        .map(|(sc, (p, b))| {
+            let (route_domains, mult) = setup(index, p, *b)?;
+            finish(exact_parts(index, sc, p, *b)?, route_domains, &mult, p, *b)
+        })
+        .collect()
+}
+
+/// The aggregated cosines, their bounds, the best exemplars and their cosines.
+type Parts = (Vec<f32>, Vec<f32>, Vec<Hit>, Option<Vec<f32>>);
+
+/// The checks of one step, each route's domain and affinity factor.
+fn setup(index: &FlatIndex, p: &StepParams, bias: Option<&[f32]>) -> Result<(Vec<u32>, Vec<f32>)> {
+    if index.is_empty() {
+        return Err(Error::EmptyIndex);
+    }
+    if let Some(b) = bias {
+        check_bias(b, index.label_names().len())?;
+    }
+    check_factors(p.boost, p.penalty)?;
+    let route_domains = index.route_domains().to_vec();
+    let mult = route_multipliers(index, &route_domains, p);
+    Ok((route_domains, mult))
+}
+
+/// The [`Parts`] of exact exemplar `scores` (f32 and f16 storage).
+fn exact_parts(
+    index: &FlatIndex,
+    scores: &[f32],
+    p: &StepParams,
+    bias: Option<&[f32]>,
+) -> Result<Parts> {
+    let n_routes = index.label_names().len();
+    let raw = aggregate(scores, index.label_codes(), n_routes, p.aggregation)?;
+    let k = p.top_exemplars.min(scores.len());
+    let (top, top_dense) = match bias {
+        _ if k == 0 => (Vec::new(), bias.map(|_| Vec::new())),
+        None => (top_k(scores, k), None),
+        Some(b) => {
+            let biased: Vec<f32> = scores
+                .iter()
+                .zip(index.label_codes())
+                .map(|(s, &c)| s + b[c as usize])
+                .collect();
+            let mut top = top_k(&biased, k);
+            top.retain(|h| h.score != f32::NEG_INFINITY);
+            let dense = top.iter().map(|h| scores[h.index]).collect();
+            (top, Some(dense))
+        }
+    };
+    Ok((raw, vec![0.0; n_routes], top, top_dense))
+}
+
+/// The bias, affinity, softmax and collision over the aggregated scores.
+fn finish(
+    (dense, bound, top, top_dense): Parts,
+    route_domains: Vec<u32>,
+    mult: &[f32],
+    p: &StepParams,
+    bias: Option<&[f32]>,
+) -> Result<StepResult> {
     let (raw, dense) = match bias {
         None => (dense, None),
         Some(b) => (
@@ -166,7 +235,7 @@ pub fn score_routes_biased(
     // -inf (no exemplars, or removed by its bias) stays there ([`affinity_scale`]).
     let adjusted: Vec<f32> = raw
         .iter()
-        .zip(&mult)
+        .zip(mult)
         .map(|(&r, &m)| affinity_scale(r, m))
         .collect();
     if adjusted.iter().all(|s| *s == f32::NEG_INFINITY) {
@@ -267,5 +336,54 @@ mod tests {
         .unwrap();
         let c = idx.label_names().iter().position(|n| n == "C").unwrap();
         assert!((q.adjusted[c] - 1.15).abs() < 1e-5);
+    }
+
+    #[test]
+    fn a_batch_is_each_query_alone() {
+        let (d, n) = (24, 600);
+        let mut rnd = crate::testing::uniform(7);
+        let rows: Vec<f32> = (0..n * d).map(|_| rnd()).collect();
+        let labels: Vec<String> = (0..n).map(|i| format!("r{}", i % 37)).collect();
+        let domains: Vec<String> = (0..n).map(|i| format!("d{}", i % 3)).collect();
+        let (l, dm): (Vec<&str>, Vec<&str>) = (
+            labels.iter().map(String::as_str).collect(),
+            domains.iter().map(String::as_str).collect(),
+        );
+        let ids: Vec<u64> = (0..n as u64).collect();
+        let queries: Vec<f32> = (0..5 * d).map(|_| rnd()).collect();
+        for kind in [StorageKind::F32, StorageKind::F16, StorageKind::Int8] {
+            let mut idx = FlatIndex::new(d, kind, true).unwrap();
+            idx.add(&ids, &rows, Some(&l), Some(&dm)).unwrap();
+            let codes = idx.label_names().len();
+            let bias: Vec<f32> = (0..codes).map(|c| (c % 5) as f32 * 0.01).collect();
+            let plain = StepParams::new(Aggregation::Max, 0.05);
+            let domain = StepParams {
+                active_domains: vec!["d1".into()],
+                top_exemplars: 3,
+                ..StepParams::new(Aggregation::Mean, 0.1)
+            };
+            let params: Vec<&StepParams> = (0..5)
+                .map(|i| if i % 2 == 0 { &plain } else { &domain })
+                .collect();
+            let biases: Vec<Option<&[f32]>> =
+                (0..5).map(|i| (i % 3 == 1).then_some(&bias[..])).collect();
+            let got = score_routes_batch(&idx, &queries, &params, &biases).unwrap();
+            for (i, q) in queries.chunks(d).enumerate() {
+                let one = score_routes_biased(&idx, q, params[i], biases[i]).unwrap();
+                assert_eq!(
+                    format!("{:?}", got[i]),
+                    format!("{one:?}"),
+                    "{kind:?} query {i}"
+                );
+            }
+        }
+        let idx = FlatIndex::new(d, StorageKind::F32, true).unwrap();
+        assert!(score_routes_batch(
+            &idx,
+            &queries[..d],
+            &[&StepParams::new(Aggregation::Max, 0.1)],
+            &[None]
+        )
+        .is_err());
     }
 }
