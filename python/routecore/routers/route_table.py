@@ -303,15 +303,15 @@ class RouteTable(Decider):
             if not texts[i]:
                 return trace("route decision", _noted(self.empty(texts[i], prev[i]), notes[i]))
             pp, r, step_s = scored.get(i, (None, None, 0.0))
-            t1 = time.perf_counter() - step_s  # its share of the batch's step, as its own step time
-            pp = pp._replace(t1=t1) if pp is not None else None
+            began = time.perf_counter() - step_s  # its share of the batch's step, as its own step time
+            pp = pp._replace(t1=began) if pp is not None else None
             d = self.decide(
                 texts[i],
                 embs[i],
                 prev[i],
                 context_domains,
                 None,
-                t1 - share,
+                began - share,
                 tok_ms / len(texts),
                 i in truncated,
                 choose,

@@ -62,6 +62,27 @@ fn name_list<'py>(
 /// label codes of its best exemplars (read under the same lock).
 type StepOut = (StepResult, Vec<u64>, Vec<u32>);
 
+/// A step's result with the ids and label codes of its best exemplars in `g`.
+fn with_top(g: &FlatIndex, r: StepResult) -> StepOut {
+    let ids: Vec<u64> = r.top.iter().map(|h| g.ids()[h.index]).collect();
+    let labels: Vec<u32> = r.top.iter().map(|h| g.label_codes()[h.index]).collect();
+    (r, ids, labels)
+}
+
+/// The native views of several steps' parameters and biases (None: no bias).
+type StepInputs<'a> = (Vec<&'a StepParams>, Vec<Option<&'a [f32]>>);
+
+fn step_inputs<'a, 'py>(
+    params: &'a [PyRef<'py, PyStepParams>],
+    biases: &'a [Option<PyReadonlyArray1<'py, f32>>],
+) -> PyResult<StepInputs<'a>> {
+    let biases = biases
+        .iter()
+        .map(|b| b.as_ref().map(|b| b.as_slice()).transpose())
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((params.iter().map(|p| &p.inner).collect(), biases))
+}
+
 impl PyFlatIndex {
     /// One routing step under the read lock (no GIL needed).
     fn step(
@@ -71,10 +92,7 @@ impl PyFlatIndex {
         bias: Option<&[f32]>,
     ) -> routecore_core::Result<StepOut> {
         let g = self.inner.read();
-        let r = score_routes_biased(&g, query, p, bias)?;
-        let ids: Vec<u64> = r.top.iter().map(|h| g.ids()[h.index]).collect();
-        let labels: Vec<u32> = r.top.iter().map(|h| g.label_codes()[h.index]).collect();
-        Ok((r, ids, labels))
+        Ok(with_top(&g, score_routes_biased(&g, query, p, bias)?))
     }
 
     /// Convert one add/update batch and run `op` under the write lock, GIL released.
@@ -212,29 +230,15 @@ impl PyFlatIndex {
         params: Vec<PyRef<'py, PyStepParams>>,
         biases: Vec<Option<PyReadonlyArray1<'py, f32>>>,
     ) -> PyResult<Vec<PyStepResult>> {
-        let g = self.inner.read();
-        let q = F32Rows::extract(queries, "queries", g.dim())?;
-        drop(g);
+        let dim = self.inner.read().dim();
+        let q = F32Rows::extract(queries, "queries", dim)?;
         let data = q.slice();
-        let biases = biases
-            .iter()
-            .map(|b| b.as_ref().map(|b| b.as_slice()).transpose())
-            .collect::<Result<Vec<_>, _>>()?;
-        let params: Vec<&StepParams> = params.iter().map(|p| &p.inner).collect();
+        let (params, biases) = step_inputs(&params, &biases)?;
         let outs = py
             .detach(|| {
                 let g = self.inner.read();
                 let rs = score_routes_batch(&g, data, &params, &biases)?;
-                Ok::<_, Error>(
-                    rs.into_iter()
-                        .map(|r| {
-                            let ids: Vec<u64> = r.top.iter().map(|h| g.ids()[h.index]).collect();
-                            let labels: Vec<u32> =
-                                r.top.iter().map(|h| g.label_codes()[h.index]).collect();
-                            (r, ids, labels)
-                        })
-                        .collect::<Vec<StepOut>>(),
-                )
+                Ok::<_, Error>(rs.into_iter().map(|r| with_top(&g, r)).collect::<Vec<_>>())
             })
             .map_err(PyRcErr)?;
         Ok(outs.into_iter().map(|o| step_result(py, o)).collect())
@@ -451,11 +455,7 @@ pub fn score_many<'py>(
     }
     let q = F32Rows::extract(query, "query", dim)?;
     let data = q.slice();
-    let biases = biases
-        .iter()
-        .map(|b| b.as_ref().map(|b| b.as_slice()).transpose())
-        .collect::<Result<Vec<_>, _>>()?;
-    let params: Vec<&StepParams> = params.iter().map(|p| &p.inner).collect();
+    let (params, biases) = step_inputs(&params, &biases)?;
     let outs = py
         .detach(|| {
             indexes
