@@ -178,6 +178,13 @@ def test_decisions_match_in_process(cluster, local):
         r.status_code == 200
         and [t["name"] for t in r.json()["tools"]] == local.tools(QUERIES[3], top_k=2).names
     )
+    # the active domains, as Router.tools takes them; one name (the old form, also by position) still works
+    want = local.tools(QUERIES[3], context_domains=["system"]).names
+    for body in ({"context_domains": ["system"]}, {"context_domain": "system"}):
+        r = httpx.post(f"{url}/tools", json={"query": QUERIES[3], **body}, timeout=30)
+        assert r.status_code == 200 and [t["name"] for t in r.json()["tools"]] == want, body
+    old = handle.tools.remote(QUERIES[3], "system").result(timeout_s=60)
+    assert [t["name"] for t in old["tools"]] == want
     assert httpx.post(f"{url}/route", json={"nope": 1}, timeout=30).status_code == 422
     assert httpx.get(f"{url}/healthz", timeout=30).json() == {"status": "ok"}
 

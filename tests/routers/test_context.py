@@ -48,6 +48,9 @@ def test_every_layer_from_one_encode(cr, encoder):
     # the flat timings of earlier versions: a layer's time beside the stages'
     flat = {"encode": 1.0, "scoring": 2.0, "intent": 0.5, "total": 4.0}
     assert ContextTimings.from_dict(flat) == ContextTimings(1.0, 2.0, 4.0, {"intent": 0.5})
+    for bad in ({"total": "soon"}, {"layers": {"intent": "x"}}, ["total"]):
+        with pytest.raises(InvalidArgumentError, match="context"):
+            Context.from_dict({**ctx.to_dict(), "timings": bad})
     with pytest.raises(KeyError, match="layers"):
         ctx.label("mood")
     with pytest.raises(InvalidArgumentError, match="'mood'"):  # the contract's error (UnknownLayerError)

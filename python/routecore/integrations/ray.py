@@ -108,6 +108,8 @@ class RouterDeployment:
         from routecore.decide.tables import context_domains_arg
         from routecore.serve.batcher import ToolsItem
 
+        if isinstance(context_domains, str) and context_domain is None:  # the one domain, passed by position
+            context_domains, context_domain = (), context_domains
         domains = context_domains_arg(context_domains, context_domain, "context_domain")
         b: ToolBelt = _result(await self._tools_batched(ToolsItem(query, domains, top_k)))
         return b.to_dict()

@@ -135,7 +135,7 @@ class Context:
                 Reason(**d["reason"]) if d.get("reason") is not None else None,
                 tuple(Alert(**a) for a in d.get("alerts", ())),
             )
-        except (KeyError, TypeError, AttributeError) as e:
+        except (KeyError, TypeError, AttributeError, ValueError) as e:
             raise InvalidArgumentError(f"context: {type(e).__name__}: {e}") from None
 
 
