@@ -108,9 +108,10 @@ class RouterDeployment:
         from routecore.decide.tables import context_domains_arg
         from routecore.serve.batcher import ToolsItem
 
-        if isinstance(context_domains, str) and context_domain is None:  # the one domain, passed by position
-            context_domains, context_domain = (), context_domains
-        domains = context_domains_arg(context_domains, context_domain, "context_domain")
+        # One domain passed by position is the old form (context_domain=), with its warning.
+        by_position = isinstance(context_domains, str) and context_domain is None
+        one = context_domains if by_position else context_domain
+        domains = context_domains_arg(() if by_position else context_domains, one, "context_domain")
         b: ToolBelt = _result(await self._tools_batched(ToolsItem(query, domains, top_k)))
         return b.to_dict()
 
