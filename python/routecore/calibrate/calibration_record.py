@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from routecore.calibrate.stats import CalibrationStats
+from routecore.config.schema_base import record_from_dict
 from routecore.core.lexical import STEMMERS
 from routecore.errors import ConfigError
 
@@ -78,24 +79,14 @@ class Calibration:
             raise ConfigError(f"calibration: tool_lexical_b must be a number in [0, 1], got {b!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["stats"] = self.stats.to_dict()
+        d = asdict(self)  # the stats record too, as its own to_dict gives it
         d["per_route"] = {k: dict(v) for k, v in self.per_route.items()}
         d["languages"] = {k: dict(v) for k, v in self.languages.items()}
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Calibration":
-        if not isinstance(d, Mapping):
-            raise ConfigError(f"calibration must be a mapping, got {type(d).__name__}")
-        known = set(cls.__dataclass_fields__)
-        extra = set(d) - known
-        if extra:
-            raise ConfigError(f"calibration: unknown keys {sorted(extra)}")
-        try:
-            return cls(**d)
-        except TypeError as e:
-            raise ConfigError(f"calibration: {e}") from None
+        return record_from_dict(cls, d, "calibration")
 
     def for_language(self, lang: str) -> "Calibration":
         """This calibration for queries in ``lang`` (:mod:`routecore.calibrate.languages`): the

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence, Tuple
@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence, Tuple
 import numpy as np
 
 from routecore.calibrate.stats import CalibrationStats, TierCuts
+from routecore.config.schema_base import record_from_dict
 from routecore.errors import ConfigError
 
 #: The priors shipped with routecore, by model id (and by :func:`pair_key` for two encoders' combined
@@ -197,10 +198,7 @@ class DecisionPrior:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "DecisionPrior":
-        known = {f.name for f in fields(cls)}
-        if not isinstance(d, Mapping) or set(d) - known:
-            raise ConfigError(f"decision prior: expected a mapping of {sorted(known)}, got {d!r}")
-        return cls(**d)
+        return record_from_dict(cls, d, "decision prior")
 
 
 @lru_cache(maxsize=1)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
+from routecore.config.schema_base import record_from_dict
 from routecore.errors import ConfigError
 
 #: How a zero-label fit set the temperature when it had too few held-out rows to fit it.
@@ -72,10 +73,7 @@ class HeadStats:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "HeadStats":
-        known = {f.name for f in fields(cls)}
-        if not isinstance(d, Mapping) or set(d) - known:
-            raise ConfigError(f"calibration stats: head: expected a mapping of {sorted(known)}, got {d!r}")
-        return cls(**d)
+        return record_from_dict(cls, d, "calibration stats: head")
 
 
 #: Keys of a flat (pre-typed) stats mapping that belong to ``routecore fit``'s record.
@@ -125,8 +123,6 @@ class CalibrationStats:
     def from_dict(cls, d: Mapping[str, Any]) -> "CalibrationStats":
         """The stats of a bundle: this record's own form, or the flat mapping of earlier bundles
         (``lexical_*`` keys go to :attr:`lexical`, ``fit_*`` and ``tools_*`` to :attr:`fit`)."""
-        if isinstance(d, CalibrationStats):
-            return d
         if not isinstance(d, Mapping):
             raise ConfigError(f"calibration stats must be a mapping, got {type(d).__name__}")
         known = {f.name for f in fields(cls)} - {"lexical", "fit", "head"}

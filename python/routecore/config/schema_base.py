@@ -1,13 +1,17 @@
 """The building blocks of the config schema (routecore.config.config_schema, policy_schema):
-bounded number and name types, and the strict struct bases."""
+bounded number and name types, the strict struct bases, and :func:`record_from_dict` for the
+dataclass records read back from bundles and files."""
 
 from __future__ import annotations
 
 import math
 import typing
-from typing import Annotated, Dict, Tuple
+from dataclasses import fields
+from typing import Annotated, Any, Dict, Mapping, Tuple, TypeVar
 
 from msgspec import UNSET, Meta, Struct
+
+from routecore.errors import ConfigError
 
 Unit = Annotated[float, Meta(ge=0.0, le=1.0)]
 NonNegative = Annotated[float, Meta(ge=0.0)]
@@ -39,3 +43,24 @@ class Finite(Strict):
 
 
 FLOAT_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+_R = TypeVar("_R")
+
+
+def record_from_dict(cls: type[_R], d: Any, what: str) -> _R:
+    """The dataclass ``cls`` of the mapping ``d`` (a bundle's or a file's), field by field.
+
+    Raises:
+        ConfigError: ``d`` is not a mapping, names a key ``cls`` does not have, or misses a
+            required one (the message starts with ``what``).
+    """
+    known = sorted(f.name for f in fields(cls))  # type: ignore[arg-type]
+    if not isinstance(d, Mapping):
+        raise ConfigError(f"{what}: expected an object of {known}, got {type(d).__name__}")
+    extra = sorted(set(d) - set(known))
+    if extra:
+        raise ConfigError(f"{what}: unknown keys {extra}; expected an object of {known}")
+    try:
+        return cls(**d)
+    except TypeError as e:
+        raise ConfigError(f"{what}: {e}") from None

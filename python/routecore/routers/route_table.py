@@ -183,11 +183,6 @@ class RouteTable(Decider):
         """:meth:`policy_for`, and the language the detector found (None when it did not run)."""
         return (self.policy, None, None) if self.languages is None else self.languages.read(self.policy, q)
 
-    @staticmethod
-    def domains(context_domains: Any) -> list[str]:
-        """``context_domains`` as a list of names (:func:`~routecore.decide.tables.context_domains_arg`)."""
-        return list(context_domains_arg(context_domains))
-
     def _text(self, query: Any, previous: str | None, clarify: Decision | None) -> str:
         """The text to embed for ``query``, after checking the arguments."""
         if not self.specs:
@@ -216,7 +211,7 @@ class RouteTable(Decider):
         ``choose`` replaces ``llm.choose`` for this call (:mod:`routecore.core.aio`)."""
         text = self._text(query, previous, clarify)
         check_peer(peer, peer_model)
-        context_domains = self.domains(context_domains)
+        context_domains = list(context_domains_arg(context_domains))
         if not query.strip():
             return trace("route decision", self.empty(text, previous))
         t0 = time.perf_counter()
@@ -277,7 +272,7 @@ class RouteTable(Decider):
         queries = list(queries)
         prev = per_query(previous, len(queries), "previous")
         peers = peers_of(peer, len(queries), peer_model)
-        context_domains = self.domains(context_domains)
+        context_domains = list(context_domains_arg(context_domains))
         heads = [self._read(self._text(q, p, None)) for q, p in zip(queries, prev)]
         texts, notes = [h[0] for h in heads], [h[1] for h in heads]
         if not texts:
@@ -330,7 +325,7 @@ class RouteTable(Decider):
 
     def _scored(
         self, texts: list[str], embs: np.ndarray, prev: list[str | None], context_domains: Sequence[str]
-    ) -> dict[int, tuple[Prepared, Any, float]]:
+    ) -> dict[int, tuple[Prepared, Step, float]]:
         """Each readable query's preparation and native step, the steps in one native call that reads
         the exemplar table once for the batch, with each query's share of that time; empty for fewer
         than two, or when the batch call fails (each query is then scored on its own, and fails alone)."""

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Optional
 
+from routecore.config.schema_base import record_from_dict
 from routecore.errors import ConfigError
 from routecore.serve.defaults import DEFAULT_MAX_BATCH, DEFAULT_WINDOW_MS
 
@@ -104,8 +105,4 @@ class ServeSettings:
             d = json.loads(text)
         except ValueError as e:
             raise ConfigError(f"serve settings: not JSON ({e})") from None
-        known = {f.name for f in fields(cls)}
-        if not isinstance(d, dict) or set(d) - known:
-            extra = sorted(set(d) - known) if isinstance(d, dict) else type(d).__name__
-            raise ConfigError(f"serve settings: expected an object of {sorted(known)}, got {extra}")
-        return cls(**d)
+        return record_from_dict(cls, d, "serve settings")

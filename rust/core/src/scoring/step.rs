@@ -160,16 +160,31 @@ pub fn score_routes_batch(
             .map(|(q, (p, b))| score_routes_biased(index, q, p, *b))
             .collect();
     }
-    let scores = index.score_all_batch(queries)?;
-    scores
-        .chunks_exact(index.len())
-        .zip(params.iter().zip(biases))
-        .map(|(sc, (p, b))| {
+    // Blocks of queries bound the scores held at once (BATCH_BLOCK × rows) for any batch size.
+    let mut out = Vec::with_capacity(n);
+    for ((qs, ps), bs) in queries
+        .chunks(BATCH_BLOCK * d)
+        .zip(params.chunks(BATCH_BLOCK))
+        .zip(biases.chunks(BATCH_BLOCK))
+    {
+        let scores = index.score_all_batch(qs)?;
+        for ((sc, p), b) in scores.chunks_exact(index.len()).zip(ps).zip(bs) {
             let (route_domains, mult) = setup(index, p, *b)?;
-            finish(exact_parts(index, sc, p, *b)?, route_domains, &mult, p, *b)
-        })
-        .collect()
+            out.push(finish(
+                exact_parts(index, sc, p, *b)?,
+                route_domains,
+                &mult,
+                p,
+                *b,
+            )?);
+        }
+    }
+    Ok(out)
 }
+
+/// Queries scored together by [`score_routes_batch`]: each tile of the table is read once for
+/// this many, and at most this many rows of scores are held (64 × 15,000 rows: 3.8 MB).
+const BATCH_BLOCK: usize = 64;
 
 /// The aggregated cosines, their bounds, the best exemplars and their cosines.
 type Parts = (Vec<f32>, Vec<f32>, Vec<Hit>, Option<Vec<f32>>);
@@ -350,8 +365,16 @@ mod tests {
             domains.iter().map(String::as_str).collect(),
         );
         let ids: Vec<u64> = (0..n as u64).collect();
-        let queries: Vec<f32> = (0..5 * d).map(|_| rnd()).collect();
-        for kind in [StorageKind::F32, StorageKind::F16, StorageKind::Int8] {
+        // Five queries, and more than two blocks of BATCH_BLOCK.
+        let nq = 2 * BATCH_BLOCK + 3;
+        let queries: Vec<f32> = (0..nq * d).map(|_| rnd()).collect();
+        for (kind, nq) in [
+            (StorageKind::F32, 5),
+            (StorageKind::F16, 5),
+            (StorageKind::Int8, 5),
+            (StorageKind::F32, nq),
+        ] {
+            let queries = &queries[..nq * d];
             let mut idx = FlatIndex::new(d, kind, true).unwrap();
             idx.add(&ids, &rows, Some(&l), Some(&dm)).unwrap();
             let codes = idx.label_names().len();
@@ -362,12 +385,12 @@ mod tests {
                 top_exemplars: 3,
                 ..StepParams::new(Aggregation::Mean, 0.1)
             };
-            let params: Vec<&StepParams> = (0..5)
+            let params: Vec<&StepParams> = (0..nq)
                 .map(|i| if i % 2 == 0 { &plain } else { &domain })
                 .collect();
             let biases: Vec<Option<&[f32]>> =
-                (0..5).map(|i| (i % 3 == 1).then_some(&bias[..])).collect();
-            let got = score_routes_batch(&idx, &queries, &params, &biases).unwrap();
+                (0..nq).map(|i| (i % 3 == 1).then_some(&bias[..])).collect();
+            let got = score_routes_batch(&idx, queries, &params, &biases).unwrap();
             for (i, q) in queries.chunks(d).enumerate() {
                 let one = score_routes_biased(&idx, q, params[i], biases[i]).unwrap();
                 assert_eq!(
