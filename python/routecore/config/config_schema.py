@@ -12,6 +12,7 @@ BENCHMARKS.md, "Config schema"). Errors name the file, the path inside it
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 import typing
 from typing import Annotated, Any, Dict, List, Literal, Optional, TypeVar, Union
@@ -269,4 +270,22 @@ def validate(data: Any, where: str = "config") -> Config:
 def json_schema() -> Dict[str, Any]:
     """The JSON Schema of a config file (draft 2020-12), for editors and CI checks."""
     schema = msgspec.json.decode(msgspec.json.encode(msgspec.json.schema(Config)))  # tuples become lists
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "routecore config", **schema}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "routecore config",
+        **_clean_descriptions(schema),
+    }
+
+
+def _clean_descriptions(node: Any) -> Any:
+    """``node`` with every ``description`` dedented as ``inspect.cleandoc`` does: msgspec 0.23
+    dedents docstrings and earlier versions kept their indentation, and the published schema
+    must not depend on which one is installed."""
+    if isinstance(node, dict):
+        return {
+            k: inspect.cleandoc(v) if k == "description" and isinstance(v, str) else _clean_descriptions(v)
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_clean_descriptions(v) for v in node]
+    return node
