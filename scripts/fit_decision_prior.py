@@ -88,7 +88,7 @@ def dump(model: str | None, out: str, seeds: int) -> None:
                     owners = np.array([i for i, r in enumerate(routes) for _ in r.exemplars()])
                     r = Router(routes, encoder=enc, policy=Policy(head="off"), vectors=TableVectors(routes=V))
                     B = background_vectors(enc)
-                    homes = {n for n, v in r.calibration.languages.items() if v.get("covered")}
+                    homes = {n for n, v in r.calibration.languages.items() if v.covered}
                     if homes:
                         B = B[np.array([lang in homes for lang in background_languages()])]
                     r.head = serving_head(V, owners, names, B, r.calibration, 0.0)

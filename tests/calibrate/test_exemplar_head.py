@@ -158,26 +158,22 @@ def test_other_languages_get_their_own_cut_and_are_not_taught_out_of_scope(encod
         policy=Policy(head="exemplars", prior=False),
     )
     langs = r.calibration.languages
-    homes = {n for n, v in langs.items() if v.get("covered")}
+    homes = {n for n, v in langs.items() if v.covered}
     assert homes == {"en"}
     st = r.calibration.stats.head
     # The out-of-scope class holds English background queries only.
     assert st is not None and st.background + st.background_dropped == sum(
         lang in homes for lang in background_languages()
     )
-    cuts = {n: v["head_threshold"] for n, v in langs.items() if "head_threshold" in v}
+    cuts = {n: v.head_threshold for n, v in langs.items() if v.head_threshold is not None}
     assert {"fr", "zh"} <= set(cuts) and all(0 < t < 1 for t in cuts.values())
     # Those languages have the head's own numbers (tiers from rescored out-of-fold rows), no cosine ones.
     for n, v in langs.items():
         if n in cuts:
-            assert (
-                v["offset"] == 0.0
-                and "slope" not in v
-                and 0 < v["head_slope"]
-                and 0 < v.get("medium", 0.5) <= 1
-            )
+            assert v.offset == 0.0 and v.slope is None and v.head_slope is not None and 0 < v.head_slope
+            assert v.medium is None or 0 < v.medium <= 1
         else:
-            assert "offset" not in v
+            assert v.offset is None
     zh = next(
         t for i, lang, t in parallel_rows() if lang == "zh" and i == 16
     )  # "set a timer for twenty minutes"

@@ -11,6 +11,7 @@ import pytest
 from routecore import Router
 from routecore.calibrate.calibration import Calibration
 from routecore.calibrate.languages import LanguageDetector, adapted, centroids, fit_languages, transfer
+from routecore.calibrate.stats import TierCuts
 from routecore.config.specs import RouteSpec, ToolSpec
 from routecore.core.background import background_languages, background_vectors
 from routecore.decide.policy import Policy
@@ -96,18 +97,18 @@ def test_detection_needs_a_margin_over_the_covered_languages():
 def test_english_routes_adapt_other_languages_only(english):
     langs = english.calibration.languages
     assert set(langs) >= {"en", "fr", "zh", "es", "de", "vi", "ja"} and all(
-        len(v["centroid"]) == 384 for v in langs.values()
+        len(v.centroid) == 384 for v in langs.values()
     )
-    assert [n for n, v in langs.items() if v.get("covered")] == ["en"] and langs["zh"]["detect_margin"] >= 0
+    assert [n for n, v in langs.items() if v.covered] == ["en"] and langs["zh"].detect_margin >= 0
     assert set(adapted(langs)) == {"fr", "zh", "es", "de", "vi"}  # the parallel set's languages but English
     # The same sentences in Chinese score lower against English routes, with narrower gaps.
     zh = langs["zh"]
-    assert zh["offset"] < 0 and 0 < zh["slope"] < 1 and zh["noise"] > 0
-    assert {"temperature", "high", "margin"} <= set(zh)  # 24 held-out rows: no `medium` cut reaches 90 %
+    assert zh.offset < 0 and 0 < zh.slope < 1 and zh.noise > 0
+    assert None not in (zh.temperature, zh.high, zh.margin)  # 24 held-out rows: no `medium` cut reaches 90 %
     c = english.calibration.for_language("zh")
-    assert c.min_score == pytest.approx(english.calibration.min_score + zh["offset"]) and c.languages == {}
-    assert (c.temperature, c.scale, c.high) == (zh["temperature"], zh["temperature"], zh["high"])
-    assert c.medium == zh.get("medium", english.calibration.medium)
+    assert c.min_score == pytest.approx(english.calibration.min_score + zh.offset) and c.languages == {}
+    assert (c.temperature, c.scale, c.high) == (zh.temperature, zh.temperature, zh.high)
+    assert c.medium == (zh.medium if zh.medium is not None else english.calibration.medium)
 
 
 def test_decision_says_which_language_policy_decided(english):
@@ -136,7 +137,7 @@ def test_explicit_values_win_over_the_language(encoder):
     p, lang = r.route_table.policy_for(q)
     assert lang == "zh" and (p.min_score, p.temperature) == (0.5, 0.02)
     zh = r.calibration.languages["zh"]
-    assert p.margin == zh["margin"] != r.policy.margin  # what was not pinned follows the language
+    assert p.margin == zh.margin != r.policy.margin  # what was not pinned follows the language
 
 
 def test_a_policy_set_by_hand_is_used_for_every_language(encoder):
@@ -249,13 +250,12 @@ def test_fit_languages_needs_pairs_and_a_covered_language():
     en, zh = V[:10], unit(V[:10] + 2 * e[1])  # the "translations" lean towards e1
     P = np.stack([x for pair in zip(en, zh) for x in pair])
     PS = P @ V[:4].T
-    fields = {"temperature": 0.01}
-    out = fit_languages(V, B, langs, P, rows, PS, lambda s, n: fields)
-    assert set(out) == {"en", "zh"} and "offset" not in out["en"]
-    assert out["zh"]["temperature"] == 0.01 and out["zh"]["slope"] > 0
-    assert (
-        "offset" not in fit_languages(V, B, langs, P[:14], rows[:14], PS[:14], None)["zh"]
-    )  # 7 pairs < MIN_PAIRS
+    out = fit_languages(V, B, langs, P, rows, PS, lambda s, n: (0.01, TierCuts(high=0.9)))
+    assert set(out) == {"en", "zh"} and out["en"].offset is None
+    assert (out["zh"].temperature, out["zh"].high, out["zh"].medium) == (0.01, 0.9, None)
+    assert out["zh"].slope > 0
+    few = fit_languages(V, B, langs, P[:14], rows[:14], PS[:14], None)
+    assert few["zh"].offset is None  # 7 pairs < MIN_PAIRS
     assert fit_languages(V[:0], B, langs, P, rows, PS, None) == {}
     assert fit_languages(V, B, langs[:-1], P, rows, PS, None) == {}
 
@@ -282,11 +282,11 @@ TOOLS = [
 def test_tool_floor_follows_the_query_language(encoder):
     r = Router(ROUTES, TOOLS, encoder=encoder)
     zh = r.calibration.languages["zh"]
-    assert zh["tool_offset"] < 0
+    assert zh.tool_offset < 0
     belt = r.tools("明天柏林会下雨吗")  # "will it rain in Berlin tomorrow"
     alert = [a for a in belt.alerts if a.kind == "language"]
     assert alert and alert[0].data["tool_threshold"] == pytest.approx(
-        r.policy.tool_threshold + zh["tool_offset"]
+        r.policy.tool_threshold + zh.tool_offset
     )
     assert not [a for a in r.tools("will it rain in Berlin tomorrow").alerts if a.kind == "language"]
     # An explicit floor is the caller's: no language moves it.
@@ -312,4 +312,4 @@ def test_one_exemplar_read_as_another_language_does_not_make_a_config_bilingual(
             RouteSpec("B", ("where is my parcel", "track my order", "my package is late")),
         ]
     )
-    assert [n for n, v in r.calibration.languages.items() if v.get("covered")] == ["en"]
+    assert [n for n, v in r.calibration.languages.items() if v.covered] == ["en"]

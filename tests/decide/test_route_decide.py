@@ -79,7 +79,10 @@ def test_a_language_the_exemplars_do_not_cover_moves_the_support_by_its_offset()
         0.02,
         0.9,
         0.7,
-        languages={"fr": {"offset": -0.05}, "de": {"offset": 0.0, "support_offset": -0.08}},
+        languages={
+            "fr": {"centroid": [1.0, 0.0], "offset": -0.05},
+            "de": {"centroid": [0.0, 1.0], "offset": 0.0, "support_offset": -0.08},
+        },
     )
     assert cal.for_language("fr").support == pytest.approx(0.85)
     assert cal.for_language("de").support == pytest.approx(0.82)  # the head's: offset 0, support kept

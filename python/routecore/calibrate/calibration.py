@@ -31,6 +31,7 @@ exemplar), so its rows lose their nearest same-route exemplars.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -53,8 +54,14 @@ from routecore.calibrate.held_out import held_out_rows as held_out_rows
 from routecore.calibrate.held_out import near_duplicate_cut as near_duplicate_cut
 from routecore.calibrate.held_out import nearest_same as nearest_same
 from routecore.calibrate.held_out import route_scores as route_scores
+from routecore.calibrate.language_fit import LanguageFit
 from routecore.calibrate.languages import fit_languages, language_fields, offsets
-from routecore.calibrate.stats import TEMPERATURE_CONSTANT, TEMPERATURE_FROM_BACKGROUND, CalibrationStats
+from routecore.calibrate.stats import (
+    TEMPERATURE_CONSTANT,
+    TEMPERATURE_FROM_BACKGROUND,
+    CalibrationStats,
+    TierCuts,
+)
 
 # Re-exported (``X as X``: an explicit re-export for type checkers).
 from routecore.core.background import BACKGROUND_FILE as BACKGROUND_FILE
@@ -258,12 +265,10 @@ def zero_label(
             )
         tool_floor = float(np.quantile(bt, targets.tool_background_rejected))
         stats["tool_background_median"] = float(np.median(bt))
-    languages: dict[str, dict[str, Any]] = {}
+    languages: dict[str, LanguageFit] = {}
     if background_langs is not None and len(Bm):
 
-        def refit(
-            slope: float, noise: float
-        ) -> dict[str, float]:  # the held-out rows as another language's queries
+        def refit(slope: float, noise: float) -> tuple[float, TierCuts]:  # the held-out rows, as L's
             return language_fields(slope, noise, S_dense, S_tier_dense, gold, R, targets, seed)
 
         P, prows = parallel if parallel is not None else (np.zeros((0, V.shape[1]), np.float32), ())
@@ -277,7 +282,7 @@ def zero_label(
             TS = route_scores(P, tool_vecs, np.asarray(tool_owners, dtype=np.int64), n_tools)
             for lang, off in offsets(tool_vecs, background, background_langs, prows, TS).items():
                 if lang in languages:
-                    languages[lang]["tool_offset"] = round(off, 6)
+                    languages[lang] = replace(languages[lang], tool_offset=round(off, 6))
 
     def clip(v: float, lo: float = 0.0) -> float:  # unnormalised vectors must not leave the cosine range
         return float(np.clip(v, lo, 1.0))

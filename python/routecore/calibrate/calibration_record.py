@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from routecore.calibrate.language_fit import LanguageFit, language_fits_of
 from routecore.calibrate.stats import CalibrationStats
 from routecore.config.schema_base import record_from_dict
 from routecore.core.lexical import STEMMERS
@@ -56,13 +57,17 @@ class Calibration:
     per_route: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     #: Per background language: its centroid and whether the exemplars cover it; for the
     #: others, the margin that detects it, its transfer and its own numbers (routecore.calibrate.languages).
-    languages: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: A mapping of dicts is read as a bundle's (:class:`~routecore.calibrate.language_fit.LanguageFit`).
+    languages: Mapping[str, LanguageFit] = field(default_factory=dict)
     #: What the fit measured and which values are constants (a mapping is read as a bundle's).
     stats: CalibrationStats = field(default_factory=CalibrationStats)
 
     def __post_init__(self) -> None:
         if not isinstance(self.stats, CalibrationStats):
             object.__setattr__(self, "stats", CalibrationStats.from_dict(self.stats))
+        langs = self.languages
+        if not (isinstance(langs, Mapping) and all(isinstance(v, LanguageFit) for v in langs.values())):
+            object.__setattr__(self, "languages", language_fits_of(langs))
         if self.source not in SOURCES:
             raise ConfigError(f"calibration: source must be one of {SOURCES}, got {self.source!r}")
         for k in ("temperature", "scale"):
@@ -81,7 +86,7 @@ class Calibration:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)  # the stats record too, as its own to_dict gives it
         d["per_route"] = {k: dict(v) for k, v in self.per_route.items()}
-        d["languages"] = {k: dict(v) for k, v in self.languages.items()}
+        d["languages"] = {k: v.to_dict() for k, v in self.languages.items()}
         return d
 
     @classmethod
@@ -93,30 +98,29 @@ class Calibration:
         out-of-scope cuts moved by the language's ``offset``, its own temperature (the
         scale of every gap rule), tiers and ``medium``, and the tool floor moved by its
         ``tool_offset``; itself when ``lang`` has none of them."""
-        adj = self.languages.get(lang) or {}
-        if "offset" not in adj and "tool_offset" not in adj:
+        adj = self.languages.get(lang)
+        if adj is None or not adj.adapted:
             return self
         changes: dict[str, Any] = {"languages": {}}
-        if "tool_offset" in adj and self.tool_floor is not None:
-            changes["tool_floor"] = float(np.clip(self.tool_floor + float(adj["tool_offset"]), 0.0, 1.0))
-        if "offset" in adj:
-            off = float(adj["offset"])
-            temperature = float(adj.get("temperature", self.temperature * float(adj.get("slope", 1.0))))
-            changes.update(
-                {
-                    k: float(adj[k])
-                    for k in ("high", "margin", "medium", "previous_high", "previous_margin")
-                    if k in adj
-                }
+        if adj.tool_offset is not None and self.tool_floor is not None:
+            changes["tool_floor"] = float(np.clip(self.tool_floor + adj.tool_offset, 0.0, 1.0))
+        if adj.offset is not None:
+            off = adj.offset
+            temperature = (
+                adj.temperature
+                if adj.temperature is not None
+                else self.temperature * (adj.slope if adj.slope is not None else 1.0)
             )
+            changes.update(adj.tier_changes())
             changes["per_route"] = {
                 n: {k: (float(np.clip(v + off, 0.0, 1.0)) if k == "min_score" else v) for k, v in o.items()}
                 for n, o in self.per_route.items()
             }
             # The head drops a language's cosine offset from its tiers and keeps it for the support.
             support = self.support if self.support is not None else self.match
+            shift = adj.support_offset if adj.support_offset is not None else off
             changes.update(
-                support=float(np.clip(support + float(adj.get("support_offset", off)), 0.0, 1.0)),
+                support=float(np.clip(support + shift, 0.0, 1.0)),
                 min_score=float(np.clip(self.min_score + off, 0.0, 1.0)),
                 temperature=temperature,
                 scale=temperature,

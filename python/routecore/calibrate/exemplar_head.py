@@ -50,8 +50,6 @@ FOLDS = 4
 IN_SCOPE_KEPT = 0.95
 #: Fewer out-of-fold rows than this and the tiers stay the cosine calibration's.
 MIN_ROWS = 20
-#: Language-specific fields the head's tiers replace (they were refitted on cosines).
-_TIER_KEYS = ("high", "margin", "medium", "previous_high", "previous_margin")
 
 
 @dataclass(frozen=True)
@@ -63,6 +61,20 @@ class HeadFit:
     stats: HeadStats
     #: The out-of-fold in-scope rows the tiers were fitted on: log-probabilities and routes.
     oof: tuple[np.ndarray, np.ndarray] | None = None
+
+
+@dataclass(frozen=True)
+class HeadLanguage:
+    """The head's own numbers for queries in a language the exemplars do not cover
+    (:func:`routecore.calibrate.head_languages.language_fits`)."""
+
+    #: Its out-of-scope cut, moved by the median log-odds shift of the parallel sentences.
+    threshold: float
+    #: Tiers and ``medium`` fitted on out-of-fold rows rescored as its queries (none: no folds).
+    cuts: TierCuts = TierCuts()
+    #: The log-probabilities' transfer from a covered language (``languages.transfer``).
+    slope: float | None = None
+    noise: float | None = None
 
 
 def in_scope_probs(head: LinearHead, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -314,16 +326,23 @@ def serving_head(
 
 
 def with_head(
-    base: Calibration, fit: HeadFit, per_language: Mapping[str, Mapping[str, float]] | None = None
+    base: Calibration, fit: HeadFit, per_language: Mapping[str, HeadLanguage] | None = None
 ) -> Calibration:
     """``base`` with the head's tiers and the cosine cut off (the head's decides the
     scope). Languages lose their cosine numbers (the tool floor's offset stays); those
     in ``per_language`` (:func:`~routecore.calibrate.head_languages.language_fits`) get the head's, with an
     ``offset`` of 0 so that their queries are decided under them."""
-    cosine = set(_TIER_KEYS) | {"offset", "slope", "noise", "temperature"}
-    langs = {k: {f: v for f, v in d.items() if f not in cosine} for k, d in base.languages.items()}
-    for k, fields in (per_language or {}).items():
-        langs[k].update(fields, offset=0.0, support_offset=base.languages[k].get("offset", 0.0))
+    langs = {k: v.without_cosine() for k, v in base.languages.items()}
+    for k, h in (per_language or {}).items():
+        own = base.languages[k]
+        langs[k] = replace(
+            langs[k].with_tiers(h.cuts),
+            head_threshold=h.threshold,
+            head_slope=h.slope,
+            head_noise=h.noise,
+            offset=0.0,
+            support_offset=own.offset if own.offset is not None else 0.0,
+        )
     return replace(
         base,
         **fit.fields.changes(),

@@ -6,13 +6,15 @@ set's sentences change from a covered language to that one. The head itself is
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
-from routecore.calibrate.exemplar_head import HeadFit, in_scope_probs
+from routecore.calibrate.exemplar_head import HeadFit, HeadLanguage, in_scope_probs
 from routecore.calibrate.fits import Targets, fit_medium, fit_tiers, softmax, top2_gold
+from routecore.calibrate.language_fit import LanguageFit
 from routecore.calibrate.languages import MIN_PAIRS, pairs, transfer
+from routecore.calibrate.stats import TierCuts
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -23,12 +25,12 @@ def _logit(p: np.ndarray) -> np.ndarray:
 
 def language_fits(
     fit: HeadFit,
-    languages: Mapping[str, Mapping[str, Any]],
+    languages: Mapping[str, LanguageFit],
     parallel: np.ndarray,
     rows: Sequence[tuple[int, str, str]],
     targets: Targets = Targets(),
     seed: int = 0,
-) -> dict[str, dict[str, float]]:
+) -> dict[str, HeadLanguage]:
     """Per language the exemplars do not cover (those the cosine calibration adapted,
     :mod:`routecore.calibrate.languages`), the head's own numbers for queries in it, measured on
     the parallel sentences the head takes for in scope in a covered language:
@@ -43,8 +45,8 @@ def language_fits(
     Sentences the head declines in the covered language measure how out of scope they
     look, not how sure it is of a route, and are left out."""
     head = fit.head
-    homes = [n for n, v in languages.items() if v.get("covered")]
-    out: dict[str, dict[str, float]] = {}
+    homes = [n for n, v in languages.items() if v.covered]
+    out: dict[str, HeadLanguage] = {}
     if not homes or not len(parallel) or head.threshold <= 0:
         return out
     P, oos, _ = in_scope_probs(head, parallel)
@@ -52,31 +54,32 @@ def language_fits(
     in_scope = (best >= head.threshold) & (oos < best)
     logp = np.log(np.maximum(P / P.sum(axis=1, keepdims=True), 1e-30))
     for lang, v in languages.items():
-        if "offset" not in v:
+        if v.offset is None:
             continue
         a, b = pairs(rows, homes, lang)
         a, b = a[in_scope[a]], b[in_scope[a]]
         if len(a) < MIN_PAIRS:
             continue
         shift = float(np.median(_logit(best[b]) - _logit(best[a])))
-        fields = {
-            "head_threshold": round(
-                float(1 / (1 + np.exp(-(_logit(np.array([head.threshold]))[0] + shift)))), 6
-            )
-        }
-        if fit.oof is not None and len(fit.oof[1]):
-            slope, noise, _ = transfer(logp[a], logp[b])
-            rng = np.random.default_rng(seed)
-            L, gold = fit.oof
-            p1, mg, right = top2_gold(softmax(slope * L + rng.normal(0.0, noise, L.shape), 1.0), gold)
-            medium, tiers = (
-                fit_medium(p1, right, targets.route_precision),
-                fit_tiers(p1, mg, right, targets.high_precision),
-            )
-            prev = fit_tiers(p1, mg, right, targets.previous_precision) if tiers else None
-            fields.update({"medium": medium} if medium is not None else {})
-            fields.update({"high": tiers[0], "margin": tiers[1]} if tiers else {})
-            fields.update({"previous_high": prev[0], "previous_margin": prev[1]} if prev else {})
-            fields.update(head_slope=round(slope, 6), head_noise=round(noise, 6))
-        out[lang] = fields
+        threshold = round(float(1 / (1 + np.exp(-(_logit(np.array([head.threshold]))[0] + shift)))), 6)
+        if fit.oof is None or not len(fit.oof[1]):
+            out[lang] = HeadLanguage(threshold)
+            continue
+        slope, noise, _ = transfer(logp[a], logp[b])
+        rng = np.random.default_rng(seed)
+        L, gold = fit.oof
+        p1, mg, right = top2_gold(softmax(slope * L + rng.normal(0.0, noise, L.shape), 1.0), gold)
+        medium, tiers = (
+            fit_medium(p1, right, targets.route_precision),
+            fit_tiers(p1, mg, right, targets.high_precision),
+        )
+        prev = fit_tiers(p1, mg, right, targets.previous_precision) if tiers else None
+        cuts = TierCuts(
+            medium=medium,
+            high=tiers[0] if tiers else None,
+            margin=tiers[1] if tiers else None,
+            previous_high=prev[0] if prev else None,
+            previous_margin=prev[1] if prev else None,
+        )
+        out[lang] = HeadLanguage(threshold, cuts, round(slope, 6), round(noise, 6))
     return out

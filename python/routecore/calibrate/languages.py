@@ -25,12 +25,14 @@ At query time the query's language is the nearest background-language centroid
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from routecore.calibrate.fits import Targets, fit_medium, fit_temperature, fit_tiers, top2_correct
+from routecore.calibrate.language_fit import LanguageFit
+from routecore.calibrate.stats import TierCuts
 from routecore.decision import Alert
 
 #: A language is covered by the routes when at least this share of their exemplars is in it, and
@@ -61,18 +63,17 @@ class LanguageDetector:
     margins: np.ndarray  # per name (0 for covered ones)
 
     @classmethod
-    def from_languages(cls, languages: Mapping[str, Mapping[str, Any]]) -> "LanguageDetector | None":
+    def from_languages(cls, languages: Mapping[str, LanguageFit]) -> "LanguageDetector | None":
         """The detector of a calibration's ``languages`` (None when there are none)."""
         if not languages:
             return None
         names = tuple(languages)
-        C = np.asarray([languages[n]["centroid"] for n in names], dtype=np.float32)
-        cov = np.array([bool(languages[n].get("covered", False)) for n in names])
+        fits = [languages[n] for n in names]
         return cls(
             names,
-            C,
-            cov,
-            np.array([float(languages[n].get("detect_margin", 0.0)) for n in names], dtype=np.float32),
+            np.asarray([f.centroid for f in fits], dtype=np.float32),
+            np.array([f.covered for f in fits]),
+            np.array([f.detect_margin or 0.0 for f in fits], dtype=np.float32),
         )
 
     def detect(self, q: np.ndarray) -> str:
@@ -171,8 +172,9 @@ def offsets(
     return out
 
 
-#: Fits a language's numbers from held-out rows rescored as its queries: (slope, noise) -> fields.
-RefitRows = Callable[[float, float], dict[str, float]]
+#: Fits a language's numbers from held-out rows rescored as its queries: (slope, noise) ->
+#: (temperature, tier cuts).
+RefitRows = Callable[[float, float], tuple[float, TierCuts]]
 
 
 def fit_languages(
@@ -183,7 +185,7 @@ def fit_languages(
     parallel_rows: Sequence[tuple[int, str, str]],
     parallel_scores: np.ndarray,
     refit: RefitRows | None,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, LanguageFit]:
     """Per background language: its centroid; for a language of the parallel set that the
     exemplars ``V`` do not cover, its transfer (:func:`transfer`) and the calibration fields
     ``refit`` gives for it (nothing else when ``refit`` is None: too few held-out rows).
@@ -195,11 +197,12 @@ def fit_languages(
     home = covered(V, names, C)
     is_home = np.array([n in home for n in names])
     margin = round(detection_margin(V, C, is_home), 6)
-    out: dict[str, dict[str, Any]] = {
-        n: {
-            "centroid": [round(float(x), 6) for x in c],
-            **({"covered": True} if n in home else {"detect_margin": margin}),
-        }
+    out = {
+        n: LanguageFit(
+            tuple(round(float(x), 6) for x in c),
+            covered=n in home,
+            detect_margin=None if n in home else margin,
+        )
         for n, c in zip(names, C)
     }
     if not len(parallel) or len(parallel_rows) != len(parallel):
@@ -213,9 +216,11 @@ def fit_languages(
         slope, noise, offset = transfer(parallel_scores[hi], parallel_scores[li])
         if not slope > 0:
             continue
-        out[lang].update(slope=round(slope, 6), noise=round(noise, 6), offset=round(offset, 6))
+        fit = replace(out[lang], slope=round(slope, 6), noise=round(noise, 6), offset=round(offset, 6))
         if refit is not None:
-            out[lang].update({k: round(float(v), 6) for k, v in refit(slope, noise).items()})
+            temperature, cuts = refit(slope, noise)
+            fit = replace(fit, temperature=round(temperature, 6)).with_tiers(cuts.rounded())
+        out[lang] = fit
     return out
 
 
@@ -228,30 +233,30 @@ def language_fields(
     R: int,
     targets: Targets,
     seed: int,
-) -> dict[str, float]:
+) -> tuple[float, TierCuts]:
     """Temperature, ``medium`` and tiers fitted on held-out rows rescored as queries of
     another language score: ``slope`` x the scores plus Gaussian ``noise`` (seeded)."""
     rng = np.random.default_rng(seed)
     SL = slope * S.astype(np.float64) + rng.normal(0.0, noise, S.shape)
     ST = slope * S_tier.astype(np.float64) + rng.normal(0.0, noise, S_tier.shape)
-    out = {"temperature": fit_temperature(SL, gold)}
-    p1, _, ok = top2_correct(SL, gold, out["temperature"], R)
-    t1, tmg, tok = top2_correct(ST, gold, out["temperature"], R)
-    medium = fit_medium(p1, ok, targets.route_precision)
-    if medium is not None:
-        out["medium"] = medium
+    temperature = fit_temperature(SL, gold)
+    p1, _, ok = top2_correct(SL, gold, temperature, R)
+    t1, tmg, tok = top2_correct(ST, gold, temperature, R)
     tiers = fit_tiers(t1, tmg, tok, targets.high_precision)
-    if tiers is not None:
-        out["high"], out["margin"] = tiers
-        prev = fit_tiers(t1, tmg, tok, targets.previous_precision)
-        if prev is not None:
-            out["previous_high"], out["previous_margin"] = prev
-    return out
+    prev = fit_tiers(t1, tmg, tok, targets.previous_precision) if tiers is not None else None
+    cuts = TierCuts(
+        medium=fit_medium(p1, ok, targets.route_precision),
+        high=tiers[0] if tiers else None,
+        margin=tiers[1] if tiers else None,
+        previous_high=prev[0] if prev else None,
+        previous_margin=prev[1] if prev else None,
+    )
+    return temperature, cuts
 
 
-def adapted(languages: Mapping[str, Mapping[str, Any]]) -> list[str]:
+def adapted(languages: Mapping[str, LanguageFit]) -> list[str]:
     """The languages whose queries are decided under their own policy."""
-    return [n for n, v in languages.items() if "offset" in v or "tool_offset" in v]
+    return [n for n, v in languages.items() if v.adapted]
 
 
 def language_alert(lang: str, used: Mapping[str, tuple[float, float]]) -> Alert:

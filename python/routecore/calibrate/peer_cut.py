@@ -61,7 +61,7 @@ class PeerCut:
         prior = prior_for(pair_key(model_id, peer_model), spec_policy.route_precision)
         if prior is None:
             return None
-        written = {n for n, v in calibration.languages.items() if v.get("covered")}
+        written = {n for n, v in calibration.languages.items() if v.covered}
         if prior.languages and not written <= set(prior.languages):
             return None  # measured on other languages' configs (the peer may not read these)
         stats = calibration.stats

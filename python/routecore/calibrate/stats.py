@@ -9,7 +9,7 @@ records existed (one flat mapping) still load (:meth:`CalibrationStats.from_dict
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, astuple, dataclass, field, fields
 from typing import Any, Mapping
 
 from routecore.config.schema_base import record_from_dict
@@ -33,6 +33,10 @@ class TierCuts:
     previous_high: float | None = None
     previous_margin: float | None = None
     clarify_mass: float | None = None
+
+    def rounded(self, digits: int = 6) -> "TierCuts":
+        """These cuts rounded (a bundle's JSON keeps them short)."""
+        return TierCuts(*(None if v is None else round(v, digits) for v in astuple(self)))
 
     def changes(self) -> dict[str, Any]:
         """The fields these cuts set, as ``dataclasses.replace`` takes them."""

@@ -20,16 +20,13 @@ class LanguagePolicies:
 
     @classmethod
     def build(
-        cls, base: Policy, spec_policy: Policy, calibration: Calibration | None, key: str = "offset"
+        cls, base: Policy, spec_policy: Policy, calibration: Calibration | None, tools: bool = False
     ) -> LanguagePolicies | None:
-        """The policies of ``calibration``'s languages that have a ``key`` (``offset``: routes,
-        ``tool_offset``: tools); None when none has."""
-        names = [n for n, v in calibration.languages.items() if key in v] if calibration is not None else []
-        det = (
-            LanguageDetector.from_languages(calibration.languages)
-            if calibration is not None and names
-            else None
-        )
+        """The policies of ``calibration``'s languages that have their own offset (the tool
+        floor's with ``tools``, else the routes'); None when none has."""
+        langs = calibration.languages if calibration is not None else {}
+        names = [n for n, v in langs.items() if (v.tool_offset if tools else v.offset) is not None]
+        det = LanguageDetector.from_languages(langs) if names else None
         if det is None or calibration is None:
             return None
         policies = {n: spec_policy.resolve(calibration.for_language(n)) for n in names}

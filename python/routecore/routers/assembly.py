@@ -232,7 +232,7 @@ def _exemplar_head(
     # The out-of-scope class holds background queries in the languages the exemplars are
     # written in: others would teach the head that a language is out of scope.
     B = background_vectors(encoder)
-    homes = {n for n, v in base.languages.items() if v.get("covered")}
+    homes = {n for n, v in base.languages.items() if v.covered}
     if homes:
         B = B[np.array([lang in homes for lang in background_languages()])]
     if head_threshold is not None and calibration is not None:

@@ -138,7 +138,7 @@ class RouteTable(Decider):
         # The head's out-of-scope cut per language the exemplars do not cover
         # (routecore.calibrate.exemplar_head).
         cuts = (
-            {n: float(v["head_threshold"]) for n, v in calibration.languages.items() if "head_threshold" in v}
+            {n: v.head_threshold for n, v in calibration.languages.items() if v.head_threshold is not None}
             if calibration
             else {}
         )

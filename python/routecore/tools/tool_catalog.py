@@ -78,7 +78,7 @@ class ToolCatalog:
     def set_languages(self, spec_policy: Policy, calibration: Calibration | None) -> None:
         """Give queries in languages the tools' exemplars do not cover their own tool floor
         (:mod:`routecore.calibrate.languages`); a policy later set by hand is used as given."""
-        self.languages = LanguagePolicies.build(self.policy, spec_policy, calibration, "tool_offset")
+        self.languages = LanguagePolicies.build(self.policy, spec_policy, calibration, tools=True)
 
     def lexical_table(self, stemmer: str, b: float) -> LexicalTable:
         """A BM25 table of the tools (names and exemplars) with terms stemmed by ``stemmer`` and
