@@ -7,7 +7,10 @@
 //! affinity, softmax, the collision, the int8 contenders and the best
 //! exemplars all see the sum. A `-inf` entry removes the route.
 
+use rayon::prelude::*;
+
 use crate::error::{Error, Result};
+use crate::index::scan::route_parallel_cutoff;
 use crate::index::storage::StorageKind;
 use crate::index::FlatIndex;
 use crate::kernels::topk::{top_k, Hit};
@@ -135,7 +138,8 @@ pub fn score_routes_biased(
 /// `params[i]` and `biases[i]`: the same results as one call each. With f32 or f16
 /// storage the exemplar table is read once per tile for the whole batch
 /// ([`FlatIndex::score_all_batch`]) instead of once per query; int8 storage scores
-/// each query on its own.
+/// each query on its own, the queries split across threads above the routing cutoff
+/// ([`route_parallel_cutoff`], over the whole batch).
 pub fn score_routes_batch(
     index: &FlatIndex,
     queries: &[f32],
@@ -154,10 +158,25 @@ pub fn score_routes_batch(
         return Ok(Vec::new());
     }
     if index.kind() == StorageKind::Int8 {
+        let one = |(q, (p, b)): (&[f32], (&&StepParams, &Option<&[f32]>))| {
+            score_routes_biased(index, q, p, *b)
+        };
+        // Each query scans alone; the queries are independent, so a batch whose scans add up
+        // to the routing cutoff splits them across the rayon pool (one fork for the batch).
+        if n > 1
+            && rayon::current_num_threads() > 1
+            && n * index.len() * d >= route_parallel_cutoff()
+        {
+            return queries
+                .par_chunks_exact(d)
+                .zip(params.par_iter().zip(biases.par_iter()))
+                .map(one)
+                .collect();
+        }
         return queries
             .chunks_exact(d)
             .zip(params.iter().zip(biases))
-            .map(|(q, (p, b))| score_routes_biased(index, q, p, *b))
+            .map(one)
             .collect();
     }
     // Blocks of queries bound the scores held at once (BATCH_BLOCK × rows) for any batch size.
@@ -317,6 +336,7 @@ fn route_multipliers(index: &FlatIndex, route_domains: &[u32], p: &StepParams) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::scan::{set_route_parallel_cutoff, ROUTE_PARALLEL_CUTOFF};
     use crate::index::storage::StorageKind;
 
     #[test]
@@ -368,12 +388,15 @@ mod tests {
         // Five queries, and more than two blocks of BATCH_BLOCK.
         let nq = 2 * BATCH_BLOCK + 3;
         let queries: Vec<f32> = (0..nq * d).map(|_| rnd()).collect();
-        for (kind, nq) in [
-            (StorageKind::F32, 5),
-            (StorageKind::F16, 5),
-            (StorageKind::Int8, 5),
-            (StorageKind::F32, nq),
+        // int8 batches split their queries across threads above the routing cutoff: both ways.
+        for (kind, nq, cutoff) in [
+            (StorageKind::F32, 5, ROUTE_PARALLEL_CUTOFF),
+            (StorageKind::F16, 5, ROUTE_PARALLEL_CUTOFF),
+            (StorageKind::Int8, 5, ROUTE_PARALLEL_CUTOFF),
+            (StorageKind::Int8, nq, 1),
+            (StorageKind::F32, nq, ROUTE_PARALLEL_CUTOFF),
         ] {
+            set_route_parallel_cutoff(cutoff);
             let queries = &queries[..nq * d];
             let mut idx = FlatIndex::new(d, kind, true).unwrap();
             idx.add(&ids, &rows, Some(&l), Some(&dm)).unwrap();
@@ -400,6 +423,7 @@ mod tests {
                 );
             }
         }
+        set_route_parallel_cutoff(ROUTE_PARALLEL_CUTOFF);
         let idx = FlatIndex::new(d, StorageKind::F32, true).unwrap();
         assert!(score_routes_batch(
             &idx,
