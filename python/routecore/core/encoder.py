@@ -252,7 +252,8 @@ class Encoder:
         return self._native.tokenize(as_texts(texts), kind)[0]
 
     def cache_stats(self) -> CacheStats:
-        return CacheStats(**self._native.cache_stats())
+        s = self._native.cache_stats()
+        return CacheStats(hits=s.hits, misses=s.misses, size=s.size, capacity=s.capacity)
 
     def clear_cache(self) -> None:
         self._native.clear_cache()
@@ -261,11 +262,9 @@ class Encoder:
         return f"Encoder(path={str(self.path)!r}, dim={self.dim}, threads={self.threads})"
 
 
-def _output(native: tuple[np.ndarray, list[int], dict[str, int]]) -> EncodeOutput:
+def _output(native: tuple[np.ndarray, list[int], _native.EncodeStats]) -> EncodeOutput:
     emb, truncated, st = native
-    return EncodeOutput(
-        emb, tuple(truncated), st["tokenize_ns"] / 1e6, st["infer_ns"] / 1e6, st["cache_hits"]
-    )
+    return EncodeOutput(emb, tuple(truncated), st.tokenize_ns / 1e6, st.infer_ns / 1e6, st.cache_hits)
 
 
 def as_texts(texts: str | Sequence[str]) -> list[str]:

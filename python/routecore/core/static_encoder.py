@@ -97,7 +97,7 @@ class StaticEncoder(Encoder):
         cap = self.max_length * CHARS_PER_TOKEN
         batch = [t[:cap] for t in as_texts(texts)]
         emb, truncated, st = self._static.encode(batch, kind)
-        return EncodeOutput(emb, tuple(truncated), st["tokenize_ns"] / 1e6, st["infer_ns"] / 1e6, 0)
+        return EncodeOutput(emb, tuple(truncated), st.tokenize_ns / 1e6, st.infer_ns / 1e6, 0)
 
     def encode_background(self, texts: str | Sequence[str], kind: Kind = "query") -> EncodeOutput:
         """:meth:`encode_with_stats` (a table lookup takes one thread anyway)."""

@@ -3,21 +3,38 @@
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 use routecore_core::encoder::{Encoded, Encoder, EncoderOptions, StaticEncoder, TextKind};
 
 use crate::arrays::shaped;
 use crate::errors::PyRcErr;
 
-/// What `encode` returns: (embeddings [n, dim] float32, truncated positions, stats dict).
-type EncodedPy<'py> = (Bound<'py, PyAny>, Vec<usize>, Bound<'py, PyDict>);
+/// The counters of one `encode` call: time tokenizing and in the model (ns), cache hits.
+#[pyclass(module = "routecore._native", name = "EncodeStats", frozen, get_all)]
+pub struct PyEncodeStats {
+    tokenize_ns: u64,
+    infer_ns: u64,
+    cache_hits: usize,
+}
+
+/// The query cache's counters (`Encoder.cache_stats`).
+#[pyclass(module = "routecore._native", name = "CacheCounters", frozen, get_all)]
+pub struct PyCacheCounters {
+    hits: u64,
+    misses: u64,
+    size: usize,
+    capacity: usize,
+}
+
+/// What `encode` returns: (embeddings [n, dim] float32, truncated positions, counters).
+type EncodedPy<'py> = (Bound<'py, PyAny>, Vec<usize>, PyEncodeStats);
 
 /// `e` as Python values.
 fn encoded(py: Python<'_>, e: Encoded) -> PyResult<EncodedPy<'_>> {
-    let stats = PyDict::new(py);
-    stats.set_item("tokenize_ns", e.tokenize_ns)?;
-    stats.set_item("infer_ns", e.infer_ns)?;
-    stats.set_item("cache_hits", e.cache_hits)?;
+    let stats = PyEncodeStats {
+        tokenize_ns: e.tokenize_ns,
+        infer_ns: e.infer_ns,
+        cache_hits: e.cache_hits,
+    };
     Ok((shaped(py, e.data, e.n, e.dim, false)?, e.truncated, stats))
 }
 
@@ -116,14 +133,14 @@ impl PyEncoder {
             .map_err(PyRcErr)?)
     }
 
-    fn cache_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn cache_stats(&self) -> PyCacheCounters {
         let s = self.inner.cache_stats();
-        let d = PyDict::new(py);
-        d.set_item("hits", s.hits)?;
-        d.set_item("misses", s.misses)?;
-        d.set_item("size", s.size)?;
-        d.set_item("capacity", s.capacity)?;
-        Ok(d)
+        PyCacheCounters {
+            hits: s.hits,
+            misses: s.misses,
+            size: s.size,
+            capacity: s.capacity,
+        }
     }
 
     fn clear_cache(&self) {
@@ -180,7 +197,7 @@ impl PyStaticEncoder {
         Ok(PyStaticEncoder { inner })
     }
 
-    /// Returns (embeddings [n, dim] float32, truncated positions, stats dict), as `Encoder`;
+    /// Returns (embeddings [n, dim] float32, truncated positions, counters), as `Encoder`;
     /// `kind` is checked and otherwise ignored (a static table has no prefixes).
     #[pyo3(signature = (texts, kind = "query"))]
     fn encode<'py>(
@@ -188,7 +205,7 @@ impl PyStaticEncoder {
         py: Python<'py>,
         texts: Vec<String>,
         kind: &str,
-    ) -> PyResult<(Bound<'py, PyAny>, Vec<usize>, Bound<'py, PyDict>)> {
+    ) -> PyResult<EncodedPy<'py>> {
         TextKind::parse(kind).map_err(PyRcErr)?;
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let e = if refs.len() <= 4 {
@@ -197,11 +214,7 @@ impl PyStaticEncoder {
             py.detach(|| self.inner.encode(&refs))
         }
         .map_err(PyRcErr)?;
-        let stats = PyDict::new(py);
-        stats.set_item("tokenize_ns", e.tokenize_ns)?;
-        stats.set_item("infer_ns", e.infer_ns)?;
-        stats.set_item("cache_hits", 0)?;
-        Ok((shaped(py, e.data, e.n, e.dim, false)?, e.truncated, stats))
+        encoded(py, e)
     }
 
     /// Piece ids per text (no special tokens, truncated).

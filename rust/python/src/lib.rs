@@ -23,6 +23,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<head::PyRouteHead>()?;
     m.add_class::<head::PyHeadReading>()?;
     m.add_class::<encoder::PyEncoder>()?;
+    m.add_class::<encoder::PyEncodeStats>()?;
+    m.add_class::<encoder::PyCacheCounters>()?;
     m.add_class::<encoder::PyStaticEncoder>()?;
     m.add_class::<lexical::PyLexicalIndex>()?;
     m.add_class::<entities::PyEntitySet>()?;
