@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from test_serve import AUTH, TOKEN, ThreadServer, check
+from test_serve import AUTH, TOKEN, ThreadServer, check, sample
 
 from routecore import Router, RouteSpec
 from routecore.serve.app import create_app
@@ -51,3 +51,9 @@ def test_learn_endpoint(router):
         r = c.post("/v1/learn", json={"query": "x", "route": "billing", "source": "robot"}, headers=AUTH)
         assert r.status_code in (400, 422), r.text
         assert "/v1/learn" in c.get("/openapi.json", headers=AUTH).json()["paths"]
+        # The request counter names the endpoint (not "other"), as it does the others.
+        text = c.get("/metrics", headers=AUTH).text
+        assert (
+            sample(text, 'routecore_http_requests_total{endpoint="/v1/learn",method="POST",status="401"}')
+            == 2
+        )

@@ -234,8 +234,8 @@ def add_eval_commands(sub: argparse._SubParsersAction[_P]) -> None:
     f.add_argument("--train", help="build the routes from this {text,label} JSONL")
     f.add_argument(
         "--tools",
-        help="fit a tool catalog (JSONL or YAML/JSON config) instead: its lexical weight, "
-        "on --val {query,tools} rows",
+        help="fit a tool catalog (JSONL or YAML/JSON config) instead: its lexical weight, stemmer "
+        "and BM25 b, on --val {query,tools} rows",
     )
     f.add_argument("--val", required=True)
     f.add_argument(

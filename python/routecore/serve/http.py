@@ -28,6 +28,7 @@ ENDPOINTS = frozenset(
         "/v1/tools",
         "/v1/tools/more",
         "/v1/lessons",
+        "/v1/learn",
         "/healthz",
         "/readyz",
         "/metrics",
