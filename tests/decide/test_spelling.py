@@ -6,18 +6,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routecore import Router
-from routecore.decide.spelling import SHORT_LETTERS, Speller, _distance, tokenizer_words
+from routecore.decide.spelling import SHORT_LETTERS, TWO_EDITS, Speller, _distance, tokenizer_words
 from routecore.examples import IT_OPS_ROUTES
 
 EXEMPLARS = ["the production server is down", "reset my password please", "configure the firewall rules"]
 
 
 def nothing_known(words):
+    """No word is one the tokenizer knows whole."""
     return [False] * len(words)
 
 
 def test_one_edit_repairs_a_word_two_edits_only_a_long_one():
-    s = Speller(EXEMPLARS, nothing_known)
+    s = Speller(EXEMPLARS, nothing_known, languages=())
     assert s.repair("teh prodution servr is dwon")[0] == "the production server is down"
     assert s.repair("the srever")[0] == "the server"  # a swap is one edit
     assert s.repair("reset my pswrod")[0] == "reset my pswrod"  # two edits on 6 letters: left alone
@@ -32,26 +33,30 @@ def test_known_words_short_words_and_ties_are_left_alone(encoder):
     assert known is not None and known(["server", "production"]) == [True, True]
     assert known(["prodution"]) == [False]
     # e5's vocabulary holds "teh" as one piece: a word to it, left as it is
-    assert Speller(EXEMPLARS, known).repair("teh prodution servr")[0] == "teh production server"
-    s = Speller(EXEMPLARS, lambda words: [w == "serves" for w in words])
+    assert Speller(EXEMPLARS, known, languages=()).repair("teh prodution servr")[0] == "teh production server"
+    s = Speller(EXEMPLARS, lambda words: [w == "serves" for w in words], languages=())
     assert s.repair("the serves are down")[0] == "the serves are down"  # a word the tokenizer knows
     assert s.repair("the srvr")[0] == "the srvr"  # two edits on 4 letters
-    tie = Speller(["cart", "card"], nothing_known)
+    tie = Speller(["cart", "card"], nothing_known, languages=())
     assert tie.repair("carx")[0] == "carx"  # one edit from two words: no guess
-    assert Speller(EXEMPLARS, None).repair("prodution")[0] == "prodution"  # no tokenizer: no repair
+    assert (
+        Speller(EXEMPLARS, None, languages=()).repair("prodution")[0] == "prodution"
+    )  # no tokenizer: no repair
 
 
 def test_a_doubled_letter_is_a_typo_and_the_more_used_word_breaks_a_tie():
-    s = Speller(["I need help", "what is my name"], nothing_known)
+    s = Speller(["I need help", "what is my name"], nothing_known, languages=())
     # "neeed" and "need" differ in an ending ("ed"/"d"), yet no inflection doubles a letter
     assert s.repair("I neeed help with my namee")[0] == "I need help with my name"
-    used = Speller(["my card was lost", "block my card", "add to cart"], nothing_known)
+    used = Speller(["my card was lost", "block my card", "add to cart"], nothing_known, languages=())
     assert used.repair("my carx")[0] == "my card"  # one edit from both: card is used twice, cart once
-    assert Speller(["card", "cart"], nothing_known).repair("carx")[0] == "carx"  # as often: no guess
+    assert (
+        Speller(["card", "cart"], nothing_known, languages=()).repair("carx")[0] == "carx"
+    )  # as often: no guess
 
 
 def test_a_short_word_is_read_through_a_swap_a_doubled_letter_or_a_key_beside():
-    s = Speller(["is the server down", "how do I reset my password"], nothing_known)
+    s = Speller(["is the server down", "how do I reset my password"], nothing_known, languages=())
     assert s.repair("teh server is dwon")[0] == "the server is down"
     assert s.repair("hwo do I reset mmy password")[0] == "how do I reset my password"
     assert s.repair("thee server")[0] == "the server"
@@ -60,19 +65,64 @@ def test_a_short_word_is_read_through_a_swap_a_doubled_letter_or_a_key_beside():
     assert s.repair("thz server")[0] == "the server"
     # a dropped letter, or one no keyboard puts beside, reaches too many short words: left alone
     assert s.repair("th server, hw do I, mq password, hoa")[0] == "th server, hw do I, mq password, hoa"
-    assert Speller(["is it up"], lambda words: [w == "si" for w in words]).repair("si it")[0] == "si it"
+    assert (
+        Speller(["is it up"], lambda words: [w == "si" for w in words], languages=()).repair("si it")[0]
+        == "si it"
+    )
     # two words a key away as often: no guess ("bat": "v" beside "b", "r" beside "t")
-    assert Speller(["vat", "bar"], nothing_known).repair("bat")[0] == "bat"
+    assert Speller(["vat", "bar"], nothing_known, languages=()).repair("bat")[0] == "bat"
 
 
 def test_a_name_the_tokenizer_knows_capitalised_or_an_acronym_it_knows_is_not_a_typo(encoder):
     known = tokenizer_words(encoder)
     assert known is not None and known(["thursday", "prodution"]) == [True, False]
     assert known(["amd", "td"]) == [True, True]  # "AMD" and "TD" are one piece each
-    assert Speller(["this and that"], known).repair("amd td") == ("amd td", ())
-    s = Speller(["book a table for tuesday", "the production server"], known)
+    assert Speller(["this and that"], known, languages=()).repair("amd td") == ("amd td", ())
+    s = Speller(["book a table for tuesday", "the production server"], known, languages=())
     assert s.repair("book a table for thursday") == ("book a table for thursday", ())
     assert s.repair("tuesdya prodution")[0] == "tuesday production"
+
+
+def test_with_a_word_table_a_real_word_stays_and_a_misspelling_reads_as_the_likelier_word(encoder):
+    known = tokenizer_words(encoder)
+    s = Speller(["what is the weather like today", "set an alarm", "the production server is down"], known)
+    assert [t.language for t in s.tables] == ["en"]
+    # words of the language one slip from an exemplar's word are words: not "what", "like", "have"
+    for q in ("what is the price of wheat", "plan a hike", "he gave me a call", "is kubernetes down"):
+        assert s.repair(q) == (q, ()), q
+    # misspellings of words no exemplar uses read as the language's likelier word
+    fixed, repairs = s.repair("my acount was not recieving money")
+    assert fixed == "my account was not receiving money"
+    assert [(r.typo, r.word) for r in repairs] == [("acount", "account"), ("recieving", "receiving")]
+    assert s.repair("wether tomorow, set an alarn")[0] == "weather tomorrow, set an alarm"
+    # a word no table lists that the tokenizer knows whole stays (e5 knows "rhe"); a name too
+    assert s.repair("rhe server on thursday") == ("rhe server on thursday", ())
+    # exemplar words are never read as others, and their long typos (two edits) still repair
+    assert s.repair("the weather")[0] == "the weather"
+    assert s.repair("the prodcutoin server")[0] == "the production server"
+
+
+def test_a_french_config_reads_french_and_a_chinese_one_its_exemplars_words(encoder):
+    known = tokenizer_words(encoder)
+    fr = Speller(["je voudrais réserver une table", "quel temps fait-il demain", "mets une alarme"], known)
+    assert [t.language for t in fr.tables] == ["fr"]
+    assert fr.repair("quel temp fait-il demian")[0] == "quel temp fait-il demain"
+    assert fr.repair("metss une alrme")[0] == "mets une alarme"  # a key held down is no plural
+    assert fr.repair("what is the weather") == ("what is the weather", ())
+    zh = Speller(["服务器宕机了", "重置密码"], known)
+    assert zh.tables == () and zh.repair("服务器宕机了 pasword") == ("服务器宕机了 pasword", ())
+    assert Speller(["the server is down"], known, languages=("en", "fr")).repair("le servr")[0] == "le server"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz éè", max_size=60))
+def test_a_weighed_reading_is_a_listed_or_exemplar_word_one_slip_or_two_edits_away(text):
+    s = Speller(EXEMPLARS, nothing_known, languages=("en",))
+    fixed, repairs = s.repair(text)
+    listed = s.tables[0].log_share
+    for r in repairs:
+        assert r.word in listed or r.word in s.words
+        assert _distance(r.typo.lower(), r.word) <= (2 if len(r.typo) >= TWO_EDITS else 1)
 
 
 def test_distance_is_optimal_string_alignment():
@@ -86,7 +136,7 @@ def test_distance_is_optimal_string_alignment():
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=80))
 def test_repair_keeps_text_of_known_words_and_never_raises(text):
-    s = Speller(EXEMPLARS, nothing_known)
+    s = Speller(EXEMPLARS, nothing_known, languages=())
     fixed, repairs = s.repair(text)
     assert isinstance(fixed, str) and len(repairs) <= len(text.split())
     clean = " ".join(w for w in EXEMPLARS[0].split())
@@ -107,7 +157,7 @@ def test_a_mistyped_query_routes_with_a_spelling_alert(encoder):
 
 
 def test_a_form_of_an_exemplar_word_is_not_a_typo():
-    s = Speller(["the app crashes on start", "my cards were declined"], nothing_known)
+    s = Speller(["the app crashes on start", "my cards were declined"], nothing_known, languages=())
     for q in ("the app crashed", "my card was declined", "it keeps crashing"):
         assert s.repair(q) == (q, ()), q
     assert s.repair("the app crahses")[0] == "the app crashes"  # a swap is still repaired
@@ -121,16 +171,16 @@ def test_a_form_of_an_exemplar_word_is_not_a_typo():
 )
 def test_a_remembered_reading_is_the_one_a_new_speller_gives(words):
     text = " ".join(words)
-    seen = Speller(EXEMPLARS, nothing_known)
+    seen = Speller(EXEMPLARS, nothing_known, languages=())
     seen.repair("prodution servr firewal dwon")  # its memo holds some of the words already
-    assert seen.repair(text) == Speller(EXEMPLARS, nothing_known).repair(text)
+    assert seen.repair(text) == Speller(EXEMPLARS, nothing_known, languages=()).repair(text)
 
 
 def test_the_memo_starts_over_when_full(monkeypatch):
     from routecore.decide import spelling
 
     monkeypatch.setattr(spelling, "MEMO_WORDS", 2)
-    s = Speller(EXEMPLARS, nothing_known)
+    s = Speller(EXEMPLARS, nothing_known, languages=())
     assert s.repair("prodution servr")[0] == "production server"
     assert s.repair("firewal dwon configre")[0] == "firewall down configure"
     assert len(s._memo) <= 3  # cleared before the three new words went in

@@ -1,22 +1,27 @@
-"""Typo repair against a router's own vocabulary (issue 34 §4).
+"""Typo repair against a router's own vocabulary and a language's word frequencies (issue 34 §4).
 
 A subword encoder reads "pasword resset" as other pieces than "password reset", and a typo on
 one word in ten cost 4-41 points of right routes on dev queries (BENCHMARKS.md, robustness).
-A :class:`Speller` knows the words of a router's exemplars. A query word it does not know,
-of at least :data:`MIN_LETTERS` letters, that one edit (two from :data:`TWO_EDITS` letters on)
-turns into exactly one of its words, and that the encoder's tokenizer does not know as a whole
-word either, is read as that word. Nothing else changes: a word the tokenizer knows is a word,
-not a typo, however close it is to an exemplar's.
+A :class:`Speller` knows the words of a router's exemplars and, for the languages they are
+written in (:func:`routecore.decide.words.languages_of`), how often each word of the language is
+used. A query word is read as another when that reading is more likely, the slip included:
 
-Edits are those of a keyboard: a letter dropped, doubled, swapped with the next, or replaced.
-Lookups go through the deletions of each word (symmetric delete), so a query costs
-O(words x length^2) dictionary reads. A doubled letter whose removal gives a vocabulary word
-is that word (it is no inflection: "neeed", "namee"); between vocabulary words at the same
-distance, the one more of the exemplars use wins, and a tie is left alone. Words of 2-3 letters
-are read only through a swap, a doubled letter or, failing those, a key beside on a QWERTY,
-AZERTY or QWERTZ keyboard ("teh", "mmy", "thw"). These rules add 2-5 points of right routes under
-typos on the English dev sets, 1 on French, and move clean queries by at most 0.1 (e5, k = 10;
-BENCHMARKS.md, robustness). A word the tokenizer knows in upper case is an acronym ("AMD"), not a typo.
+- the readings of a word are the words one keyboard slip away from it (two neighbouring letters
+  swapped, a key held down, a letter dropped, a key beside hit on a QWERTY, AZERTY or QWERTZ
+  keyboard) and, from :data:`TWO_EDITS` letters on, the exemplars' words two edits away;
+- a reading scores its word's log frequency, plus :data:`EXEMPLAR_BOOST` when the exemplars use
+  it, minus :data:`EDIT_COST` per slip; the word as typed scores its own log frequency, plus
+  :data:`REAL_WORD_COST` when the language has that word too ("gave" is not "have");
+- a word no table lists but the encoder's tokenizer knows whole (a name, another language's word)
+  is left alone, as is an exemplar's word, a word of one letter, and another form of the reading
+  ("crashed" beside "crashes").
+
+Without a table for the exemplars' language (Chinese, say) the exemplars' words alone are read:
+one edit (two from :data:`TWO_EDITS` letters on) away from exactly one of them, unknown to the
+tokenizer as a whole word; words of 2-3 letters through a swap, a doubled letter or a key beside.
+A word the tokenizer knows in upper case is an acronym ("AMD"), not a typo. Lookups go through the
+deletions of each exemplar word (symmetric delete) and the slips of each query word, so a query
+costs O(words x length x letters) dictionary reads, and each word's reading is remembered.
 """
 
 from __future__ import annotations
@@ -26,8 +31,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-#: Shorter words are read only through a swap of two neighbouring letters, a doubled letter or a
-#: key beside ("teh", "yuo", "mmy", "thw"): any edit reaches too many of them.
+from routecore.decide.words import WordTable, languages_of, word_table
+
+#: Without a word table, shorter words are read only through a swap of two neighbouring letters, a
+#: doubled letter or a key beside ("teh", "yuo", "mmy", "thw"): any edit reaches too many of them.
 MIN_LETTERS = 4
 #: Words under this many letters are left alone.
 SHORT_LETTERS = 2
@@ -37,6 +44,17 @@ TWO_EDITS = 8
 #: over when full.
 MEMO_WORDS = 20_000
 _UNSEEN = ""  # never a repair: those are vocabulary words
+#: With word tables: the log-odds one keyboard slip costs a reading (chosen on dev splits with
+#: typos on 10 % of letters, BENCHMARKS.md, robustness).
+EDIT_COST = 5.5
+#: With word tables: the log-odds a reading gains when the exemplars use its word.
+EXEMPLAR_BOOST = 4.0
+#: With word tables: the log-odds a word as typed gains when its language has it (a slip that
+#: makes another word is rarer than one that makes none).
+REAL_WORD_COST = 2.0
+#: With word tables: how much less likely (log-odds) a word no table lists is meant as typed than the
+#: rarest word a table keeps (an exemplar's word no table lists scores as that rarest word).
+UNLISTED_COST = 9.0
 
 
 def _beside(rows: Sequence[str]) -> dict[str, set[str]]:
@@ -67,6 +85,13 @@ def _inflected(a: str, b: str) -> bool:
     while p < min(len(a), len(b)) and a[p] == b[p]:
         p += 1
     return a[p:] in INFLECTIONS and b[p:] in INFLECTIONS
+
+
+def _undoubled(word: str, reading: str) -> bool:
+    """Whether ``reading`` is ``word`` with one of its doubled letters single."""
+    return len(reading) == len(word) - 1 and any(
+        word[i] == word[i - 1] and word[:i] + word[i + 1 :] == reading for i in range(1, len(word))
+    )
 
 
 def _deletes(word: str, depth: int) -> set[str]:
@@ -107,15 +132,22 @@ class Speller:
     nothing is: a word could not be told from a typo."""
 
     def __init__(
-        self, texts: Iterable[str], known: Callable[[Sequence[str]], Sequence[bool]] | None = None
+        self,
+        texts: Iterable[str],
+        known: Callable[[Sequence[str]], Sequence[bool]] | None = None,
+        languages: Sequence[str] | None = None,
     ) -> None:
         # Without a tokenizer nothing is repaired: no index to build.
-        self._uses: Counter[str] = (
-            Counter(w for t in texts for w in _WORD.findall(t.lower()) if len(w) >= SHORT_LETTERS)
-            if known is not None
-            else Counter()
-        )
+        said = [w for t in texts for w in _WORD.findall(t.lower())] if known is not None else []
+        self._uses: Counter[str] = Counter(w for w in said if len(w) >= SHORT_LETTERS)
         self.words = frozenset(self._uses)
+        #: The languages whose word tables readings are weighed by (``languages``: None, those of the
+        #: exemplars); each table is read when a query first needs it (:attr:`tables`).
+        self.languages: tuple[str, ...] = (
+            (languages_of(said) if languages is None else tuple(languages)) if known is not None else ()
+        )
+        self._tables: tuple[WordTable, ...] | None = None
+        self._letters, self._rarest = "", 0.0  # the tables' letters and their rarest word's log share
         self._index: dict[str, set[str]] = {}
         for w in self.words:
             if len(w) < MIN_LETTERS:
@@ -132,17 +164,80 @@ class Speller:
         got = {w: memo.get(w, _UNSEEN) for w in words}
         todo = [w for w, c in got.items() if c is _UNSEEN]
         if todo:
-            found = {w: self._candidate(w) for w in todo}
-            picked = [w for w in todo if found[w] is not None]
-            assert self._known is not None
-            for w, k in zip(picked, self._known(picked) if picked else ()):
-                if k:  # a word the tokenizer knows is a word, not a typo
-                    found[w] = None
+            found = self._weighed(todo) if self.languages else self._by_exemplars(todo)
             got.update(found)
             if len(memo) + len(found) > MEMO_WORDS:
                 memo.clear()
             memo.update(found)
         return [got[w] for w in words]
+
+    @property
+    def tables(self) -> tuple[WordTable, ...]:
+        """The word tables of :attr:`languages`, read on first use (once per process)."""
+        if self._tables is None:
+            tables = tuple(word_table(lang) for lang in self.languages)
+            self._letters = "".join(sorted({c for t in tables for c in t.letters}))
+            self._rarest = min((t.floor for t in tables), default=0.0)
+            self._tables = tables
+        return self._tables
+
+    def _share(self, word: str) -> float | None:
+        """The highest log share of ``word`` over the tables (None: no table lists it)."""
+        got = [v for v in (t.log_share.get(word) for t in self.tables) if v is not None]
+        return max(got) if got else None
+
+    def _by_exemplars(self, todo: list[str]) -> dict[str, str | None]:
+        """Readings without a word table: an exemplar's word, unless the tokenizer knows the word."""
+        found = {w: self._candidate(w) for w in todo}
+        picked = [w for w in todo if found[w] is not None]
+        assert self._known is not None
+        for w, k in zip(picked, self._known(picked) if picked else ()):
+            if k:  # a word the tokenizer knows is a word, not a typo
+                found[w] = None
+        return found
+
+    def _weighed(self, todo: list[str]) -> dict[str, str | None]:
+        """Readings weighed by the word tables; words no table lists that the tokenizer knows stay."""
+        unlisted = [w for w in todo if self._share(w) is None]
+        assert self._known is not None
+        kept = {w for w, k in zip(unlisted, self._known(unlisted) if unlisted else ()) if k}
+        return {w: None if w in kept else self._likeliest(w) for w in todo}
+
+    def _slips(self, word: str) -> set[str]:
+        """The words one keyboard slip away from ``word`` (what it was before the slip)."""
+        cut = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+        out = {a + b[1] + b[0] + b[2:] for a, b in cut if len(b) > 1}
+        out |= {word[:i] + word[i + 1 :] for i in range(1, len(word)) if word[i] == word[i - 1]}
+        out |= {a + c + b for a, b in cut for c in self._letters}
+        out |= {a + c + b[1:] for a, b in cut if b for c in _BESIDE.get(b[0], "")}
+        out.discard(word)
+        return out
+
+    def _likeliest(self, word: str) -> str | None:
+        """The likeliest reading of ``word`` when it is not ``word`` itself (None)."""
+        share, words, rarest = self._share, self.words, self._rarest
+        own = share(word)
+        best = rarest - UNLISTED_COST if own is None else own + REAL_WORD_COST
+        pick = None
+        slips = self._slips(word)
+        found = {c for c in slips if c in words}
+        for t in self.tables:
+            found |= {c for c in slips if c in t.log_share}
+        for cand in sorted(found):  # sorted: ties go the same way every time
+            listed = share(cand)
+            v = (rarest if listed is None else listed) + EXEMPLAR_BOOST * (cand in words) - EDIT_COST
+            if v > best:
+                best, pick = v, cand
+        if len(word) >= TWO_EDITS:
+            for d in _deletes(word, 2):
+                for cand in self._index.get(d, ()):
+                    listed = share(cand)
+                    v = (rarest if listed is None else listed) + EXEMPLAR_BOOST - 2 * EDIT_COST
+                    if v > best and _distance(word, cand) == 2:
+                        best, pick = v, cand
+        if pick is None or own is None and _undoubled(word, pick):
+            return pick  # a key held down on a word no table lists ("metss", "neeed"): no inflection
+        return None if _inflected(word, pick) else pick  # another form of it ("ann" is no "an")
 
     def _candidate(self, word: str) -> str | None:
         undoubled = {word[:i] + word[i + 1 :] for i in range(1, len(word)) if word[i] == word[i - 1]}
