@@ -13,8 +13,10 @@ used. A query word is read as another when that reading is more likely, the slip
   it, minus :data:`EDIT_COST` per slip; the word as typed scores its own log frequency, plus
   :data:`REAL_WORD_COST` when the language has that word too ("gave" is not "have");
 - a word no table lists but the encoder's tokenizer knows whole (a name, another language's word)
-  is left alone, as is an exemplar's word, a word of one letter, and another form of the reading
-  ("crashed" beside "crashes").
+  is left alone, unless it has under :data:`MIN_LETTERS` letters, is no frequent word of any bundled
+  language, and a swap, a key beside or a doubled letter on one of the exemplars' language's 200 most
+  frequent words gives it ("rhe", "dor"; "is" stays in a French config); so are an
+  exemplar's word, a word of one letter, and another form of the reading ("crashed", "crashes").
 
 Without a table for the exemplars' language (Chinese, say) the exemplars' words alone are read:
 one edit (two from :data:`TWO_EDITS` letters on) away from exactly one of them, unknown to the
@@ -31,10 +33,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from routecore.decide.words import WordTable, languages_of, word_table
+from routecore.decide.words import LANGUAGES, WordTable, common_words, languages_of, word_table
 
 #: Without a word table, shorter words are read only through a swap of two neighbouring letters, a
 #: doubled letter or a key beside ("teh", "yuo", "mmy", "thw"): any edit reaches too many of them.
+#: With one, shorter words the tokenizer knows are read so as the language's most frequent words.
 MIN_LETTERS = 4
 #: Words under this many letters are left alone.
 SHORT_LETTERS = 2
@@ -197,11 +200,25 @@ class Speller:
         return found
 
     def _weighed(self, todo: list[str]) -> dict[str, str | None]:
-        """Readings weighed by the word tables; words no table lists that the tokenizer knows stay."""
+        """Readings weighed by the word tables. A word no table lists that the tokenizer knows stays,
+        unless it has under :data:`MIN_LETTERS` letters and is one of the language's most frequent
+        words mistyped (:meth:`_common_slip`: "rhe", "dor")."""
         unlisted = [w for w in todo if self._share(w) is None]
         assert self._known is not None
         kept = {w for w, k in zip(unlisted, self._known(unlisted) if unlisted else ()) if k}
-        return {w: None if w in kept else self._likeliest(w) for w in todo}
+        return {w: self._common_slip(w) if w in kept else self._likeliest(w) for w in todo}
+
+    def _common_slip(self, word: str) -> str | None:
+        """The most frequent of the languages' most frequent words that a swap, a key beside or a
+        doubled letter turns into ``word``, when it is short (None otherwise)."""
+        if len(word) >= MIN_LETTERS or any(word in common_words(lang) for lang in LANGUAGES):
+            return None  # long, or a frequent word of some language ("is" in a French config)
+        common = frozenset().union(*(common_words(lang) for lang in self.languages))
+        near = {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
+        near |= {word[:i] + c + word[i + 1 :] for i, ch in enumerate(word) for c in _BESIDE.get(ch, "")}
+        near |= {word[:i] + word[i + 1 :] for i in range(1, len(word)) if word[i] == word[i - 1]}
+        found = sorted(near & common)
+        return max(found, key=lambda w: self._share(w) or self._rarest) if found else None
 
     def _slips(self, word: str) -> set[str]:
         """The words one keyboard slip away from ``word`` (what it was before the slip)."""
@@ -215,13 +232,14 @@ class Speller:
 
     def _likeliest(self, word: str) -> str | None:
         """The likeliest reading of ``word`` when it is not ``word`` itself (None)."""
+        tables = self.tables  # read before their rarest word's share is
         share, words, rarest = self._share, self.words, self._rarest
         own = share(word)
         best = rarest - UNLISTED_COST if own is None else own + REAL_WORD_COST
         pick = None
         slips = self._slips(word)
         found = {c for c in slips if c in words}
-        for t in self.tables:
+        for t in tables:
             found |= {c for c in slips if c in t.log_share}
         for cand in sorted(found):  # sorted: ties go the same way every time
             listed = share(cand)
@@ -271,16 +289,26 @@ class Speller:
             return None
         return ranked[0]
 
+    def _in_languages(self, text: str) -> bool:
+        """Whether ``text`` may be in the exemplars' languages: its frequent words name no other
+        bundled language alone ("le temps, si tu veux" in an English config is French: not read)."""
+        said = languages_of(_WORD.findall(text.lower()))
+        return not said or any(lang in self.languages for lang in said)
+
     def repair(self, text: str) -> tuple[str, tuple[Repair, ...]]:
-        """``text`` with its repairable words read as the vocabulary's, and the repairs."""
+        """``text`` with its repairable words read as the vocabulary's, and the repairs. A word in
+        capitals is an acronym ("AMD"), left as typed (a shouted query is in lower case by now); with
+        word tables, a query in another language is left as typed."""
         if not self.words or self._known is None:
             return text, ()
         spans = [
             (m.start(), m.end(), m.group().lower())
             for m in _WORD.finditer(text)
-            if len(m.group()) >= SHORT_LETTERS and m.group().lower() not in self.words
+            if len(m.group()) >= SHORT_LETTERS
+            and not m.group().isupper()
+            and m.group().lower() not in self.words
         ]
-        if not spans:
+        if not spans or self.languages and not self._in_languages(text):
             return text, ()
         reads = self._reading([w for _, _, w in spans])
         picks = [(s, e, w, c) for (s, e, w), c in zip(spans, reads) if c is not None]

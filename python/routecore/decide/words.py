@@ -57,6 +57,11 @@ def _top() -> dict[str, frozenset[str]]:
     return {lang: frozenset(words) for lang, words in raw.items()}
 
 
+def common_words(language: str) -> frozenset[str]:
+    """The 200 most frequent words of ``language`` (one of :data:`LANGUAGES`)."""
+    return _top()[language]
+
+
 def languages_of(words: Iterable[str]) -> tuple[str, ...]:
     """The bundled languages ``words`` (lower case, with repeats) are written in: those whose most
     frequent words make up at least :data:`MIN_SHARE` of them and half the best language's share,
