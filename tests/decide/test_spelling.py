@@ -172,14 +172,16 @@ def test_a_form_of_an_exemplar_word_is_not_a_typo():
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(
-        st.sampled_from(["prodution", "servr", "firewal", "configre", "the", "dwon", "rulez"]), max_size=8
-    )
+        st.sampled_from(["prodution", "servr", "firewal", "configre", "the", "dwon", "rulez", "le", "rhe"]),
+        max_size=8,
+    ),
+    st.sampled_from([(), ("en",), ("en", "fr")]),
 )
-def test_a_remembered_reading_is_the_one_a_new_speller_gives(words):
+def test_a_remembered_reading_is_the_one_a_new_speller_gives(words, languages):
     text = " ".join(words)
-    seen = Speller(EXEMPLARS, nothing_known, languages=())
-    seen.repair("prodution servr firewal dwon")  # its memo holds some of the words already
-    assert seen.repair(text) == Speller(EXEMPLARS, nothing_known, languages=()).repair(text)
+    seen = Speller(EXEMPLARS, nothing_known, languages=languages)
+    seen.repair("prodution servr firewal dwon le")  # its memo holds some of the words already
+    assert seen.repair(text) == Speller(EXEMPLARS, nothing_known, languages=languages).repair(text)
 
 
 def test_the_memo_starts_over_when_full(monkeypatch):
