@@ -348,4 +348,4 @@ def notes_of(repairs: Sequence[Repair]) -> tuple[tuple[str, str], ...]:
     if not repairs:
         return ()
     said = ", ".join(f"{r.typo!r} as {r.word!r}" for r in repairs)
-    return (("spelling", f"read {said}: words of the routes' exemplars the query seems to mistype"),)
+    return (("spelling", f"read {said}: the likelier words the query seems to mistype"),)
