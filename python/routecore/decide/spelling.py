@@ -90,11 +90,19 @@ def _inflected(a: str, b: str) -> bool:
     return a[p:] in INFLECTIONS and b[p:] in INFLECTIONS
 
 
-def _undoubled(word: str, reading: str) -> bool:
-    """Whether ``reading`` is ``word`` with one of its doubled letters single."""
-    return len(reading) == len(word) - 1 and any(
-        word[i] == word[i - 1] and word[:i] + word[i + 1 :] == reading for i in range(1, len(word))
-    )
+def _swaps(word: str) -> set[str]:
+    """``word`` with two neighbouring letters swapped, at each place."""
+    return {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
+
+
+def _undoublings(word: str) -> set[str]:
+    """``word`` with one of its doubled letters single (a key held down, undone)."""
+    return {word[:i] + word[i + 1 :] for i in range(1, len(word)) if word[i] == word[i - 1]}
+
+
+def _keys_beside(word: str) -> set[str]:
+    """``word`` with one letter replaced by a key beside it (:data:`_BESIDE`)."""
+    return {word[:i] + c + word[i + 1 :] for i, ch in enumerate(word) for c in _BESIDE.get(ch, "")}
 
 
 def _deletes(word: str, depth: int) -> set[str]:
@@ -150,6 +158,8 @@ class Speller:
             (languages_of(said) if languages is None else tuple(languages)) if known is not None else ()
         )
         self._tables: tuple[WordTable, ...] | None = None
+        # The most frequent words of those languages (short words the tokenizer knows may be them mistyped).
+        self._common = frozenset().union(*(common_words(lang) for lang in self.languages))
         self._letters, self._rarest = "", 0.0  # the tables' letters and their rarest word's log share
         self._index: dict[str, set[str]] = {}
         for w in self.words:
@@ -213,20 +223,13 @@ class Speller:
         doubled letter turns into ``word``, when it is short (None otherwise)."""
         if len(word) >= MIN_LETTERS or any(word in common_words(lang) for lang in LANGUAGES):
             return None  # long, or a frequent word of some language ("is" in a French config)
-        common = frozenset().union(*(common_words(lang) for lang in self.languages))
-        near = {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
-        near |= {word[:i] + c + word[i + 1 :] for i, ch in enumerate(word) for c in _BESIDE.get(ch, "")}
-        near |= {word[:i] + word[i + 1 :] for i in range(1, len(word)) if word[i] == word[i - 1]}
-        found = sorted(near & common)
+        found = sorted((_swaps(word) | _keys_beside(word) | _undoublings(word)) & self._common)
         return max(found, key=lambda w: self._share(w) or self._rarest) if found else None
 
     def _slips(self, word: str) -> set[str]:
         """The words one keyboard slip away from ``word`` (what it was before the slip)."""
-        cut = [(word[:i], word[i:]) for i in range(len(word) + 1)]
-        out = {a + b[1] + b[0] + b[2:] for a, b in cut if len(b) > 1}
-        out |= {word[:i] + word[i + 1 :] for i in range(1, len(word)) if word[i] == word[i - 1]}
-        out |= {a + c + b for a, b in cut for c in self._letters}
-        out |= {a + c + b[1:] for a, b in cut if b for c in _BESIDE.get(b[0], "")}
+        out = _swaps(word) | _undoublings(word) | _keys_beside(word)
+        out |= {word[:i] + c + word[i:] for i in range(len(word) + 1) for c in self._letters}
         out.discard(word)
         return out
 
@@ -253,23 +256,17 @@ class Speller:
                     v = (rarest if listed is None else listed) + EXEMPLAR_BOOST - 2 * EDIT_COST
                     if v > best and _distance(word, cand) == 2:
                         best, pick = v, cand
-        if pick is None or own is None and _undoubled(word, pick):
+        if pick is None or own is None and pick in _undoublings(word):
             return pick  # a key held down on a word no table lists ("metss", "neeed"): no inflection
         return None if _inflected(word, pick) else pick  # another form of it ("ann" is no "an")
 
     def _candidate(self, word: str) -> str | None:
-        undoubled = {word[:i] + word[i + 1 :] for i in range(1, len(word)) if word[i] == word[i - 1]}
+        undoubled = _undoublings(word)
         if undoubled & self.words:  # a key held down: no inflection doubles a letter
             return self._most_used(undoubled & self.words)
         if len(word) < MIN_LETTERS:  # "teh": two neighbouring letters swapped, else a key beside ("thw")
-            swapped = self._most_used(
-                {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
-            )
-            if swapped is not None:
-                return swapped
-            return self._most_used(
-                {word[:i] + c + word[i + 1 :] for i, ch in enumerate(word) for c in _BESIDE.get(ch, "")}
-            )
+            swapped = self._most_used(_swaps(word))
+            return swapped if swapped is not None else self._most_used(_keys_beside(word))
         depth = 2 if len(word) >= TWO_EDITS else 1
         found: set[str] = set()
         for d in _deletes(word, depth):
