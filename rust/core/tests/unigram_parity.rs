@@ -147,3 +147,37 @@ proptest! {
 
 static E5: std::sync::LazyLock<Option<Pair>> =
     std::sync::LazyLock::new(|| pair("multilingual-e5-small"));
+
+/// A `tokenizer.json` of a unigram `vocab` (id 0 is `<unk>`) and nothing else.
+fn unigram_json(vocab: &[(String, f64)]) -> String {
+    let mut pieces = vec![serde_json::json!(["<unk>", 0.0])];
+    pieces.extend(vocab.iter().map(|(p, s)| serde_json::json!([p, s])));
+    serde_json::json!({
+        "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+        "normalizer": null, "pre_tokenizer": null, "post_processor": null, "decoder": null,
+        "model": {"type": "Unigram", "unk_id": 0, "vocab": pieces, "byte_fallback": false},
+    })
+    .to_string()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Small vocabularies with repeated pieces (the last id wins, as in `tokenizers`) and pieces
+    /// JSON must escape (read as owned strings, not borrowed): the same ids, vocabulary and pieces.
+    #[test]
+    fn small_vocabularies_match(
+        vocab in proptest::collection::vec(("[ab\"\\\\é]{1,3}", -9.0f64..-0.1), 1..24),
+        text in "[ab\"\\\\éx]{0,16}",
+    ) {
+        let json = unigram_json(&vocab);
+        let theirs: Tokenizer = json.parse().unwrap();
+        let ours: TextTokenizer = serde_json::from_str(&json).unwrap();
+        prop_assert_eq!(ours.get_vocab(true), theirs.get_vocab(true));
+        for id in 0..=vocab.len() as u32 {
+            prop_assert_eq!(ours.id_to_token(id), theirs.id_to_token(id));
+        }
+        prop_assert_eq!(ours.id_to_token(vocab.len() as u32 + 1), None);
+        same(&theirs.encode(text.as_str(), false).unwrap(), &ours.encode(text.as_str(), false).unwrap(), &text);
+    }
+}

@@ -186,8 +186,8 @@ impl Encoder {
                 .and_then(|mut b| b.commit_from_file(&path))
                 .map_err(|e| model_err(&format!("cannot load ONNX model {}", path.display()), e))
         });
-        // The tokenizer (e5's is a 9 MB JSON vocabulary: 0.1 s with unigram::FastUnigram)
-        // parses, and the ONNX file is hashed (the model id: 0.05 s for e5's 77 MB), each on
+        // The tokenizer (e5's is a 9 MB JSON vocabulary: 0.06 s with unigram::FastUnigram)
+        // parses, and the ONNX file is hashed (the model id: 0.07 s for e5's 77 MB), each on
         // its own thread while ONNX Runtime builds the session (about 0.25 s).
         let tok_path = dir.join("tokenizer.json");
         let (tokenizer, session, digest) = std::thread::scope(|s| {
