@@ -102,6 +102,11 @@ def test_with_a_word_table_a_real_word_stays_and_a_misspelling_reads_as_the_like
     # exemplar words are never read as others, and their long typos (two edits) still repair
     assert s.repair("the weather")[0] == "the weather"
     assert s.repair("the prodcutoin server")[0] == "the production server"
+    # a dropped last letter that reads as an ending: a word no table lists and the tokenizer does not
+    # know is no form of its reading; a listed form of an exemplar's word stays ("crashed", "sets")
+    assert s.repair("schedul a call aroun noon")[0] == "schedule a call around noon"
+    for q in ("the production server crashed", "he sets an alarm"):
+        assert s.repair(q) == (q, ()), q
 
 
 def test_a_french_config_reads_french_and_a_chinese_one_its_exemplars_words(encoder):

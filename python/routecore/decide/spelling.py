@@ -256,8 +256,10 @@ class Speller:
                     v = (rarest if listed is None else listed) + EXEMPLAR_BOOST - 2 * EDIT_COST
                     if v > best and _distance(word, cand) == 2:
                         best, pick = v, cand
-        if pick is None or own is None and pick in _undoublings(word):
-            return pick  # a key held down on a word no table lists ("metss", "neeed"): no inflection
+        if pick is None or own is None:
+            # A word no table lists and the tokenizer does not know is no form of its reading
+            # ("aroun", "schedul", "nees"; a key held down: "metss").
+            return pick
         return None if _inflected(word, pick) else pick  # another form of it ("ann" is no "an")
 
     def _candidate(self, word: str) -> str | None:
