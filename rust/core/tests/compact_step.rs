@@ -114,3 +114,48 @@ fn floor_makes_routes_exact() {
         assert!((x - y).abs() <= 1e-6 || (x.is_infinite() && y.is_infinite()));
     }
 }
+
+/// A batch over int8 storage (blocks of queries share each pass over the codes) returns what
+/// each query returns alone, bit for bit: any batch size, bias (with removed routes), number of
+/// best exemplars and aggregation.
+#[test]
+fn int8_batches_score_as_each_query_alone() {
+    use routecore_core::scoring::step::{score_routes_batch, score_routes_biased};
+    let (_, compact, _) = indexes(72);
+    let mut rnd = uniform(5);
+    let routes = compact.label_names().len();
+    for nq in [1usize, 5, 16, 17, 40] {
+        let qs: Vec<f32> = (0..nq * 72).map(|_| rnd()).collect();
+        let params: Vec<StepParams> = (0..nq)
+            .map(|i| {
+                let agg = [Aggregation::Max, Aggregation::Mean][i % 2];
+                let mut p = StepParams::new(agg, 0.05);
+                p.top_exemplars = [0, 1, 5, 30][i % 4];
+                p
+            })
+            .collect();
+        let biases: Vec<Option<Vec<f32>>> = (0..nq)
+            .map(|i| {
+                (i % 3 > 0).then(|| {
+                    (0..routes)
+                        .map(|r| {
+                            if r % 7 == i % 7 {
+                                f32::NEG_INFINITY
+                            } else {
+                                0.02 * rnd()
+                            }
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        let ps: Vec<&StepParams> = params.iter().collect();
+        let bs: Vec<Option<&[f32]>> = biases.iter().map(|b| b.as_deref()).collect();
+        let batch = score_routes_batch(&compact, &qs, &ps, &bs).unwrap();
+        for (i, got) in batch.iter().enumerate() {
+            let one =
+                score_routes_biased(&compact, &qs[i * 72..(i + 1) * 72], ps[i], bs[i]).unwrap();
+            assert_eq!(format!("{one:?}"), format!("{got:?}"), "query {i} of {nq}");
+        }
+    }
+}

@@ -155,6 +155,29 @@ mod properties {
             }
         }
 
+        /// Many queries over the same rows (read in tiles, query after query): each
+        /// output is the one-query kernel's, bit for bit, for any width, row count,
+        /// number of queries and layout.
+        #[test]
+        fn many_queries_score_as_each_alone(
+            d in 1usize..400, n in 0usize..300, nq in 0usize..20, seed in 0u32..1000, layout in layout(),
+        ) {
+            let v = rows(n + nq, d, seed);
+            let (qv, v) = v.split_at(nq * d);
+            let qs: Vec<QueryI8> = qv.chunks(d).map(|q| QueryI8::with_codes(q, &[], layout)).collect();
+            let mut codes = vec![0i8; n * d];
+            let sums: Vec<i32> = v.chunks(d).zip(codes.chunks_mut(d)).map(|(r, c)| quantize_row(r, c).sum).collect();
+            let mut many = vec![vec![f32::NAN; n]; nq];
+            let mut outs: Vec<&mut [f32]> = many.iter_mut().map(Vec::as_mut_slice).collect();
+            dot_i8_rows_many(&codes, d, &qs, &sums, &mut outs);
+            for (q, got) in qs.iter().zip(&many) {
+                let mut one = vec![0f32; n];
+                dot_i8_rows(&codes, d, q, &sums, &mut one);
+                prop_assert_eq!(one.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                    got.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+            }
+        }
+
         /// An int8 index returns the f32 brute-force top-k (same tie rule) for
         /// one query and for a batch (from 1,024 rows a scan reads four segments).
         #[test]

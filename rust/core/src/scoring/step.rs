@@ -15,6 +15,7 @@ use crate::index::storage::StorageKind;
 use crate::index::FlatIndex;
 use crate::kernels::topk::{top_k, Hit};
 use crate::scoring::step_compact;
+use crate::scoring::step_scan::scan_int8_many;
 use crate::scoring::{
     affinity_multipliers, affinity_scale, aggregate, check_factors, detect_collision, softmax,
     Aggregation, Collision,
@@ -137,9 +138,9 @@ pub fn score_routes_biased(
 /// [`score_routes_biased`] of each query stored row-major in `queries`, query `i` with
 /// `params[i]` and `biases[i]`: the same results as one call each. With f32 or f16
 /// storage the exemplar table is read once per tile for the whole batch
-/// ([`FlatIndex::score_all_batch`]) instead of once per query; int8 storage scores
-/// each query on its own, the queries split across threads above the routing cutoff
-/// ([`route_parallel_cutoff`], over the whole batch).
+/// ([`FlatIndex::score_all_batch`]) instead of once per query; int8 storage scans its codes
+/// once per block of [`INT8_BLOCK`] queries, the blocks split across threads above the routing
+/// cutoff ([`route_parallel_cutoff`], over the whole batch).
 pub fn score_routes_batch(
     index: &FlatIndex,
     queries: &[f32],
@@ -158,26 +159,36 @@ pub fn score_routes_batch(
         return Ok(Vec::new());
     }
     if index.kind() == StorageKind::Int8 {
-        let one = |(q, (p, b)): (&[f32], (&&StepParams, &Option<&[f32]>))| {
-            score_routes_biased(index, q, p, *b)
-        };
-        // Each query scans alone; the queries are independent, so a batch whose scans add up
-        // to the routing cutoff splits them across the rayon pool (one fork for the batch).
-        if n > 1
-            && rayon::current_num_threads() > 1
-            && n * index.len() * d >= route_parallel_cutoff()
-        {
+        // Blocks of queries share each pass over the codes; the blocks split across the rayon
+        // pool when the batch's scans add up to the routing cutoff (one fork for the batch).
+        let block = |(qs, (ps, bs)): Block| int8_block(index, qs, ps, bs);
+        let threads = rayon::current_num_threads();
+        let parallel = threads > 1 && n * index.len() * d >= route_parallel_cutoff();
+        if parallel && n.div_ceil(INT8_BLOCK) < threads {
+            // Too few blocks to fill the pool: each query's scan splits its rows across it.
             return queries
-                .par_chunks_exact(d)
-                .zip(params.par_iter().zip(biases.par_iter()))
-                .map(one)
+                .chunks_exact(d)
+                .zip(params.iter().zip(biases))
+                .map(|(q, (p, b))| score_routes_biased(index, q, p, *b))
                 .collect();
         }
-        return queries
-            .chunks_exact(d)
-            .zip(params.iter().zip(biases))
-            .map(one)
-            .collect();
+        let blocks = queries
+            .chunks(INT8_BLOCK * d)
+            .zip(params.chunks(INT8_BLOCK).zip(biases.chunks(INT8_BLOCK)));
+        let parts: Vec<Result<Vec<StepResult>>> = if parallel {
+            blocks
+                .collect::<Vec<_>>()
+                .into_par_iter()
+                .map(block)
+                .collect()
+        } else {
+            blocks.map(block).collect()
+        };
+        let mut out = Vec::with_capacity(n);
+        for part in parts {
+            out.extend(part?);
+        }
+        return Ok(out);
     }
     // Blocks of queries bound the scores held at once (BATCH_BLOCK × rows) for any batch size.
     let mut out = Vec::with_capacity(n);
@@ -197,6 +208,49 @@ pub fn score_routes_batch(
                 *b,
             )?);
         }
+    }
+    Ok(out)
+}
+
+/// One block of [`score_routes_batch`]: its queries (row-major), their parameters and biases.
+type Block<'a> = (&'a [f32], (&'a [&'a StepParams], &'a [Option<&'a [f32]>]));
+
+/// Queries of one int8 block of [`score_routes_batch`]: the kernel reads each tile of codes once
+/// for all of them (15,000 × 256 codes: 128 µs a query alone, 56 in blocks of 16; Xeon EMR).
+const INT8_BLOCK: usize = 16;
+
+/// [`score_routes_biased`] of a block of queries over int8 storage, one scan of the codes for all.
+fn int8_block(
+    index: &FlatIndex,
+    queries: &[f32],
+    params: &[&StepParams],
+    biases: &[Option<&[f32]>],
+) -> Result<Vec<StepResult>> {
+    let setups = params
+        .iter()
+        .zip(biases)
+        .map(|(p, b)| setup(index, p, *b))
+        .collect::<Result<Vec<_>>>()?;
+    let (_, prepared) = index.prepare_queries(queries)?;
+    let qs: Vec<&[f32]> = prepared.chunks_exact(index.dim()).collect();
+    let tops: Vec<usize> = params
+        .iter()
+        .map(|p| step_compact::scan_top(index, p))
+        .collect();
+    let n_routes = setups.first().map_or(0, |(_, mult)| mult.len());
+    let scans = scan_int8_many(index, &qs, n_routes, &tops, biases);
+    let mut out = Vec::with_capacity(qs.len());
+    for ((((q, p), b), (route_domains, mult)), scan) in
+        qs.iter().zip(params).zip(biases).zip(setups).zip(scans)
+    {
+        let e = step_compact::estimate_scanned(index, q, p, &mult, *b, scan)?;
+        out.push(finish(
+            (e.raw, e.bound, e.top, e.top_dense),
+            route_domains,
+            &mult,
+            p,
+            *b,
+        )?);
     }
     Ok(out)
 }

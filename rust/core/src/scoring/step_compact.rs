@@ -44,14 +44,32 @@ pub(crate) fn estimate(
     mult: &[f32],
     bias: Option<&[f32]>,
 ) -> Result<Estimate> {
+    let k_ex = scan_top(index, p);
+    // 1. int8 scan: estimate and bound of every exemplar, route intervals for max.
+    let scan = scan_int8(index, q, mult.len(), k_ex, bias);
+    estimate_scanned(index, q, p, mult, bias, scan)
+}
+
+/// The best exemplars a query's int8 scan keeps a floor for: `top_exemplars`, at most every row.
+pub(crate) fn scan_top(index: &FlatIndex, p: &StepParams) -> usize {
+    p.top_exemplars.min(index.storage().len())
+}
+
+/// [`estimate`] from the query's int8 `scan` ([`scan_int8`] with [`scan_top`] exemplars).
+pub(crate) fn estimate_scanned(
+    index: &FlatIndex,
+    q: &[f32],
+    p: &StepParams,
+    mult: &[f32],
+    bias: Option<&[f32]>,
+    scan: Scan,
+) -> Result<Estimate> {
     let s = index.storage();
     let n = s.len();
     let labels = index.label_codes();
     let n_routes = mult.len();
     let max_agg = p.aggregation == Aggregation::Max;
-    let k_ex = p.top_exemplars.min(n);
-
-    // 1. int8 scan: estimate and bound of every exemplar, route intervals for max.
+    let k_ex = scan_top(index, p);
     let Scan {
         est,
         bnd,
@@ -60,7 +78,7 @@ pub(crate) fn estimate(
         ub,
         group_hi,
         top_floor,
-    } = scan_int8(index, q, n_routes, k_ex, bias);
+    } = scan;
     let (lb, ub) = if max_agg {
         (lb, ub)
     } else {

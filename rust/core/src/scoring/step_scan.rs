@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use crate::index::scan::route_parallel_cutoff;
 use crate::index::FlatIndex;
-use crate::kernels::simd_int8::{dot_i8_rows, QueryI8, BLOCK_ROWS as BLOCK};
+use crate::kernels::simd_int8::{dot_i8_rows, dot_i8_rows_many, QueryI8, BLOCK_ROWS as BLOCK};
 use crate::kernels::topk::TopK;
 
 /// Output of the int8 scan.
@@ -88,6 +88,7 @@ pub(crate) fn scan_int8(
         index,
         q8: &q8,
         start,
+        dots_ready: false,
         est,
         bnd,
         group_hi,
@@ -106,6 +107,51 @@ pub(crate) fn scan_int8(
             .map(|(c, ((est, bnd), group_hi))| scan_range(range(c * step, est, bnd, group_hi)))
             .reduce(|| Partial::new(n_routes, k), Partial::merge)
     };
+    finish_scan(part, k, est, bnd, group_hi)
+}
+
+/// [`scan_int8`] of each of `qs` (prepared queries) with `tops[i]` best rows and bias
+/// `biases[i]`, on this thread: the kernel reads the codes once for all of them
+/// ([`dot_i8_rows_many`]), then each query's bookkeeping runs on its outputs. Each [`Scan`]
+/// equals [`scan_int8`]'s.
+pub(crate) fn scan_int8_many(
+    index: &FlatIndex,
+    qs: &[&[f32]],
+    n_routes: usize,
+    tops: &[usize],
+    biases: &[Option<&[f32]>],
+) -> Vec<Scan> {
+    let s = index.storage();
+    let n = s.len();
+    let q8s: Vec<QueryI8> = qs.iter().map(|q| QueryI8::new(q, s.centre())).collect();
+    let mut ests: Vec<Vec<f32>> = qs.iter().map(|_| vec![0f32; n]).collect();
+    let mut outs: Vec<&mut [f32]> = ests.iter_mut().map(Vec::as_mut_slice).collect();
+    dot_i8_rows_many(s.codes(), s.dim(), &q8s, &s.quant().sum[..n], &mut outs);
+    q8s.iter()
+        .zip(ests)
+        .zip(tops.iter().zip(biases))
+        .map(|((q8, mut est), (&k, &bias))| {
+            let mut bnd = vec![0f32; n];
+            let mut group_hi = vec![f32::NEG_INFINITY; n.div_ceil(GROUP)];
+            let part = scan_range(RangeScan {
+                index,
+                q8,
+                start: 0,
+                dots_ready: true,
+                est: &mut est,
+                bnd: &mut bnd,
+                group_hi: &mut group_hi,
+                n_routes,
+                k,
+                bias,
+            });
+            finish_scan(part, k, est, bnd, group_hi)
+        })
+        .collect()
+}
+
+/// The [`Scan`] of a whole pass: `part` merged over its ranges, and the per-row outputs.
+fn finish_scan(part: Partial, k: usize, est: Vec<f32>, bnd: Vec<f32>, group_hi: Vec<f32>) -> Scan {
     let top_floor = if k > 0 {
         part.top.threshold()
     } else {
@@ -128,6 +174,8 @@ struct RangeScan<'a> {
     index: &'a FlatIndex,
     q8: &'a QueryI8,
     start: usize,
+    /// `est` holds the kernel's outputs already ([`scan_int8_many`]).
+    dots_ready: bool,
     est: &'a mut [f32],
     bnd: &'a mut [f32],
     group_hi: &'a mut [f32],
@@ -164,6 +212,7 @@ fn scan_range_body(r: RangeScan) -> Partial {
         index,
         q8,
         start,
+        dots_ready,
         est,
         bnd,
         group_hi,
@@ -182,13 +231,15 @@ fn scan_range_body(r: RangeScan) -> Partial {
     let singletons = index.one_row_per_label();
     // One kernel call over the whole range, so its prefetch never stops.
     let rows = start..start + n;
-    dot_i8_rows(
-        &s.codes()[start * d..(start + n) * d],
-        d,
-        q8,
-        &cols.sum[rows.clone()],
-        est,
-    );
+    if !dots_ready {
+        dot_i8_rows(
+            &s.codes()[start * d..(start + n) * d],
+            d,
+            q8,
+            &cols.sum[rows.clone()],
+            est,
+        );
+    }
     let mu_q = q8.centre_dot;
     for (e, &sc) in est.iter_mut().zip(&cols.scale[rows.clone()]) {
         *e = mu_q + sc * *e;
