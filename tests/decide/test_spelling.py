@@ -6,7 +6,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routecore import Router
-from routecore.decide.spelling import SHORT_LETTERS, TWO_EDITS, Speller, _distance, tokenizer_words
+from routecore.decide.spelling import (
+    SHORT_LETTERS,
+    TWO_EDITS,
+    TWO_SLIPS,
+    Speller,
+    _distance,
+    _two_slips,
+    tokenizer_words,
+)
 from routecore.examples import IT_OPS_ROUTES
 
 EXEMPLARS = ["the production server is down", "reset my password please", "configure the firewall rules"]
@@ -105,6 +113,11 @@ def test_with_a_word_table_a_real_word_stays_and_a_misspelling_reads_as_the_like
     # a dropped last letter that reads as an ending: a word no table lists and the tokenizer does not
     # know is no form of its reading; a listed form of an exemplar's word stays ("crashed", "sets")
     assert s.repair("schedul a call aroun noon")[0] == "schedule a call around noon"
+    # two keyboard slips on a shorter word read as an exemplar's word ("srevr": a swap and a dropped
+    # letter), two edits of other kinds do not: a name stays a name ("gérard" is not "grand")
+    g = Speller(["the production server is down", "book a grand table"], known)
+    assert g.repair("the srevr is down")[0] == "the server is down"
+    assert g.repair("call gérard now") == ("call gérard now", ())
     for q in ("the production server crashed", "he sets an alarm"):
         assert s.repair(q) == (q, ()), q
 
@@ -133,7 +146,10 @@ def test_a_weighed_reading_is_a_listed_or_exemplar_word_one_slip_or_two_edits_aw
     listed = s.tables[0].log_share
     for r in repairs:
         assert r.word in listed or r.word in s.words
-        assert _distance(r.typo.lower(), r.word) <= (2 if len(r.typo) >= TWO_EDITS else 1)
+        typo = r.typo.lower()
+        assert _distance(typo, r.word) <= (2 if len(typo) >= TWO_SLIPS else 1)
+        if _distance(typo, r.word) == 2 and len(typo) < TWO_EDITS:
+            assert r.word in s.words and typo in _two_slips(r.word)
 
 
 def test_distance_is_optimal_string_alignment():

@@ -8,7 +8,8 @@ used. A query word is read as another when that reading is more likely, the slip
 
 - the readings of a word are the words one keyboard slip away from it (two neighbouring letters
   swapped, a key held down, a letter dropped, a key beside hit on a QWERTY, AZERTY or QWERTZ
-  keyboard) and, from :data:`TWO_EDITS` letters on, the exemplars' words two edits away;
+  keyboard), the exemplars' words two such slips away from :data:`TWO_SLIPS` letters on, and
+  two edits of any kind away from :data:`TWO_EDITS` letters on;
 - a reading scores its word's log frequency, plus :data:`EXEMPLAR_BOOST` when the exemplars use
   it, minus :data:`EDIT_COST` per slip; the word as typed scores its own log frequency, plus
   :data:`REAL_WORD_COST` when the language has that word too ("gave" is not "have");
@@ -28,6 +29,7 @@ costs O(words x length x letters) dictionary reads, and each word's reading is r
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -43,6 +45,9 @@ MIN_LETTERS = 4
 SHORT_LETTERS = 2
 #: From this many letters, two edits are repaired.
 TWO_EDITS = 8
+#: From this many letters (and under :data:`TWO_EDITS`), two keyboard slips are repaired, with word
+#: tables, to an exemplar's word: two edits of any kind read names as words ("gérard" -> "grand").
+TWO_SLIPS = 5
 #: Query words whose reading a speller remembers (their lookups cost 10-50 µs each); it starts
 #: over when full.
 MEMO_WORDS = 20_000
@@ -105,6 +110,21 @@ def _keys_beside(word: str) -> set[str]:
     return {word[:i] + c + word[i + 1 :] for i, ch in enumerate(word) for c in _BESIDE.get(ch, "")}
 
 
+def _slipped(word: str) -> set[str]:
+    """The typos one keyboard slip makes of ``word``: two neighbouring letters swapped, a letter
+    doubled or dropped, a key beside hit instead."""
+    out = _swaps(word) | _keys_beside(word)
+    out |= {word[:i] + word[i] + word[i:] for i in range(len(word))}
+    out |= {word[:i] + word[i + 1 :] for i in range(len(word))}
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _two_slips(word: str) -> frozenset[str]:
+    """The typos two keyboard slips make of ``word`` (:func:`_slipped` twice)."""
+    return frozenset(t for s in _slipped(word) for t in _slipped(s))
+
+
 def _deletes(word: str, depth: int) -> set[str]:
     out, frontier = {word}, {word}
     for _ in range(depth):
@@ -165,7 +185,7 @@ class Speller:
         for w in self.words:
             if len(w) < MIN_LETTERS:
                 continue
-            for d in _deletes(w, 2 if len(w) >= TWO_EDITS - 1 else 1):
+            for d in _deletes(w, 2 if len(w) >= TWO_SLIPS - 1 else 1):
                 self._index.setdefault(d, set()).add(w)
         self._known = known
         # word -> its repair (None: none), once looked up and checked against the tokenizer.
@@ -249,12 +269,16 @@ class Speller:
             v = (rarest if listed is None else listed) + EXEMPLAR_BOOST * (cand in words) - EDIT_COST
             if v > best:
                 best, pick = v, cand
-        if len(word) >= TWO_EDITS:
+        if len(word) >= TWO_SLIPS:
             for d in _deletes(word, 2):
                 for cand in self._index.get(d, ()):
                     listed = share(cand)
                     v = (rarest if listed is None else listed) + EXEMPLAR_BOOST - 2 * EDIT_COST
-                    if v > best and _distance(word, cand) == 2:
+                    if (
+                        v > best
+                        and _distance(word, cand) == 2
+                        and (len(word) >= TWO_EDITS or word in _two_slips(cand))
+                    ):
                         best, pick = v, cand
         if pick is None or own is None:
             # A word no table lists and the tokenizer does not know is no form of its reading
