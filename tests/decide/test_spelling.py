@@ -107,6 +107,7 @@ def test_with_a_word_table_a_real_word_stays_and_a_misspelling_reads_as_the_like
     # short one a slip away from a frequent word is that word (e5 knows "rhe" and "dor" whole)
     assert s.repair("the server on thursday, AMD") == ("the server on thursday, AMD", ())
     assert s.repair("rhe server dor me")[0] == "the server for me"
+    assert s.repair("wil th server be down")[0] == "will the server be down"  # a dropped letter
     # exemplar words are never read as others, and their long typos (two edits) still repair
     assert s.repair("the weather")[0] == "the weather"
     assert s.repair("the prodcutoin server")[0] == "the production server"

@@ -15,8 +15,8 @@ used. A query word is read as another when that reading is more likely, the slip
   :data:`REAL_WORD_COST` when the language has that word too ("gave" is not "have");
 - a word no table lists but the encoder's tokenizer knows whole (a name, another language's word)
   is left alone, unless it has under :data:`MIN_LETTERS` letters, is no frequent word of any bundled
-  language, and a swap, a key beside or a doubled letter on one of the exemplars' language's 200 most
-  frequent words gives it ("rhe", "dor"; "is" stays in a French config); so are an
+  language, and one keyboard slip on one of the exemplars' language's 200 most frequent words
+  gives it ("rhe", "dor", "wil"; "is" stays in a French config); so are an
   exemplar's word, a word of one letter, and another form of the reading ("crashed", "crashes").
 
 Without a table for the exemplars' language (Chinese, say) the exemplars' words alone are read:
@@ -239,11 +239,11 @@ class Speller:
         return {w: self._common_slip(w) if w in kept else self._likeliest(w) for w in todo}
 
     def _common_slip(self, word: str) -> str | None:
-        """The most frequent of the languages' most frequent words that a swap, a key beside or a
-        doubled letter turns into ``word``, when it is short (None otherwise)."""
+        """The most frequent of the languages' most frequent words that one keyboard slip turns into
+        ``word`` (a dropped letter too: "wil", "th"), when it is short (None otherwise)."""
         if len(word) >= MIN_LETTERS or any(word in common_words(lang) for lang in LANGUAGES):
             return None  # long, or a frequent word of some language ("is" in a French config)
-        found = sorted((_swaps(word) | _keys_beside(word) | _undoublings(word)) & self._common)
+        found = sorted(self._slips(word) & self._common)
         return max(found, key=lambda w: self._share(w) or self._rarest) if found else None
 
     def _slips(self, word: str) -> set[str]:
