@@ -108,6 +108,8 @@ def test_with_a_word_table_a_real_word_stays_and_a_misspelling_reads_as_the_like
     assert s.repair("the server on thursday, AMD") == ("the server on thursday, AMD", ())
     assert s.repair("rhe server dor me")[0] == "the server for me"
     assert s.repair("wil th server be down")[0] == "will the server be down"  # a dropped letter
+    # a longer word the tokenizer knows reads as an exemplar's word one slip away ("liek" -> "like")
+    assert s.repair("what is the weather liek")[0] == "what is the weather like"
     # exemplar words are never read as others, and their long typos (two edits) still repair
     assert s.repair("the weather")[0] == "the weather"
     assert s.repair("the prodcutoin server")[0] == "the production server"

@@ -14,9 +14,10 @@ used. A query word is read as another when that reading is more likely, the slip
   it, minus :data:`EDIT_COST` per slip; the word as typed scores its own log frequency, plus
   :data:`REAL_WORD_COST` when the language has that word too ("gave" is not "have");
 - a word no table lists but the encoder's tokenizer knows whole (a name, another language's word)
-  is left alone, unless it has under :data:`MIN_LETTERS` letters, is no frequent word of any bundled
-  language, and one keyboard slip on one of the exemplars' language's 200 most frequent words
-  gives it ("rhe", "dor", "wil"; "is" stays in a French config); so are an
+  is left alone, unless it is no frequent word of any bundled language and one keyboard slip
+  gives it on one of the exemplars' language's 200 most frequent words, when it has under
+  :data:`MIN_LETTERS` letters ("rhe", "dor", "wil"; "is" stays in a French config), or on one of
+  the exemplars' words, when it is longer ("liek", "timme"); so are an
   exemplar's word, a word of one letter, and another form of the reading ("crashed", "crashes").
 
 Without a table for the exemplars' language (Chinese, say) the exemplars' words alone are read:
@@ -231,18 +232,22 @@ class Speller:
 
     def _weighed(self, todo: list[str]) -> dict[str, str | None]:
         """Readings weighed by the word tables. A word no table lists that the tokenizer knows stays,
-        unless it has under :data:`MIN_LETTERS` letters and is one of the language's most frequent
-        words mistyped (:meth:`_common_slip`: "rhe", "dor")."""
+        unless it is a frequent word or an exemplar's word mistyped (:meth:`_common_slip`)."""
         unlisted = [w for w in todo if self._share(w) is None]
         assert self._known is not None
         kept = {w for w, k in zip(unlisted, self._known(unlisted) if unlisted else ()) if k}
         return {w: self._common_slip(w) if w in kept else self._likeliest(w) for w in todo}
 
     def _common_slip(self, word: str) -> str | None:
-        """The most frequent of the languages' most frequent words that one keyboard slip turns into
-        ``word`` (a dropped letter too: "wil", "th"), when it is short (None otherwise)."""
-        if len(word) >= MIN_LETTERS or any(word in common_words(lang) for lang in LANGUAGES):
-            return None  # long, or a frequent word of some language ("is" in a French config)
+        """The most frequent of the words one keyboard slip turns into ``word`` (a dropped letter
+        too): of the languages' most frequent words when ``word`` is short ("wil", "th"), of the
+        exemplars' words when it is longer ("liek"); None when ``word`` is a frequent word of any
+        bundled language, or no slip gives it."""
+        if any(word in common_words(lang) for lang in LANGUAGES):
+            return None  # a frequent word of some language ("is" in a French config)
+        if len(word) >= MIN_LETTERS:  # not another form of the word ("temp" beside "temps")
+            found = sorted(w for w in self._slips(word) & self.words if not _inflected(word, w))
+            return max(found, key=lambda w: self._share(w) or self._rarest) if found else None
         found = sorted(self._slips(word) & self._common)
         return max(found, key=lambda w: self._share(w) or self._rarest) if found else None
 
