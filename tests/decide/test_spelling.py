@@ -12,7 +12,7 @@ from routecore.decide.spelling import (
     TWO_SLIPS,
     Speller,
     _distance,
-    _two_slips,
+    _slipped,
     tokenizer_words,
 )
 from routecore.examples import IT_OPS_ROUTES
@@ -152,7 +152,7 @@ def test_a_weighed_reading_is_a_listed_or_exemplar_word_one_slip_or_two_edits_aw
         typo = r.typo.lower()
         assert _distance(typo, r.word) <= (2 if len(typo) >= TWO_SLIPS else 1)
         if _distance(typo, r.word) == 2 and len(typo) < TWO_EDITS:
-            assert r.word in s.words and typo in _two_slips(r.word)
+            assert r.word in s.words and any(typo in _slipped(t) for t in _slipped(r.word))
 
 
 def test_distance_is_optimal_string_alignment():

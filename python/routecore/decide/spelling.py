@@ -30,7 +30,6 @@ costs O(words x length x letters) dictionary reads, and each word's reading is r
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -118,12 +117,6 @@ def _slipped(word: str) -> set[str]:
     out |= {word[:i] + word[i] + word[i:] for i in range(len(word))}
     out |= {word[:i] + word[i + 1 :] for i in range(len(word))}
     return out
-
-
-@functools.lru_cache(maxsize=4096)
-def _two_slips(word: str) -> frozenset[str]:
-    """The typos two keyboard slips make of ``word`` (:func:`_slipped` twice)."""
-    return frozenset(t for s in _slipped(word) for t in _slipped(s))
 
 
 def _deletes(word: str, depth: int) -> set[str]:
@@ -279,10 +272,11 @@ class Speller:
                 for cand in self._index.get(d, ()):
                     listed = share(cand)
                     v = (rarest if listed is None else listed) + EXEMPLAR_BOOST - 2 * EDIT_COST
+                    # two slips: one of cand's typos is one slip from word (one of its readings)
                     if (
                         v > best
                         and _distance(word, cand) == 2
-                        and (len(word) >= TWO_EDITS or word in _two_slips(cand))
+                        and (len(word) >= TWO_EDITS or not slips.isdisjoint(_slipped(cand)))
                     ):
                         best, pick = v, cand
         if pick is None or own is None:
