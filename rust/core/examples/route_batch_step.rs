@@ -9,8 +9,8 @@ use std::time::Instant;
 use rayon::prelude::*;
 use routecore_core::scoring::step::{score_routes_batch, score_routes_biased, StepParams};
 use routecore_core::scoring::Aggregation;
-use routecore_core::testing::uniform;
-use routecore_core::{FlatIndex, StorageKind};
+use routecore_core::testing::{clustered_routes, uniform};
+use routecore_core::StorageKind;
 
 fn main() {
     let args: Vec<usize> = std::env::args()
@@ -18,22 +18,9 @@ fn main() {
         .map(|a| a.parse().unwrap())
         .collect();
     let (d, nq) = (*args.first().unwrap_or(&256), *args.get(1).unwrap_or(&1000));
-    let (routes, per) = (150usize, 100usize);
-    let mut rnd = uniform(2024);
-    let centres: Vec<Vec<f32>> = (0..routes)
-        .map(|_| (0..d).map(|_| rnd()).collect())
-        .collect();
-    let (mut data, mut labels) = (Vec::new(), Vec::new());
-    for (r, c) in centres.iter().enumerate() {
-        for _ in 0..per {
-            data.extend(c.iter().map(|v| v + 0.8 * rnd()));
-            labels.push(format!("route_{r}"));
-        }
-    }
-    let ids: Vec<u64> = (0..labels.len() as u64).collect();
-    let l: Vec<&str> = labels.iter().map(String::as_str).collect();
-    let mut ix = FlatIndex::new(d, StorageKind::Int8, true).unwrap();
-    ix.add(&ids, &data, Some(&l), None).unwrap();
+    let routes = 150usize;
+    let (ix, centres) = clustered_routes(routes, 100, d, 0.8, StorageKind::Int8, 2024);
+    let mut rnd = uniform(2025);
     let p = StepParams::new(Aggregation::Max, 0.05);
     let qs: Vec<f32> = (0..nq)
         .flat_map(|i| {

@@ -2,6 +2,7 @@
 //! part of the routing API.
 
 use crate::scoring::step::StepResult;
+use crate::{FlatIndex, StorageKind};
 
 /// Values in [−0.5, 0.5] from a xorshift32 generator seeded with `seed`
 /// (non-zero): the same sequence on every machine.
@@ -25,4 +26,34 @@ pub fn assert_same_picks(a: &StepResult, b: &StepResult) {
         b.collision.map(|c| (c.first, c.second)),
         "collision pairs differ"
     );
+}
+
+/// A routing table of `routes` × `per` exemplars of width `d` (not normalised on input; the index
+/// normalises): each route's rows are its centre plus `spread` × noise, labelled `route_{r}`.
+/// Returns the index and the centres (queries near a centre are in its route's domain).
+pub fn clustered_routes(
+    routes: usize,
+    per: usize,
+    d: usize,
+    spread: f32,
+    kind: StorageKind,
+    seed: u32,
+) -> (FlatIndex, Vec<Vec<f32>>) {
+    let mut rnd = uniform(seed);
+    let centres: Vec<Vec<f32>> = (0..routes)
+        .map(|_| (0..d).map(|_| rnd()).collect())
+        .collect();
+    let (mut data, mut labels) = (Vec::new(), Vec::new());
+    for (r, c) in centres.iter().enumerate() {
+        for _ in 0..per {
+            data.extend(c.iter().map(|v| v + spread * rnd()));
+            labels.push(format!("route_{r}"));
+        }
+    }
+    let ids: Vec<u64> = (0..labels.len() as u64).collect();
+    let l: Vec<&str> = labels.iter().map(String::as_str).collect();
+    let mut ix = FlatIndex::new(d, kind, true).expect("a valid width");
+    ix.add(&ids, &data, Some(&l), None)
+        .expect("rows of that width");
+    (ix, centres)
 }

@@ -9,6 +9,7 @@
 
 pub mod head;
 pub mod step;
+pub mod step_batch;
 pub mod step_compact;
 pub mod step_scan;
 
