@@ -323,6 +323,9 @@ class Speller:
         word tables, a query in another language is left as typed."""
         if not self.words or self._known is None:
             return text, ()
+        words = self.words
+        if all(len(w) < SHORT_LETTERS or w.lower() in words for w in _WORD.findall(text)):
+            return text, ()  # every word is the exemplars' (most queries): no span to build
         spans = [
             (m.start(), m.end(), m.group().lower())
             for m in _WORD.finditer(text)
