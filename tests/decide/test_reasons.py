@@ -167,6 +167,9 @@ def test_noise_around_a_query_is_folded_before_it_is_encoded():
     assert normalize_query("wow!great") == "wow great"  # inside a word: a space
     assert normalize_query("THE SERVER IS DOWN") == "the server is down"
     assert normalize_query("the the server is is down") == "the server is down"
+    # a token said twice with its punctuation, on one line (BANKING77 dev, repeated words: 1.7 points back)
+    assert normalize_query("my card? card? is lost, I'm I'm waiting") == "my card? is lost, I'm waiting"
+    assert normalize_query("refund?\nrefund?") == "refund?\nrefund?"  # a clarified query's answer stays
     assert normalize_query("reset my password") == "reset my password"  # a clean query is left as it is
     long = "the production server is down\n\n" + "x " * 5000
     text, notes = routing_text(long)
@@ -189,6 +192,7 @@ def _normalized_slowly(text: str) -> str:
     out = re.sub(r"[!\u00a1]+", " ", out)
     out = re.sub(r"([!?.,;:~*#=_-])\1+", r"\1", out)
     out = re.sub(r"\b(\w+)(\s+\1\b)+", r"\1", out, flags=re.IGNORECASE)
+    out = re.sub(r"(?<!\S)(\S+)([^\S\n]+\1)+(?!\S)", r"\1", out, flags=re.IGNORECASE)
     out = re.sub(r"[^\S\n]+", " ", out).strip()
     letters = [ch for ch in out if ch.isalpha()]
     if len(letters) >= 4 and sum(ch.isupper() for ch in letters) >= 0.8 * len(letters):

@@ -40,6 +40,8 @@ _BANG_EDGE = re.compile(r"[!\u00a1]+(?=\W|$)|(?<!\w)[!\u00a1]+")
 _BANG = re.compile(r"[!\u00a1]+")
 _SPACE = re.compile(r"[^\S\n]+")
 _REPEAT = re.compile(r"\b(\w+)(\s+\1\b)+", re.IGNORECASE)
+#: A token said twice with its punctuation ("card? card?", "I'm I'm"), on one line.
+_REPEAT_TOKEN = re.compile(r"(?<!\S)(\S+)([^\S\n]+\1)+(?!\S)", re.IGNORECASE)
 #: Where a sentence ends: an aside ("help!!", "thanks!") is a one-word sentence.
 _STOPS = frozenset(".!?\u00a1\u00bf\u3002\uff01\uff1f")
 _LOUD = frozenset("!\u00a1\uff01")
@@ -95,7 +97,8 @@ def without_asides(text: str) -> str:
 
 def normalize_query(text: str) -> str:
     """``text`` as the encoder should read it: emoji and other pictographs and exclamation marks
-    dropped, runs of one punctuation mark (``??``) and of one word said twice (``down down``) folded,
+    dropped, runs of one punctuation mark (``??``), of one word said twice (``down down``) and of one
+    token said twice on a line (``card? card?``) folded,
     white space folded, and a shouted text (four letters in five upper case) put in lower case. A clean
     query is left as it is; loud one-word sentences go (:func:`without_asides`). (BENCHMARKS.md,
     robustness: each fold measured on dev queries.)"""
@@ -111,7 +114,7 @@ def normalize_query(text: str) -> str:
     )
     out = _BANG.sub(" ", _BANG_EDGE.sub("", out))
     out = _PUNCT_RUN.sub(r"\1", out)
-    out = _REPEAT.sub(r"\1", out)
+    out = _REPEAT_TOKEN.sub(r"\1", _REPEAT.sub(r"\1", out))
     out = _SPACE.sub(" ", out).strip()  # line breaks are kept: a clarified query is "question\nanswer"
     if out.lower() == out:  # nothing in upper case
         return out
