@@ -176,10 +176,12 @@ class Speller:
         self._common = frozenset().union(*(common_words(lang) for lang in self.languages))
         self._letters, self._rarest = "", 0.0  # the tables' letters and their rarest word's log share
         self._index: dict[str, set[str]] = {}
+        # two-slip readings need word tables: without them two edits start at TWO_EDITS letters
+        deep = (TWO_SLIPS if self.languages else TWO_EDITS) - 1
         for w in self.words:
             if len(w) < MIN_LETTERS:
                 continue
-            for d in _deletes(w, 2 if len(w) >= TWO_SLIPS - 1 else 1):
+            for d in _deletes(w, 2 if len(w) >= deep else 1):
                 self._index.setdefault(d, set()).add(w)
         self._known = known
         # word -> its repair (None: none), once looked up and checked against the tokenizer.
@@ -238,11 +240,10 @@ class Speller:
         bundled language, or no slip gives it."""
         if any(word in common_words(lang) for lang in LANGUAGES):
             return None  # a frequent word of some language ("is" in a French config)
-        if len(word) >= MIN_LETTERS:  # not another form of the word ("temp" beside "temps")
-            found = sorted(w for w in self._slips(word) & self.words if not _inflected(word, w))
-            return max(found, key=lambda w: self._share(w) or self._rarest) if found else None
-        found = sorted(self._slips(word) & self._common)
-        return max(found, key=lambda w: self._share(w) or self._rarest) if found else None
+        found = self._slips(word) & (self.words if len(word) >= MIN_LETTERS else self._common)
+        # not another form of the word ("temp" beside "temps")
+        found = {w for w in found if len(word) < MIN_LETTERS or not _inflected(word, w)}
+        return max(sorted(found), key=lambda w: self._share(w) or self._rarest) if found else None
 
     def _slips(self, word: str) -> set[str]:
         """The words one keyboard slip away from ``word`` (what it was before the slip)."""
