@@ -43,10 +43,10 @@ pub fn score_routes_batch(
         let threads = rayon::current_num_threads();
         let parallel = threads > 1 && n * index.len() * d >= route_parallel_cutoff();
         if parallel && n.div_ceil(INT8_BLOCK) < threads {
-            // Too few blocks to fill the pool: each query's scan splits its rows across it.
+            // Too few blocks to fill the pool: the queries split across it, one scan each (as before).
             return queries
-                .chunks_exact(d)
-                .zip(params.iter().zip(biases))
+                .par_chunks_exact(d)
+                .zip(params.par_iter().zip(biases.par_iter()))
                 .map(|(q, (p, b))| score_routes_biased(index, q, p, *b))
                 .collect();
         }
