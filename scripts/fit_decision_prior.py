@@ -1,16 +1,16 @@
 """Measure a model's decision prior on dev splits and write it into python/routecore/data/priors.json.
 
     ROUTECORE_HOME=/tmp/rchome python scripts/fit_decision_prior.py dump [--model PATH] \\
-        --out F.npy [--seeds 3]
-    python scripts/fit_decision_prior.py fit F.npy [--write] [--targets-only]
+        --out F.npy [--seeds 3] [--shots 5,10,20,40,0]
+    python scripts/fit_decision_prior.py fit F.npy [--write] [--targets-only | --wide-only]
     python scripts/fit_decision_prior.py gap F.npy [--goal 0.9]
 
 ``dump``: for every dev set of benches/few_shot.py, all its routes and seeded subsets of 4 and 12
-(with the dev queries of those routes), k = 5, 10 and 20 utterances per route and ``--seeds``
-samples, a router as a config builds it (its exemplar head trained once, as routers
-with a prior train it), and per dev query the head's in-scope probabilities, its out-of-scope
-probability and the gold route. Only dev splits are read (CLINC150 val, MASSIVE dev, the last
-fifth of BANKING77 train).
+(with the dev queries of those routes), k = 5, 10, 20 and 40 utterances per route and every train
+utterance (``--shots``; 0: every one), ``--seeds`` samples, a router as a config builds it (its
+exemplar head trained once, as routers with a prior train it), and per dev query the head's
+in-scope probabilities, its out-of-scope probability and the gold route. Only dev splits are read
+(CLINC150 val, MASSIVE dev, the last fifth of BANKING77 train).
 
 ``fit``: the prior (routecore.calibrate.prior.DecisionPrior). A logistic model (Newton, L2) of "the
 routed decision is right" on ``logit(p1)`` (the head's best probability), three numbers of the
@@ -26,6 +26,9 @@ the shipped prior and adds them, measured with its weights.
 ``scope``: the largest cut on the head's raw best probability under which no group loses more
 than ``SCOPE_LOST`` of its in-scope queries whose best route is right. It prints the
 leave-one-dataset-out check: each set's figures under the prior fitted on the others.
+The prior is fitted on k = 5, 10 and 20 (``FITTED``); the larger configs give ``traffic_wide``, the
+traffic levels of configs of more utterances a route (:func:`wide_levels`; ``--wide-only`` keeps the
+shipped prior and adds them).
 """
 
 from __future__ import annotations
@@ -48,9 +51,15 @@ GOALS = (0.85, 0.90, 0.95, 0.98)
 SCOPE_LOST = 0.005
 #: Configs of every route of a set (0), and of seeded subsets of 4 and 12 routes.
 SUBSETS = (0, 4, 12)
+#: Utterances per route of the dumped configs; 0: every utterance of the train split.
+SHOTS = (5, 10, 20, 40, 0)
+#: Those the prior is fitted on; the others measure its traffic levels for larger configs
+#: (``traffic_wide``). Their configs of every route of CLINC150 also route all of val's out-of-scope
+#: queries, as benches/few_shot.py does.
+FITTED = (5, 10, 20)
 
 
-def dump(model: str | None, out: str, seeds: int) -> None:
+def dump(model: str | None, out: str, seeds: int, shots: tuple[int, ...] = SHOTS) -> None:
     sys.path.insert(0, str(ROOT / "benches"))
     import few_shot as F
     from routecore import Encoder, TableVectors
@@ -65,16 +74,24 @@ def dump(model: str | None, out: str, seeds: int) -> None:
     for name in F.SETS:
         if model is not None and "minilm" in enc.model_id and name in ("massive-fr", "massive-zh"):
             continue  # an English-only encoder
-        train, dev = F.splits(name, "dev")
-        train, dev = F.pool(train), F.sample(dev, 1500)
+        full, whole = F.splits(name, "dev")
+        train, dev = F.pool(full), F.sample(whole, 1500)
         X = embed(enc, [s.text for s in dev.samples])
-        tt = list(dict.fromkeys(s.text for s in train.samples))
+        kept = {id(s) for s in dev.samples}
+        extra = [s.text for s in whole.samples if s.label == "oos" and id(s) not in kept]
+        E = embed(enc, extra) if extra else np.zeros((0, enc.dim), np.float32)
+        tt = list(dict.fromkeys(s.text for s in (full if 0 in shots else train).samples))
         vec = dict(zip(tt, embed(enc, tt)))
         texts = [s.text for s in dev.samples]
         for n_routes in SUBSETS:
-            for k in (5, 10, 20):
-                for seed in range(seeds):
-                    routes = routes_from_split(train, shots=k, seed=seed)
+            for k in shots:
+                # every utterance: one config of all routes (seeds draw subsets only)
+                for seed in range(1 if k == 0 and not n_routes else seeds):
+                    routes = (
+                        routes_from_split(full, shots=None)
+                        if k == 0
+                        else routes_from_split(train, shots=k, seed=seed)
+                    )
                     if (
                         n_routes
                     ):  # a config of a few routes: a seeded subset, and the dev queries of those routes
@@ -93,6 +110,9 @@ def dump(model: str | None, out: str, seeds: int) -> None:
                         B = B[np.array([lang in homes for lang in background_languages()])]
                     r.head = serving_head(V, owners, names, B, r.calibration, 0.0)
                     decs = r.route_batch([t for t, k_ in zip(texts, keep) if k_], vectors=X[keep])
+                    more = not n_routes and k not in FITTED and len(extra) > 0
+                    if more:  # after the in-scope traffic, as benches/few_shot.py routes them
+                        decs += r.route_batch(extra, vectors=E)
                     st = r.calibration.stats
                     rows[f"{name}|R{len(routes)}|{k}|{seed}"] = {
                         "P": np.array([[d.probabilities[n] for n in names] for d in decs], np.float32),
@@ -103,6 +123,7 @@ def dump(model: str | None, out: str, seeds: int) -> None:
                                 for s, k_ in zip(dev.samples, keep)
                                 if k_
                             ]
+                            + [-1] * (len(extra) if more else 0)
                         ),
                         "config": np.array([st.top1_dense, st.exemplars_per_route, len(routes)]),
                     }
@@ -247,12 +268,14 @@ def fit_traffic(
     scope: float,
     medium: float,
     goal: float | None = None,
+    start: float | None = None,
 ) -> float:
     """The traffic level (routecore.calibrate.traffic): the lowest on a grid at which every group
     still meets its goal (``goal``, else the set's) when each run's cut is the lower of the
     prior's and the one adapted to the run's own queries (a run's queries stand for the traffic
     the router has seen)."""
-    for lv in np.round(np.arange(0.95 if goal is None else goal - 0.05, 0.996, 0.005), 3):
+    first = start if start is not None else 0.95 if goal is None else goal - 0.05
+    for lv in np.round(np.arange(first, 0.996, 0.005), 3):
         if all(
             np.mean(
                 [
@@ -330,26 +353,64 @@ def print_fit(name: str, groups: dict[str, list[dict[str, np.ndarray]]], prior: 
     return sets
 
 
-def fit(path: str, write: bool, targets_only: bool = False) -> None:
+def fit(path: str, write: bool, targets_only: bool = False, wide_only: bool = False) -> None:
     """Fit a prior on a dump; ``targets_only``: keep the shipped prior and add its ``targets``
-    (measured with its weights on this dump)."""
+    (measured with its weights on this dump); ``wide_only``: keep the shipped prior, add its
+    ``traffic_wide`` (measured on this dump's configs larger than those fitted)."""
     data = np.load(path, allow_pickle=True).item()
-    groups = run_groups(data["rows"])
+    everything = run_groups(data["rows"])
+    groups = {k: v for k, v in everything.items() if int(k.split("|")[2]) in FITTED}
+    wide = {k: v for k, v in everything.items() if k not in groups}
     shipped = json.loads(PRIORS.read_text())["models"].get(data["model_id"]) if PRIORS.is_file() else None
-    if targets_only and shipped is None:
-        raise SystemExit(f"--targets-only: no shipped prior for {data['model_id']}")
-    prior = choose(groups, shipped["weights"] if targets_only else None)
+    if (targets_only or wide_only) and shipped is None:
+        raise SystemExit(f"--targets-only, --wide-only: no shipped prior for {data['model_id']}")
+    if wide_only:
+        prior = {k: v for k, v in shipped.items() if k not in ("source", "traffic_wide")}
+    else:
+        prior = choose(groups, shipped["weights"] if targets_only else None)
     if targets_only:
-        prior = {**{k: v for k, v in shipped.items() if k != "source"}, "targets": prior["targets"]}
+        keep = ("source", "traffic_wide")
+        prior = {**{k: v for k, v in shipped.items() if k not in keep}, "targets": prior["targets"]}
     sets = print_fit(data["model_id"], groups, prior)
+    prior["traffic_wide"] = wide_levels(wide, prior)
+    print(f"traffic levels of larger configs: {prior['traffic_wide']} ({len(wide)} groups)")
     if write:
         table = json.loads(PRIORS.read_text()) if PRIORS.is_file() else {"models": {}}
         table["models"][data["model_id"]] = {
             **prior,
-            "source": f"dev splits of {', '.join(sets)}; k = 5, 10, 20; scripts/fit_decision_prior.py",
+            "source": f"dev splits of {', '.join(sets)}; k = 5, 10, 20 (traffic_wide: 40, all); "
+            "scripts/fit_decision_prior.py",
         }
         PRIORS.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {PRIORS}")
+
+
+def wide_levels(wide: dict[str, list[dict[str, np.ndarray]]], prior: dict[str, Any]) -> list[list[float]]:
+    """The prior's ``traffic_wide``: for each size of the configs larger than those fitted (``wide``,
+    by utterances a route, smallest first), the lowest traffic level, not under the prior's own nor
+    under the previous size's, at which every group of that size meets its goal (its features held
+    within the prior's span, as the router holds them); from the first size where no level does,
+    none (their cuts stay fixed)."""
+    w, span, scope, medium = prior["weights"], prior["span"], float(prior["scope"]), float(prior["medium"])
+    if float(prior["traffic"]) <= 0:
+        return []
+    sizes: dict[str, dict[str, list[dict[str, np.ndarray]]]] = {}
+    for key, runs in wide.items():
+        sizes.setdefault(key.split("|")[2], {})[key] = runs
+    order = sorted(
+        sizes, key=lambda k: max(float(r["config"][1]) for runs in sizes[k].values() for r in runs)
+    )
+    out: list[list[float]] = []
+    floor = float(prior["traffic"])
+    for size in order:
+        level = fit_traffic(sizes[size], w, span, scope, medium, start=floor)
+        most = max(float(r["config"][1]) for runs in sizes[size].values() for r in runs)
+        print(f"  configs of {size} a route (up to {most:.0f}): level {level}")
+        if level <= 0:
+            break
+        floor = level
+        out.append([round(most, 3), level])
+    return out
 
 
 def _routed(r: dict[str, np.ndarray], cut: float, scope: float) -> tuple[float, float]:
@@ -435,21 +496,23 @@ def main() -> None:
     d.add_argument("--model", default=None)
     d.add_argument("--out", required=True)
     d.add_argument("--seeds", type=int, default=3)
+    d.add_argument("--shots", default=",".join(map(str, SHOTS)), help="utterances per route; 0: all")
     f = sub.add_parser("fit")
     f.add_argument("path")
     f.add_argument("--write", action="store_true")
     f.add_argument("--targets-only", action="store_true", help="keep the shipped prior, add its targets")
+    f.add_argument("--wide-only", action="store_true", help="keep the shipped prior, add its traffic_wide")
     g = sub.add_parser("gap")
     g.add_argument("path")
     g.add_argument("--traffic", default="0.95,0.96,0.965")
     g.add_argument("--goal", type=float, default=None, help="a policy's route_precision")
     a = ap.parse_args()
     if a.cmd == "dump":
-        dump(a.model, a.out, a.seeds)
+        dump(a.model, a.out, a.seeds, tuple(int(x) for x in a.shots.split(",")))
     elif a.cmd == "gap":
         gap(a.path, [float(x) for x in a.traffic.split(",") if x], a.goal)
     else:
-        fit(a.path, a.write, a.targets_only)
+        fit(a.path, a.write, a.targets_only, a.wide_only)
 
 
 if __name__ == "__main__":

@@ -29,11 +29,12 @@ import fit_decision_prior as F  # noqa: E402
 
 
 def combined(own: dict, peer: dict) -> dict[str, dict[str, np.ndarray]]:
-    """The configs of both dumps, each query's probabilities combined (``own`` kept beside them)."""
+    """The configs of both dumps the prior is fitted on (``fit_decision_prior.FITTED`` utterances a
+    route), each query's probabilities combined (``own`` kept beside them)."""
     rows = {}
     for key, v in peer["rows"].items():
         mine = own["rows"].get(key)
-        if mine is None:
+        if mine is None or int(key.split("|")[2]) not in F.FITTED:
             continue
         if not np.array_equal(mine["gold"], v["gold"]) or mine["P"].shape != v["P"].shape:
             raise SystemExit(f"{key}: the dumps hold different queries or routes")

@@ -178,3 +178,75 @@ def test_the_cut_stays_fixed_when_the_config_says_so(policy):
 def test_the_cut_stays_fixed_outside_the_configs_the_prior_measured():
     r = Router.from_config(IT_OPS_ROUTES)  # three routes: the prior saw four and more
     assert r.calibrated == "prior" and r.route_table.traffic is None
+
+
+WIDE = DecisionPrior(
+    weights=PRIOR.weights,
+    medium=0.88,
+    high=0.995,
+    previous_high=0.785,
+    span={"per_route": [5.0, 20.0], "routes": [4.0, 150.0]},
+    traffic=0.965,
+    traffic_wide=[[100.0, 0.975], [40.0, 0.97]],
+)
+
+
+@pytest.mark.parametrize(
+    "per_route, routes, level",
+    [
+        (10, 60, 0.965),  # within the span: the prior's own level
+        (20, 4, 0.965),
+        (30, 60, 0.97),  # larger configs: the level measured for their size (sorted by size)
+        (40, 150, 0.97),
+        (41, 60, 0.975),
+        (100, 60, 0.975),
+        (101, 60, 0.0),  # beyond every size measured: the cut stays fixed
+        (10, 3, 0.0),  # fewer routes than the prior saw
+        (10, 151, 0.0),
+        (4, 60, 0.0),
+    ],
+)
+def test_the_traffic_level_is_the_one_measured_for_the_configs_size(per_route, routes, level):
+    assert WIDE.traffic_level(per_route, routes) == level
+    assert PRIOR.traffic_level(per_route, routes) == (0.965 if level == 0.965 else 0.0)
+
+
+@pytest.mark.parametrize("wide", [[[40.0]], [[40.0, 1.5]], [[0.0, 0.97]], "40", [["a", 0.9]]])
+def test_malformed_wide_levels_are_config_errors(wide):
+    from routecore.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="traffic_wide"):
+        DecisionPrior(
+            weights=PRIOR.weights, medium=0.9, high=0.99, previous_high=0.8, span={}, traffic_wide=wide
+        )
+
+
+def test_a_precision_goal_keeps_the_wide_levels_out():
+    with_targets = DecisionPrior(
+        **{**WIDE.__dict__, "targets": {"0.9": [0.8, 0.92], "0.95": [0.9, 0.97]}}  # type: ignore[arg-type]
+    )
+    assert with_targets.at(0.9).traffic_wide == () and with_targets.at(None).traffic_wide == WIDE.traffic_wide
+
+
+def test_a_cut_keeps_the_level_it_was_built_at():
+    z = WIDE.features(0.8, 60, 60)
+    p1 = np.array([0.999] * 300 + [0.3, 0.5, 0.7])
+    loose, strict = TrafficCut(WIDE, z, 0.9), TrafficCut(WIDE, z, 0.9, level=0.975)
+    assert strict.level == 0.975 and loose.level == 0.965
+    assert strict.compute(p1) >= loose.compute(p1)
+
+
+def test_a_config_larger_than_the_fitted_ones_adapts_at_its_measured_level():
+    """The shipped e5 prior measured levels for configs of 40 and of every train utterance a route."""
+    from routecore.calibrate.prior import prior_for
+
+    fifty = [
+        RouteSpec(f"R{i}", tuple(f"{word} number {j} of topic {i}" for j in range(50)))
+        for i, word in enumerate(("alpha", "bravo", "charlie", "delta"))
+    ]
+    r = Router(fifty)
+    prior = prior_for(r.encoder.model_id)
+    assert prior is not None and prior.traffic_wide
+    t = r.route_table.traffic
+    assert r.calibrated == "prior" and t is not None
+    assert t.level == prior.traffic_level(50, 4) and t.level >= prior.traffic

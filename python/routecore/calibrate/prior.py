@@ -99,7 +99,10 @@ class DecisionPrior:
     dev set loses more than 0.5 % of its in-scope queries whose best route is right.
     ``traffic``: the level of the cut adapted to a router's own queries
     (:mod:`routecore.calibrate.traffic`): the lowest mean :func:`p_right` over the queries
-    routed at which every dev set still met its goal; 0 turns it off. ``source``: how it was
+    routed at which every dev set still met its goal; 0 turns it off. ``traffic_wide``: the levels
+    of configs with more exemplars per route than ``span`` holds, each ``[up to this many a route,
+    level]``, measured on dev configs of 40 and of every train utterance a route (their features
+    held within ``span``); a config beyond the last keeps its cut fixed. ``source``: how it was
     measured. ``targets``: for a policy that sets ``route_precision``, the ``medium`` and
     ``traffic`` levels measured for that goal on every dev set alike (:meth:`at`); ``goal``: the
     routed precision these levels were measured for (None: 95 %, 90 % on MASSIVE fr/zh).
@@ -118,6 +121,7 @@ class DecisionPrior:
     targets: Mapping[str, Sequence[float]] = field(default_factory=dict)
     goal: float | None = None
     languages: Tuple[str, ...] = ()
+    traffic_wide: Tuple[Tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
         w = self.weights
@@ -136,6 +140,22 @@ class DecisionPrior:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
                 raise ConfigError(f"decision prior: {name} must be in [0, 1], got {v!r}")
+        wide = self.traffic_wide
+        if not (
+            isinstance(wide, (list, tuple))
+            and all(
+                isinstance(x, (list, tuple))
+                and len(x) == 2
+                and isinstance(x[0], (int, float))
+                and x[0] > 0
+                and _unit(x[1])
+                for x in wide
+            )
+        ):
+            raise ConfigError(
+                f"decision prior: traffic_wide must be [exemplars a route, level] pairs, got {wide!r}"
+            )
+        object.__setattr__(self, "traffic_wide", tuple(sorted((float(n), float(v)) for n, v in wide)))
         for goal, levels in dict(self.targets).items():
             ok = isinstance(levels, (list, tuple)) and len(levels) == 2
             if not (ok and _unit(goal) and all(_unit(v) for v in levels)):
@@ -157,7 +177,8 @@ class DecisionPrior:
         # A traffic level of 0 (no level met the goal on dev) keeps the cut fixed from that goal up.
         near = [lv[1] for x, lv in grid if x >= g][:1] + [lv[1] for x, lv in grid if x <= g][-1:]
         traffic = 0.0 if 0.0 in near else traffic
-        return replace(self, medium=round(medium, 6), traffic=round(traffic, 6), goal=g)
+        # The wide levels were measured for the prior's own goals only.
+        return replace(self, medium=round(medium, 6), traffic=round(traffic, 6), goal=g, traffic_wide=())
 
     def cuts(self, top1_dense: float, per_route: float, routes: int) -> TierCuts:
         """The cuts on p1 for a config (no margin: the prior's tiers are levels of p1 alone)."""
@@ -191,6 +212,17 @@ class DecisionPrior:
             lo, hi = self.span.get("top1_dense", (0.5, 0.5))
             top1 = (float(lo) + float(hi)) / 2
         return float(top1), float(stats.exemplars_per_route or 1.0), int(stats.routes or 2)
+
+    def traffic_level(self, per_route: float, routes: float) -> float:
+        """The traffic level for a config of this many exemplars per route and routes: ``traffic``
+        within the span, a ``traffic_wide`` level above it, 0 (the cut stays fixed) where no level was
+        measured."""
+        lo, hi = self.span.get("routes", (-math.inf, math.inf))
+        if not float(lo) <= routes <= float(hi) or per_route < float(self.span.get("per_route", (0, 0))[0]):
+            return 0.0
+        if per_route <= float(self.span.get("per_route", (0, math.inf))[1]):
+            return self.traffic
+        return next((level for most, level in self.traffic_wide if per_route <= most), 0.0)
 
     def features(self, top1_dense: float, per_route: float, routes: int) -> list[float]:
         """:func:`config_features` within the prior's span."""

@@ -12,7 +12,8 @@ right as often as the policy asks. A router that has seen a few hundred queries 
 ``traffic`` level (measured on dev: ``scripts/fit_decision_prior.py``). It only ever lowers the
 calibrated cut, and it waits for ``warmup`` queries. A config that sets ``medium`` itself, a
 fitted calibration, ``policy.routes.adapt_cut: false``, or a config outside the exemplars per route
-and routes the prior was measured on (its ``span``) keeps the cut fixed.
+and routes the prior's levels were measured on (its ``span``, and ``traffic_wide`` for configs of more
+exemplars a route) keeps the cut fixed.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class TrafficCut:
         prior: the model's decision prior (its weights and ``traffic`` level).
         features: the config's features (:meth:`DecisionPrior.features`).
         cut: the calibrated routing cut (``medium``): the cut before ``warmup`` queries, and its ceiling.
+        level: the level the cut keeps (None: the prior's ``traffic``; a config larger than the
+            prior's span: :meth:`DecisionPrior.traffic_level`).
     """
 
     def __init__(
@@ -49,9 +52,10 @@ class TrafficCut:
         warmup: int = WARMUP,
         window: int = WINDOW,
         every: int = EVERY,
+        level: float | None = None,
     ) -> None:
         self.prior, self.features, self.ceiling = prior, tuple(features), float(cut)
-        self.level = prior.traffic
+        self.level = prior.traffic if level is None else float(level)
         self.warmup, self.every = max(int(warmup), 1), max(int(every), 1)
         self._seen: deque[float] = deque(maxlen=max(int(window), 1))
         self._count = 0
@@ -105,14 +109,13 @@ class TrafficCut:
         if prior is None or prior.traffic <= 0 or cut is None:
             return None
         top1, per_route, routes = prior.config_of(stats)
-        for key, v in (("per_route", per_route), ("routes", routes)):
-            lo, hi = prior.span.get(key, (-np.inf, np.inf))
-            if not float(lo) <= v <= float(hi):
-                # The level was measured on configs within the span: CLINC150's full train
-                # (100 a route) fell to 94.8 % precision with it (BENCHMARKS.md §4).
-                return None
+        level = prior.traffic_level(per_route, routes)
+        if level <= 0:
+            # No level was measured on configs of this size: CLINC150's full train fell to 94.8 %
+            # precision under the level of configs of up to 20 a route (BENCHMARKS.md §4).
+            return None
         z = prior.features(top1, per_route, routes)
-        return cls(prior, z, cut)
+        return cls(prior, z, cut, level=level)
 
 
 def for_table(
