@@ -10,20 +10,17 @@ protocol, the ``AUTO_INT8_ELEMENTS`` storage cut-off, and
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from routecore import _native
-from routecore.core.arrays import as_f32
 from routecore.core.index import VectorIndex
 from routecore.core.lexical import LexicalTable
 from routecore.core.progress import Progress
 from routecore.decide.policy import Policy, resolved
 from routecore.decision import Alert
-from routecore.errors import DimensionMismatchError, InvalidArgumentError, NonFiniteError
 
 if TYPE_CHECKING:
     from routecore.calibrate.peer_cut import PeerCut
@@ -266,67 +263,6 @@ def score_batch(
     (spec order) go with row ``i``. Results as :meth:`ScoreTable.score` gives them."""
     out = table.index.native.score_routes_batch(Q, list(steps), [table.coded(b) for b in biases])
     return [table.in_spec_order(r) for r in out]
-
-
-def query_vectors(vectors: Any, dim: int, n: int | None = None) -> np.ndarray:
-    """Caller-given query embeddings as unit float32 rows (``n`` of them when given).
-
-    Raises:
-        DimensionMismatchError: a row is not ``dim`` wide, or there are not ``n`` rows.
-        NonFiniteError: a value is NaN or infinite, or a row is all zeros.
-    """
-    arr = as_f32(vectors, "vector")
-    arr = arr.reshape(1, -1) if arr.ndim == 1 else arr
-    if arr.shape[1] != dim or (n is not None and arr.shape[0] != n):
-        want = f"{n} x {dim}" if n is not None else f"{dim} wide"
-        raise DimensionMismatchError(f"query vectors: expected {want}, got shape {tuple(arr.shape)}")
-    if not np.isfinite(arr).all():
-        raise NonFiniteError("query vectors hold NaN or infinite values")
-    norms = np.linalg.norm(arr, axis=1, keepdims=True)
-    if (norms == 0).any():
-        raise NonFiniteError("a query vector is all zeros: it has no direction to compare")
-    if np.abs(norms - 1).max() <= 1e-5:  # already unit (the encoder's own): used as given
-        return arr
-    unit: np.ndarray = (arr / norms).astype(np.float32, copy=False)
-    return unit
-
-
-def context_domains_arg(context_domains: Any, legacy: Any = None, legacy_name: str = "") -> tuple[str, ...]:
-    """The caller's active domains as every verb takes them (``context_domains=``: a list of domain
-    names, or empty); ``legacy``: the one domain an earlier argument named ``legacy_name`` gave
-    (deprecated: a :class:`DeprecationWarning`, and never both).
-
-    Raises:
-        InvalidArgumentError: not a list of names (a str alone is one), or both forms given.
-    """
-    if legacy is not None:
-        warnings.warn(
-            f"{legacy_name}= is deprecated: give context_domains=[...]", DeprecationWarning, stacklevel=3
-        )
-        if not isinstance(legacy, str):
-            raise InvalidArgumentError(f"{legacy_name} must be a domain name, got {legacy!r}")
-        if context_domains:
-            raise InvalidArgumentError(f"give context_domains= or {legacy_name}=, not both")
-        return (legacy,)
-    if (
-        isinstance(context_domains, str)
-        or not isinstance(context_domains, (list, tuple, set, frozenset))
-        or not all(isinstance(d, str) for d in context_domains)
-    ):
-        raise InvalidArgumentError(
-            f"context_domains must be a list of domain names (or empty), got {context_domains!r}"
-        )
-    return tuple(context_domains)
-
-
-def per_query(value: Any, n: int, what: str) -> list[Any]:
-    """``value`` for each of ``n`` queries: one value (or None) for all, or a list of ``n``."""
-    if value is None or isinstance(value, str):
-        return [value] * n
-    out = list(value)
-    if len(out) != n:
-        raise InvalidArgumentError(f"{what}: {len(out)} values for {n} queries (give one, or one per query)")
-    return out
 
 
 def embed_texts(

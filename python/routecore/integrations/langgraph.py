@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, NamedTuple,
 
 from langchain_core.runnables import RunnableLambda
 
+from routecore.decide.arguments import context_domains_arg
 from routecore.decide.conversation import routing_query
 from routecore.decide.policy import CLARIFY
-from routecore.decide.tables import context_domains_arg
 from routecore.decision import Decision, ToolBelt
 from routecore.errors import ConfigError, InvalidArgumentError
 

@@ -105,7 +105,7 @@ class RouterDeployment:
     ) -> dict[str, Any]:
         """``Router.tools(query, context_domains=, top_k=).to_dict()``, batched with concurrent calls
         (``context_domain``: deprecated)."""
-        from routecore.decide.tables import context_domains_arg
+        from routecore.decide.arguments import context_domains_arg
         from routecore.serve.batcher import ToolsItem
 
         # One domain passed by position is the old form (context_domain=), with its warning.

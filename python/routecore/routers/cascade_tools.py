@@ -22,8 +22,8 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Sequence
 
+from routecore.decide.arguments import context_domains_arg
 from routecore.decide.conversation import routing_text
-from routecore.decide.tables import context_domains_arg
 from routecore.decision import Alert, Timings, ToolBelt
 from routecore.errors import InvalidArgumentError
 from routecore.routers.routing_metrics import emit

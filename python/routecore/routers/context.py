@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from routecore.decide import reasons as reasons_mod
+from routecore.decide.arguments import query_vectors
 from routecore.decide.conversation import routing_text
-from routecore.decide.tables import query_vectors
 from routecore.decision import Alert, Decision, Entity, Reason, emit, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.context_result import CONTEXT_REASONS as CONTEXT_REASONS

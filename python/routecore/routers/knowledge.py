@@ -34,7 +34,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from routecore.decide.tables import context_domains_arg
+from routecore.decide.arguments import context_domains_arg
 from routecore.decision import Reason, emit, plain
 from routecore.errors import ConfigError, InvalidArgumentError
 

@@ -23,6 +23,7 @@ from routecore.calibrate.traffic import TrafficCut, for_table
 from routecore.config.specs import RouteSpec
 from routecore.core.entities import EntityMatcher, entity_effects
 from routecore.core.lexical import LexicalTable
+from routecore.decide.arguments import context_domains_arg, per_query, query_vectors
 from routecore.decide.conversation import routing_text
 from routecore.decide.language_policies import LanguagePolicies
 from routecore.decide.policy import Policy, resolved
@@ -33,9 +34,6 @@ from routecore.decide.tables import (
     EncoderLike,
     Step,
     build_table,
-    context_domains_arg,
-    per_query,
-    query_vectors,
     score_batch,
 )
 from routecore.decision import Alert, Decision, Entity, Timings, trace

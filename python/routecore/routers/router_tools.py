@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence, TypeVar
 
-from routecore.decide.tables import context_domains_arg
+from routecore.decide.arguments import context_domains_arg
 from routecore.decision import ToolBelt
 from routecore.errors import InvalidArgumentError
 from routecore.tools.tool_catalog import ToolCatalog

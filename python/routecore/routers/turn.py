@@ -19,8 +19,8 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
+from routecore.decide.arguments import per_query
 from routecore.decide.conversation import routing_text
-from routecore.decide.tables import per_query
 from routecore.decision import Decision, Reason, ToolBelt, emit, plain, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.context import Context

@@ -12,9 +12,10 @@ import numpy as np
 
 from routecore import _native
 from routecore.calibrate.languages import language_alert
+from routecore.decide.arguments import query_vectors
 from routecore.decide.conversation import routing_text
 from routecore.decide.policy import resolved
-from routecore.decide.tables import collision_alert, query_vectors
+from routecore.decide.tables import collision_alert
 from routecore.decision import Alert, Reason, ScoreMap, Timings, ToolBelt, ToolChoice, trace
 from routecore.errors import InvalidArgumentError
 from routecore.tools.catalog import MORE_TOOLS, Catalog, build_catalog

@@ -1,4 +1,4 @@
-"""routecore.decide.tables: the arguments every verb shares (``context_domains``, per-query values)."""
+"""routecore.decide.arguments: query vectors, ``context_domains``, per-query values as verbs take them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from routecore.decide.tables import context_domains_arg, per_query
+from routecore.decide.arguments import context_domains_arg, per_query
 from routecore.errors import InvalidArgumentError
 
 
@@ -38,3 +38,21 @@ def test_per_query_values():
     assert per_query(None, 2, "previous") == [None, None] and per_query("A", 2, "previous") == ["A", "A"]
     with pytest.raises(InvalidArgumentError, match="1 values for 2 queries"):
         per_query(["A"], 2, "previous")
+
+
+def test_query_vectors_are_unit_rows_of_the_width_asked():
+    import numpy as np
+
+    from routecore.decide.arguments import query_vectors
+    from routecore.errors import DimensionMismatchError, NonFiniteError
+
+    v = query_vectors([3.0, 4.0], 2)
+    assert v.shape == (1, 2) and v.dtype == np.float32 and np.allclose(v, [[0.6, 0.8]])
+    assert query_vectors(np.eye(2), 2, 2).shape == (2, 2)
+    with pytest.raises(DimensionMismatchError):
+        query_vectors([1.0, 0.0, 0.0], 2)
+    with pytest.raises(DimensionMismatchError):
+        query_vectors(np.eye(2), 2, 3)
+    for bad in ([float("nan"), 1.0], [0.0, 0.0]):
+        with pytest.raises(NonFiniteError):
+            query_vectors(bad, 2)
