@@ -43,6 +43,7 @@
 //! with their docs), with two crates already in the lock: `rustc-hash` (the
 //! term map) and `unicode-normalization-alignments` (NFKD, via `tokenizers`).
 
+mod label_max;
 pub mod score;
 pub mod stem;
 pub mod tokenize;
