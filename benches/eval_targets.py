@@ -24,10 +24,11 @@ import time
 import numpy as np
 
 from routecore import Encoder
+from routecore.decide.figures import decision_figures
 from routecore.evaluation import datasets as D
 from routecore.evaluation import metrics as M
 from routecore.evaluation import runner as R
-from routecore.evaluation.decisions import decide_vectors, decision_figures
+from routecore.evaluation.decisions import decide_vectors
 from routecore.evaluation.tool_eval import tools_router
 
 
@@ -66,11 +67,11 @@ def run_intents(enc, train, val, test, oos, configs):
         else:
             r.policy = r.policy.with_overrides(min_score=0.0)
         pred, dec = decide(r, Xte, texts)
-        f = decision_figures(dec, gold, oos)
+        f = decision_figures(dec, gold)
         res = {
             "in_scope_accuracy": M.in_scope_accuracy(gold, pred, oos),
             "accuracy": float(np.mean([(p or oos) == g for p, g in zip(pred, gold)])),
-            "decisions": {k: v for k, v in f.items() if k != "right_of_routed"},
+            "decisions": f.to_dict(),
             "top1": top1_argmax(r, Xte, gold),
             "seconds": round(time.time() - t, 1),
         }

@@ -26,8 +26,9 @@ import numpy as np
 
 from routecore import Encoder
 from routecore.calibrate.stats import HeadStats
+from routecore.decide.figures import decision_figures
 from routecore.evaluation import datasets as D
-from routecore.evaluation.decisions import decide_vectors, decision_figures
+from routecore.evaluation.decisions import decide_vectors
 from routecore.evaluation.runner import build_router, embed
 
 #: Per set: (train, evaluation split) for ``--split test`` and ``--split dev`` (BANKING77 has no dev split).
@@ -89,7 +90,7 @@ def run(enc: Encoder, name: str, head: str, no_clinc_background: bool = False, s
         "model": enc.model_id,
         "head": head + (" (no CLINC background)" if no_clinc_background else ""),
         "build_s": round(build_s, 1),
-        **{k: round(v, 4) for k, v in f.items() if isinstance(v, float)},
+        **{k: round(v, 4) for k, v in f.to_dict().items() if isinstance(v, float)},
         "high_share": round(float(high.mean()), 4),
         "high_precision": round(float(right[high].mean()), 4) if high.any() else None,
         "trim90": round(trim(conf, routed, right, 0.90), 4),

@@ -35,10 +35,11 @@ from semantic_router.routers import IndexedRouter
 
 from eval_targets import top1_argmax
 from routecore import Encoder
+from routecore.decide.figures import decision_figures
 from routecore.evaluation import datasets as D
 from routecore.evaluation import metrics as M
 from routecore.evaluation import runner as R
-from routecore.evaluation.decisions import decide_vectors, decision_figures
+from routecore.evaluation.decisions import decide_vectors
 
 
 class CachedRoutecoreEncoder(DenseEncoder):
@@ -144,8 +145,8 @@ def run(enc, wrapped, name, train, val, test, oos="oos", shots=100):
                 f"routecore ({'linear head' if head else 'max'}, not fitted: min_score 0, zero-label tiers)"
             )
         out[label] = summary(gold, pred, oos, ms, fit_s)
-        f = decision_figures(dec, gold, oos)
-        out[label]["decisions"] = {k: v for k, v in f.items() if k != "right_of_routed"}
+        f = decision_figures(dec, gold)
+        out[label]["decisions"] = f.to_dict()
         out[label]["top1"] = top1_argmax(rc, Xte, gold)
         print(name, label, out[label], file=sys.stderr, flush=True)
     return out

@@ -27,10 +27,11 @@ import numpy as np
 from eval_targets import top1_argmax
 from routecore import Encoder, Policy, Router, TableVectors
 from routecore.calibrate.calibration import Calibration, background_texts, route_scores, zero_label
+from routecore.decide.figures import decision_figures
 from routecore.evaluation import calibrate as fitting
 from routecore.evaluation import datasets as D
 from routecore.evaluation import metrics as M
-from routecore.evaluation.decisions import decide_vectors, decision_figures
+from routecore.evaluation.decisions import decide_vectors
 from routecore.evaluation.runner import embed, routes_from_split
 
 #: Validation splits, for the tiers `routecore fit` would set (temperature and tiers fitted on them).
@@ -82,11 +83,11 @@ def figures(router: Router, X: np.ndarray, texts: list[str], gold: list[str]) ->
         "top1_argmax": top1_argmax(router, X, gold),
         "high_share": len(high) / max(len(gold), 1),
         "high_precision": float(np.mean(high)) if high else None,
-        "routed_share": f["routed_share"],
-        "routed_precision": f["routed_accuracy"],
-        "confident_wrong": f["confident_wrong_rate"],
-        "clarify_rate": f["clarify_rate"],
-        "none_rate": f["none_rate"],
+        "routed_share": f.routed_share,
+        "routed_precision": f.routed_accuracy,
+        "confident_wrong": f.confident_wrong_rate,
+        "clarify_rate": f.clarify_rate,
+        "none_rate": f.none_rate,
     }
     if "oos" in gold:
         pred = [r if a == "route" else None for a, r, _ in dec]

@@ -95,9 +95,12 @@ def test_fit_then_eval_writes_consistent_report(tmp_path, clinc_slice):
         "routed_accuracy",
         "confident_wrong_rate",
         "clarify_rate",
+        "none_rate",
         "raw_top1_accuracy",
         "dense_top1_accuracy",
     }
+    assert d["routed_share"] + d["clarify_rate"] + d["none_rate"] == pytest.approx(1.0)
+    assert d["none_rate"] == pytest.approx(sum(p["action"] == "none" for p in preds) / n)
     routed = [p for p in preds if p["action"] == "route"]
     assert d["routed_share"] == pytest.approx(len(routed) / n)
     assert d["routed_accuracy"] == pytest.approx(sum(p["pred"] == p["label"] for p in routed) / len(routed))

@@ -1,5 +1,5 @@
 """The router's own decisions on precomputed embeddings, and `fit`'s end-to-end
-objective on them.
+objective on them (the figures themselves: :mod:`routecore.decide.figures`).
 
 :func:`decide_vectors` runs the router's decision step (tiers, out of scope, ties,
 bias rules, clarification; the linear head when there is one) on query vectors,
@@ -20,6 +20,7 @@ import numpy as np
 
 from routecore.calibrate.calibration import wilson_lower
 from routecore.calibrate.fits import Targets, fit_tiers, top2
+from routecore.decide.figures import DecisionFigures, decision_figures
 
 
 def decide_vectors(router: Any, X: np.ndarray, texts: Sequence[str]) -> list[tuple[str, str | None, str]]:
@@ -33,30 +34,11 @@ def decide_vectors(router: Any, X: np.ndarray, texts: Sequence[str]) -> list[tup
     return out
 
 
-def decision_figures(
-    decisions: Sequence[tuple[str, str | None, str]], gold: Sequence[str], oos_label: str = "oos"
-) -> dict[str, Any]:
-    """Routed share, accuracy among routed, confidently-wrong rate (high tier and wrong),
-    clarify rate, and the share declined as out of scope."""
-    n = max(len(gold), 1)
-    routed = [(r, g, t) for (a, r, t), g in zip(decisions, gold) if a == "route"]
-    right = sum(r == g for r, g, _ in routed)
-    return {
-        "routed_share": len(routed) / n,
-        "routed_accuracy": right / len(routed) if routed else None,
-        "confident_wrong_rate": sum(t == "high" and r != g for r, g, t in routed) / n,
-        "clarify_rate": sum(a == "clarify" for a, _, _ in decisions) / n,
-        "none_rate": sum(a == "none" for a, _, _ in decisions) / n,
-        "right_of_routed": right,
-    }
-
-
 def fit_routed_cut(
     router: Any,
     X: np.ndarray,
     texts: Sequence[str],
     gold: Sequence[str],
-    oos_label: str = "oos",
     steps: int = 48,
 ) -> dict[str, Any]:
     """Install the ``medium`` cut whose decisions route the most of ``X`` with the routed
@@ -64,18 +46,18 @@ def fit_routed_cut(
     gets there, the one with the best bound. Returns the decision figures at that cut."""
     cal = router.calibration
     target = Targets.of(router.policy).route_precision
-    best: tuple[tuple[bool, float], float, dict[str, Any]] | None = None
+    best: tuple[tuple[bool, float], float, DecisionFigures] | None = None
     for m in np.linspace(0.05, 0.99, steps):  # above `high` too: a head's high tier may rest on its margin
         router.calibrate(replace(cal, medium=float(m)))
-        f = decision_figures(decide_vectors(router, X, texts), gold, oos_label)
-        n_routed = round(f["routed_share"] * len(gold))
-        lb = float(wilson_lower(f["right_of_routed"], n_routed)) if n_routed else 0.0
-        key = (lb >= target, f["routed_share"] if lb >= target else lb)
+        f = decision_figures(decide_vectors(router, X, texts), gold)
+        n_routed = round(f.routed_share * len(gold))
+        lb = float(wilson_lower(f.right_of_routed, n_routed)) if n_routed else 0.0
+        key = (lb >= target, f.routed_share if lb >= target else lb)
         if best is None or key > best[0]:
             best = (key, float(m), f)
     assert best is not None
     router.calibrate(replace(cal, medium=best[1]))
-    return {"medium": best[1], "target_precision": target, **best[2]}
+    return {"medium": best[1], "target_precision": target, **best[2].to_dict()}
 
 
 def fit_head_tiers(router: Any, X: np.ndarray, texts: Sequence[str], gold: Sequence[str]) -> dict[str, float]:

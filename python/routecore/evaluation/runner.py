@@ -18,6 +18,7 @@ from routecore.calibrate.linear_head import LinearHead
 from routecore.config.specs import RouteSpec
 from routecore.core.lexical import fit_weight
 from routecore.core.progress import Progress
+from routecore.decide.figures import decision_figures
 from routecore.decide.policy import Policy
 from routecore.decide.tables import TableVectors, embed_texts
 from routecore.errors import DatasetError
@@ -199,7 +200,7 @@ def fit_router(
     head_tiers = fit_head_tiers(router, X, texts, gold) if router.head is not None else {}
     # End to end: the routed cut that the router's own decisions (head included) need on
     # this split, and the figures of those decisions, which is what fit reports.
-    decisions = fit_routed_cut(router, X, texts, gold, oos_label)
+    decisions = fit_routed_cut(router, X, texts, gold)
     cal = router.calibration
     assert cal is not None  # calibrate() above installed one (fit_routed_cut only replaces it)
     router.calibrate(
@@ -247,8 +248,9 @@ def evaluate_routes(
     check_labels(router, data, oos_label)
     bar = Progress(len(data), f"eval {data.name}", progress)
     gold, pred, conf, lat, langs, rows = [], [], [], [], [], []
+    acts: list[tuple[str, str | None, str]] = []
     clar = llm = cont_ok = cont_n = 0
-    routed = routed_ok = confident_wrong = raw_ok = dense_ok = 0
+    raw_ok = dense_ok = 0
     for i, s in enumerate(data.samples):
         t = time.perf_counter()
         d = router.route(
@@ -258,9 +260,7 @@ def evaluate_routes(
         p = d.route if d.action == "route" else (None if d.action == "none" else "CLARIFY")
         clar += d.action == "clarify"
         llm += d.used_llm
-        routed += d.action == "route"
-        routed_ok += d.action == "route" and p == s.label
-        confident_wrong += d.action == "route" and d.tier == "high" and p != s.label
+        acts.append((d.action, d.route, d.tier))
         dense, lex = d.raw_scores, d.lexical_scores
         fused = {k: v + lex.get(k, 0.0) for k, v in dense.items()} if lex else dense
         raw_ok += bool(fused) and max(fused, key=fused.__getitem__) == s.label
@@ -295,16 +295,14 @@ def evaluate_routes(
             "clarification_rate": clar / len(data),
             "llm_fallback_rate": llm / len(data),
             "continuation_accuracy": cont_ok / cont_n if cont_n else None,
-            # The cost of the decision layer, beside the accuracy of the raw top-1 route.
-            "decisions": {
-                "routed_share": routed / len(data),
-                "routed_accuracy": routed_ok / routed if routed else None,
-                "confident_wrong_rate": confident_wrong / len(data),
-                "clarify_rate": clar / len(data),
-                # the ranking the rules start from (cosine + lexical), and the cosine's alone
-                "raw_top1_accuracy": raw_ok / n_in if n_in else None,
-                "dense_top1_accuracy": dense_ok / n_in if n_in else None,
-            },
+            # The cost of the decision layer, beside the accuracy of the raw top-1 route: the ranking
+            # the rules start from (cosine + lexical), and the cosine's alone.
+            "decisions": decision_figures(
+                acts,
+                gold,
+                raw_top1=raw_ok / n_in if n_in else None,
+                dense_top1=dense_ok / n_in if n_in else None,
+            ).to_dict(),
             "calibrated": getattr(router, "calibrated", None),
         },
         rows=rows,

@@ -37,6 +37,8 @@ from typing import Any, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
+from routecore.decide.figures import decision_figures
+
 # Re-exported (``X as X``): the routers' sink call lives with the results (routecore.decision).
 from routecore.decision import emit as emit
 from routecore.errors import ConfigError, InvalidArgumentError
@@ -276,18 +278,16 @@ def _route_right(r: Mapping[str, Any], truth: Any) -> bool:
 
 def _routes(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     judged = [r for r in recs if "route" in r.get("feedback", {})]
-    routed = [r for r in judged if r["action"] == "route"]
     right = sum(_route_right(r, r["feedback"]["route"]) for r in judged)
-    right_routed = sum(_route_right(r, r["feedback"]["route"]) for r in routed)
-    wrong_high = sum(r["tier"] == "high" and not _route_right(r, r["feedback"]["route"]) for r in routed)
+    figures = decision_figures(
+        [(r["action"], r["route"], r["tier"]) for r in judged], [r["feedback"]["route"] for r in judged]
+    ).to_dict()
     return {
         "decisions": len(recs),
         "with_feedback": len(judged),
         "accuracy": _rate(right, len(judged)),
-        "routed_share": _rate(len(routed), len(judged)),
-        "routed_accuracy": _rate(right_routed, len(routed)),
-        "confident_wrong_rate": _rate(wrong_high, len(judged)),
-        "clarify_rate": _rate(sum(r["action"] == "clarify" for r in judged), len(judged)),
+        # the decision figures of eval and fit (none measured without feedback)
+        **{k: round(v, 6) if judged and v is not None else None for k, v in figures.items()},
     }
 
 
