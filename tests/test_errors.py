@@ -70,3 +70,25 @@ def test_a_missing_extra_names_its_pip_command(
 def test_missing_extra_keeps_the_detail() -> None:
     e = missing_extra("x needs y", "z", "No module named 'y'")
     assert str(e) == "x needs y: pip install 'routecore[z]' (No module named 'y')"
+
+
+def test_score_maps_of_mismatched_lengths_are_invalid_arguments() -> None:
+    from routecore.decision import ScoreMap
+    from routecore.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="2 names for 1 values"):
+        ScoreMap(["A", "B"], [0.5])
+
+
+@pytest.mark.parametrize("writer", ["doctor", "importers"])
+def test_a_config_that_cannot_be_written_is_a_storage_error(tmp_path: Any, writer: str) -> None:
+    """Both public writers of configs map the file system's errors to StorageIOError."""
+    from routecore.errors import StorageIOError
+
+    if writer == "doctor":
+        from routecore.doctor import write_config as write
+    else:
+        from routecore.importers import write_config as write
+    with pytest.raises(StorageIOError, match="cannot write"):
+        write({"routes": []}, tmp_path / "no such folder" / "routes.yaml")
+    assert not list(tmp_path.iterdir())

@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from routecore.errors import InvalidArgumentError
+
 
 class ScoreMap(Mapping[str, float]):
     """Read-only ``name -> score`` view over a per-route array.
@@ -28,7 +30,7 @@ class ScoreMap(Mapping[str, float]):
         self._values = values if isinstance(values, np.ndarray) else np.asarray(values)
         self._pos = pos
         if len(self._names) != len(self._values):
-            raise ValueError(f"{len(self._names)} names for {len(self._values)} values")
+            raise InvalidArgumentError(f"{len(self._names)} names for {len(self._values)} values")
 
     def __getitem__(self, name: str) -> float:
         if self._pos is None:
@@ -260,8 +262,6 @@ class Decision:
             InvalidArgumentError: not a mapping, a required field missing, an unknown key,
                 or a nested value of the wrong shape (named).
         """
-        from routecore.errors import InvalidArgumentError
-
         if not isinstance(d, Mapping):
             raise InvalidArgumentError(f"a decision must be a mapping, got {type(d).__name__}")
         known = {f.name for f in fields(cls)}
@@ -354,8 +354,6 @@ class ToolBelt:
         Raises:
             InvalidArgumentError: not a mapping, an unknown key, or a nested value of the wrong shape.
         """
-        from routecore.errors import InvalidArgumentError
-
         if not isinstance(d, Mapping):
             raise InvalidArgumentError(f"a tool belt must be a mapping, got {type(d).__name__}")
         kw = {k: v for k, v in d.items() if k not in ("collision", "system_prompt_alert")}  # from the alerts

@@ -72,7 +72,7 @@ from routecore.config.semantic_router_routes import (
     threshold_floor,
 )
 from routecore.config.specs import parse_config
-from routecore.errors import ConfigError
+from routecore.errors import ConfigError, StorageIOError
 
 
 class ImportNote(UserWarning):
@@ -140,7 +140,8 @@ def _dropped_note(p: Path, dropped: list[tuple[str, str, float]]) -> str:
 
 def write_config(doc: dict[str, Any], out_path: str | Path, *, force: bool = False) -> Path:
     """Write a routecore config: YAML for a ``.yaml``/``.yml`` path, JSON otherwise.
-    Refuses to overwrite an existing file (:class:`ConfigError`) unless ``force``."""
+    Refuses to overwrite an existing file (:class:`ConfigError`) unless ``force``; a file that cannot
+    be written is a :class:`StorageIOError`."""
     import yaml
 
     p = Path(out_path)
@@ -153,4 +154,6 @@ def write_config(doc: dict[str, Any], out_path: str | Path, *, force: bool = Fal
             f.write(text)
     except FileExistsError:
         raise ConfigError(f"{p} exists: pass force=True (--force) to overwrite it") from None
+    except OSError as e:
+        raise StorageIOError(f"cannot write {p}: {e}") from e
     return p

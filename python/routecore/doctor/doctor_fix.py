@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from routecore.doctor.doctor_checks import normalised
-from routecore.errors import ConfigError
+from routecore.errors import ConfigError, StorageIOError
 
 
 def apply_edits(doc: Mapping[str, Any], edits: Sequence[Any]) -> dict[str, Any]:
@@ -43,18 +43,27 @@ def apply_edits(doc: Mapping[str, Any], edits: Sequence[Any]) -> dict[str, Any]:
 
 
 def write_config(doc: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
-    """Write ``doc`` as YAML to ``path``, whole or not at all (a temporary file, then a rename)."""
+    """Write ``doc`` as YAML to ``path``, whole or not at all (a temporary file, then a rename).
+
+    Raises:
+        StorageIOError: the file cannot be written (no such folder, no permission, disk full).
+    """
     import yaml
 
     from routecore.core.atomic import temp_beside
 
     p = Path(path)
     text = yaml.safe_dump(dict(doc), sort_keys=False, allow_unicode=True, width=1000)
-    fd, tmp = temp_beside(p, f".{p.name}.")
+    try:
+        fd, tmp = temp_beside(p, f".{p.name}.")
+    except OSError as e:
+        raise StorageIOError(f"cannot write {p}: {e}") from e
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise StorageIOError(f"cannot write {p}: {e}") from e
         raise

@@ -28,6 +28,7 @@ from typing import Any, Callable, Hashable, Optional
 
 from starlette.requests import Request
 
+from routecore.errors import ConfigError
 from routecore.serve.batcher import Batching, MicroBatcher, run_routes, run_tools
 from routecore.serve.http import ApiError, Limits, read_body
 from routecore.serve.metrics import Metrics
@@ -139,7 +140,7 @@ class Server:
         ):  # uvicorn listens only once the lifespan has started: no request before the router
             await self.reload("start")
             if self.router is None:
-                raise RuntimeError(f"the router did not load: {self.load_error}")
+                raise ConfigError(f"the router did not load: {self.load_error}")
         else:
             self._spawn(self.reload("start"))
         if self.reload_poll_s > 0 and self.source.stamp() is not None:
