@@ -62,14 +62,14 @@ def test_a_batch_scored_in_one_native_step_decides_as_single_calls(encoder, stor
     scored on its own."""
     from routecore import Router
     from routecore.examples import IT_OPS_ROUTES
-    from routecore.routers import route_table
+    from routecore.routers import route_batch
 
     r = Router.from_config(IT_OPS_ROUTES, encoder=encoder, storage=storage)
     prev = [None, "GENERAL", None, None, "RAG", None, None, None]
     X = encoder.encode(QUERIES)
     calls = []
-    real = route_table.score_batch
-    monkeypatch.setattr(route_table, "score_batch", lambda *a: calls.append(1) or real(*a))
+    real = route_batch.score_batch
+    monkeypatch.setattr(route_batch, "score_batch", lambda *a: calls.append(1) or real(*a))
     batch = r.route_batch(QUERIES + ["   "], previous=prev + [None], vectors=np.vstack([X, X[:1]]))
     assert calls == [1]  # one native call for the eight readable queries
     for d, q, p, x in zip(batch, QUERIES, prev, X):
@@ -80,9 +80,9 @@ def test_a_batch_scored_in_one_native_step_decides_as_single_calls(encoder, stor
     assert batch[-1].reason.code == "empty_query"
 
     def fail(*a):
-        raise route_table.RoutecoreError("the batch step failed")
+        raise route_batch.RoutecoreError("the batch step failed")
 
-    monkeypatch.setattr(route_table, "score_batch", fail)
+    monkeypatch.setattr(route_batch, "score_batch", fail)
     again = r.route_batch(QUERIES, previous=prev, vectors=X)
     assert [d.to_dict() | {"timings": None} for d in again] == [
         d.to_dict() | {"timings": None} for d in batch[:-1]

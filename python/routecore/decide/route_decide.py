@@ -76,7 +76,7 @@ class Decider(Outcomes):
     head: Any
     head_cuts: tuple[LanguageDetector, dict[str, float]] | None
     traffic: TrafficCut | None
-    _head_native: tuple[Any, Any] | None
+    _head_native: tuple[Any, Any] | None = None  # the head in native form, kept per head (_native_head)
 
     def _native_head(self) -> _native.RouteHead:
         """The head in native form, reading its classes in the table's route order (a name

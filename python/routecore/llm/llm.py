@@ -235,6 +235,11 @@ class OpenAICompatibleRouter(ChatCompletionsClient):
         """Close the idle connections; busy ones close when their call ends. Later calls fail."""
         self._pool.close()
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (calls then fail with :class:`LLMError`)."""
+        return bool(self._pool.closed)
+
     def __enter__(self) -> OpenAICompatibleRouter:
         return self
 

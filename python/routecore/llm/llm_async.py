@@ -89,7 +89,7 @@ class AsyncOpenAICompatibleRouter(OpenAICompatibleRouter):
 
     async def achoose(self, request: LLMRequest) -> LLMChoice:
         """One request, done within ``timeout`` seconds (else ``LLMError``)."""
-        if self._pool.closed:
+        if self.closed:
             raise LLMError(f"the LLM router for {self.url} is closed")
         httpx = _httpx()
         body = json.dumps(self.payload(request)).encode()

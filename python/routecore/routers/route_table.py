@@ -9,10 +9,7 @@ rules, clarification, the LLM fallback and the degraded (encoder failed) path.
 from __future__ import annotations
 
 import time
-from concurrent.futures import Executor
-from dataclasses import replace
-from functools import partial
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -23,56 +20,26 @@ from routecore.calibrate.traffic import TrafficCut, for_table
 from routecore.config.specs import RouteSpec
 from routecore.core.entities import EntityMatcher, entity_effects
 from routecore.core.lexical import LexicalTable
-from routecore.decide.arguments import context_domains_arg, per_query, query_vectors
+from routecore.decide.arguments import context_domains_arg, query_vectors
 from routecore.decide.conversation import routing_text
 from routecore.decide.language_policies import LanguagePolicies
 from routecore.decide.policy import Policy, resolved
-from routecore.decide.route_decide import Decider, check_peer, peers_of
+from routecore.decide.route_decide import Decider, check_peer
 from routecore.decide.route_outcomes import Chooser
 from routecore.decide.spelling import Speller, notes_of, tokenizer_words
 from routecore.decide.tables import (
     EncoderLike,
     Step,
     build_table,
-    score_batch,
 )
-from routecore.decision import Alert, Decision, Entity, Timings, trace
-from routecore.errors import ConfigError, InvalidArgumentError, RoutecoreError
+from routecore.decision import Alert, Decision, Timings, trace
+from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.llm.llm import LLMRouter
+from routecore.routers.prepared import Prepared, PreScore, with_notes
+from routecore.routers.route_batch import BatchRoutes
 
 
-class PreScore(NamedTuple):
-    """What the scoring step adds to each route's cosine, and why (spec order but ``bias``)."""
-
-    bias: (
-        np.ndarray | None
-    )  # lexical + entities (None: nothing); spec or label-code order (ScoreTable.coded takes both)
-    lexical: np.ndarray | None  # the lexical score alone
-    entities: tuple[Entity, ...]  # the query's entities
-    preferred: np.ndarray | None  # routes that prefer a type the query holds
-
-
-class Prepared(NamedTuple):
-    """What a decision needs before its native step: the policy for the query (and its
-    language when it has its own), what the step adds to the cosines, the routes kept
-    exact, when this began, and the language the table's detector found (None when it
-    did not run)."""
-
-    policy: Policy
-    language: str | None
-    pre: PreScore
-    exact: list[str]
-    t1: float
-    detected: str | None = None
-
-
-def _noted(d: Decision, notes: tuple[tuple[str, str], ...]) -> Decision:
-    """``d`` with the alerts of what :func:`routing_text` did to its query (routed by its start,
-    lone surrogates removed)."""
-    return d if not notes else replace(d, alerts=d.alerts + tuple(Alert(k, m) for k, m in notes))
-
-
-class RouteTable(Decider):
+class RouteTable(Decider, BatchRoutes):
     """The routes of a router and the decision of which one handles a query.
 
     Args:
@@ -111,7 +78,6 @@ class RouteTable(Decider):
         # The cuts of decisions combined with a peer encoder's, by its model id (peer_cut).
         self._peer_cuts: dict[str, PeerCut | None] = {}
         self._pairing: tuple[Policy, Calibration | None, Policy] | None = None  # set_languages
-        self._head_native: tuple[Any, Any] | None = None  # _native_head
         self.learn_rows: tuple[np.ndarray, np.ndarray] | None = (
             None  # routecore.updates.learning_update.State
         )
@@ -120,7 +86,7 @@ class RouteTable(Decider):
         # Built with the table, not on the first query: 0.2 s at 150 x 100 exemplars.
         self.speller = Speller(self.table.texts, tokenizer_words(encoder))
 
-    def _read(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    def read_query(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
         """What the router encodes for ``text`` and the alerts that says so: :func:`routing_text`,
         then typos of the exemplars' words repaired."""
         text, notes = routing_text(text)
@@ -181,7 +147,7 @@ class RouteTable(Decider):
         """:meth:`policy_for`, and the language the detector found (None when it did not run)."""
         return (self.policy, None, None) if self.languages is None else self.languages.read(self.policy, q)
 
-    def _text(self, query: Any, previous: str | None, clarify: Decision | None) -> str:
+    def query_text(self, query: Any, previous: str | None, clarify: Decision | None) -> str:
         """The text to embed for ``query``, after checking the arguments."""
         if not self.specs:
             raise ConfigError("this router has no routes")
@@ -207,15 +173,15 @@ class RouteTable(Decider):
         the arguments).
 
         ``choose`` replaces ``llm.choose`` for this call (:mod:`routecore.core.aio`)."""
-        text = self._text(query, previous, clarify)
+        text = self.query_text(query, previous, clarify)
         check_peer(peer, peer_model)
         context_domains = list(context_domains_arg(context_domains))
         if not query.strip():
             return trace("route decision", self.empty(text, previous))
         t0 = time.perf_counter()
-        text, notes = self._read(text)
+        text, notes = self.read_query(text)
         if not text:  # nothing left to read (emoji only, lone surrogates)
-            return trace("route decision", _noted(self.empty(text, previous), notes))
+            return trace("route decision", with_notes(self.empty(text, previous), notes))
         if vector is not None:
             d = self.decide(
                 text,
@@ -228,7 +194,7 @@ class RouteTable(Decider):
                 peer=peer,
                 peer_model=peer_model,
             )
-            return _noted(d, notes)
+            return with_notes(d, notes)
         try:
             enc = self.encoder.encode_with_stats([text])
         except Exception as e:  # noqa: BLE001 - degrade to the LLM, never crash
@@ -246,103 +212,7 @@ class RouteTable(Decider):
             peer=peer,
             peer_model=peer_model,
         )
-        return _noted(d, notes)
-
-    def route_batch(
-        self,
-        queries: Sequence[str],
-        *,
-        previous: str | Sequence[str | None] | None = None,
-        context_domains: Sequence[str] = (),
-        vectors: Any = None,
-        choose: Chooser | None = None,
-        executor: Executor | None = None,
-        peer: Sequence[Decision | None] | None = None,
-        peer_model: str | None = None,
-    ) -> list[Decision]:
-        """The decisions for ``queries`` from one batched encoder call
-        (:meth:`routecore.routers.router.Router.route_batch`).
-
-        With an ``executor`` the decisions after the encoder call run in its threads,
-        so that the LLM calls of several undecided queries overlap."""
-        if isinstance(queries, str):
-            raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
-        queries = list(queries)
-        prev = per_query(previous, len(queries), "previous")
-        peers = peers_of(peer, len(queries), peer_model)
-        context_domains = list(context_domains_arg(context_domains))
-        heads = [self._read(self._text(q, p, None)) for q, p in zip(queries, prev)]
-        texts, notes = [h[0] for h in heads], [h[1] for h in heads]
-        if not texts:
-            return []
-        t0 = time.perf_counter()
-        if vectors is not None:
-            embs = query_vectors(vectors, self.encoder.dim, len(texts))
-            tok_ms, truncated = 0.0, ()
-        else:
-            try:
-                enc = self.encoder.encode_with_stats(texts)
-            except Exception:  # noqa: BLE001 - each query degrades on its own (the LLM, or an error decision)
-                alone = partial(
-                    self.route, context_domains=context_domains, choose=choose, peer_model=peer_model
-                )
-                return [alone(q, previous=p, peer=c) for q, p, c in zip(queries, prev, peers)]
-            embs, tok_ms, truncated = enc.embeddings, enc.tokenize_ms, enc.truncated
-        t1 = time.perf_counter()
-        share = (t1 - t0) / len(texts)  # each decision reports its share of the batch's encoder call
-        scored = self._scored(texts, embs, prev, context_domains)
-
-        def one(i: int) -> Decision:
-            if not texts[i]:
-                return trace("route decision", _noted(self.empty(texts[i], prev[i]), notes[i]))
-            pp, r, step_s = scored.get(i, (None, None, 0.0))
-            began = time.perf_counter() - step_s  # its share of the batch's step, as its own step time
-            pp = pp._replace(t1=began) if pp is not None else None
-            d = self.decide(
-                texts[i],
-                embs[i],
-                prev[i],
-                context_domains,
-                None,
-                began - share,
-                tok_ms / len(texts),
-                i in truncated,
-                choose,
-                prepared=pp,
-                scored=r,
-                peer=peers[i],
-                peer_model=peer_model,
-            )
-            return _noted(d, notes[i])
-
-        return (
-            list(executor.map(one, range(len(texts))))
-            if executor is not None
-            else [one(i) for i in range(len(texts))]
-        )
-
-    def _scored(
-        self, texts: list[str], embs: np.ndarray, prev: list[str | None], context_domains: Sequence[str]
-    ) -> dict[int, tuple[Prepared, Step, float]]:
-        """Each readable query's preparation and native step, the steps in one native call that reads
-        the exemplar table once for the batch, with each query's share of that time; empty for fewer
-        than two, or when the batch call fails (each query is then scored on its own, and fails alone)."""
-        live = [i for i, t in enumerate(texts) if t]
-        if len(live) < 2:
-            return {}
-        t = time.perf_counter()
-        preps = [self.prepare(texts[i], embs[i], prev[i]) for i in live]
-        try:
-            steps = score_batch(
-                self.table,
-                embs[live],
-                [self.step(pp, context_domains) for pp in preps],
-                [pp.pre.bias for pp in preps],
-            )
-        except RoutecoreError:
-            return {}
-        each = (time.perf_counter() - t) / len(live)
-        return {i: (pp, r, each) for i, pp, r in zip(live, preps, steps)}
+        return with_notes(d, notes)
 
     def prepare(
         self, text: str, q: np.ndarray, previous: str | None = None, clarify: Decision | None = None

@@ -1,0 +1,178 @@
+"""The batch path of a route table (:meth:`BatchRoutes.route_batch`): one encoder call for the
+queries, one native step that reads the exemplar table once for all of them
+(:meth:`BatchRoutes.scored_batch`), then each query's decision."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Executor
+from functools import partial
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+from routecore.decide.arguments import context_domains_arg, per_query, query_vectors
+from routecore.decide.route_decide import peers_of
+from routecore.decide.route_outcomes import Chooser
+from routecore.decide.tables import EncoderLike, ScoreTable, Step, score_batch
+from routecore.decision import Decision, trace
+from routecore.errors import InvalidArgumentError, RoutecoreError
+from routecore.routers.prepared import Prepared, with_notes
+
+
+class _Table(Protocol):
+    """What the batch path reads of its route table (:class:`routecore.routers.route_table.RouteTable`)."""
+
+    encoder: EncoderLike
+    table: ScoreTable
+
+    def read_query(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]: ...
+
+    def query_text(self, query: Any, previous: str | None, clarify: Decision | None) -> str: ...
+
+    def route(
+        self,
+        query: str,
+        *,
+        previous: str | None = None,
+        context_domains: Sequence[str] = (),
+        clarify: Decision | None = None,
+        vector: Any = None,
+        choose: Chooser | None = None,
+        peer: Decision | None = None,
+        peer_model: str | None = None,
+    ) -> Decision: ...
+
+    def empty(self, text: str, previous: str | None) -> Decision: ...
+
+    def prepare(
+        self, text: str, q: np.ndarray, previous: str | None = None, clarify: Decision | None = None
+    ) -> Prepared: ...
+
+    def step(self, prepared: Prepared, context_domains: Sequence[str] = ()) -> Any: ...
+
+    def decide(
+        self,
+        text: str,
+        q: np.ndarray,
+        previous: str | None,
+        context_domains: Sequence[str],
+        clarify: Decision | None,
+        t0: float,
+        tokenize_ms: float = 0.0,
+        truncated: bool = False,
+        choose: Chooser | None = None,
+        prepared: Prepared | None = None,
+        scored: Step | None = None,
+        peer: Decision | None = None,
+        peer_model: str | None = None,
+    ) -> Decision: ...
+
+    def scored_batch(
+        self, texts: list[str], embs: np.ndarray, prev: list[str | None], context_domains: Sequence[str]
+    ) -> dict[int, tuple[Prepared, Step, float]]: ...
+
+
+class BatchRoutes:
+    """:meth:`route_batch` of a route table (a mixin of
+    :class:`~routecore.routers.route_table.RouteTable`)."""
+
+    def route_batch(
+        self: _Table,
+        queries: Sequence[str],
+        *,
+        previous: str | Sequence[str | None] | None = None,
+        context_domains: Sequence[str] = (),
+        vectors: Any = None,
+        choose: Chooser | None = None,
+        executor: Executor | None = None,
+        peer: Sequence[Decision | None] | None = None,
+        peer_model: str | None = None,
+    ) -> list[Decision]:
+        """The decisions for ``queries`` from one batched encoder call
+        (:meth:`routecore.routers.router.Router.route_batch`).
+
+        With an ``executor`` the decisions after the encoder call run in its threads,
+        so that the LLM calls of several undecided queries overlap."""
+        if isinstance(queries, str):
+            raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
+        queries = list(queries)
+        prev = per_query(previous, len(queries), "previous")
+        peers = peers_of(peer, len(queries), peer_model)
+        context_domains = list(context_domains_arg(context_domains))
+        heads = [self.read_query(self.query_text(q, p, None)) for q, p in zip(queries, prev)]
+        texts, notes = [h[0] for h in heads], [h[1] for h in heads]
+        if not texts:
+            return []
+        t0 = time.perf_counter()
+        if vectors is not None:
+            embs = query_vectors(vectors, self.encoder.dim, len(texts))
+            tok_ms, truncated = 0.0, ()
+        else:
+            try:
+                enc = self.encoder.encode_with_stats(texts)
+            except Exception:  # noqa: BLE001 - each query degrades on its own (the LLM, or an error decision)
+                alone = partial(
+                    self.route, context_domains=context_domains, choose=choose, peer_model=peer_model
+                )
+                return [alone(q, previous=p, peer=c) for q, p, c in zip(queries, prev, peers)]
+            embs, tok_ms, truncated = enc.embeddings, enc.tokenize_ms, enc.truncated
+        t1 = time.perf_counter()
+        share = (t1 - t0) / len(texts)  # each decision reports its share of the batch's encoder call
+        scored = self.scored_batch(texts, embs, prev, context_domains)
+
+        def one(i: int) -> Decision:
+            if not texts[i]:
+                return trace("route decision", with_notes(self.empty(texts[i], prev[i]), notes[i]))
+            pp, r, step_s = scored.get(i, (None, None, 0.0))
+            began = time.perf_counter() - step_s  # its share of the batch's step, as its own step time
+            pp = pp._replace(t1=began) if pp is not None else None
+            d = self.decide(
+                texts[i],
+                embs[i],
+                prev[i],
+                context_domains,
+                None,
+                began - share,
+                tok_ms / len(texts),
+                i in truncated,
+                choose,
+                prepared=pp,
+                scored=r,
+                peer=peers[i],
+                peer_model=peer_model,
+            )
+            return with_notes(d, notes[i])
+
+        return (
+            list(executor.map(one, range(len(texts))))
+            if executor is not None
+            else [one(i) for i in range(len(texts))]
+        )
+
+    def scored_batch(
+        self: _Table,
+        texts: list[str],
+        embs: np.ndarray,
+        prev: list[str | None],
+        context_domains: Sequence[str],
+    ) -> dict[int, tuple[Prepared, Step, float]]:
+        """Each readable query's preparation and native step, the steps in one native call that reads
+        the exemplar table once for the batch, with each query's share of that time; empty for fewer
+        than two, or when the batch call fails (each query is then scored on its own, and fails alone)."""
+        live = [i for i, t in enumerate(texts) if t]
+        if len(live) < 2:
+            return {}
+        t = time.perf_counter()
+        preps = [self.prepare(texts[i], embs[i], prev[i]) for i in live]
+        try:
+            steps = score_batch(
+                self.table,
+                embs[live],
+                [self.step(pp, context_domains) for pp in preps],
+                [pp.pre.bias for pp in preps],
+            )
+        except RoutecoreError:
+            return {}
+        each = (time.perf_counter() - t) / len(live)
+        return {i: (pp, r, each) for i, pp, r in zip(live, preps, steps)}
