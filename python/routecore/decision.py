@@ -44,6 +44,7 @@ class ScoreMap(Mapping[str, float]):
         return len(self._names)
 
     def to_dict(self) -> dict[str, float]:
+        """A plain ``{name: score}`` copy, in this map's order."""
         return dict(zip(self._names, self._values.tolist()))
 
     def values_for(self, names: Sequence[str]) -> np.ndarray:
@@ -118,6 +119,9 @@ class Entity:
 
 @dataclass(frozen=True)
 class Alert:
+    """Something a decision or a tool belt wants its caller to know: a ``kind`` to branch on, a
+    human ``message``, and the numbers behind it in ``data``."""
+
     kind: str  # "collision", "circuit_breaker", "fallback", "truncated", ...
     message: str
     data: dict[str, Any] = field(default_factory=dict)
@@ -177,6 +181,9 @@ class Timings:
 
 @dataclass(frozen=True)
 class Exemplar:
+    """One of the config's utterances near the query: its ``route``, its ``text`` and its cosine
+    ``score`` to the query (``Decision.top_exemplars``, best first)."""
+
     route: str
     text: str
     score: float
@@ -252,6 +259,7 @@ class Decision:
         return d
 
     def to_json(self, **kw: Any) -> str:
+        """:meth:`to_dict` as JSON text (``kw`` go to :func:`json.dumps`)."""
         return json.dumps(self.to_dict(), ensure_ascii=False, **kw)
 
     @classmethod
@@ -287,6 +295,9 @@ class Decision:
 
 @dataclass(frozen=True)
 class ToolChoice:
+    """One tool in a :class:`ToolBelt`: its ``name`` and ``domain``, its ``score`` (what ranked it)
+    and ``raw_score`` (its cosine), and why it is in the belt (``reason``)."""
+
     name: str
     domain: str
     score: float
@@ -328,6 +339,7 @@ class ToolBelt:
 
     @property
     def names(self) -> list[str]:
+        """The belt's tool names, in its order."""
         return [t.name for t in self.tools]
 
     @property
@@ -370,4 +382,5 @@ class ToolBelt:
             raise InvalidArgumentError(f"tool belt: {e}") from None
 
     def to_json(self, **kw: Any) -> str:
+        """:meth:`to_dict` as JSON text (``kw`` go to :func:`json.dumps`)."""
         return json.dumps(self.to_dict(), ensure_ascii=False, **kw)

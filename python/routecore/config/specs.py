@@ -53,6 +53,7 @@ class RouteSpec:
         return self.label or self.description or self.name
 
     def exemplars(self) -> list[str]:
+        """The texts the route is scored by: its utterances, then its description when it has one."""
         ex = list(self.utterances)
         if self.description:
             ex.append(self.description)
@@ -95,6 +96,7 @@ class ToolSpec:
         return tool_specs([tool], overlay=overlay, where="tool")[0]
 
     def exemplars(self) -> list[str]:
+        """The texts the tool is scored by: its description, then its success examples."""
         ex = [self.description] if self.description else []
         return ex + list(self.success_examples)
 
@@ -285,10 +287,12 @@ def parse_config(data: Any, where: str = "config") -> tuple[list[RouteSpec], lis
 
 
 def parse_routes(data: Mapping[str, Any], where: str = "config") -> list[RouteSpec]:
+    """The routes of a config mapping (its ``routes`` list); errors name ``where``."""
     return parse_config({"routes": data.get("routes") or []} if isinstance(data, Mapping) else data, where)[0]
 
 
 def parse_tools(data: Mapping[str, Any], where: str = "config") -> list[ToolSpec]:
+    """The tools of a config mapping (its ``tools`` list); errors name ``where``."""
     return parse_config({"tools": data.get("tools") or []} if isinstance(data, Mapping) else data, where)[1]
 
 

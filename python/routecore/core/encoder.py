@@ -50,6 +50,9 @@ class EncodeOutput:
 
 @dataclass(frozen=True)
 class CacheStats:
+    """The query cache's ``hits`` and ``misses`` since load (or :meth:`Encoder.clear_cache`), the
+    entries it holds (``size``) and can hold (``capacity``)."""
+
     hits: int
     misses: int
     size: int
@@ -167,14 +170,17 @@ class Encoder:
 
     @property
     def dim(self) -> int:
+        """The width of the embeddings."""
         return self._native.dim
 
     @property
     def threads(self) -> int:
+        """Threads ONNX Runtime runs the model on."""
         return self._native.threads
 
     @property
     def max_length(self) -> int:
+        """Tokens read of a text (longer texts are truncated, and counted in :attr:`truncations`)."""
         return self._native.max_length
 
     @property
@@ -184,6 +190,7 @@ class Encoder:
 
     @property
     def onnx_path(self) -> Path:
+        """The ONNX file the model runs from."""
         return Path(self._native.onnx_path)
 
     @property
@@ -252,10 +259,12 @@ class Encoder:
         return self._native.tokenize(as_texts(texts), kind)[0]
 
     def cache_stats(self) -> CacheStats:
+        """The query cache's counters (:class:`CacheStats`)."""
         s = self._native.cache_stats()
         return CacheStats(hits=s.hits, misses=s.misses, size=s.size, capacity=s.capacity)
 
     def clear_cache(self) -> None:
+        """Empty the query cache and reset its counters."""
         self._native.clear_cache()
 
     def __repr__(self) -> str:

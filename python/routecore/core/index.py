@@ -42,6 +42,7 @@ class SearchResult:
 
     @property
     def labels(self) -> np.ndarray:
+        """The label of each hit (object array, the shape of ``ids``), read on first use."""
         if self._labels is None:
             self._labels = np.asarray(self._source.label_names(), dtype=object)[self.label_codes]
         return self._labels
@@ -95,6 +96,7 @@ class VectorIndex:
     # -- properties ----------------------------------------------------------------
     @property
     def dim(self) -> int:
+        """The width of the vectors."""
         return self._dim
 
     @property
@@ -104,6 +106,7 @@ class VectorIndex:
 
     @property
     def storage(self) -> str:
+        """How the rows are kept: ``f32``, ``f16`` or ``int8``."""
         return self._storage
 
     @property

@@ -57,18 +57,22 @@ class StaticEncoder(Encoder):
 
     @property
     def dim(self) -> int:
+        """The width of the embeddings."""
         return self._static.dim
 
     @property
     def threads(self) -> int:
+        """1: a query is a table lookup (a large batch splits across the cores)."""
         return 1
 
     @property
     def max_length(self) -> int:
+        """Pieces read of a text."""
         return self._static.max_length
 
     @property
     def truncations(self) -> int:
+        """Texts truncated at ``max_length`` since load."""
         return self._static.truncations
 
     @property
@@ -94,6 +98,8 @@ class StaticEncoder(Encoder):
         return h.hexdigest()
 
     def encode_with_stats(self, texts: str | Sequence[str], kind: Kind = "query") -> EncodeOutput:
+        """Unit embeddings of ``texts`` and what they cost (:class:`EncodeOutput`), as
+        :meth:`Encoder.encode_with_stats` returns them."""
         cap = self.max_length * CHARS_PER_TOKEN
         batch = [t[:cap] for t in as_texts(texts)]
         emb, truncated, st = self._static.encode(batch, kind)
@@ -108,9 +114,11 @@ class StaticEncoder(Encoder):
         return self._static.tokenize(as_texts(texts), kind)[0]
 
     def cache_stats(self) -> CacheStats:
+        """All zero: a table has no query cache (a lookup costs less than a cache hit)."""
         return CacheStats(hits=0, misses=0, size=0, capacity=0)
 
     def clear_cache(self) -> None:
+        """Nothing to clear (no query cache)."""
         return None
 
     def __repr__(self) -> str:

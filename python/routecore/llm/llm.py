@@ -36,6 +36,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class LLMRequest:
+    """What the LLM fallback is asked: the ``query``, the ``routes`` to choose from as
+    ``(name, description)``, the router's ``scores``, the ``previous_route`` of the conversation,
+    the config's ``bias_rules`` in words, and a ``hint`` (why the router could not decide)."""
+
     query: str
     routes: Sequence[tuple[str, str]]  # (name, description)
     scores: Mapping[str, float] = field(default_factory=dict)  # a ScoreMap from a route table
@@ -46,6 +50,8 @@ class LLMRequest:
 
 @dataclass(frozen=True)
 class LLMChoice:
+    """The LLM's answer: a route name (or ``CLARIFY``), and its ``raw`` text."""
+
     route: str
     raw: str = ""
 
@@ -58,7 +64,9 @@ class LLMRouter(Protocol):
     present), and ``native_async = True`` when that runs on the event loop itself
     rather than wrapping ``choose`` in a thread (an event loop should prefer it then)."""
 
-    def choose(self, request: LLMRequest) -> LLMChoice: ...
+    def choose(self, request: LLMRequest) -> LLMChoice:
+        """The route for ``request`` (one of its routes, or ``CLARIFY``); ``LLMError`` on failure."""
+        ...
 
 
 async def achoose(llm: LLMRouter, request: LLMRequest) -> LLMChoice:
@@ -72,6 +80,8 @@ async def achoose(llm: LLMRouter, request: LLMRequest) -> LLMChoice:
 
 
 def build_prompt(req: LLMRequest) -> str:
+    """The system prompt of a request: one handler to call, when to clarify, the tie-break rules,
+    the previous route and the router's scores."""
     lines = [
         "You route a user's message to exactly one handler. Call exactly one of the tools.",
         f"Call {CLARIFY} when the message is ambiguous between handlers.",
@@ -127,6 +137,7 @@ class ChatCompletionsClient:
         return f"{type(self).__name__}({self.url!r}, {self.model!r}, timeout={self.timeout})"
 
     def payload(self, req: LLMRequest) -> dict[str, Any]:
+        """The chat-completions request body: the routes (and ``CLARIFY``) as tools, one required."""
         tools = [
             {
                 "type": "function",
@@ -153,6 +164,7 @@ class ChatCompletionsClient:
         return out
 
     def headers(self) -> dict[str, str]:
+        """The request's headers (the bearer token when there is a key)."""
         # identity: a compressed answer could expand far beyond MAX_ANSWER_BYTES in one read
         h = {"Content-Type": "application/json", "Accept": "application/json", "Accept-Encoding": "identity"}
         if self.api_key:
@@ -160,6 +172,7 @@ class ChatCompletionsClient:
         return h
 
     def parse(self, raw: str, request: LLMRequest) -> LLMChoice:
+        """The choice in an answer body: exactly one call of one of the request's tools."""
         return LLMChoice(parse_tool_call(raw, {n for n, _ in request.routes} | {CLARIFY}), raw)
 
 

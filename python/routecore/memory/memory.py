@@ -82,6 +82,9 @@ COUNTED_NAMES = ("lesson_count", "lesson_added", "lesson_removed")
 
 @dataclass(frozen=True)
 class Lesson:
+    """A stored lesson: a ``query`` (in its ``context``) for which ``tool`` was right (``use``) or
+    wrong, embedded by the model ``model_id``, at ``created`` (seconds since the epoch)."""
+
     id: int
     query: str
     context: str
@@ -252,6 +255,7 @@ class ExperienceMemory:
         return int(rows[0][0])
 
     def list(self) -> list[Lesson]:
+        """Every lesson, oldest first."""
         rows = self._run("SELECT id, query, context, tool, use, model_id, created FROM lessons ORDER BY id")
         return [Lesson(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in rows]
 
@@ -385,6 +389,7 @@ class ExperienceMemory:
                 raise MemoryStoreError(f"memory store {self.path}: {e}") from None
 
     def close(self) -> None:
+        """Close the store's connections; later calls raise :class:`MemoryStoreError`."""
         self._closed = True
         if self._rdb is not self._db:
             with self._read_lock:
