@@ -179,9 +179,9 @@ def cmd_models(args: argparse.Namespace) -> int:
     if args.action == "list":
         rows = models.list_models()
         print(
-            json.dumps(rows, indent=2)
+            json.dumps([r.to_dict() for r in rows], indent=2)
             if args.json
-            else "\n".join(f"{r['name']:<20} {r['status']:<10} {r['path'] or ''}" for r in rows)
+            else "\n".join(f"{r.name:<20} {r.status:<10} {r.path or ''}" for r in rows)
         )
         return 0
     if args.action == "distill":

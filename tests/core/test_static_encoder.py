@@ -140,7 +140,7 @@ def test_load_by_name_and_models_list(
     report = json.loads(capsys.readouterr().out)
     assert report["path"] == str(tmp_path / "models" / "all-minilm-l6-v2-static") and report["rows"] == 495
     assert isinstance(Encoder.load("all-minilm-l6-v2-static"), StaticEncoder)
-    rows = {r["name"]: r["status"] for r in models.list_models()}
+    rows = {r.name: r.status for r in models.list_models()}
     assert rows["all-minilm-l6-v2-static"] == "distilled"
 
 

@@ -81,7 +81,7 @@ def test_pull_bge_m3_layout_and_checksums(env, monkeypatch):
         assert (path / n).read_bytes() == b
     cfg = json.loads((path / "config.json").read_text())
     assert (cfg["pooling"], cfg["dim"]) == ("cls", 1024)
-    assert any(m["name"] == "bge-m3" and m["status"] == "pulled" for m in models.list_models())
+    assert any(m.name == "bge-m3" and m.status == "pulled" for m in models.list_models())
 
 
 def test_pulled_model_loads_by_name(env, monkeypatch):
@@ -118,7 +118,7 @@ def test_pull_minilm_from_upstream_onnx_folder_and_root(env, monkeypatch):
     for r in ref:
         got = enc.encode(r["text"])[0]
         assert float(got @ np.asarray(r["embedding"], dtype=np.float32)) > 0.95
-    assert not any(m["name"] == "all-minilm-l6-v2" and m["status"] == "bundled" for m in models.list_models())
+    assert not any(m.name == "all-minilm-l6-v2" and m.status == "bundled" for m in models.list_models())
 
 
 def test_checksum_mismatch_leaves_nothing(env, monkeypatch):

@@ -157,7 +157,7 @@ def test_force_keeps_the_good_model_when_the_new_download_is_bad(serve, target, 
     with pytest.raises(DownloadError):
         pull(force=True)
     assert content(target) == before == GOOD and target.stat().st_ino == inode
-    assert [m["status"] for m in models.list_models() if m["name"] == "tiny"] == ["pulled"]
+    assert [m.status for m in models.list_models() if m.name == "tiny"] == ["pulled"]
     assert all(not n.endswith((".partial", ".old")) for n in leftovers(target))
 
 
@@ -252,7 +252,7 @@ def test_leftovers_of_a_killed_pull_are_removed_and_never_listed(serve, target):
     (dead / "config.json").write_text("{}")
     other = target.parent / ".tiny-2.abcd1234.partial"  # another model's: not ours to remove
     other.mkdir()
-    assert [m["name"] for m in models.list_models() if m["status"] == "pulled"] == []
+    assert [m.name for m in models.list_models() if m.status == "pulled"] == []
     serve()
     pull()
     assert not dead.exists() and other.exists()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -138,20 +139,32 @@ def check_model_files(folder: Path) -> None:
             )
 
 
-def list_models() -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ModelInfo:
+    """A model :func:`list_models` knows: its ``name``, its folder (``path``; None until pulled) and
+    its ``status``: ``bundled``, ``pulled``, ``distilled`` (a static table) or ``available``."""
+
+    name: str
+    path: str | None
+    status: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (``routecore models list --json``)."""
+        return {"name": self.name, "path": self.path, "status": self.status}
+
+
+def list_models() -> list[ModelInfo]:
     """Bundled, pulled (or distilled: static tables) and pullable models (a pull's or a distillation's
     hidden temporary folders are not models)."""
-    out: list[dict[str, Any]] = [
-        {"name": DEFAULT_MODEL, "path": str(bundled_model_dir()), "status": "bundled"}
-    ]
+    out = [ModelInfo(DEFAULT_MODEL, str(bundled_model_dir()), "bundled")]
     root = home() / "models"
     pulled = (
         sorted(p.name for p in root.iterdir() if not p.name.startswith(".") and (p / "config.json").is_file())
         if root.is_dir()
         else []
     )
-    out += [{"name": n, "path": str(root / n), "status": _status(root / n)} for n in pulled]
-    out += [{"name": n, "path": None, "status": "available"} for n in REGISTRY if n not in pulled]
+    out += [ModelInfo(n, str(root / n), _status(root / n)) for n in pulled]
+    out += [ModelInfo(n, None, "available") for n in REGISTRY if n not in pulled]
     return out
 
 
