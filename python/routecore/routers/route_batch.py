@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import Executor
 from functools import partial
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -30,18 +30,9 @@ class _Table(Protocol):
 
     def query_text(self, query: Any, previous: str | None, clarify: Decision | None) -> str: ...
 
-    def route(
-        self,
-        query: str,
-        *,
-        previous: str | None = None,
-        context_domains: Sequence[str] = (),
-        clarify: Decision | None = None,
-        vector: Any = None,
-        choose: Chooser | None = None,
-        peer: Decision | None = None,
-        peer_model: str | None = None,
-    ) -> Decision: ...
+    # route() and decide() as RouteTable defines them (their keyword arguments are the table's)
+    @property
+    def route(self) -> Callable[..., Decision]: ...
 
     def empty(self, text: str, previous: str | None) -> Decision: ...
 
@@ -51,22 +42,8 @@ class _Table(Protocol):
 
     def step(self, prepared: Prepared, context_domains: Sequence[str] = ()) -> Any: ...
 
-    def decide(
-        self,
-        text: str,
-        q: np.ndarray,
-        previous: str | None,
-        context_domains: Sequence[str],
-        clarify: Decision | None,
-        t0: float,
-        tokenize_ms: float = 0.0,
-        truncated: bool = False,
-        choose: Chooser | None = None,
-        prepared: Prepared | None = None,
-        scored: Step | None = None,
-        peer: Decision | None = None,
-        peer_model: str | None = None,
-    ) -> Decision: ...
+    @property
+    def decide(self) -> Callable[..., Decision]: ...
 
     def scored_batch(
         self, texts: list[str], embs: np.ndarray, prev: list[str | None], context_domains: Sequence[str]
