@@ -39,6 +39,6 @@ class Prepared(NamedTuple):
 
 
 def with_notes(d: Decision, notes: tuple[tuple[str, str], ...]) -> Decision:
-    """``d`` with the alerts of what :func:`routing_text` did to its query (routed by its start,
-    lone surrogates removed)."""
+    """``d`` with the alerts of what :func:`routecore.decide.conversation.routing_text` did to its
+    query (routed by its start, lone surrogates removed)."""
     return d if not notes else replace(d, alerts=d.alerts + tuple(Alert(k, m) for k, m in notes))
