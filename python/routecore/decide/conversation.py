@@ -95,6 +95,34 @@ def without_asides(text: str) -> str:
     return "".join(out)
 
 
+#: White space other than one space or a line break (``_SPACE`` folds it), in ASCII text.
+_WIDE_SPACE = ("  ", "\t", "\r", "\x0b", "\x0c")
+
+
+def _first(m: re.Match[str]) -> str:
+    return m.group(1)
+
+
+_NOT_WORD = re.compile(r"[^\w\s]")
+
+
+def _unless_symbol(m: re.Match[str]) -> str:
+    """The matched character, or nothing for a pictograph (``So``), a lone surrogate or an emoji joiner."""
+    ch = m.group()
+    return "" if unicodedata.category(ch) in ("So", "Cs") or ch in "\u200d\ufe0f\ufe0e" else ch
+
+
+def _may_repeat(text: str) -> bool:
+    """Whether ``_REPEAT`` or ``_REPEAT_TOKEN`` can match: some word or token occurs twice (checked
+    on ASCII text, where their IGNORECASE is ``lower()``; other text always runs them)."""
+    if not text.isascii():
+        return True
+    low = text.lower()
+    tokens = low.split()
+    words = _WORD.findall(low)
+    return len(set(tokens)) < len(tokens) or len(set(words)) < len(words)
+
+
 def normalize_query(text: str) -> str:
     """``text`` as the encoder should read it: emoji and other pictographs and exclamation marks
     dropped, runs of one punctuation mark (``??``), of one word said twice (``down down``) and of one
@@ -103,19 +131,17 @@ def normalize_query(text: str) -> str:
     query is left as it is; loud one-word sentences go (:func:`without_asides`). (BENCHMARKS.md,
     robustness: each fold measured on dev queries.)"""
     text = without_asides(text)
-    out = (
-        text  # ASCII holds no pictograph, joiner or surrogate
-        if text.isascii()
-        else "".join(
-            ch
-            for ch in text
-            if unicodedata.category(ch) not in ("So", "Cs") and ch not in "\u200d\ufe0f\ufe0e"
-        )
-    )
-    out = _BANG.sub(" ", _BANG_EDGE.sub("", out))
-    out = _PUNCT_RUN.sub(r"\1", out)
-    out = _REPEAT_TOKEN.sub(r"\1", _REPEAT.sub(r"\1", out))
-    out = _SPACE.sub(" ", out).strip()  # line breaks are kept: a clarified query is "question\nanswer"
+    # ASCII holds no pictograph, joiner or surrogate; elsewhere only characters that are neither word
+    # nor space can be one (the callback reads their category).
+    out = text if text.isascii() else _NOT_WORD.sub(_unless_symbol, text)
+    if "!" in out or "\u00a1" in out:
+        out = _BANG.sub(" ", _BANG_EDGE.sub("", out))
+    out = _PUNCT_RUN.sub(_first, out)
+    if _may_repeat(out):
+        out = _REPEAT_TOKEN.sub(_first, _REPEAT.sub(_first, out))
+    if not out.isascii() or any(w in out for w in _WIDE_SPACE):
+        out = _SPACE.sub(" ", out)
+    out = out.strip()  # line breaks are kept: a clarified query is "question\nanswer"
     if out.lower() == out:  # nothing in upper case
         return out
     letters = [ch for ch in out if ch.isalpha()]
