@@ -200,8 +200,58 @@ def _normalized_slowly(text: str) -> str:
     return out
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.text(max_size=60) | st.text(st.characters(max_codepoint=127), max_size=60))
+#: Pieces that make the folds match: repeated words and tokens, "!", runs of punctuation and of space.
+_PIECES = st.sampled_from(
+    [
+        "card",
+        "Card",
+        "down",
+        "DOWN",
+        "my",
+        "x-ray",
+        "ray",
+        "?",
+        "??",
+        "!",
+        "!!",
+        "¡",
+        ",",
+        "...",
+        "--",
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        "\r",
+        "é",
+        "σ",
+        "ς",
+        "🔥",
+        "help",
+        "I'm",
+        "im",
+        "1",
+        "a_b",
+        "«",
+        "’",
+        "©",
+        "\u200d",
+        "\ufe0f",
+        "中文",
+        "！",
+        "\ud800",
+        "ﬁ",
+        "²",
+    ]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.text(max_size=60)
+    | st.text(st.characters(max_codepoint=127), max_size=60)
+    | st.lists(_PIECES, max_size=14).map(" ".join)
+)
 def test_the_shortcuts_of_normalize_query_change_nothing(text):
     from routecore.decide.conversation import normalize_query
 

@@ -95,10 +95,6 @@ def without_asides(text: str) -> str:
     return "".join(out)
 
 
-#: White space other than one space or a line break (``_SPACE`` folds it), in ASCII text.
-_WIDE_SPACE = ("  ", "\t", "\r", "\x0b", "\x0c")
-
-
 def _first(m: re.Match[str]) -> str:
     return m.group(1)
 
@@ -139,8 +135,8 @@ def normalize_query(text: str) -> str:
     out = _PUNCT_RUN.sub(_first, out)
     if _may_repeat(out):
         out = _REPEAT_TOKEN.sub(_first, _REPEAT.sub(_first, out))
-    if not out.isascii() or any(w in out for w in _WIDE_SPACE):
-        out = _SPACE.sub(" ", out)
+    if "  " in out or not out.isascii() or not out.replace("\n", "").isprintable():
+        out = _SPACE.sub(" ", out)  # in ASCII, every space but " " and "\n" is unprintable
     out = out.strip()  # line breaks are kept: a clarified query is "question\nanswer"
     if out.lower() == out:  # nothing in upper case
         return out
