@@ -1,6 +1,8 @@
 //! Deterministic pseudo-random data for tests, examples and benchmarks; not
 //! part of the routing API.
 
+use std::path::PathBuf;
+
 use crate::scoring::step::StepResult;
 use crate::{FlatIndex, StorageKind};
 
@@ -56,4 +58,22 @@ pub fn clustered_routes(
     ix.add(&ids, &data, Some(&l), None)
         .expect("rows of that width");
     (ix, centres)
+}
+
+/// `rel` under the shared models folder (`../shared/models` beside the repository), or None
+/// with a message when it is missing outside CI; under CI (`CI` set) a missing file fails.
+pub fn shared_model_file(rel: &str) -> Option<PathBuf> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/models")
+        .join(rel);
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} missing",
+        path.display()
+    );
+    eprintln!("skipping: {} not found", path.display());
+    None
 }

@@ -2,7 +2,7 @@
 //! embedding is the same alone and in any batch (bit for bit), and equals the normalised mean of
 //! its pieces' rows computed here. Needs ../shared; outside CI its absence skips with a message.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use half::f16;
@@ -15,17 +15,7 @@ const DIM: usize = 8;
 /// Rows for every other id of the first 8,000 (a deterministic pattern), so that some
 /// pieces of a text have no row.
 fn table_dir() -> Option<PathBuf> {
-    let tok = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/models/all-minilm-l6-v2/tokenizer.json");
-    if !tok.is_file() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{} missing",
-            tok.display()
-        );
-        eprintln!("skipping: {} not found", tok.display());
-        return None;
-    }
+    let tok = routecore_core::testing::shared_model_file("all-minilm-l6-v2/tokenizer.json")?;
     let dir = std::env::temp_dir().join(format!("rc-static-it-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(&tok, dir.join("tokenizer.json")).unwrap();

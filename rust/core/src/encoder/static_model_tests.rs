@@ -2,16 +2,7 @@ use super::*;
 
 /// A folder with MiniLM's tokenizer and a table of `rows` rows of width 4.
 fn folder(tag: &str, rows: &[(u32, [f32; 4])]) -> Option<PathBuf> {
-    let tok = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/models/all-minilm-l6-v2/tokenizer.json");
-    if !tok.is_file() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{} missing",
-            tok.display()
-        );
-        return None;
-    }
+    let tok = crate::testing::shared_model_file("all-minilm-l6-v2/tokenizer.json")?;
     let dir = std::env::temp_dir().join(format!("rc-static-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(&tok, dir.join("tokenizer.json")).unwrap();
