@@ -372,7 +372,9 @@ def fit(path: str, write: bool, targets_only: bool = False, wide_only: bool = Fa
         keep = ("source", "traffic_wide")
         prior = {**{k: v for k, v in shipped.items() if k not in keep}, "targets": prior["targets"]}
     sets = print_fit(data["model_id"], groups, prior)
-    prior["traffic_wide"] = wide_levels(wide, prior)
+    # A dump of the fitted sizes only measures no wider level: a shipped prior kept keeps its own.
+    kept = shipped.get("traffic_wide", []) if shipped and (targets_only or wide_only) else []
+    prior["traffic_wide"] = wide_levels(wide, prior) if wide else kept
     print(f"traffic levels of larger configs: {prior['traffic_wide']} ({len(wide)} groups)")
     if write:
         table = json.loads(PRIORS.read_text()) if PRIORS.is_file() else {"models": {}}
