@@ -249,7 +249,7 @@ def evaluate_routes(
     bar = Progress(len(data), f"eval {data.name}", progress)
     gold, pred, conf, lat, langs, rows = [], [], [], [], [], []
     acts: list[tuple[str, str | None, str]] = []
-    clar = llm = cont_ok = cont_n = 0
+    llm = cont_ok = cont_n = 0
     raw_ok = dense_ok = 0
     for i, s in enumerate(data.samples):
         t = time.perf_counter()
@@ -258,7 +258,6 @@ def evaluate_routes(
         )
         lat.append((time.perf_counter() - t) * 1e3)
         p = d.route if d.action == "route" else (None if d.action == "none" else "CLARIFY")
-        clar += d.action == "clarify"
         llm += d.used_llm
         acts.append((d.action, d.route, d.tier))
         dense, lex = d.raw_scores, d.lexical_scores
@@ -284,6 +283,9 @@ def evaluate_routes(
         )
         bar.update(i + 1)
     n_in = sum(g != oos_label for g in gold)
+    # the ranking the rules start from (cosine + lexical), and the cosine's alone
+    top1 = (raw_ok / n_in, dense_ok / n_in) if n_in else (None, None)
+    figures = decision_figures(acts, gold, raw_top1=top1[0], dense_top1=top1[1])
     return summarize(
         gold,
         pred,
@@ -292,17 +294,11 @@ def evaluate_routes(
         langs,
         oos_label,
         extra={
-            "clarification_rate": clar / len(data),
+            "clarification_rate": figures.clarify_rate,
             "llm_fallback_rate": llm / len(data),
             "continuation_accuracy": cont_ok / cont_n if cont_n else None,
-            # The cost of the decision layer, beside the accuracy of the raw top-1 route: the ranking
-            # the rules start from (cosine + lexical), and the cosine's alone.
-            "decisions": decision_figures(
-                acts,
-                gold,
-                raw_top1=raw_ok / n_in if n_in else None,
-                dense_top1=dense_ok / n_in if n_in else None,
-            ).to_dict(),
+            # The cost of the decision layer, beside the accuracy of the raw top-1 route.
+            "decisions": figures.to_dict(),
             "calibrated": getattr(router, "calibrated", None),
         },
         rows=rows,
