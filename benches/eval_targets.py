@@ -77,7 +77,7 @@ def run_intents(enc, train, val, test, oos, configs):
         }
         if any(g == oos for g in gold):
             res["oos"] = M.oos_prf(gold, pred, oos)
-        res["fitted"] = getattr(r, "fitted", {}) or {}
+        res["fitted"] = r.fitted.to_dict() if r.fitted is not None else {}
         out[name] = res
         print(name, json.dumps({k: v for k, v in res.items() if k != "fitted"}), file=sys.stderr, flush=True)
     return out

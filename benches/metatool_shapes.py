@@ -33,7 +33,7 @@ def main() -> None:
     rows = (single.samples[: a.limit] if a.limit else single.samples) + multi.samples + oos
     router = tools_router(catalog, enc, progress=True)
     t0 = time.time()
-    res = evaluate_tools(router, D.Dataset("metatool+clinc-oos", rows), progress=True)
+    res = evaluate_tools(router, D.Dataset("metatool+clinc-oos", rows), progress=True).to_dict()
     res.update(
         model=enc.model_id,
         floor=router.policy.tool_threshold,

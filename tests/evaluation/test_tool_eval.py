@@ -103,13 +103,13 @@ def test_metrics_of_each_shape_on_crafted_vectors():
     res = evaluate_tools(
         r, data, rows=rows_catalog(data, [{"name": n, "description": ""} for n in r.tool_catalog.by_name])[1]
     )
-    assert (res["n_relevant"], res["n_no_tool"], res["n_multi"]) == (3, 1, 1)
-    assert res["recall@1"] == pytest.approx((1 + 0.5 + 1) / 3)  # rain? may only pick among its candidates
-    assert res["all_gold@1"] == 0.0 and res["all_gold@3"] == 1.0 and res["all_gold_in_belt"] == 1.0
-    assert res["no_tool_recall"] == 1.0  # joke? scores under the floor everywhere
-    assert res["no_tool_precision"] == 0.5  # rain? (0.1 to search_flights) is also under it
-    assert res["no_tool_on_relevant"] == pytest.approx(1 / 3)
-    assert res["auroc_top_score"] == 1.0  # rain?'s best candidate (0.1) still beats joke?'s best tool (0.0)
+    assert (res.n_relevant, res.n_no_tool, res.n_multi) == (3, 1, 1)
+    assert res.recall[1] == pytest.approx((1 + 0.5 + 1) / 3)  # rain? may only pick among its candidates
+    assert res.all_gold[1] == 0.0 and res.all_gold[3] == 1.0 and res.all_gold_in_belt == 1.0
+    assert res.no_tool_recall == 1.0  # joke? scores under the floor everywhere
+    assert res.no_tool_precision == 0.5  # rain? (0.1 to search_flights) is also under it
+    assert res.no_tool_on_relevant == pytest.approx(1 / 3)
+    assert res.auroc_top_score == 1.0  # rain?'s best candidate (0.1) still beats joke?'s best tool (0.0)
 
 
 def test_auroc():
@@ -282,9 +282,7 @@ def test_stemmers_set_in_the_policy_win_over_the_fit(tmp_path, encoder):
     )
     fitted = fit_tools(r, D.load_tool_queries(val))
     # Only the policy's stemmer was tried, and the calibration does not override it.
-    assert fitted["tool_lexical_stemmer"] == "french" and all(
-        k.startswith("french/") for k in fitted["forms_val_top1"]
-    )
+    assert fitted.stemmer == "french" and all(k.startswith("french/") for k in fitted.forms_val_top1)
     assert r.tool_catalog.lexical.index.stemmer == "french"
     with pytest.raises(ConfigError, match="lexical_stemmer"):
         Policy(lexical_stemmer="porter")  # type: ignore[arg-type]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from routecore.config.specs import RouteSpec, ToolSpec
+from routecore.decide.fitted import ToolFit
 from routecore.errors import ConfigError, StorageIOError
 from routecore.routers.router import Router
 from stubs import StubEncoder, manual, mix, unit
@@ -18,11 +19,13 @@ def test_bundle_round_trip_without_reembedding(tmp_path):
         encoder=enc,
         policy=manual(high=0.8),
     )
-    r.save(tmp_path / "bundle", fitted={"temperature": 0.05})
+    stats = {"lexical_heldout_accuracy_fused": 0.9}
+    r.fitted = ToolFit(0.3, "snowball", 0.75, 12, stats, {"snowball/0.75": 0.9})
+    r.save(tmp_path / "bundle")
     calls = enc.calls
     back = Router.load(tmp_path / "bundle", encoder=enc)
     assert enc.calls == calls  # nothing re-embedded
-    assert back.policy.high == 0.8 and back.fitted == {"temperature": 0.05}
+    assert back.policy.high == 0.8 and back.fitted == r.fitted
     assert back.route("q").route == r.route("q").route == "A"
     assert back.route("q").probabilities == pytest.approx(r.route("q").probabilities)
 

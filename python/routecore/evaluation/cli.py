@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+if TYPE_CHECKING:
+    from routecore.evaluation.results import RouteEval, ToolEval
 
 
 def _encoder(args: argparse.Namespace) -> Any:
@@ -23,6 +26,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     progress = not args.json and not args.no_progress
     if args.log:
         return _eval_log(args)
+    res: RouteEval | ToolEval
     if not args.data:
         raise SystemExit("routecore eval: give --data (a labelled JSONL) or --log (a decision log)")
     if args.tools or args.tools_in_rows or (args.bundle and D.is_tool_queries(args.data)):
@@ -57,12 +61,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 "routecore eval: give --bundle, --config or --train (or --tools for tool selection)"
             )
         res = R.evaluate_routes(router, D.load_routes(args.data), oos_label=args.oos_label, progress=progress)
-        res["fit"] = getattr(router, "fitted", None) or None
     if args.out:
         write_report(res, args.out)
-    res.pop("_rows", None)
+    out = res.to_dict()
     if args.json:
-        print(json.dumps(res, ensure_ascii=False))
+        print(json.dumps(out, ensure_ascii=False))
     else:
         keys = [
             "n",
@@ -77,8 +80,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "latency_ms",
         ]
         for k in keys:
-            if k in res:
-                print(f"{k}: {res[k]}")
+            if k in out:
+                print(f"{k}: {out[k]}")
     return 0
 
 
@@ -130,18 +133,19 @@ def cmd_fit(args: argparse.Namespace) -> int:
         oos_label=args.oos_label,
         progress=progress,
     )
-    router.save(args.out, fitted=router.fitted)
-    out = {"bundle": str(Path(args.out)), **router.fitted}
+    router.save(args.out)
     if args.json:
-        print(json.dumps(out))
+        print(json.dumps({"bundle": str(Path(args.out)), **res.to_dict()}))
     else:
-        d = router.fitted["decisions"]
-        acc = "n/a" if d["routed_accuracy"] is None else f"{d['routed_accuracy']:.4f}"
+        assert res.decisions is not None  # fit_router measures them
+        d = res.decisions.figures
+        acc = "n/a" if d.routed_accuracy is None else f"{d.routed_accuracy:.4f}"
         print(
             f"fitted ({res.objective} = {res.value:.4f} on validation); "
             "the router's decisions on validation: "
-            f"routed {d['routed_share']:.4f}, right among routed {acc} (target {d['target_precision']}), "
-            f"confidently wrong {d['confident_wrong_rate']:.4f}, clarify {d['clarify_rate']:.4f}; "
+            f"routed {d.routed_share:.4f}, right among routed {acc} "
+            f"(target {res.decisions.target_precision}), "
+            f"confidently wrong {d.confident_wrong_rate:.4f}, clarify {d.clarify_rate:.4f}; "
             f"bundle written to {args.out}"
         )
     return 0
@@ -160,13 +164,13 @@ def _fit_tools(args: argparse.Namespace, progress: bool) -> int:
     else:
         router, rows = Router.from_config(args.tools, encoder=enc), None
     fitted = T.fit_tools(router, val, rows=rows, progress=progress)
-    router.save(args.out, fitted=fitted)
+    router.save(args.out)
     print(
-        json.dumps({"bundle": str(Path(args.out)), **fitted})
+        json.dumps({"bundle": str(Path(args.out)), **fitted.to_dict()})
         if args.json
-        else f"fitted the tools' lexical weight {fitted['tool_lexical_weight']:.4f} "
-        f"(stemmer {fitted['tool_lexical_stemmer']}, "
-        f"BM25 b {fitted['tool_lexical_b']:g}) on {fitted['val_rows']} rows; bundle written to {args.out}"
+        else f"fitted the tools' lexical weight {fitted.lexical_weight:.4f} "
+        f"(stemmer {fitted.stemmer}, BM25 b {fitted.b:g}) on {fitted.val_rows} rows; "
+        f"bundle written to {args.out}"
     )
     return 0
 

@@ -21,6 +21,7 @@ import numpy as np
 from routecore.calibrate.calibration import wilson_lower
 from routecore.calibrate.fits import Targets, fit_tiers, top2
 from routecore.decide.figures import DecisionFigures, decision_figures
+from routecore.decide.fitted import RoutedCut
 
 
 def decide_vectors(router: Any, X: np.ndarray, texts: Sequence[str]) -> list[tuple[str, str | None, str]]:
@@ -40,10 +41,10 @@ def fit_routed_cut(
     texts: Sequence[str],
     gold: Sequence[str],
     steps: int = 48,
-) -> dict[str, Any]:
+) -> RoutedCut:
     """Install the ``medium`` cut whose decisions route the most of ``X`` with the routed
     ones right on at least ``policy.route_precision`` (Wilson lower bound); when no cut
-    gets there, the one with the best bound. Returns the decision figures at that cut."""
+    gets there, the one with the best bound. Returns that cut with the decision figures it gives."""
     cal = router.calibration
     target = Targets.of(router.policy).route_precision
     best: tuple[tuple[bool, float], float, DecisionFigures] | None = None
@@ -57,7 +58,7 @@ def fit_routed_cut(
             best = (key, float(m), f)
     assert best is not None
     router.calibrate(replace(cal, medium=best[1]))
-    return {"medium": best[1], "target_precision": target, **best[2].to_dict()}
+    return RoutedCut(best[1], target, best[2])
 
 
 def fit_head_tiers(router: Any, X: np.ndarray, texts: Sequence[str], gold: Sequence[str]) -> dict[str, float]:

@@ -3,61 +3,40 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import numpy as np
 
+from routecore.evaluation.results import Latency, RouteEval, ToolEval
 
-def write_report(results: dict[str, Any], out: str | Path, title: str = "routecore evaluation") -> list[Path]:
-    """Write ``results.json``, ``report.md`` and plots into ``out``; returns the paths."""
+
+def write_report(
+    results: RouteEval | ToolEval, out: str | Path, title: str = "routecore evaluation"
+) -> list[Path]:
+    """Write ``results.json``, ``report.md`` (and, for routes, ``predictions.jsonl`` and the plots,
+    when matplotlib is installed) into ``out``; returns the paths."""
     d = Path(out)
     d.mkdir(parents=True, exist_ok=True)
-    rows = results.pop("_rows", None)
     paths = [d / "results.json"]
-    paths[0].write_text(json.dumps(results, indent=1, ensure_ascii=False))
-    if rows is not None:
+    paths[0].write_text(json.dumps(results.to_dict(), indent=1, ensure_ascii=False))
+    md = [f"# {title}", "", f"Samples: {results.n}", ""]
+    if isinstance(results, ToolEval):
+        md += [
+            f"- {k}: {v:.4f}" for k, v in results.to_dict().items() if k.startswith(("recall@", "precision@"))
+        ]
+        if results.mrr is not None:
+            md.append(f"- mrr: {results.mrr:.4f}")
+        md += _latency(results.latency_ms)
+    else:
         with open(d / "predictions.jsonl", "w", encoding="utf-8") as f:
-            for r in rows:
-                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+            for r in results.predictions:
+                f.write(json.dumps(asdict(r), ensure_ascii=False) + "\n")
         paths.append(d / "predictions.jsonl")
-    plots = _plots(results, d)
+        md += _route_lines(results)
+    plots = _plots(results, d) if isinstance(results, RouteEval) else []
     paths += plots
-    md = [f"# {title}", "", f"Samples: {results.get('n')}", ""]
-    for k in (
-        "accuracy",
-        "in_scope_accuracy",
-        "macro_f1",
-        "clarification_rate",
-        "llm_fallback_rate",
-        "continuation_accuracy",
-    ):
-        if results.get(k) is not None:
-            md.append(f"- {k.replace('_', ' ')}: {results[k]:.4f}")
-    if "oos" in results:
-        o = results["oos"]
-        md.append(
-            f"- out-of-scope precision / recall / F1: "
-            f"{o['precision']:.3f} / {o['recall']:.3f} / {o['f1']:.3f} (support {o['support']})"
-        )
-    for k in [k for k in results if k.startswith(("recall@", "precision@"))] + (
-        ["mrr"] if "mrr" in results else []
-    ):
-        md.append(f"- {k}: {results[k]:.4f}")
-    if results.get("latency_ms"):
-        l = results["latency_ms"]
-        md.append(f"- latency ms p50 / p95 / p99: {l['p50']:.2f} / {l['p95']:.2f} / {l['p99']:.2f}")
-    if "calibration" in results:
-        md.append(f"- expected calibration error: {results['calibration']['ece']:.4f}")
-    if results.get("fit"):
-        md += ["", "## Fitted policy", "", "```json", json.dumps(results["fit"], indent=1), "```"]
-    if results.get("by_language"):
-        md += ["", "## By language", "", "| language | n | accuracy |", "|---|---|---|"]
-        md += [f"| {k} | {v['n']} | {v['accuracy']:.4f} |" for k, v in results["by_language"].items()]
-    if results.get("top_confusions"):
-        md += ["", "## Top confusions", "", "| gold | predicted | count |", "|---|---|---|"]
-        md += [f"| {g} | {p} | {n} |" for g, p, n in results["top_confusions"]]
     if plots:
         md += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
     (d / "report.md").write_text("\n".join(md) + "\n")
@@ -65,7 +44,43 @@ def write_report(results: dict[str, Any], out: str | Path, title: str = "routeco
     return paths
 
 
-def _plots(results: dict[str, Any], d: Path) -> list[Path]:
+def _latency(l: Latency | None) -> list[str]:
+    return [f"- latency ms p50 / p95 / p99: {l.p50:.2f} / {l.p95:.2f} / {l.p99:.2f}"] if l else []
+
+
+def _route_lines(r: RouteEval) -> list[str]:
+    md = [
+        f"- {k.replace('_', ' ')}: {v:.4f}"
+        for k, v in (
+            ("accuracy", r.accuracy),
+            ("in_scope_accuracy", r.in_scope_accuracy),
+            ("macro_f1", r.macro_f1),
+            ("clarification_rate", r.clarification_rate),
+            ("llm_fallback_rate", r.llm_fallback_rate),
+            ("continuation_accuracy", r.continuation_accuracy),
+        )
+        if v is not None
+    ]
+    if r.oos is not None:
+        o = r.oos
+        md.append(
+            f"- out-of-scope precision / recall / F1: "
+            f"{o.precision:.3f} / {o.recall:.3f} / {o.f1:.3f} (support {o.support})"
+        )
+    md += _latency(r.latency_ms)
+    md.append(f"- expected calibration error: {r.calibration.ece:.4f}")
+    if r.fit is not None:
+        md += ["", "## Fitted policy", "", "```json", json.dumps(r.fit.to_dict(), indent=1), "```"]
+    if r.by_language:
+        md += ["", "## By language", "", "| language | n | accuracy |", "|---|---|---|"]
+        md += [f"| {k} | {v.n} | {v.accuracy:.4f} |" for k, v in r.by_language.items()]
+    if r.top_confusions:
+        md += ["", "## Top confusions", "", "| gold | predicted | count |", "|---|---|---|"]
+        md += [f"| {g} | {p} | {n} |" for g, p, n in r.top_confusions]
+    return md
+
+
+def _plots(results: RouteEval, d: Path) -> list[Path]:
     try:
         import matplotlib
 
@@ -74,9 +89,9 @@ def _plots(results: dict[str, Any], d: Path) -> list[Path]:
     except ImportError:  # plots are optional: pip install matplotlib
         return []
     out = []
-    if results.get("confusion"):
-        labels = results["labels"] + (["oos"] if "oos" in results else [])
-        m = np.asarray(results["confusion"], dtype=float)[:, : len(labels)]
+    if results.confusion:
+        labels = list(results.labels) + (["oos"] if results.oos is not None else [])
+        m = np.asarray(results.confusion, dtype=float)[:, : len(labels)]
         if len(labels) > 30:  # large label sets: the labels with the most confusions
             off = m.sum(axis=1) - np.diag(m[:, : len(m)]) if m.shape[0] == m.shape[1] else m.sum(axis=1)
             keep = np.argsort(-off)[:30]
@@ -92,27 +107,27 @@ def _plots(results: dict[str, Any], d: Path) -> list[Path]:
         out.append(d / "confusion.png")
         fig.savefig(out[-1], dpi=110)
         plt.close(fig)
-    if results.get("calibration", {}).get("curve"):
-        c = results["calibration"]["curve"]
+    if results.calibration.curve:
+        c = results.calibration.curve
         out.append(
             _line_plot(
                 plt,
                 d / "reliability.png",
-                [x["confidence"] for x in c],
-                [x["accuracy"] for x in c],
+                [x.confidence for x in c],
+                [x.accuracy for x in c],
                 "confidence",
-                f"Reliability (ECE {results['calibration']['ece']:.3f})",
+                f"Reliability (ECE {results.calibration.ece:.3f})",
                 diagonal=True,
             )
         )
-    if results.get("coverage_curve"):
-        c = results["coverage_curve"]
+    if results.coverage_curve:
+        c2 = results.coverage_curve
         out.append(
             _line_plot(
                 plt,
                 d / "coverage.png",
-                [x["coverage"] for x in c],
-                [x["accuracy"] for x in c],
+                [x.coverage for x in c2],
+                [x.accuracy for x in c2],
                 "coverage",
                 "Accuracy vs coverage",
             )

@@ -10,7 +10,7 @@ import time
 from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -19,13 +19,23 @@ from routecore.config.specs import RouteSpec
 from routecore.core.lexical import fit_weight
 from routecore.core.progress import Progress
 from routecore.decide.figures import decision_figures
+from routecore.decide.fitted import RouteFit
 from routecore.decide.policy import Policy
 from routecore.decide.tables import TableVectors, embed_texts
 from routecore.errors import DatasetError
 from routecore.evaluation import metrics as M
-from routecore.evaluation.calibrate import FitResult, fit, objective_many
+from routecore.evaluation.calibrate import fit, objective_many
 from routecore.evaluation.datasets import Dataset
 from routecore.evaluation.decisions import fit_head_tiers, fit_routed_cut
+from routecore.evaluation.results import (
+    CoveragePoint,
+    LanguageScore,
+    Latency,
+    Prediction,
+    Reliability,
+    RouteEval,
+    Scores,
+)
 from routecore.routers.router import Router
 
 
@@ -137,8 +147,9 @@ def fit_router(
     coverage: float = 0.9,
     oos_label: str = "oos",
     progress: bool = False,
-) -> FitResult:
-    """Fit thresholds, temperature and tiers on ``val`` and install them in ``router.policy``."""
+) -> RouteFit:
+    """Fit thresholds, temperature and tiers on ``val`` and install them in the router's calibration;
+    returns what was fitted (also left in ``router.fitted``, which its bundle saves)."""
     X = embed(router.encoder, [s.text for s in val.samples], progress=progress, what="embedding val")
     gold = [s.label for s in val.samples]
     names = [r.name for r in router.route_specs]
@@ -204,14 +215,24 @@ def fit_router(
     cal = router.calibration
     assert cal is not None  # calibrate() above installed one (fit_routed_cut only replaces it)
     router.calibrate(
-        replace(cal, stats=replace(cal.stats, fit={**cal.stats.fit, "validation_decisions": decisions}))
+        replace(
+            cal, stats=replace(cal.stats, fit={**cal.stats.fit, "validation_decisions": decisions.to_dict()})
+        )
     )
-    router.fitted = res.to_dict() | {
-        "head_threshold": getattr(router.head, "threshold", None),
-        "head_tiers": head_tiers or None,
-        "decisions": decisions,
-    }
-    return res
+    fitted = RouteFit(
+        objective=res.objective,
+        value=res.value,
+        min_score=res.min_score,
+        temperature=res.temperature,
+        high=res.high,
+        margin=res.margin,
+        per_route_min=res.per_route_min,
+        head_threshold=router.head.threshold if router.head is not None else None,
+        head_tiers=head_tiers,
+        decisions=decisions,
+    )
+    router.fitted = fitted
+    return fitted
 
 
 def _fit_head_threshold(
@@ -244,7 +265,9 @@ def check_labels(router: Router, data: Dataset, oos_label: str) -> None:
 
 def evaluate_routes(
     router: Router, data: Dataset, *, oos_label: str = "oos", progress: bool = False
-) -> dict[str, Any]:
+) -> RouteEval:
+    """Route every query of ``data`` (its previous route too, when a row names one of the router's
+    routes) and measure the decisions against the labels (``oos_label``: should be declined)."""
     check_labels(router, data, oos_label)
     bar = Progress(len(data), f"eval {data.name}", progress)
     gold, pred, conf, lat, langs, rows = [], [], [], [], [], []
@@ -271,75 +294,41 @@ def evaluate_routes(
         pred.append(p)
         conf.append(d.confidence if d.action == "route" else 0.0)
         langs.append(s.language)
-        rows.append(
-            {
-                "text": s.text,
-                "label": s.label,
-                "pred": p,
-                "action": d.action,
-                "tier": d.tier,
-                "confidence": d.confidence,
-            }
-        )
+        rows.append(Prediction(s.text, s.label, p, d.action, d.tier, d.confidence))
         bar.update(i + 1)
     n_in = sum(g != oos_label for g in gold)
     # the ranking the rules start from (cosine + lexical), and the cosine's alone
     top1 = (raw_ok / n_in, dense_ok / n_in) if n_in else (None, None)
     figures = decision_figures(acts, gold, raw_top1=top1[0], dense_top1=top1[1])
-    return summarize(
-        gold,
-        pred,
-        conf,
-        lat,
-        langs,
-        oos_label,
-        extra={
-            "clarification_rate": figures.clarify_rate,
-            "llm_fallback_rate": llm / len(data),
-            "continuation_accuracy": cont_ok / cont_n if cont_n else None,
-            # The cost of the decision layer, beside the accuracy of the raw top-1 route.
-            "decisions": figures.to_dict(),
-            "calibrated": getattr(router, "calibrated", None),
-        },
-        rows=rows,
-    )
-
-
-def summarize(
-    gold: Sequence[str],
-    pred: Sequence[str | None],
-    conf: Sequence[float],
-    lat: Sequence[float],
-    langs: Sequence[str | None],
-    oos_label: str,
-    extra: Mapping[str, Any] | None = None,
-    rows: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
     labels = sorted({g for g in gold if g != oos_label})
     has_oos = any(g == oos_label for g in gold)
     correct = [g == p or (g == oos_label and p is None) for g, p in zip(gold, pred)]
     norm = [p if p is not None else oos_label for p in pred]
-    out: dict[str, Any] = {
-        "n": len(gold),
-        "accuracy": float(np.mean(correct)),
-        "macro_f1": M.macro_f1(gold, norm),
-        "in_scope_accuracy": M.in_scope_accuracy(gold, pred, oos_label),
-        "per_route": M.per_label(gold, norm),
-        "top_confusions": M.top_confusions(gold, norm, 20),
-        "labels": labels,
-        "confusion": M.confusion(gold, norm, labels + ([oos_label] if has_oos else [])).tolist(),
-        "latency_ms": M.latency(lat),
-        "calibration": M.calibration(conf, correct),
-        "coverage_curve": M.coverage_curve(conf, correct),
+    by_language = {
+        lang: LanguageScore(len(m), float(np.mean([correct[i] for i in m])))
+        for lang in sorted({l for l in langs if l})
+        for m in [[i for i, l in enumerate(langs) if l == lang]]
     }
-    if has_oos:
-        out["oos"] = M.oos_prf(gold, pred, oos_label)
-    if any(langs):
-        out["by_language"] = {}
-        for lang in sorted({l for l in langs if l}):
-            m = [i for i, l in enumerate(langs) if l == lang]
-            out["by_language"][lang] = {"n": len(m), "accuracy": float(np.mean([correct[i] for i in m]))}
-    out.update(extra or {})
-    if rows is not None:
-        out["_rows"] = rows
-    return out
+    confusion = M.confusion(gold, norm, labels + ([oos_label] if has_oos else []))
+    return RouteEval(
+        n=len(gold),
+        accuracy=float(np.mean(correct)),
+        macro_f1=M.macro_f1(gold, norm),
+        in_scope_accuracy=M.in_scope_accuracy(gold, pred, oos_label),
+        per_route={k: Scores.of(v) for k, v in M.per_label(gold, norm).items()},
+        top_confusions=tuple(M.top_confusions(gold, norm, 20)),
+        labels=tuple(labels),
+        confusion=tuple(tuple(int(x) for x in r) for r in confusion),
+        latency_ms=Latency.of(M.latency(lat)),
+        calibration=Reliability.of(M.calibration(conf, correct)),
+        coverage_curve=tuple(CoveragePoint(**c) for c in M.coverage_curve(conf, correct)),
+        decisions=figures,
+        clarification_rate=figures.clarify_rate,
+        llm_fallback_rate=llm / len(data),
+        continuation_accuracy=cont_ok / cont_n if cont_n else None,
+        oos=Scores.of(M.oos_prf(gold, pred, oos_label)) if has_oos else None,
+        by_language=by_language,
+        calibrated=router.calibrated,
+        fit=router.fitted,
+        predictions=tuple(rows),
+    )

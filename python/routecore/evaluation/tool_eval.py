@@ -18,10 +18,12 @@ import numpy as np
 
 from routecore.config.specs import ToolSpec
 from routecore.core.progress import Progress
+from routecore.decide.fitted import ToolFit
 from routecore.decide.tables import TableVectors
 from routecore.errors import DatasetError
 from routecore.evaluation import metrics as M
 from routecore.evaluation.datasets import Dataset
+from routecore.evaluation.results import Latency, ToolEval
 from routecore.routers.router import Router
 
 
@@ -99,7 +101,7 @@ def evaluate_tools(
     ks: Sequence[int] = (1, 3, 5),
     progress: bool = False,
     rows: RowTools | None = None,
-) -> dict[str, Any]:
+) -> ToolEval:
     """Recall@k, precision@k and MRR on rows with gold tools; all-gold-in-belt on rows
     with several; no-tool precision/recall on rows without; AUROC of the best tool's
     score between rows with and without a right tool; latency."""
@@ -116,16 +118,13 @@ def evaluate_tools(
         no_tool.append(belt.no_tool)
         top.append(next(iter(belt.scores.values()), float("-inf")))
         bar.update(i + 1)
-    return {
-        "n": len(data),
-        **M.tool_shape_metrics(rows.gold, ranked, selected, no_tool, top, ks),
-        "latency_ms": M.latency(lat),
-    }
+    figures = M.tool_shape_metrics(rows.gold, ranked, selected, no_tool, top, ks)
+    return ToolEval.of(len(data), figures, ks, Latency.of(M.latency(lat)))
 
 
 def fit_tools(
     router: Router, val: Dataset, *, rows: RowTools | None = None, progress: bool = False
-) -> dict[str, Any]:
+) -> ToolFit:
     """Fit the tools' lexical pass on ``val`` (rows with gold tools: the first gold tool's
     rank) and install it as a fitted calibration; returns what was fitted.
 
@@ -162,6 +161,6 @@ def fit_tools(
             stats=replace(cal.stats, fit={**cal.stats.fit, **{f"tools_{k}": v for k, v in stats.items()}}),
         )
     )
-    fitted = {"tool_lexical_weight": w, "tool_lexical_stemmer": stemmer, "tool_lexical_b": b}
-    router.fitted = {**fitted, "val_rows": len(keep), **stats, "forms_val_top1": tried}
-    return router.fitted
+    fitted = ToolFit(w, stemmer, b, len(keep), stats, tried)
+    router.fitted = fitted
+    return fitted

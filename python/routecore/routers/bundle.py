@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -25,6 +25,7 @@ from routecore.calibrate.calibration_record import Calibration
 from routecore.config.specs import RouteSpec, ToolSpec, parse_config, read_text
 from routecore.core.atomic import temp_beside
 from routecore.core.index import VectorIndex
+from routecore.decide.fitted import Fitted, fitted_from_dict
 from routecore.decide.policy import Policy
 from routecore.decide.tables import EncoderLike, TableLexical, TableVectors, exemplar_texts
 from routecore.errors import ConfigError, RoutecoreError, StorageIOError
@@ -49,11 +50,11 @@ class Loaded:
     lexical: TableLexical
     #: The other keyword arguments of the router (``encoder``, ``calibration``, ``head``, ``entities``...).
     kw: dict[str, Any]
-    fitted: dict[str, Any] = field(default_factory=dict)
+    fitted: Fitted | None = None
     learned: list[learning.LearnedExemplar] | None = None  # when the bundle holds learned exemplars
 
 
-def save(router: Any, path: str | os.PathLike[str], *, fitted: dict[str, Any] | None = None) -> None:
+def save(router: Any, path: str | os.PathLike[str]) -> None:
     """Write ``router`` (a :class:`routecore.routers.router.Router`) as a bundle folder at ``path``.
 
     A save is one generation: its tables (and head) are written under names of their
@@ -67,7 +68,7 @@ def save(router: Any, path: str | os.PathLike[str], *, fitted: dict[str, Any] | 
             raise FileExistsError(errno.EEXIST, "a file is there, not a bundle folder", str(d))
         d.mkdir(parents=True, exist_ok=True)
         with _writer_lock(d):
-            _save_locked(router, d, fitted)
+            _save_locked(router, d)
     except OSError as e:  # an existing file, a read-only or full filesystem, no permission
         where = f"{e.filename}: " if e.filename and str(e.filename) != str(d) else ""
         raise StorageIOError(f"cannot save the bundle to {d}: {where}{e.strerror or e}") from None
@@ -91,7 +92,7 @@ def _writer_lock(d: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _save_locked(router: Any, d: Path, fitted: dict[str, Any] | None) -> None:
+def _save_locked(router: Any, d: Path) -> None:
     gen = uuid.uuid4().hex[:12]
     files: dict[str, dict[str, Any]] = {}
     for name, table in zip(
@@ -114,7 +115,7 @@ def _save_locked(router: Any, d: Path, fitted: dict[str, Any] | None) -> None:
         "routes": [asdict(r) for r in router.route_specs],
         "tools": [asdict(t) for t in router.tool_specs],
         "entities": router.entities.to_dict() if router.entities is not None else None,
-        "fitted": fitted or {},
+        "fitted": router.fitted.to_dict() if router.fitted is not None else {},
         "learned": [
             asdict(e) for e in learning.saved(router)
         ],  # the learned exemplars' source and time (routecore.updates.learning)
@@ -345,7 +346,7 @@ def _load_generation(d: Path, meta: dict[str, Any], encoder: EncoderLike, kw: di
         TableVectors(vecs["routes"], vecs["tools"], vecs["anti"]),
         TableLexical(lexical.get("routes"), lexical.get("tools")),
         {**kw, "encoder": encoder},
-        meta.get("fitted", {}),
+        fitted_from_dict(meta.get("fitted"), f"{d / 'bundle.json'}: fitted"),
         learned,
     )
 

@@ -18,6 +18,7 @@ from routecore.config.specs import RouteSpec, ToolSpec, parse_config, read_confi
 from routecore.config.tool_formats import tool_specs
 from routecore.core.entities import EntityConfig, EntityMatcher, check_route_entities
 from routecore.core.progress import ProgressArg
+from routecore.decide.fitted import Fitted
 from routecore.decide.policy import Policy, with_route_thresholds
 from routecore.decide.tables import AUTO_INT8_ELEMENTS, EncoderLike, TableLexical, TableVectors
 from routecore.decision import Decision, emit
@@ -160,7 +161,8 @@ class Router(ToolCalls, Changes):
             progress=progress,
         )
         self._install(parts)
-        self.fitted: dict[str, Any] = {}  # calibration results (routecore fit), saved in bundles
+        #: What ``routecore fit`` fitted (:mod:`routecore.decide.fitted`), saved in bundles.
+        self.fitted: Fitted | None = None
         #: Called with every Decision and ToolBelt this router returns (a
         #: :class:`routecore.routers.routing_metrics.RoutingMetrics`, or any callable).
         self.metrics = metrics
@@ -386,9 +388,10 @@ class Router(ToolCalls, Changes):
         return self.route_table.fallback_chain(route)
 
     # -- bundles --------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str], *, fitted: dict[str, Any] | None = None) -> None:
-        """Write config + embeddings + model id as a bundle folder (loads without re-embedding)."""
-        bundle.save(self, path, fitted=fitted)
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write config + embeddings + model id as a bundle folder (loads without re-embedding),
+        with what a fit left in :attr:`fitted`."""
+        bundle.save(self, path)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, encoder: EncoderLike | None = None, **kw: Any) -> Router:
