@@ -15,6 +15,7 @@ from routecore.errors import ModelError
 from routecore.examples import __file__ as examples
 from routecore.hub import models
 from routecore.routers.cascade import Cascade
+from routecore.routers.cascade_tools import Served, served
 
 IT_OPS = Path(examples).parent / "it_ops_routes.yaml"
 QUERIES = [
@@ -41,9 +42,15 @@ def cascade(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cascade]:
         yield c
 
 
-def served(d: Decision) -> dict[str, object]:
+def alert_data(d: Decision) -> dict[str, object]:
     (alert,) = [a for a in d.alerts if a.kind == "cascade"]
     return dict(alert.data)
+
+
+def tier(d: Decision) -> str:
+    by = served(d)
+    assert by is not None
+    return by.encoder_tier
 
 
 def test_the_fast_router_is_the_static_table(cascade: Cascade) -> None:
@@ -58,16 +65,16 @@ def test_tier_choice(cascade: Cascade) -> None:
     tiers = []
     for q in QUERIES:
         f, d = cascade.fast.route(q), cascade.route(q)
-        data = served(d)
+        data = alert_data(d)
         if f.action == "route" and f.tier == "high":
-            assert data["served_by"] == "fast" and data["encoder_tier"] == "static"
+            assert served(d) == Served("fast", "static")
             assert (d.route, d.tier) == (f.route, f.tier)
         else:
             s = cascade.strong.route(q)
-            assert data["served_by"] == "strong" and data["encoder_tier"] == "transformer"
+            assert served(d) == Served("strong", "transformer")
             assert (d.action, d.route) == (s.action, s.route)
             assert data["fast_tier"] == f.tier and data["fast_action"] == f.action
-        tiers.append(data["encoder_tier"])
+        tiers.append(tier(d))
     assert "static" in tiers and "transformer" in tiers, tiers  # both tiers are exercised
     assert cascade.served["fast"] == tiers.count("static")
 
@@ -75,11 +82,9 @@ def test_tier_choice(cascade: Cascade) -> None:
 def test_batch_matches_single_calls(cascade: Cascade) -> None:
     one = [cascade.route(q) for q in QUERIES]
     many = cascade.route_batch(QUERIES)
-    assert [(d.action, d.route, served(d)["encoder_tier"]) for d in many] == [
-        (d.action, d.route, served(d)["encoder_tier"]) for d in one
-    ]
+    assert [(d.action, d.route, tier(d)) for d in many] == [(d.action, d.route, tier(d)) for d in one]
 
 
 def test_an_exemplar_is_served_statically(cascade: Cascade) -> None:
     d = cascade.route("the production server is down again")
-    assert served(d)["encoder_tier"] == "static" and d.route == "INCIDENT"
+    assert tier(d) == "static" and d.route == "INCIDENT"

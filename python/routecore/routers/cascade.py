@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
 from routecore.decision import Alert, Decision
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.routers.cascade_tools import CascadeTools, tier_of
+from routecore.routers.cascade_tools import CascadeTools, EncoderTier, Served, cascade_alert, tier_of
 from routecore.routers.routing_metrics import emit
 from routecore.tools.shortlist import check_size
 
@@ -260,11 +260,11 @@ def _fast_enough(d: Decision) -> bool:
     return d.action == "route" and d.tier == "high"
 
 
-def _by_fast(d: Decision, tier: str) -> Decision:
+def _by_fast(d: Decision, tier: EncoderTier) -> Decision:
     return replace(d, alerts=d.alerts + (_served("fast", d, tier),))
 
 
-def _by_strong(d: Decision, s: Decision, tier: str, combined: bool = False) -> Decision:
+def _by_strong(d: Decision, s: Decision, tier: EncoderTier, combined: bool = False) -> Decision:
     """The strong router's decision ``s``, with the fast one's (``d``) time added; ``combined``: ``s``
     read both routers' probabilities."""
     t, f = s.timings, d.timings
@@ -281,7 +281,12 @@ def _by_strong(d: Decision, s: Decision, tier: str, combined: bool = False) -> D
     )
 
 
-def _served(by: str, fast: Decision, tier: str, combined: Decision | None = None) -> Alert:
+def _served(
+    by: Literal["fast", "strong"],
+    fast: Decision,
+    tier: EncoderTier,
+    combined: Decision | None = None,
+) -> Alert:
     """The ``cascade`` alert; ``combined``: the strong router's decision, made on both routers'
     probabilities (its line names the fast router's and the combined probability of its route)."""
     why = (
@@ -295,15 +300,10 @@ def _served(by: str, fast: Decision, tier: str, combined: Decision | None = None
             f", on both encoders' probabilities (their normalised geometric mean): {best} "
             f"{combined.confidence:.2f}, the fast encoder's {fast.probabilities.get(best, 0.0):.2f}"
         )
-    return Alert(
-        "cascade",
-        why,
-        {
-            "served_by": by,
-            "encoder_tier": tier,
-            "fast_action": fast.action,
-            "fast_tier": fast.tier,
-            "fast_route": fast.route,
-            "combined": combined is not None,
-        },
-    )
+    more = {
+        "fast_action": fast.action,
+        "fast_tier": fast.tier,
+        "fast_route": fast.route,
+        "combined": combined is not None,
+    }
+    return cascade_alert(why, Served(by, tier), more)

@@ -19,12 +19,12 @@ is the size that lost least on its dev half.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
 from routecore.decide.arguments import context_domains_arg
 from routecore.decide.conversation import routing_text
-from routecore.decision import Alert, Timings, ToolBelt
+from routecore.decision import Alert, Decision, Timings, ToolBelt
 from routecore.errors import InvalidArgumentError
 from routecore.routers.routing_metrics import emit
 from routecore.tools.shortlist import Shortlist, best_tools, check_size
@@ -226,20 +226,38 @@ def _rescored(
 def _alert(
     why: str, candidate_tier: str | None, strong: Router, listed: Sequence[str], n: int | None
 ) -> Alert:
-    return Alert(
-        "cascade",
-        why,
-        {
-            "served_by": "strong",
-            "encoder_tier": tier_of(strong),
-            "candidate_tier": candidate_tier,
-            "shortlist": list(listed),
-            "shortlist_size": n,
-        },
-    )
+    more = {"candidate_tier": candidate_tier, "shortlist": list(listed), "shortlist_size": n}
+    return cascade_alert(why, Served("strong", tier_of(strong)), more)
 
 
-def tier_of(router: Router) -> str:
+#: The tier of a cascade router's encoder.
+EncoderTier = Literal["static", "transformer"]
+
+
+@dataclass(frozen=True)
+class Served:
+    """Which of a cascade's two routers served a decision or a tool belt (``by``), and the tier of
+    that router's encoder."""
+
+    by: Literal["fast", "strong"]
+    encoder_tier: EncoderTier
+
+
+def cascade_alert(why: str, served_by: Served, more: Mapping[str, Any]) -> Alert:
+    """The ``cascade`` alert: ``why`` as its message; its data, what served the result and ``more``."""
+    return Alert("cascade", why, {"served_by": served_by.by, "encoder_tier": served_by.encoder_tier, **more})
+
+
+def served(result: Decision | ToolBelt) -> Served | None:
+    """What served ``result``, read from its ``cascade`` alert; None for a result no cascade gave."""
+    for a in result.alerts:
+        by, tier = a.data.get("served_by"), a.data.get("encoder_tier")
+        if a.kind == "cascade" and by in ("fast", "strong") and tier in ("static", "transformer"):
+            return Served(by, tier)
+    return None
+
+
+def tier_of(router: Router) -> EncoderTier:
     """``static`` when ``router`` embeds with a static table, else ``transformer``."""
     from routecore.core.static_encoder import StaticEncoder
 

@@ -34,6 +34,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from routecore.routers.cascade_tools import served
+
 LATENCY_BUCKETS = (
     0.0005,
     0.001,
@@ -57,8 +59,6 @@ LATENCY_BUCKETS = (
     10.0,
 )
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-_ENCODER_TIERS = ("static", "transformer")  # the closed label sets of routecore_cascade_decisions
-_SERVED_BY = ("fast", "strong")
 _TIMEOUT_WORDS = ("timeout", "timed out", "too slow", "took longer")
 
 
@@ -148,10 +148,9 @@ class Metrics:
 
     def observe_decision(self, endpoint: str, d: Any, handler_s: float) -> None:
         self.decisions.labels(d.action, d.route or "-", d.tier).inc()
-        for a in d.alerts:
-            data = a.data if a.kind == "cascade" else {}
-            if data.get("encoder_tier") in _ENCODER_TIERS and data.get("served_by") in _SERVED_BY:
-                self.cascade.labels(data["served_by"], data["encoder_tier"]).inc()
+        by = served(d)
+        if by is not None:
+            self.cascade.labels(by.by, by.encoder_tier).inc()
         self._observe_llm(d)
         self.observe_stages(endpoint, d, handler_s)
 
