@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -57,6 +57,11 @@ from routecore.doctor.doctor_checks import normalised as normalised
 from routecore.doctor.doctor_fix import apply_edits as apply_edits
 from routecore.doctor.doctor_fix import write_config as write_config
 from routecore.errors import ConfigError
+
+if TYPE_CHECKING:
+    from routecore.calibrate.calibration import Calibration
+    from routecore.decide.tables import EncoderLike
+    from routecore.routers.router import Router
 
 #: A route with fewer exemplars is thin (the smallest k of the few-shot benchmarks, issue 34).
 MIN_EXEMPLARS = 5
@@ -118,7 +123,7 @@ class DoctorReport:
         return asdict(self)
 
 
-def _calibration(router: Any, V: np.ndarray, owners: np.ndarray, R: int, B: np.ndarray) -> Any:
+def _calibration(router: Router, V: np.ndarray, owners: np.ndarray, R: int, B: np.ndarray) -> Calibration:
     if router.calibration is not None:
         return router.calibration
     from routecore.calibrate.calibration import (
@@ -128,7 +133,7 @@ def _calibration(router: Any, V: np.ndarray, owners: np.ndarray, R: int, B: np.n
     return zero_label(V, owners.tolist(), R, B)
 
 
-def _vectors(router: Any, n: int) -> np.ndarray:
+def _vectors(router: Router, n: int) -> np.ndarray:
     """The route exemplars' embeddings from the router's table (f32), else embedded again."""
     table = router.route_table.table
     if table.storage == "f32" and len(table.index) == n:
@@ -141,7 +146,7 @@ def _vectors(router: Any, n: int) -> np.ndarray:
     return embed_texts(router.encoder, list(table.texts))
 
 
-def load_router(path: str | os.PathLike[str], encoder: Any = None) -> Any:
+def load_router(path: str | os.PathLike[str], encoder: EncoderLike | None = None) -> Router:
     """The router of a config file (its routes are what the doctor reads)."""
     from routecore.routers.router import Router
 
@@ -149,11 +154,11 @@ def load_router(path: str | os.PathLike[str], encoder: Any = None) -> Any:
 
 
 def diagnose(
-    config_or_router: Any,
+    config_or_router: str | os.PathLike[str] | Router,
     data: str | os.PathLike[str] | None = None,
     log: str | os.PathLike[str] | None = None,
     *,
-    encoder: Any = None,
+    encoder: EncoderLike | None = None,
     vectors: np.ndarray | None = None,
     precision: float | None = None,
 ) -> DoctorReport:
@@ -166,13 +171,13 @@ def diagnose(
     from routecore.calibrate.calibration import fallback_note
     from routecore.core.background import background_vectors
 
-    is_path = isinstance(config_or_router, (str, os.PathLike))
-    router = load_router(config_or_router, encoder) if is_path else config_or_router
+    if isinstance(config_or_router, (str, os.PathLike)):
+        router, where = load_router(config_or_router, encoder), str(config_or_router)
+    else:
+        router, where = config_or_router, ""
     specs = list(router.route_specs)
     if not specs:
-        raise ConfigError(
-            f"{config_or_router if is_path else 'router'}: no routes to diagnose (the doctor reads routes)"
-        )
+        raise ConfigError(f"{where or 'router'}: no routes to diagnose (the doctor reads routes)")
     names = [s.name for s in specs]
     exemplars = [e for s in specs for e in _route_exemplars(s)]  # in the router's table order
     owners = np.array([names.index(e.route) for e in exemplars], dtype=np.int64)
@@ -222,7 +227,7 @@ def diagnose(
         usage_data = doctor_usage.data_report(router, data) if data is not None else None
         usage_log = doctor_usage.log_report(router, log) if log is not None else None
     report = DoctorReport(
-        str(config_or_router) if is_path else "<router>",
+        where or "<router>",
         str(router.encoder.model_id),
         len(names),
         len(exemplars),

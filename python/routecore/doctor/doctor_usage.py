@@ -16,7 +16,10 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from routecore.routers.router import Router
 
 #: Examples kept per route, and logged queries suggested as exemplars per route.
 EXAMPLES = 3
@@ -75,7 +78,7 @@ def _share(a: int, b: int) -> float | None:
     return round(a / b, 4) if b else None
 
 
-def data_report(router: Any, path: str | os.PathLike[str]) -> DataReport:
+def data_report(router: Router, path: str | os.PathLike[str]) -> DataReport:
     """Per-route accuracy and confusions of ``router`` on the labelled JSONL at ``path``."""
     from routecore.evaluation.datasets import load_routes
 
@@ -125,7 +128,7 @@ def data_report(router: Any, path: str | os.PathLike[str]) -> DataReport:
     )
 
 
-def log_report(router: Any, path: str | os.PathLike[str]) -> LogReport:
+def log_report(router: Router, path: str | os.PathLike[str]) -> LogReport:
     """The routes queries of the decision log at ``path`` most fall out of."""
     from routecore.routers.routing_metrics import RoutingMetrics
 

@@ -14,17 +14,21 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from routecore.calibrate.calibration import wilson_lower
+from routecore.calibrate.calibration import Calibration, wilson_lower
 from routecore.calibrate.fits import Targets, fit_tiers, top2
 from routecore.decide.figures import DecisionFigures, decision_figures
 from routecore.decide.fitted import RoutedCut
+from routecore.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from routecore.routers.router import Router
 
 
-def decide_vectors(router: Any, X: np.ndarray, texts: Sequence[str]) -> list[tuple[str, str | None, str]]:
+def decide_vectors(router: Router, X: np.ndarray, texts: Sequence[str]) -> list[tuple[str, str | None, str]]:
     """(action, route, tier) of ``router``'s decision for each query (vector ``X[i]`` of text
     ``texts[i]``; no previous route, no context): the route table's own decision step."""
     rt = router.route_table
@@ -36,7 +40,7 @@ def decide_vectors(router: Any, X: np.ndarray, texts: Sequence[str]) -> list[tup
 
 
 def fit_routed_cut(
-    router: Any,
+    router: Router,
     X: np.ndarray,
     texts: Sequence[str],
     gold: Sequence[str],
@@ -45,7 +49,7 @@ def fit_routed_cut(
     """Install the ``medium`` cut whose decisions route the most of ``X`` with the routed
     ones right on at least ``policy.route_precision`` (Wilson lower bound); when no cut
     gets there, the one with the best bound. Returns that cut with the decision figures it gives."""
-    cal = router.calibration
+    cal = _calibration(router)
     target = Targets.of(router.policy).route_precision
     best: tuple[tuple[bool, float], float, DecisionFigures] | None = None
     for m in np.linspace(0.05, 0.99, steps):  # above `high` too: a head's high tier may rest on its margin
@@ -61,7 +65,9 @@ def fit_routed_cut(
     return RoutedCut(best[1], target, best[2])
 
 
-def fit_head_tiers(router: Any, X: np.ndarray, texts: Sequence[str], gold: Sequence[str]) -> dict[str, float]:
+def fit_head_tiers(
+    router: Router, X: np.ndarray, texts: Sequence[str], gold: Sequence[str]
+) -> dict[str, float]:
     """Install ``high``/``margin`` (at ``Policy.high_precision``) and the previous route's
     pair (at ``Policy.previous_precision``) fitted on the probabilities the router's head
     gives the in-scope rows of ``X`` it keeps in scope, as the router reads them (lexical
@@ -79,12 +85,22 @@ def fit_head_tiers(router: Any, X: np.ndarray, texts: Sequence[str], gold: Seque
         return {}
     p1s, mgs, right = (np.array(c) for c in zip(*rows))
     fields: dict[str, float] = {}
+    cal = _calibration(router)
     tiers = fit_tiers(p1s, mgs, right, router.policy.high_precision)
     if tiers is not None:
         fields.update(high=tiers[0], margin=tiers[1])
+        cal = replace(cal, high=tiers[0], margin=tiers[1])
         prev = fit_tiers(p1s, mgs, right, router.policy.previous_precision)
         if prev is not None:
             fields.update(previous_high=prev[0], previous_margin=prev[1])
-    if fields:
-        router.calibrate(replace(router.calibration, **fields))
+            cal = replace(cal, previous_high=prev[0], previous_margin=prev[1])
+        router.calibrate(cal)
     return fields
+
+
+def _calibration(router: Router) -> Calibration:
+    if router.calibration is None:
+        raise InvalidArgumentError(
+            "fit: the router has no calibration to fit (a manual policy is not fitted)"
+        )
+    return router.calibration

@@ -33,15 +33,23 @@ import asyncio
 from collections import defaultdict
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Hashable, Optional, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Hashable, Optional, Sequence, Tuple, TypeVar, Union
 
+from routecore.decision import Decision, ToolBelt
 from routecore.errors import ConfigError
 from routecore.serve.defaults import (  # measured with benches/serve_load.py (see above)
     DEFAULT_MAX_BATCH,
     DEFAULT_WINDOW_MS,
 )
 
+if TYPE_CHECKING:
+    from routecore.routers.router import Router
+    from routecore.serve.fast_tier import FastTier
+
 T = TypeVar("T")
+
+#: What ``routecore serve`` serves: a router, or a cascade behind its fast tier (``--fast-model``).
+ServedRouter = Union["Router", "FastTier"]
 
 #: A batch that ended this recently (seconds) sets how many requests the next one waits for.
 RECENT_S = 0.1
@@ -190,18 +198,20 @@ def _grouped(items: Sequence[Any], key: Callable[[Any], Hashable]) -> dict[Hasha
     return groups
 
 
-def route_one(router: Any, item: RouteItem) -> Any:
+def route_one(router: ServedRouter, item: RouteItem) -> Decision:
     return router.route(item.query, previous=item.previous, context_domains=item.context_domains)
 
 
-def tools_one(router: Any, item: ToolsItem) -> Any:
+def tools_one(router: ServedRouter, item: ToolsItem) -> ToolBelt:
     return router.tools(item.query, context_domains=item.context_domains, top_k=item.top_k)
 
 
-def run_routes(router: Any, items: Sequence[RouteItem], fan_out: Executor | None = None) -> list[Any]:
+def run_routes(
+    router: ServedRouter, items: Sequence[RouteItem], fan_out: Executor | None = None
+) -> list[Decision | Exception]:
     """The decisions of ``items`` (or the exception of each one that failed): one batch call per
     ``context_domains``."""
-    out: list[Any] = [None] * len(items)
+    out: dict[int, Decision | Exception] = {}
     for idx in _grouped(items, lambda it: it.context_domains).values():
         group = [items[i] for i in idx]
         try:
@@ -214,14 +224,13 @@ def run_routes(router: Any, items: Sequence[RouteItem], fan_out: Executor | None
             )
         except Exception:  # noqa: BLE001 - one request at a time, so that only the bad one fails
             ds = [_call(route_one, router, it) for it in group]
-        for i, d in zip(idx, ds):
-            out[i] = d
-    return out
+        out.update(zip(idx, ds))
+    return [out[i] for i in range(len(items))]
 
 
-def run_tools(router: Any, items: Sequence[ToolsItem]) -> list[Any]:
+def run_tools(router: ServedRouter, items: Sequence[ToolsItem]) -> list[ToolBelt | Exception]:
     """The tool belts of ``items`` (or exceptions): one ``tools_batch`` call per (context_domains, top_k)."""
-    out: list[Any] = [None] * len(items)
+    out: dict[int, ToolBelt | Exception] = {}
     for idx in _grouped(items, lambda it: (it.context_domains, it.top_k)).values():
         group = [items[i] for i in idx]
         cd, k = group[0].context_domains, group[0].top_k
@@ -233,9 +242,8 @@ def run_tools(router: Any, items: Sequence[ToolsItem]) -> list[Any]:
             )
         except Exception:  # noqa: BLE001
             belts = [_call(tools_one, router, it) for it in group]
-        for i, b in zip(idx, belts):
-            out[i] = b
-    return out
+        out.update(zip(idx, belts))
+    return [out[i] for i in range(len(items))]
 
 
 def _call(fn: Callable[..., Any], *args: Any) -> Any:
@@ -246,12 +254,12 @@ def _call(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def route_many(
-    router: Any,
+    router: ServedRouter,
     queries: list[str],
     previous: list[str | None],
     context_domains: Sequence[str],
     fan_out: Executor | None = None,
-) -> list[Any]:
+) -> list[Decision]:
     """``router.route_batch`` for ``queries``; with an LLM fallback, the decisions run in
     ``fan_out``'s threads, so that the LLM calls of medium-confidence decisions overlap
     instead of queueing one after the other inside the batch (decisions identical)."""

@@ -24,12 +24,13 @@ import logging
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Hashable, Optional
+from typing import Any, Callable, Hashable, Optional, Sequence
 
 from starlette.requests import Request
 
+from routecore.decision import Decision
 from routecore.errors import ConfigError
-from routecore.serve.batcher import Batching, MicroBatcher, run_routes, run_tools
+from routecore.serve.batcher import Batching, MicroBatcher, RouteItem, ServedRouter, run_routes, run_tools
 from routecore.serve.http import ApiError, Limits, read_body
 from routecore.serve.metrics import Metrics
 from routecore.serve.sessions import SessionStore
@@ -62,7 +63,7 @@ class Server:
         self.source, self.token, self.limits, self.batching = source, token, limits, batching
         self.wait_for_load = wait_for_load
         self.version = version
-        self.router: Any = None
+        self.router: Optional[ServedRouter] = None
         self.generation = 0
         self.load_error: Optional[str] = None
         self.reload_poll_s = reload_poll_s
@@ -90,7 +91,7 @@ class Server:
             self._memory = ExperienceMemory(":memory:")
         return self._memory
 
-    def current(self) -> Any:
+    def current(self) -> ServedRouter:
         r = self.router
         if r is None:
             raise ApiError(
@@ -101,7 +102,7 @@ class Server:
             )
         return r
 
-    def fan_out(self, router: Any) -> Optional[ThreadPoolExecutor]:
+    def fan_out(self, router: ServedRouter) -> Optional[ThreadPoolExecutor]:
         """Threads for the LLM fallback's calls of a batch (only for routers with an LLM)."""
         if router.llm is None:
             return None
@@ -109,7 +110,7 @@ class Server:
             self._llm_pool = ThreadPoolExecutor(16, thread_name_prefix="routecore-llm")
         return self._llm_pool
 
-    def _run_routes(self, router: Any, items: Any) -> list[Any]:
+    def _run_routes(self, router: ServedRouter, items: Sequence[RouteItem]) -> list[Decision | Exception]:
         return run_routes(router, items, self.fan_out(router))
 
     # -- lifecycle --------------------------------------------------------------------
