@@ -17,7 +17,7 @@ from routecore import RoutingMetrics
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.examples import __file__ as examples
 from routecore.routers.knowledge import KnowledgeRouter
-from routecore.routers.routing_metrics import report
+from routecore.routers.metrics_report import KnowledgeFeedback, report
 
 QUERIES = [
     "le serveur de production est en panne depuis ce matin",
@@ -39,17 +39,18 @@ def test_route_decisions_against_feedback(it_ops_router, tmp_path):
     truth = [d.route if d.action == "route" else "INCIDENT" for d in ds[:3]] + [None]
     for d, t in zip(ds, truth):
         m.feedback(d, route=t)
-    r = m.report()["routes"]
+    r = m.report().routes
     judged = list(zip(ds[:4], truth))
     right = sum((d.action == "route" and d.route == t) if t else d.action != "route" for d, t in judged)
     routed = [d for d, _ in judged if d.action == "route"]
-    assert r["decisions"] == 6 and r["with_feedback"] == 4
-    assert r["accuracy"] == pytest.approx(right / 4)
-    assert r["routed_share"] == pytest.approx(len(routed) / 4)
-    assert r["clarify_rate"] == pytest.approx(sum(d.action == "clarify" for d, _ in judged) / 4)
+    assert r.decisions == 6 and r.with_feedback == 4 and r.figures is not None
+    assert r.accuracy == pytest.approx(right / 4)
+    assert r.figures.routed_share == pytest.approx(len(routed) / 4)
+    assert r.figures.clarify_rate == pytest.approx(sum(d.action == "clarify" for d, _ in judged) / 4)
+    assert r.to_dict()["routed_share"] == pytest.approx(len(routed) / 4)  # the JSON form: flat
     rep = m.report()
-    assert sum(v["n"] for v in rep["latency_by_route"].values()) == 6
-    assert rep["reliability"]["n"] == 4 and sum(b["n"] for b in rep["reliability"]["table"]) == 4
+    assert sum(v.n for v in rep.latency_by_route.values()) == 6
+    assert rep.reliability.n == 4 and sum(b.n for b in rep.reliability.table) == 4
     # The log holds every record and feedback line; read back, it gives the same report.
     lines = (tmp_path / "logs" / "decisions.jsonl").read_text().splitlines()
     assert [json.loads(x)["type"] for x in lines].count("feedback") == 4
@@ -72,13 +73,13 @@ def test_tool_precision_recall_and_no_tool(tools_router):
     assert offered and weather.no_tool
     m.feedback(logs, tools=[offered[0], "not_offered"])
     m.feedback(weather, tools=[])
-    r = m.report()["tools"]
+    r = m.report().tools
     assert (
-        r["with_feedback"] == 2
-        and r["precision"] == pytest.approx(1 / len(offered), abs=1e-6)  # rounded to 6 places
-        and r["recall"] == pytest.approx(0.5)
+        r.with_feedback == 2
+        and r.precision == pytest.approx(1 / len(offered), abs=1e-6)  # rounded to 6 places
+        and r.recall == pytest.approx(0.5)
     )
-    assert r["no_tool_rows"] == 1 and r["no_tool_right"] == 1.0
+    assert r.no_tool_rows == 1 and r.no_tool_right == 1.0
 
 
 def test_knowledge_selections(encoder):
@@ -89,8 +90,8 @@ def test_knowledge_selections(encoder):
     other = kr.collections("combien de jours de congé maternité")
     m.feedback(other, collections=["no_such_collection"])
     r = m.report()
-    assert r["knowledge"] == {"selections": 2, "with_feedback": 2, "accuracy": 0.5, "top1_accuracy": 0.5}
-    assert r["reliability"]["n"] == 2 and kr.router.metrics is None  # the inner router records nothing
+    assert r.knowledge == KnowledgeFeedback(selections=2, with_feedback=2, accuracy=0.5, top1_accuracy=0.5)
+    assert r.reliability.n == 2 and kr.router.metrics is None  # the inner router records nothing
 
 
 def test_reliability_table_and_ece():
@@ -106,14 +107,15 @@ def test_reliability_table_and_ece():
         }
         for c, ok in [(0.95, True), (0.92, True), (0.91, False), (0.15, False)]
     ]
-    rel = report(recs)["reliability"]
-    assert [b["n"] for b in rel["table"]] == [1, 3]
-    top = rel["table"][1]
-    assert top["mean_confidence"] == pytest.approx((0.95 + 0.92 + 0.91) / 3) and top[
-        "success_rate"
-    ] == pytest.approx(2 / 3)
-    assert rel["ece"] == pytest.approx(0.25 * 0.15 + 0.75 * abs(2 / 3 - (0.95 + 0.92 + 0.91) / 3), abs=1e-6)
-    assert report([])["routes"]["accuracy"] is None and report([])["reliability"]["ece"] is None
+    rel = report(recs).reliability
+    assert [b.n for b in rel.table] == [1, 3] and rel.table[1].bin == (0.9, 1.0)
+    top = rel.table[1]
+    assert top.mean_confidence == pytest.approx((0.95 + 0.92 + 0.91) / 3)
+    assert top.success_rate == pytest.approx(2 / 3)
+    assert rel.ece == pytest.approx(0.25 * 0.15 + 0.75 * abs(2 / 3 - (0.95 + 0.92 + 0.91) / 3), abs=1e-6)
+    empty = report([])
+    assert empty.routes.accuracy is None and empty.routes.figures is None and empty.reliability.ece is None
+    assert empty.to_dict()["routes"]["routed_share"] is None  # every figure named, none measured
 
 
 def test_bad_feedback_logs_and_sinks(it_ops_router, tmp_path, caplog):
@@ -164,7 +166,7 @@ def test_eval_reads_a_decision_log(it_ops_router, tmp_path):
     )
     assert p.returncode == 0, p.stderr
     got = json.loads(p.stdout)
-    assert got == m.report() and got["routes"]["accuracy"] == 1.0
+    assert got == m.report().to_dict() and got["routes"]["accuracy"] == 1.0
     text = subprocess.run(
         [sys.executable, "-m", "routecore", "eval", "--log", str(log)],
         capture_output=True,

@@ -91,17 +91,18 @@ def _eval_log(args: argparse.Namespace) -> int:
 
     res = RoutingMetrics.from_log(args.log).report()
     if args.json:
-        print(json.dumps(res, ensure_ascii=False))
+        print(json.dumps(res.to_dict(), ensure_ascii=False))
     else:
+        out = res.to_dict()
         for k in ("records", "routes", "tools", "knowledge", "latency_by_route"):
-            print(f"{k}: {res[k]}")
-        rel = res["reliability"]
-        print(f"reliability: n={rel['n']} ece={rel['ece']}")
-        for b in rel["table"]:
+            print(f"{k}: {out[k]}")
+        rel = res.reliability
+        print(f"reliability: n={rel.n} ece={rel.ece}")
+        for b in rel.table:
             print(
-                f"  confidence {b['bin'][0]:.1f}-{b['bin'][1]:.1f}: n={b['n']} "
-                f"mean {b['mean_confidence']:.3f} "
-                f"success {b['success_rate']:.3f}"
+                f"  confidence {b.bin[0]:.1f}-{b.bin[1]:.1f}: n={b.n} "
+                f"mean {b.mean_confidence:.3f} "
+                f"success {b.success_rate:.3f}"
             )
     return 0
 

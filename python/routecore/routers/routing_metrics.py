@@ -7,7 +7,7 @@ feedback arrives.
     router = Router.from_config("routes.yaml", metrics=metrics)
     d = router.route("my invoice is wrong")
     metrics.feedback(d, route="BILLING")              # later, when the truth is known
-    print(metrics.report())
+    print(metrics.report().routes)
 
 The router calls the sink (any callable) with each :class:`~routecore.decision.Decision`
 and :class:`~routecore.decision.ToolBelt` it returns; every other router given ``metrics=``
@@ -15,10 +15,10 @@ calls it with each result (``KnowledgeRouter``, ``LLMToolRouter``, ``ContextRout
 ``Cascade``: docs/routers.md). Feedback names the right route (``None``: out of scope), the tools the
 agent used or should have used, the right collections, and/or plain ``success``.
 
-:meth:`RoutingMetrics.report` gives: route accuracy against feedback (with the share
-routed, the accuracy among routed, the confidently wrong and clarify rates), tool
-precision and recall, knowledge-source accuracy, latency by route, and confidence
-against success (a reliability table and its expected calibration error).
+:meth:`RoutingMetrics.report` gives a :class:`~routecore.routers.metrics_report.MetricsReport`:
+route accuracy against feedback (with the share routed, the accuracy among routed, the confidently
+wrong and clarify rates), tool precision and recall, knowledge-source accuracy, latency by route,
+and confidence against success (a reliability table and its expected calibration error).
 ``routecore eval --log decisions.jsonl`` builds the same report from a log, so
 production logs can be evaluated offline. Nothing is written unless ``log`` is set.
 """
@@ -33,18 +33,13 @@ import uuid
 import weakref
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence, TypeVar
-
-import numpy as np
-
-from routecore.decide.figures import decision_figures
+from typing import Any, Mapping, Sequence, TypeVar
 
 # Re-exported (``X as X``): the routers' sink call lives with the results (routecore.decision).
 from routecore.decision import emit as emit
 from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.routers.metrics_report import MetricsReport, report
 
-#: Reliability bins over the confidence [0, 1].
-BINS = 10
 _UNSET: Any = object()
 _R = TypeVar("_R")
 
@@ -259,132 +254,6 @@ class RoutingMetrics:
         with self._lock:
             return [json.loads(json.dumps(r)) for r in self._records.values()]
 
-    def report(self) -> dict[str, Any]:
-        """Every figure, as plain JSON-ready values (see the module docstring)."""
+    def report(self) -> MetricsReport:
+        """Every figure (see the module docstring); ``.to_dict()`` for JSON."""
         return report(self.records())
-
-
-def _rate(num: int, den: int) -> float | None:
-    return round(num / den, 6) if den else None
-
-
-def _route_right(r: Mapping[str, Any], truth: Any) -> bool:
-    return (
-        bool(r["action"] == "route" and r["route"] == truth)
-        if truth is not None
-        else bool(r["action"] != "route")
-    )
-
-
-def _routes(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    judged = [r for r in recs if "route" in r.get("feedback", {})]
-    right = sum(_route_right(r, r["feedback"]["route"]) for r in judged)
-    figures = decision_figures(
-        [(r["action"], r["route"], r["tier"]) for r in judged], [r["feedback"]["route"] for r in judged]
-    ).to_dict()
-    return {
-        "decisions": len(recs),
-        "with_feedback": len(judged),
-        "accuracy": _rate(right, len(judged)),
-        # the decision figures of eval and fit (none measured without feedback)
-        **{k: round(v, 6) if judged and v is not None else None for k, v in figures.items()},
-    }
-
-
-def _tools(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    judged = [r for r in recs if "tools" in r.get("feedback", {})]
-    hit = offered = used = 0
-    none_right = none_rows = 0
-    for r in judged:
-        truth, belt = set(r["feedback"]["tools"]), set(r["tools"])
-        hit, offered, used = hit + len(truth & belt), offered + len(belt), used + len(truth)
-        if not truth:
-            none_rows += 1
-            none_right += bool(r["no_tool"])
-    return {
-        "belts": len(recs),
-        "with_feedback": len(judged),
-        "precision": _rate(hit, offered),
-        "recall": _rate(hit, used),
-        "no_tool_rows": none_rows,
-        "no_tool_right": _rate(none_right, none_rows),
-    }
-
-
-def _knowledge(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    judged = [r for r in recs if "collections" in r.get("feedback", {})]
-    anyhit = sum(bool(set(r["collections"]) & set(r["feedback"]["collections"])) for r in judged)
-    first = sum(
-        bool(r["collections"]) and r["collections"][0] in r["feedback"]["collections"] for r in judged
-    )
-    return {
-        "selections": len(recs),
-        "with_feedback": len(judged),
-        "accuracy": _rate(anyhit, len(judged)),
-        "top1_accuracy": _rate(first, len(judged)),
-    }
-
-
-def _latency(recs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    by: dict[str, list[float]] = {}
-    for r in recs:
-        key = (
-            r["route"]
-            if r["kind"] == "route" and r["action"] == "route"
-            else (r["action"] if r["kind"] == "route" else "tools")
-        )
-        by.setdefault(str(key), []).append(r["latency_ms"])
-    return {
-        k: {
-            "n": len(v),
-            "p50_ms": round(float(np.percentile(v, 50)), 3),
-            "p95_ms": round(float(np.percentile(v, 95)), 3),
-        }
-        for k, v in sorted(by.items())
-    }
-
-
-def _outcome(r: Mapping[str, Any]) -> bool | None:
-    fb = r.get("feedback", {})
-    if "success" in fb:
-        return bool(fb["success"])
-    if r["kind"] == "route" and "route" in fb:
-        return _route_right(r, fb["route"])
-    if r["kind"] == "knowledge" and "collections" in fb:
-        return bool(r["collections"]) and r["collections"][0] in fb["collections"]
-    return None
-
-
-def _reliability(recs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    pairs = [(r["confidence"], o) for r in recs if "confidence" in r and (o := _outcome(r)) is not None]
-    table, ece = [], 0.0
-    for b in range(BINS):
-        lo, hi = b / BINS, (b + 1) / BINS
-        inside = [(c, o) for c, o in pairs if lo <= c < hi or (b == BINS - 1 and c == 1.0)]
-        if not inside:
-            continue
-        conf = float(np.mean([c for c, _ in inside]))
-        rate = float(np.mean([o for _, o in inside]))
-        ece += len(inside) / len(pairs) * abs(rate - conf)
-        table.append(
-            {
-                "bin": [lo, hi],
-                "n": len(inside),
-                "mean_confidence": round(conf, 6),
-                "success_rate": round(rate, 6),
-            }
-        )
-    return {"n": len(pairs), "table": table, "ece": round(ece, 6) if pairs else None}
-
-
-def report(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The report of plain records (as :meth:`RoutingMetrics.records` gives them)."""
-    kinds = {k: [r for r in records if r.get("kind") == k] for k in ("route", "tools", "knowledge")}
-    return {
-        "records": len(records),
-        "routes": _routes(kinds["route"]),
-        "tools": _tools(kinds["tools"]),
-        "knowledge": _knowledge(kinds["knowledge"]),
-        "latency_by_route": _latency(kinds["route"] + kinds["tools"]),
-        "reliability": _reliability(kinds["route"] + kinds["knowledge"]),
-    }

@@ -1,0 +1,222 @@
+"""What :class:`~routecore.routers.routing_metrics.RoutingMetrics` reports: :class:`MetricsReport`,
+built from plain log records (as ``RoutingMetrics.records`` gives them, or a decision log read back).
+
+Route decisions against their feedback (with the decision figures of ``routecore eval`` and ``fit``),
+tool belts, knowledge selections, latency by route, and confidence against success (a reliability
+table and its expected calibration error). Every rate is rounded to 6 places, and is None when no
+record had the feedback it needs. ``to_dict`` is the JSON form ``routecore eval --log --json`` prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from routecore.decide.figures import DecisionFigures, decision_figures
+
+#: Reliability bins over the confidence [0, 1].
+BINS = 10
+
+
+@dataclass(frozen=True)
+class RouteFeedback:
+    """Route decisions: how many, how many got feedback, the share right (a declined query whose
+    truth is out of scope is right), and the decision figures of the judged ones (None without any)."""
+
+    decisions: int
+    with_feedback: int
+    accuracy: float | None
+    figures: DecisionFigures | None
+
+    def to_dict(self) -> dict[str, Any]:
+        names = ("routed_share", "routed_accuracy", "confident_wrong_rate", "clarify_rate", "none_rate")
+        figures = self.figures.to_dict() if self.figures is not None else dict.fromkeys(names)
+        return {
+            "decisions": self.decisions,
+            "with_feedback": self.with_feedback,
+            "accuracy": self.accuracy,
+            **{k: _round(v) for k, v in figures.items()},
+        }
+
+
+@dataclass(frozen=True)
+class ToolFeedback:
+    """Tool belts: precision and recall of the offered tools against the ones that were right, and
+    how often "no tool fits" was right on the rows where none was."""
+
+    belts: int
+    with_feedback: int
+    precision: float | None
+    recall: float | None
+    no_tool_rows: int
+    no_tool_right: float | None
+
+
+@dataclass(frozen=True)
+class KnowledgeFeedback:
+    """Knowledge selections: any selected collection right, and the first one right."""
+
+    selections: int
+    with_feedback: int
+    accuracy: float | None
+    top1_accuracy: float | None
+
+
+@dataclass(frozen=True)
+class LatencyOf:
+    """Latency of one route (or action, or ``tools``): count, p50 and p95 in milliseconds."""
+
+    n: int
+    p50_ms: float
+    p95_ms: float
+
+
+@dataclass(frozen=True)
+class ReliabilityRow:
+    """A confidence bin ``[lo, hi)``: its records, their mean confidence and success rate."""
+
+    bin: tuple[float, float]
+    n: int
+    mean_confidence: float
+    success_rate: float
+
+
+@dataclass(frozen=True)
+class ReliabilityTable:
+    """Confidence against success over the records with an outcome; ``ece`` None without any."""
+
+    n: int
+    table: tuple[ReliabilityRow, ...]
+    ece: float | None
+
+
+@dataclass(frozen=True)
+class MetricsReport:
+    """Every figure of a set of records (see the module docstring)."""
+
+    records: int
+    routes: RouteFeedback
+    tools: ToolFeedback
+    knowledge: KnowledgeFeedback
+    latency_by_route: Mapping[str, LatencyOf]
+    reliability: ReliabilityTable
+
+    def to_dict(self) -> dict[str, Any]:
+        rel = self.reliability
+        return {
+            "records": self.records,
+            "routes": self.routes.to_dict(),
+            "tools": asdict(self.tools),
+            "knowledge": asdict(self.knowledge),
+            "latency_by_route": {k: asdict(v) for k, v in self.latency_by_route.items()},
+            "reliability": {
+                "n": rel.n,
+                "table": [asdict(r) | {"bin": list(r.bin)} for r in rel.table],
+                "ece": rel.ece,
+            },
+        }
+
+
+def report(records: Sequence[Mapping[str, Any]]) -> MetricsReport:
+    """The report of plain records (as :meth:`RoutingMetrics.records` gives them)."""
+    kinds = {k: [r for r in records if r.get("kind") == k] for k in ("route", "tools", "knowledge")}
+    return MetricsReport(
+        records=len(records),
+        routes=_routes(kinds["route"]),
+        tools=_tools(kinds["tools"]),
+        knowledge=_knowledge(kinds["knowledge"]),
+        latency_by_route=_latency(kinds["route"] + kinds["tools"]),
+        reliability=_reliability(kinds["route"] + kinds["knowledge"]),
+    )
+
+
+def _round(v: float | None) -> float | None:
+    return round(v, 6) if v is not None else None
+
+
+def _rate(num: int, den: int) -> float | None:
+    return round(num / den, 6) if den else None
+
+
+def _route_right(r: Mapping[str, Any], truth: Any) -> bool:
+    return (
+        bool(r["action"] == "route" and r["route"] == truth)
+        if truth is not None
+        else bool(r["action"] != "route")
+    )
+
+
+def _routes(recs: Sequence[Mapping[str, Any]]) -> RouteFeedback:
+    judged = [r for r in recs if "route" in r.get("feedback", {})]
+    right = sum(_route_right(r, r["feedback"]["route"]) for r in judged)
+    figures = decision_figures(
+        [(r["action"], r["route"], r["tier"]) for r in judged], [r["feedback"]["route"] for r in judged]
+    )
+    return RouteFeedback(len(recs), len(judged), _rate(right, len(judged)), figures if judged else None)
+
+
+def _tools(recs: Sequence[Mapping[str, Any]]) -> ToolFeedback:
+    judged = [r for r in recs if "tools" in r.get("feedback", {})]
+    hit = offered = used = 0
+    none_right = none_rows = 0
+    for r in judged:
+        truth, belt = set(r["feedback"]["tools"]), set(r["tools"])
+        hit, offered, used = hit + len(truth & belt), offered + len(belt), used + len(truth)
+        if not truth:
+            none_rows += 1
+            none_right += bool(r["no_tool"])
+    return ToolFeedback(
+        len(recs), len(judged), _rate(hit, offered), _rate(hit, used), none_rows, _rate(none_right, none_rows)
+    )
+
+
+def _knowledge(recs: Sequence[Mapping[str, Any]]) -> KnowledgeFeedback:
+    judged = [r for r in recs if "collections" in r.get("feedback", {})]
+    anyhit = sum(bool(set(r["collections"]) & set(r["feedback"]["collections"])) for r in judged)
+    first = sum(
+        bool(r["collections"]) and r["collections"][0] in r["feedback"]["collections"] for r in judged
+    )
+    return KnowledgeFeedback(len(recs), len(judged), _rate(anyhit, len(judged)), _rate(first, len(judged)))
+
+
+def _latency(recs: Iterable[Mapping[str, Any]]) -> dict[str, LatencyOf]:
+    by: dict[str, list[float]] = {}
+    for r in recs:
+        key = (
+            r["route"]
+            if r["kind"] == "route" and r["action"] == "route"
+            else (r["action"] if r["kind"] == "route" else "tools")
+        )
+        by.setdefault(str(key), []).append(r["latency_ms"])
+    return {
+        k: LatencyOf(len(v), round(float(np.percentile(v, 50)), 3), round(float(np.percentile(v, 95)), 3))
+        for k, v in sorted(by.items())
+    }
+
+
+def _outcome(r: Mapping[str, Any]) -> bool | None:
+    fb = r.get("feedback", {})
+    if "success" in fb:
+        return bool(fb["success"])
+    if r["kind"] == "route" and "route" in fb:
+        return _route_right(r, fb["route"])
+    if r["kind"] == "knowledge" and "collections" in fb:
+        return bool(r["collections"]) and r["collections"][0] in fb["collections"]
+    return None
+
+
+def _reliability(recs: Iterable[Mapping[str, Any]]) -> ReliabilityTable:
+    pairs = [(r["confidence"], o) for r in recs if "confidence" in r and (o := _outcome(r)) is not None]
+    table, ece = [], 0.0
+    for b in range(BINS):
+        lo, hi = b / BINS, (b + 1) / BINS
+        inside = [(c, o) for c, o in pairs if lo <= c < hi or (b == BINS - 1 and c == 1.0)]
+        if not inside:
+            continue
+        conf = float(np.mean([c for c, _ in inside]))
+        rate = float(np.mean([o for _, o in inside]))
+        ece += len(inside) / len(pairs) * abs(rate - conf)
+        table.append(ReliabilityRow((lo, hi), len(inside), round(conf, 6), round(rate, 6)))
+    return ReliabilityTable(len(pairs), tuple(table), round(ece, 6) if pairs else None)
