@@ -81,6 +81,7 @@ class HeadStats:
 
 
 #: Keys of a flat (pre-typed) stats mapping that belong to ``routecore fit``'s record.
+#: The fit record earlier bundles kept in the stats (now the bundle's `fitted`).
 _FIT_KEYS = ("fit_objective", "fit_value", "validation_decisions")
 
 
@@ -115,8 +116,6 @@ class CalibrationStats:
     lexical: Mapping[str, float] = field(default_factory=dict)
     #: The exemplar head's fit, when the router has one (or why it serves without).
     head: HeadStats | None = None
-    #: ``routecore fit``'s record: objective, value, the validation split's decisions, the tools' fit.
-    fit: Mapping[str, Any] = field(default_factory=dict)
     #: The routing cut learned from answered queries (:func:`routecore.calibrate.fits.learned_medium`).
     learned_medium: Mapping[str, float] | None = None
 
@@ -126,20 +125,18 @@ class CalibrationStats:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "CalibrationStats":
         """The stats of a bundle: this record's own form, or the flat mapping of earlier bundles
-        (``lexical_*`` keys go to :attr:`lexical`, ``fit_*`` and ``tools_*`` to :attr:`fit`)."""
+        (``lexical_*`` keys go to :attr:`lexical`). The fit's record that earlier bundles kept here
+        (``fit``, ``fit_*``, ``tools_*``) is dropped: a bundle keeps it as its router's ``fitted``."""
         if not isinstance(d, Mapping):
             raise ConfigError(f"calibration stats must be a mapping, got {type(d).__name__}")
-        known = {f.name for f in fields(cls)} - {"lexical", "fit", "head"}
+        known = {f.name for f in fields(cls)} - {"lexical", "head"}
         kw: dict[str, Any] = {k: v for k, v in d.items() if k in known}
         lexical = dict(d.get("lexical") or {})
-        fit = dict(d.get("fit") or {})
         for k, v in d.items():
-            if k in known or k in ("lexical", "fit", "head"):
+            if k in known or k in ("lexical", "fit", "head") or k in _FIT_KEYS or k.startswith("tools_"):
                 continue
             if k.startswith("lexical_"):
                 lexical[k] = v
-            elif k in _FIT_KEYS or k.startswith("tools_"):
-                fit[k] = v
             else:
                 raise ConfigError(f"calibration stats: unknown key {k!r}")
         if kw.get("temperature_fallback") is True:  # earlier bundles: a flag for the constant
@@ -148,6 +145,5 @@ class CalibrationStats:
         return cls(
             **kw,
             lexical=lexical,
-            fit=fit,
             head=head if head is None or isinstance(head, HeadStats) else HeadStats.from_dict(head),
         )

@@ -201,9 +201,6 @@ def fit_router(
             lexical_weight=lex_w,
             min_score=float(np.clip(min_score, 0.0, 1.0)),
             per_route=per_route,
-            stats=replace(
-                base.stats, fit={**base.stats.fit, "fit_objective": res.objective, "fit_value": res.value}
-            ),
         )
     )
     texts = [s.text for s in val.samples]
@@ -212,13 +209,6 @@ def fit_router(
     # End to end: the routed cut that the router's own decisions (head included) need on
     # this split, and the figures of those decisions, which is what fit reports.
     decisions = fit_routed_cut(router, X, texts, gold)
-    cal = router.calibration
-    assert cal is not None  # calibrate() above installed one (fit_routed_cut only replaces it)
-    router.calibrate(
-        replace(
-            cal, stats=replace(cal.stats, fit={**cal.stats.fit, "validation_decisions": decisions.to_dict()})
-        )
-    )
     fitted = RouteFit(
         objective=res.objective,
         value=res.value,

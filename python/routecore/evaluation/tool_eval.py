@@ -158,7 +158,6 @@ def fit_tools(
             tool_lexical_weight=w,
             tool_lexical_stemmer=stemmer,
             tool_lexical_b=b,
-            stats=replace(cal.stats, fit={**cal.stats.fit, **{f"tools_{k}": v for k, v in stats.items()}}),
         )
     )
     fitted = ToolFit(w, stemmer, b, len(keep), stats, tried)
