@@ -26,6 +26,7 @@ from routecore.decide.tables import (
 from routecore.errors import ConfigError
 from routecore.routers.route_table import RouteTable
 from routecore.tools.tool_catalog import ToolCatalog, lexical_form
+from routecore.updates.rebuild import Rebuild
 
 #: The exemplar tables of a router: (key, which specs, the attribute holding the texts).
 KEYS = (
@@ -173,6 +174,24 @@ def build(
     route_table.set_languages(spec_policy, calibration)
     tool_catalog.set_languages(spec_policy, calibration)
     return Parts(route_table, tool_catalog, calibration, n_todo, embed_ms)
+
+
+def rebuild(r: Rebuild) -> Parts:
+    """:func:`build` with what a live update or a learning refit rebuilds a router with."""
+    return build(
+        r.routes,
+        r.tools,
+        encoder=r.encoder,
+        spec_policy=r.spec_policy,
+        llm=r.llm,
+        memory=r.memory,
+        head=r.head,
+        storage=r.storage,
+        calibration=r.calibration,
+        known=r.known,
+        head_threshold=r.head_threshold,
+        answers=r.answers,
+    )
 
 
 def _checked(v: np.ndarray, key: str, rows: int, dim: int) -> np.ndarray:

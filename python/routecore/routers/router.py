@@ -145,7 +145,7 @@ class Router(ToolCalls, Changes):
         given = policy or Policy()
         self.spec_policy = with_route_thresholds(given, routes)
         #: routecore's own interface to this router (live updates, learning): not public API.
-        self.internals = RouterInternals(storage, given, self._install, assembly.build)
+        self.internals = RouterInternals(storage, given, self._install, assembly.rebuild)
         parts = assembly.build(
             routes,
             tools,

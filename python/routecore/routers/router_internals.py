@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from routecore.decide.policy import Policy
     from routecore.routers.assembly import Parts
     from routecore.updates.learning import Learner
+    from routecore.updates.rebuild import Rebuild
 
 
 class RouterInternals:
@@ -22,8 +23,9 @@ class RouterInternals:
         storage: the storage its tables were built with (a rebuild keeps it).
         given_policy: the policy as given, before the routes' own thresholds were applied.
         install: puts rebuilt parts (a route table, a tool catalog and their calibration) in force.
-        build: builds those parts from specs (:func:`routecore.routers.assembly.build`'s signature):
-            what a live update or a learning refit rebuilds with.
+        build: builds those parts from a :class:`~routecore.updates.rebuild.Rebuild`
+            (:func:`routecore.routers.assembly.rebuild`): what a live update or a learning refit
+            rebuilds with.
     """
 
     def __init__(
@@ -31,7 +33,7 @@ class RouterInternals:
         storage: str,
         given_policy: Policy,
         install: Callable[[Parts], None],
-        build: Callable[..., Parts],
+        build: Callable[[Rebuild], Parts],
     ):
         #: Serialises changes (live updates, learning); readers never take it.
         self.writer = threading.Lock()

@@ -18,6 +18,7 @@ import numpy as np
 
 from routecore.calibrate.calibration_record import kept_calibration
 from routecore.decide.tables import ScoreTable, exemplar_texts, known_vectors
+from routecore.updates.rebuild import Rebuild, rebuild_of
 
 #: A learned query this close to an exemplar of its route is a near-duplicate: on the calibration's
 #: similarity scale (``Calibration.similarity``: 0 is an unrelated best match under the encoder in
@@ -146,7 +147,7 @@ class RefitJob:
     rt: Any
     tc: Any
     generation: int
-    kw: dict[str, Any]
+    args: Rebuild
 
     @classmethod
     def begin(
@@ -156,8 +157,6 @@ class RefitJob:
         fitted head: ``routecore fit --head``) or a live update replaced the table. ``answers``:
         answered queries the router did not route, (best probability, right); they lower the
         routing cut where they were right often enough (:func:`routecore.calibrate.fits.learned_medium`)."""
-
-        from routecore.updates.live import build_args
 
         rt, tc, sp = router.route_table, router.tool_catalog, router.spec_policy
         if rt is not st.rt:
@@ -171,16 +170,18 @@ class RefitJob:
             head_threshold = head.threshold if calibration is not None else None
             head = None
         texts = exemplar_texts(rt.specs)[0]
-        kw = build_args(router, sp, head, calibration, head_threshold, dict(zip(texts, st.V)))
+        args = rebuild_of(
+            router, rt.specs, tc.specs, sp, head, calibration, head_threshold, dict(zip(texts, st.V))
+        )
         if answers:
-            kw["answers"] = (np.array([a[0] for a in answers]), np.array([a[1] for a in answers]))
-        return cls(router, rt, tc, generation, {"specs": (list(rt.specs), list(tc.specs)), **kw})
+            args = replace(
+                args, answers=(np.array([a[0] for a in answers]), np.array([a[1] for a in answers]))
+            )
+        return cls(router, rt, tc, generation, args)
 
     def build(self) -> Any:
         """The new parts (:class:`routecore.routers.assembly.Parts`)."""
-        kw = dict(self.kw)
-        routes, tools = kw.pop("specs")
-        return self.router.internals.build(routes, tools, **kw)
+        return self.router.internals.build(self.args)
 
     def still_valid(self, router: Any, st: State, forgot_at: int) -> bool:
         """Whether the parts may replace the router's: no live update and no removal since the job began."""

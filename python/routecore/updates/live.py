@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from routecore.calibrate.calibration_record import kept_calibration
 from routecore.config.specs import RouteSpec, ToolSpec, unique
 from routecore.decide.policy import with_route_thresholds
-from routecore.decide.tables import KnownVectors, known_vectors
+from routecore.decide.tables import known_vectors
 from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.updates.rebuild import rebuild_of
 
 
 @dataclass(frozen=True)
@@ -59,33 +60,6 @@ def _merged(
     out = [changed.get(s.name, s) for s in old if s.name not in gone] + list(add)
     unique([s.name for s in out], kind, "update")
     return out
-
-
-def build_args(
-    router: Any,
-    spec_policy: Any,
-    head: Any,
-    calibration: Any,
-    head_threshold: Any,
-    routes_known: Mapping[str, Any],
-) -> dict[str, Any]:
-    """The keyword arguments of ``router.internals.build`` (:func:`routecore.routers.assembly.build`) for a
-    rebuild of ``router``'s
-    tables (a live update, a learning refit): its encoder, LLM, memory and storage, the tools' and
-    anti-patterns' vectors it has, and ``routes_known`` (text -> vector) for the routes'."""
-    tc = router.tool_catalog
-    known = KnownVectors(routes_known, known_vectors(tc.tools), known_vectors(tc.anti))
-    return dict(
-        encoder=router.encoder,
-        spec_policy=spec_policy,
-        llm=router.route_table.llm,
-        memory=tc.memory,
-        head=head,
-        storage=router.internals.storage,
-        calibration=calibration,
-        known=known,
-        head_threshold=head_threshold,
-    )
 
 
 def apply(
@@ -130,8 +104,10 @@ def apply(
             head_threshold = head.threshold if calibration is not None else None
             head = None
         t0 = time.perf_counter()
-        args = build_args(router, spec_policy, head, calibration, head_threshold, known_vectors(rt.table))
-        parts = router.internals.build(routes, tools, **args)
+        args = rebuild_of(
+            router, routes, tools, spec_policy, head, calibration, head_threshold, known_vectors(rt.table)
+        )
+        parts = router.internals.build(args)
         total = (time.perf_counter() - t0) * 1e3
         router.spec_policy = spec_policy
         router.internals.install(parts)

@@ -1,0 +1,69 @@
+"""What rebuilding a router's tables takes: :class:`Rebuild`, the parameter struct that a live update
+(:mod:`routecore.updates.live`) and a learning refit (:mod:`routecore.updates.learning_update`) hand
+to the router's ``internals.build`` (:func:`routecore.routers.assembly.rebuild`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+
+from routecore.config.specs import RouteSpec, ToolSpec
+from routecore.decide.tables import EncoderLike, KnownVectors, known_vectors
+
+if TYPE_CHECKING:
+    from routecore.calibrate.calibration_record import Calibration
+    from routecore.decide.policy import Policy
+
+
+@dataclass(frozen=True)
+class Rebuild:
+    """The specs of the new tables and how to build them.
+
+    ``known``: embeddings by text to reuse (only texts it lacks are embedded); ``head``: the head to
+    keep (None: train the exemplar head again); ``head_threshold``: the exemplar head's out-of-scope
+    cut to keep with ``calibration``'s tiers; ``answers``: (best probability, right) of answered
+    queries the router did not route, which lower the routing cut (a learning refit)."""
+
+    routes: tuple[RouteSpec, ...]
+    tools: tuple[ToolSpec, ...]
+    encoder: EncoderLike
+    spec_policy: Policy
+    llm: Any
+    memory: Any
+    head: Any
+    storage: str
+    calibration: Calibration | None
+    known: KnownVectors
+    head_threshold: float | None
+    answers: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def rebuild_of(
+    router: Any,
+    routes: Sequence[RouteSpec],
+    tools: Sequence[ToolSpec],
+    spec_policy: Policy,
+    head: Any,
+    calibration: Calibration | None,
+    head_threshold: float | None,
+    routes_known: Mapping[str, np.ndarray],
+) -> Rebuild:
+    """The :class:`Rebuild` of ``router``'s tables over ``routes`` and ``tools``: its encoder, LLM, memory
+    and storage, the tools' and anti-patterns' vectors it has, and ``routes_known`` (text -> vector)
+    for the routes'."""
+    tc = router.tool_catalog
+    return Rebuild(
+        routes=tuple(routes),
+        tools=tuple(tools),
+        encoder=router.encoder,
+        spec_policy=spec_policy,
+        llm=router.route_table.llm,
+        memory=tc.memory,
+        head=head,
+        storage=router.internals.storage,
+        calibration=calibration,
+        known=KnownVectors(routes_known, known_vectors(tc.tools), known_vectors(tc.anti)),
+        head_threshold=head_threshold,
+    )
