@@ -51,6 +51,7 @@ import numpy as np
 
 from routecore import Encoder, TableVectors
 from routecore.decide.policy import Policy
+from routecore.decide.policy_sections import Stemmer
 from routecore.evaluation import datasets as D
 from routecore.evaluation import metrics as M
 from routecore.evaluation.runner import embed, routes_from_split
@@ -62,6 +63,11 @@ SETS = {
     "massive-en": ("massive", "en-US"),
     "massive-fr": ("massive", "fr-FR"),
     "massive-zh": ("massive", "zh-CN"),
+}
+#: The route tables' stemmer per set: none (the default), or the stemmer of the set's language.
+STEMMERS: dict[str, dict[str, Stemmer]] = {
+    "none": dict.fromkeys(SETS, "none"),
+    "language": {**dict.fromkeys(SETS, "english"), "massive-fr": "french", "massive-zh": "none"},
 }
 #: Precision target per set (MASSIVE fr/zh: 0.90, issue 34).
 TARGET = {"massive-fr": 0.90, "massive-zh": 0.90}
@@ -127,12 +133,15 @@ def build(
     seed: int,
     goal: float | None = None,
     descriptions: dict[str, str] | None = None,
+    stemmer: Stemmer = "none",
 ) -> Router:
     """The router a config of ``k`` sampled utterances per label gives (its exemplars' embeddings
-    cached); ``goal``: the policy's ``route_precision``; ``descriptions``: each route's, by label."""
+    cached); ``goal``: the policy's ``route_precision``; ``descriptions``: each route's, by label;
+    ``stemmer``: the route tables' lexical stemmer."""
     routes = routes_from_split(train, shots=k, seed=seed, descriptions=descriptions)
     V = np.stack([vec[t] for r in routes for t in r.exemplars()])
-    return Router(routes, encoder=enc, policy=Policy(route_precision=goal), vectors=TableVectors(routes=V))
+    policy = Policy(route_precision=goal, lexical_stemmer=stemmer)
+    return Router(routes, encoder=enc, policy=policy, vectors=TableVectors(routes=V))
 
 
 def run_one(
@@ -148,9 +157,10 @@ def run_one(
     peer: Any = None,
     goal: float | None = None,
     descriptions: dict[str, str] | None = None,
+    stemmer: Stemmer = "none",
 ) -> dict[str, float]:
     t = time.perf_counter()
-    router = build(enc, train, vec, k, seed, goal, descriptions)
+    router = build(enc, train, vec, k, seed, goal, descriptions, stemmer)
     build_s = time.perf_counter() - t
     texts, gold = [s.text for s in test.samples], np.array([s.label for s in test.samples], dtype=object)
     if peer is not None:
@@ -239,6 +249,12 @@ def main() -> None:
     ap.add_argument(
         "--describe", action="store_true", help="each route's description: its label, '_' read as a space"
     )
+    ap.add_argument(
+        "--stemmer",
+        choices=tuple(STEMMERS),
+        default="none",
+        help="the route tables' lexical stemmer: none (the default), or the set's language's",
+    )
     a = ap.parse_args()
     enc = Encoder.load(a.model) if a.model else Encoder.load()
     print(
@@ -276,7 +292,21 @@ def main() -> None:
         for k in (int(x) for x in a.shots.split(",")):
             goal = P if every or (a.route_precision and name in TARGET) else None
             rs = [
-                run_one(enc, train, vec, X, test, k, seed, P, oos_extra, peer, goal, descs)
+                run_one(
+                    enc,
+                    train,
+                    vec,
+                    X,
+                    test,
+                    k,
+                    seed,
+                    P,
+                    oos_extra,
+                    peer,
+                    goal,
+                    descs,
+                    STEMMERS[a.stemmer][name],
+                )
                 for seed in range(a.seeds)
             ]
             runs += [{"set": name, "k": k, "seed": s, **r} for s, r in enumerate(rs)]

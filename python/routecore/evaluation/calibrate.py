@@ -4,8 +4,8 @@ high-tier ``high``/``margin`` pair. Never sees the test split."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Sequence
 
 import numpy as np
 
@@ -17,6 +17,9 @@ Objective = Literal["accuracy", "macro_f1", "precision_at_coverage", "oos_f1", "
 
 @dataclass(frozen=True)
 class FitResult:
+    """What :func:`fit` chose on the validation scores (``fit_router`` records it in a
+    :class:`routecore.decide.fitted.RouteFit`)."""
+
     objective: str
     value: float
     min_score: float
@@ -24,9 +27,6 @@ class FitResult:
     temperature: float = 0.05
     high: float = 0.85
     margin: float = 0.15
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _predictions(best: np.ndarray, arg: np.ndarray, th: np.ndarray, oos: int) -> np.ndarray:
