@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from routecore.decide.figures import decision_figures
+from routecore.decide.figures import decision_figures, reliability
 from routecore.errors import InvalidArgumentError
 
 ROUTES = ("A", "B", "C")
@@ -47,3 +47,26 @@ def test_raw_top1_is_reported_when_measured():
 def test_one_label_per_decision():
     with pytest.raises(InvalidArgumentError):
         decision_figures([("route", "A", "high")], [])
+
+
+@given(st.lists(st.tuples(st.floats(0, 1), st.booleans()), max_size=80))
+def test_reliability_bins_partition_the_decisions_and_the_ece_is_their_weighted_gap(rows):
+    conf, ok = [c for c, _ in rows], [o for _, o in rows]
+    rel = reliability(conf, ok)
+    assert rel.n == len(rows) and sum(b.n for b in rel.bins) == len(rows)
+    for b in rel.bins:
+        inside = [(c, o) for c, o in rows if b.lo <= c < b.hi or (b.hi == 1.0 and c == 1.0)]
+        assert len(inside) == b.n
+        assert b.mean_confidence == pytest.approx(sum(c for c, _ in inside) / b.n)
+        assert b.success_rate == pytest.approx(sum(o for _, o in inside) / b.n)
+    gap = sum(b.n / len(rows) * abs(b.success_rate - b.mean_confidence) for b in rel.bins) if rows else None
+    assert rel.ece == (pytest.approx(gap) if rows else None)
+
+
+def test_reliability_by_hand_and_its_json_form():
+    rel = reliability([0.9, 0.9, 0.1, 0.1], [True, False, False, False])
+    assert rel.ece == pytest.approx(0.5 * 0.4 + 0.5 * 0.1)
+    first = {"bin": [0.1, 0.2], "n": 2, "mean_confidence": 0.1, "success_rate": 0.0}
+    assert rel.to_dict()["table"][0] == first
+    with pytest.raises(InvalidArgumentError):
+        reliability([0.5], [])

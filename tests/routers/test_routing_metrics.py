@@ -50,7 +50,7 @@ def test_route_decisions_against_feedback(it_ops_router, tmp_path):
     assert r.to_dict()["routed_share"] == pytest.approx(len(routed) / 4)  # the JSON form: flat
     rep = m.report()
     assert sum(v.n for v in rep.latency_by_route.values()) == 6
-    assert rep.reliability.n == 4 and sum(b.n for b in rep.reliability.table) == 4
+    assert rep.reliability.n == 4 and sum(b.n for b in rep.reliability.bins) == 4
     # The log holds every record and feedback line; read back, it gives the same report.
     lines = (tmp_path / "logs" / "decisions.jsonl").read_text().splitlines()
     assert [json.loads(x)["type"] for x in lines].count("feedback") == 4
@@ -108,8 +108,8 @@ def test_reliability_table_and_ece():
         for c, ok in [(0.95, True), (0.92, True), (0.91, False), (0.15, False)]
     ]
     rel = report(recs).reliability
-    assert [b.n for b in rel.table] == [1, 3] and rel.table[1].bin == (0.9, 1.0)
-    top = rel.table[1]
+    assert [b.n for b in rel.bins] == [1, 3] and (rel.bins[1].lo, rel.bins[1].hi) == (0.9, 1.0)
+    top = rel.bins[1]
     assert top.mean_confidence == pytest.approx((0.95 + 0.92 + 0.91) / 3)
     assert top.success_rate == pytest.approx(2 / 3)
     assert rel.ece == pytest.approx(0.25 * 0.15 + 0.75 * abs(2 / 3 - (0.95 + 0.92 + 0.91) / 3), abs=1e-6)

@@ -6,13 +6,16 @@
 (``None``, or a label no route has, for a query that should be declined) and returns
 :class:`DecisionFigures`: the routed share, precision among routed, the high tier's wrong routes,
 the clarify and ``none`` shares, and, when the caller measured them, the raw top-1 accuracies the
-decision layer starts from.
+decision layer starts from. :func:`reliability` bins decisions' confidence against their success,
+one way for ``routecore eval`` and the decision log.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Sequence
+
+import numpy as np
 
 from routecore.errors import InvalidArgumentError
 
@@ -79,3 +82,56 @@ def decision_figures(
         raw_top1_accuracy=raw_top1,
         dense_top1_accuracy=dense_top1,
     )
+
+
+#: Reliability bins over the confidence [0, 1].
+BINS = 10
+
+
+@dataclass(frozen=True)
+class ReliabilityBin:
+    """A confidence bin ``[lo, hi)`` (the last one holds 1.0): its decisions, their mean confidence
+    and the share that succeeded."""
+
+    lo: float
+    hi: float
+    n: int
+    mean_confidence: float
+    success_rate: float
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """Confidence against success: ``n`` decisions, the non-empty bins, and the expected calibration
+    error (the bins' gaps weighted by their share; None without any decision)."""
+
+    n: int
+    bins: tuple[ReliabilityBin, ...]
+    ece: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (``routecore eval --json``'s ``calibration``, ``eval --log``'s ``reliability``),
+        rounded to 6 places."""
+        table = [
+            {"bin": [b.lo, b.hi], "n": b.n, "mean_confidence": round(b.mean_confidence, 6)}
+            | {"success_rate": round(b.success_rate, 6)}
+            for b in self.bins
+        ]
+        return {"n": self.n, "table": table, "ece": round(self.ece, 6) if self.ece is not None else None}
+
+
+def reliability(confidence: Sequence[float], success: Sequence[bool], bins: int = BINS) -> Reliability:
+    """The :class:`Reliability` of decisions with ``confidence`` in [0, 1] and their ``success``."""
+    if len(confidence) != len(success):
+        raise InvalidArgumentError(f"reliability: {len(confidence)} confidences for {len(success)} outcomes")
+    c, y = np.asarray(confidence, np.float64), np.asarray(success, np.float64)
+    which = np.clip(np.floor(c * bins).astype(np.int64), 0, bins - 1)  # 1.0 in the last bin
+    out, ece = [], 0.0
+    for b in range(bins):
+        m = which == b
+        if not m.any():
+            continue
+        conf, rate = float(c[m].mean()), float(y[m].mean())
+        ece += m.mean() * abs(rate - conf)
+        out.append(ReliabilityBin(b / bins, (b + 1) / bins, int(m.sum()), conf, rate))
+    return Reliability(len(c), tuple(out), float(ece) if len(c) else None)

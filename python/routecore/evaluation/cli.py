@@ -98,9 +98,9 @@ def _eval_log(args: argparse.Namespace) -> int:
             print(f"{k}: {out[k]}")
         rel = res.reliability
         print(f"reliability: n={rel.n} ece={rel.ece}")
-        for b in rel.table:
+        for b in rel.bins:
             print(
-                f"  confidence {b.bin[0]:.1f}-{b.bin[1]:.1f}: n={b.n} "
+                f"  confidence {b.lo:.1f}-{b.hi:.1f}: n={b.n} "
                 f"mean {b.mean_confidence:.3f} "
                 f"success {b.success_rate:.3f}"
             )

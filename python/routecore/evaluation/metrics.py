@@ -1,5 +1,6 @@
 """Metrics: accuracy, macro-F1, per-label precision/recall, confusion matrix,
-out-of-scope P/R/F1, tool recall/precision@k, MRR, no-tool P/R and AUROC, calibration, latency."""
+out-of-scope P/R/F1, tool recall/precision@k, MRR, no-tool P/R and AUROC, latency (the reliability
+table: :func:`routecore.decide.figures.reliability`)."""
 
 from __future__ import annotations
 
@@ -136,23 +137,6 @@ def tool_shape_metrics(
         out["no_tool_recall"] = float(np.mean([no_tool[i] for i in irr]))
     out["auroc_top_score"] = auroc([top[i] for i in rel], [top[i] for i in irr])
     return out
-
-
-def calibration(confidence: Sequence[float], correct: Sequence[bool], bins: int = 10) -> dict[str, object]:
-    """Reliability curve (per equal-width bin: mean confidence, accuracy, count) and ECE."""
-    c = np.asarray(confidence, dtype=np.float64)
-    y = np.asarray(correct, dtype=np.float64)
-    edges = np.linspace(0, 1, bins + 1)
-    which = np.clip(np.digitize(c, edges[1:-1]), 0, bins - 1)
-    curve, ece = [], 0.0
-    for b in range(bins):
-        m = which == b
-        if not m.any():
-            continue
-        conf, acc = float(c[m].mean()), float(y[m].mean())
-        curve.append({"bin": b, "confidence": conf, "accuracy": acc, "count": int(m.sum())})
-        ece += m.mean() * abs(conf - acc)
-    return {"ece": float(ece), "curve": curve}
 
 
 def coverage_curve(

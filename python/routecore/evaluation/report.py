@@ -68,7 +68,8 @@ def _route_lines(r: RouteEval) -> list[str]:
             f"{o.precision:.3f} / {o.recall:.3f} / {o.f1:.3f} (support {o.support})"
         )
     md += _latency(r.latency_ms)
-    md.append(f"- expected calibration error: {r.calibration.ece:.4f}")
+    if r.calibration.ece is not None:
+        md.append(f"- expected calibration error: {r.calibration.ece:.4f}")
     if r.fit is not None:
         md += ["", "## Fitted policy", "", "```json", json.dumps(r.fit.to_dict(), indent=1), "```"]
     if r.by_language:
@@ -107,16 +108,16 @@ def _plots(results: RouteEval, d: Path) -> list[Path]:
         out.append(d / "confusion.png")
         fig.savefig(out[-1], dpi=110)
         plt.close(fig)
-    if results.calibration.curve:
-        c = results.calibration.curve
+    if results.calibration.bins:
+        c = results.calibration.bins
         out.append(
             _line_plot(
                 plt,
                 d / "reliability.png",
-                [x.confidence for x in c],
-                [x.accuracy for x in c],
+                [x.mean_confidence for x in c],
+                [x.success_rate for x in c],
                 "confidence",
-                f"Reliability (ECE {results.calibration.ece:.3f})",
+                f"Reliability (ECE {results.calibration.ece or 0.0:.3f})",
                 diagonal=True,
             )
         )

@@ -5,7 +5,8 @@ and ``results.json`` holds (``to_dict``); the per-query predictions of a routes 
 
 The metric functions themselves are :mod:`routecore.evaluation.metrics`; the decision figures
 (routed share, precision among routed, confidently wrong, clarify and ``none`` shares, raw top-1)
-are :class:`routecore.decide.figures.DecisionFigures`, as everywhere else.
+are :class:`routecore.decide.figures.DecisionFigures` and the reliability table
+:class:`routecore.decide.figures.Reliability`, as everywhere else.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
-from routecore.decide.figures import DecisionFigures
+from routecore.decide.figures import DecisionFigures, Reliability
 from routecore.decide.fitted import Fitted
 
 
@@ -43,28 +44,6 @@ class Latency:
     @classmethod
     def of(cls, d: Mapping[str, float]) -> Latency | None:
         return cls(d["p50"], d["p95"], d["p99"], d["mean"]) if d else None
-
-
-@dataclass(frozen=True)
-class ReliabilityBin:
-    """One bin of the reliability curve: its index, mean confidence, accuracy and size."""
-
-    bin: int
-    confidence: float
-    accuracy: float
-    count: int
-
-
-@dataclass(frozen=True)
-class Reliability:
-    """The reliability curve of the routed decisions' confidence, and its expected calibration error."""
-
-    ece: float
-    curve: tuple[ReliabilityBin, ...]
-
-    @classmethod
-    def of(cls, d: Mapping[str, Any]) -> Reliability:
-        return cls(float(d["ece"]), tuple(ReliabilityBin(**b) for b in d["curve"]))
 
 
 @dataclass(frozen=True)
@@ -135,7 +114,7 @@ class RouteEval:
             "labels": list(self.labels),
             "confusion": [list(r) for r in self.confusion],
             "latency_ms": asdict(self.latency_ms) if self.latency_ms is not None else {},
-            "calibration": asdict(self.calibration),
+            "calibration": self.calibration.to_dict(),
             "coverage_curve": [asdict(p) for p in self.coverage_curve],
         }
         if self.oos is not None:

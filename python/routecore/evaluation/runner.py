@@ -18,7 +18,7 @@ from routecore.calibrate.linear_head import LinearHead
 from routecore.config.specs import RouteSpec
 from routecore.core.lexical import fit_weight
 from routecore.core.progress import Progress
-from routecore.decide.figures import decision_figures
+from routecore.decide.figures import decision_figures, reliability
 from routecore.decide.fitted import RouteFit
 from routecore.decide.policy import Policy
 from routecore.decide.tables import TableVectors, embed_texts
@@ -32,7 +32,6 @@ from routecore.evaluation.results import (
     LanguageScore,
     Latency,
     Prediction,
-    Reliability,
     RouteEval,
     Scores,
 )
@@ -310,7 +309,7 @@ def evaluate_routes(
         labels=tuple(labels),
         confusion=tuple(tuple(int(x) for x in r) for r in confusion),
         latency_ms=Latency.of(M.latency(lat)),
-        calibration=Reliability.of(M.calibration(conf, correct)),
+        calibration=reliability(conf, correct),
         coverage_curve=tuple(CoveragePoint(**c) for c in M.coverage_curve(conf, correct)),
         decisions=figures,
         clarification_rate=figures.clarify_rate,

@@ -14,10 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from routecore.decide.figures import DecisionFigures, decision_figures
-
-#: Reliability bins over the confidence [0, 1].
-BINS = 10
+from routecore.decide.figures import DecisionFigures, Reliability, decision_figures, reliability
 
 
 @dataclass(frozen=True)
@@ -74,25 +71,6 @@ class LatencyOf:
 
 
 @dataclass(frozen=True)
-class ReliabilityRow:
-    """A confidence bin ``[lo, hi)``: its records, their mean confidence and success rate."""
-
-    bin: tuple[float, float]
-    n: int
-    mean_confidence: float
-    success_rate: float
-
-
-@dataclass(frozen=True)
-class ReliabilityTable:
-    """Confidence against success over the records with an outcome; ``ece`` None without any."""
-
-    n: int
-    table: tuple[ReliabilityRow, ...]
-    ece: float | None
-
-
-@dataclass(frozen=True)
 class MetricsReport:
     """Every figure of a set of records (see the module docstring)."""
 
@@ -101,21 +79,16 @@ class MetricsReport:
     tools: ToolFeedback
     knowledge: KnowledgeFeedback
     latency_by_route: Mapping[str, LatencyOf]
-    reliability: ReliabilityTable
+    reliability: Reliability
 
     def to_dict(self) -> dict[str, Any]:
-        rel = self.reliability
         return {
             "records": self.records,
             "routes": self.routes.to_dict(),
             "tools": asdict(self.tools),
             "knowledge": asdict(self.knowledge),
             "latency_by_route": {k: asdict(v) for k, v in self.latency_by_route.items()},
-            "reliability": {
-                "n": rel.n,
-                "table": [asdict(r) | {"bin": list(r.bin)} for r in rel.table],
-                "ece": rel.ece,
-            },
+            "reliability": self.reliability.to_dict(),
         }
 
 
@@ -207,16 +180,6 @@ def _outcome(r: Mapping[str, Any]) -> bool | None:
     return None
 
 
-def _reliability(recs: Iterable[Mapping[str, Any]]) -> ReliabilityTable:
+def _reliability(recs: Iterable[Mapping[str, Any]]) -> Reliability:
     pairs = [(r["confidence"], o) for r in recs if "confidence" in r and (o := _outcome(r)) is not None]
-    table, ece = [], 0.0
-    for b in range(BINS):
-        lo, hi = b / BINS, (b + 1) / BINS
-        inside = [(c, o) for c, o in pairs if lo <= c < hi or (b == BINS - 1 and c == 1.0)]
-        if not inside:
-            continue
-        conf = float(np.mean([c for c, _ in inside]))
-        rate = float(np.mean([o for _, o in inside]))
-        ece += len(inside) / len(pairs) * abs(rate - conf)
-        table.append(ReliabilityRow((lo, hi), len(inside), round(conf, 6), round(rate, 6)))
-    return ReliabilityTable(len(pairs), tuple(table), round(ece, 6) if pairs else None)
+    return reliability([c for c, _ in pairs], [o for _, o in pairs])
