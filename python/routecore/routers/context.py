@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from routecore.decide import reasons as reasons_mod
 from routecore.decide.arguments import query_vectors
@@ -41,6 +41,9 @@ from routecore.routers.context_result import CONTEXT_REASONS as CONTEXT_REASONS
 from routecore.routers.context_result import Context as Context
 from routecore.routers.context_result import ContextTimings, Notes
 from routecore.routers.context_result import LayerResult as LayerResult
+
+if TYPE_CHECKING:
+    from routecore.routers.router import Router
 
 #: The default layers.
 DEFAULT_LAYERS = Path(__file__).resolve().parents[1] / "data" / "context_layers.yaml"
@@ -281,7 +284,7 @@ class ContextRouter:
             query = "".join(ch for ch in query if not 0xD800 <= ord(ch) <= 0xDFFF)
         return tuple(self.matcher.find(query))
 
-    def _result(self, name: str, router: Any, d: Decision) -> LayerResult:
+    def _result(self, name: str, router: Router, d: Decision) -> LayerResult:
         """A layer's result from its decision (module docs: open and exhaustive layers)."""
         if d.action == "route":
             return LayerResult(d.route, float(d.confidence), d.tier, d.action, d.alerts, d)

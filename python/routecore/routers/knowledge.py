@@ -32,11 +32,14 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from routecore.decide.arguments import context_domains_arg
 from routecore.decision import Reason, emit, plain
 from routecore.errors import ConfigError, InvalidArgumentError
+
+if TYPE_CHECKING:
+    from routecore.routers.router import Router
 
 #: The reason codes of a :class:`KnowledgeSelection`.
 KNOWLEDGE_REASONS: dict[str, str] = {
@@ -130,7 +133,7 @@ class KnowledgeRouter:
         ConfigError: a map entry, the fallback or ``top_k`` names unknown collections or is out of range.
     """
 
-    def __init__(self, router: Any, config: KnowledgeConfig = KnowledgeConfig(), *, metrics: Any = None):
+    def __init__(self, router: Router, config: KnowledgeConfig = KnowledgeConfig(), *, metrics: Any = None):
         names = [r.name for r in router.route_specs]
         if not names:
             raise ConfigError("a knowledge router needs collections (routes)")
@@ -220,12 +223,12 @@ class KnowledgeRouter:
         domains = context_domains_arg(context_domains, domain, "domain")
         hits = [self._mapped(q, domains, intent) for q in queries]
         todo = [i for i, h in enumerate(hits) if h is None]
-        kw = {}
+        sub = None
         if vectors is not None and todo:
             import numpy as np
 
-            kw["vectors"] = np.asarray(vectors)[todo]
-        decisions = iter(self.router.route_batch([queries[i] for i in todo], **kw) if todo else [])
+            sub = np.asarray(vectors)[todo]
+        decisions = iter(self.router.route_batch([queries[i] for i in todo], vectors=sub) if todo else [])
         return [
             emit(self.metrics, h if h is not None else self._selection(q, next(decisions)))
             for q, h in zip(queries, hits)

@@ -24,7 +24,7 @@ import os
 import time
 import warnings
 from dataclasses import replace as _replace
-from typing import Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from routecore.decide.conversation import routing_text
 from routecore.decision import Reason, ToolBelt, emit, trace
@@ -39,6 +39,9 @@ from routecore.routers.tool_routing import (
     semantic_routing,
 )
 from routecore.tools.catalog import estimate_tokens
+
+if TYPE_CHECKING:
+    from routecore.routers.router import Router
 
 Mode = Literal["llm", "hybrid", "semantic"]
 MODES = ("llm", "hybrid", "semantic")
@@ -77,7 +80,7 @@ class LLMToolRouter:
 
     def __init__(
         self,
-        router: Any,
+        router: Router,
         base_url: str | None = None,
         model: str = "",
         *,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from routecore.decide.arguments import per_query
 from routecore.decide.conversation import routing_text
@@ -25,6 +25,11 @@ from routecore.decision import Decision, Reason, ToolBelt, emit, plain, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.context import Context
 from routecore.routers.knowledge import KnowledgeSelection
+
+if TYPE_CHECKING:
+    from routecore.routers.context import ContextRouter
+    from routecore.routers.knowledge import KnowledgeRouter
+    from routecore.routers.router import Router
 
 #: The reason codes of a :class:`Turn` (each part has its own reason).
 TURN_REASONS: dict[str, str] = {
@@ -103,7 +108,12 @@ class TurnRouter:
     """
 
     def __init__(
-        self, router: Any = None, *, context: Any = None, knowledge: Any = None, metrics: Any = None
+        self,
+        router: Router | None = None,
+        *,
+        context: ContextRouter | None = None,
+        knowledge: KnowledgeRouter | None = None,
+        metrics: Any = None,
     ):
         parts = [p for p in (router, context, knowledge.router if knowledge is not None else None) if p]
         if not parts:
@@ -205,7 +215,8 @@ class TurnRouter:
     def _belt(self, query: str, vec: Any) -> ToolBelt:
         """``Router.tools`` with ``vec`` (when the encoder fails there, the core tools with an
         ``encoder_error`` alert and reason ``error``, as a route decision degrades)."""
-        return self.router.tools(query, vector=vec)  # type: ignore[no-any-return]
+        assert self.router is not None  # a belt is asked for only with a router
+        return self.router.tools(query, vector=vec)
 
 
 def _with_encode(t: Turn, encode_ms: float) -> Turn:
