@@ -2,7 +2,7 @@
 
     ROUTECORE_HOME=/tmp/rchome python benches/few_shot.py [--model PATH] [--sets a,b] [--shots 5,10,20]
         [--seeds 5] [--split dev|test] [--limit 1500] [--json OUT] [--peer] [--route-precision [P]]
-        [--describe]
+        [--describe] [--stemmer none|language] [--head exemplars|off]
 
 For each set, k and seed: a router built as a config builds it (``Router`` over k sampled
 train utterances per label, zero-label, no ``fit``, no LLM), then every query of the dev
@@ -30,6 +30,8 @@ every router sets ``route_precision`` to P, and ``oracle`` is measured at P.
 ``--describe``: each route also gets a description, its label with "_" read as a space ("card
 arrival"), as a user who describes the routes would (descriptions count as exemplars).
 
+``--stemmer language``: the route tables' lexical pass stemmed in each set's language (the default
+leaves them unstemmed); ``--head off``: the cosine softmax decides instead of the exemplar head.
 ``--peer``: semantic-router 1.1.1 on the same encoder, exemplars and queries in the same run
 (``few_shot_peer.py``: its default threshold, which routes every query, and 0.5); a second table
 gives its routed share, precision and right beside routecore's.
@@ -45,7 +47,7 @@ import argparse
 import json
 import time
 from collections import defaultdict
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -134,13 +136,14 @@ def build(
     goal: float | None = None,
     descriptions: dict[str, str] | None = None,
     stemmer: Stemmer = "none",
+    head: Literal["off", "exemplars"] = "exemplars",
 ) -> Router:
     """The router a config of ``k`` sampled utterances per label gives (its exemplars' embeddings
     cached); ``goal``: the policy's ``route_precision``; ``descriptions``: each route's, by label;
-    ``stemmer``: the route tables' lexical stemmer."""
+    ``stemmer``: the route tables' lexical stemmer; ``head``: the policy's."""
     routes = routes_from_split(train, shots=k, seed=seed, descriptions=descriptions)
     V = np.stack([vec[t] for r in routes for t in r.exemplars()])
-    policy = Policy(route_precision=goal, lexical_stemmer=stemmer)
+    policy = Policy(route_precision=goal, lexical_stemmer=stemmer, head=head)
     return Router(routes, encoder=enc, policy=policy, vectors=TableVectors(routes=V))
 
 
@@ -158,9 +161,10 @@ def run_one(
     goal: float | None = None,
     descriptions: dict[str, str] | None = None,
     stemmer: Stemmer = "none",
+    head: Literal["off", "exemplars"] = "exemplars",
 ) -> dict[str, float]:
     t = time.perf_counter()
-    router = build(enc, train, vec, k, seed, goal, descriptions, stemmer)
+    router = build(enc, train, vec, k, seed, goal, descriptions, stemmer, head)
     build_s = time.perf_counter() - t
     texts, gold = [s.text for s in test.samples], np.array([s.label for s in test.samples], dtype=object)
     if peer is not None:
@@ -254,6 +258,12 @@ def main() -> None:
         choices=tuple(STEMMERS),
         default="none",
         help="the route tables' lexical stemmer: none (the default), or the set's language's",
+    )
+    ap.add_argument(
+        "--head",
+        choices=("exemplars", "off"),
+        default="exemplars",
+        help="the policy's head (off: cosine softmax)",
     )
     a = ap.parse_args()
     enc = Encoder.load(a.model) if a.model else Encoder.load()

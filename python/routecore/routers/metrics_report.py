@@ -3,8 +3,8 @@ built from plain log records (as ``RoutingMetrics.records`` gives them, or a dec
 
 Route decisions against their feedback (with the decision figures of ``routecore eval`` and ``fit``),
 tool belts, knowledge selections, latency by route, and confidence against success (a reliability
-table and its expected calibration error). Every rate is rounded to 6 places, and is None when no
-record had the feedback it needs. ``to_dict`` is the JSON form ``routecore eval --log --json`` prints.
+table and its expected calibration error). A rate is None when no record had the feedback it needs.
+``to_dict`` is the JSON form ``routecore eval --log --json`` prints, every rate rounded to 6 places.
 """
 
 from __future__ import annotations
