@@ -269,7 +269,7 @@ def main() -> None:
     enc = Encoder.load(a.model) if a.model else Encoder.load()
     print(
         f"# model {enc.model_id}, split {a.split}, seeds {a.seeds}, describe {a.describe}, "
-        f"route_precision {a.route_precision or 'unset'}, "
+        f"route_precision {a.route_precision or 'unset'}, stemmer {a.stemmer}, head {a.head}, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
     cols = COLS
@@ -316,6 +316,7 @@ def main() -> None:
                     goal,
                     descs,
                     STEMMERS[a.stemmer][name],
+                    a.head,
                 )
                 for seed in range(a.seeds)
             ]
