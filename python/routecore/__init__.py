@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from routecore.routers.knowledge import KnowledgeRouter, KnowledgeSelection
     from routecore.routers.llm_tools import LLMToolRouter, ToolRouting
     from routecore.routers.router import Router
+    from routecore.routers.metrics_report import MetricsReport
     from routecore.routers.routing_metrics import RoutingMetrics
     from routecore.routers.turn import Turn, TurnRouter
 
@@ -57,6 +58,7 @@ _LAZY = {
     "LLMToolRouter": "routers.llm_tools",
     "ToolRouting": "routers.llm_tools",
     "RoutingMetrics": "routers.routing_metrics",
+    "MetricsReport": "routers.metrics_report",
     "Turn": "routers.turn",
     "TurnRouter": "routers.turn",
 }
@@ -89,6 +91,7 @@ __all__ = [
     "KnowledgeSelection",
     "LLMToolRouter",
     "LayerResult",
+    "MetricsReport",
     "Policy",
     "Reason",
     "RouteSpec",
