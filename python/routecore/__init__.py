@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from routecore.routers.context import Context, ContextRouter, LayerResult
     from routecore.routers.knowledge import KnowledgeRouter, KnowledgeSelection
     from routecore.routers.llm_tools import LLMToolRouter, ToolRouting
-    from routecore.routers.router import Router
     from routecore.routers.metrics_report import MetricsReport
+    from routecore.routers.router import Router
     from routecore.routers.routing_metrics import RoutingMetrics
     from routecore.routers.turn import Turn, TurnRouter
 
