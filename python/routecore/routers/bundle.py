@@ -16,7 +16,7 @@ import os
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -54,7 +54,33 @@ class Loaded:
     learned: list[learning.LearnedExemplar] | None = None  # when the bundle holds learned exemplars
 
 
-def save(router: Any, path: str | os.PathLike[str]) -> None:
+class Saved(Protocol):
+    """What a bundle reads of the router it saves and sets on the one it restores (a
+    :class:`routecore.routers.router.Router`, which imports this module)."""
+
+    calibration: Calibration | None
+    fitted: Fitted | None
+    internals: Any  # the learned exemplars' store (routecore.updates.learning)
+
+    @property
+    def encoder(self) -> Any: ...
+    @property
+    def entities(self) -> Any: ...
+    @property
+    def head(self) -> Any: ...
+    @property
+    def route_table(self) -> Any: ...
+    @property
+    def tool_catalog(self) -> Any: ...
+    @property
+    def spec_policy(self) -> Policy: ...
+    @property
+    def route_specs(self) -> Sequence[RouteSpec]: ...
+    @property
+    def tool_specs(self) -> Sequence[ToolSpec]: ...
+
+
+def save(router: Saved, path: str | os.PathLike[str]) -> None:
     """Write ``router`` (a :class:`routecore.routers.router.Router`) as a bundle folder at ``path``.
 
     A save is one generation: its tables (and head) are written under names of their
@@ -92,7 +118,7 @@ def _writer_lock(d: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _save_locked(router: Any, d: Path) -> None:
+def _save_locked(router: Saved, d: Path) -> None:
     gen = uuid.uuid4().hex[:12]
     files: dict[str, dict[str, Any]] = {}
     for name, table in zip(
@@ -351,7 +377,7 @@ def _load_generation(d: Path, meta: dict[str, Any], encoder: EncoderLike, kw: di
     )
 
 
-def restore(router: Any, loaded: Loaded) -> None:
+def restore(router: Saved, loaded: Loaded) -> None:
     """Put in the ``router`` built from ``loaded`` what a bundle keeps beyond its arguments: the
     calibration results of ``routecore fit`` and the learned exemplars."""
     router.fitted = loaded.fitted
