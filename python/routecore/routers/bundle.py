@@ -30,6 +30,7 @@ from routecore.decide.policy import Policy
 from routecore.decide.tables import EncoderLike, TableLexical, TableVectors, exemplar_texts
 from routecore.errors import ConfigError, RoutecoreError, StorageIOError
 from routecore.updates import learning
+from routecore.updates.rebuild import Changeable
 
 BUNDLE_VERSION = 2
 #: Version 1 bundles (no calibration; every policy number written out) still load.
@@ -54,26 +55,17 @@ class Loaded:
     learned: list[learning.LearnedExemplar] | None = None  # when the bundle holds learned exemplars
 
 
-class Saved(Protocol):
+class Saved(Changeable, Protocol):
     """What a bundle reads of the router it saves and sets on the one it restores (a
-    :class:`routecore.routers.router.Router`, which imports this module)."""
+    :class:`routecore.routers.router.Router`, which imports this module): besides what the learned
+    exemplars' store reads (:class:`~routecore.updates.rebuild.Changeable`), its fit and specs."""
 
-    calibration: Calibration | None
     fitted: Fitted | None
-    internals: Any  # the learned exemplars' store (routecore.updates.learning)
 
-    @property
-    def encoder(self) -> Any: ...
     @property
     def entities(self) -> Any: ...
     @property
     def head(self) -> Any: ...
-    @property
-    def route_table(self) -> Any: ...
-    @property
-    def tool_catalog(self) -> Any: ...
-    @property
-    def spec_policy(self) -> Policy: ...
     @property
     def route_specs(self) -> Sequence[RouteSpec]: ...
     @property

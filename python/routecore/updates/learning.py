@@ -52,6 +52,7 @@ from routecore.updates.learning_records import LearnedExemplar as LearnedExempla
 from routecore.updates.learning_records import Review as Review
 from routecore.updates.learning_records import Source as Source
 from routecore.updates.learning_records import parse_saved as parse_saved
+from routecore.updates.rebuild import Changeable
 
 #: Answers to queries the router did not route (the head's best probability then, and whether its
 #: best route was the answer) kept to fit the routing cut at the next refit; the oldest go first.
@@ -65,7 +66,7 @@ def _no_llm(_request: Any) -> Any:
     raise LLMError("the learning guard decides without the LLM")
 
 
-def learner(router: Any) -> Learner:
+def learner(router: Changeable) -> Learner:
     """The router's :class:`Learner` (made on first use)."""
     h = router.internals
     lr = h.learner
@@ -77,7 +78,7 @@ def learner(router: Any) -> Learner:
     return lr  # type: ignore[no-any-return]
 
 
-def after_route(router: Any, d: Any) -> None:
+def after_route(router: Changeable, d: Any) -> None:
     """With ``policy.learn_from_llm``: learn the route an LLM fallback chose for ``d``'s query."""
     if (
         isinstance(d, Decision)
@@ -90,7 +91,7 @@ def after_route(router: Any, d: Any) -> None:
         learner(router).learn(d.query, d.route, source="llm")
 
 
-def load_stored(router: Any) -> None:
+def load_stored(router: Changeable) -> None:
     """When the router's lesson store holds learned exemplars (a restart), take them
     (:meth:`Learner.sync`)."""
     m = router.memory
@@ -105,7 +106,7 @@ def load_stored(router: Any) -> None:
         )
 
 
-def saved(router: Any) -> list[LearnedExemplar]:
+def saved(router: Changeable) -> list[LearnedExemplar]:
     """The learned exemplars a bundle keeps (their texts are the routes' exemplars already)."""
     lr = router.internals.learner
     if lr is None:
@@ -114,7 +115,7 @@ def saved(router: Any) -> list[LearnedExemplar]:
     return out
 
 
-def restore(router: Any, entries: Sequence[LearnedExemplar]) -> None:
+def restore(router: Changeable, entries: Sequence[LearnedExemplar]) -> None:
     """Mark ``entries`` of a loaded bundle as learned (listed, removable, counted in the cap)."""
     lr = learner(router)
     with router.internals.writer:
@@ -124,7 +125,7 @@ def restore(router: Any, entries: Sequence[LearnedExemplar]) -> None:
 class Learner:
     """The learned exemplars of one router, the answers held for review, and the background refit."""
 
-    def __init__(self, router: Any):
+    def __init__(self, router: Changeable):
         from routecore.updates import learning_update as U
 
         self.router = router

@@ -18,7 +18,7 @@ import numpy as np
 
 from routecore.calibrate.calibration_record import kept_calibration
 from routecore.decide.tables import ScoreTable, exemplar_texts, known_vectors
-from routecore.updates.rebuild import Rebuild, rebuild_of
+from routecore.updates.rebuild import Changeable, Rebuild, rebuild_of
 
 #: A learned query this close to an exemplar of its route is a near-duplicate: on the calibration's
 #: similarity scale (``Calibration.similarity``: 0 is an unrelated best match under the encoder in
@@ -143,7 +143,7 @@ class RefitJob:
     """A rebuild of the head and the calibration over the route table of one generation, as a
     live update makes it (:func:`routecore.updates.live.apply`), run off the writer lock."""
 
-    router: Any
+    router: Changeable
     rt: Any
     tc: Any
     generation: int
@@ -151,7 +151,7 @@ class RefitJob:
 
     @classmethod
     def begin(
-        cls, router: Any, st: State, generation: int, answers: Sequence[tuple[float, bool]] = ()
+        cls, router: Changeable, st: State, generation: int, answers: Sequence[tuple[float, bool]] = ()
     ) -> RefitJob | None:
         """The job for the router's tables now, or None when its head cannot be rebuilt here (a
         fitted head: ``routecore fit --head``) or a live update replaced the table. ``answers``:
@@ -183,6 +183,6 @@ class RefitJob:
         """The new parts (:class:`routecore.routers.assembly.Parts`)."""
         return self.router.internals.build(self.args)
 
-    def still_valid(self, router: Any, st: State, forgot_at: int) -> bool:
+    def still_valid(self, router: Changeable, st: State, forgot_at: int) -> bool:
         """Whether the parts may replace the router's: no live update and no removal since the job began."""
         return router.tool_catalog is self.tc and router.route_table is st.rt and forgot_at <= self.generation

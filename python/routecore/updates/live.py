@@ -28,7 +28,7 @@ from routecore.config.specs import RouteSpec, ToolSpec, unique
 from routecore.decide.policy import with_route_thresholds
 from routecore.decide.tables import known_vectors
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.updates.rebuild import rebuild_of
+from routecore.updates.rebuild import Changeable, rebuild_of
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def _merged(
 
 
 def apply(
-    router: Any,
+    router: Changeable,
     *,
     add_routes: Sequence[RouteSpec] = (),
     update_routes: Sequence[RouteSpec] = (),

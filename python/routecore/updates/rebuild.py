@@ -1,11 +1,12 @@
 """What rebuilding a router's tables takes: :class:`Rebuild`, the parameter struct that a live update
 (:mod:`routecore.updates.live`) and a learning refit (:mod:`routecore.updates.learning_update`) hand
-to the router's ``internals.build`` (:func:`routecore.routers.assembly.rebuild`)."""
+to the router's ``internals.build`` (:func:`routecore.routers.assembly.rebuild`); and
+:class:`Changeable`, what those modules read and set on the router they change."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -15,6 +16,24 @@ from routecore.decide.tables import EncoderLike, KnownVectors, known_vectors
 if TYPE_CHECKING:
     from routecore.calibrate.calibration_record import Calibration
     from routecore.decide.policy import Policy
+
+
+class Changeable(Protocol):
+    """A :class:`routecore.routers.router.Router` as the modules that change it while it serves see it
+    (``updates/`` sits below ``routers/``, so they name no router class): its public parts, and
+    ``internals`` (:class:`routecore.routers.router_internals.RouterInternals`)."""
+
+    calibration: Calibration | None
+    spec_policy: Policy
+    internals: Any
+    route_table: Any
+
+    @property
+    def tool_catalog(self) -> Any: ...
+    @property
+    def encoder(self) -> Any: ...
+    @property
+    def memory(self) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -41,7 +60,7 @@ class Rebuild:
 
 
 def rebuild_of(
-    router: Any,
+    router: Changeable,
     routes: Sequence[RouteSpec],
     tools: Sequence[ToolSpec],
     spec_policy: Policy,
