@@ -56,6 +56,8 @@ class CoveragePoint:
 
 @dataclass(frozen=True)
 class LanguageScore:
+    """The queries of one language (a row's ``language``) and the share decided right."""
+
     n: int
     accuracy: float
 
