@@ -17,7 +17,7 @@ from routecore import RoutingMetrics
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.examples import __file__ as examples
 from routecore.routers.knowledge import KnowledgeRouter
-from routecore.routers.metrics_report import KnowledgeFeedback, report
+from routecore.routers.metrics_report import KnowledgeFeedback
 
 QUERIES = [
     "le serveur de production est en panne depuis ce matin",
@@ -92,30 +92,6 @@ def test_knowledge_selections(encoder):
     r = m.report()
     assert r.knowledge == KnowledgeFeedback(selections=2, with_feedback=2, accuracy=0.5, top1_accuracy=0.5)
     assert r.reliability.n == 2 and kr.router.metrics is None  # the inner router records nothing
-
-
-def test_reliability_table_and_ece():
-    recs = [
-        {
-            "kind": "route",
-            "action": "route",
-            "route": "A",
-            "tier": "high",
-            "confidence": c,
-            "latency_ms": 1.0,
-            "feedback": {"success": ok},
-        }
-        for c, ok in [(0.95, True), (0.92, True), (0.91, False), (0.15, False)]
-    ]
-    rel = report(recs).reliability
-    assert [b.n for b in rel.bins] == [1, 3] and (rel.bins[1].lo, rel.bins[1].hi) == (0.9, 1.0)
-    top = rel.bins[1]
-    assert top.mean_confidence == pytest.approx((0.95 + 0.92 + 0.91) / 3)
-    assert top.success_rate == pytest.approx(2 / 3)
-    assert rel.ece == pytest.approx(0.25 * 0.15 + 0.75 * abs(2 / 3 - (0.95 + 0.92 + 0.91) / 3), abs=1e-6)
-    empty = report([])
-    assert empty.routes.accuracy is None and empty.routes.figures is None and empty.reliability.ece is None
-    assert empty.to_dict()["routes"]["routed_share"] is None  # every figure named, none measured
 
 
 def test_bad_feedback_logs_and_sinks(it_ops_router, tmp_path, caplog):
