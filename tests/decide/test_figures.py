@@ -70,3 +70,8 @@ def test_reliability_by_hand_and_its_json_form():
     assert rel.to_dict()["table"][0] == first
     with pytest.raises(InvalidArgumentError):
         reliability([0.5], [])
+
+
+def test_reliability_bins_are_lo_to_hi_and_a_confidence_outside_0_1_is_in_none():
+    rel = reliability([0.8999999999999999, 0.9, 1.0, -0.1, 1.2], [True] * 5)
+    assert rel.n == 5 and [(b.lo, b.n) for b in rel.bins] == [(0.8, 1), (0.9, 2)]

@@ -77,3 +77,19 @@ def test_an_empty_fit_is_none_and_a_foreign_one_is_refused() -> None:
                 "per_route_min": [1, 2],
             }
         )
+
+
+def test_fits_of_earlier_bundles_read_back_without_invented_values() -> None:
+    # a tools fit from before the stemmer and BM25 b were fitted
+    tool = fitted_from_dict({"tool_lexical_weight": 0.3, "val_rows": 10, "forms_val_top1": {}})
+    assert isinstance(tool, ToolFit) and tool.stemmer is None and tool.b is None
+    # a routes fit from before the counts and the none share were kept
+    cut = {"medium": 0.5, "target_precision": 0.95, "routed_share": 0.7, "routed_accuracy": 0.97}
+    old = {"objective": "accuracy", "value": 0.9, "min_score": 0.2, "temperature": 0.05, "high": 0.9}
+    fit = fitted_from_dict(
+        {**old, "margin": 0.1, "decisions": {**cut, "confident_wrong_rate": 0, "clarify_rate": 0.2}}
+    )
+    assert isinstance(fit, RouteFit) and fit.decisions is not None
+    assert fit.decisions.figures.none_rate == pytest.approx(0.1)
+    back = fit.to_dict()["decisions"]
+    assert "n" not in back and "right_of_routed" not in back  # unknown, not 0

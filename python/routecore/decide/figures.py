@@ -1,6 +1,6 @@
 """What a router's decisions on labelled queries amount to, measured one way everywhere:
 ``routecore eval``, ``routecore fit``, the decision log's report
-(:mod:`routecore.routers.routing_metrics`) and the benches.
+(:mod:`routecore.routers.metrics_report`) and the benches.
 
 :func:`decision_figures` reads each decision as ``(action, route, tier)`` beside the right route
 (``None``, or a label no route has, for a query that should be declined) and returns
@@ -125,7 +125,10 @@ def reliability(confidence: Sequence[float], success: Sequence[bool], bins: int 
     if len(confidence) != len(success):
         raise InvalidArgumentError(f"reliability: {len(confidence)} confidences for {len(success)} outcomes")
     c, y = np.asarray(confidence, np.float64), np.asarray(success, np.float64)
-    which = np.clip(np.floor(c * bins).astype(np.int64), 0, bins - 1)  # 1.0 in the last bin
+    edges = np.arange(bins + 1) / bins
+    # [lo, hi) each, 1.0 in the last bin; a confidence outside [0, 1] counts in n, in no bin
+    which = np.where(c == 1.0, bins - 1, np.searchsorted(edges, c, side="right") - 1)
+    which[(c < 0) | (c > 1)] = -1
     out, ece = [], 0.0
     for b in range(bins):
         m = which == b
@@ -133,5 +136,5 @@ def reliability(confidence: Sequence[float], success: Sequence[bool], bins: int 
             continue
         conf, rate = float(c[m].mean()), float(y[m].mean())
         ece += m.mean() * abs(rate - conf)
-        out.append(ReliabilityBin(b / bins, (b + 1) / bins, int(m.sum()), conf, rate))
+        out.append(ReliabilityBin(float(edges[b]), float(edges[b + 1]), int(m.sum()), conf, rate))
     return Reliability(len(c), tuple(out), float(ece) if len(c) else None)

@@ -39,20 +39,17 @@ def _numbers(v: Any, key: str, where: str) -> dict[str, float]:
 @dataclass(frozen=True)
 class RoutedCut:
     """The ``medium`` cut a fit installed, the precision among routed it asked for, and the
-    figures of the router's decisions on the validation split at that cut."""
+    figures of the router's decisions on the validation split at that cut (``figures.n`` is 0 for a
+    fit recorded before bundles kept the counts: its JSON form then leaves them out)."""
 
     medium: float
     target_precision: float
     figures: DecisionFigures
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "medium": self.medium,
-            "target_precision": self.target_precision,
-            **self.figures.to_dict(),
-            "n": self.figures.n,
-            "right_of_routed": self.figures.right_of_routed,
-        }
+        f = self.figures
+        counts = {"n": f.n, "right_of_routed": f.right_of_routed} if f.n else {}
+        return {"medium": self.medium, "target_precision": self.target_precision, **f.to_dict(), **counts}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "fitted.decisions") -> RoutedCut:
@@ -64,7 +61,10 @@ class RoutedCut:
             routed_accuracy=_opt_float(d, "routed_accuracy", where),
             confident_wrong_rate=_float(d, "confident_wrong_rate", where),
             clarify_rate=_float(d, "clarify_rate", where),
-            none_rate=float(d.get("none_rate", 0.0)),
+            # shares add up to 1: a fit recorded before it kept the none share still has it
+            none_rate=_float(d, "none_rate", where)
+            if "none_rate" in d
+            else max(0.0, 1.0 - _float(d, "routed_share", where) - _float(d, "clarify_rate", where)),
             right_of_routed=int(d.get("right_of_routed", 0)),
             raw_top1_accuracy=_opt_float(d, "raw_top1_accuracy", where),
             dense_top1_accuracy=_opt_float(d, "dense_top1_accuracy", where),
@@ -127,11 +127,12 @@ class RouteFit:
 @dataclass(frozen=True)
 class ToolFit:
     """A tools fit: the lexical pass's stemmer, BM25 ``b`` and weight, the validation rows it was
-    fitted on, the weight fit's held-out figures (``stats``) and each form's validation top-1."""
+    fitted on, the weight fit's held-out figures (``stats``) and each form's validation top-1.
+    ``stemmer`` and ``b`` are None in the fits of bundles written before they were fitted."""
 
     lexical_weight: float
-    stemmer: str
-    b: float
+    stemmer: str | None
+    b: float | None
     val_rows: int
     stats: Mapping[str, float] = field(default_factory=dict)
     forms_val_top1: Mapping[str, float] = field(default_factory=dict)
@@ -151,8 +152,8 @@ class ToolFit:
         own = {"tool_lexical_weight", "tool_lexical_stemmer", "tool_lexical_b", "val_rows", "forms_val_top1"}
         return cls(
             lexical_weight=_float(d, "tool_lexical_weight", where),
-            stemmer=str(d.get("tool_lexical_stemmer")),
-            b=_float(d, "tool_lexical_b", where),
+            stemmer=None if d.get("tool_lexical_stemmer") is None else str(d["tool_lexical_stemmer"]),
+            b=_opt_float(d, "tool_lexical_b", where),
             val_rows=int(_float(d, "val_rows", where)),
             stats={k: _float(d, k, where) for k in d if k not in own},
             forms_val_top1=_numbers(d.get("forms_val_top1"), "forms_val_top1", where),

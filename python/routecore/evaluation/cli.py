@@ -97,7 +97,7 @@ def _eval_log(args: argparse.Namespace) -> int:
         for k in ("records", "routes", "tools", "knowledge", "latency_by_route"):
             print(f"{k}: {out[k]}")
         rel = res.reliability
-        print(f"reliability: n={rel.n} ece={rel.ece}")
+        print(f"reliability: n={rel.n} ece={out['reliability']['ece']}")
         for b in rel.bins:
             print(
                 f"  confidence {b.lo:.1f}-{b.hi:.1f}: n={b.n} "
@@ -170,7 +170,7 @@ def _fit_tools(args: argparse.Namespace, progress: bool) -> int:
         json.dumps({"bundle": str(Path(args.out)), **fitted.to_dict()})
         if args.json
         else f"fitted the tools' lexical weight {fitted.lexical_weight:.4f} "
-        f"(stemmer {fitted.stemmer}, BM25 b {fitted.b:g}) on {fitted.val_rows} rows; "
+        f"(stemmer {fitted.stemmer}, BM25 b {fitted.b}) on {fitted.val_rows} rows; "
         f"bundle written to {args.out}"
     )
     return 0

@@ -80,7 +80,9 @@ class RouteEval:
 
     ``accuracy`` counts a declined out-of-scope query as right; ``in_scope_accuracy`` only the
     in-scope ones (a declined one is wrong). ``confusion``: gold rows over ``labels`` (plus the
-    out-of-scope label when the set has one), predicted columns, a last column for declined."""
+    out-of-scope label when the set has one, whose column counts the declined queries), the predicted
+    columns alike, and a last column for every other prediction (``CLARIFY``; declined ones too when
+    the set has no out-of-scope label)."""
 
     n: int
     accuracy: float

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from routecore.decide.arguments import context_domains_arg
-from routecore.decision import Reason, emit, plain
+from routecore.decision import Decision, Reason, emit, plain
 from routecore.errors import ConfigError, InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -228,7 +228,15 @@ class KnowledgeRouter:
             import numpy as np
 
             sub = np.asarray(vectors)[todo]
-        decisions = iter(self.router.route_batch([queries[i] for i in todo], vectors=sub) if todo else [])
+        asked = [queries[i] for i in todo]
+        decided: list[Decision] = []
+        if asked:  # vectors= only when given: a wrapped router may refuse it
+            decided = (
+                self.router.route_batch(asked, vectors=sub)
+                if sub is not None
+                else self.router.route_batch(asked)
+            )
+        decisions = iter(decided)
         return [
             emit(self.metrics, h if h is not None else self._selection(q, next(decisions)))
             for q, h in zip(queries, hits)
