@@ -73,18 +73,25 @@ class RoutedCut:
 
 
 @dataclass(frozen=True)
-class RouteFit:
-    """A routes fit on a validation split: the objective and its value there, the cosine policy's
-    ``min_score`` (and per route), temperature and high tier, the head's cut and tiers when the
-    router has a head, and the routed cut (``decisions``)."""
+class FitResult:
+    """What the cosine policy's fit chose on validation scores
+    (:func:`routecore.evaluation.calibrate.fit`): the objective and its value there, ``min_score``
+    (and per route), the softmax temperature and the high tier."""
 
     objective: str
     value: float
     min_score: float
+    per_route_min: Mapping[str, float]
     temperature: float
     high: float
     margin: float
-    per_route_min: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RouteFit(FitResult):
+    """A routes fit on a validation split: the cosine policy's :class:`FitResult`, the head's cut and
+    tiers when the router has a head, and the routed cut (``decisions``)."""
+
     head_threshold: float | None = None
     #: ``high`` / ``margin`` and the previous route's pair fitted on the head's probabilities
     #: (empty when too few validation rows passed, or without a head).

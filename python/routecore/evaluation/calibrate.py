@@ -4,29 +4,15 @@ high-tier ``high``/``margin`` pair. Never sees the test split."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Literal, Sequence
 
 import numpy as np
 
 from routecore.calibrate import calibration as C
+from routecore.decide.fitted import FitResult
 from routecore.errors import InvalidArgumentError
 
 Objective = Literal["accuracy", "macro_f1", "precision_at_coverage", "oos_f1", "oos_recall"]
-
-
-@dataclass(frozen=True)
-class FitResult:
-    """What :func:`fit` chose on the validation scores (``fit_router`` records it in a
-    :class:`routecore.decide.fitted.RouteFit`)."""
-
-    objective: str
-    value: float
-    min_score: float
-    per_route_min: dict[str, float] = field(default_factory=dict)
-    temperature: float = 0.05
-    high: float = 0.85
-    margin: float = 0.15
 
 
 def _predictions(best: np.ndarray, arg: np.ndarray, th: np.ndarray, oos: int) -> np.ndarray:

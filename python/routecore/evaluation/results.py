@@ -96,7 +96,6 @@ class RouteEval:
     calibration: Reliability
     coverage_curve: tuple[CoveragePoint, ...]
     decisions: DecisionFigures
-    clarification_rate: float
     llm_fallback_rate: float
     continuation_accuracy: float | None = None
     oos: Scores | None = None
@@ -105,6 +104,11 @@ class RouteEval:
     calibrated: str | None = None
     fit: Fitted | None = None
     predictions: tuple[Prediction, ...] = ()
+
+    @property
+    def clarification_rate(self) -> float:
+        """The share of queries clarified (``decisions.clarify_rate``)."""
+        return self.decisions.clarify_rate
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``routecore eval --json``), without the per-query predictions."""

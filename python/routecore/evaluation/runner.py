@@ -8,7 +8,7 @@ import os
 import tempfile
 import time
 from collections import OrderedDict
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -209,13 +209,7 @@ def fit_router(
     # this split, and the figures of those decisions, which is what fit reports.
     decisions = fit_routed_cut(router, X, texts, gold)
     fitted = RouteFit(
-        objective=res.objective,
-        value=res.value,
-        min_score=res.min_score,
-        temperature=res.temperature,
-        high=res.high,
-        margin=res.margin,
-        per_route_min=res.per_route_min,
+        **{f.name: getattr(res, f.name) for f in fields(res)},
         head_threshold=router.head.threshold if router.head is not None else None,
         head_tiers=head_tiers,
         decisions=decisions,
@@ -312,7 +306,6 @@ def evaluate_routes(
         calibration=reliability(conf, correct),
         coverage_curve=tuple(CoveragePoint(**c) for c in M.coverage_curve(conf, correct)),
         decisions=figures,
-        clarification_rate=figures.clarify_rate,
         llm_fallback_rate=llm / len(data),
         continuation_accuracy=cont_ok / cont_n if cont_n else None,
         oos=Scores.of(M.oos_prf(gold, pred, oos_label)) if has_oos else None,
