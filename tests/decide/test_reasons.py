@@ -47,7 +47,7 @@ class Unknown:
         return LLMChoice("LOGIN_OUTAGE", "made up")
 
 
-def test_each_action_carries_a_known_reason_code_and_the_numbers():
+def test_each_action_carries_a_known_reason_code_and_thecompared():
     r = stub_router()
     cases = {
         "sure": ("route", "confident"),
@@ -284,3 +284,49 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0, 1), st.floats(0, 1))
+def test_compared_numbers_print_apart_when_they_differ(a, b):
+    """A line never reads "1.00 >= 1.00": two numbers that differ by 1e-5 or more print differently."""
+    from routecore.decide.reasons import compared
+
+    sa, sb = compared(a, b)
+    assert len(sa.split(".")[1]) >= 2 and float(sa) == pytest.approx(a, abs=5e-3)
+    if abs(a - b) >= 1e-5:
+        assert sa != sb
+
+
+def test_the_lines_name_the_out_of_scope_share_the_routes_are_read_within():
+    from routecore.decide import reasons
+
+    sure = reasons.confident("A", 0.99997, 0.9995, 0.99, 0.0, oos=0.0)
+    assert sure.message == "A 1.0000 >= the high tier 0.9995"  # a prior's margin cut of 0 is not named
+    assert "with margin 0.40 >= 0.20" in reasons.confident("A", 0.9, 0.8, 0.4, 0.2).message
+    low = reasons.low_confidence("A", 0.954, 0.96, "asked which of A / B", oos=0.367)
+    assert low.message == (
+        "A 0.95 among the routes ('none of these' 0.37 set aside) < the routing cut 0.96: "
+        "asked which of A / B"
+    )
+    assert "none of these" not in reasons.low_confidence("A", 0.5, 0.9, "x", oos=0.001).message
+    tie = reasons.tie(["A", "B"], [0.504, 0.496], 0.96, oos=0.2)
+    assert tie.message.startswith("A 0.504 / B 0.496 among the routes ('none of these' 0.20 set aside)")
+    assert "none of these' 0.30" in reasons.likely("A", 0.97, 0.96, 0.999, oos=0.3).message
+
+
+def test_a_decision_names_the_out_of_scope_share_its_probabilities_were_read_within(encoder):
+    """routecore route lists every class's probability; the reason compares the routes' share."""
+    from test_few_shot import SHOP
+
+    r = Router(SHOP, encoder=encoder)
+    seen = 0
+    queries = ("my parcel hasn't shown up yet", "a refund as I was charged twice", "where is my order")
+    for q in queries:
+        d = r.route(q)
+        if d.action != "none" and d.out_of_scope is not None and d.out_of_scope >= 0.005:
+            seen += 1
+            assert "'none of these'" in d.reason.message, d.reason
+        elif d.action != "none":
+            assert "none of these" not in d.reason.message, d.reason
+    assert seen, "no query here had an out-of-scope share to name"

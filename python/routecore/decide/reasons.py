@@ -10,28 +10,62 @@ from routecore.decision import Reason
 
 #: How the out-of-scope class is shown beside the routes.
 NONE_OF_THESE = "none of these"
+#: An out-of-scope probability under this is not named beside the routes' (it moves no number shown).
+OOS_SHOWN = 0.005
+
+
+def compared(*xs: float) -> list[str]:
+    """``xs`` at two decimals, or at up to six where two would print unequal numbers alike (a best
+    route's 0.99997 against the high tier 0.9995 reads "1.0000 >= 0.9995", not "1.00 >= 1.00")."""
+    n = 2
+    while n < 6 and any(a != b and f"{a:.{n}f}" == f"{b:.{n}f}" for a in xs for b in xs):
+        n += 1
+    return [f"{x:.{n}f}" for x in xs]
+
+
+def _among(oos: float | None) -> str:
+    """What the routes' probabilities are read among when the out-of-scope class holds some: the
+    decision compares them within the routes' share, while ``routecore route`` lists every
+    probability over all classes."""
+    return f" among the routes ('{NONE_OF_THESE}' {oos:.2f} set aside)" if oos and oos >= OOS_SHOWN else ""
 
 
 def confident(
-    route: str, p1: float, high: float, margin: float, margin_cut: float, previous: bool = False
+    route: str,
+    p1: float,
+    high: float,
+    margin: float,
+    margin_cut: float,
+    previous: bool = False,
+    oos: float | None = None,
 ) -> Reason:
+    """``oos``: the out-of-scope class's probability (named when it holds some); a margin cut of 0
+    (a prior's) is not named."""
     what = "the previous route's high tier" if previous else "the high tier"
-    return Reason(
-        "previous_route" if previous else "confident",
-        f"{route} {p1:.2f} >= {what} {high:.2f} with margin {margin:.2f} >= {margin_cut:.2f}",
-    )
+    sp, sh = compared(p1, high)
+    line = f"{route} {sp}{_among(oos)} >= {what} {sh}"
+    if margin_cut > 0:
+        sm, sc = compared(margin, margin_cut)
+        line += f" with margin {sm} >= {sc}"
+    return Reason("previous_route" if previous else "confident", line)
 
 
-def likely(route: str, p1: float, medium: float, high: float, adapted: int = 0) -> Reason:
+def likely(
+    route: str, p1: float, medium: float, high: float, adapted: int = 0, oos: float | None = None
+) -> Reason:
     """``adapted``: the queries the routing cut was lowered from (routecore.calibrate.traffic), or 0."""
-    cut = f"the routing cut {medium:.2f}" + (f" (adapted to {adapted:,} queries)" if adapted else "")
-    return Reason("likely", f"{route} {p1:.2f} >= {cut} (below the high tier {high:.2f})")
+    sp, sm, sh = compared(p1, medium, high)
+    cut = f"the routing cut {sm}" + (f" (adapted to {adapted:,} queries)" if adapted else "")
+    return Reason("likely", f"{route} {sp}{_among(oos)} >= {cut} (below the high tier {sh})")
 
 
-def unsupported(route: str, p1: float, high: float, cosine: float, support: float) -> Reason:
+def unsupported(
+    route: str, p1: float, high: float, cosine: float, support: float, oos: float | None = None
+) -> Reason:
+    sp, sh = compared(p1, high)
     return Reason(
         "likely",
-        f"{route} {p1:.2f} >= the high tier {high:.2f}, but its best exemplar cosine {cosine:.3f} < the "
+        f"{route} {sp}{_among(oos)} >= the high tier {sh}, but its best exemplar cosine {cosine:.3f} < the "
         f"support the high tier needs {support:.3f} (how close a held-out exemplar is to its route)",
     )
 
@@ -62,13 +96,15 @@ def out_of_scope_cosine(best: str, cosine: float, min_score: float) -> Reason:
     )
 
 
-def low_confidence(route: str, p1: float, medium: float, then: str) -> Reason:
-    return Reason("low_confidence", f"{route} {p1:.2f} < the routing cut {medium:.2f}: {then}")
+def low_confidence(route: str, p1: float, medium: float, then: str, oos: float | None = None) -> Reason:
+    sp, sm = compared(p1, medium)
+    return Reason("low_confidence", f"{route} {sp}{_among(oos)} < the routing cut {sm}: {then}")
 
 
-def tie(routes: list[str], probs: list[float], medium: float) -> Reason:
-    shown = " / ".join(f"{r} {p:.2f}" for r, p in zip(routes, probs))
-    return Reason("tie", f"{shown} are all plausible and none reaches the routing cut {medium:.2f}")
+def tie(routes: list[str], probs: list[float], medium: float, oos: float | None = None) -> Reason:
+    *sp, sm = compared(*probs, medium)
+    shown = " / ".join(f"{r} {p}" for r, p in zip(routes, sp))
+    return Reason("tie", f"{shown}{_among(oos)} are all plausible and none reaches the routing cut {sm}")
 
 
 def bias_rule(text: str, pa: float, pb: float) -> Reason:

@@ -228,7 +228,7 @@ class Decider(Outcomes):
             out_of_scope=r.head_oos_p,
         )
         if unsupported:
-            out.reason = reasons.unsupported(bname, p1, high, cosine, support or 0.0)
+            out.reason = reasons.unsupported(bname, p1, high, cosine, support or 0.0, r.head_oos_p)
         # The scope reads the cosine or the head (lexical hits move labels, not the scope), unless
         # the query holds an entity type a route prefers: the config says such a query is its own,
         # so it goes to the best of the routes that prefer it.
@@ -290,7 +290,7 @@ class Decider(Outcomes):
             out.reason = reasons.entity(bname, kinds)
         if tier == "high":
             if out.reason is None:
-                out.reason = reasons.confident(bname, p1, high, p1 - p2, margin_th, continuing)
+                out.reason = reasons.confident(bname, p1, high, p1 - p2, margin_th, continuing, r.head_oos_p)
             return self._finish(out)
         if tier == "medium":
             out.hint = bname
@@ -298,7 +298,7 @@ class Decider(Outcomes):
                 out.reason = reasons.answered(bname, p1, list(clarify.candidates))
             if out.reason is None:
                 out.reason = reasons.likely(
-                    bname, p1, medium, high, traffic.seen if traffic and lowered else 0
+                    bname, p1, medium, high, traffic.seen if traffic and lowered else 0, r.head_oos_p
                 )
             return self._finish(self._ask_llm(text, out, previous, choose, lambda: out) if self.llm else out)
         return self._finish(self._low(text, out, names, order, top_p, p, previous, choose, medium))

@@ -142,7 +142,9 @@ class Outcomes:
         def without_llm() -> Draft:
             if p.low_action == "none":
                 out.action, out.route = "none", None
-                out.reason = reasons.low_confidence(bname, p1, medium, "declined (low_action 'none')")
+                out.reason = reasons.low_confidence(
+                    bname, p1, medium, "declined (low_action 'none')", out.out_of_scope
+                )
                 return out
             if p.low_action == "llm" and self.llm is None:  # no LLM to ask: say so
                 out.fallback = (
@@ -162,9 +164,11 @@ class Outcomes:
             shown = [names[i] for i in order[:n]]
             # A tie when every option is within one scale (a factor e) of the best; else just unsure.
             if top_p[len(shown) - 1] >= p1 / np.e:
-                out.reason = reasons.tie(shown, top_p[: len(shown)], medium)
+                out.reason = reasons.tie(shown, top_p[: len(shown)], medium, out.out_of_scope)
             else:
-                out.reason = reasons.low_confidence(bname, p1, medium, "asked which of " + " / ".join(shown))
+                out.reason = reasons.low_confidence(
+                    bname, p1, medium, "asked which of " + " / ".join(shown), out.out_of_scope
+                )
             return self._clarify(out, shown)
 
         if p.low_action == "llm" and self.llm:
