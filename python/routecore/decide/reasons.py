@@ -17,10 +17,12 @@ OOS_SHOWN = 0.005
 def compared(*xs: float) -> list[str]:
     """``xs`` at two decimals, or at up to six where two would print unequal numbers alike (a best
     route's 0.99997 against the high tier 0.9995 reads "1.0000 >= 0.9995", not "1.00 >= 1.00")."""
-    n = 2
-    while n < 6 and any(a != b and f"{a:.{n}f}" == f"{b:.{n}f}" for a in xs for b in xs):
-        n += 1
-    return [f"{x:.{n}f}" for x in xs]
+    distinct = len(set(xs))
+    for n in range(2, 7):
+        out = [f"{x:.{n}f}" for x in xs]
+        if len(set(out)) >= distinct:
+            break
+    return out
 
 
 def _among(oos: float | None) -> str:
