@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from routecore.config.specs import RouteSpec
-from routecore.decide import reasons
+from routecore.decide import questions, reasons
 from routecore.decide.policy import CLARIFY, Policy, resolved
 from routecore.decide.tables import ScoreTable, Step
 from routecore.decision import Alert, Decision, Entity, Exemplar, Reason, Timings
@@ -105,6 +105,8 @@ class Outcomes:
 
     specs: list[RouteSpec]
     by_name: dict[str, RouteSpec]
+    #: The route list the clarification questions' languages were read from, and those languages.
+    _languages: tuple[list[RouteSpec], tuple[str, ...]] | None = None
     policy: Policy
     llm: LLMRouter | None
     calibrated: str
@@ -191,11 +193,12 @@ class Outcomes:
         return out
 
     def question(self, candidates: Sequence[str]) -> str:
-        """The clarification question that names ``candidates`` by label, else description, else name."""
+        """The clarification question that names ``candidates`` by label, else description, else
+        name, in the language the config's routes are written in (:mod:`routecore.decide.questions`)."""
         shown = [self.by_name[c].shown if c in self.by_name else c for c in candidates]
-        if len(shown) == 1:
-            return f"Do you mean {shown[0]}?"
-        return "Do you mean " + ", ".join(shown[:-1]) + f" or {shown[-1]}?"
+        if self._languages is None or self._languages[0] is not self.specs:  # read once per route set
+            self._languages = (self.specs, questions.config_languages(self.specs))
+        return questions.question(shown, questions.question_language(shown, self._languages[1]))
 
     def _ask_llm(
         self,

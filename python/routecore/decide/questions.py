@@ -1,0 +1,103 @@
+"""The clarification question, in the language of the config whose routes it names.
+
+A question reads "Do you mean a refund or a billing question?" with the routes' own words (their
+``label``, else description, else name), so its frame must be in their language: a French config
+gets "Voulez-vous dire une question de paie ou un problème informatique ?", not an English frame
+around French labels. The language is read from the words of the routes the question names,
+among the languages the config's routes are written in (labels, descriptions and exemplars:
+:func:`config_languages`); a config in none of the known languages gets the English frame.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from routecore.config.specs import RouteSpec
+from routecore.decide.words import LANGUAGES, common_words, languages_of
+
+
+@dataclass(frozen=True)
+class Frame:
+    """How a language asks "do you mean A, B or C?"."""
+
+    #: The question around one option: ``one.format(a)``.
+    one: str
+    #: Before the options, between all but the last two, before the last one, after them.
+    start: str
+    comma: str
+    last: str
+    end: str
+    #: After three or more options, where the language says it otherwise (Japanese).
+    end_many: str | None = None
+
+
+#: The frames of the languages a question can be asked in (the bundled word tables' and two CJK ones).
+FRAMES: dict[str, Frame] = {
+    "en": Frame("Do you mean {}?", "Do you mean ", ", ", " or ", "?"),
+    "fr": Frame("Voulez-vous dire {} ?", "Voulez-vous dire ", ", ", " ou ", " ?"),
+    "de": Frame("Meinen Sie {}?", "Meinen Sie ", ", ", " oder ", "?"),
+    "es": Frame("¿Quiere decir {}?", "¿Quiere decir ", ", ", " o ", "?"),
+    "it": Frame("Intende {}?", "Intende ", ", ", " o ", "?"),
+    "pt": Frame("Quer dizer {}?", "Quer dizer ", ", ", " ou ", "?"),
+    "zh": Frame("您是指{}吗？", "您是指", "、", "还是", "？"),
+    "ja": Frame("{}ですか？", "", "、", "と", "のどちらですか？", "のどれですか？"),
+}
+#: The frame of a config written in no language of :data:`FRAMES`.
+DEFAULT = "en"
+#: Frequent words a text needs before its language is read from them.
+MIN_WORDS = 3
+
+_WORD = re.compile(r"[^\W\d_]+")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _scripts(text: str) -> str | None:
+    """ "ja" for text with kana, "zh" for Han characters without kana, else None."""
+    if _KANA.search(text):
+        return "ja"
+    return "zh" if _HAN.search(text) else None
+
+
+def _languages(texts: Iterable[str]) -> tuple[str, ...]:
+    """The languages ``texts`` are written in; none when fewer than :data:`MIN_WORDS` of their words
+    are frequent words of a known language (one "e" does not make test names Italian)."""
+    joined = " ".join(texts)
+    cjk = _scripts(joined)
+    if cjk:
+        return (cjk,)
+    words = [w.lower() for w in _WORD.findall(joined) if len(w) > 1]  # "e0", "a": no evidence
+    known = frozenset().union(*(common_words(lang) for lang in LANGUAGES))
+    if sum(w in known for w in words) < MIN_WORDS:
+        return ()
+    return languages_of(words)
+
+
+def config_languages(specs: Sequence[RouteSpec]) -> tuple[str, ...]:
+    """The languages of :data:`FRAMES` a config's routes are written in, most used first: those of
+    the words its questions show (labels, else descriptions), else of its exemplars."""
+    shown = [s.label or s.description for s in specs if s.label or s.description]
+    return _languages(shown) or _languages(u for s in specs for u in s.utterances)
+
+
+def question_language(shown: Sequence[str], languages: Sequence[str]) -> str:
+    """The language to ask about the options ``shown`` in: the first of the config's ``languages``
+    that their own words are written in (a config of French and English routes asks about English
+    labels in English), else the config's first, else :data:`DEFAULT`."""
+    own = _languages(shown)
+    for lang in own:
+        if lang in languages:
+            return lang
+    return languages[0] if languages else DEFAULT
+
+
+def question(shown: Sequence[str], language: str) -> str:
+    """The question that offers ``shown`` (one or more), in ``language`` (:data:`FRAMES`; another
+    language gets the English frame)."""
+    f = FRAMES.get(language, FRAMES[DEFAULT])
+    if len(shown) == 1:
+        return f.one.format(shown[0])
+    end = f.end_many if len(shown) > 2 and f.end_many else f.end
+    return f.start + f.comma.join(shown[:-1]) + f.last + shown[-1] + end
