@@ -296,13 +296,15 @@ def test_compared_numbers_print_apart_when_they_differ(a, b):
     assert len(sa.split(".")[1]) >= 2 and float(sa) == pytest.approx(a, abs=5e-3)
     if abs(a - b) >= 1e-5:
         assert sa != sb
+    if a <= 1 - 1e-5:
+        assert float(sa) < 1  # a cut of 0.9992 never reads "1.00"
 
 
 def test_the_lines_name_the_out_of_scope_share_the_routes_are_read_within():
     from routecore.decide import reasons
 
     sure = reasons.confident("A", 0.99997, 0.9995, 0.99, 0.0, oos=0.0)
-    assert sure.message == "A 1.0000 >= the high tier 0.9995"  # a prior's margin cut of 0 is not named
+    assert sure.message == "A 0.99997 >= the high tier 0.99950"  # a prior's margin cut of 0 is not named
     assert "with margin 0.40 >= 0.20" in reasons.confident("A", 0.9, 0.8, 0.4, 0.2).message
     low = reasons.low_confidence("A", 0.954, 0.96, "asked which of A / B", oos=0.367)
     assert low.message == (
