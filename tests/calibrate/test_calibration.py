@@ -100,7 +100,7 @@ def test_fitted_calibration_overrides_explicit_values(encoder):
         **{**r.calibration.to_dict(), "source": "fitted", "high": 0.6, "per_route": {"A": {"min_score": 0.1}}}
     )
     r.calibrate(fitted)
-    assert r.policy.high == 0.6 and r.policy.per_route["A"]["min_score"] == 0.1 and r.calibrated == "fitted"
+    assert r.policy.high == 0.6 and r.policy.per_route["A"].min_score == 0.1 and r.calibrated == "fitted"
 
 
 def test_tiny_config_still_yields_a_sane_policy(encoder):

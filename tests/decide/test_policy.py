@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from routecore.config.specs import RouteSpec
+from routecore.config.specs import RouteSpec, RouteThresholds
 from routecore.decide.policy import CLARIFY, BiasRule, Policy
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.router import Router
@@ -157,7 +157,8 @@ def test_route_spec_thresholds_apply_under_the_policy():
     assert with_spec({"min_score": 0.95}).route("q").action == "none"
     # Policy.per_route (explicit or fitted) wins over the spec, key by key.
     r = with_spec({"high": 0.75, "margin": 0.1}, manual(per_route={"INCIDENT": {"high": 0.99}}))
-    assert r.route("q").tier == "medium" and r.policy.per_route["INCIDENT"] == {"high": 0.99, "margin": 0.1}
+    assert r.route("q").tier == "medium"
+    assert r.policy.per_route["INCIDENT"] == RouteThresholds(high=0.99, margin=0.1)
     with pytest.raises(ConfigError, match="route 'INCIDENT'"):
         with_spec({"high": 1.5})
 

@@ -85,7 +85,7 @@ def test_single_router_files_keep_everything(name: str) -> None:
         assert info["router"] == {k: v for k, v in src.items() if k != "routes" and v is not None}
         assert info.get(key) == r[key]
         mapped = name in COSINE and r[key] is not None
-        assert dict(spec.thresholds) == ({"min_score": r[key]} if mapped else {})
+        assert spec.thresholds.to_dict() == ({"min_score": r[key]} if mapped else {})
         if layout == "0.x":
             schemas = r.get("function_schemas") or (
                 [r["function_schema"]] if r.get("function_schema") else None

@@ -15,6 +15,7 @@ import numpy as np
 from routecore.calibrate.language_fit import LanguageFit, language_fits_of
 from routecore.calibrate.stats import CalibrationStats
 from routecore.config.schema_base import record_from_dict
+from routecore.config.specs import RouteThresholds
 from routecore.core.lexical import STEMMERS
 from routecore.errors import ConfigError
 
@@ -53,8 +54,9 @@ class Calibration:
     #: The support the high tier needs (``Policy.high_support``): ``match`` in the exemplars'
     #: languages; for another language, ``match`` moved by its offset (:meth:`for_language`).
     support: float | None = None
-    #: Per-route overrides (``routecore fit``: per-route ``min_score``).
-    per_route: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: Per-route overrides (``routecore fit``: per-route ``min_score``; a mapping of values is read
+    #: as :class:`~routecore.config.specs.RouteThresholds`).
+    per_route: Mapping[str, RouteThresholds] = field(default_factory=dict)
     #: Per background language: its centroid and whether the exemplars cover it; for the
     #: others, the margin that detects it, its transfer and its own numbers (routecore.calibrate.languages).
     #: A mapping of dicts is read as a bundle's (:class:`~routecore.calibrate.language_fit.LanguageFit`).
@@ -63,6 +65,11 @@ class Calibration:
     stats: CalibrationStats = field(default_factory=CalibrationStats)
 
     def __post_init__(self) -> None:
+        if not all(isinstance(v, RouteThresholds) for v in self.per_route.values()):
+            typed = {
+                n: RouteThresholds.of(v, f"calibration: per_route: {n}") for n, v in self.per_route.items()
+            }
+            object.__setattr__(self, "per_route", typed)
         if not isinstance(self.stats, CalibrationStats):
             object.__setattr__(self, "stats", CalibrationStats.from_dict(self.stats))
         langs = self.languages
@@ -85,7 +92,7 @@ class Calibration:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)  # the stats record too, as its own to_dict gives it
-        d["per_route"] = {k: dict(v) for k, v in self.per_route.items()}
+        d["per_route"] = {k: v.to_dict() for k, v in self.per_route.items()}
         d["languages"] = {k: v.to_dict() for k, v in self.languages.items()}
         return d
 
@@ -113,7 +120,9 @@ class Calibration:
             )
             changes.update(adj.tier_changes())
             changes["per_route"] = {
-                n: {k: (float(np.clip(v + off, 0.0, 1.0)) if k == "min_score" else v) for k, v in o.items()}
+                n: o
+                if o.min_score is None
+                else replace(o, min_score=float(np.clip(o.min_score + off, 0.0, 1.0)))
                 for n, o in self.per_route.items()
             }
             # The head drops a language's cosine offset from its tiers and keeps it for the support.

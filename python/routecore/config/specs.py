@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import threading
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
 from routecore.config.config_files import MAX_CONFIG_BYTES as MAX_CONFIG_BYTES
@@ -33,7 +33,7 @@ class RouteSpec:
     utterances: tuple[str, ...] = ()
     description: str = ""
     domain: str = ""
-    thresholds: Mapping[str, float] = field(default_factory=dict)
+    thresholds: RouteThresholds = field(default_factory=lambda: RouteThresholds())
     fallback_on_error: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     #: Entity types (routecore.core.entities) that lift this route when the query holds one / without
@@ -44,6 +44,10 @@ class RouteSpec:
     label: str = ""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.thresholds, RouteThresholds):  # a mapping, as configs and bundles give it
+            object.__setattr__(
+                self, "thresholds", RouteThresholds.of(self.thresholds, f"route {self.name!r}")
+            )
         if not _TRUSTED.on:
             _check_spec(self, "route")
 
@@ -129,6 +133,59 @@ class ToolSpec:
 ROUTE_THRESHOLD_KEYS = ("high", "margin", "previous_high", "previous_margin", "medium", "min_score")
 
 
+@dataclass(frozen=True)
+class RouteThresholds:
+    """One route's own values of the policy's thresholds (:data:`ROUTE_THRESHOLD_KEYS`): each set
+    one replaces the policy's for that route, each ``None`` leaves it. ``RouteSpec.thresholds``,
+    ``Policy.per_route`` and a fit's per-route cuts (``Calibration.per_route``) hold them; their
+    JSON form (:meth:`to_dict`) is a mapping of the set ones, and a mapping is read as one
+    (:meth:`of`)."""
+
+    high: float | None = None
+    margin: float | None = None
+    previous_high: float | None = None
+    previous_margin: float | None = None
+    medium: float | None = None
+    min_score: float | None = None
+
+    def __post_init__(self) -> None:
+        for k in ROUTE_THRESHOLD_KEYS:
+            v = getattr(self, k)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+                raise ConfigError(f"thresholds: {k} must be a number in [0, 1] or None, got {v!r}")
+            object.__setattr__(self, k, float(v))
+
+    @classmethod
+    def of(
+        cls, value: "RouteThresholds | Mapping[str, Any] | None", where: str = "thresholds"
+    ) -> "RouteThresholds":
+        """``value`` as thresholds: itself, or a mapping checked against the config schema (unknown
+        keys and values out of [0, 1] are a :class:`ConfigError` that names ``where``)."""
+        if isinstance(value, cls):
+            return value
+        return cls(**check_thresholds(where, value if value is not None else {}))
+
+    def get(self, key: str) -> float | None:
+        """The value of ``key`` (one of :data:`ROUTE_THRESHOLD_KEYS`), or ``None`` when unset."""
+        if key not in ROUTE_THRESHOLD_KEYS:
+            raise KeyError(key)
+        v: float | None = getattr(self, key)
+        return v
+
+    def over(self, base: "RouteThresholds") -> "RouteThresholds":
+        """``base`` with this one's set values in their place."""
+        return replace(base, **self.to_dict())
+
+    def to_dict(self) -> dict[str, float]:
+        """The set values, in :data:`ROUTE_THRESHOLD_KEYS` order."""
+        return {k: v for k in ROUTE_THRESHOLD_KEYS if (v := getattr(self, k)) is not None}
+
+    def __bool__(self) -> bool:
+        return any(getattr(self, k) is not None for k in ROUTE_THRESHOLD_KEYS)
+
+
 class _Trusted(threading.local):
     on = False
 
@@ -210,7 +267,7 @@ def _route(r: Any, i: int, where: str) -> RouteSpec:
         utterances=tuple(r.utterances),
         description=r.description,
         domain=r.domain,
-        thresholds=check_thresholds(where, r.thresholds),
+        thresholds=RouteThresholds(**check_thresholds(where, r.thresholds)),
         fallback_on_error=r.fallback_on_error,
         metadata=r.metadata,
         prefers_entities=tuple(r.prefers_entities),

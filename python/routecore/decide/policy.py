@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Mapping, Sequence
 
 from routecore.calibrate.calibration_record import Calibration
-from routecore.config.specs import RouteSpec, check_thresholds
+from routecore.config.specs import RouteSpec, RouteThresholds
 
 # Re-exported (``X as X``): the rules the policy's numbers drive (routecore.decide.policy_rules).
 from routecore.decide.policy_rules import CLARIFY as CLARIFY
@@ -205,10 +205,10 @@ class Policy(FlatKeys):
             r if r.within is not None else replace(r, within=SCALE_UNITS["bias_within"] * cal.scale)
             for r in self.bias_rules
         )
-        if fitted and cal.per_route:
-            per = {n: dict(v) for n, v in self.per_route.items()}
+        if fitted and cal.per_route:  # a fit's per-route cuts over the policy's own
+            per = dict(self.per_route)
             for n, o in cal.per_route.items():
-                per.setdefault(n, {}).update(o)
+                per[n] = o.over(per.get(n, RouteThresholds()))
             changes["per_route"] = per
         return self.with_overrides(**changes)
 
@@ -216,8 +216,9 @@ class Policy(FlatKeys):
         """Policy ``key`` with the per-route override of ``route`` applied."""
         if route is not None:
             o = self.per_route.get(route)
-            if o and key in o:
-                return float(o[key])
+            v = o.get(key) if o is not None else None
+            if v is not None:
+                return v
         return float(getattr(self, key))
 
     def thresholds(self, route: str, continuing: bool) -> tuple[float, float, float, float]:
@@ -248,7 +249,7 @@ class Policy(FlatKeys):
         """The nested form (what a bundle stores); :meth:`from_dict` reads it and the legacy flat one."""
         d: dict[str, Any] = {name: asdict(getattr(self, name)) for name in SECTIONS}
         d["routes"]["bias_rules"] = [asdict(r) for r in self.bias_rules]
-        d["routes"]["per_route"] = {k: dict(v) for k, v in self.per_route.items()}
+        d["routes"]["per_route"] = {k: v.to_dict() for k, v in self.per_route.items()}
         d["tools"]["discovery_prefixes"] = list(self.discovery_prefixes)
         d["error_message"] = self.error_message
         return d
@@ -278,7 +279,9 @@ class Policy(FlatKeys):
                 values["bias_rules"] = tuple(
                     BiasRule(r.a, r.b, r.winner, r.within) for r in values["bias_rules"]
                 )
-                values["per_route"] = {n: config_schema.given(t) for n, t in values["per_route"].items()}
+                values["per_route"] = {
+                    n: RouteThresholds(**config_schema.given(t)) for n, t in values["per_route"].items()
+                }
             sections[name] = kind(**values)
         return cls(**sections, error_message=p.error_message)
 
@@ -301,9 +304,10 @@ def with_route_thresholds(policy: Policy, routes: Sequence[RouteSpec]) -> Policy
                 f"policy.bias_rules[{i}] ({b.a} vs {b.b} -> {b.winner}) names unknown routes {bad}"
             )
     # The routes' own overrides, under those of the policy (explicit or fitted).
-    spec_th = {r.name: check_thresholds(f"route {r.name!r}", r.thresholds) for r in routes if r.thresholds}
+    spec_th = {r.name: r.thresholds for r in routes if r.thresholds}
     if not spec_th:
         return policy
     per = policy.per_route
-    merged = {n: {**spec_th.get(n, {}), **dict(per.get(n, {}))} for n in {**spec_th, **per}}
+    none = RouteThresholds()
+    merged = {n: per.get(n, none).over(spec_th.get(n, none)) for n in {**spec_th, **per}}
     return policy.with_overrides(per_route=merged)

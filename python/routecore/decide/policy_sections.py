@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Literal, Mapping
 
+from routecore.config.specs import RouteThresholds
 from routecore.decide.policy_rules import BiasRule
 from routecore.errors import ConfigError
 
@@ -83,10 +84,15 @@ class RoutePolicy:
     #: within the bound reported in ``Decision.score_bounds`` (typically < 0.01).
     exact_top: int = 10
     exact_band: float = 0.0
-    #: Per-route overrides of the thresholds (``high`` ... ``min_score``), by route name.
-    per_route: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: Per-route overrides of the thresholds (``high`` ... ``min_score``), by route name (a mapping of
+    #: values is read as :class:`~routecore.config.specs.RouteThresholds`).
+    per_route: Mapping[str, RouteThresholds] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        per = self.per_route
+        if not all(isinstance(v, RouteThresholds) for v in per.values()):
+            typed = {n: RouteThresholds.of(v, f"policy: per_route: {n}") for n, v in per.items()}
+            object.__setattr__(self, "per_route", typed)
         _check(self, "routes")
         if not isinstance(self.bias_rules, tuple) or not all(
             isinstance(r, BiasRule) for r in self.bias_rules
@@ -255,7 +261,7 @@ class FlatKeys:
         top_exemplars: int
         exact_top: int
         exact_band: float
-        per_route: Mapping[str, Mapping[str, float]]
+        per_route: Mapping[str, RouteThresholds]
         tool_top_k: int
         tool_threshold: float | None
         tool_selection: Literal["top_k", "threshold"]

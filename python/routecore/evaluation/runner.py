@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from routecore.calibrate.linear_head import LinearHead
-from routecore.config.specs import RouteSpec
+from routecore.config.specs import RouteSpec, RouteThresholds
 from routecore.core.lexical import fit_weight
 from routecore.core.progress import Progress
 from routecore.decide.figures import decision_figures, reliability
@@ -173,7 +173,9 @@ def fit_router(
         S_dense[np.arange(len(S)), S.argmax(axis=1)] if len(S) else None
     )  # the out-of-scope cut reads the cosine
     res = fit(S, gold, names, oos_label, objective=objective, coverage=coverage, cut_scores=cut)  # type: ignore[arg-type]
-    per_route = {k: {"min_score": v} for k, v in res.per_route_min.items()}
+    per_route = {
+        k: RouteThresholds(min_score=float(np.clip(v, 0.0, 1.0))) for k, v in res.per_route_min.items()
+    }
     min_score = res.min_score
     if router.head is not None:
         router.head.threshold = _fit_head_threshold(

@@ -130,7 +130,7 @@ def _save_locked(router: Saved, d: Path) -> None:
         # The policy as given (unset thresholds null) and the calibration that fills them.
         "policy": router.spec_policy.to_dict(),
         "calibration": router.calibration.to_dict() if router.calibration else None,
-        "routes": [asdict(r) for r in router.route_specs],
+        "routes": [{**asdict(r), "thresholds": r.thresholds.to_dict()} for r in router.route_specs],
         "tools": [asdict(t) for t in router.tool_specs],
         "entities": router.entities.to_dict() if router.entities is not None else None,
         "fitted": router.fitted.to_dict() if router.fitted is not None else {},
