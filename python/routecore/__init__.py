@@ -15,7 +15,7 @@ from routecore.errors import *  # noqa: F403
 from routecore.errors import RoutecoreError
 
 if TYPE_CHECKING:
-    from routecore.config.specs import RouteSpec, ToolSpec
+    from routecore.config.specs import RouteSpec, RouteThresholds, ToolSpec
     from routecore.core.encoder import Encoder
     from routecore.core.index import SearchResult, VectorIndex
     from routecore.decide.policy import BiasRule, Policy
@@ -38,6 +38,7 @@ _LAZY = {
     "Encoder": "core.encoder",
     "Policy": "decide.policy",
     "RouteSpec": "config.specs",
+    "RouteThresholds": "config.specs",
     "Router": "routers.router",
     "SearchResult": "core.index",
     "ToolSpec": "config.specs",
@@ -95,6 +96,7 @@ __all__ = [
     "Policy",
     "Reason",
     "RouteSpec",
+    "RouteThresholds",
     "Router",
     "RoutecoreError",
     "RoutingMetrics",
