@@ -43,6 +43,8 @@ def test_the_language_comes_from_the_routes_words():
     ja = [RouteSpec("a", ("返金してください",))]
     assert config_languages(ja) == ("ja",)
     assert config_languages([RouteSpec("a", ("где мой заказ",))]) == ()  # no frame: English
+    mixed = [RouteSpec("pay", ("how do I pay with my card",), label="a payment with 支付宝")] + unlabelled
+    assert config_languages(mixed)[0] == "en"  # one Chinese name makes no Chinese config
     assert question_language(["заказ"], ()) == DEFAULT
 
 

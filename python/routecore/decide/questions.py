@@ -10,6 +10,7 @@ among the languages the config's routes are written in (labels, descriptions and
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -52,13 +53,23 @@ MIN_WORDS = 3
 _WORD = re.compile(r"[^\W\d_]+")
 _KANA = re.compile(r"[\u3040-\u30ff]")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
+_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
 
 
 def _scripts(text: str) -> str | None:
-    """ "ja" for text with kana, "zh" for Han characters without kana, else None."""
-    if _KANA.search(text):
-        return "ja"
-    return "zh" if _HAN.search(text) else None
+    """Japanese ("ja") for text mostly in CJK characters with kana among them, Chinese ("zh") for
+    one mostly in Han characters without kana, else None (a Chinese name among English labels is
+    no Chinese config)."""
+    kana, han = len(_KANA.findall(text)), len(_HAN.findall(text))
+    if not kana + han or 2 * (kana + han) < len(_LATIN.findall(text)):
+        return None
+    return "ja" if kana else "zh"
+
+
+@functools.lru_cache(maxsize=1)
+def _frequent() -> frozenset[str]:
+    """The most frequent words of every bundled language."""
+    return frozenset().union(*(common_words(lang) for lang in LANGUAGES))
 
 
 def _languages(texts: Iterable[str]) -> tuple[str, ...]:
@@ -69,8 +80,8 @@ def _languages(texts: Iterable[str]) -> tuple[str, ...]:
     if cjk:
         return (cjk,)
     words = [w.lower() for w in _WORD.findall(joined) if len(w) > 1]  # "e0", "a": no evidence
-    known = frozenset().union(*(common_words(lang) for lang in LANGUAGES))
-    if sum(w in known for w in words) < MIN_WORDS:
+    frequent = _frequent()
+    if sum(w in frequent for w in words) < MIN_WORDS:
         return ()
     return languages_of(words)
 

@@ -16,8 +16,8 @@ OOS_SHOWN = 0.005
 
 def compared(*xs: float) -> list[str]:
     """``xs`` at two decimals, or at up to six where two would print unequal numbers alike or a
-    number under 1 as 1 (a best route's 0.99997 against the high tier 0.9995 reads "1.0000 >=
-    0.9995", and a routing cut of 0.9992 never reads "1.00")."""
+    number under 1 as 1 (a best route's 0.99997 against the high tier 0.9995 reads "0.99997 >=
+    0.99950", not "1.00 >= 1.00")."""
     distinct = len(set(xs))
     for n in range(2, 7):
         out = [f"{x:.{n}f}" for x in xs]
