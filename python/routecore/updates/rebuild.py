@@ -15,7 +15,11 @@ from routecore.decide.tables import EncoderLike, KnownVectors, known_vectors
 
 if TYPE_CHECKING:
     from routecore.calibrate.calibration_record import Calibration
+    from routecore.calibrate.linear_head import LinearHead
     from routecore.decide.policy import Policy
+    from routecore.llm.llm import LLMRouter
+    from routecore.memory.memory import ExperienceMemory
+    from routecore.tools.tool_catalog import ToolCatalog
 
 
 class Changeable(Protocol):
@@ -29,11 +33,11 @@ class Changeable(Protocol):
     route_table: Any
 
     @property
-    def tool_catalog(self) -> Any: ...
+    def tool_catalog(self) -> ToolCatalog: ...
     @property
-    def encoder(self) -> Any: ...
+    def encoder(self) -> EncoderLike: ...
     @property
-    def memory(self) -> Any: ...
+    def memory(self) -> ExperienceMemory | None: ...
 
 
 @dataclass(frozen=True)
@@ -49,9 +53,9 @@ class Rebuild:
     tools: tuple[ToolSpec, ...]
     encoder: EncoderLike
     spec_policy: Policy
-    llm: Any
-    memory: Any
-    head: Any
+    llm: LLMRouter | None
+    memory: ExperienceMemory | None
+    head: LinearHead | None
     storage: str
     calibration: Calibration | None
     known: KnownVectors
@@ -64,7 +68,7 @@ def rebuild_of(
     routes: Sequence[RouteSpec],
     tools: Sequence[ToolSpec],
     spec_policy: Policy,
-    head: Any,
+    head: LinearHead | None,
     calibration: Calibration | None,
     head_threshold: float | None,
     routes_known: Mapping[str, np.ndarray],
