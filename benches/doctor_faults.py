@@ -19,7 +19,9 @@ The doctor (:func:`routecore.doctor.doctor.diagnose`) reads the faulty config. R
 - ``right``: in-scope queries of the split (at most ``--limit``, a fixed stratified
   sample) routed to the right route through ``Router.route_batch``, on the clean, the
   faulty and the fixed config (``apply_edits``: the doctor's drops and moves), and
-  ``recovered``: (fixed - faulty) / (clean - faulty).
+  ``recovered``: (fixed - faulty) / (clean - faulty);
+- ``clean_edits`` / ``right_clean_fixed``: the drops and moves the doctor asks of the clean config, and
+  ``right`` once they are applied (what ``--fix`` does to a config with no injected fault).
 
 Goals: found >= 80 %, recovered >= 80 %.
 """
@@ -145,10 +147,16 @@ def run_one(
     touched = {(e.route, e.text): e for e in edits}
     doc = {"routes": [{"name": r.name, "utterances": list(r.utterances)} for r in faulty]}
     fixed, _ = parse_config(apply_edits(doc, rep.edits), "fixed")
+    # The doctor on the clean config too: what its fixes do to a config with no injected fault.
+    r_clean, V_clean = router_of(enc, clean, vec)
+    rep_clean = diagnose(r_clean, vectors=V_clean)
+    clean_doc = {"routes": [{"name": r.name, "utterances": list(r.utterances)} for r in clean]}
+    clean_fixed, _ = parse_config(apply_edits(clean_doc, rep_clean.edits), "clean fixed")
     acc = {
         "clean": right(build(enc, train, vec, k, seed), texts, gold, X),
         "faulty": right(r_faulty, texts, gold, X),
         "fixed": right(router_of(enc, fixed, vec)[0], texts, gold, X),
+        "clean_fixed": right(router_of(enc, clean_fixed, vec)[0], texts, gold, X),
     }
     cost = acc["clean"] - acc["faulty"]
     by_kind = {kind: [key for key, (kd, _) in faults.items() if kd == kind] for kind in ("moved", "generic")}
@@ -164,6 +172,7 @@ def run_one(
         "found_generic": sum(key in touched for key in by_kind["generic"]) / max(1, len(by_kind["generic"])),
         "moved_back": back / max(1, len(by_kind["moved"])),
         "edits": len(edits),
+        "clean_edits": sum(e.action in ("drop", "move") for e in rep_clean.edits),
         "precision": sum(key in faults for key in touched) / max(1, len(edits)),
         **{f"right_{k_}": v for k_, v in acc.items()},
         "recovered": (acc["fixed"] - acc["faulty"]) / cost if cost > 0 else float("nan"),
@@ -198,6 +207,8 @@ def main() -> None:
         "right_faulty",
         "right_fixed",
         "recovered",
+        "clean_edits",
+        "right_clean_fixed",
         "doctor_s",
     )
     print("| set | seed | " + " | ".join(cols) + " |")
@@ -215,7 +226,7 @@ def main() -> None:
             runs.append({"set": name, "seed": seed, **r})
             cells = [
                 str(r[c])
-                if c in ("faults", "edits")
+                if c in ("faults", "edits", "clean_edits")
                 else f"{r[c]:.2f}"
                 if c in ("doctor_s", "recovered")
                 else f"{100 * r[c]:.1f}"
