@@ -1,7 +1,7 @@
 """Tool floor trade-off on MetaTool (issue 12): how many out-of-scope queries get
 no candidate tool, and how many MetaTool queries lose their gold tool to the floor.
 
-    python benches/tool_floor.py [--model PATH] [--check 50]
+    python benches/tool_floor.py [--model PATH] [--check 50] [--split all|dev]
 
 The router is built as `routecore eval --tools tools.jsonl` builds it
 (`tool_eval.tools_router`: one ToolSpec(name, description) per MetaTool tool, the
@@ -10,7 +10,9 @@ are computed vectorised (`calibration.route_scores`, max over each tool's
 exemplars, as the tool table scores them); `--check N` compares the best score
 with `router.tools()` on N queries of each set. Queries: MetaTool
 single_tool.jsonl (gold = its one tool) and the CLINC150 test rows labelled
-"oos". Embeddings are cached under $ROUTECORE_HOME/embeddings.
+"oos". Embeddings are cached under $ROUTECORE_HOME/embeddings. ``--split dev``: the
+seeded half of MetaTool's queries that ``tool_floor_features.py`` fits on, and CLINC150
+val's "oos" rows instead of test's.
 
 Printed: one JSON line with the chosen floor and the figures at it, then the
 curve over background-quantile floors and over a grid of absolute floors. Two
@@ -87,9 +89,15 @@ def main() -> None:
         help="the background rows kNN3-20 reads: English ones written for this project (default), every "
         "English one (CLINC150-derived included), or all",
     )
+    ap.add_argument(
+        "--split", default="all", choices=("all", "dev"), help="dev: MetaTool's fitting half, CLINC150 val"
+    )
     a = ap.parse_args()
     enc = Encoder.load(a.model, cache_size=0)
     queries, catalog = D.metatool("single_tool")
+    if a.split == "dev":  # the half tool_floor_features.py fits on (the same seeded permutation)
+        half = np.random.default_rng(0).permutation(len(queries.samples))[: len(queries.samples) // 2]
+        queries = type(queries)(queries.name, [queries.samples[i] for i in np.sort(half)])
     router = tools_router(catalog, enc)
     names = [t["name"] for t in catalog]
     pos = {n: i for i, n in enumerate(names)}
@@ -101,9 +109,9 @@ def main() -> None:
 
     mt_texts = [s.query for s in queries.samples]
     gold = np.array([pos[s.tools[0]] for s in queries.samples])
-    test = D.clinc150("test")
+    test = D.clinc150("val" if a.split == "dev" else "test")
     Qc = embed(
-        enc, [s.text for s in test.samples], what="clinc150 test"
+        enc, [s.text for s in test.samples], what="clinc150 " + ("val" if a.split == "dev" else "test")
     )  # all rows: shares the cache with zero_label.py
     oos = np.array([s.label == "oos" for s in test.samples])
     Qm = embed(enc, mt_texts, what="metatool queries")
