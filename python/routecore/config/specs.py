@@ -149,12 +149,8 @@ class RouteThresholds:
     min_score: float | None = None
 
     def __post_init__(self) -> None:
-        for k in ROUTE_THRESHOLD_KEYS:
-            v = getattr(self, k)
-            if v is None:
-                continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
-                raise ConfigError(f"thresholds: {k} must be a number in [0, 1] or None, got {v!r}")
+        # the config schema's rule (numbers in [0, 1]), as for a route's `thresholds:` in a file
+        for k, v in check_thresholds("thresholds", self).items():
             object.__setattr__(self, k, float(v))
 
     @classmethod

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Mapping, Sequence
 
 from routecore.calibrate.calibration_record import Calibration
-from routecore.config.specs import RouteSpec, RouteThresholds
+from routecore.config.specs import ROUTE_THRESHOLD_KEYS, RouteSpec, RouteThresholds
 
 # Re-exported (``X as X``): the rules the policy's numbers drive (routecore.decide.policy_rules).
 from routecore.decide.policy_rules import CLARIFY as CLARIFY
@@ -216,7 +216,7 @@ class Policy(FlatKeys):
         """Policy ``key`` with the per-route override of ``route`` applied."""
         if route is not None:
             o = self.per_route.get(route)
-            v = o.get(key) if o is not None else None
+            v = o.get(key) if o is not None and key in ROUTE_THRESHOLD_KEYS else None
             if v is not None:
                 return v
         return float(getattr(self, key))
