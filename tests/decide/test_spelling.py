@@ -216,3 +216,17 @@ def test_the_memo_starts_over_when_full(monkeypatch):
     assert s.repair("prodution servr")[0] == "production server"
     assert s.repair("firewal dwon configre")[0] == "firewall down configure"
     assert len(s._memo) <= 3  # cleared before the three new words went in
+
+
+def test_spelling_can_be_turned_off(encoder):
+    from routecore import Policy
+    from routecore.config.specs import RouteSpec
+
+    routes = [
+        RouteSpec("A", ("I forgot my password and need to reset it", "my account is locked")),
+        RouteSpec("B", ("the printer on the second floor is jammed", "I cannot print my documents")),
+    ]
+    on = Router(routes, encoder=encoder).route_table.read_query("I forgott my pasword")
+    off = Router(routes, encoder=encoder, policy=Policy.from_dict({"routes": {"spelling": False}}))
+    assert on[0] == "I forgot my password" and any(kind == "spelling" for kind, _ in on[1])
+    assert off.route_table.read_query("I forgott my pasword") == ("I forgott my pasword", ())

@@ -41,6 +41,7 @@ class RouteSection(Thresholds):  # its first fields are the thresholds a route c
     temperature: Optional[Positive] = None
     high_support: Optional[Unit] = None
     adapt_cut: bool = True
+    spelling: bool = True
     high_precision: Unit = 0.95
     route_precision: Optional[Unit] = None
     previous_precision: Unit = 0.90

@@ -54,6 +54,10 @@ class RoutePolicy:
     #: model's prior and no ``medium`` set, once 100 queries are seen the cut sits where the
     #: prior expects the queries routed to be right on average at its measured level. False: fixed.
     adapt_cut: bool = True
+    #: Read a mistyped word of a query as the likeliest exemplar-language word a keyboard slip away
+    #: (routecore.decide.spelling, a ``spelling`` alert). False: queries are encoded as written (code
+    #: identifiers, jargon, product names that are not in the exemplars).
+    spelling: bool = True
     high_precision: float = 0.95
     #: How often routed decisions should be right. Unset: a model's prior keeps the goal it was
     #: measured at (95 % of routed dev queries; routecore.calibrate.prior), and cuts fitted on
@@ -246,6 +250,7 @@ class FlatKeys:
         temperature: float | None
         high_support: float | None
         adapt_cut: bool
+        spelling: bool
         high_precision: float
         route_precision: float | None
         previous_precision: float

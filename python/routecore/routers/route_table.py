@@ -88,9 +88,9 @@ class RouteTable(Decider, BatchRoutes):
 
     def read_query(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
         """What the router encodes for ``text`` and the alerts that says so: :func:`routing_text`,
-        then typos of the exemplars' words repaired."""
+        then typos of the exemplars' words repaired (unless ``policy.routes.spelling`` is off)."""
         text, notes = routing_text(text)
-        if not text:
+        if not text or not self.policy.spelling:
             return text, notes
         text, repairs = self.speller.repair(text)
         return text, notes + notes_of(repairs)
