@@ -123,14 +123,15 @@ def cmd_route(args: argparse.Namespace) -> int:
     if args.json:
         print(d.to_json(indent=2))
         return 0
+    among = " among the routes" if d.out_of_scope else ""  # the reason's scale; the list's p include it
     print(
-        f"action: {d.action}  route: {d.route}  tier: {d.tier}  confidence: {d.confidence:.3f}  "
+        f"action: {d.action}  route: {d.route}  tier: {d.tier}  confidence: {d.confidence:.3f}{among}  "
         f"margin: {d.margin:.3f}  calibrated: {d.calibrated}"
     )
     if d.reason is not None:
         print(f"reason [{d.reason.code}]: {d.reason.message}")
     if d.out_of_scope is not None:  # the routes' probabilities below share the rest
-        print(f"  {NONE_OF_THESE:<12} p={d.out_of_scope:.3f}")
+        print(f"  {NONE_OF_THESE:<12} p={d.out_of_scope:.3f}  (the routes below share the rest)")
     share = 1.0 - d.out_of_scope if d.out_of_scope is not None else 1.0  # the routes share the rest
     ranked = sorted(d.probabilities.items(), key=lambda kv: -kv[1])
     for name, p in ranked if args.all else ranked[:TOP_SHOWN]:

@@ -309,7 +309,7 @@ def zero_label(
 
 def fallback_note(cal: Calibration | None) -> str | None:
     """A line for the decisions of a router whose zero-label fit fell back to constants (too
-    few held-out rows, and no measured prior for its model: routecore.calibrate.prior), else None."""
+    few held-out rows, and no measured prior that applies: routecore.calibrate.prior), else None."""
     if cal is None or cal.source != "zero-label":
         return None
     st = cal.stats
@@ -321,9 +321,9 @@ def fallback_note(cal: Calibration | None) -> str | None:
     if not used:
         return None
     return (
-        f"calibration fallback: {st.held_out} held-out exemplars (< {MIN_ROWS}) "
-        f"and no measured prior for "
-        f"this model, so these are constants, not fits: " + "; ".join(used)
+        f"calibration fallback: {st.held_out} held-out exemplars (< {MIN_ROWS}) and no measured prior "
+        f"that applies (a model's prior calibrates its exemplar head, which needs two routes or more), "
+        f"so these are constants, not fits: " + "; ".join(used)
     )
 
 
