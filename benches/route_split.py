@@ -1,5 +1,5 @@
 """Where the non-encoder time of `Router.route()` goes right after an encode:
-the native scoring call, the Python policy (`Router._decide`) and the rest,
+the native scoring call, the Python policy (`Router.decide_step`) and the rest,
 on the 150 x 100 CLINC150 router (int8), hot caches or just after the encode.
 
     python benches/route_split.py [--parallel] [ENCODER ...]     # minilm-int8, e5-small-int8
@@ -48,7 +48,7 @@ def main(names, parallel=False) -> None:
         r = router_for(name, "clinc150 (150 routes x 100)")
         log: dict = {}
         r.route_table.table.index._impl = _Timed(r.route_table.table.index._impl, log)
-        decide = r._decide
+        decide = r.decide_step
 
         def timed_decide(*a):
             t = time.perf_counter()
@@ -56,7 +56,7 @@ def main(names, parallel=False) -> None:
             log["policy"] = time.perf_counter() - t
             return out
 
-        r._decide = timed_decide
+        r.decide_step = timed_decide
         enc_calls = r.encoder.encode_with_stats
         cached: dict = {}
         for caches in ("after encode", "hot"):

@@ -66,3 +66,25 @@ def test_every_question_names_each_option_once_in_order(lang, shown):
     for s in shown:
         at = q.index(s, at) + len(s)
     assert q.strip()[-1] in "?？"
+
+
+def test_descriptions_read_as_options_inside_the_question():
+    from routecore.decide.questions import in_sentence
+
+    shown = [
+        in_sentence("Git operations like commit, branch, diff and history"),
+        in_sentence("Look up external documentation or the web"),
+        in_sentence("Modify code in a file"),
+    ]
+    assert question(shown, "en") == (
+        'Do you mean "git operations like commit, branch, diff and history", '
+        '"look up external documentation or the web" or "modify code in a file"?'
+    )
+    assert [in_sentence(d) for d in ("VPN access problems", "Outlook", "iPhone screen issues")] == [
+        "VPN access problems",
+        "Outlook",
+        "iPhone screen issues",
+    ]
+    assert question(["a refund", "a billing question"], "en") == "Do you mean a refund or a billing question?"
+    fr = question(["une question de paie", "un problème réseau, wifi ou vpn"], "fr")
+    assert fr == "Voulez-vous dire « une question de paie » ou « un problème réseau, wifi ou vpn » ?"

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from routecore.core.arrays import as_f32
-from routecore.errors import DimensionMismatchError, InvalidArgumentError, NonFiniteError
+from routecore.decision import CLARIFY
+from routecore.errors import ConfigError, DimensionMismatchError, InvalidArgumentError, NonFiniteError
 
 
 def query_vectors(vectors: Any, dim: int, n: int | None = None) -> np.ndarray:
@@ -64,11 +65,32 @@ def context_domains_arg(context_domains: Any, legacy: Any = None, legacy_name: s
     return tuple(context_domains)
 
 
+def previous_arg(previous: Any) -> Any:
+    """The previous route as a decision reads it: a clarify decision's ``route`` (``CLARIFY``, what a
+    chat loop passes on as ``previous=d.route``) is no route."""
+    return None if previous == CLARIFY else previous
+
+
 def per_query(value: Any, n: int, what: str) -> list[Any]:
     """``value`` for each of ``n`` queries: one value (or None) for all, or a list of ``n``."""
     if value is None or isinstance(value, str):
         return [value] * n
-    out = list(value)
+    try:
+        out = list(value)
+    except TypeError:
+        msg = f"{what}: one value for all queries, or a list of one per query; got {value!r}"
+        raise InvalidArgumentError(msg) from None
     if len(out) != n:
         raise InvalidArgumentError(f"{what}: {len(out)} values for {n} queries (give one, or one per query)")
     return out
+
+
+def part_of(value: Any, what: str, want: str, *verbs: str) -> None:
+    """Check a constructor's part by the verbs it must have (a duck-typed check: a caller's own
+    stand-in passes), e.g. ``part_of(r, "layer 'intent'", "a Router", "route", "encoder")``.
+
+    Raises:
+        ConfigError: ``value`` lacks one of ``verbs``.
+    """
+    if not all(hasattr(value, v) for v in verbs):
+        raise ConfigError(f"{what} must be {want}, got {type(value).__name__}")

@@ -311,3 +311,19 @@ def with_route_thresholds(policy: Policy, routes: Sequence[RouteSpec]) -> Policy
     none = RouteThresholds()
     merged = {n: per.get(n, none).over(spec_th.get(n, none)) for n in {**spec_th, **per}}
     return policy.with_overrides(per_route=merged)
+
+
+def check_router_args(routes: Any, policy: Any) -> None:
+    """A Router's ``routes`` are RouteSpecs and its ``policy`` a Policy (or None).
+
+    Raises:
+        ConfigError: naming the first argument of another type (a mapping: :meth:`Router.from_config`).
+    """
+    for i, r in enumerate(routes):
+        if not isinstance(r, RouteSpec):
+            raise ConfigError(
+                f"routes[{i}] must be a RouteSpec, got {type(r).__name__} (a document: Router.from_config)"
+            )
+    if policy is not None and not isinstance(policy, Policy):
+        got = type(policy).__name__
+        raise ConfigError(f"policy must be a Policy (Policy.from_dict for a mapping), got {got}")

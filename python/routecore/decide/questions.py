@@ -104,11 +104,42 @@ def question_language(shown: Sequence[str], languages: Sequence[str]) -> str:
     return languages[0] if languages else DEFAULT
 
 
+#: How each language quotes an option, when the options hold the words that join them.
+QUOTES: dict[str, tuple[str, str]] = {
+    "fr": ("« ", " »"),
+    "de": ("„", "“"),
+    "ja": ("「", "」"),
+    "zh": ("“", "”"),
+}
+
+
+def in_sentence(description: str) -> str:
+    """A route's description as an option inside a question: a sentence of three words or more
+    whose first word is a plain capitalised word starts lower-case ("Look up the docs" → "look up the
+    docs"); "VPN access problems", "iPhone" and a name alone ("Outlook") stay."""
+    words = description.split()
+    first = words[0] if words else ""
+    if len(words) >= 3 and len(first) > 1 and first[0].isupper() and first[1:].islower():
+        return description[0].lower() + description[1:]
+    return description
+
+
 def question(shown: Sequence[str], language: str) -> str:
     """The question that offers ``shown`` (one or more), in ``language`` (:data:`FRAMES`; another
-    language gets the English frame)."""
+    language gets the English frame). Options that hold the frame's own joining words ("commit,
+    branch or diff") are quoted, so the list still reads as its options."""
     f = FRAMES.get(language, FRAMES[DEFAULT])
+    joins = [j.strip() for j in (f.comma, f.last) if j.strip()]
+    if len(shown) > 1 and any(_joins(o, joins) for o in shown):
+        left, right = QUOTES.get(language, ('"', '"'))
+        shown = [f"{left}{o}{right}" for o in shown]
     if len(shown) == 1:
         return f.one.format(shown[0])
     end = f.end_many if len(shown) > 2 and f.end_many else f.end
     return f.start + f.comma.join(shown[:-1]) + f.last + shown[-1] + end
+
+
+def _joins(option: str, joins: Sequence[str]) -> bool:
+    """Whether ``option`` holds one of a frame's joining words (a comma, "or", "ou", "还是")."""
+    words = re.findall(r"\w+", option.casefold())
+    return any(j in words if j.isascii() and j.isalpha() else j in option for j in joins)

@@ -15,11 +15,11 @@ OOS_SHOWN = 0.005
 
 
 def compared(*xs: float) -> list[str]:
-    """``xs`` at two decimals, or at up to six where two would print unequal numbers alike or a
+    """``xs`` at two decimals, or at up to nine where two would print unequal numbers alike or a
     number under 1 as 1 (a best route's 0.99997 against the high tier 0.9995 reads "0.99997 >=
-    0.99950", not "1.00 >= 1.00")."""
+    0.99950", not "1.00 >= 1.00"; 0.9998271 against 0.999827 is not "0.999827 >= 0.999827")."""
     distinct = len(set(xs))
-    for n in range(2, 7):
+    for n in range(2, 10):
         out = [f"{x:.{n}f}" for x in xs]
         if len(set(out)) >= distinct and not any(x < 1 and float(o) >= 1 for x, o in zip(xs, out)):
             break
@@ -77,6 +77,22 @@ def answered(route: str, p1: float, offered: list[str]) -> Reason:
     return Reason(
         "likely",
         f"{route} {p1:.2f} is the best of the routes the clarification offered ({' / '.join(offered)})",
+    )
+
+
+def picked(route: str, how: str, word: str, offered: list[str]) -> Reason:
+    said = "names" if how == "named" else "gives the place of"
+    return Reason(
+        "likely",
+        f"the answer {said} {route} ('{word}') among the routes the clarification offered "
+        f"({' / '.join(offered)})",
+    )
+
+
+def declined_options(word: str, offered: list[str]) -> Reason:
+    return Reason(
+        "out_of_scope",
+        f"the answer ('{word}') declines the routes the clarification offered ({' / '.join(offered)})",
     )
 
 

@@ -152,7 +152,7 @@ class Decider(Outcomes):
             r.probs = (both / total).astype(np.float32)
             r.peer_cut = cut
 
-    def _decide(
+    def decide_step(
         self,
         text: str,
         r: Step,
@@ -161,12 +161,19 @@ class Decider(Outcomes):
         choose: Chooser | None = None,
         policy: Policy | None = None,
     ) -> Draft:
+        """The decision on a scored query ``r`` (its tier, action and reason), before its alerts and
+        timings: what the policy makes of the scores (``Router.decide_step``, settable to time it)."""
         p, names = policy or self.policy, self.table.names
         adjusted, probs = r.adjusted, r.probs
+        answer = None
         if clarify is not None and clarify.candidates:
+            answer = self._answer(text, clarify)
             keep = np.isin(np.array(names), list(clarify.candidates))
             adjusted = np.where(keep, adjusted, -np.inf).astype(np.float32)
-            probs = _native.softmax(adjusted, resolved(p.temperature, "temperature"))
+            if self.head is not None and float(probs[keep].sum()) > 0.0:  # the head's, among the offered
+                probs = (np.where(keep, probs, 0.0) / probs[keep].sum()).astype(np.float32)
+            else:
+                probs = _native.softmax(adjusted, resolved(p.temperature, "temperature"))
         prev_i = names.index(previous) if previous else None
         if p.previous_strategy == "boost":
             probs = apply_previous_boost(probs, prev_i, p.previous_boost)
@@ -204,7 +211,7 @@ class Decider(Outcomes):
             tier = "medium"
         if clarify is not None and clarify.candidates and tier == "low":
             # The user answered a clarification: the best of the routes it offered, never asked again. (Its
-            # probabilities are the cosine softmax among them, on another scale than the routing cut.)
+            # probabilities are shares among them, on another scale than the routing cut.)
             tier = "medium"
         labels, pos, texts = self.table.labels, self.table.pos, self.table.texts
         out = Draft(
@@ -229,6 +236,8 @@ class Decider(Outcomes):
         )
         if unsupported:
             out.reason = reasons.unsupported(bname, p1, high, cosine, support or 0.0, r.head_oos_p)
+        if answer is not None and clarify is not None:  # it named an option, its place, or none of them
+            return self._finish(self._answered(out, answer, list(clarify.candidates)))
         # The scope reads the cosine or the head (lexical hits move labels, not the scope), unless
         # the query holds an entity type a route prefers: the config says such a query is its own,
         # so it goes to the best of the routes that prefer it.
@@ -241,7 +250,7 @@ class Decider(Outcomes):
                     pref, r.probs, 0.0
                 )  # before the previous-route boost, which the next pass applies
                 kept = kept / kept.sum() if kept.sum() > 0 else pref / pref.sum()
-                return self._decide(
+                return self.decide_step(
                     text,
                     replace(r, probs=kept.astype(np.float32), entity_scope=True),
                     previous,

@@ -13,6 +13,7 @@ import numpy as np
 
 from routecore.config.specs import RouteSpec
 from routecore.decide import questions, reasons
+from routecore.decide.answers import Answer, read_answer
 from routecore.decide.policy import CLARIFY, Policy, resolved
 from routecore.decide.tables import ScoreTable, Step
 from routecore.decision import Alert, Decision, Entity, Exemplar, Reason, Timings
@@ -25,7 +26,7 @@ Chooser = Callable[[LLMRequest], LLMChoice]
 
 @dataclass
 class Draft:
-    """A route decision while it is made: what the decision steps (``Decider._decide``) and the
+    """A route decision while it is made: what the decision steps (``Decider.decide_step``) and the
     outcomes below fill in. :meth:`RouteTable.decide <routecore.routers.route_table.RouteTable.decide>` then
     makes the :class:`~routecore.decision.Decision` of it, with its timings and the alerts of the
     query. The fields not set keep the Decision's defaults."""
@@ -187,6 +188,25 @@ class Outcomes:
         out.fallback_chain = self.fallback_chain(out.route) if out.route else ()
         return out
 
+    def _answer(self, text: str, clarify: Decision) -> Answer | None:
+        """What the answer part of ``text`` (after the clarified query) says of the offered routes."""
+        head = f"{clarify.query}\n"
+        said = text[len(head) :] if text.startswith(head) else text.rsplit("\n", 1)[-1]
+        shown = [(c, self.by_name[c].shown if c in self.by_name else c) for c in clarify.candidates]
+        return read_answer(said, shown)
+
+    def _answered(self, out: Draft, answer: Answer, offered: list[str]) -> Draft:
+        """The decision an answer that names, places or declines the offered routes makes: that
+        route at the medium tier (no LLM asked: the user chose), or ``none``."""
+        if answer.route is None:
+            out.action, out.route, out.tier = "none", None, "low"
+            out.reason = reasons.declined_options(answer.word, offered)
+            return out
+        out.route, out.tier, out.hint = answer.route, "medium", answer.route
+        out.confidence = float(out.probabilities.get(answer.route, 0.0))
+        out.reason = reasons.picked(answer.route, answer.how, answer.word, offered)
+        return self._finish(out)
+
     def _clarify(self, out: Draft, candidates: list[str]) -> Draft:
         out.action, out.route, out.candidates = "clarify", CLARIFY, tuple(candidates)
         out.question = self.question(candidates)
@@ -195,7 +215,11 @@ class Outcomes:
     def question(self, candidates: Sequence[str]) -> str:
         """The clarification question that names ``candidates`` by label, else description, else
         name, in the language the config's routes are written in (:mod:`routecore.decide.questions`)."""
-        shown = [self.by_name[c].shown if c in self.by_name else c for c in candidates]
+        specs = [self.by_name.get(c) for c in candidates]
+        shown = [
+            c if s is None else s.label or (questions.in_sentence(s.description) if s.description else s.name)
+            for c, s in zip(candidates, specs)
+        ]
         if self._languages is None or self._languages[0] is not self.specs:  # read once per route set
             self._languages = (self.specs, questions.config_languages(self.specs))
         return questions.question(shown, questions.question_language(shown, self._languages[1]))

@@ -11,7 +11,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from routecore.decide.arguments import context_domains_arg, per_query, query_vectors
+from routecore.decide.arguments import context_domains_arg, per_query, previous_arg, query_vectors
 from routecore.decide.route_decide import peers_of
 from routecore.decide.route_outcomes import Chooser
 from routecore.decide.tables import EncoderLike, ScoreTable, Step, score_batch
@@ -74,7 +74,7 @@ class BatchRoutes:
         if isinstance(queries, str):
             raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
         queries = list(queries)
-        prev = per_query(previous, len(queries), "previous")
+        prev = [previous_arg(p) for p in per_query(previous, len(queries), "previous")]
         peers = peers_of(peer, len(queries), peer_model)
         context_domains = list(context_domains_arg(context_domains))
         heads = [self.read_query(self.query_text(q, p, None)) for q, p in zip(queries, prev)]

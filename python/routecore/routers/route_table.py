@@ -20,7 +20,7 @@ from routecore.calibrate.traffic import TrafficCut, for_table
 from routecore.config.specs import RouteSpec
 from routecore.core.entities import EntityMatcher, entity_effects
 from routecore.core.lexical import LexicalTable
-from routecore.decide.arguments import context_domains_arg, query_vectors
+from routecore.decide.arguments import context_domains_arg, previous_arg, query_vectors
 from routecore.decide.conversation import routing_text
 from routecore.decide.language_policies import LanguagePolicies
 from routecore.decide.policy import Policy, resolved
@@ -155,6 +155,8 @@ class RouteTable(Decider, BatchRoutes):
             raise InvalidArgumentError(f"unknown previous route {previous!r}; known: {sorted(self.by_name)}")
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
+        if clarify is not None and not isinstance(clarify, Decision):
+            raise InvalidArgumentError(f"clarify must be the clarify Decision, got {type(clarify).__name__}")
         return f"{clarify.query}\n{query}" if clarify is not None else query
 
     def route(
@@ -173,6 +175,7 @@ class RouteTable(Decider, BatchRoutes):
         the arguments).
 
         ``choose`` replaces ``llm.choose`` for this call (:mod:`routecore.core.aio`)."""
+        previous = previous_arg(previous)
         text = self.query_text(query, previous, clarify)
         check_peer(peer, peer_model)
         context_domains = list(context_domains_arg(context_domains))
@@ -264,7 +267,7 @@ class RouteTable(Decider, BatchRoutes):
             self._apply_head(r, q, p, detected)
         if peer is not None:
             self._with_peer(r, peer, self.peer_cut(peer_model, p) if peer_model is not None else None)
-        d = self._decide(text, r, previous, clarify, choose, p)
+        d = self.decide_step(text, r, previous, clarify, choose, p)
         t3 = time.perf_counter()
         llm_ms = d.llm_ms
         timings = Timings(

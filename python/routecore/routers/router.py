@@ -19,7 +19,7 @@ from routecore.config.tool_formats import tool_specs
 from routecore.core.entities import EntityConfig, EntityMatcher, check_route_entities
 from routecore.core.progress import ProgressArg
 from routecore.decide.fitted import Fitted
-from routecore.decide.policy import Policy, with_route_thresholds
+from routecore.decide.policy import Policy, check_router_args, with_route_thresholds
 from routecore.decide.tables import AUTO_INT8_ELEMENTS, EncoderLike, TableLexical, TableVectors
 from routecore.decision import Decision, emit
 from routecore.errors import ConfigError
@@ -105,8 +105,8 @@ class Router(ToolCalls, Changes):
     memory = _kept_on("tool_catalog", name="memory", doc="The optional experience memory of tool lessons.")
     route_specs = _kept_on("route_table", name="specs", doc="The route specifications.", settable=False)
     tool_specs = _kept_on("tool_catalog", name="specs", doc="The tool specifications.", settable=False)
-    _decide = _kept_on(
-        "route_table", name="_decide", doc="The route decision step (settable, to time or stub it)."
+    decide_step = _kept_on(
+        "route_table", name="decide_step", doc="The route decision step (settable, to time or stub it)."
     )
 
     def __init__(
@@ -130,6 +130,7 @@ class Router(ToolCalls, Changes):
     ):
         if not routes and not tools:
             raise ConfigError("a router needs at least one route or tool")
+        check_router_args(routes, policy)
         if encoder is None:
             from routecore.core.encoder import Encoder
 
@@ -173,9 +174,7 @@ class Router(ToolCalls, Changes):
         return emit(self.metrics, result)
 
     def _emit_all(self, results: list[_T]) -> list[_T]:
-        for r in results:
-            self._emit(r)
-        return results
+        return [self._emit(r) for r in results]
 
     def _install(self, parts: assembly.Parts) -> None:
         check_route_entities(parts.route_table.specs, self.entities)
@@ -210,18 +209,17 @@ class Router(ToolCalls, Changes):
         self.tool_catalog.set_languages(self.spec_policy, calibration)
         self.tool_catalog.set_lexical_form(self.spec_policy, calibration)  # a fitted stemmer and b
         self._sync_calibration()
-        self.route_table.calibration_note = (
-            fallback_note(self.calibration) if self.calibrated == "zero-label" else None
-        )
 
     @classmethod
-    def from_config(cls, path: str | os.PathLike[str], **kw: Any) -> Router:
-        """Load routes, tools, an optional ``policy`` and an optional ``llm`` section from YAML or JSON.
+    def from_config(cls, path: str | os.PathLike[str] | Mapping[str, Any], **kw: Any) -> Router:
+        """Load routes, tools, an optional ``policy`` and an optional ``llm`` section from YAML or JSON
+        (a file, or the document itself as a mapping: errors then name ``config``).
 
         ``llm=`` (an :class:`~routecore.llm.llm.LLMRouter`) wins over the file's ``llm:``
         section; ``llm_url=`` and ``llm_model=`` override its ``base_url`` and ``model``
         (:func:`routecore.llm.llm.llm_from_config`)."""
-        data = read_config_file(path)
+        data = dict(path) if isinstance(path, Mapping) else read_config_file(path)
+        path = "config" if isinstance(path, Mapping) else path
         routes, tools = parse_config(data, str(path))
         if not routes and not tools:
             raise ConfigError(f"{path}: no routes and no tools")
@@ -313,7 +311,8 @@ class Router(ToolCalls, Changes):
         """Decide which route handles ``query``. Never raises for any query string.
 
         Args:
-            previous: the route of the previous turn (multi-turn prior).
+            previous: the route of the previous turn (multi-turn prior; a clarify decision's
+                ``CLARIFY`` counts as none: pass the answer with ``clarify=``).
             context_domains: active domains (affinity boost/penalty).
             clarify: a previous CLARIFY decision this query answers; routing is
                 then limited to its candidates, on the original query plus the answer.

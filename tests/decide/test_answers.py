@@ -1,0 +1,129 @@
+"""The answer to a clarification question: an option it names, its place, or a no (decide/answers.py)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from routecore.decide.answers import read_answer
+
+FR = [("LOGICIEL", "une demande de logiciel"), ("IMPRIMANTE", "un problème d'imprimante")]
+EN = [("REFUND", "a refund"), ("BILLING", "a billing question"), ("SHIPPING", "SHIPPING")]
+
+
+@pytest.mark.parametrize(
+    "said, route, how",
+    [
+        ("logiciel", "LOGICIEL", "named"),
+        ("Logiciels", "LOGICIEL", "named"),  # case, and a plural sharing the first letters
+        ("l'imprimante", "IMPRIMANTE", "named"),
+        ("le premier", "LOGICIEL", "place"),
+        ("la deuxième", "IMPRIMANTE", "place"),  # accents folded
+        ("non, rien de tout ça", None, "declined"),
+        ("aucun des deux", None, "declined"),
+    ],
+)
+def test_french_answers(said, route, how):
+    a = read_answer(said, FR)
+    assert a is not None and (a.route, a.how) == (route, how)
+
+
+@pytest.mark.parametrize(
+    "said, route",
+    [
+        ("refund please", "REFUND"),
+        ("the billing one", "BILLING"),
+        ("shipping", "SHIPPING"),  # a route without a label is named by its name
+        ("the first one", "REFUND"),
+        ("the second one", "BILLING"),  # not "one" as a place
+        ("the last", "SHIPPING"),
+        ("3", "SHIPPING"),
+        ("no, billing", "BILLING"),  # a name wins over a no
+        ("neither", None),
+        ("no", None),
+    ],
+)
+def test_english_answers(said, route):
+    a = read_answer(said, EN)
+    assert a is not None and a.route == route
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Excel",  # names no option: scored among them instead
+        "refund or billing",  # two options named: no pick
+        "no, the software one",  # more than a bare no
+        "the question",  # a word two options share names neither
+        "",
+    ],
+)
+def test_answers_that_pick_nothing(said):
+    a = read_answer(said, EN[:2] + [("OTHER", "another question")])
+    assert a is None
+
+
+def test_a_long_answer_is_not_read_by_place():
+    assert read_answer("the first thing is that my card was charged twice for one order", EN) is None
+
+
+@given(st.text(max_size=60))
+def test_any_text_is_read_without_error(said):
+    a = read_answer(said, EN)
+    assert a is None or a.route in {None, "REFUND", "BILLING", "SHIPPING"}
+
+
+HELPDESK = """
+routes:
+  - name: MOT_DE_PASSE
+    label: un problème de mot de passe
+    utterances: [j'ai oublié mon mot de passe, mon compte est bloqué, mon mot de passe a expiré,
+                 je n'arrive plus à me connecter à ma session, comment réinitialiser mon mot de passe]
+  - name: IMPRIMANTE
+    label: un problème d'imprimante
+    utterances: [l'imprimante ne fonctionne pas, je n'arrive pas à imprimer, il n'y a plus de toner,
+                 l'imprimante est bloquée, bourrage papier, le scanner n'envoie pas les mails]
+  - name: LOGICIEL
+    label: une demande de logiciel
+    utterances: [je voudrais installer Excel, Outlook plante au démarrage, Teams ne se lance plus,
+                 comment obtenir une licence Photoshop, Word se ferme tout seul]
+  - name: MATERIEL
+    label: un problème de matériel
+    utterances: [mon écran reste noir, mon ordinateur ne démarre plus, le clavier ne répond plus,
+                 j'ai besoin d'une nouvelle souris, la batterie de mon portable ne charge plus]
+"""
+
+
+@pytest.fixture(scope="module")
+def helpdesk(encoder, tmp_path_factory):
+    from routecore import Router
+
+    path = tmp_path_factory.mktemp("helpdesk") / "helpdesk.yaml"
+    path.write_text(HELPDESK, encoding="utf-8")
+    return Router.from_config(path, encoder=encoder)
+
+
+def test_a_clarification_answered_by_name_place_or_no(helpdesk):
+    d = helpdesk.route("Excel ne s'ouvre plus et l'imprimante non plus")  # two routes' words
+    assert d.action == "clarify", d.reason
+    first, second = d.candidates[:2]
+    label = {r.name: r.label for r in helpdesk.route_specs}
+    named = helpdesk.route(label[second].split()[-1], clarify=d)  # "imprimante", "logiciel", ...
+    assert (named.action, named.route, named.tier, named.reason.code) == ("route", second, "medium", "likely")
+    assert "the answer names" in named.reason.message
+    placed = helpdesk.route("le premier", clarify=d)
+    assert placed.route == first and "place" in placed.reason.message
+    no = helpdesk.route("non, aucun des deux", clarify=d)
+    assert (no.action, no.route, no.reason.code) == ("none", None, "out_of_scope")
+    assert "declines" in no.reason.message
+
+
+def test_a_clarify_decisions_route_is_no_previous_route(helpdesk):
+    d = helpdesk.route("Excel ne s'ouvre plus et l'imprimante non plus")
+    a = helpdesk.route("mon mot de passe a expiré", previous=d.route)  # a chat loop's previous=d.route
+    b = helpdesk.route("mon mot de passe a expiré")
+    assert (a.action, a.route, a.tier) == (b.action, b.route, b.tier)
+    assert [x.route for x in helpdesk.route_batch(["mon mot de passe a expiré"], previous=[d.route])] == [
+        b.route
+    ]
