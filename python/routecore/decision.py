@@ -106,6 +106,19 @@ def plain(v: Any) -> Any:
     return v
 
 
+class JsonResult:
+    """``to_json`` of a result: its ``to_dict`` as JSON text (every router's result has both)."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_json(self, **kw: Any) -> str:
+        """:meth:`to_dict` as JSON text (``kw`` go to :func:`json.dumps`)."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, **kw)
+
+
 @dataclass(frozen=True)
 class Entity:
     """One entity found in a query (routecore.core.entities): its type, the dictionary term
@@ -190,7 +203,7 @@ class Exemplar:
 
 
 @dataclass(frozen=True)
-class Decision:
+class Decision(JsonResult):
     """What to do with a user turn.
 
     ``action`` is ``route`` (use ``route``), ``clarify`` (ask ``question``, choosing
@@ -258,10 +271,6 @@ class Decision:
         d["collision"], d["system_prompt_alert"] = self.collision, self.system_prompt_alert
         return d
 
-    def to_json(self, **kw: Any) -> str:
-        """:meth:`to_dict` as JSON text (``kw`` go to :func:`json.dumps`)."""
-        return json.dumps(self.to_dict(), ensure_ascii=False, **kw)
-
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Decision":
         """The decision :meth:`to_dict` (or ``/v1/route``, or a decision log) wrote.
@@ -313,7 +322,7 @@ def _collision(alerts: Sequence[Alert]) -> str | None:
 
 
 @dataclass(frozen=True)
-class ToolBelt:
+class ToolBelt(JsonResult):
     """The tools offered to the LLM for one turn."""
 
     tools: tuple[ToolChoice, ...]
@@ -380,7 +389,3 @@ class ToolBelt:
             return cls(**kw)
         except TypeError as e:
             raise InvalidArgumentError(f"tool belt: {e}") from None
-
-    def to_json(self, **kw: Any) -> str:
-        """:meth:`to_dict` as JSON text (``kw`` go to :func:`json.dumps`)."""
-        return json.dumps(self.to_dict(), ensure_ascii=False, **kw)

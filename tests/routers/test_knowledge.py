@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_llm import make, server  # noqa: F401 (the loopback LLM server fixture)
 
-from routecore.errors import ConfigError, InvalidArgumentError
+from routecore.errors import ConfigError, DimensionMismatchError
 from routecore.examples import __file__ as examples
 from routecore.llm.llm import OpenAICompatibleRouter
 from routecore.routers.knowledge import KnowledgeConfig, KnowledgeRouter
@@ -39,7 +39,7 @@ def test_a_batch_takes_the_callers_vectors(kr, encoder):
     given, alone = kr.collections_batch(qs, vectors=V), kr.collections_batch(qs)
     assert [g.collections for g in given] == [a.collections for a in alone]
     assert [g.collections for g in given] == [kr.collections(q, vector=v).collections for q, v in zip(qs, V)]
-    with pytest.raises(InvalidArgumentError, match="2 queries"):
+    with pytest.raises(DimensionMismatchError, match="expected 2 x"):  # as every router checks rows
         kr.collections_batch(qs, vectors=V[:1])
 
 

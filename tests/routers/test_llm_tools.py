@@ -12,7 +12,7 @@ import threading
 import pytest
 import yaml
 
-from routecore.errors import ConfigError, InvalidArgumentError, LLMError
+from routecore.errors import ConfigError, DimensionMismatchError, LLMError
 from routecore.routers.llm_tools import LLMToolRouter, parse_selection
 
 GOOD = {
@@ -103,7 +103,7 @@ def test_the_callers_vectors_skip_the_encoder(tools_router, server, encoder):
         == [a.tools for a in alone]
         == [r.choose_tools(q, vector=v).tools for q, v in zip(qs, V)]
     )
-    with pytest.raises(InvalidArgumentError, match="2 queries"):
+    with pytest.raises(DimensionMismatchError, match="expected 2 x"):  # as every router checks rows
         r.choose_tools_batch(qs, vectors=V[:1])
 
 

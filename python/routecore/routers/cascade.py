@@ -107,7 +107,7 @@ class Cascade(CascadeTools):
     ) -> "Cascade":
         """Both routers from one config file: ``fast_model`` and ``strong_model`` (None: the
         bundled default) as in ``Encoder.load``; ``metrics=``, ``shortlist=`` and ``combine=`` are the
-        cascade's (see the class), the other ``kw`` go to the strong router."""
+        cascade's (see the class), the other ``kw`` go to both routers (``llm=`` to the strong one only)."""
         from routecore.core.encoder import Encoder
         from routecore.routers.router import Router
 
@@ -158,6 +158,8 @@ class Cascade(CascadeTools):
 
     @served.setter
     def served(self, value: Mapping[str, int]) -> None:
+        if not isinstance(value, Mapping):
+            raise InvalidArgumentError(f"served: a mapping of 'fast' and 'strong' counts, got {value!r}")
         with self._lock:
             self._served = {"fast": int(value.get("fast", 0)), "strong": int(value.get("strong", 0))}
 
@@ -187,14 +189,11 @@ class Cascade(CascadeTools):
 
     def route(self, query: str, **kw: Any) -> Decision:
         """The fast router's decision when it routes at the high tier, else the strong
-        router's; ``kw`` as in :meth:`Router.route` (``vector=`` is not accepted: each
-        router embeds with its own encoder). Never raises for any string: each router
-        degrades as :meth:`Router.route` does (a failed fast encoder escalates; a failed
-        strong one gives its LLM's decision, else an ``error`` decision)."""
-        if "vector" in kw:
-            raise InvalidArgumentError(
-                "a cascade embeds each query with each router's own encoder: vector= is not accepted"
-            )
+        router's; ``kw`` as in :meth:`Router.route` (not ``vector=``: each router embeds
+        with its own encoder; nor ``peer=`` / ``peer_model=``: the cascade sets them). Never
+        raises for any string: each router degrades as :meth:`Router.route` does (a failed fast
+        encoder escalates; a failed strong one gives its LLM's decision, else an ``error`` decision)."""
+        _own_arguments(kw, "vector")
         d = self.fast.route(query, **kw)
         if _fast_enough(d):
             self._count(1, 0)
@@ -207,11 +206,8 @@ class Cascade(CascadeTools):
     def route_batch(self, queries: Sequence[str], **kw: Any) -> list[Decision]:
         """:meth:`route` of each query: the fast router's batch, then one strong batch of the
         queries it did not route at the high tier; ``kw`` as in :meth:`Router.route_batch`
-        (``previous`` may be one route per query; ``vectors=`` is not accepted)."""
-        if "vectors" in kw:
-            raise InvalidArgumentError(
-                "a cascade embeds each query with each router's own encoder: vectors= is not accepted"
-            )
+        (``previous`` may be one route per query; not ``vectors=``, ``peer=`` or ``peer_model=``)."""
+        _own_arguments(kw, "vectors")
         if isinstance(queries, str) or not isinstance(queries, Sequence):
             raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
         queries = list(queries)
@@ -307,3 +303,14 @@ def _served(
         "combined": combined is not None,
     }
     return cascade_alert(why, Served(by, tier), more)
+
+
+def _own_arguments(kw: Mapping[str, Any], vectors: str) -> None:
+    """Reject the arguments a cascade sets itself: each router embeds with its own encoder, and the
+    fast router's decision is the strong one's peer."""
+    for name in (vectors, "peer", "peer_model"):
+        if name in kw:
+            why = "embeds each query with each router's own encoder"
+            if name != vectors:
+                why = "gives the fast router's decision to the strong one as its peer"
+            raise InvalidArgumentError(f"a cascade {why}: {name}= is not accepted")

@@ -26,6 +26,7 @@ from routecore.decide.arguments import context_domains_arg
 from routecore.decide.conversation import routing_text
 from routecore.decision import Alert, Decision, Timings, ToolBelt
 from routecore.errors import InvalidArgumentError
+from routecore.routers.context_result import context_search
 from routecore.routers.routing_metrics import emit
 from routecore.tools.shortlist import Shortlist, best_tools, check_size
 
@@ -73,9 +74,7 @@ class CascadeTools:
         n = self._size(shortlist, vector)
         domains = context_domains_arg(context_domains, context_domain, "context_domain")
         if context is not None:
-            query = context.search_text()
-            label = context.layers["domain"].label if "domain" in context.layers else None
-            domains = domains or ((label,) if label is not None else ())
+            query, domains = context_search(context, domains)
         kw = {"context_domains": domains, "top_k": top_k, "threshold": threshold}
         if n is None or not isinstance(query, str) or not self._listed(query):
             return emit(self.metrics, self._unlisted(query, n, candidates, kw))

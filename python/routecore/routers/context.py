@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from routecore.decide import reasons as reasons_mod
-from routecore.decide.arguments import query_vectors
+from routecore.decide.arguments import part_of, query_vectors
 from routecore.decide.conversation import routing_text
 from routecore.decision import Alert, Decision, Entity, Reason, emit, trace
 from routecore.errors import ConfigError, InvalidArgumentError
@@ -83,8 +83,10 @@ class ContextRouter:
         *,
         metrics: Any = None,
     ):
-        if not layers:
-            raise ConfigError("a context router needs at least one layer")
+        if not isinstance(layers, Mapping) or not layers:
+            raise ConfigError("a context router needs at least one layer: a mapping of names to Routers")
+        for name, r in layers.items():
+            part_of(r, f"layer {name!r}", "a Router", "route", "encoder")
         models = {r.encoder.model_id for r in layers.values()}
         if len(models) != 1:
             raise ConfigError(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
-from routecore.decision import Alert, Decision, Entity, Reason, plain
+from routecore.decision import Alert, Decision, Entity, JsonResult, Reason, plain
 from routecore.errors import InvalidArgumentError, UnknownLayerError
 
 #: What reading a query removed: (alert kind, message) pairs (``conversation.routing_text``).
@@ -62,7 +62,7 @@ class ContextTimings:
 
 
 @dataclass(frozen=True)
-class Context:
+class Context(JsonResult):
     """Every layer's result for one query, its entities and its :class:`ContextTimings`.
     ``reason``: a code of :data:`CONTEXT_REASONS`; ``alerts``: what reading the query did
     (``invalid_text``, ``long_query``), as on a :class:`~routecore.decision.Decision`."""
@@ -141,3 +141,18 @@ class Context:
 
 #: The fields of a layer's result in :meth:`Context.to_dict`.
 _LAYER_KEYS = ("label", "probability", "tier", "action", "alerts", "declined")
+
+
+def context_search(context: Any, domains: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """What a tool search from ``context`` reads: its :meth:`~Context.search_text`, and the active
+    domains (``domains`` when given, else the ``domain`` layer's label when it decided).
+
+    Raises:
+        InvalidArgumentError: ``context`` is not a :class:`Context`.
+    """
+    if not isinstance(context, Context):
+        raise InvalidArgumentError(
+            f"context must be a Context (ContextRouter.detect()), got {type(context).__name__}"
+        )
+    label = context.layers["domain"].label if "domain" in context.layers else None
+    return context.search_text(), tuple(domains) or ((label,) if label is not None else ())

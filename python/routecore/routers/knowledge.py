@@ -34,8 +34,8 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from routecore.decide.arguments import context_domains_arg
-from routecore.decision import Decision, Reason, emit, plain
+from routecore.decide.arguments import context_domains_arg, part_of, query_vectors
+from routecore.decision import Decision, JsonResult, Reason, emit, plain
 from routecore.errors import ConfigError, InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ KNOWLEDGE_REASONS: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class KnowledgeSelection:
+class KnowledgeSelection(JsonResult):
     """The collections to search, best first, with their priorities (summing to 1).
 
     ``source``: ``router`` (the best collections), ``llm`` (the collection the LLM
@@ -134,6 +134,9 @@ class KnowledgeRouter:
     """
 
     def __init__(self, router: Router, config: KnowledgeConfig = KnowledgeConfig(), *, metrics: Any = None):
+        part_of(router, "a knowledge router's router", "a Router", "route", "encoder", "route_specs")
+        if not isinstance(config, KnowledgeConfig):
+            raise ConfigError(f"knowledge: config must be a KnowledgeConfig, got {type(config).__name__}")
         names = [r.name for r in router.route_specs]
         if not names:
             raise ConfigError("a knowledge router needs collections (routes)")
@@ -214,20 +217,19 @@ class KnowledgeRouter:
         embeddings, one row per query, as ``Router.route_batch(vectors=)``.
 
         Raises:
-            InvalidArgumentError: not a list of queries, or ``vectors`` of another length.
+            InvalidArgumentError: not a list of queries.
+            DimensionMismatchError: ``vectors`` not one row of the encoder's width per query.
         """
         if isinstance(queries, str) or not isinstance(queries, Sequence):
             raise InvalidArgumentError("queries must be a list of strings; use collections() for one query")
-        if vectors is not None and len(vectors) != len(queries):
-            raise InvalidArgumentError(f"vectors: {len(vectors)} rows for {len(queries)} queries")
+        if vectors is not None:  # checked as every router checks them (rows, width, finite)
+            vectors = query_vectors(vectors, self.router.encoder.dim, len(queries))
         domains = context_domains_arg(context_domains, domain, "domain")
         hits = [self._mapped(q, domains, intent) for q in queries]
         todo = [i for i, h in enumerate(hits) if h is None]
         sub = None
         if vectors is not None and todo:
-            import numpy as np
-
-            sub = np.asarray(vectors)[todo]
+            sub = vectors[todo]
         asked = [queries[i] for i in todo]
         decided: list[Decision] = []
         if asked:  # vectors= only when given: a wrapped router may refuse it

@@ -26,6 +26,7 @@ import warnings
 from dataclasses import replace as _replace
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
+from routecore.decide.arguments import query_vectors
 from routecore.decide.conversation import routing_text
 from routecore.decision import Reason, ToolBelt, emit, trace
 from routecore.errors import ConfigError, InvalidArgumentError, LLMError
@@ -39,6 +40,7 @@ from routecore.routers.tool_routing import (
     semantic_routing,
 )
 from routecore.tools.catalog import estimate_tokens
+from routecore.tools.toolbelt import select_tools
 
 if TYPE_CHECKING:
     from routecore.routers.router import Router
@@ -85,7 +87,7 @@ class LLMToolRouter:
         model: str = "",
         *,
         api_key: str | None = None,
-        timeout: float = 10.0,
+        timeout: float = 5.0,
         mode: Mode = "hybrid",
         hybrid_top: int = 20,
         hint: bool = True,
@@ -194,8 +196,7 @@ class LLMToolRouter:
                 raise InvalidArgumentError(f"queries must be strings, got {type(q).__name__}")
         texts = [routing_text(q)[0] for q in queries]
         if vectors is not None:  # the caller's rows: one per query, no encoder call
-            if len(vectors) != len(queries):
-                raise InvalidArgumentError(f"vectors: {len(vectors)} rows for {len(queries)} queries")
+            vectors = query_vectors(vectors, self.router.encoder.dim, len(queries))
             return [self.choose_tools(q, top_k=top_k, vector=v) for q, v in zip(queries, vectors)]
         todo = [t for t in texts if t.strip()]
         try:
@@ -230,12 +231,12 @@ class LLMToolRouter:
 
     def _choose(self, query: str, top_k: int | None, vec: Any = None) -> ToolRouting:
         """The result for ``query``; ``vec``: its embedding from a batched encoder call."""
-        k = top_k or self.router.policy.tool_top_k
+        k = self.router.policy.tool_top_k if top_k is None else top_k
         specs = self.router.tool_specs
         text, notes = routing_text(query)
         notes_ = tuple(m for _, m in notes)
         if not text.strip():
-            belt = self.router.tools(query, top_k=k)  # the empty belt: nothing is encoded
+            belt = self._belt(query, k)  # the empty belt: nothing is encoded
             why = Reason("empty_query", "the query is empty or blank: no tool, no LLM call")
             return _replace(
                 semantic_routing(belt, self.mode, None, specs), reason=why, notes=notes_, query=query
@@ -245,22 +246,25 @@ class LLMToolRouter:
                 vec = self.router.encoder.encode_with_stats([text]).embeddings[0]
         except Exception as e:  # noqa: BLE001 - degrade as route() does: the LLM, else the core tools
             return self._without_encoder(query, text, k, f"{type(e).__name__}: {e}", notes_)
-        belt = self.router.tools(query, top_k=k, vector=vec)
+        belt = self._belt(query, k, vec)
         if self.mode == "semantic" or self.client is None:
             why = Reason("semantic", f"semantic mode: the router's belt ({belt.reason or 'no reason'})")
             return _replace(
                 semantic_routing(belt, "semantic", None, specs), reason=why, notes=notes_, query=query
             )
         if self.mode == "hybrid":
-            ranked = self.router.tools(
-                query, top_k=min(self.hybrid_top, len(specs)), threshold=0.0, vector=vec
-            ).names
+            ranked = self._belt(query, min(self.hybrid_top, len(specs)), vec, threshold=0.0).names
             by_name = {t.name: t for t in specs}
             candidates = [by_name[n] for n in ranked if n in by_name]
         else:
             candidates = list(specs)
         got = self._asked(text, candidates, belt, k)
         return _replace(got, notes=notes_ + got.notes, query=query)
+
+    def _belt(self, query: str, k: int, vec: Any = None, threshold: float | None = None) -> ToolBelt:
+        """The router's belt for ``query``, as :meth:`Router.tools` gives it, without reaching the
+        router's metrics: this router records the ToolRouting it returns, not its working belts."""
+        return select_tools(self.router.tool_catalog, query, (), k, threshold, vector=vec)
 
     def _asked(self, text: str, candidates: Sequence[Any], belt: ToolBelt | None, k: int) -> ToolRouting:
         """Ask the LLM to choose among ``candidates``: its checked answer, else the semantic belt."""

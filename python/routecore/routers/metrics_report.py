@@ -92,9 +92,25 @@ class MetricsReport:
         }
 
 
+#: Which feedback keys judge each part of a turn (``success`` judges its route only: counted once).
+_TURN_FEEDBACK = {"route": ("route", "success"), "tools": ("tools",), "knowledge": ("collections",)}
+
+
+def turn_parts(rec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A turn record's route, tools and knowledge records, each with the feedback that judges it."""
+    fb = rec.get("feedback", {})
+    out = []
+    for kind, part in rec.get("parts", {}).items():
+        mine = {k: fb[k] for k in _TURN_FEEDBACK.get(kind, ()) if k in fb}
+        out.append({**part, "feedback": mine} if mine else dict(part))
+    return out
+
+
 def report(records: Sequence[Mapping[str, Any]]) -> MetricsReport:
-    """The report of plain records (as :meth:`RoutingMetrics.records` gives them)."""
-    kinds = {k: [r for r in records if r.get("kind") == k] for k in ("route", "tools", "knowledge")}
+    """The report of plain records (as :meth:`RoutingMetrics.records` gives them); a turn's route,
+    belt and selection count as the routers' own (:func:`turn_parts`)."""
+    flat = [p for r in records for p in (turn_parts(r) if r.get("kind") == "turn" else [r])]
+    kinds = {k: [r for r in flat if r.get("kind") == k] for k in ("route", "tools", "knowledge")}
     return MetricsReport(
         records=len(records),
         routes=_routes(kinds["route"]),

@@ -10,6 +10,7 @@ from typing import Any, Sequence, TypeVar
 from routecore.decide.arguments import context_domains_arg
 from routecore.decision import ToolBelt
 from routecore.errors import InvalidArgumentError
+from routecore.routers.context_result import context_search
 from routecore.tools.tool_catalog import ToolCatalog
 from routecore.tools.toolbelt import ToolSession, select_tools, select_tools_batch
 
@@ -56,9 +57,7 @@ class ToolCalls:
                 raise InvalidArgumentError(
                     "tools(): give context= or vector=, not both (the context's search text is embedded)"
                 )
-            query = context.search_text()
-            label = context.layers["domain"].label if "domain" in context.layers else None
-            domains = domains or ((label,) if label is not None else ())
+            query, domains = context_search(context, domains)
         return self._emit(
             select_tools(
                 self.tool_catalog,

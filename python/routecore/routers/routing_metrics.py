@@ -44,6 +44,12 @@ _UNSET: Any = object()
 _R = TypeVar("_R")
 
 
+def turn_results(turn: Any) -> dict[str, Any]:
+    """A turn's results that feedback judges, by record kind: its decision, belt and selection."""
+    parts = {"route": turn.decision, "tools": turn.belt, "knowledge": turn.knowledge}
+    return {k: v for k, v in parts.items() if v is not None}
+
+
 def record_of(obj: Any) -> dict[str, Any]:
     """The log record of a Decision, a ToolBelt, a KnowledgeSelection, a ToolRouting (kind
     ``tools``, as a belt), a Context (kind ``context``: each layer's label) or a Turn (kind ``turn``),
@@ -75,10 +81,11 @@ def record_of(obj: Any) -> dict[str, Any]:
         }
     if isinstance(obj, ToolRouting):
         belt_ms = float(obj.belt.timings.total) if obj.belt is not None else 0.0
+        core = {t.name for t in obj.belt.tools if t.reason == "core"} if obj.belt is not None else set()
         return {
             "kind": "tools",
             "query": obj.query,
-            "tools": list(obj.tools),
+            "tools": [t for t in obj.tools if t not in core],  # as a belt's: the core tools are not offered
             "no_tool": not obj.tools,
             "source": obj.source,
             "latency_ms": belt_ms + float(obj.llm_ms),
@@ -86,6 +93,7 @@ def record_of(obj: Any) -> dict[str, Any]:
     if isinstance(obj, KnowledgeSelection):
         return {
             "kind": "knowledge",
+            "query": obj.query,
             "collections": obj.names,
             "source": obj.source,
             "confidence": float(obj.confidence),
@@ -98,13 +106,17 @@ def record_of(obj: Any) -> dict[str, Any]:
             "latency_ms": float(obj.timings.total),
         }
     if isinstance(obj, Turn):
+        # Each part's own record too: the report judges a turn's route, belt and collections as
+        # it judges a router's (metrics_report.turn_parts).
+        parts = {k: record_of(v) for k, v in turn_results(obj).items()}
         return {
             "kind": "turn",
             "query": obj.query,
             "route": obj.decision.route if obj.decision is not None else None,
-            "tools": obj.belt.names if obj.belt is not None else [],
+            "tools": parts["tools"]["tools"] if "tools" in parts else [],
             "collections": obj.knowledge.names if obj.knowledge is not None else [],
             "latency_ms": float(obj.timings.total),
+            "parts": parts,
         }
     raise InvalidArgumentError(
         "RoutingMetrics records a Decision, a ToolBelt, a KnowledgeSelection, a ToolRouting, a Context "
@@ -191,6 +203,10 @@ class RoutingMetrics:
             if rid is None or rid not in self._records:
                 raise InvalidArgumentError(
                     "feedback for a decision these metrics did not record (or no longer keep)"
+                )
+            if self._records[rid]["kind"] == "context":
+                raise InvalidArgumentError(
+                    "a Context's layers take no feedback: give it on the Decision, ToolBelt or Turn"
                 )
             fb: dict[str, Any] = {}
             if route is not _UNSET:

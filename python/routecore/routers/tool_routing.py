@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from routecore.decision import Reason, ToolBelt, plain
+from routecore.decision import JsonResult, Reason, ToolBelt, plain
 from routecore.errors import InvalidArgumentError, LLMError
 
 COMPLEXITY = ("simple", "medium", "complex")
@@ -26,7 +26,7 @@ TOOL_ROUTING_REASONS: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class ToolRouting:
+class ToolRouting(JsonResult):
     """The tools chosen for a query, with the LLM's view of the task.
 
     ``source`` is ``llm`` when the LLM's (validated) answer chose the tools and
@@ -54,9 +54,18 @@ class ToolRouting:
     reason: Reason | None = None
     query: str = ""
 
+    @property
+    def names(self) -> list[str]:
+        """The chosen tools' names (as ``ToolBelt.names`` and ``KnowledgeSelection.names``)."""
+        return list(self.tools)
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values (the semantic belt as :meth:`ToolBelt.to_dict` gives it)."""
         d: dict[str, Any] = plain(self)
+        if (
+            self.belt is not None
+        ):  # with the fields only ToolBelt.to_dict adds (collision, system_prompt_alert)
+            d["belt"] = self.belt.to_dict()
         return d
 
     @classmethod

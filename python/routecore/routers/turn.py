@@ -19,9 +19,9 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from routecore.decide.arguments import per_query
+from routecore.decide.arguments import context_domains_arg, part_of, per_query, query_vectors
 from routecore.decide.conversation import routing_text
-from routecore.decision import Decision, Reason, ToolBelt, emit, plain, trace
+from routecore.decision import Decision, JsonResult, Reason, ToolBelt, emit, plain, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.context import Context
 from routecore.routers.knowledge import KnowledgeSelection
@@ -49,7 +49,7 @@ class TurnTimings:
 
 
 @dataclass(frozen=True)
-class Turn:
+class Turn(JsonResult):
     """The results of one turn: ``context``, ``decision`` (the route), ``belt`` (the tools) and
     ``knowledge`` (the collections), each None when the router has no such part; and its
     :class:`TurnTimings`."""
@@ -115,6 +115,13 @@ class TurnRouter:
         knowledge: KnowledgeRouter | None = None,
         metrics: Any = None,
     ):
+        for part, name, want, verbs in (
+            (router, "router", "a Router", ("route", "encoder")),
+            (context, "context", "a ContextRouter", ("detect", "encoder")),
+            (knowledge, "knowledge", "a KnowledgeRouter", ("collections", "router")),
+        ):
+            if part is not None:
+                part_of(part, f"a turn router's {name}", want, *verbs)
         parts = [p for p in (router, context, knowledge.router if knowledge is not None else None) if p]
         if not parts:
             raise ConfigError("a turn router needs a router, a context router or a knowledge router")
@@ -126,32 +133,52 @@ class TurnRouter:
         self.router, self.context, self.knowledge, self.metrics = router, context, knowledge, metrics
         self.encoder = parts[0].encoder
 
-    def turn(self, query: str, *, previous: str | None = None) -> Turn:
+    def turn(
+        self,
+        query: str,
+        *,
+        previous: str | None = None,
+        context_domains: Sequence[str] = (),
+        vector: Any = None,
+    ) -> Turn:
         """Every part's result for ``query`` from one encode (``previous``: the route of the previous
-        turn). Never raises for any string (a non-str is an :class:`InvalidArgumentError`)."""
+        turn; ``context_domains``: the caller's active domains, as ``Router.route`` takes them, which
+        the knowledge part reads instead of the context's ``domain`` label; ``vector``: the query's
+        embedding, no encode). Never raises for any string (a non-str is an
+        :class:`InvalidArgumentError`)."""
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
+        domains = context_domains_arg(context_domains)
+        given = query_vectors(vector, self.encoder.dim, 1)[0] if vector is not None else None
         text = routing_text(query)[0] if query.strip() else ""
         t0 = time.perf_counter()
         if not text:
-            return self._emit(
-                self._parts(query, previous, None, Reason("empty_query", "nothing to read"), t0)
-            )
+            why = Reason("empty_query", "nothing to read")
+            return self._emit(self._parts(query, previous, None, why, t0, domains))
+        if given is not None:
+            why = Reason("turn", "every part decided on the caller's embedding")
+            return self._emit(self._parts(query, previous, given, why, t0, domains))
         try:
             vec = self.encoder.encode_with_stats([text]).embeddings[0]
         except Exception as e:  # noqa: BLE001 - each part degrades as its own call does
             why = Reason("error", f"the encoder failed ({type(e).__name__}: {e}); each part degraded")
-            return self._emit(self._parts(query, previous, None, why, t0))
+            return self._emit(self._parts(query, previous, None, why, t0, domains))
         encode_ms = (time.perf_counter() - t0) * 1e3
-        got = self._parts(query, previous, vec, Reason("turn", "every part decided on one embedding"), t0)
-        return self._emit(got, encode_ms)
+        why = Reason("turn", "every part decided on one embedding")
+        return self._emit(self._parts(query, previous, vec, why, t0, domains), encode_ms)
 
     def turn_batch(
-        self, queries: Sequence[str], *, previous: str | Sequence[str | None] | None = None
+        self,
+        queries: Sequence[str],
+        *,
+        previous: str | Sequence[str | None] | None = None,
+        context_domains: Sequence[str] = (),
+        vectors: Any = None,
     ) -> list[Turn]:
         """:meth:`turn` of each query from one encoder call for the batch (its time shared evenly);
-        ``previous``: one route for every query, or one per query. When the batch's encode fails,
-        each query is turned alone (and degrades alone).
+        ``previous``: one route for every query, or one per query; ``context_domains``: one list for
+        all; ``vectors``: the queries' embeddings, one row per query (no encoder call). When the
+        batch's encode fails, each query is turned alone (and degrades alone).
 
         Raises:
             InvalidArgumentError: not a list of strings, or a ``previous`` list of another length.
@@ -162,23 +189,31 @@ class TurnRouter:
         if not all(isinstance(q, str) for q in queries):
             raise InvalidArgumentError("queries must be a list of strings")
         prev = per_query(previous, len(queries), "previous")
+        domains = context_domains_arg(context_domains)
+        given = query_vectors(vectors, self.encoder.dim, len(queries)) if vectors is not None else None
         texts = [routing_text(q)[0] if q.strip() else "" for q in queries]
         listed = [i for i, t in enumerate(texts) if t]
         t0 = time.perf_counter()
         try:
-            got = self.encoder.encode_with_stats([texts[i] for i in listed]) if listed else None
+            got = (
+                self.encoder.encode_with_stats([texts[i] for i in listed]).embeddings
+                if listed and given is None
+                else given[listed]
+                if given is not None
+                else None
+            )
         except Exception:  # noqa: BLE001 - each query then tries alone, as turn() degrades
-            return [self.turn(q, previous=p) for q, p in zip(queries, prev)]
-        share = (time.perf_counter() - t0) * 1e3 / max(len(listed), 1)
-        vecs: dict[int, Any] = {i: got.embeddings[j] for j, i in enumerate(listed)} if got else {}
+            return [self.turn(q, previous=p, context_domains=domains) for q, p in zip(queries, prev)]
+        share = (time.perf_counter() - t0) * 1e3 / max(len(listed), 1) if given is None else 0.0
+        vecs: dict[int, Any] = {i: got[j] for j, i in enumerate(listed)} if got is not None else {}
         out = []
         for i, q in enumerate(queries):
             if i not in vecs:
-                out.append(self.turn(q, previous=prev[i]))  # blank: the empty turn
+                out.append(self.turn(q, previous=prev[i], context_domains=domains))  # blank: the empty turn
                 continue
             why = Reason("turn", "every part decided on one embedding")
             t_i = time.perf_counter() - share / 1e3  # its share of the encode counts in its total
-            out.append(self._emit(self._parts(q, prev[i], vecs[i], why, t_i), share))
+            out.append(self._emit(self._parts(q, prev[i], vecs[i], why, t_i, domains), share))
         return out
 
     async def aturn(self, query: str, **kw: Any) -> Turn:
@@ -196,27 +231,34 @@ class TurnRouter:
     def _emit(self, t: Turn, encode_ms: float = 0.0) -> Turn:
         return emit(self.metrics, trace("turn", t if not encode_ms else _with_encode(t, encode_ms)))
 
-    def _parts(self, query: str, previous: str | None, vec: Any, why: Reason, t0: float) -> Turn:
-        """Each part's own call with ``vec`` (None: each encodes, or degrades, on its own)."""
+    def _parts(
+        self, query: str, previous: str | None, vec: Any, why: Reason, t0: float, given: tuple[str, ...] = ()
+    ) -> Turn:
+        """Each part's own call with ``vec`` (None: each encodes, or degrades, on its own) and the
+        caller's active domains ``given``."""
         r = self.router
         ctx = self.context.detect(query, vector=vec) if self.context is not None else None
-        decision = r.route(query, previous=previous, vector=vec) if r is not None and r.route_specs else None
-        belt = self._belt(query, vec) if r is not None and r.tool_specs else None
+        decision = (
+            r.route(query, previous=previous, vector=vec, context_domains=given)
+            if r is not None and r.route_specs
+            else None
+        )
+        belt = self._belt(query, vec, given) if r is not None and r.tool_specs else None
         labels = ctx.layers if ctx is not None else {}
         domain, intent = (labels[n].label if n in labels else None for n in ("domain", "intent"))
         kr = self.knowledge
-        domains = (domain,) if domain is not None else ()
+        domains = given or ((domain,) if domain is not None else ())
         knowledge = (
             None if kr is None else kr.collections(query, context_domains=domains, intent=intent, vector=vec)
         )
         timings = TurnTimings(total=(time.perf_counter() - t0) * 1e3)
         return Turn(query, ctx, decision, belt, knowledge, why, timings)
 
-    def _belt(self, query: str, vec: Any) -> ToolBelt:
+    def _belt(self, query: str, vec: Any, domains: tuple[str, ...] = ()) -> ToolBelt:
         """``Router.tools`` with ``vec`` (when the encoder fails there, the core tools with an
         ``encoder_error`` alert and reason ``error``, as a route decision degrades)."""
         assert self.router is not None  # a belt is asked for only with a router
-        return self.router.tools(query, vector=vec)
+        return self.router.tools(query, vector=vec, context_domains=domains)
 
 
 def _with_encode(t: Turn, encode_ms: float) -> Turn:

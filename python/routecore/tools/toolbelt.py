@@ -100,7 +100,7 @@ def _checked(query: Any, top_k: int | None, threshold: float | None, p: Any) -> 
         isinstance(k, bool)
         or not isinstance(k, int)
         or not 1 <= k <= 1 << 31
-        or (th is not None and not 0 <= th <= 1)
+        or (th is not None and (isinstance(th, bool) or not isinstance(th, (int, float)) or not 0 <= th <= 1))
     ):
         raise InvalidArgumentError(
             f"top_k must be a whole number >= 1 and threshold in [0, 1]; got {k}, {th}"
