@@ -128,3 +128,11 @@ def test_every_result_has_to_json_and_names():
     assert routing.names == list(routing.tools)
     if routing.belt is not None:
         assert routing.to_dict()["belt"] == routing.belt.to_dict()
+
+
+def test_a_knowledge_selection_carries_its_decisions_alerts():
+    knowledge = world()[5]
+    sel = knowledge.collections("a1 \ud800")
+    assert "invalid_text" in [a.kind for a in sel.alerts]
+    assert type(sel).from_dict(sel.to_dict()) == sel
+    assert "invalid_text" in [a.kind for a in knowledge.collections_batch(["b1 \ud800", "a1"])[0].alerts]

@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from routecore.decide.arguments import context_domains_arg, part_of, query_vectors
-from routecore.decision import Decision, JsonResult, Reason, emit, plain
+from routecore.decision import Alert, Decision, JsonResult, Reason, emit, plain
 from routecore.errors import ConfigError, InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -69,6 +69,8 @@ class KnowledgeSelection(JsonResult):
     confidence: float = 0.0
     gate: float = 0.0
     query: str = ""
+    #: The alerts of the decision it comes from (``invalid_text``, ``spelling``, ``language``...).
+    alerts: tuple[Alert, ...] = ()
 
     @property
     def names(self) -> list[str]:
@@ -94,6 +96,7 @@ class KnowledgeSelection(JsonResult):
             kw["collections"] = tuple((str(c), float(p)) for c, p in kw["collections"])
             if kw.get("reason") is not None:
                 kw["reason"] = Reason(**kw["reason"])
+            kw["alerts"] = tuple(Alert(**a) for a in kw.get("alerts", ()))
             return cls(**kw)
         except (KeyError, TypeError, ValueError) as e:
             raise InvalidArgumentError(f"knowledge selection: {type(e).__name__}: {e}") from None
@@ -200,7 +203,7 @@ class KnowledgeRouter:
         hit = self._mapped(query, context_domains_arg(context_domains, domain, "domain"), intent)
         if hit is None:
             dec = self.router.route(query) if vector is None else self.router.route(query, vector=vector)
-            hit = self._selection(query, dec)
+            hit = self._decided(query, dec)
         return emit(self.metrics, hit)
 
     def collections_batch(
@@ -240,7 +243,7 @@ class KnowledgeRouter:
             )
         decisions = iter(decided)
         return [
-            emit(self.metrics, h if h is not None else self._selection(q, next(decisions)))
+            emit(self.metrics, h if h is not None else self._decided(q, next(decisions)))
             for q, h in zip(queries, hits)
         ]
 
@@ -284,6 +287,10 @@ class KnowledgeRouter:
                 shares = tuple((c, 1.0 / len(cs)) for c in cs)
                 return KnowledgeSelection(shares, "map", Reason("map", f"map entry ({d}, {i})"), query=query)
         return None
+
+    def _decided(self, query: str, dec: Any) -> KnowledgeSelection:
+        """:meth:`_selection` with the decision's alerts."""
+        return replace(self._selection(query, dec), alerts=tuple(dec.alerts))
 
     def _selection(self, query: str, dec: Any) -> KnowledgeSelection:
         """The selection the collection router's decision ``dec`` gives (module docs)."""
