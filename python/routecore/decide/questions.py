@@ -124,6 +124,13 @@ def in_sentence(description: str) -> str:
     return description
 
 
+@functools.lru_cache(maxsize=4096)
+def asked(shown: tuple[str, ...], languages: tuple[str, ...]) -> str:
+    """:func:`question` about ``shown`` in :func:`question_language`'s language, remembered: a
+    router asks the same few questions again and again."""
+    return question(shown, question_language(shown, languages))
+
+
 def question(shown: Sequence[str], language: str) -> str:
     """The question that offers ``shown`` (one or more), in ``language`` (:data:`FRAMES`; another
     language gets the English frame). Options that hold the frame's own joining words ("commit,

@@ -21,7 +21,8 @@ def compared(*xs: float) -> list[str]:
     distinct = len(set(xs))
     for n in range(2, 10):
         out = [f"{x:.{n}f}" for x in xs]
-        if len(set(out)) >= distinct and not any(x < 1 and float(o) >= 1 for x, o in zip(xs, out)):
+        # a number in [0, 1) printed as 1 starts with "1" (string tests: this runs on every decision)
+        if len(set(out)) >= distinct and not any(x < 1 and o[0] == "1" for x, o in zip(xs, out)):
             break
     return out
 

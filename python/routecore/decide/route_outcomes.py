@@ -222,7 +222,7 @@ class Outcomes:
         ]
         if self._languages is None or self._languages[0] is not self.specs:  # read once per route set
             self._languages = (self.specs, questions.config_languages(self.specs))
-        return questions.question(shown, questions.question_language(shown, self._languages[1]))
+        return questions.asked(tuple(shown), tuple(self._languages[1]))
 
     def _ask_llm(
         self,
