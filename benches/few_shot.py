@@ -2,7 +2,7 @@
 
     ROUTECORE_HOME=/tmp/rchome python benches/few_shot.py [--model PATH] [--sets a,b] [--shots 5,10,20]
         [--seeds 5] [--split dev|test] [--limit 1500] [--json OUT] [--peer] [--route-precision [P]]
-        [--describe] [--stemmer none|language] [--head exemplars|off]
+        [--describe] [--stemmer none|language] [--head exemplars|off] [--background all|own]
 
 For each set, k and seed: a router built as a config builds it (``Router`` over k sampled
 train utterances per label, zero-label, no ``fit``, no LLM), then every query of the dev
@@ -32,6 +32,8 @@ arrival"), as a user who describes the routes would (descriptions count as exemp
 
 ``--stemmer language``: the route tables' lexical pass stemmed in each set's language (the default
 leaves them unstemmed); ``--head off``: the cosine softmax decides instead of the exemplar head.
+``--background own``: the head's "none of these" class learns from the project's own background rows
+only, without CLINC150's out-of-scope train queries (``background_rows.py``).
 ``--peer``: semantic-router 1.1.1 on the same encoder, exemplars and queries in the same run
 (``few_shot_peer.py``: its default threshold, which routes every query, and 0.5); a second table
 gives its routed share, precision and right beside routecore's.
@@ -51,6 +53,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+import background_rows
 from routecore import Encoder, TableVectors
 from routecore.decide.policy import Policy
 from routecore.decide.policy_sections import Stemmer
@@ -265,11 +268,14 @@ def main() -> None:
         default="exemplars",
         help="the policy's head (off: cosine softmax)",
     )
+    ap.add_argument("--background", default="all", choices=background_rows.CHOICES)
     a = ap.parse_args()
+    background_rows.use(a.background)
     enc = Encoder.load(a.model) if a.model else Encoder.load()
     print(
         f"# model {enc.model_id}, split {a.split}, seeds {a.seeds}, describe {a.describe}, "
         f"route_precision {a.route_precision or 'unset'}, stemmer {a.stemmer}, head {a.head}, "
+        f"background {a.background}, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
     cols = COLS

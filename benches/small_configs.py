@@ -1,7 +1,7 @@
 """Small configs against near-domain out-of-scope queries: 2, 3 or 5 routes of k utterances.
 
     ROUTECORE_HOME=/tmp/rchome python benches/small_configs.py [--sets clinc150,banking77,massive-en]
-        [--heads exemplars,off] [--reps 8]
+        [--heads exemplars,off] [--reps 8] [--background all|own]
 
 The few-shot bench (benches/few_shot.py) routes every label of a set; a user's first config has
 a handful. Here each config is ``R`` labels drawn at random from a set's train pool (``--reps``
@@ -9,9 +9,11 @@ draws per cell), ``k`` utterances each, built as a config builds it. It routes t
 its labels and 200 dev queries of the set's other labels, which are out of its scope but of the
 same domain (other banking questions beside two banking routes). Reported per set, R and k:
 ``right`` in-scope queries routed right, ``routed`` in-scope share routed, ``prec`` precision
-among routed (an out-of-scope query routed is wrong), ``hiwrong`` wrong routes at the high tier
-(% of all queries), ``oos_none`` out-of-scope queries declined, and ``disagree`` routed decisions
-whose route is not the raw cosines' best route (and, in brackets, the share of them that is wrong).
+among routed (an out-of-scope query routed is wrong), ``none`` / ``clarify`` in-scope queries declined /
+clarified, ``hiwrong`` wrong routes at the high tier (% of all queries), ``oos_none`` out-of-scope
+queries declined, and ``disagree`` routed decisions whose route is not the raw cosines' best route
+(and, in brackets, the share of them that is wrong). ``--background own``: the head's "none of these"
+class learns from the project's own background rows only (``background_rows.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import background_rows  # noqa: E402
 import few_shot as F  # noqa: E402
 from routecore import Encoder, TableVectors  # noqa: E402
 from routecore.decide.policy import Policy  # noqa: E402
@@ -62,6 +65,8 @@ def cell(
     return {
         "right": float((routed & (route == g))[ins].mean()),
         "routed": float(routed[ins].mean()),
+        "none": float((act == "none")[ins].mean()),
+        "clarify": float((act == "clarify")[ins].mean()),
         "n_routed": int(routed.sum()),
         "wrong": int(wrong.sum()),
         "hiwrong": int((wrong & high).sum()),
@@ -77,7 +82,9 @@ def main() -> None:
     ap.add_argument("--sets", default="clinc150,banking77,massive-en")
     ap.add_argument("--heads", default="exemplars")
     ap.add_argument("--reps", type=int, default=8)
+    ap.add_argument("--background", default="all", choices=background_rows.CHOICES)
     a = ap.parse_args()
+    background_rows.use(a.background)
     enc = Encoder.load()
     for name in a.sets.split(","):
         train, dev = F.splits(name, "dev")
@@ -105,6 +112,8 @@ def main() -> None:
                                 "head": head,
                                 "right": round(100 * np.mean([x["right"] for x in c]), 1),
                                 "routed": round(100 * np.mean([x["routed"] for x in c]), 1),
+                                "none": round(100 * np.mean([x["none"] for x in c]), 1),
+                                "clarify": round(100 * np.mean([x["clarify"] for x in c]), 1),
                                 "prec": round(100 * (1 - s["wrong"] / max(s["n_routed"], 1)), 1),
                                 "hiwrong": round(100 * s["hiwrong"] / s["n"], 1),
                                 "oos_none": round(100 * np.mean([x["oos_none"] for x in c]), 1),

@@ -45,6 +45,8 @@ def test_from_dict_names_what_is_wrong(decision):
         Decision.from_dict([("action", "route")])  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError):
         Decision.from_dict({**d, "entities": [{"kind": "x"}]})
+    with pytest.raises(InvalidArgumentError, match="reason must be a mapping"):
+        Decision.from_dict({**d, "reason": "x"})
 
 
 def test_a_score_maps_values_for_names_in_any_order():

@@ -292,6 +292,8 @@ class Decision(JsonResult):
                     kw[k] = tuple(item(**x) for x in kw[k])
             if isinstance(kw.get("reason"), Mapping):
                 kw["reason"] = Reason(**kw["reason"])
+            elif kw.get("reason") is not None:
+                raise TypeError(f"reason must be a mapping of code and message, got {kw['reason']!r}")
             for k in ("candidates", "fallback_chain"):
                 if k in kw:
                     kw[k] = tuple(kw[k])
