@@ -101,7 +101,9 @@ def test_a_turn_takes_the_callers_domains_and_vectors():
     a, b = turns.turn("a1"), turns.turn("a1", vector=v, context_domains=["ops"])
     assert (a.decision.route, a.belt.names) == (b.decision.route, b.belt.names)
     assert b.reason.message == "every part decided on the caller's embedding"
-    batch = turns.turn_batch(["a1", "b1"], vectors=enc.encode_with_stats(["a1", "b1"]).embeddings, context_domains=["ops"])
+    batch = turns.turn_batch(
+        ["a1", "b1"], vectors=enc.encode_with_stats(["a1", "b1"]).embeddings, context_domains=["ops"]
+    )
     assert [t.decision.route for t in batch] == [turns.turn(q).decision.route for q in ("a1", "b1")]
     with pytest.raises(DimensionMismatchError):
         turns.turn_batch(["a1", "b1"], vectors=enc.encode_with_stats(["a1"]).embeddings)
