@@ -85,6 +85,12 @@ def test_floor_gates_top_k_on_the_best_candidate_and_filters_each_in_threshold_m
         "get_system_logs",
     ]
     assert not top.no_tool and not each.no_tool and not capped.no_tool and not given.no_tool
+    # The reason says which reading of the floor let the belt through, and counts the core tool apart.
+    assert top.reason.message.startswith(
+        "the best tool, ha_get_logs 0.600, >= the floor 0.400: the best 4 offered"
+    )
+    assert top.reason.message.endswith("beside 1 core tool(s)")
+    assert each.reason.message.startswith("3 tool(s) >= the floor 0.400, beside 1 core tool(s)")
     # Under the floor, both readings leave no candidate.
     for mode in ("best", "each"):
         assert router(manual(tool_threshold=0.65, tool_floor=mode), q=q).tools("q").no_tool
@@ -96,6 +102,11 @@ def test_no_candidate_above_the_floor_leaves_core_tools_and_says_so():
     belt = router(manual(tool_threshold=0.7), q=mix(a0=0.6, a1=0.5)).tools("q")
     assert belt.names == ["ask_user"] and belt.no_tool
     assert [a.kind for a in belt.alerts] == ["no_tool"] and '"no_tool": true' in belt.to_json()
+    assert belt.alerts[0].message.endswith("the belt holds only its core tools")
+    bare = Router(
+        tools=TOOLS[1:], encoder=StubEncoder({**VEC, "q": mix(a0=0.6)}), policy=manual(tool_threshold=0.7)
+    )
+    assert bare.tools("q").alerts[0].message.endswith("the belt holds no tool")  # no core tool to hold
 
 
 def test_affinity_and_collision_alert():

@@ -281,7 +281,8 @@ def select_tools(
             alerts.append(
                 Alert(
                     "no_tool",
-                    f"no tool scored above the floor {floor:.3f}: the belt holds only its core tools",
+                    f"no tool scored above the floor {floor:.3f}: the belt holds "
+                    + ("only its core tools" if chosen else "no tool"),
                 )
             )
     # The matched tools' plugins in belt order (a set's order changes with each process's string hashing).
@@ -316,7 +317,14 @@ def select_tools(
     t3 = time.perf_counter()
     top = f"{names[order[0]]} {best.item(0):.3f}" if order else "no candidate"
     if picked:
-        why = Reason("tools", f"{picked} tool(s) offered; the best, {top}, >= the floor {floor:.3f}")
+        cores = sum(kind == "core" for kind in chosen.values())
+        also = f", beside {cores} core tool(s)" if cores else ""
+        why = Reason(
+            "tools",
+            f"{picked} tool(s) >= the floor {floor:.3f}{also}; the best, {top}"
+            if each  # every candidate reads the floor; else it gates the belt on the best one
+            else f"the best tool, {top}, >= the floor {floor:.3f}: the best {picked} offered{also}",
+        )
     else:
         why = Reason("no_tool", f"the best tool {top} < the floor {floor:.3f}")
     belt = ToolBelt(
