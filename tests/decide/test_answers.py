@@ -68,6 +68,39 @@ def test_a_long_answer_is_not_read_by_place():
     assert read_answer("the first thing is that my card was charged twice for one order", EN) is None
 
 
+DOCS = [("DOCS", "look up external documentation or the web"), ("EDIT", "modify code in a file")]
+
+
+@pytest.mark.parametrize(
+    "said, options, route, how",
+    [
+        ("the second one", DOCS, "EDIT", "place"),  # "the" is a function word: it names no option
+        ("the first one", DOCS, "DOCS", "place"),
+        ("une imprimante", FR, "IMPRIMANTE", "named"),  # "une" is in both labels and names neither
+        ("not the docs, the code", DOCS, "EDIT", "named"),
+        ("neither docs nor code", DOCS, None, "declined"),
+    ],
+)
+def test_function_words_and_negations(said, options, route, how):
+    a = read_answer(said, options)
+    assert a is not None and (a.route, a.how) == (route, how)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "not the docs",
+        "pas le logiciel",
+        "nothing works",
+        "rien ne marche",
+        "it happened last week",
+        "I have 2 printers",
+    ],
+)
+def test_a_negated_name_or_a_place_among_other_words_picks_nothing(said):
+    assert read_answer(said, DOCS) is None and read_answer(said, FR) is None
+
+
 @given(st.text(max_size=60))
 def test_any_text_is_read_without_error(said):
     a = read_answer(said, EN)
@@ -121,9 +154,19 @@ def test_a_clarification_answered_by_name_place_or_no(helpdesk):
 
 def test_a_clarify_decisions_route_is_no_previous_route(helpdesk):
     d = helpdesk.route("Excel ne s'ouvre plus et l'imprimante non plus")
+    assert d.action == "clarify" and d.route == "CLARIFY"
     a = helpdesk.route("mon mot de passe a expiré", previous=d.route)  # a chat loop's previous=d.route
     b = helpdesk.route("mon mot de passe a expiré")
     assert (a.action, a.route, a.tier) == (b.action, b.route, b.tier)
     assert [x.route for x in helpdesk.route_batch(["mon mot de passe a expiré"], previous=[d.route])] == [
         b.route
     ]
+
+
+def test_a_previous_that_is_not_a_route_name_is_an_argument_error(helpdesk):
+    from routecore.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="previous must be a route name"):
+        helpdesk.route("mon mot de passe a expiré", previous=["LOGICIEL"])
+    with pytest.raises(InvalidArgumentError, match="previous must be a route name"):
+        helpdesk.route_batch(["mon mot de passe a expiré"], previous=[["LOGICIEL"]])

@@ -88,3 +88,13 @@ def test_descriptions_read_as_options_inside_the_question():
     assert question(["a refund", "a billing question"], "en") == "Do you mean a refund or a billing question?"
     fr = question(["une question de paie", "un problème réseau, wifi ou vpn"], "fr")
     assert fr == "Voulez-vous dire « une question de paie » ou « un problème réseau, wifi ou vpn » ?"
+
+
+def test_german_descriptions_keep_their_capitals():
+    from routecore.decide.questions import asked
+
+    de = asked(("Probleme mit dem Drucker und Scanner", "Fragen zur Rechnung"), ("de",), (True, True))
+    assert de == "Meinen Sie Probleme mit dem Drucker und Scanner oder Fragen zur Rechnung?"
+    en = asked(("Look up external documentation", "Modify code in a file"), ("en",), (True, True))
+    assert en == "Do you mean look up external documentation or modify code in a file?"
+    assert asked(("Refund Desk", "Billing"), ("en",), (False, False)) == "Do you mean Refund Desk or Billing?"

@@ -2,18 +2,27 @@
 
 A question offers two or three routes by their own words ("Voulez-vous dire une demande de logiciel
 ou un problème d'imprimante ?"). An answer that names one of them ("logiciel"), says which by its
-place ("the first one", "le deuxième") or declines them all ("neither", "non, rien de tout ça") is
+place ("the second one", "le deuxième") or declines them all ("neither", "non, rien de tout ça") is
 read as such before any score: the embedding of a one-word answer beside the first query says
 little, and said the wrong option for "logiciel" above. Any other answer is scored among the
-offered routes as before (:meth:`routecore.decide.route_decide.Decider.decide_step`).
+offered routes (:meth:`routecore.decide.route_decide.Decider.decide_step`).
+
+Function words name nothing: the 200 most frequent words of each bundled language
+(:func:`routecore.decide.words.common_words`: "the", "une", "first") neither name an option nor
+count as the rest of an answer. A named option under a negation ("not the docs", "pas le logiciel")
+is not picked. A place or a "no" is read only when every other word of the answer is a function
+word ("the second one", "aucun des deux"; not "it happened last week" or "nothing works").
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Sequence
+
+from routecore.decide.words import LANGUAGES, common_words
 
 #: Words that name an option by its place, in the languages questions are asked in
 #: (:data:`routecore.decide.questions.FRAMES`); "last" is -1.
@@ -23,35 +32,44 @@ PLACES: dict[int, frozenset[str]] = {
         " 第一 第一个 最初 一番目".split()
     ),
     1: frozenset(
-        "2 2nd second deuxieme second seconde zweite zweiten zweiter segundo segunda secondo"
-        " seconda 第二 第二个 二番目".split()
+        "2 2nd second deuxieme seconde zweite zweiten zweiter segundo segunda secondo seconda"
+        " 第二 第二个 二番目".split()
     ),
     2: frozenset(
         "3 3rd third troisieme dritte dritten tercero tercera terzo terza terceiro 第三 三番目".split()
     ),
     -1: frozenset("last latter dernier derniere letzte letzten ultimo ultima 最后 最後".split()),
 }
-#: Words that decline every option ("neither", "aucun des deux"), and a bare "no" (an answer of at
-#: most two words: "no, the software one" says more than no).
+#: Words that decline every option ("neither", "aucun des deux", a bare "no").
 NO = frozenset(
-    "neither none nothing aucun aucune rien ni keine keiner keines nichts weder ninguno ninguna nada"
-    " nessuno nessuna niente nenhum nenhuma nem 都不是 没有 どれでもない".split()
+    "neither none nothing nope no aucun aucune rien ni non keine keiner keines nichts weder nein"
+    " ninguno ninguna nada nessuno nessuna niente nenhum nenhuma nem 都不是 没有 どれでもない いいえ".split()
 )
-BARE_NO = frozenset("no nope non nein いいえ".split())
-#: An answer of more words than this is a new request, not a choice by place or a "no".
-SHORT = 6
+#: Words that negate the word after them (or the one after an article): "not the docs".
+NOT = frozenset("not no pas ni nicht kein keine keinen nein non nem nao".split())
 #: Option words shorter than this name nothing alone ("de", "un", "my").
 MIN_LETTERS = 3
 #: Words that share this many first letters name the same option ("logiciels", "logiciel").
 STEM = 5
 
-_WORD = re.compile(r"\w+")
+_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 def _fold(text: str) -> list[str]:
-    """Lower-case words without accents ("Deuxième" → "deuxieme"); "_" and "-" split words."""
+    """Lower-case words and punctuation marks without accents ("Deuxième" → "deuxieme"); "_" and
+    "-" split words."""
     bare = unicodedata.normalize("NFKD", text.replace("_", " ").replace("-", " ").casefold())
-    return _WORD.findall("".join(c for c in bare if not unicodedata.combining(c)))
+    return _TOKEN.findall("".join(c for c in bare if not unicodedata.combining(c)))
+
+
+def _words(text: str) -> list[str]:
+    return [t for t in _fold(text) if t[0].isalnum()]
+
+
+@functools.lru_cache(maxsize=1)
+def function_words() -> frozenset[str]:
+    """The bundled languages' most frequent words, folded as answers are."""
+    return frozenset(w for lang in LANGUAGES for word in common_words(lang) for w in _words(word))
 
 
 @dataclass(frozen=True)
@@ -68,32 +86,57 @@ def _same(a: str, b: str) -> bool:
     return a == b or (min(len(a), len(b)) >= STEM and a[:STEM] == b[:STEM] and a[0].isalpha())
 
 
+def _negated(tokens: list[str], at: int) -> bool:
+    """Whether the word at ``at`` follows a negation within two words, no punctuation between
+    ("not the docs"; "no, billing" names billing)."""
+    before = tokens[max(0, at - 2) : at]
+    for k, t in enumerate(before):
+        if t in NOT and all(u[0].isalnum() for u in before[k + 1 :]):
+            return True
+    return False
+
+
 def read_answer(answer: str, options: Sequence[tuple[str, str]]) -> Answer | None:
     """The option ``answer`` picks among ``options`` (each ``(route, the words the question showed
-    for it)``, in the question's order), or None when it says neither which nor "no".
+    for it)``, in the question's order), or None when it says neither which nor "no" (module docs).
 
-    An option is named by a word of its own (its shown words and its route name) that no other
-    option has; an answer naming two options picks none. A short answer may say the place ("the
-    second one") or decline them all ("neither"); a name wins over a "no" ("no, the refund")."""
-    words = _fold(answer)
+    An option is named by a word of its own (its shown words and its route name, function words
+    aside) that no other option has; an answer naming two options picks none ("neither A nor B"
+    declines them)."""
+    tokens = _fold(answer)
+    words = [t for t in tokens if t[0].isalnum()]
     if not words or len(options) < 2:
         return None
-    own = [set(_fold(shown)) | set(_fold(route)) for route, shown in options]
+    common = function_words()
+    own = [
+        {w for w in _words(shown) + _words(route) if len(w) >= MIN_LETTERS and w not in common}
+        for route, shown in options
+    ]
     named: dict[str, str] = {}
+    negated: set[str] = set()
     for i, (route, _) in enumerate(options):
         others = set().union(*(o for j, o in enumerate(own) if j != i))
-        mine = [w for w in own[i] if len(w) >= MIN_LETTERS and not any(_same(w, o) for o in others)]
-        hit = next((a for a in words if any(_same(a, w) for w in mine)), None)
-        if hit is not None:
-            named[route] = hit
-    if len(named) == 1:
-        route, hit = next(iter(named.items()))
-        return Answer(route, "named", hit)
-    if named or len(words) > SHORT:
-        return None
+        mine = [w for w in own[i] if not any(_same(w, o) for o in others)]
+        for at, t in enumerate(tokens):
+            if t[0].isalnum() and any(_same(t, w) for w in mine):
+                if _negated(tokens, at):
+                    negated.add(route)
+                else:
+                    named.setdefault(route, t)
+    no = next((w for w in words if w in NO), None)
+    picked = [r for r in named if r not in negated]
+    if len(picked) == 1 and len(named) == 1:  # "not the docs, the ticket" names the ticket
+        return Answer(picked[0], "named", named[picked[0]])
+    if named or negated:  # two options, or only negated ones: "neither A nor B" declines them
+        return Answer(None, "declined", no) if no is not None and no != "no" else None
     for place, said in PLACES.items():
-        at = next((w for w in words if w in said), None)
-        if at is not None and place < len(options):
-            return Answer(options[place][0], "place", at)
-    no = next((w for w in words if w in NO or (w in BARE_NO and len(words) <= 2)), None)
-    return Answer(None, "declined", no) if no is not None else None
+        word = next((w for w in words if w in said), None)
+        if word is not None and place < len(options) and _only(words, word, common):
+            return Answer(options[place][0], "place", word)
+    return Answer(None, "declined", no) if no is not None and _only(words, no, common) else None
+
+
+def _only(words: list[str], word: str, common: frozenset[str]) -> bool:
+    """Whether every word of the answer but ``word`` is a function word, a place or a "no"."""
+    said = set().union(*PLACES.values()) | NO
+    return all(w == word or w in common or w in said for w in words)

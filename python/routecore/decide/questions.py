@@ -124,11 +124,19 @@ def in_sentence(description: str) -> str:
     return description
 
 
+#: Languages whose nouns keep their capital inside a sentence: their descriptions are shown as written.
+CAPITALISED_NOUNS = frozenset({"de"})
+
+
 @functools.lru_cache(maxsize=4096)
-def asked(shown: tuple[str, ...], languages: tuple[str, ...]) -> str:
-    """:func:`question` about ``shown`` in :func:`question_language`'s language, remembered: a
-    router asks the same few questions again and again."""
-    return question(shown, question_language(shown, languages))
+def asked(shown: tuple[str, ...], languages: tuple[str, ...], described: tuple[bool, ...] = ()) -> str:
+    """:func:`question` about ``shown`` in :func:`question_language`'s language, the options that
+    are descriptions (``described``) read :func:`in_sentence` but in German; remembered: a router
+    asks the same few questions again and again."""
+    language = question_language(shown, languages)
+    if language not in CAPITALISED_NOUNS:
+        shown = tuple(in_sentence(o) if d else o for o, d in zip(shown, described + (False,) * len(shown)))
+    return question(shown, language)
 
 
 def question(shown: Sequence[str], language: str) -> str:

@@ -192,8 +192,8 @@ class Outcomes:
         """What the answer part of ``text`` (after the clarified query) says of the offered routes."""
         head = f"{clarify.query}\n"
         said = text[len(head) :] if text.startswith(head) else text.rsplit("\n", 1)[-1]
-        shown = [(c, self.by_name[c].shown if c in self.by_name else c) for c in clarify.candidates]
-        return read_answer(said, shown)
+        shown = [(c, self.by_name[c].shown) for c in clarify.candidates if c in self.by_name]
+        return read_answer(said, shown)  # the offered routes this router still has
 
     def _answered(self, out: Draft, answer: Answer, offered: list[str]) -> Draft:
         """The decision an answer that names, places or declines the offered routes makes: that
@@ -204,6 +204,8 @@ class Outcomes:
             return out
         out.route, out.tier, out.hint = answer.route, "medium", answer.route
         out.confidence = float(out.probabilities.get(answer.route, 0.0))
+        rest = [out.probabilities.get(c, 0.0) for c in offered if c != answer.route]
+        out.margin = out.confidence - max(rest, default=0.0)
         out.reason = reasons.picked(answer.route, answer.how, answer.word, offered)
         return self._finish(out)
 
@@ -216,13 +218,11 @@ class Outcomes:
         """The clarification question that names ``candidates`` by label, else description, else
         name, in the language the config's routes are written in (:mod:`routecore.decide.questions`)."""
         specs = [self.by_name.get(c) for c in candidates]
-        shown = [
-            c if s is None else s.label or (questions.in_sentence(s.description) if s.description else s.name)
-            for c, s in zip(candidates, specs)
-        ]
+        shown = tuple(c if s is None else s.shown for c, s in zip(candidates, specs))
+        described = tuple(s is not None and not s.label and bool(s.description) for s in specs)
         if self._languages is None or self._languages[0] is not self.specs:  # read once per route set
             self._languages = (self.specs, questions.config_languages(self.specs))
-        return questions.asked(tuple(shown), tuple(self._languages[1]))
+        return questions.asked(shown, tuple(self._languages[1]), described)
 
     def _ask_llm(
         self,
