@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from routecore import ContextRouter, KnowledgeRouter, Router, RoutingMetrics, TurnRouter
+from routecore import Cascade, ContextRouter, KnowledgeRouter, Router, RoutingMetrics, TurnRouter
 from routecore.errors import ConfigError, DimensionMismatchError, InvalidArgumentError
 from routecore.routers.llm_tools import LLMToolRouter
 from stubs import StubEncoder, manual
@@ -49,6 +49,11 @@ def test_bad_parts_are_config_errors():
         KnowledgeRouter(Router(ROUTES, encoder=enc), {"top_k": 1})
     with pytest.raises(ConfigError, match="a turn router's router must be a Router"):
         TurnRouter(context)
+    with pytest.raises(ConfigError, match="a cascade's fast router must be a Router"):
+        Cascade("x", "y")
+    with pytest.raises(ConfigError, match="an LLM tool router's router must be a Router"):
+        LLMToolRouter("x", mode="semantic")
+    assert Router(None, TOOLS, encoder=enc, policy=manual()).route_specs == []
 
 
 def test_from_config_takes_the_document_itself():
@@ -70,6 +75,13 @@ def test_a_turns_parts_are_judged_as_the_routers_own():
     [rec] = m.records()
     assert "search" not in rec["tools"]  # the core tool is not offered, as in a belt's record
     assert rec["parts"]["tools"]["tools"] == rec["tools"]
+    shared = RoutingMetrics()  # one sink for the router and the turn: each part counted once
+    both = Router(ROUTES, TOOLS, encoder=enc, policy=manual(tool_threshold=0.5), metrics=shared)
+    t2 = TurnRouter(both, metrics=shared).turn("restart a service")
+    shared.feedback(t2, route="A", tools=["restart"], success=True)
+    rep2 = shared.report()
+    assert (rep2.routes.decisions, rep2.tools.belts) == (1, 1)
+    assert (rep2.routes.with_feedback, rep2.tools.with_feedback) == (1, 1)
     c = context.detect("a1")
     m.record(c)
     with pytest.raises(InvalidArgumentError, match="Context's layers take no feedback"):
@@ -86,6 +98,7 @@ def test_tool_routings_count_the_belts_tools_and_work_off_the_metrics():
     assert inner.records() == []  # its working belts are not the router's decisions
     [rec] = outer.records()
     assert rec["tools"] == [t for t in got.tools if t != "search"]
+    assert rec["no_tool"] is (not rec["tools"])  # the core tool alone is no tool, as in a belt's record
     k = world()[5].collections("a1")
     assert RoutingMetrics().record(k) and k.query == "a1"
     sink = RoutingMetrics()
@@ -109,6 +122,12 @@ def test_a_turn_takes_the_callers_domains_and_vectors():
         turns.turn_batch(["a1", "b1"], vectors=enc.encode_with_stats(["a1"]).embeddings)
     with pytest.raises(InvalidArgumentError, match="context_domains"):
         turns.turn("a1", context_domains="ops")
+    seen = []
+    real_route, real_tools = router.route, router.tools
+    router.route = lambda q, **kw: seen.append(("route", kw["context_domains"])) or real_route(q, **kw)
+    router.tools = lambda q, **kw: seen.append(("tools", kw["context_domains"])) or real_tools(q, **kw)
+    turns.turn("a1", context_domains=["ops"])
+    assert seen == [("route", ("ops",)), ("tools", ("ops",))]  # the caller's domains reach the parts
 
 
 def test_every_result_has_to_json_and_names():

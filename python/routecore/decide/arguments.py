@@ -67,7 +67,13 @@ def context_domains_arg(context_domains: Any, legacy: Any = None, legacy_name: s
 
 def previous_arg(previous: Any) -> Any:
     """The previous route as a decision reads it: a clarify decision's ``route`` (``CLARIFY``, what a
-    chat loop passes on as ``previous=d.route``) is no route."""
+    chat loop passes on as ``previous=d.route``) is no route.
+
+    Raises:
+        InvalidArgumentError: not a str or None.
+    """
+    if previous is not None and not isinstance(previous, str):
+        raise InvalidArgumentError(f"previous must be a route name or None, got {type(previous).__name__}")
     return None if previous == CLARIFY else previous
 
 

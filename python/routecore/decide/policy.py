@@ -319,7 +319,7 @@ def check_router_args(routes: Any, policy: Any) -> None:
     Raises:
         ConfigError: naming the first argument of another type (a mapping: :meth:`Router.from_config`).
     """
-    for i, r in enumerate(routes):
+    for i, r in enumerate(routes or ()):
         if not isinstance(r, RouteSpec):
             raise ConfigError(
                 f"routes[{i}] must be a RouteSpec, got {type(r).__name__} (a document: Router.from_config)"

@@ -25,6 +25,7 @@ import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
+from routecore.decide.arguments import part_of
 from routecore.decision import Alert, Decision
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.cascade_tools import CascadeTools, EncoderTier, Served, cascade_alert, tier_of
@@ -66,6 +67,8 @@ class Cascade(CascadeTools):
         shortlist: int | None = None,
         combine: bool | None = None,
     ):
+        for name, r in (("fast", fast), ("strong", strong)):
+            part_of(r, f"a cascade's {name} router", "a Router", "route", "route_specs", "tool_catalog")
         fn, sn = [r.name for r in fast.route_specs], [r.name for r in strong.route_specs]
         if sorted(fn) != sorted(sn):
             raise ConfigError(

@@ -26,7 +26,7 @@ import warnings
 from dataclasses import replace as _replace
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
-from routecore.decide.arguments import query_vectors
+from routecore.decide.arguments import part_of, query_vectors
 from routecore.decide.conversation import routing_text
 from routecore.decision import Reason, ToolBelt, emit, trace
 from routecore.errors import ConfigError, InvalidArgumentError, LLMError
@@ -95,6 +95,7 @@ class LLMToolRouter:
         client: Any = None,
         metrics: Any = None,
     ):
+        part_of(router, "an LLM tool router's router", "a Router", "tools", "tool_specs", "tool_catalog")
         if mode not in MODES:
             raise ConfigError(f"LLM tool router: mode must be one of {MODES}, got {mode!r}")
         if not (isinstance(hybrid_top, int) and hybrid_top >= 1):
@@ -232,6 +233,8 @@ class LLMToolRouter:
     def _choose(self, query: str, top_k: int | None, vec: Any = None) -> ToolRouting:
         """The result for ``query``; ``vec``: its embedding from a batched encoder call."""
         k = self.router.policy.tool_top_k if top_k is None else top_k
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:  # as Router.tools checks it
+            raise InvalidArgumentError(f"top_k must be a whole number >= 1, got {top_k!r}")
         specs = self.router.tool_specs
         text, notes = routing_text(query)
         notes_ = tuple(m for _, m in notes)

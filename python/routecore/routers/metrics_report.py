@@ -93,7 +93,7 @@ class MetricsReport:
 
 
 #: Which feedback keys judge each part of a turn (``success`` judges its route only: counted once).
-_TURN_FEEDBACK = {"route": ("route", "success"), "tools": ("tools",), "knowledge": ("collections",)}
+TURN_FEEDBACK = {"route": ("route", "success"), "tools": ("tools",), "knowledge": ("collections",)}
 
 
 def turn_parts(rec: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -101,7 +101,9 @@ def turn_parts(rec: Mapping[str, Any]) -> list[dict[str, Any]]:
     fb = rec.get("feedback", {})
     out = []
     for kind, part in rec.get("parts", {}).items():
-        mine = {k: fb[k] for k in _TURN_FEEDBACK.get(kind, ()) if k in fb}
+        if "ref" in part:  # recorded on its own by the same metrics, which hold its feedback too
+            continue
+        mine = {k: fb[k] for k in TURN_FEEDBACK.get(kind, ()) if k in fb}
         out.append({**part, "feedback": mine} if mine else dict(part))
     return out
 

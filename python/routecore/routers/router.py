@@ -136,7 +136,7 @@ class Router(ToolCalls, Changes):
 
             encoder = Encoder.load()
         assert encoder is not None
-        routes, tools = list(routes), list(tools)
+        routes, tools = list(routes or ()), list(tools or ())
         if tool_overlay is not None or not all(isinstance(t, ToolSpec) for t in tools):
             tools = tool_specs(tools, overlay=tool_overlay)
         check_route_entities(routes, entities)
@@ -311,8 +311,7 @@ class Router(ToolCalls, Changes):
         """Decide which route handles ``query``. Never raises for any query string.
 
         Args:
-            previous: the route of the previous turn (multi-turn prior; a clarify decision's
-                ``CLARIFY`` counts as none: pass the answer with ``clarify=``).
+            previous: the route of the previous turn (multi-turn prior; ``CLARIFY`` counts as none).
             context_domains: active domains (affinity boost/penalty).
             clarify: a previous CLARIFY decision this query answers; routing is
                 then limited to its candidates, on the original query plus the answer.

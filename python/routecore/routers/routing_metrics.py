@@ -38,7 +38,7 @@ from typing import Any, Mapping, Sequence, TypeVar
 # Re-exported (``X as X``): the routers' sink call lives with the results (routecore.decision).
 from routecore.decision import emit as emit
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.routers.metrics_report import MetricsReport, report
+from routecore.routers.metrics_report import TURN_FEEDBACK, MetricsReport, report
 
 _UNSET: Any = object()
 _R = TypeVar("_R")
@@ -86,7 +86,7 @@ def record_of(obj: Any) -> dict[str, Any]:
             "kind": "tools",
             "query": obj.query,
             "tools": [t for t in obj.tools if t not in core],  # as a belt's: the core tools are not offered
-            "no_tool": not obj.tools,
+            "no_tool": not [t for t in obj.tools if t not in core],
             "source": obj.source,
             "latency_ms": belt_ms + float(obj.llm_ms),
         }
@@ -164,9 +164,15 @@ class RoutingMetrics:
         return self.record(obj)
 
     def record(self, obj: Any) -> str:
-        """Record one decision, belt or selection; returns its record id."""
+        """Record one decision, belt or selection; returns its record id. A turn's part that these
+        metrics recorded already (its router shares this sink) is referred to, not counted twice."""
         rec = {"type": "decision", "id": uuid.uuid4().hex, "t": time.time(), **record_of(obj)}
         with self._lock:
+            if rec["kind"] == "turn":
+                for kind, part in turn_results(obj).items():
+                    seen = self._recorded(part)
+                    if seen is not None:
+                        rec["parts"][kind] = {"ref": seen}
             self._add(rec)
             try:
                 self._ids[id(obj)] = (rec["id"], weakref.ref(obj))
@@ -193,13 +199,7 @@ class RoutingMetrics:
         ``collections``: the right knowledge collections; ``success``: whether the turn
         succeeded (the reliability table's outcome when given)."""
         with self._lock:
-            rid: str | None
-            if isinstance(decision, str):
-                rid = decision
-            else:
-                rid, ref = self._ids.get(id(decision), (None, None))
-                if ref is None or ref() is not decision:  # an id() reused by another object
-                    rid = None
+            rid = decision if isinstance(decision, str) else self._recorded(decision)
             if rid is None or rid not in self._records:
                 raise InvalidArgumentError(
                     "feedback for a decision these metrics did not record (or no longer keep)"
@@ -219,8 +219,23 @@ class RoutingMetrics:
                 fb["success"] = bool(success)
             if not fb:
                 raise InvalidArgumentError("feedback needs route=, tools=, collections= or success=")
-            self._records[rid].setdefault("feedback", {}).update(fb)
+            self._judge(rid, fb)
             self._write({"type": "feedback", "id": rid, "t": time.time(), **fb})
+
+    def _judge(self, rid: str, fb: Mapping[str, Any]) -> None:
+        """Put feedback ``fb`` on record ``rid``, and on the parts of a turn recorded on their own
+        (each the keys that judge it: :data:`~routecore.routers.metrics_report.TURN_FEEDBACK`)."""
+        rec = self._records[rid]
+        rec.setdefault("feedback", {}).update(fb)
+        for kind, part in rec.get("parts", {}).items():
+            if "ref" in part and part["ref"] in self._records:
+                mine = {k: fb[k] for k in TURN_FEEDBACK.get(kind, ()) if k in fb}
+                self._records[part["ref"]].setdefault("feedback", {}).update(mine)
+
+    def _recorded(self, obj: Any) -> str | None:
+        """The record id of ``obj`` when these metrics recorded it (and still keep it), else None."""
+        rid, ref = self._ids.get(id(obj), (None, None))
+        return rid if ref is not None and ref() is obj else None  # else an id() reused by another object
 
     def _add(self, rec: dict[str, Any]) -> None:
         self._records[rec["id"]] = rec
@@ -259,8 +274,9 @@ class RoutingMetrics:
             if kind == "decision":
                 m._add(line)
             elif kind == "feedback" and rid in m._records:
-                fb = {k: v for k, v in line.items() if k in ("route", "tools", "collections", "success")}
-                m._records[rid].setdefault("feedback", {}).update(fb)
+                m._judge(
+                    rid, {k: v for k, v in line.items() if k in ("route", "tools", "collections", "success")}
+                )
             elif kind != "feedback":
                 raise ConfigError(f"{path}:{n}: unknown line type {kind!r}")
         return m
