@@ -230,3 +230,11 @@ def test_spelling_can_be_turned_off(encoder):
     off = Router(routes, encoder=encoder, policy=Policy.from_dict({"routes": {"spelling": False}}))
     assert on[0] == "I forgot my password" and any(kind == "spelling" for kind, _ in on[1])
     assert off.route_table.read_query("I forgott my pasword") == ("I forgott my pasword", ())
+
+
+def test_a_capitalised_word_inside_a_sentence_is_a_name(encoder):
+    s = Speller(["deliver to 12 Baker Street", "where is my package"], tokenizer_words(encoder), languages=())
+    assert s.repair("deliver to 12 Main St please") == ("deliver to 12 Main St please", ())
+    # a capital that opens a sentence is no name
+    assert s.repair("Pakage lost. Pakage never came")[0] == "package lost. package never came"
+    assert s.repair("where is my pakage")[0] == "where is my package"

@@ -320,8 +320,9 @@ class Speller:
 
     def repair(self, text: str) -> tuple[str, tuple[Repair, ...]]:
         """``text`` with its repairable words read as the vocabulary's, and the repairs. A word in
-        capitals is an acronym ("AMD"), left as typed (a shouted query is in lower case by now); with
-        word tables, a query in another language is left as typed."""
+        capitals is an acronym ("AMD"), and a capitalised word inside a sentence a name ("12 Main St",
+        "play Hurts Like Heaven"): both are left as typed (a shouted query is in lower case by now);
+        with word tables, a query in another language is left as typed."""
         if not self.words or self._known is None:
             return text, ()
         words = self.words
@@ -332,6 +333,7 @@ class Speller:
             for m in _WORD.finditer(text)
             if len(m.group()) >= SHORT_LETTERS
             and not m.group().isupper()
+            and not (m.group()[0].isupper() and not _starts_sentence(text, m.start()))
             and m.group().lower() not in self.words
         ]
         if not spans or self.languages and not self._in_languages(text):
@@ -348,6 +350,12 @@ class Speller:
             repairs.append(Repair(text[s:e], c))
         out.append(text[last:])
         return "".join(out), tuple(repairs)
+
+
+def _starts_sentence(text: str, at: int) -> bool:
+    """Whether the word at ``at`` opens ``text`` or a sentence of it (after ".", "!", "?" or a new line)."""
+    before = text[:at].rstrip()
+    return not before or before[-1] in ".!?\n:;\"'«“(¿¡"
 
 
 def tokenizer_words(encoder: object) -> Callable[[Sequence[str]], list[bool]] | None:
