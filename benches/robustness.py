@@ -6,9 +6,10 @@
 Routers as ``benches/few_shot.py`` builds them (k sampled utterances per label, zero-label);
 each dev query (a fixed stratified sample of ``--limit``) is routed clean and under every
 perturbation of :mod:`routecore.evaluation.perturb` (typos on 10 % of letters, emoji, upper
-case, repeated words, a 20 KB input), through ``Router.route_batch`` (the encoder included, so
-long inputs take the router's own long-input path), each perturbation by a router of its own (a
-router's traffic cut adapts to the queries it has seen). Reported: end-to-end right (in-scope
+case, repeated words, a 20 KB input that starts with the query, one that ends with it), through
+``Router.route_batch`` (the encoder included, so long inputs take the router's own long-input
+path), each perturbation by a router of its own (a router's traffic cut adapts to the queries it
+has seen). Reported: end-to-end right (in-scope
 queries routed to the right route) per perturbation, its drop against clean (goal: <= 3 points),
 and the routed share.
 """

@@ -174,6 +174,13 @@ def test_noise_around_a_query_is_folded_before_it_is_encoded():
     long = "the production server is down\n\n" + "x " * 5000
     text, notes = routing_text(long)
     assert text == "the production server is down" and notes[0][0] == "long_query"
+    from routecore.decide.conversation import tail_of
+
+    assert (
+        tail_of(long) == ("x " * 5000).strip()[-999:].split(None, 1)[-1]
+    )  # its last 1,000 characters, whole words
+    assert tail_of("log line\n" * 200 + "\nplease restart the server") == "please restart the server"
+    assert tail_of("short") is None and tail_of("a request\n\n" + "x" * 2000) is not None
 
 
 def _normalized_slowly(text: str) -> str:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from routecore.decide.conversation import normalize_query
-from routecore.evaluation.perturb import PERTURBATIONS, emoji, long_input, repeat, shout, typos
+from routecore.evaluation.perturb import PERTURBATIONS, emoji, long_input, long_tail, repeat, shout, typos
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=200)
 
@@ -46,6 +46,8 @@ def test_typos_touch_about_the_share_asked(seed):
 def test_long_inputs_keep_the_query_first_and_have_the_size_asked():
     t = long_input("the production server is down", 20_000)
     assert t.startswith("the production server is down\n\n") and len(t) == 20_000
+    tail = long_tail("the production server is down", 20_000, 3)
+    assert tail.endswith("\n\nthe production server is down") and 19_900 <= len(tail.encode()) <= 20_000
 
 
 def test_normalisation_undoes_emoji_shouting_and_repeats():

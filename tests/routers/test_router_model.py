@@ -86,3 +86,18 @@ def test_bundle_with_real_model(tmp_path, it_ops_router, encoder):
     minilm = need_shared(MODELS / "all-minilm-l6-v2")
     with pytest.raises(ConfigError, match="rebuild the bundle"):
         Router.load(tmp_path / "b", encoder=Encoder.load(minilm))
+
+
+def test_a_long_query_is_read_on_its_end_too(it_ops_router):
+    from routecore.evaluation.perturb import long_input, long_tail
+
+    q = "the production server is down since this morning"
+    start, end = it_ops_router.route(long_input(q, 20_000, 1)), it_ops_router.route(long_tail(q, 20_000, 1))
+    assert (start.action, start.route) == (end.action, end.route) == ("route", "INCIDENT")
+    [a] = [a for a in end.alerts if a.kind == "long_query"]
+    assert (
+        "routed by its end" in a.message
+        and "first paragraph" in [x.message for x in start.alerts if x.kind == "long_query"][0]
+    )
+    batch = it_ops_router.route_batch([long_tail(q, 20_000, 2), q])
+    assert [(d.action, d.route) for d in batch] == [("route", "INCIDENT")] * 2

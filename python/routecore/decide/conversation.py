@@ -20,6 +20,7 @@ __all__ = [
     "HUMAN_ROLES",
     "LONG_QUERY_CHARS",
     "head_of",
+    "tail_of",
     "normalize_query",
     "routing_text",
     "routing_query",
@@ -172,6 +173,19 @@ def head_of(text: str, limit: int = LONG_QUERY_CHARS) -> tuple[str, str | None]:
     else:
         what = f"its first paragraph ({len(first)} characters)"
     return first, f"a long query ({len(text)} characters) was routed by {what}"
+
+
+def tail_of(text: str, limit: int = LONG_QUERY_CHARS) -> str | None:
+    """The end of a long ``text`` a router also reads (a request often closes a pasted report):
+    its last paragraph when that fits in ``limit`` characters, else its last ``limit`` characters
+    cut at a space; None when ``text`` is not long or its end is its start (:func:`head_of`)."""
+    if len(text) <= limit:
+        return None
+    last = text.rstrip().rsplit("\n\n", 1)[-1].strip()
+    if not last or len(last) > limit:
+        cut = text.rstrip()[-limit:]
+        last = cut.split(None, 1)[-1] if " " in cut.strip() else cut
+    return None if last == head_of(text, limit)[0] else last
 
 
 #: Roles (dicts) and types (LangChain messages) that mark a human turn.

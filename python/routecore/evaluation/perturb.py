@@ -7,7 +7,8 @@ Every function is deterministic for a given ``seed`` and keeps the query's meani
 - :func:`emoji`: emoji and exclamation marks around the words;
 - :func:`shout`: upper case;
 - :func:`repeat`: some words said twice;
-- :func:`long_input`: the query first, then unrelated log lines up to ``size`` bytes (a pasted report).
+- :func:`long_input`: the query first, then unrelated log lines up to ``size`` bytes (a pasted report);
+  :func:`long_tail`: the log lines first, the query last (a request that closes a paste).
 """
 
 from __future__ import annotations
@@ -89,6 +90,13 @@ def long_input(text: str, size: int = 20_000, seed: int = 0) -> str:
     return "".join(parts)[:size]
 
 
+def long_tail(text: str, size: int = 20_000, seed: int = 0) -> str:
+    """Log lines, then ``text`` as the last paragraph, ``size`` UTF-8 bytes in all: a request under a
+    pasted report."""
+    paste = long_input("", size - len(text.encode("utf-8")) - 2, seed).strip()
+    return f"{paste}\n\n{text}"
+
+
 #: The perturbations of the suite by name (each a function of the text and a seed).
 PERTURBATIONS = {
     "typos": lambda t, s: typos(t, 0.10, s),
@@ -96,4 +104,5 @@ PERTURBATIONS = {
     "upper": lambda t, s: shout(t),
     "repeat": repeat,
     "long": lambda t, s: long_input(t, 20_000, s),
+    "long_tail": lambda t, s: long_tail(t, 20_000, s),
 }

@@ -12,6 +12,7 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from routecore.decide.arguments import context_domains_arg, per_query, previous_arg, query_vectors
+from routecore.decide.conversation import tail_of
 from routecore.decide.route_decide import peers_of
 from routecore.decide.route_outcomes import Chooser
 from routecore.decide.tables import EncoderLike, ScoreTable, Step, score_batch
@@ -44,6 +45,16 @@ class _Table(Protocol):
 
     @property
     def decide(self) -> Callable[..., Decision]: ...
+
+    def with_tail(
+        self,
+        query: str,
+        tail: str,
+        head: Decision,
+        previous: str | None,
+        context_domains: Sequence[str] = (),
+        choose: Chooser | None = None,
+    ) -> Decision: ...
 
     def scored_batch(
         self, texts: list[str], embs: np.ndarray, prev: list[str | None], context_domains: Sequence[str]
@@ -121,11 +132,17 @@ class BatchRoutes:
             )
             return with_notes(d, notes[i])
 
-        return (
+        out = (
             list(executor.map(one, range(len(texts))))
             if executor is not None
             else [one(i) for i in range(len(texts))]
         )
+        if vectors is None:  # a long query is read on its end too, as route() reads it (rare: one at a time)
+            for i, q in enumerate(queries):
+                tail = tail_of(q) if peers[i] is None else None
+                if tail is not None and texts[i]:
+                    out[i] = self.with_tail(q, tail, out[i], prev[i], context_domains, choose)
+        return out
 
     def scored_batch(
         self: _Table,

@@ -9,6 +9,7 @@ rules, clarification, the LLM fallback and the degraded (encoder failed) path.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -21,7 +22,7 @@ from routecore.config.specs import RouteSpec
 from routecore.core.entities import EntityMatcher, entity_effects
 from routecore.core.lexical import LexicalTable
 from routecore.decide.arguments import context_domains_arg, previous_arg, query_vectors
-from routecore.decide.conversation import routing_text
+from routecore.decide.conversation import routing_text, tail_of
 from routecore.decide.language_policies import LanguagePolicies
 from routecore.decide.policy import Policy, resolved
 from routecore.decide.route_decide import Decider, check_peer
@@ -215,7 +216,31 @@ class RouteTable(Decider, BatchRoutes):
             peer=peer,
             peer_model=peer_model,
         )
-        return with_notes(d, notes)
+        tail = tail_of(query) if clarify is None and peer is None else None
+        if tail is None:
+            return with_notes(d, notes)
+        return self.with_tail(query, tail, with_notes(d, notes), previous, context_domains, choose)
+
+    def with_tail(
+        self,
+        query: str,
+        tail: str,
+        head: Decision,
+        previous: str | None,
+        context_domains: Sequence[str] = (),
+        choose: Chooser | None = None,
+    ) -> Decision:
+        """A long query's decision read on its end too (:func:`tail_of`: a request often closes a
+        pasted report): the end's when it decides more surely (routed against clarified or declined,
+        or at a higher tier), else the start's ``head``."""
+        end = self.route(tail, previous=previous, context_domains=context_domains, choose=choose)
+        if _sureness(end) <= _sureness(head):
+            return head
+        said = (
+            f"a long query ({len(query)} characters) was routed by its end ({len(tail)} characters), "
+            f"which decided more surely than its start ({head.action}, tier {head.tier})"
+        )
+        return replace(end, alerts=(*end.alerts, Alert("long_query", said)))
 
     def prepare(
         self, text: str, q: np.ndarray, previous: str | None = None, clarify: Decision | None = None
@@ -328,3 +353,10 @@ class RouteTable(Decider, BatchRoutes):
         in code and in spec order (:meth:`ScoreTable.lexical_bias`), or None."""
         lexical = self.lexical if self.policy.lexical else None
         return self.table.lexical_bias(lexical, text, self.policy.lexical_weight or 0.0)
+
+
+def _sureness(d: Decision) -> int:
+    """How surely a decision decides: a high-tier route, a medium one, a clarification, the rest."""
+    if d.action == "route":
+        return 3 if d.tier == "high" else 2
+    return 1 if d.action == "clarify" else 0
