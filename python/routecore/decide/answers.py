@@ -136,7 +136,10 @@ def read_answer(answer: str, options: Sequence[tuple[str, str]]) -> Answer | Non
     return Answer(None, "declined", no) if no is not None and _only(words, no, common) else None
 
 
+#: Every word that says a place or a "no".
+_SAYING = frozenset().union(*PLACES.values()) | NO
+
+
 def _only(words: list[str], word: str, common: frozenset[str]) -> bool:
     """Whether every word of the answer but ``word`` is a function word, a place or a "no"."""
-    said = set().union(*PLACES.values()) | NO
-    return all(w == word or w in common or w in said for w in words)
+    return all(w == word or w in common or w in _SAYING for w in words)

@@ -129,13 +129,13 @@ CAPITALISED_NOUNS = frozenset({"de"})
 
 
 @functools.lru_cache(maxsize=4096)
-def asked(shown: tuple[str, ...], languages: tuple[str, ...], described: tuple[bool, ...] = ()) -> str:
+def asked(shown: tuple[str, ...], languages: tuple[str, ...], described: tuple[bool, ...]) -> str:
     """:func:`question` about ``shown`` in :func:`question_language`'s language, the options that
     are descriptions (``described``) read :func:`in_sentence` but in German; remembered: a router
     asks the same few questions again and again."""
     language = question_language(shown, languages)
     if language not in CAPITALISED_NOUNS:
-        shown = tuple(in_sentence(o) if d else o for o, d in zip(shown, described + (False,) * len(shown)))
+        shown = tuple(in_sentence(o) if d else o for o, d in zip(shown, described))
     return question(shown, language)
 
 

@@ -96,6 +96,11 @@ class MetricsReport:
 TURN_FEEDBACK = {"route": ("route", "success"), "tools": ("tools",), "knowledge": ("collections",)}
 
 
+def part_feedback(kind: str, fb: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of a turn's feedback ``fb`` that judge its part of ``kind`` (:data:`TURN_FEEDBACK`)."""
+    return {k: fb[k] for k in TURN_FEEDBACK.get(kind, ()) if k in fb}
+
+
 def turn_parts(rec: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A turn record's route, tools and knowledge records, each with the feedback that judges it."""
     fb = rec.get("feedback", {})
@@ -103,7 +108,7 @@ def turn_parts(rec: Mapping[str, Any]) -> list[dict[str, Any]]:
     for kind, part in rec.get("parts", {}).items():
         if "ref" in part:  # recorded on its own by the same metrics, which hold its feedback too
             continue
-        mine = {k: fb[k] for k in TURN_FEEDBACK.get(kind, ()) if k in fb}
+        mine = part_feedback(kind, fb)
         out.append({**part, "feedback": mine} if mine else dict(part))
     return out
 

@@ -31,7 +31,7 @@ class _Table(Protocol):
 
     def query_text(self, query: Any, previous: str | None, clarify: Decision | None) -> str: ...
 
-    # route() and decide() as RouteTable defines them (their keyword arguments are the table's)
+    # route(), decide() and with_tail() as RouteTable defines them (their arguments are the table's)
     @property
     def route(self) -> Callable[..., Decision]: ...
 
@@ -46,15 +46,8 @@ class _Table(Protocol):
     @property
     def decide(self) -> Callable[..., Decision]: ...
 
-    def with_tail(
-        self,
-        query: str,
-        tail: str,
-        head: Decision,
-        previous: str | None,
-        context_domains: Sequence[str] = (),
-        choose: Chooser | None = None,
-    ) -> Decision: ...
+    @property
+    def with_tail(self) -> Callable[..., Decision]: ...
 
     def scored_batch(
         self, texts: list[str], embs: np.ndarray, prev: list[str | None], context_domains: Sequence[str]

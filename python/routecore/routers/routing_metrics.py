@@ -38,7 +38,7 @@ from typing import Any, Mapping, Sequence, TypeVar
 # Re-exported (``X as X``): the routers' sink call lives with the results (routecore.decision).
 from routecore.decision import emit as emit
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.routers.metrics_report import TURN_FEEDBACK, MetricsReport, report
+from routecore.routers.metrics_report import MetricsReport, part_feedback, report
 
 _UNSET: Any = object()
 _R = TypeVar("_R")
@@ -224,13 +224,12 @@ class RoutingMetrics:
 
     def _judge(self, rid: str, fb: Mapping[str, Any]) -> None:
         """Put feedback ``fb`` on record ``rid``, and on the parts of a turn recorded on their own
-        (each the keys that judge it: :data:`~routecore.routers.metrics_report.TURN_FEEDBACK`)."""
+        (each the keys that judge it: :func:`~routecore.routers.metrics_report.part_feedback`)."""
         rec = self._records[rid]
         rec.setdefault("feedback", {}).update(fb)
         for kind, part in rec.get("parts", {}).items():
             if "ref" in part and part["ref"] in self._records:
-                mine = {k: fb[k] for k in TURN_FEEDBACK.get(kind, ()) if k in fb}
-                self._records[part["ref"]].setdefault("feedback", {}).update(mine)
+                self._records[part["ref"]].setdefault("feedback", {}).update(part_feedback(kind, fb))
 
     def _recorded(self, obj: Any) -> str | None:
         """The record id of ``obj`` when these metrics recorded it (and still keep it), else None."""
