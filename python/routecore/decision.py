@@ -234,6 +234,8 @@ class Decision(JsonResult):
     query: str = ""
     #: Routes whose raw score is an int8 estimate (large tables only), with the
     #: bound on its error; every route that can change the decision is exact.
+    #: The text the router read: the query with emoji, "!" and repeats folded and likely typos repaired
+    #: (the ``spelling`` alert names them), or a clarified query and its answer on two lines.
     score_bounds: Mapping[str, float] = field(default_factory=dict)
     #: Where the policy's thresholds come from: ``zero-label`` (fitted from the
     #: exemplars when the router was built), ``fitted`` (``routecore fit``) or

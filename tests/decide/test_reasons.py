@@ -171,6 +171,16 @@ def test_noise_around_a_query_is_folded_before_it_is_encoded():
     assert normalize_query("my card? card? is lost, I'm I'm waiting") == "my card? is lost, I'm waiting"
     assert normalize_query("refund?\nrefund?") == "refund?\nrefund?"  # a clarified query's answer stays
     assert normalize_query("reset my password") == "reset my password"  # a clean query is left as it is
+    for code in (  # operators, options, paths and names keep their marks: they are what is asked
+        "why is `x != None` true here",
+        "explain `a == b` vs `a === b`",
+        "git reset --hard HEAD~1",
+        "what does #!/bin/bash mean",
+        "cd ../src then run __init__.py",
+        "is a!=b ok in python or not",
+    ):
+        assert normalize_query(code) == code, code
+    assert normalize_query("wait..... what?? ------") == "wait... what? ---"  # a long run folds to three
     long = "the production server is down\n\n" + "x " * 5000
     text, notes = routing_text(long)
     assert text == "the production server is down" and notes[0][0] == "long_query"
@@ -195,9 +205,11 @@ def _normalized_slowly(text: str) -> str:
         for ch in without_asides(text)
         if unicodedata.category(ch) not in ("So", "Cs") and ch not in "\u200d\ufe0f\ufe0e"
     )
-    out = re.sub(r"[!\u00a1]+(?=\W|$)|(?<!\w)[!\u00a1]+", "", out)
-    out = re.sub(r"[!\u00a1]+", " ", out)
-    out = re.sub(r"([!?.,;:~*#=_-])\1+", r"\1", out)
+    edge = r"(?<=\S)[!\u00a1]+(?=[\s.,;:?)\]\"'\u00bb\u2026]|$)"
+    out = re.sub(edge + r"|(?<![\w#])\u00a1+|(?<!\S)[!\u00a1]+(?=\s|$)", "", out)
+    out = re.sub(r"(?<=\w)[!\u00a1]+(?=\w)", " ", out)
+    out = re.sub(r"([?,;])\1+", r"\1", out)
+    out = re.sub(r"([.:~*#=_-])\1{3,}", r"\1\1\1", out)
     out = re.sub(r"\b(\w+)(\s+\1\b)+", r"\1", out, flags=re.IGNORECASE)
     out = re.sub(r"(?<!\S)(\S+)([^\S\n]+\1)+(?!\S)", r"\1", out, flags=re.IGNORECASE)
     out = re.sub(r"[^\S\n]+", " ", out).strip()

@@ -238,3 +238,54 @@ def test_a_capitalised_word_inside_a_sentence_is_a_name(encoder):
     # a capital that opens a sentence is no name
     assert s.repair("Pakage lost. Pakage never came")[0] == "package lost. package never came"
     assert s.repair("where is my pakage")[0] == "where is my package"
+
+
+DEV_ROUTES = {
+    "EXPLAIN_CODE": ("what does this function do", "explain this code to me", "why does this loop never end"),
+    "WRITE_TESTS": ("write unit tests for this function", "add pytest tests for the parser", "mock the db"),
+    "GIT_HELP": ("how do I undo my last commit", "resolve a git merge conflict", "delete a remote branch"),
+}
+
+
+def test_code_and_identifiers_are_left_as_typed(encoder):
+    s = Speller([t for ts in DEV_ROUTES.values() for t in ts], tokenizer_words(encoder))
+    for text in (
+        "explain `foo = bar.baz()` please",  # inline code
+        "pytest cases for parse_args",  # an identifier: "args" is not "rags"
+        "git reset --hard HEAD~1",
+        "read ~/.env and v2 of the configFile",
+    ):
+        assert s.repair(text) == (text, ()), text
+    assert s.repair("how do I undo my lst commit")[0] == "how do I undo my last commit"  # prose still is
+
+
+def test_a_bilingual_config_repairs_both_languages(encoder):
+    from routecore.decide.words import languages_of_texts
+
+    french = ["où est ma commande", "je veux être remboursé", "j'ai oublié mon mot de passe", "bonjour"] * 2
+    english = ["where is my order", "I want my money back", "reset my password"]
+    texts = [t.split() for t in french + english]
+    assert languages_of_texts(texts) == ("fr", "en")  # English is a third of the texts, not of the words
+    assert languages_of_texts([t.split() for t in french]) == ("fr",)
+    s = Speller(french + english, tokenizer_words(encoder))
+    assert s.repair("I forgot my pasword")[0] == "I forgot my password"
+
+
+def test_a_query_read_as_typed_wins_when_it_decides_more_surely(encoder, monkeypatch):
+    from routecore.config.specs import RouteSpec
+    from routecore.decide.spelling import Repair
+
+    r = Router([RouteSpec(n, u) for n, u in DEV_ROUTES.items()], encoder=encoder)
+    fixed = r.route("how do I undo my lst commit")  # a repair that decides as surely: kept
+    assert fixed.query == "how do I undo my last commit" and fixed.route == "GIT_HELP"
+    # A "repair" that reads the query as something else ("env" as "envy", "numpy" as "bumpy")
+    misread = ("what is the weather in lyon tomorrow", (Repair("env", "weather"),))
+    monkeypatch.setattr(r.route_table.speller, "repair", lambda text: misread)
+    assert r.route_table.read_query("write tests for the env loader")[0] == misread[0]
+    d = r.route("write tests for the env loader")
+    assert (d.action, d.route) == ("route", "WRITE_TESTS") and d.query == "write tests for the env loader"
+    said = [a.message for a in d.alerts if a.kind == "spelling"]
+    assert len(said) == 1 and said[0].startswith("read as typed: that decided more surely (route")
+    batch = r.route_batch(["write tests for the env loader", "resolve a merge conflict"])
+    assert [(x.action, x.route, x.query) for x in batch[:1]] == [(d.action, d.route, d.query)]
+    assert batch[1].route == "GIT_HELP"

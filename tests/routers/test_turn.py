@@ -171,3 +171,16 @@ def test_a_turn_with_an_llm_that_fails_or_answers_anything(q, fail, answer):
         elif x.knowledge.source == "llm":
             assert x.knowledge.names[0] == answer
         _same(Turn.from_dict(x.to_dict()), x)
+
+
+def test_a_turns_route_is_route_even_where_route_reads_the_query_twice(it_ops_router):
+    """A long query (its end read too) and a mistyped one (repaired, and read as typed) are decided as
+    ``Router.route`` decides them, not on the turn's one encode of the query as written."""
+    t = TurnRouter(it_ops_router)
+    long = "x " * 800 + "\n\nle serveur de production est en panne depuis ce matin"
+    for q in (long, "le serveur de prodution est en pane depuis ce matin"):
+        got, ref = t.turn(q).decision, it_ops_router.route(q)
+        assert (got.action, got.route, got.tier, got.query) == (ref.action, ref.route, ref.tier, ref.query)
+        assert [a.kind for a in got.alerts] == [a.kind for a in ref.alerts] and ref.alerts
+        (batched,) = t.turn_batch([q])
+        assert (batched.decision.route, batched.decision.query) == (ref.route, ref.query)

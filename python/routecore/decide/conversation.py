@@ -34,11 +34,17 @@ __all__ = [
 LONG_QUERY_CHARS = 1000
 
 
-_PUNCT_RUN = re.compile(r"([?.,;:~*#=_-])\1+")  # "!" is dropped first (_BANG)
+#: Runs of a sentence's marks fold to one ("??"); runs of marks code also writes ("==", "--hard", "__init__",
+#: "..", "::") are folded only from four on, to three (a "-----" rule). "!" is dropped first (_BANG).
+_PUNCT_RUN = re.compile(r"([?,;])\1+")
+_LONG_RUN = re.compile(r"([.:~*#=_-])\1{3,}")
 #: Exclamation marks say how loud, not what: a "!" after CLINC150's dev queries cost 10 points of right routes
-#: (e5, k = 10; BENCHMARKS.md, robustness). Those at a word's edge go, those inside a word leave a space.
-_BANG_EDGE = re.compile(r"[!\u00a1]+(?=\W|$)|(?<!\w)[!\u00a1]+")
-_BANG = re.compile(r"[!\u00a1]+")
+#: (e5, k = 10; BENCHMARKS.md, robustness). Those that end a word or stand alone go, an opening "¡" too, those
+#: inside a word leave a space; a "!" that opens an operator or a path ("!=", "#!/bin/sh", "!x") stays.
+_BANG_EDGE = re.compile(
+    r"(?<=\S)[!\u00a1]+(?=[\s.,;:?)\]\"'\u00bb\u2026]|$)|(?<![\w#])\u00a1+|(?<!\S)[!\u00a1]+(?=\s|$)"
+)
+_BANG = re.compile(r"(?<=\w)[!\u00a1]+(?=\w)")
 _SPACE = re.compile(r"[^\S\n]+")
 _REPEAT = re.compile(r"\b(\w+)(\s+\1\b)+", re.IGNORECASE)
 #: A token said twice with its punctuation ("card? card?", "I'm I'm"), on one line.
@@ -60,6 +66,12 @@ def _words(text: str) -> int:
     return sum(max(1, len(_CJK.findall(w))) for w in _WORD.findall(text))
 
 
+def _ends_sentence(text: str, i: int) -> bool:
+    """Whether the "!" at ``i`` ends a sentence: not one that opens an operator or a path ("!=", "#!/")."""
+    after = text[i + 1 : i + 2]
+    return not after or after.isspace() or after in _STOPS or not (after.isalnum() or after in "=/")
+
+
 def without_asides(text: str) -> str:
     """``text`` without its loud one-word sentences: a word set off by an emoji or a "!" ("... 😱 help!!",
     "Hi! ...", "... thanks!") says how the user feels, not what they ask, and pulls the encoder's vector
@@ -69,8 +81,8 @@ def without_asides(text: str) -> str:
         return text
     parts: list[list[str]] = [[]]  # the sentences' characters; marks[i] ends sentence i - 1 (marks[0]: none)
     marks = [""]
-    for ch in text:
-        if ch in _STOPS or _pictograph(ch):
+    for i, ch in enumerate(text):
+        if (ch in _STOPS and (ch != "!" or _ends_sentence(text, i))) or _pictograph(ch):
             marks.append(ch)
             parts.append([])
         else:
@@ -98,6 +110,10 @@ def without_asides(text: str) -> str:
 
 def _first(m: re.Match[str]) -> str:
     return m.group(1)
+
+
+def _three(m: re.Match[str]) -> str:
+    return m.group(1) * 3
 
 
 _NOT_WORD = re.compile(r"[^\w\s]")
@@ -133,7 +149,7 @@ def normalize_query(text: str) -> str:
     out = text if text.isascii() else _NOT_WORD.sub(_unless_symbol, text)
     if "!" in out or "\u00a1" in out:
         out = _BANG.sub(" ", _BANG_EDGE.sub("", out))
-    out = _PUNCT_RUN.sub(_first, out)
+    out = _LONG_RUN.sub(_three, _PUNCT_RUN.sub(_first, out))
     if _may_repeat(out):
         out = _REPEAT_TOKEN.sub(_first, _REPEAT.sub(_first, out))
     if "  " in out or not out.isascii() or not out.replace("\n", "").isprintable():

@@ -35,7 +35,14 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from routecore.decide.words import LANGUAGES, WordTable, common_words, languages_of, word_table
+from routecore.decide.words import (
+    LANGUAGES,
+    WordTable,
+    common_words,
+    languages_of,
+    languages_of_texts,
+    word_table,
+)
 
 #: Without a word table, shorter words are read only through a swap of two neighbouring letters, a
 #: doubled letter or a key beside ("teh", "yuo", "mmy", "thw"): any edit reaches too many of them.
@@ -163,13 +170,14 @@ class Speller:
         languages: Sequence[str] | None = None,
     ) -> None:
         # Without a tokenizer nothing is repaired: no index to build.
-        said = [w for t in texts for w in _WORD.findall(t.lower())] if known is not None else []
+        each = [_WORD.findall(t.lower()) for t in texts] if known is not None else []
+        said = [w for t in each for w in t]
         self._uses: Counter[str] = Counter(w for w in said if len(w) >= SHORT_LETTERS)
         self.words = frozenset(self._uses)
         #: The languages whose word tables readings are weighed by (``languages``: None, those of the
         #: exemplars); each table is read when a query first needs it (:attr:`tables`).
         self.languages: tuple[str, ...] = (
-            (languages_of(said) if languages is None else tuple(languages)) if known is not None else ()
+            (languages_of_texts(each) if languages is None else tuple(languages)) if known is not None else ()
         )
         self._tables: tuple[WordTable, ...] | None = None
         # The most frequent words of those languages (short words the tokenizer knows may be them mistyped).
@@ -328,10 +336,12 @@ class Speller:
         words = self.words
         if all(len(w) < SHORT_LETTERS or w.lower() in words for w in _WORD.findall(text)):
             return text, ()  # every word is the exemplars' (most queries): no span to build
+        code = _code_spans(text)
         spans = [
             (m.start(), m.end(), m.group().lower())
             for m in _WORD.finditer(text)
             if len(m.group()) >= SHORT_LETTERS
+            and not (code and any(a <= m.start() < b for a, b in code))
             and not m.group().isupper()
             and not (m.group()[0].isupper() and not _starts_sentence(text, m.start()))
             and m.group().lower() not in self.words
@@ -350,6 +360,18 @@ class Speller:
             repairs.append(Repair(text[s:e], c))
         out.append(text[last:])
         return "".join(out), tuple(repairs)
+
+
+#: Inline code, and a token that reads as code or a name ("parse_args", "bar.baz()", "--hard", "v2",
+#: "camelCase", "~/.env"): its words are left as typed.
+_INLINE_CODE = re.compile(r"`[^`]*`")
+_CODE_TOKEN = re.compile(r"\S*(?:[_/\\=(){}\[\]<>$@#~|]|\w\.\w|\d|(?<=[a-z])[A-Z]|^-|(?<=\s)-)\S*")
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds inline code or code-like tokens (:data:`_CODE_TOKEN`), as (start, end)."""
+    spans = [m.span() for m in _INLINE_CODE.finditer(text)]
+    return spans + [m.span() for m in _CODE_TOKEN.finditer(text)]
 
 
 def _starts_sentence(text: str, at: int) -> bool:

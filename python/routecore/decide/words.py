@@ -16,7 +16,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -60,6 +60,17 @@ def _top() -> dict[str, frozenset[str]]:
 def common_words(language: str) -> frozenset[str]:
     """The 200 most frequent words of ``language`` (one of :data:`LANGUAGES`)."""
     return _top()[language]
+
+
+def languages_of_texts(texts: Sequence[Sequence[str]]) -> tuple[str, ...]:
+    """The bundled languages texts (each its words, lower case) are written in: those of their words
+    pooled (:func:`languages_of`), then any other that is the first language of at least
+    :data:`MIN_SHARE` of the texts (a config with a French majority and a third of English exemplars
+    is both)."""
+    pooled = languages_of(w for t in texts for w in t)
+    firsts = Counter(first[0] for first in (languages_of(t) for t in texts) if first)
+    more = [lang for lang, c in firsts.most_common() if lang not in pooled and c >= MIN_SHARE * len(texts)]
+    return pooled + tuple(more)
 
 
 def languages_of(words: Iterable[str]) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from routecore.decide.tables import EncoderLike, ScoreTable, Step, score_batch
 from routecore.decision import Decision, trace
 from routecore.errors import InvalidArgumentError, RoutecoreError
 from routecore.routers.prepared import Prepared, with_notes
+from routecore.routers.readings import no_llm, repaired, surer_reading
 
 
 class _Table(Protocol):
@@ -27,7 +28,7 @@ class _Table(Protocol):
     encoder: EncoderLike
     table: ScoreTable
 
-    def read_query(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]: ...
+    def read_query(self, text: str, repair: bool = True) -> tuple[str, tuple[tuple[str, str], ...]]: ...
 
     def query_text(self, query: Any, previous: str | None, clarify: Decision | None) -> str: ...
 
@@ -49,6 +50,9 @@ class _Table(Protocol):
     @property
     def with_tail(self) -> Callable[..., Decision]: ...
 
+    @property
+    def route_batch(self) -> Callable[..., list[Decision]]: ...
+
     def scored_batch(
         self, texts: list[str], embs: np.ndarray, prev: list[str | None], context_domains: Sequence[str]
     ) -> dict[int, tuple[Prepared, Step, float]]: ...
@@ -69,19 +73,22 @@ class BatchRoutes:
         executor: Executor | None = None,
         peer: Sequence[Decision | None] | None = None,
         peer_model: str | None = None,
+        repair: bool = True,
     ) -> list[Decision]:
         """The decisions for ``queries`` from one batched encoder call
         (:meth:`routecore.routers.router.Router.route_batch`).
 
         With an ``executor`` the decisions after the encoder call run in its threads,
-        so that the LLM calls of several undecided queries overlap."""
+        so that the LLM calls of several undecided queries overlap. ``repair`` False reads the
+        queries as typed; otherwise those whose typos were repaired are read as typed too
+        (one more batched call), as ``route()`` reads them (``RouteTable.with_typed``)."""
         if isinstance(queries, str):
             raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
         queries = list(queries)
         prev = [previous_arg(p) for p in per_query(previous, len(queries), "previous")]
         peers = peers_of(peer, len(queries), peer_model)
         context_domains = list(context_domains_arg(context_domains))
-        heads = [self.read_query(self.query_text(q, p, None)) for q, p in zip(queries, prev)]
+        heads = [self.read_query(self.query_text(q, p, None), repair) for q, p in zip(queries, prev)]
         texts, notes = [h[0] for h in heads], [h[1] for h in heads]
         if not texts:
             return []
@@ -131,10 +138,23 @@ class BatchRoutes:
             else [one(i) for i in range(len(texts))]
         )
         if vectors is None:  # a long query is read on its end too, as route() reads it (rare: one at a time)
+            typed = []
             for i, q in enumerate(queries):
                 tail = tail_of(q) if peers[i] is None else None
                 if tail is not None and texts[i]:
                     out[i] = self.with_tail(q, tail, out[i], prev[i], context_domains, choose)
+                elif tail is None and peers[i] is None and repaired(notes[i]):
+                    typed.append(i)
+            if typed:  # queries whose typos were repaired, read as typed too (one batched call)
+                again = self.route_batch(
+                    [queries[i] for i in typed],
+                    previous=[prev[i] for i in typed],
+                    context_domains=context_domains,
+                    choose=no_llm,
+                    repair=False,
+                )
+                for i, d in zip(typed, again):
+                    out[i] = surer_reading(out[i], d)
         return out
 
     def scored_batch(

@@ -37,6 +37,7 @@ from routecore.decision import Alert, Decision, Timings, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.llm.llm import LLMRouter
 from routecore.routers.prepared import Prepared, PreScore, with_notes
+from routecore.routers.readings import no_llm, repaired, sureness, surer_reading
 from routecore.routers.route_batch import BatchRoutes
 
 
@@ -87,11 +88,11 @@ class RouteTable(Decider, BatchRoutes):
         # Built with the table, not on the first query: 0.2 s at 150 x 100 exemplars.
         self.speller = Speller(self.table.texts, tokenizer_words(encoder))
 
-    def read_query(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    def read_query(self, text: str, repair: bool = True) -> tuple[str, tuple[tuple[str, str], ...]]:
         """What the router encodes for ``text`` and the alerts that says so: :func:`routing_text`,
-        then typos of the exemplars' words repaired (unless ``policy.routes.spelling`` is off)."""
+        then typos of the exemplars' words repaired (unless ``policy.routes.spelling``/``repair`` is off)."""
         text, notes = routing_text(text)
-        if not text or not self.policy.spelling:
+        if not text or not self.policy.spelling or not repair:
             return text, notes
         text, repairs = self.speller.repair(text)
         return text, notes + notes_of(repairs)
@@ -171,11 +172,13 @@ class RouteTable(Decider, BatchRoutes):
         choose: Chooser | None = None,
         peer: Decision | None = None,
         peer_model: str | None = None,
+        repair: bool = True,
     ) -> Decision:
         """The decision for ``query``: :meth:`routecore.routers.router.Router.route` (which documents
         the arguments).
 
-        ``choose`` replaces ``llm.choose`` for this call (:mod:`routecore.core.aio`)."""
+        ``choose`` replaces ``llm.choose`` for this call (:mod:`routecore.core.aio`); ``repair``
+        False reads the query as typed (:meth:`with_typed`)."""
         previous = previous_arg(previous)
         text = self.query_text(query, previous, clarify)
         check_peer(peer, peer_model)
@@ -183,7 +186,7 @@ class RouteTable(Decider, BatchRoutes):
         if not query.strip():
             return trace("route decision", self.empty(text, previous))
         t0 = time.perf_counter()
-        text, notes = self.read_query(text)
+        text, notes = self.read_query(text, repair)
         if not text:  # nothing left to read (emoji only, lone surrogates)
             return trace("route decision", with_notes(self.empty(text, previous), notes))
         if vector is not None:
@@ -217,9 +220,22 @@ class RouteTable(Decider, BatchRoutes):
             peer_model=peer_model,
         )
         tail = tail_of(query) if clarify is None and peer is None else None
-        if tail is None:
-            return with_notes(d, notes)
-        return self.with_tail(query, tail, with_notes(d, notes), previous, context_domains, choose)
+        if tail is not None:
+            return self.with_tail(query, tail, with_notes(d, notes), previous, context_domains, choose)
+        if clarify is None and peer is None and repaired(notes):
+            return self.with_typed(query, with_notes(d, notes), previous, context_domains)
+        return with_notes(d, notes)
+
+    def with_typed(
+        self, query: str, read: Decision, previous: str | None, context_domains: Sequence[str] = ()
+    ) -> Decision:
+        """A query whose typos were repaired, read as typed too: that reading's decision when it decides
+        more surely (a word the speller took for a typo may be a name or code: "env", "numpy"), else
+        ``read``. The second reading asks no LLM (``read`` already did if it had to)."""
+        typed = self.route(
+            query, previous=previous, context_domains=context_domains, choose=no_llm, repair=False
+        )
+        return surer_reading(read, typed)
 
     def with_tail(
         self,
@@ -234,7 +250,7 @@ class RouteTable(Decider, BatchRoutes):
         pasted report): the end's when it decides more surely (routed against clarified or declined,
         or at a higher tier), else the start's ``head``."""
         end = self.route(tail, previous=previous, context_domains=context_domains, choose=choose)
-        if _sureness(end) <= _sureness(head):
+        if sureness(end) <= sureness(head):
             return head
         said = (
             f"a long query ({len(query)} characters) was routed by its end ({len(tail)} characters), "
@@ -353,10 +369,3 @@ class RouteTable(Decider, BatchRoutes):
         in code and in spec order (:meth:`ScoreTable.lexical_bias`), or None."""
         lexical = self.lexical if self.policy.lexical else None
         return self.table.lexical_bias(lexical, text, self.policy.lexical_weight or 0.0)
-
-
-def _sureness(d: Decision) -> int:
-    """How surely a decision decides: a high-tier route, a medium one, a clarification, the rest."""
-    if d.action == "route":
-        return 3 if d.tier == "high" else 2
-    return 1 if d.action == "clarify" else 0

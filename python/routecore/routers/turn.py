@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from routecore.decide.arguments import context_domains_arg, part_of, per_query, query_vectors
-from routecore.decide.conversation import routing_text
+from routecore.decide.conversation import routing_text, tail_of
 from routecore.decision import Decision, JsonResult, Reason, ToolBelt, emit, plain, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.context import Context
@@ -165,7 +165,7 @@ class TurnRouter:
             return self._emit(self._parts(query, previous, None, why, t0, domains))
         encode_ms = (time.perf_counter() - t0) * 1e3
         why = Reason("turn", "every part decided on one embedding")
-        return self._emit(self._parts(query, previous, vec, why, t0, domains), encode_ms)
+        return self._emit(self._parts(query, previous, vec, why, t0, domains, own=True), encode_ms)
 
     def turn_batch(
         self,
@@ -213,7 +213,8 @@ class TurnRouter:
                 continue
             why = Reason("turn", "every part decided on one embedding")
             t_i = time.perf_counter() - share / 1e3  # its share of the encode counts in its total
-            out.append(self._emit(self._parts(q, prev[i], vecs[i], why, t_i, domains), share))
+            parts = self._parts(q, prev[i], vecs[i], why, t_i, domains, own=given is None)
+            out.append(self._emit(parts, share))
         return out
 
     async def aturn(self, query: str, **kw: Any) -> Turn:
@@ -232,14 +233,24 @@ class TurnRouter:
         return emit(self.metrics, trace("turn", t if not encode_ms else _with_encode(t, encode_ms)))
 
     def _parts(
-        self, query: str, previous: str | None, vec: Any, why: Reason, t0: float, given: tuple[str, ...] = ()
+        self,
+        query: str,
+        previous: str | None,
+        vec: Any,
+        why: Reason,
+        t0: float,
+        given: tuple[str, ...] = (),
+        own: bool = False,
     ) -> Turn:
         """Each part's own call with ``vec`` (None: each encodes, or degrades, on its own) and the
-        caller's active domains ``given``."""
+        caller's active domains ``given``. ``own``: ``vec`` is the turn's encode of the query, which the
+        route decision reads only when the router would read the query so too (not a long query, whose
+        end it also reads, nor one whose typos it repairs): its result is then ``Router.route``'s."""
         r = self.router
         ctx = self.context.detect(query, vector=vec) if self.context is not None else None
+        read_alone = own and r is not None and r.route_specs and _read_otherwise(r, query)
         decision = (
-            r.route(query, previous=previous, vector=vec, context_domains=given)
+            r.route(query, previous=previous, vector=None if read_alone else vec, context_domains=given)
             if r is not None and r.route_specs
             else None
         )
@@ -259,6 +270,15 @@ class TurnRouter:
         ``encoder_error`` alert and reason ``error``, as a route decision degrades)."""
         assert self.router is not None  # a belt is asked for only with a router
         return self.router.tools(query, vector=vec, context_domains=domains)
+
+
+def _read_otherwise(router: Any, query: str) -> bool:
+    """Whether ``router`` reads ``query`` otherwise than the turn's one encode of it: a long query
+    (its end too), or one whose typos it repairs."""
+    table = getattr(router, "route_table", None)  # a Router's (a stand-in may have none)
+    return tail_of(query) is not None or (
+        table is not None and table.read_query(query)[0] != routing_text(query)[0]
+    )
 
 
 def _with_encode(t: Turn, encode_ms: float) -> Turn:
