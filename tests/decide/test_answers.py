@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from routecore.decide.answers import read_answer
+from routecore.decide.answers import Answer, read_answer
 
 FR = [("LOGICIEL", "une demande de logiciel"), ("IMPRIMANTE", "un problème d'imprimante")]
 EN = [("REFUND", "a refund"), ("BILLING", "a billing question"), ("SHIPPING", "SHIPPING")]
@@ -170,3 +170,21 @@ def test_a_previous_that_is_not_a_route_name_is_an_argument_error(helpdesk):
         helpdesk.route("mon mot de passe a expiré", previous=["LOGICIEL"])
     with pytest.raises(InvalidArgumentError, match="previous must be a route name"):
         helpdesk.route_batch(["mon mot de passe a expiré"], previous=[["LOGICIEL"]])
+
+
+@pytest.mark.parametrize("said", ["yes", "both", "ok", "oui, les deux", "3", "the third one", "yes please"])
+def test_an_answer_that_agrees_without_choosing_is_unclear(said):
+    a = read_answer(said, EN[:2])  # two options: "3" and "the third one" name no place of them
+    assert a is not None and (a.route, a.how) == (None, "unclear"), a
+    assert read_answer("yes, the first one", EN[:2]) == Answer(EN[0][0], "place", "first")
+
+
+def test_an_unclear_answer_asks_the_same_question_again(helpdesk):
+    d = helpdesk.route("Excel ne s'ouvre plus et l'imprimante non plus")
+    assert d.action == "clarify", d.reason
+    for said in ("oui", "les deux", "4"):
+        again = helpdesk.route(said, clarify=d)
+        assert (again.action, again.candidates, again.question) == ("clarify", d.candidates, d.question), said
+        assert again.reason.code == "tie" and "asked again" in again.reason.message
+    # answered at last, after the repeated question
+    assert helpdesk.route("le premier", clarify=again).route == d.candidates[0]

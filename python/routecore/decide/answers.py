@@ -11,7 +11,9 @@ Function words name nothing: the 200 most frequent words of each bundled languag
 (:func:`routecore.decide.words.common_words`: "the", "une", "first") neither name an option nor
 count as the rest of an answer. A named option under a negation ("not the docs", "pas le logiciel")
 is not picked. A place or a "no" is read only when every other word of the answer is a function
-word ("the second one", "aucun des deux"; not "it happened last week" or "nothing works").
+word ("the second one", "aucun des deux"; not "it happened last week" or "nothing works"). An answer
+that says no more than "yes", "both" or a place the question did not offer ("3" of two) picks nothing:
+the question is asked again.
 """
 
 from __future__ import annotations
@@ -45,6 +47,13 @@ NO = frozenset(
     "neither none nothing nope no aucun aucune rien ni non keine keiner keines nichts weder nein"
     " ninguno ninguna nada nessuno nessuna niente nenhum nenhuma nem 都不是 没有 どれでもない いいえ".split()
 )
+#: Words that agree without choosing ("yes", "both", "ok", "les deux") or are polite only ("please"):
+#: with function words and places only, an answer of them picks nothing, and the question is asked again.
+VAGUE = frozenset(
+    "yes yeah yep yup ok okay both two all either whichever please thanks oui ouais daccord deux tous"
+    " toutes merci svp stp ja beide zwei jein bitte danke si ambos ambas dos todos favor gracias entrambi"
+    " due tutti grazie sim 是 是的 好 都 两个 谢谢 はい 両方".split()
+)
 #: Words that negate the word after them (or the one after an article): "not the docs".
 NOT = frozenset("not no pas ni nicht kein keine keinen nein non nem nao".split())
 #: Option words shorter than this name nothing alone ("de", "un", "my").
@@ -75,7 +84,8 @@ def function_words() -> frozenset[str]:
 @dataclass(frozen=True)
 class Answer:
     """What an answer says: the offered ``route`` it picks (None: none of them), ``how``
-    (``named``, ``place`` or ``declined``) and the answer's ``word`` that says it."""
+    (``named``, ``place``, ``declined``, or ``unclear``: it says no more than "yes", "both" or a place
+    the question did not offer, and is asked again) and the answer's ``word`` that says it."""
 
     route: str | None
     how: str
@@ -133,7 +143,12 @@ def read_answer(answer: str, options: Sequence[tuple[str, str]]) -> Answer | Non
         word = next((w for w in words if w in said), None)
         if word is not None and place < len(options) and _only(words, word, common):
             return Answer(options[place][0], "place", word)
-    return Answer(None, "declined", no) if no is not None and _only(words, no, common) else None
+    if no is not None and _only(words, no, common):
+        return Answer(None, "declined", no)
+    vague = [w for w in words if w in VAGUE or w in _SAYING or w.isdigit()]  # "4": a place not offered
+    if vague and all(w in common or w in vague for w in words):  # "yes", "both", "3" of two
+        return Answer(None, "unclear", vague[0])
+    return None
 
 
 #: Every word that says a place or a "no".
@@ -141,5 +156,5 @@ _SAYING = frozenset().union(*PLACES.values()) | NO
 
 
 def _only(words: list[str], word: str, common: frozenset[str]) -> bool:
-    """Whether every word of the answer but ``word`` is a function word, a place or a "no"."""
-    return all(w == word or w in common or w in _SAYING for w in words)
+    """Whether every word of the answer but ``word`` is a function word, a place, a "no" or a "yes"."""
+    return all(w == word or w in common or w in _SAYING or w in VAGUE for w in words)

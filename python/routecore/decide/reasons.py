@@ -90,6 +90,14 @@ def picked(route: str, how: str, word: str, offered: list[str]) -> Reason:
     )
 
 
+def unclear_answer(word: str, offered: list[str]) -> Reason:
+    return Reason(
+        "tie",
+        f"the answer ('{word}') picks none of the routes the clarification offered "
+        f"({' / '.join(offered)}): asked again",
+    )
+
+
 def declined_options(word: str, offered: list[str]) -> Reason:
     return Reason(
         "out_of_scope",

@@ -198,6 +198,10 @@ class Outcomes:
     def _answered(self, out: Draft, answer: Answer, offered: list[str]) -> Draft:
         """The decision an answer that names, places or declines the offered routes makes: that
         route at the medium tier (no LLM asked: the user chose), or ``none``."""
+        if answer.how == "unclear":  # "yes", "both": the same question again
+            out.tier = "low"
+            out.reason = reasons.unclear_answer(answer.word, offered)
+            return self._clarify(out, offered)
         if answer.route is None:
             out.action, out.route, out.tier = "none", None, "low"
             out.reason = reasons.declined_options(answer.word, offered)
