@@ -208,7 +208,10 @@ class Decision(JsonResult):
 
     ``action`` is ``route`` (use ``route``), ``clarify`` (ask ``question``, choosing
     among ``candidates``), ``none`` (out of scope, or declined) or ``error``; ``reason``
-    says why, with the numbers compared.
+    says why, with the numbers compared. ``confidence`` is the best route's probability
+    *among the routes* (``probabilities``), ``margin`` its lead over the second; with a head,
+    ``out_of_scope`` is the probability that the query is none of them, so a ``none`` decision
+    may show a high ``confidence``: read ``action`` and ``reason`` first.
     """
 
     action: str
@@ -231,15 +234,15 @@ class Decision(JsonResult):
     fallback_chain: tuple[str, ...] = ()
     error_message: str = ""  # the end of the fallback chain, after its last route
     timings: Timings = field(default_factory=Timings)
+    #: The text the router read: the query with emoji, "!" and repeats folded and likely typos repaired
+    #: (the ``spelling`` alert names them), or a clarified query and its answer on two lines.
     query: str = ""
     #: Routes whose raw score is an int8 estimate (large tables only), with the
     #: bound on its error; every route that can change the decision is exact.
-    #: The text the router read: the query with emoji, "!" and repeats folded and likely typos repaired
-    #: (the ``spelling`` alert names them), or a clarified query and its answer on two lines.
     score_bounds: Mapping[str, float] = field(default_factory=dict)
-    #: Where the policy's thresholds come from: ``zero-label`` (fitted from the
-    #: exemplars when the router was built), ``fitted`` (``routecore fit``) or
-    #: ``manual`` (every threshold set in code or config).
+    #: Where the policy's thresholds come from: ``prior`` (the model's decision prior, measured on
+    #: dev sets, at the config's numbers), ``zero-label`` (fitted from the exemplars when the router
+    #: was built), ``fitted`` (``routecore fit``) or ``manual`` (every threshold set in code or config).
     calibrated: str = "manual"
     #: Hybrid scoring: what each route's cosine gained from its lexical (BM25) score
     #: before anything was decided; ``raw_scores`` are the cosines alone.

@@ -78,6 +78,7 @@ def test_one_native_call_scores_every_layer_and_decides_as_route_does(cr, encode
             assert (d.action, d.route, d.tier, d.alerts) == (ref.action, ref.route, ref.tier, ref.alerts)
             assert d.confidence == pytest.approx(ref.confidence, abs=1e-6)
             assert dict(d.probabilities) == pytest.approx(dict(ref.probabilities), abs=1e-6)
+            assert ctx.layers[name].reason == d.reason  # a layer says why as its decision does
     assert calls == [len(cr.layers)] * len(queries)  # one call per query, every layer in it
 
 

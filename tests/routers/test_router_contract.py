@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -72,6 +73,38 @@ def test_route_and_tools_answer_any_text_and_a_failing_encoder(q, fail):
                 # the core tools only, and why
                 assert b.reason.code == "error" and b.names == ["search"]
                 assert [a.kind for a in b.alerts] == ["encoder_error"]
+    for b in belts:  # nothing to read or no encoder: the always-on tools still
+        if b.reason.code in ("empty_query", "error"):
+            assert b.names == ["search"] and b.no_tool
+
+
+def test_an_unknown_context_domain_is_set_aside_and_said():
+    r = Router(
+        (RouteSpec("A", ("a1", "a2"), domain="ops"), RouteSpec("B", ("b1", "b2"), domain="docs")),
+        encoder=ENC,
+        policy=manual(low_action="none"),
+    )
+    plain = r.route("a1")
+    for d in (r.route("a1", context_domains=["opps"]), *r.route_batch(["a1"], context_domains=["opps", ""])):
+        assert (d.route, dict(d.adjusted_scores)) == (plain.route, dict(plain.adjusted_scores))
+        (said,) = [a.message for a in d.alerts if a.kind == "context_domain"]
+        assert "'opps'" in said and "not applied" in said and "docs, ops" in said
+    applied = r.route("a1", context_domains=["docs", "opps"])  # the known one still applies
+    assert applied.adjusted_scores["A"] < plain.adjusted_scores["A"]
+
+
+def test_a_clarify_route_in_any_case_is_no_previous_route():
+    assert ROUTER.route("a1", previous="clarify").previous_route is None
+    assert ROUTER.route("a1", previous="Clarify").route == ROUTER.route("a1").route
+
+
+def test_a_bad_top_k_or_threshold_names_only_itself():
+    from routecore.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match=r"^top_k must be a whole number >= 1, got 0$"):
+        ROUTER.tools("a1", top_k=0)
+    with pytest.raises(InvalidArgumentError, match=r"^threshold must be a number in \[0, 1\], got 2$"):
+        ROUTER.tools("a1", threshold=2)
 
 
 class StubLLM:

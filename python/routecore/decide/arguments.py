@@ -5,7 +5,7 @@ batch (:func:`per_query`)."""
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -65,16 +65,33 @@ def context_domains_arg(context_domains: Any, legacy: Any = None, legacy_name: s
     return tuple(context_domains)
 
 
+def route_domains(
+    context_domains: Sequence[str], known: Sequence[str | None]
+) -> tuple[list[str], tuple[tuple[str, str], ...]]:
+    """The active domains a route table reads (those some route of ``known`` belongs to) and, when
+    others were given, a ``context_domain`` alert that names them: a domain no route has would move
+    every route's score alike (a typo: "operatoins"), so it is set aside, not applied."""
+    have = {d for d in known if d}
+    kept = [d for d in context_domains if d in have]
+    unknown = [d for d in context_domains if d not in have]
+    if not unknown:
+        return kept, ()
+    said = f"no route belongs to context domain(s) {', '.join(map(repr, unknown))}: not applied"
+    return kept, (
+        ("context_domain", said + (f" (the routes' domains: {', '.join(sorted(have))})" if have else "")),
+    )
+
+
 def previous_arg(previous: Any) -> Any:
     """The previous route as a decision reads it: a clarify decision's ``route`` (``CLARIFY``, what a
-    chat loop passes on as ``previous=d.route``) is no route.
+    chat loop passes on as ``previous=d.route``, in any case: no route may be named so) is no route.
 
     Raises:
         InvalidArgumentError: not a str or None.
     """
     if previous is not None and not isinstance(previous, str):
         raise InvalidArgumentError(f"previous must be a route name or None, got {type(previous).__name__}")
-    return None if previous == CLARIFY else previous
+    return None if previous is not None and previous.upper() == CLARIFY else previous
 
 
 def per_query(value: Any, n: int, what: str) -> list[Any]:

@@ -48,7 +48,7 @@ def render(r: DoctorReport) -> str:
             where = f"-> {m.to}" if m.to else "near " + ", ".join(m.near_routes)
             out.append(
                 f"  {e.route}: {e.text!r}  own {m.own_score:.3f}, {m.nearest_route} {m.nearest_score:.3f} "
-                f"(+{m.gap:.1f} T), background {m.background:.3f}  {where}"
+                f"({m.gap:+.1f} T), background {m.background:.3f}  {where}"
             )
         out += _more(ms)
     out.append(f"\nnear-duplicates: {len(r.duplicates)}")

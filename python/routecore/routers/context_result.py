@@ -38,6 +38,11 @@ class LayerResult:
     #: ``none`` or ``clarify`` when an exhaustive layer named its best label over its decision's; else None.
     declined: str | None = None
 
+    @property
+    def reason(self) -> Reason | None:
+        """Why: the layer's decision's reason (None for a layer read back from a dict)."""
+        return self.decision.reason if self.decision is not None else None
+
 
 @dataclass(frozen=True)
 class ContextTimings:

@@ -176,8 +176,8 @@ class LLMToolRouter:
         the query's embedding, as ``Router.tools(vector=)`` (the call then skips the encoder).
 
         Never raises for any string (a non-str is an :class:`InvalidArgumentError`): lone
-        surrogates are removed (a note says so); nothing left to read gives no tool and no LLM
-        call (reason ``empty_query``); a failed LLM falls back to the semantic belt
+        surrogates are removed (a note says so); nothing left to read gives the core tools and no
+        LLM call (reason ``empty_query``); a failed LLM falls back to the semantic belt
         (``fallback``); a failed encoder leaves the LLM every tool's summary, as ``route()``
         leaves it the routes, and when it does not answer either, the core tools (``error``)."""
         if not isinstance(query, str):
@@ -240,7 +240,7 @@ class LLMToolRouter:
         notes_ = tuple(m for _, m in notes)
         if not text.strip():
             belt = self._belt(query, k)  # the empty belt: nothing is encoded
-            why = Reason("empty_query", "the query is empty or blank: no tool, no LLM call")
+            why = Reason("empty_query", "the query is empty or blank: the core tools only, no LLM call")
             return _replace(
                 semantic_routing(belt, self.mode, None, specs), reason=why, notes=notes_, query=query
             )

@@ -11,7 +11,13 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from routecore.decide.arguments import context_domains_arg, per_query, previous_arg, query_vectors
+from routecore.decide.arguments import (
+    context_domains_arg,
+    per_query,
+    previous_arg,
+    query_vectors,
+    route_domains,
+)
 from routecore.decide.conversation import tail_of
 from routecore.decide.route_decide import peers_of
 from routecore.decide.route_outcomes import Chooser
@@ -87,9 +93,9 @@ class BatchRoutes:
         queries = list(queries)
         prev = [previous_arg(p) for p in per_query(previous, len(queries), "previous")]
         peers = peers_of(peer, len(queries), peer_model)
-        context_domains = list(context_domains_arg(context_domains))
+        context_domains, set_aside = route_domains(context_domains_arg(context_domains), self.table.domains)
         heads = [self.read_query(self.query_text(q, p, None), repair) for q, p in zip(queries, prev)]
-        texts, notes = [h[0] for h in heads], [h[1] for h in heads]
+        texts, notes = [h[0] for h in heads], [h[1] + set_aside for h in heads]
         if not texts:
             return []
         t0 = time.perf_counter()

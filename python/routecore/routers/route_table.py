@@ -21,7 +21,7 @@ from routecore.calibrate.traffic import TrafficCut, for_table
 from routecore.config.specs import RouteSpec
 from routecore.core.entities import EntityMatcher, entity_effects
 from routecore.core.lexical import LexicalTable
-from routecore.decide.arguments import context_domains_arg, previous_arg, query_vectors
+from routecore.decide.arguments import context_domains_arg, previous_arg, query_vectors, route_domains
 from routecore.decide.conversation import routing_text, tail_of
 from routecore.decide.language_policies import LanguagePolicies
 from routecore.decide.policy import Policy, resolved
@@ -182,11 +182,12 @@ class RouteTable(Decider, BatchRoutes):
         previous = previous_arg(previous)
         text = self.query_text(query, previous, clarify)
         check_peer(peer, peer_model)
-        context_domains = list(context_domains_arg(context_domains))
+        context_domains, set_aside = route_domains(context_domains_arg(context_domains), self.table.domains)
         if not query.strip():
             return trace("route decision", self.empty(text, previous))
         t0 = time.perf_counter()
         text, notes = self.read_query(text, repair)
+        notes += set_aside
         if not text:  # nothing left to read (emoji only, lone surrogates)
             return trace("route decision", with_notes(self.empty(text, previous), notes))
         if vector is not None:

@@ -20,7 +20,7 @@ TOOL_ROUTING_REASONS: dict[str, str] = {
     "llm": "the LLM's answer, checked against the candidates' names, chose the tools",
     "semantic": "semantic mode: the router's belt, no LLM",
     "fallback": "the LLM failed or named no candidate: the semantic belt",
-    "empty_query": "nothing to read (empty, blank, or only lone surrogates): no tool, no LLM call",
+    "empty_query": "nothing to read (empty, blank, or only lone surrogates): the core tools, no LLM call",
     "error": "the encoder failed and the LLM did not answer: the core tools only",
 }
 

@@ -73,18 +73,23 @@ def query_embedding(
     return enc.embeddings[0], enc.tokenize_ms, 0.0
 
 
-def _empty_belt(query: str, why: str, code: str = "no_tool") -> ToolBelt:
+def _empty_belt(query: str, why: str, code: str = "no_tool", core: tuple[ToolChoice, ...] = ()) -> ToolBelt:
     return trace(
         "tool belt",
-        ToolBelt((), (Alert("no_tool", why),), query=query, no_tool=True, reason=Reason(code, why)),
+        ToolBelt(core, (Alert("no_tool", why),), query=query, no_tool=True, reason=Reason(code, why)),
     )
+
+
+def _core(catalog: ToolCatalog) -> tuple[ToolChoice, ...]:
+    """The catalog's always-on tools, unscored (a belt with nothing to score still holds them)."""
+    return tuple(ToolChoice(t.name, t.domain, 0.0, 0.0, "core") for t in catalog.specs if t.core)
 
 
 def _encoder_failed(catalog: ToolCatalog, query: str, e: Exception) -> ToolBelt:
     """The belt when the encoder fails: the core tools only, with an ``encoder_error`` alert and
     reason ``error`` (a route decision degrades the same way: it never raises)."""
     msg = f"the encoder failed ({type(e).__name__}: {e}): the core tools only"
-    core = tuple(ToolChoice(t.name, t.domain, 0.0, 0.0, "core") for t in catalog.specs if t.core)
+    core = _core(catalog)
     belt = ToolBelt(
         core, (Alert("encoder_error", msg),), query=query, no_tool=True, reason=Reason("error", msg)
     )
@@ -96,15 +101,10 @@ def _checked(query: Any, top_k: int | None, threshold: float | None, p: Any) -> 
         raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
     k = p.tool_top_k if top_k is None else top_k
     th = p.tool_threshold if threshold is None else threshold
-    if (
-        isinstance(k, bool)
-        or not isinstance(k, int)
-        or not 1 <= k <= 1 << 31
-        or (th is not None and (isinstance(th, bool) or not isinstance(th, (int, float)) or not 0 <= th <= 1))
-    ):
-        raise InvalidArgumentError(
-            f"top_k must be a whole number >= 1 and threshold in [0, 1]; got {k}, {th}"
-        )
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1 << 31:
+        raise InvalidArgumentError(f"top_k must be a whole number >= 1, got {k!r}")
+    if th is not None and (isinstance(th, bool) or not isinstance(th, (int, float)) or not 0 <= th <= 1):
+        raise InvalidArgumentError(f"threshold must be a number in [0, 1], got {th!r}")
     return k, th
 
 
@@ -173,7 +173,9 @@ def select_tools(
     if not catalog.specs:
         return _empty_belt(query, "this router has no tools")
     if not routing_text(query)[0]:
-        return _empty_belt(query, "the query is empty or blank", "empty_query")
+        always = _core(catalog)
+        said = "the query is empty or blank" + (": the core tools only" if always else "")
+        return _empty_belt(query, said, "empty_query", always)
     allowed = candidate_mask(catalog, candidates)
     if allowed is not None and not allowed.any():
         return _empty_belt(query, "no candidate tools were given")
