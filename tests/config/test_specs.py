@@ -171,6 +171,15 @@ def test_look_alike_names_are_refused_in_code_and_for_tools(tmp_path):
         Router.from_config(p, encoder=StubEncoder({}))
     ok = parse_routes({"routes": [{"name": "Café Ω-2", "utterances": ["x"]}]})
     assert [r.name for r in ok] == ["Café Ω-2"]
+    from routecore import ToolSpec
+
+    enc = StubEncoder({})
+    with pytest.raises(ConfigError, match=r"^Router: routes\[1\]: route name 'general' looks like 'GENERAL'"):
+        Router([RouteSpec("GENERAL", ("x",)), RouteSpec("general", ("y",))], encoder=enc)  # in code too
+    with pytest.raises(ConfigError, match=r"^Router: routes\[1\]: duplicate route name 'A'"):
+        Router([RouteSpec("A", ("x",)), RouteSpec("A", ("y",))], encoder=enc)
+    with pytest.raises(ConfigError, match=r"^Router: tools\[1\]: tool name 'GET_LOGS' looks like 'get_logs'"):
+        Router(tools=[ToolSpec("get_logs", "a"), ToolSpec("GET_LOGS", "b")], encoder=enc)
 
 
 @pytest.mark.parametrize(

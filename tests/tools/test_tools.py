@@ -413,3 +413,36 @@ def test_many_lessons_on_one_tool_count_once_and_a_ban_wins(tmp_path):
     r.record_lesson("q", "disk", use=False)
     r.record_lesson("q", "disk", use=True)  # a later "use it" does not lift a ban
     assert "disk" not in r.tools("q", top_k=2).names
+
+
+
+def test_an_overlay_list_field_must_be_a_list_of_strings():
+    spec = {"name": "get_weather", "description": "Weather forecast"}
+    with pytest.raises(ConfigError, match="safety_tags must be a list of strings, got 'rm'"):
+        Router(tools=[spec], encoder=StubEncoder(VEC), tool_overlay={"get_weather": {"safety_tags": "rm"}})
+    with pytest.raises(ConfigError, match="an overlay is a mapping of tool names or a file, got list"):
+        Router(tools=[spec], encoder=StubEncoder(VEC), tool_overlay=[spec])
+
+
+def test_record_lesson_checks_its_arguments_and_stores_what_a_file_can_hold(tmp_path):
+    mem = ExperienceMemory(str(tmp_path / "m.db"))
+    r = router(memory=mem, q=mix(a0=0.6))
+    with pytest.raises(InvalidArgumentError, match="use must be True or False"):
+        r.record_lesson("q", "ha_get_logs", use="yes")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="non-blank"):
+        r.record_lesson(" ", "ha_get_logs", use=False)
+    with pytest.raises(InvalidArgumentError, match="context must be a domain name"):
+        r.record_lesson("q", "ha_get_logs", use=False, context=None)  # type: ignore[arg-type]
+    assert r.record_lesson("q\ud800", "ha_get_logs", use=False) >= 1  # the lone surrogate removed
+
+
+def test_a_cache_key_reads_files_as_configs_are_read(tmp_path):
+    from pathlib import Path
+
+    from routecore.routers.config_cache import key
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("tools: []\n", encoding="utf-8")
+    assert key([cfg, None], "m") == key([cfg, None], "m") != key([cfg, cfg], "m")
+    with pytest.raises(ConfigError, match="not a regular file"):
+        key([cfg, Path("/dev/zero")], "m")  # an overlay of /dev/zero was read until the process died

@@ -239,3 +239,21 @@ def test_a_live_update_keeps_the_learned_exemplars_of_the_routes_that_remain(rou
     assert router.forget(x.id) == [x]
     assert "the courier lost my box" not in router.route_table.by_name["shipping"].utterances
     learner(router).wait()
+
+
+def test_bad_learning_arguments_raise_typed_errors_and_store_nothing(router, tmp_path):
+    res = router.learn("the parcel got lost \ud800", "shipping")  # half an emoji from a JSON API
+    assert res.status == "learned" and res.exemplar is not None
+    assert res.exemplar.text == "the parcel got lost " and router.learned()[0].text == res.exemplar.text
+    router.save(tmp_path / "b")  # the text a file can hold
+    with pytest.raises(InvalidArgumentError, match="non-blank"):
+        router.learn("\ud800 ", "shipping")
+    with pytest.raises(InvalidArgumentError, match="must be a str"):
+        router.learn(b"parcel", "shipping")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="list of ids"):
+        router.forget("abc")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="list of ids"):
+        router.forget([1.0])  # type: ignore[list-item]
+    with pytest.raises(UnknownRouteError, match="unknown route 'nope'"):
+        router.learned("nope")
+    assert [e.text for e in router.learned("shipping")] == [res.exemplar.text]

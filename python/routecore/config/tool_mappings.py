@@ -161,9 +161,11 @@ def read_overlay(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str
     where = "overlay"
     if isinstance(source, Mapping):
         data: Any = source
-    else:
+    elif isinstance(source, (str, os.PathLike)):
         where = str(source)
         data = read_config_file(source)
+    else:
+        raise ConfigError(f"an overlay is a mapping of tool names or a file, got {type(source).__name__}")
     if isinstance(data, Mapping) and set(data) == {"tools"} and isinstance(data["tools"], Mapping):
         data = data["tools"]
     if not isinstance(data, Mapping):
@@ -177,8 +179,18 @@ def read_overlay(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str
             raise ConfigError(
                 f"{where}: {name!r}: unknown overlay keys {sorted(bad)}; allowed: {', '.join(OVERLAY_KEYS)}"
             )
+        for key in _LISTS:
+            value = fields.get(key)
+            if value is not None and (
+                isinstance(value, (str, bytes, Mapping)) or not all(isinstance(v, str) for v in value)
+            ):
+                raise ConfigError(f"{where}: {name!r}: {key} must be a list of strings, got {value!r}")
         out[str(name)] = dict(fields)
     return out
+
+
+#: Overlay keys whose value is a list of strings (a string alone would be read letter by letter).
+_LISTS = ("success_examples", "anti_patterns", "safety_tags")
 
 
 def normalize_config_tools(data: Any) -> Any:

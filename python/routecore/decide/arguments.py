@@ -117,3 +117,18 @@ def part_of(value: Any, what: str, want: str, *verbs: str) -> None:
     """
     if not all(hasattr(value, v) for v in verbs):
         raise ConfigError(f"{what} must be {want}, got {type(value).__name__}")
+
+
+def stored_text(text: Any, what: str) -> str:
+    """``text`` as a store keeps it (a learned exemplar, a lesson): lone surrogates (half an emoji from a
+    JSON API, which no file or database can hold) removed, as a query's are.
+
+    Raises:
+        InvalidArgumentError: not a str, or nothing but blanks and lone surrogates.
+    """
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"{what} must be a str, got {type(text).__name__}")
+    clean = text if text.isascii() else "".join(ch for ch in text if not "\ud800" <= ch <= "\udfff")
+    if not clean.strip():
+        raise InvalidArgumentError(f"{what} must be a non-blank string")
+    return clean

@@ -11,7 +11,7 @@ import numpy as np
 
 from routecore.calibrate.calibration import Calibration, for_router
 from routecore.calibrate.fits import Targets, learned_medium
-from routecore.config.specs import RouteSpec, ToolSpec
+from routecore.config.specs import RouteSpec, ToolSpec, unique
 from routecore.core.lexical import LexicalTable
 from routecore.core.progress import Progress, ProgressArg
 from routecore.decide.policy import Policy
@@ -75,6 +75,9 @@ def build(
     (only the serving head is trained again). ``answers``: (best probability, right) of answered
     queries the router did not route (a learning refit): the routing cut comes down to where they
     were right on ``Policy.route_precision`` (:func:`routecore.calibrate.fits.learned_medium`)."""
+    # routes and tools built in code: one name each, as a config's (look-alikes too: "GENERAL", "general")
+    unique([r.name for r in routes], "route", "Router")
+    unique([t.name for t in tools], "tool", "Router")
     given, reuse = vectors or TableVectors(), known or KnownVectors()
     vec: dict[str, np.ndarray] = {}
     owners: dict[str, list[int]] = {}

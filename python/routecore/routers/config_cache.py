@@ -24,12 +24,14 @@ def key(files: list[Path | None], model_id: str) -> str:
     """The cache key of the config files' bytes, the model, routecore's version and the
     policy's defaults (a config that leaves a field unset follows them)."""
     from routecore._native import __version__
+    from routecore.config.config_files import read_text
     from routecore.decide.policy import Policy
     from routecore.routers import bundle
 
     h = hashlib.sha256(f"{model_id}\0{__version__}\0{bundle.BUNDLE_VERSION}\0{Policy()!r}".encode())
     for f in files:
-        h.update(b"\0" + (f.read_bytes() if f is not None else b"-"))
+        # read as a config file is (a FIFO or /dev/zero refused, a size limit), not read_bytes()
+        h.update(b"\0" + (read_text(f).encode("utf-8") if f is not None else b"-"))
     return h.hexdigest()[:32]
 
 

@@ -16,6 +16,7 @@ from routecore.calibrate.calibration_record import Calibration
 from routecore.config.specs import ToolSpec
 from routecore.core.entities import EntityMatcher
 from routecore.core.lexical import DEFAULT_B, LexicalTable
+from routecore.decide.arguments import stored_text
 from routecore.decide.language_policies import LanguagePolicies
 from routecore.decide.policy import Policy
 from routecore.decide.tables import EncoderLike, build_table, exemplar_texts
@@ -118,6 +119,11 @@ class ToolCatalog:
             raise ConfigError("this router has no experience memory")
         if tool not in self.by_name:
             raise InvalidArgumentError(f"unknown tool {tool!r}")
+        if not isinstance(use, bool):
+            raise InvalidArgumentError(f"use must be True or False, got {use!r}")
+        if not isinstance(context, str):
+            raise InvalidArgumentError(f"context must be a domain name (a str), got {context!r}")
+        query = stored_text(query, "record_lesson(): the query")
         # On one thread when the encoder can (routecore.Encoder): recording a lesson is background
         # work, and every intra-op thread it took was a core the calls being served wanted (issue 36 §6).
         encode = getattr(self.encoder, "encode_background", self.encoder.encode_with_stats)

@@ -41,6 +41,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from routecore.decide.arguments import stored_text
 from routecore.decision import Decision
 from routecore.errors import InvalidArgumentError, LLMError, MemoryStoreError, UnknownRouteError
 from routecore.memory.lesson_cache import store_key
@@ -145,6 +146,9 @@ class Learner:
     def learned(self, route: str | None = None) -> list[LearnedExemplar]:
         """The learned exemplars (of ``route``), oldest first (those of routes a live update removed
         are dropped)."""
+        known = self.router.route_table.by_name
+        if route is not None and route not in known:
+            raise UnknownRouteError(f"unknown route {route!r}; known: {sorted(known)}")
         with self.router.internals.writer:
             self._sync()
             return [e for e, _ in self.entries.values() if route is None or e.route == route]
@@ -163,8 +167,7 @@ class Learner:
 
         if source not in SOURCES:
             raise InvalidArgumentError(f"source must be one of {SOURCES}, got {source!r}")
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidArgumentError("learn(): the query must be a non-blank string")
+        query = stored_text(query, "learn(): the query")
         rt = self.router.route_table
         if route not in rt.by_name:
             raise UnknownRouteError(f"unknown route {route!r}; known: {sorted(rt.by_name)}")
@@ -218,8 +221,11 @@ class Learner:
     def forget(self, ids: Sequence[int]) -> list[LearnedExemplar]:
         """Remove learned exemplars by id (unknown ids raise :class:`InvalidArgumentError`,
         and nothing is removed); the head is retrained in the background."""
-        if isinstance(ids, int):
+        if isinstance(ids, int) and not isinstance(ids, bool):
             ids = [ids]
+        listed = isinstance(ids, (list, tuple, set, frozenset))
+        if not listed or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            raise InvalidArgumentError(f"forget() takes an id or a list of ids (ints), got {ids!r}")
         with self.router.internals.writer:
             self._sync()
             unknown = [i for i in ids if i not in self.entries]
