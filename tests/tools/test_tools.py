@@ -415,6 +415,40 @@ def test_many_lessons_on_one_tool_count_once_and_a_ban_wins(tmp_path):
     assert "disk" not in r.tools("q", top_k=2).names
 
 
+def test_a_core_tool_scoring_best_is_no_candidate_of_the_floor():
+    """The floor reads the best candidate: a core tool is offered anyway, and the reason names the
+    candidate the floor read (it named the core tool, "0.9 < the floor 0.7")."""
+    belt = router(manual(tool_threshold=0.7), q=mix(a6=0.8, a0=0.5)).tools("q")
+    assert belt.names == ["ask_user"] and belt.no_tool
+    assert belt.reason.message == "the best tool ha_get_logs 0.500 < the floor 0.700"
+    assert belt.alerts[0].message.startswith("no candidate tool scored above the floor 0.700")
+    offered = router(manual(tool_threshold=0.4), q=mix(a6=0.8, a0=0.5)).tools("q")
+    assert "the best tool, ha_get_logs 0.500, >= the floor 0.400" in offered.reason.message
+
+
+def test_a_bad_request_more_tools_argument_raises_and_counts_for_nothing():
+    s = router(q=mix(a0=0.6, a1=0.4)).tool_session("q")
+    for _ in range(4):
+        with pytest.raises(InvalidArgumentError, match="query must be a str or None"):
+            s.request_more_tools({"query": "restart"})  # type: ignore[arg-type]
+    assert s.calls == 0 and "request_more_tools" in s.tool_names
+    assert s.request_more_tools() != [] and s.calls == 1
+
+
+def test_an_unknown_context_domain_is_not_applied_to_tool_scores_and_said():
+    q = mix(a0=0.5, a3=0.52)
+    plain, typo = router(q=q).tools("q"), router(q=q).tools("q", context_domains=["hha"])
+    assert dict(typo.scores) == dict(plain.scores) and typo.names == plain.names
+    (said,) = [a.message for a in typo.alerts if a.kind == "context_domain"]
+    assert "'hha'" in said and "core, ha, system" in said and "lessons still read them" in said
+
+
+def test_a_collision_with_a_tool_without_a_domain_says_so():
+    tools = [ToolSpec("a", "t-ha-logs", domain="ha"), ToolSpec("b", "t-sys-logs")]
+    r = Router(tools=tools, encoder=StubEncoder({**VEC, "q": mix(a0=0.5, a3=0.52)}), policy=manual())
+    (alert,) = [a for a in r.tools("q").alerts if a.kind == "collision"]
+    assert "'b' (no domain) and 'a' (domain 'ha')" in alert.message and "domain ''" not in alert.message
+
 
 def test_an_overlay_list_field_must_be_a_list_of_strings():
     spec = {"name": "get_weather", "description": "Weather forecast"}

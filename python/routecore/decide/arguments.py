@@ -66,20 +66,20 @@ def context_domains_arg(context_domains: Any, legacy: Any = None, legacy_name: s
 
 
 def route_domains(
-    context_domains: Sequence[str], known: Sequence[str | None]
+    context_domains: Sequence[str], known: Sequence[str | None], what: str = "route"
 ) -> tuple[list[str], tuple[tuple[str, str], ...]]:
-    """The active domains a route table reads (those some route of ``known`` belongs to) and, when
-    others were given, a ``context_domain`` alert that names them: a domain no route has would move
-    every route's score alike (a typo: "operatoins"), so it is set aside, not applied."""
+    """The active domains a table's scores read (those some route, or tool, of ``known`` belongs to)
+    and, when others were given, a ``context_domain`` alert that names them: a domain no route has
+    would move every route's score alike (a typo: "operatoins"), so it is set aside, not applied."""
     have = {d for d in known if d}
     kept = [d for d in context_domains if d in have]
     unknown = [d for d in context_domains if d not in have]
     if not unknown:
         return kept, ()
-    said = f"no route belongs to context domain(s) {', '.join(map(repr, unknown))}: not applied"
-    return kept, (
-        ("context_domain", said + (f" (the routes' domains: {', '.join(sorted(have))})" if have else "")),
-    )
+    said = f"no {what} belongs to context domain(s) {', '.join(map(repr, unknown))}: not applied to scores"
+    if have:
+        said += f" (the {what}s' domains: {', '.join(sorted(have))})"
+    return kept, (("context_domain", said),)
 
 
 def previous_arg(previous: Any) -> Any:

@@ -345,10 +345,14 @@ def collision_alert(a: str, b: str, gap: float, table: ScoreTable, what: str) ->
     """The ambiguity alert for ``a`` and ``b`` (names in ``table``, ``what``: "route" or "tool")
     within ``gap``."""
     da, db = table.domains[table.pos[a]], table.domains[table.pos[b]]
+
+    def of(d: str) -> str:
+        return f"domain '{d}'" if d else "no domain"
+
     msg = (
-        f"Ambiguity alert: the {what}s '{a}' (domain '{da}') and '{b}' (domain '{db}') "
-        f"are within {gap:.3f} of each other. "
-        f"Check which domain the user means before using '{a}'; if the request is about '{db}', use '{b}'."
+        f"Ambiguity alert: the {what}s '{a}' ({of(da)}) and '{b}' ({of(db)}) are within {gap:.3f} of each "
+        f"other. Check which the user means before using '{a}'"
+        + (f"; if the request is about '{db}', use '{b}'." if db else ".")
     )
     return Alert("collision", msg, {"first": a, "second": b, "gap": float(gap), "domains": [da, db]})
 

@@ -11,8 +11,9 @@ from routecore.decide.arguments import context_domains_arg
 from routecore.decision import ToolBelt
 from routecore.errors import InvalidArgumentError
 from routecore.routers.context_result import context_search
+from routecore.tools.session import ToolSession
 from routecore.tools.tool_catalog import ToolCatalog
-from routecore.tools.toolbelt import ToolSession, select_tools, select_tools_batch
+from routecore.tools.toolbelt import select_tools, select_tools_batch
 
 _T = TypeVar("_T")
 
@@ -114,7 +115,7 @@ class ToolCalls:
     def tool_session(
         self, query: str, *, context_domains: Sequence[str] = (), context_domain: str | None = None
     ) -> ToolSession:
-        """A per-turn :class:`routecore.tools.toolbelt.ToolSession` (request_more_tools, breaker);
+        """A per-turn :class:`routecore.tools.session.ToolSession` (request_more_tools, breaker);
         ``context_domains`` as in :meth:`tools`."""
         return ToolSession(
             self.tool_catalog, query, context_domains_arg(context_domains, context_domain, "context_domain")

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Sequence
 from routecore.config.specs import ToolSpec
 from routecore.errors import InvalidArgumentError
 
-#: The meta tool of a :class:`routecore.tools.toolbelt.ToolSession`.
+#: The meta tool of a :class:`routecore.tools.session.ToolSession`.
 MORE_TOOLS = "request_more_tools"
 MORE_TOOLS_SCHEMA = {
     "type": "function",

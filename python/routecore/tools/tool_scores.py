@@ -9,6 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from routecore.core.entities import entity_effects
+from routecore.decide.arguments import route_domains
 from routecore.decide.policy import affinity_scale, resolved
 from routecore.decide.tables import Step
 from routecore.decision import Alert
@@ -38,7 +39,9 @@ def ranked_scores(
     ``exact_top`` tools by final score are exact too.
     """
     p = catalog.policy
-    active = list(context_domains)
+    # Affinity reads the domains some tool belongs to (lessons read every one: they are kept per domain).
+    active, set_aside = route_domains(context_domains, catalog.tools.domains, "tool")
+    alerts.extend(Alert(kind, said + "; lessons still read them") for kind, said in set_aside)
     names = catalog.tools.names
     hit = None
     if len(catalog.anti.texts):

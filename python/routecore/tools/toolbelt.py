@@ -1,7 +1,7 @@
 """Tool-belt assembly: core tools, top-k or threshold, the floor and the fallback tool, discovery
-tools, collisions, and the per-turn `request_more_tools` with its circuit breaker, all over a
-:class:`routecore.tools.tool_catalog.ToolCatalog`; the tools' scores (domain affinity, anti-patterns,
-experience lessons, entities) are :mod:`routecore.tools.tool_scores`'."""
+tools and collisions, over a :class:`routecore.tools.tool_catalog.ToolCatalog`; the tools' scores
+(domain affinity, anti-patterns, experience lessons, entities) are :mod:`routecore.tools.tool_scores`',
+the per-turn ``request_more_tools`` is :mod:`routecore.tools.session`'s."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from routecore.decide.policy import resolved
 from routecore.decide.tables import collision_alert
 from routecore.decision import Alert, Reason, ScoreMap, Timings, ToolBelt, ToolChoice, trace
 from routecore.errors import InvalidArgumentError
-from routecore.tools.catalog import MORE_TOOLS, Catalog, build_catalog
 from routecore.tools.tool_catalog import ToolCatalog
 from routecore.tools.tool_scores import ranked_scores
 
@@ -274,8 +273,8 @@ def select_tools(
             alerts.append(
                 Alert(
                     "no_tool",
-                    f"no tool scored above the floor {floor:.3f}: the belt holds its core tools and the "
-                    f"fallback tool {fb!r}",
+                    f"no candidate tool scored above the floor {floor:.3f}: the belt holds its core tools "
+                    f"and the fallback tool {fb!r}",
                     {"fallback_tool": fb},
                 )
             )
@@ -283,7 +282,7 @@ def select_tools(
             alerts.append(
                 Alert(
                     "no_tool",
-                    f"no tool scored above the floor {floor:.3f}: the belt holds "
+                    f"no candidate tool scored above the floor {floor:.3f}: the belt holds "
                     + ("only its core tools" if chosen else "no tool"),
                 )
             )
@@ -317,7 +316,10 @@ def select_tools(
         estimated = np.flatnonzero(b).tolist()
         bounds = ScoreMap([shown_names[j] for j in estimated], b.take(estimated))
     t3 = time.perf_counter()
-    top = f"{names[order[0]]} {best.item(0):.3f}" if order else "no candidate"
+    # The best candidate the floor read: core tools are offered anyway, and excluded ones not at all.
+    skip = exclude or set()
+    lead = next((j for j, i in enumerate(order) if not tools[i].core and names[i] not in skip), -1)
+    top = f"{names[order[lead]]} {best.item(lead):.3f}" if lead >= 0 else "no candidate"
     if picked:
         cores = sum(kind == "core" for kind in chosen.values())
         also = f", beside {cores} core tool(s)" if cores else ""
@@ -343,64 +345,3 @@ def select_tools(
         reason=why,
     )
     return trace("tool belt", belt)
-
-
-class ToolSession:
-    """One turn's tool belt plus the ``request_more_tools`` meta tool.
-
-    Each call returns the next best tools not yet offered. After
-    ``policy.more_tools_limit`` calls (default 3) the circuit breaker removes the
-    meta tool from the belt and adds an alert.
-    """
-
-    def __init__(self, catalog: ToolCatalog, query: str, context_domains: Sequence[str] = ()):
-        self.tool_catalog, self.query, self.context_domains = catalog, query, tuple(context_domains)
-        self.belt = select_tools(catalog, query, self.context_domains, None, None)
-        self.calls = 0
-        self.alerts: list[Alert] = list(self.belt.alerts)
-        self.offered = set(self.belt.names)
-
-    @property
-    def tool_names(self) -> list[str]:
-        """Names in the belt, with the meta tool while the breaker is closed."""
-        extra = [MORE_TOOLS] if self.calls < self.tool_catalog.policy.more_tools_limit else []
-        return sorted(self.offered) + extra
-
-    def catalog(self) -> Catalog:
-        """One-line summaries of every tool, and the full schemas of the belt's tools
-        plus the meta tool's while the breaker is closed, for the LLM's request."""
-        return build_catalog(self.tool_catalog.specs, self.tool_names)
-
-    def request_more_tools(self, query: str | None = None) -> list[ToolChoice]:
-        """The next best tools not yet offered (for ``query``, default the turn's); [] once the
-        breaker is open."""
-        limit = self.tool_catalog.policy.more_tools_limit
-        if self.calls >= limit:
-            return []
-        self.calls += 1
-        more = select_tools(
-            self.tool_catalog,
-            query or self.query,
-            self.context_domains,
-            self.tool_catalog.policy.more_tools_batch,
-            None,
-            exclude=self.offered,
-        )
-        new = [
-            ToolChoice(t.name, t.domain, t.score, t.raw_score, "more")
-            for t in more.tools
-            if t.name not in self.offered
-        ]
-        self.offered.update(t.name for t in new)
-        if self.calls >= limit:
-            self.alerts.append(
-                trace(
-                    "tool session",
-                    Alert(
-                        "circuit_breaker",
-                        f"{MORE_TOOLS} was called {limit} times this turn and is now disabled; "
-                        "answer with the tools you have.",
-                    ),
-                )
-            )
-        return trace(f"{MORE_TOOLS} call {self.calls}", new)
