@@ -282,10 +282,10 @@ def test_llm_tool_router_any_text_a_failing_encoder_and_any_llm_answer(q, fail, 
         assert set(t.tools) <= {"restart", "logs", "search"}  # the LLM's answers are checked
         if not readable(q):
             assert (t.tools, t.reason.code) == (("search",), "empty_query")  # the core tools
-        elif answer == "good":  # the unknown name dropped, the encoder or not
+        elif answer == "good":  # the unknown name dropped, the encoder or not; the core tool joins
             assert (t.source, t.tools, t.dropped, t.reason.code) == (
                 "llm",
-                ("logs",),
+                ("logs", "search"),
                 ("format_disk",),
                 "llm",
             )
@@ -318,7 +318,7 @@ def test_llm_tool_router_names_the_alias_and_metrics(w):
     *_, r, _, _ = w
     with pytest.warns(DeprecationWarning, match="choose_tools"):
         old = r.select("read the logs")
-    assert old.tools == r.choose_tools("read the logs").tools == ("logs",)
+    assert old.tools == r.choose_tools("read the logs").tools == ("logs", "search")  # and the core tool
     m = RoutingMetrics()
     r.metrics = m
     try:

@@ -211,6 +211,16 @@ def test_llm_picks_route_with_one_prompt(server):
     assert d.timings.llm > 0
 
 
+def test_the_llm_routes_numbers_are_its_routes_and_its_case_is_folded(server):
+    server.mode = "ok:rag"  # the LLM answered the name in lower case: RAG, the one route it can name
+    r, _ = make(server)
+    d = r.route("q")
+    assert (d.action, d.route, d.used_llm, d.reason.code) == ("route", "RAG", True, "llm")
+    assert d.confidence == pytest.approx(d.probabilities["RAG"])  # not the semantic best's, INCIDENT's
+    assert d.confidence < d.probabilities["INCIDENT"] and d.margin < 0
+    assert d.reason.message.startswith("the LLM chose RAG (the semantic best, INCIDENT 0.")
+
+
 def test_high_confidence_does_not_call_llm(server):
     server.mode = "ok:RAG"
     r, _ = make(server)

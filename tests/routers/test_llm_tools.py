@@ -114,8 +114,9 @@ def test_good_answer_in_both_modes(tools_router, server):
         assert (
             got.source == "llm"
             and got.fallback is None
-            and got.tools == ("restart_service", "get_system_logs")
+            and got.tools == ("restart_service", "get_system_logs", "search_docs")  # and the core tool
         )
+        assert got.reason.message.endswith("candidates, beside 1 core tool(s)")
         assert (got.complexity, got.execution_strategy, got.confidence) == ("medium", "iterative", 0.8)
         assert [s["function"]["name"] for s in got.schemas] == list(got.tools)
         assert got.schemas[0]["function"]["parameters"]["properties"]  # the full schema, not the summary
@@ -136,8 +137,9 @@ def test_unknown_names_are_dropped_and_reported(tools_router, server):
         '"complexity": "huge"}</tool_selection>'
     )
     got = r.choose_tools(QUERY)
-    assert got.tools == ("restart_service",) and got.dropped == ("format_disk",) and got.source == "llm"
-    assert got.complexity is None and any("huge" in n for n in got.notes)
+    assert got.tools == ("restart_service", "search_docs") and got.dropped == ("format_disk",)
+    assert got.source == "llm" and got.complexity is None and any("huge" in n for n in got.notes)
+    assert not any("execution_strategy" in n for n in got.notes)  # absent: nothing to say
     server.answer = '<tool_selection>{"selected_tools": ["format_disk"]}</tool_selection>'
     got = r.choose_tools(QUERY)
     assert got.source == "semantic" and "unknown" in got.fallback and got.dropped == ("format_disk",)

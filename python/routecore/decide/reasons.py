@@ -149,9 +149,11 @@ def entity(route: str, kinds: str) -> Reason:
     )
 
 
-def llm(route: str | None, tier: str, p1: float) -> Reason:
+def llm(route: str | None, tier: str, p1: float, best: str | None = None) -> Reason:
     what = "asked to clarify" if route is None else f"chose {route}"
-    return Reason("llm", f"the LLM {what} (semantic best {p1:.2f}, {tier} tier)")
+    if best is None:  # nothing was scored (the encoder failed)
+        return Reason("llm", f"the LLM {what} (no semantic decision: {tier} tier)")
+    return Reason("llm", f"the LLM {what} (the semantic best, {best} {p1:.2f}, was at the {tier} tier)")
 
 
 def llm_failed(error: str, then: Reason) -> Reason:

@@ -228,6 +228,21 @@ class Outcomes:
             self._languages = (self.specs, questions.config_languages(self.specs))
         return questions.asked(shown, tuple(self._languages[1]), described)
 
+    def llm_route(self, answer: Any) -> str:
+        """The route an LLM's ``answer`` names: one of this router's names or ``CLARIFY``, the case
+        folded when that names exactly one ("billing" for BILLING).
+
+        Raises:
+            InvalidArgumentError: it names none (the caller decides as without the LLM).
+        """
+        if answer == CLARIFY or answer in self.by_name:
+            return str(answer)
+        folded = str(answer).casefold()
+        same = [n for n in (*self.by_name, CLARIFY) if n.casefold() == folded]
+        if len(same) == 1:
+            return same[0]
+        raise InvalidArgumentError(f"the LLM answered an unknown route {answer!r}")
+
     def _ask_llm(
         self,
         text: str,
@@ -247,20 +262,22 @@ class Outcomes:
             out.hint,
         )
         t = time.perf_counter()
-        tier, p1 = out.tier, out.confidence
+        tier, p1, probs = out.tier, out.confidence, out.probabilities
+        best = max(probs, key=probs.__getitem__) if probs else None
         try:
-            choice = (choose or self.llm.choose)(req)  # type: ignore[union-attr]
-            if choice.route != CLARIFY and choice.route not in self.by_name:
-                raise InvalidArgumentError(f"the LLM answered an unknown route {choice.route!r}")
+            name = self.llm_route((choose or self.llm.choose)(req).route)  # type: ignore[union-attr]
             out.used_llm = True
-            if choice.route == CLARIFY:
-                probs = out.probabilities
+            if name == CLARIFY:
                 order = sorted(probs, key=lambda n: -probs[n])
                 self._clarify(out, order[:2])
-                out.reason = reasons.llm(None, tier, p1)
+                out.reason = reasons.llm(None, tier, p1, best)
             else:
-                out.route, out.action = choice.route, "route"
-                out.reason = reasons.llm(choice.route, tier, p1)
+                out.route, out.action = name, "route"
+                out.reason = reasons.llm(name, tier, p1, best)
+                # the chosen route's own numbers, not the semantic best's (the reason names both)
+                out.confidence = float(probs.get(name, 0.0))
+                rest = [v for n, v in probs.items() if n != name]
+                out.margin = out.confidence - max(rest, default=0.0)
         except Exception as e:  # noqa: BLE001 - any LLM failure ends where no LLM would
             err = f"{type(e).__name__}: {e}"
             out = without()
@@ -294,18 +311,16 @@ class Outcomes:
         if self.llm is not None:
             try:
                 req = LLMRequest(text, [(r.name, r.description) for r in self.specs], {}, previous)
-                choice = (choose or self.llm.choose)(req)
-                if choice.route != CLARIFY and choice.route not in self.by_name:
-                    raise InvalidArgumentError(f"the LLM answered an unknown route {choice.route!r}")
-                clar = choice.route == CLARIFY
+                chosen = self.llm_route((choose or self.llm.choose)(req).route)
+                clar = chosen == CLARIFY
                 return Decision(
                     action="clarify" if clar else "route",
-                    route=choice.route,
+                    route=chosen,
                     used_llm=True,
                     fallback="encoder failed; routed by the LLM",
                     alerts=tuple(alerts),
-                    fallback_chain=self.fallback_chain(choice.route),
-                    reason=reasons.llm(None if clar else choice.route, "low", 0.0),
+                    fallback_chain=self.fallback_chain(chosen),
+                    reason=reasons.llm(None if clar else chosen, "low", 0.0),
                     timings=Timings(total=(time.perf_counter() - t0) * 1e3),
                     **common,
                     **base,

@@ -275,8 +275,11 @@ def parse_tool_call(raw: str, allowed: set[str]) -> str:
         name = calls[0]["function"]["name"]
     except (KeyError, TypeError):
         raise LLMError("malformed tool call") from None
-    if name not in allowed:
-        raise LLMError(f"LLM chose unknown route {name!r}")
+    if name not in allowed:  # the case folded when that names exactly one ("billing" for BILLING)
+        same = [a for a in allowed if isinstance(name, str) and a.casefold() == name.casefold()]
+        if len(same) != 1:
+            raise LLMError(f"LLM chose unknown route {name!r}")
+        name = same[0]
     return str(name)
 
 

@@ -352,10 +352,12 @@ class LLMToolRouter:
         notes = []
         complexity, strategy = answer.get("complexity"), answer.get("execution_strategy")
         if complexity not in COMPLEXITY:
-            notes.append(f"complexity {complexity!r} is not one of {COMPLEXITY}")
+            if complexity is not None:  # absent: nothing to say
+                notes.append(f"complexity {complexity!r} is not one of {COMPLEXITY}")
             complexity = None
         if strategy not in STRATEGIES:
-            notes.append(f"execution_strategy {strategy!r} is not one of {STRATEGIES}")
+            if strategy is not None:
+                notes.append(f"execution_strategy {strategy!r} is not one of {STRATEGIES}")
             strategy = None
         conf = answer.get("confidence")
         conf = (
@@ -375,9 +377,13 @@ class LLMToolRouter:
                 dropped,
             )
         reasoning = answer.get("reasoning")
+        by_name = {t.name: t for t in self.router.tool_specs}
+        core = [t.name for t in self.router.tool_specs if t.core and t.name not in chosen]
+        picked = len(chosen)
+        chosen += core  # always offered, as in every belt
         return ToolRouting(
             tuple(chosen),
-            tuple(known[n].schema() for n in chosen),
+            tuple(by_name[n].schema() for n in chosen),
             self.mode,
             "llm",
             complexity,
@@ -393,7 +399,8 @@ class LLMToolRouter:
             belt,
             Reason(
                 "llm",
-                f"the LLM chose {len(chosen)} of {len(known)} candidates"
+                f"the LLM chose {picked} of {len(known)} candidates"
+                + (f", beside {len(core)} core tool(s)" if core else "")
                 + (f" (unknown names dropped: {list(dropped)})" if dropped else ""),
             ),
         )

@@ -68,6 +68,8 @@ def record_of(obj: Any) -> dict[str, Any]:
             "route": obj.route,
             "tier": obj.tier,
             "confidence": float(obj.confidence),
+            "reason": obj.reason.code if obj.reason is not None else None,
+            "used_llm": bool(obj.used_llm),
             "latency_ms": float(obj.timings.total),
         }
     if isinstance(obj, ToolBelt):
