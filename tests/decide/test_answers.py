@@ -172,7 +172,21 @@ def test_a_previous_that_is_not_a_route_name_is_an_argument_error(helpdesk):
         helpdesk.route_batch(["mon mot de passe a expiré"], previous=[["LOGICIEL"]])
 
 
-@pytest.mark.parametrize("said", ["yes", "both", "ok", "oui, les deux", "3", "the third one", "yes please"])
+@pytest.mark.parametrize(
+    "said",
+    [
+        "yes",
+        "both",
+        "ok",
+        "oui, les deux",
+        "3",
+        "the third one",
+        "yes please",
+        "both the first and the second",  # not the first
+        "no, both",  # not a "no" to all
+        "yes, not the first",  # not the first either: which is meant is not said
+    ],
+)
 def test_an_answer_that_agrees_without_choosing_is_unclear(said):
     a = read_answer(said, EN[:2])  # two options: "3" and "the third one" name no place of them
     assert a is not None and (a.route, a.how) == (None, "unclear"), a

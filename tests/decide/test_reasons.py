@@ -181,6 +181,12 @@ def test_noise_around_a_query_is_folded_before_it_is_encoded():
     ):
         assert normalize_query(code) == code, code
     assert normalize_query("wait..... what?? ------") == "wait... what? ---"  # a long run folds to three
+    for loud, quiet in (  # a "!" that ends a word goes whatever follows it
+        ("my card is blocked “now!”", "my card is blocked “now”"),
+        ("**blocked!** please", "**blocked** please"),
+        ("¡Hola!¿Cómo estás?", "Hola¿Cómo estás?"),
+    ):
+        assert normalize_query(loud) == quiet, loud
     long = "the production server is down\n\n" + "x " * 5000
     text, notes = routing_text(long)
     assert text == "the production server is down" and notes[0][0] == "long_query"
@@ -205,8 +211,7 @@ def _normalized_slowly(text: str) -> str:
         for ch in without_asides(text)
         if unicodedata.category(ch) not in ("So", "Cs") and ch not in "\u200d\ufe0f\ufe0e"
     )
-    edge = r"(?<=\S)[!\u00a1]+(?=[\s.,;:?)\]\"'\u00bb\u2026]|$)"
-    out = re.sub(edge + r"|(?<![\w#])\u00a1+|(?<!\S)[!\u00a1]+(?=\s|$)", "", out)
+    out = re.sub(r"[!\u00a1]+(?![=/\w])|(?<![\w#])\u00a1+", "", out)
     out = re.sub(r"(?<=\w)[!\u00a1]+(?=\w)", " ", out)
     out = re.sub(r"([?,;])\1+", r"\1", out)
     out = re.sub(r"([.:~*#=_-])\1{3,}", r"\1\1\1", out)

@@ -289,3 +289,37 @@ def test_a_query_read_as_typed_wins_when_it_decides_more_surely(encoder, monkeyp
     batch = r.route_batch(["write tests for the env loader", "resolve a merge conflict"])
     assert [(x.action, x.route, x.query) for x in batch[:1]] == [(d.action, d.route, d.query)]
     assert batch[1].route == "GIT_HELP"
+
+
+def test_a_reading_that_asked_the_llm_is_kept_and_call_alerts_survive_the_typed_one(encoder, monkeypatch):
+    """The LLM a repaired reading asked is not paid for and dropped: that decision stands. A typed
+    reading that wins keeps the call's alerts (a context domain set aside) and counts both readings'
+    time."""
+    from routecore.config.specs import RouteSpec
+    from routecore.decide.policy import Policy
+    from routecore.decide.spelling import Repair
+    from routecore.llm.llm import LLMChoice
+
+    asked = []
+
+    class LLM:
+        def choose(self, request):
+            asked.append(request)
+            return LLMChoice("GIT_HELP")
+
+    routes = [RouteSpec(n, u) for n, u in DEV_ROUTES.items()]
+    r = Router(routes, encoder=encoder, llm=LLM(), policy=Policy(low_action="llm"))
+    ambiguous = ("explain my last commit", (Repair("env", "my"),))  # a low-tier reading: the LLM decides
+    monkeypatch.setattr(r.route_table.speller, "repair", lambda text: ambiguous)
+    d = r.route("write tests for the env loader")
+    assert (d.route, d.used_llm, len(asked)) == ("GIT_HELP", True, 1)  # asked once, its answer kept
+    assert [x.used_llm for x in r.route_batch(["write tests for the env loader"])] == [True]
+    out_of_scope = ("what is the weather in lyon tomorrow", (Repair("env", "weather"),))
+    monkeypatch.setattr(r.route_table.speller, "repair", lambda text: out_of_scope)
+    for typed in (
+        r.route("write tests for the env loader", context_domains=["opps"]),
+        *r.route_batch(["write tests for the env loader"], context_domains=["opps"]),
+    ):
+        assert typed.route == "WRITE_TESTS" and not typed.used_llm
+        assert {"spelling", "context_domain"} <= {a.kind for a in typed.alerts}
+    assert [a.kind for a in r.route(" ", context_domains=["opps"]).alerts] == ["context_domain"]

@@ -454,6 +454,8 @@ def test_an_overlay_list_field_must_be_a_list_of_strings():
     spec = {"name": "get_weather", "description": "Weather forecast"}
     with pytest.raises(ConfigError, match="safety_tags must be a list of strings, got 'rm'"):
         Router(tools=[spec], encoder=StubEncoder(VEC), tool_overlay={"get_weather": {"safety_tags": "rm"}})
+    with pytest.raises(ConfigError, match="safety_tags must be a list of strings, got 5"):
+        Router(tools=[spec], encoder=StubEncoder(VEC), tool_overlay={"get_weather": {"safety_tags": 5}})
     with pytest.raises(ConfigError, match="an overlay is a mapping of tool names or a file, got list"):
         Router(tools=[spec], encoder=StubEncoder(VEC), tool_overlay=[spec])
 
@@ -465,9 +467,10 @@ def test_record_lesson_checks_its_arguments_and_stores_what_a_file_can_hold(tmp_
         r.record_lesson("q", "ha_get_logs", use="yes")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="non-blank"):
         r.record_lesson(" ", "ha_get_logs", use=False)
-    with pytest.raises(InvalidArgumentError, match="context must be a domain name"):
+    with pytest.raises(InvalidArgumentError, match=r"the context \(a domain name\) must be a str"):
         r.record_lesson("q", "ha_get_logs", use=False, context=None)  # type: ignore[arg-type]
     assert r.record_lesson("q\ud800", "ha_get_logs", use=False) >= 1  # the lone surrogate removed
+    assert r.record_lesson("q", "ha_get_logs", use=False, context="ops\ud800") >= 1
 
 
 def test_a_cache_key_reads_files_as_configs_are_read(tmp_path):

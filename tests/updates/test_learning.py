@@ -257,3 +257,9 @@ def test_bad_learning_arguments_raise_typed_errors_and_store_nothing(router, tmp
     with pytest.raises(UnknownRouteError, match="unknown route 'nope'"):
         router.learned("nope")
     assert [e.text for e in router.learned("shipping")] == [res.exemplar.text]
+    import numpy as np
+
+    assert [e.id for e in router.forget(range(res.exemplar.id, res.exemplar.id + 1))] == [res.exemplar.id]
+    again = router.learn("the parcel got lost on the way", "shipping").exemplar
+    assert again is not None and [e.id for e in router.forget(np.int64(again.id))] == [again.id]
+    learner(router).wait()  # the refits forget() started end with the test

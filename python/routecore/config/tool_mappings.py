@@ -182,7 +182,7 @@ def read_overlay(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str
         for key in _LISTS:
             value = fields.get(key)
             if value is not None and (
-                isinstance(value, (str, bytes, Mapping)) or not all(isinstance(v, str) for v in value)
+                not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value)
             ):
                 raise ConfigError(f"{where}: {name!r}: {key} must be a list of strings, got {value!r}")
         out[str(name)] = dict(fields)

@@ -47,13 +47,18 @@ NO = frozenset(
     "neither none nothing nope no aucun aucune rien ni non keine keiner keines nichts weder nein"
     " ninguno ninguna nada nessuno nessuna niente nenhum nenhuma nem 都不是 没有 どれでもない いいえ".split()
 )
-#: Words that agree without choosing ("yes", "both", "ok", "les deux") or are polite only ("please"):
-#: with function words and places only, an answer of them picks nothing, and the question is asked again.
-VAGUE = frozenset(
-    "yes yeah yep yup ok okay both two all either whichever please thanks oui ouais daccord deux tous"
-    " toutes merci svp stp ja beide zwei jein bitte danke si ambos ambas dos todos favor gracias entrambi"
-    " due tutti grazie sim 是 是的 好 都 两个 谢谢 はい 両方".split()
+#: Words that agree or are polite only ("yes", "ok", "please"): beside a place or a "no" they say nothing
+#: ("yes, the first one"); alone, the answer picks nothing and the question is asked again.
+YES = frozenset(
+    "yes yeah yep yup ok okay please thanks oui ouais daccord merci svp stp ja jein bitte danke si favor"
+    " gracias grazie sim 是 是的 好 谢谢 はい".split()
 )
+#: Words that take every option or any ("both", "les deux", "whichever"): the question is asked again.
+BOTH = frozenset(
+    "both two all either whichever deux tous toutes beide zwei ambos ambas dos todos entrambi due tutti"
+    " 都 两个 両方".split()
+)
+VAGUE = YES | BOTH
 #: Words that negate the word after them (or the one after an article): "not the docs".
 NOT = frozenset("not no pas ni nicht kein keine keinen nein non nem nao".split())
 #: Option words shorter than this name nothing alone ("de", "un", "my").
@@ -140,8 +145,13 @@ def read_answer(answer: str, options: Sequence[tuple[str, str]]) -> Answer | Non
     if named or negated:  # two options, or only negated ones: "neither A nor B" declines them
         return Answer(None, "declined", no) if no is not None and no != "no" else None
     for place, said in PLACES.items():
-        word = next((w for w in words if w in said), None)
-        if word is not None and place < len(options) and _only(words, word, common):
+        where = next((i for i, t in enumerate(tokens) if t in said), None)
+        if where is None:
+            continue
+        word = tokens[where]
+        if place < len(options) and _only(words, word, common):
+            if _negated(tokens, where):  # "not the first": which is meant is not said
+                return Answer(None, "unclear", word)
             return Answer(options[place][0], "place", word)
     if no is not None and _only(words, no, common):
         return Answer(None, "declined", no)
@@ -157,4 +167,4 @@ _SAYING = frozenset().union(*PLACES.values()) | NO
 
 def _only(words: list[str], word: str, common: frozenset[str]) -> bool:
     """Whether every word of the answer but ``word`` is a function word, a place, a "no" or a "yes"."""
-    return all(w == word or w in common or w in _SAYING or w in VAGUE for w in words)
+    return all(w == word or w in common or w in _SAYING or w in YES for w in words)

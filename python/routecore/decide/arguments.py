@@ -5,7 +5,7 @@ batch (:func:`per_query`)."""
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from typing import AbstractSet, Any, Sequence
 
 import numpy as np
 
@@ -66,19 +66,20 @@ def context_domains_arg(context_domains: Any, legacy: Any = None, legacy_name: s
 
 
 def route_domains(
-    context_domains: Sequence[str], known: Sequence[str | None], what: str = "route"
+    context_domains: Sequence[str], known: AbstractSet[str], what: str = "route"
 ) -> tuple[list[str], tuple[tuple[str, str], ...]]:
-    """The active domains a table's scores read (those some route, or tool, of ``known`` belongs to)
-    and, when others were given, a ``context_domain`` alert that names them: a domain no route has
-    would move every route's score alike (a typo: "operatoins"), so it is set aside, not applied."""
-    have = {d for d in known if d}
-    kept = [d for d in context_domains if d in have]
-    unknown = [d for d in context_domains if d not in have]
+    """The active domains a table's scores read (those of ``known``, the domains some route, or tool,
+    belongs to) and, when others were given, a ``context_domain`` alert that names them: a domain no
+    route has would move every route's score alike (a typo: "operatoins"), so it is set aside."""
+    if not context_domains:
+        return [], ()
+    kept = [d for d in context_domains if d in known]
+    unknown = [d for d in context_domains if d not in known]
     if not unknown:
         return kept, ()
     said = f"no {what} belongs to context domain(s) {', '.join(map(repr, unknown))}: not applied to scores"
-    if have:
-        said += f" (the {what}s' domains: {', '.join(sorted(have))})"
+    if known:
+        said += f" (the {what}s' domains: {', '.join(sorted(known))})"
     return kept, (("context_domain", said),)
 
 
@@ -119,16 +120,16 @@ def part_of(value: Any, what: str, want: str, *verbs: str) -> None:
         raise ConfigError(f"{what} must be {want}, got {type(value).__name__}")
 
 
-def stored_text(text: Any, what: str) -> str:
-    """``text`` as a store keeps it (a learned exemplar, a lesson): lone surrogates (half an emoji from a
-    JSON API, which no file or database can hold) removed, as a query's are.
+def stored_text(text: Any, what: str, blank: bool = False) -> str:
+    """``text`` as a store keeps it (a learned exemplar, a lesson, its context): lone surrogates (half an
+    emoji from a JSON API, which no file or database can hold) removed, as a query's are.
 
     Raises:
-        InvalidArgumentError: not a str, or nothing but blanks and lone surrogates.
+        InvalidArgumentError: not a str, or (unless ``blank``) nothing but blanks and lone surrogates.
     """
     if not isinstance(text, str):
         raise InvalidArgumentError(f"{what} must be a str, got {type(text).__name__}")
     clean = text if text.isascii() else "".join(ch for ch in text if not "\ud800" <= ch <= "\udfff")
-    if not clean.strip():
+    if not blank and not clean.strip():
         raise InvalidArgumentError(f"{what} must be a non-blank string")
     return clean

@@ -39,11 +39,10 @@ LONG_QUERY_CHARS = 1000
 _PUNCT_RUN = re.compile(r"([?,;])\1+")
 _LONG_RUN = re.compile(r"([.:~*#=_-])\1{3,}")
 #: Exclamation marks say how loud, not what: a "!" after CLINC150's dev queries cost 10 points of right routes
-#: (e5, k = 10; BENCHMARKS.md, robustness). Those that end a word or stand alone go, an opening "¡" too, those
-#: inside a word leave a space; a "!" that opens an operator or a path ("!=", "#!/bin/sh", "!x") stays.
-_BANG_EDGE = re.compile(
-    r"(?<=\S)[!\u00a1]+(?=[\s.,;:?)\]\"'\u00bb\u2026]|$)|(?<![\w#])\u00a1+|(?<!\S)[!\u00a1]+(?=\s|$)"
-)
+#: (e5, k = 10; BENCHMARKS.md, robustness). Those before anything but a letter, a digit, "=" or "/" go,
+#: an opening "¡" too, those inside a word leave a space; one that opens an operator or a path ("!=",
+#: "#!/bin/sh", "!x") stays.
+_BANG_EDGE = re.compile(r"[!\u00a1]+(?![=/\w])|(?<![\w#])\u00a1+")
 _BANG = re.compile(r"(?<=\w)[!\u00a1]+(?=\w)")
 _SPACE = re.compile(r"[^\S\n]+")
 _REPEAT = re.compile(r"\b(\w+)(\s+\1\b)+", re.IGNORECASE)
@@ -67,9 +66,10 @@ def _words(text: str) -> int:
 
 
 def _ends_sentence(text: str, i: int) -> bool:
-    """Whether the "!" at ``i`` ends a sentence: not one that opens an operator or a path ("!=", "#!/")."""
+    """Whether the "!" at ``i`` ends a sentence: not one before a letter, a digit, "=" or "/" ("!=",
+    "#!/bin", "!x"), as :data:`_BANG_EDGE` reads it."""
     after = text[i + 1 : i + 2]
-    return not after or after.isspace() or after in _STOPS or not (after.isalnum() or after in "=/")
+    return not (after.isalnum() or after == "_" or after in "=/") if after else True
 
 
 def without_asides(text: str) -> str:

@@ -50,6 +50,9 @@ from routecore.decide.words import (
 MIN_LETTERS = 4
 #: Words under this many letters are left alone.
 SHORT_LETTERS = 2
+#: Nor are words over this many (a run of unspaced text, Chinese: their lookups grow with their length,
+#: and no table's word is this long).
+LONG_LETTERS = 30
 #: From this many letters, two edits are repaired.
 TWO_EDITS = 8
 #: From this many letters (and under :data:`TWO_EDITS`), two keyboard slips are repaired, with word
@@ -340,7 +343,7 @@ class Speller:
         spans = [
             (m.start(), m.end(), m.group().lower())
             for m in _WORD.finditer(text)
-            if len(m.group()) >= SHORT_LETTERS
+            if SHORT_LETTERS <= len(m.group()) <= LONG_LETTERS
             and not (code and any(a <= m.start() < b for a, b in code))
             and not m.group().isupper()
             and not (m.group()[0].isupper() and not _starts_sentence(text, m.start()))
@@ -365,13 +368,15 @@ class Speller:
 #: Inline code, and a token that reads as code or a name ("parse_args", "bar.baz()", "--hard", "v2",
 #: "camelCase", "~/.env"): its words are left as typed.
 _INLINE_CODE = re.compile(r"`[^`]*`")
-_CODE_TOKEN = re.compile(r"\S*(?:[_/\\=(){}\[\]<>$@#~|]|\w\.\w|\d|(?<=[a-z])[A-Z]|^-|(?<=\s)-)\S*")
+_TOKEN = re.compile(r"\S+")
+_CODE_MARK = re.compile(r"[_/\\=(){}\[\]<>$@#~|]|\w\.\w|\d|[a-z][A-Z]|^-")
 
 
 def _code_spans(text: str) -> list[tuple[int, int]]:
-    """Where ``text`` holds inline code or code-like tokens (:data:`_CODE_TOKEN`), as (start, end)."""
-    spans = [m.span() for m in _INLINE_CODE.finditer(text)]
-    return spans + [m.span() for m in _CODE_TOKEN.finditer(text)]
+    """Where ``text`` holds inline code or code-like tokens (:data:`_CODE_MARK`), as (start, end);
+    one pass over its tokens."""
+    spans = [m.span() for m in _INLINE_CODE.finditer(text)] if "`" in text else []
+    return spans + [m.span() for m in _TOKEN.finditer(text) if _CODE_MARK.search(m.group())]
 
 
 def _starts_sentence(text: str, at: int) -> bool:

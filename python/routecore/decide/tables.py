@@ -130,6 +130,8 @@ class ScoreTable:
         self.lead = 1 if isinstance(self.codes, slice) else 0
         dom = {d: i for i, d in enumerate(sorted(set(domains)))}
         self.domain_ids = np.array([dom[d] for d in domains], dtype=np.uint32)
+        #: The domains some label belongs to (a caller's other active domains are set aside).
+        self.known_domains = frozenset(d for d in dom if d)
 
     def step(
         self,

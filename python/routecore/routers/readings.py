@@ -9,10 +9,20 @@ from typing import Any, Sequence
 from routecore.decision import Alert, Decision
 from routecore.errors import InvalidArgumentError
 
+#: Alerts about the call, not the reading: the second reading's decision carries the first's.
+CALL_ALERTS = ("context_domain", "invalid_text")
 
-def repaired(notes: Sequence[tuple[str, str]]) -> bool:
-    """Whether the alerts of :meth:`RouteTable.read_query` say it repaired a typo."""
-    return any(kind == "spelling" for kind, _ in notes)
+
+def second_reading(first: Decision, second: Decision, kind: str, said: str) -> Decision:
+    """``second`` (another reading of the query) as the call's decision: the first reading's alerts
+    about the call, its time counted in the total, and a ``kind`` alert that says ``said``."""
+    carried = tuple(a for a in first.alerts if a.kind in CALL_ALERTS)
+    total = first.timings.total + second.timings.total
+    return replace(
+        second,
+        alerts=(*second.alerts, *carried, Alert(kind, said)),
+        timings=replace(second.timings, total=total),
+    )
 
 
 def surer_reading(read: Decision, typed: Decision) -> Decision:
@@ -24,7 +34,13 @@ def surer_reading(read: Decision, typed: Decision) -> Decision:
         f"read as typed: that decided more surely ({typed.action}, tier {typed.tier}) than with its "
         f"likely typos repaired ({read.action}, tier {read.tier})"
     )
-    return replace(typed, alerts=(*typed.alerts, Alert("spelling", said)))
+    return second_reading(read, typed, "spelling", said)
+
+
+def read_as_typed_too(d: Decision, notes: Sequence[tuple[str, str]]) -> bool:
+    """Whether a decision read with its typos repaired (``notes``) is also read as typed: not when
+    nothing was repaired, nor when it asked the LLM (its answer is kept, not paid for and dropped)."""
+    return not d.used_llm and any(kind == "spelling" for kind, _ in notes)
 
 
 def no_llm(request: Any) -> Any:

@@ -25,7 +25,7 @@ from routecore.decide.tables import EncoderLike, ScoreTable, Step, score_batch
 from routecore.decision import Decision, trace
 from routecore.errors import InvalidArgumentError, RoutecoreError
 from routecore.routers.prepared import Prepared, with_notes
-from routecore.routers.readings import no_llm, repaired, surer_reading
+from routecore.routers.readings import no_llm, read_as_typed_too, surer_reading
 
 
 class _Table(Protocol):
@@ -93,7 +93,8 @@ class BatchRoutes:
         queries = list(queries)
         prev = [previous_arg(p) for p in per_query(previous, len(queries), "previous")]
         peers = peers_of(peer, len(queries), peer_model)
-        context_domains, set_aside = route_domains(context_domains_arg(context_domains), self.table.domains)
+        known = self.table.known_domains
+        context_domains, set_aside = route_domains(context_domains_arg(context_domains), known)
         heads = [self.read_query(self.query_text(q, p, None), repair) for q, p in zip(queries, prev)]
         texts, notes = [h[0] for h in heads], [h[1] + set_aside for h in heads]
         if not texts:
@@ -149,7 +150,7 @@ class BatchRoutes:
                 tail = tail_of(q) if peers[i] is None else None
                 if tail is not None and texts[i]:
                     out[i] = self.with_tail(q, tail, out[i], prev[i], context_domains, choose)
-                elif tail is None and peers[i] is None and repaired(notes[i]):
+                elif tail is None and peers[i] is None and read_as_typed_too(out[i], notes[i]):
                     typed.append(i)
             if typed:  # queries whose typos were repaired, read as typed too (one batched call)
                 again = self.route_batch(

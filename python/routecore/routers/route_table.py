@@ -9,7 +9,6 @@ rules, clarification, the LLM fallback and the degraded (encoder failed) path.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -37,7 +36,7 @@ from routecore.decision import Alert, Decision, Timings, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.llm.llm import LLMRouter
 from routecore.routers.prepared import Prepared, PreScore, with_notes
-from routecore.routers.readings import no_llm, repaired, sureness, surer_reading
+from routecore.routers.readings import no_llm, read_as_typed_too, second_reading, sureness, surer_reading
 from routecore.routers.route_batch import BatchRoutes
 
 
@@ -96,6 +95,10 @@ class RouteTable(Decider, BatchRoutes):
             return text, notes
         text, repairs = self.speller.repair(text)
         return text, notes + notes_of(repairs)
+
+    def repairs(self, text: str) -> bool:
+        """Whether :meth:`read_query` repairs a typo of ``text`` (a query as ``routing_text`` reads it)."""
+        return bool(text) and self.policy.spelling and bool(self.speller.repair(text)[1])
 
     def set_languages(self, spec_policy: Policy, calibration: Calibration | None) -> None:
         """Give queries in languages the exemplars do not cover their own policy
@@ -182,9 +185,10 @@ class RouteTable(Decider, BatchRoutes):
         previous = previous_arg(previous)
         text = self.query_text(query, previous, clarify)
         check_peer(peer, peer_model)
-        context_domains, set_aside = route_domains(context_domains_arg(context_domains), self.table.domains)
+        known = self.table.known_domains
+        context_domains, set_aside = route_domains(context_domains_arg(context_domains), known)
         if not query.strip():
-            return trace("route decision", self.empty(text, previous))
+            return trace("route decision", with_notes(self.empty(text, previous), set_aside))
         t0 = time.perf_counter()
         text, notes = self.read_query(text, repair)
         notes += set_aside
@@ -223,7 +227,7 @@ class RouteTable(Decider, BatchRoutes):
         tail = tail_of(query) if clarify is None and peer is None else None
         if tail is not None:
             return self.with_tail(query, tail, with_notes(d, notes), previous, context_domains, choose)
-        if clarify is None and peer is None and repaired(notes):
+        if clarify is None and peer is None and read_as_typed_too(d, notes):
             return self.with_typed(query, with_notes(d, notes), previous, context_domains)
         return with_notes(d, notes)
 
@@ -257,7 +261,7 @@ class RouteTable(Decider, BatchRoutes):
             f"a long query ({len(query)} characters) was routed by its end ({len(tail)} characters), "
             f"which decided more surely than its start ({head.action}, tier {head.tier})"
         )
-        return replace(end, alerts=(*end.alerts, Alert("long_query", said)))
+        return second_reading(head, end, "long_query", said)
 
     def prepare(
         self, text: str, q: np.ndarray, previous: str | None = None, clarify: Decision | None = None

@@ -165,7 +165,7 @@ class TurnRouter:
             return self._emit(self._parts(query, previous, None, why, t0, domains))
         encode_ms = (time.perf_counter() - t0) * 1e3
         why = Reason("turn", "every part decided on one embedding")
-        return self._emit(self._parts(query, previous, vec, why, t0, domains, own=True), encode_ms)
+        return self._emit(self._parts(query, previous, vec, why, t0, domains, own=text), encode_ms)
 
     def turn_batch(
         self,
@@ -213,7 +213,7 @@ class TurnRouter:
                 continue
             why = Reason("turn", "every part decided on one embedding")
             t_i = time.perf_counter() - share / 1e3  # its share of the encode counts in its total
-            parts = self._parts(q, prev[i], vecs[i], why, t_i, domains, own=given is None)
+            parts = self._parts(q, prev[i], vecs[i], why, t_i, domains, own=texts[i] if given is None else "")
             out.append(self._emit(parts, share))
         return out
 
@@ -240,15 +240,15 @@ class TurnRouter:
         why: Reason,
         t0: float,
         given: tuple[str, ...] = (),
-        own: bool = False,
+        own: str = "",
     ) -> Turn:
         """Each part's own call with ``vec`` (None: each encodes, or degrades, on its own) and the
-        caller's active domains ``given``. ``own``: ``vec`` is the turn's encode of the query, which the
+        caller's active domains ``given``. ``own``: the text the turn encoded into ``vec``, which the
         route decision reads only when the router would read the query so too (not a long query, whose
         end it also reads, nor one whose typos it repairs): its result is then ``Router.route``'s."""
         r = self.router
         ctx = self.context.detect(query, vector=vec) if self.context is not None else None
-        read_alone = own and r is not None and r.route_specs and _read_otherwise(r, query)
+        read_alone = bool(own) and r is not None and r.route_specs and _read_otherwise(r, query, own)
         decision = (
             r.route(query, previous=previous, vector=None if read_alone else vec, context_domains=given)
             if r is not None and r.route_specs
@@ -272,13 +272,13 @@ class TurnRouter:
         return self.router.tools(query, vector=vec, context_domains=domains)
 
 
-def _read_otherwise(router: Any, query: str) -> bool:
-    """Whether ``router`` reads ``query`` otherwise than the turn's one encode of it: a long query
-    (its end too), or one whose typos it repairs."""
+def _read_otherwise(router: Any, query: str, text: str) -> bool:
+    """Whether ``router`` reads ``query`` otherwise than the turn's one encode of it, ``text``: a long
+    query (its end too), or one whose typos it repairs (the speller remembers its words' readings)."""
+    if tail_of(query) is not None:
+        return True
     table = getattr(router, "route_table", None)  # a Router's (a stand-in may have none)
-    return tail_of(query) is not None or (
-        table is not None and table.read_query(query)[0] != routing_text(query)[0]
-    )
+    return table is not None and table.repairs(text)
 
 
 def _with_encode(t: Turn, encode_ms: float) -> Turn:

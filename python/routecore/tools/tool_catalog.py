@@ -121,8 +121,7 @@ class ToolCatalog:
             raise InvalidArgumentError(f"unknown tool {tool!r}")
         if not isinstance(use, bool):
             raise InvalidArgumentError(f"use must be True or False, got {use!r}")
-        if not isinstance(context, str):
-            raise InvalidArgumentError(f"context must be a domain name (a str), got {context!r}")
+        context = stored_text(context, "record_lesson(): the context (a domain name)", blank=True)
         query = stored_text(query, "record_lesson(): the query")
         # On one thread when the encoder can (routecore.Encoder): recording a lesson is background
         # work, and every intra-op thread it took was a core the calls being served wanted (issue 36 §6).

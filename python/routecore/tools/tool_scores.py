@@ -40,7 +40,7 @@ def ranked_scores(
     """
     p = catalog.policy
     # Affinity reads the domains some tool belongs to (lessons read every one: they are kept per domain).
-    active, set_aside = route_domains(context_domains, catalog.tools.domains, "tool")
+    active, set_aside = route_domains(context_domains, catalog.tools.known_domains, "tool")
     alerts.extend(Alert(kind, said + "; lessons still read them") for kind, said in set_aside)
     names = catalog.tools.names
     hit = None

@@ -33,11 +33,12 @@ router as built or loaded, or last changed by a live update).
 
 from __future__ import annotations
 
+import numbers
 import threading
 import time
 import warnings
 from collections import deque
-from typing import Any, Sequence
+from typing import AbstractSet, Any, Sequence
 
 import numpy as np
 
@@ -218,14 +219,14 @@ class Learner:
                 self._start_refit()
             return Learned("learned", route, self.generation, nearest, cut, exemplar=e, evicted=gone)
 
-    def forget(self, ids: Sequence[int]) -> list[LearnedExemplar]:
-        """Remove learned exemplars by id (unknown ids raise :class:`InvalidArgumentError`,
-        and nothing is removed); the head is retrained in the background."""
-        if isinstance(ids, int) and not isinstance(ids, bool):
-            ids = [ids]
-        listed = isinstance(ids, (list, tuple, set, frozenset))
-        if not listed or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+    def forget(self, ids: Any) -> list[LearnedExemplar]:
+        """Remove learned exemplars by id, one or a sequence of them (unknown ids raise
+        :class:`InvalidArgumentError`, and nothing is removed); the head is retrained in the background."""
+        given: Any = [ids] if isinstance(ids, numbers.Integral) and not isinstance(ids, bool) else ids
+        listed = isinstance(given, (Sequence, AbstractSet)) and not isinstance(given, (str, bytes))
+        if not listed or not all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in given):
             raise InvalidArgumentError(f"forget() takes an id or a list of ids (ints), got {ids!r}")
+        ids = [int(i) for i in given]
         with self.router.internals.writer:
             self._sync()
             unknown = [i for i in ids if i not in self.entries]
