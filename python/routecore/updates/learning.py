@@ -42,6 +42,7 @@ from typing import AbstractSet, Any, Sequence
 
 import numpy as np
 
+from routecore.core.forks import unforked
 from routecore.decide.arguments import stored_text
 from routecore.decision import Decision
 from routecore.errors import InvalidArgumentError, LLMError, MemoryStoreError, UnknownRouteError
@@ -351,7 +352,8 @@ class Learner:
             job = U.RefitJob.begin(r, self.state, self.generation, answers)
         if job is None:
             return
-        parts = job.build()  # off the lock: readers and learn() go on
+        with unforked():  # numpy's BLAS threads: a fork from another thread now would hang (core.forks)
+            parts = job.build()  # off the lock: readers and learn() go on
         with r.internals.writer:
             if not job.still_valid(r, self.state, self.forgot_at):
                 return
