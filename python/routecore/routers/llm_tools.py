@@ -38,6 +38,7 @@ from routecore.routers.tool_routing import (
     ToolRouting,
     parse_selection,
     semantic_routing,
+    validated_routing,
 )
 from routecore.tools.catalog import estimate_tokens
 from routecore.tools.toolbelt import select_tools
@@ -283,7 +284,8 @@ class LLMToolRouter:
             why = f"{type(e).__name__}: {e}"
             return semantic_routing(belt, self.mode, why, specs, prompt_tokens, schema_tokens, ms)
         ms = (time.perf_counter() - t0) * 1e3
-        return self._validated(answer, candidates, belt, k, prompt_tokens, schema_tokens, ms)
+        specs, mode = self.router.tool_specs, self.mode
+        return validated_routing(answer, candidates, specs, mode, belt, k, prompt_tokens, schema_tokens, ms)
 
     def _without_encoder(
         self, query: str, text: str, k: int, error: str, notes: tuple[str, ...]
@@ -324,83 +326,3 @@ class LLMToolRouter:
         if not isinstance(content, str) or not content.strip():
             raise LLMError("the LLM answered nothing")
         return content
-
-    def _validated(
-        self,
-        answer: dict[str, Any],
-        candidates: Sequence[Any],
-        belt: ToolBelt | None,
-        k: int,
-        prompt_tokens: int,
-        schema_tokens: int,
-        ms: float,
-    ) -> ToolRouting:
-        names = answer.get("selected_tools")
-        if not isinstance(names, list):
-            return semantic_routing(
-                belt,
-                self.mode,
-                "the answer has no selected_tools list",
-                self.router.tool_specs,
-                prompt_tokens,
-                schema_tokens,
-                ms,
-            )
-        known = {t.name: t for t in candidates}
-        chosen = list(dict.fromkeys(n for n in names if isinstance(n, str) and n in known))[:k]
-        dropped = tuple(str(n) for n in names if not (isinstance(n, str) and n in known))
-        notes = []
-        complexity, strategy = answer.get("complexity"), answer.get("execution_strategy")
-        if complexity not in COMPLEXITY:
-            if complexity is not None:  # absent: nothing to say
-                notes.append(f"complexity {complexity!r} is not one of {COMPLEXITY}")
-            complexity = None
-        if strategy not in STRATEGIES:
-            if strategy is not None:
-                notes.append(f"execution_strategy {strategy!r} is not one of {STRATEGIES}")
-            strategy = None
-        conf = answer.get("confidence")
-        conf = (
-            float(conf)
-            if isinstance(conf, (int, float)) and not isinstance(conf, bool) and 0 <= conf <= 1
-            else None
-        )
-        if not chosen and names:
-            return semantic_routing(
-                belt,
-                self.mode,
-                f"every tool the LLM named is unknown: {list(dropped)}",
-                self.router.tool_specs,
-                prompt_tokens,
-                schema_tokens,
-                ms,
-                dropped,
-            )
-        reasoning = answer.get("reasoning")
-        by_name = {t.name: t for t in self.router.tool_specs}
-        core = [t.name for t in self.router.tool_specs if t.core and t.name not in chosen]
-        picked = len(chosen)
-        chosen += core  # always offered, as in every belt
-        return ToolRouting(
-            tuple(chosen),
-            tuple(by_name[n].schema() for n in chosen),
-            self.mode,
-            "llm",
-            complexity,
-            strategy,
-            reasoning if isinstance(reasoning, str) else "",
-            conf,
-            None,
-            dropped,
-            tuple(notes),
-            prompt_tokens,
-            schema_tokens,
-            ms,
-            belt,
-            Reason(
-                "llm",
-                f"the LLM chose {picked} of {len(known)} candidates"
-                + (f", beside {len(core)} core tool(s)" if core else "")
-                + (f" (unknown names dropped: {list(dropped)})" if dropped else ""),
-            ),
-        )

@@ -138,3 +138,87 @@ def semantic_routing(
         belt=belt,
         reason=Reason("fallback", f"the semantic belt: {why}") if why is not None else None,
     )
+
+
+def validated_routing(
+    answer: dict[str, Any],
+    candidates: Sequence[Any],
+    specs: Sequence[Any],
+    mode: str,
+    belt: ToolBelt | None,
+    k: int,
+    prompt_tokens: int,
+    schema_tokens: int,
+    ms: float,
+) -> ToolRouting:
+    """The routing an LLM's parsed ``answer`` gives among ``candidates`` (of all tools ``specs``): its
+    known names, at most ``k``, and the core tools; the semantic ``belt`` when it names none it may."""
+    names = answer.get("selected_tools")
+    if not isinstance(names, list):
+        return semantic_routing(
+            belt,
+            mode,
+            "the answer has no selected_tools list",
+            specs,
+            prompt_tokens,
+            schema_tokens,
+            ms,
+        )
+    known = {t.name: t for t in candidates}
+    chosen = list(dict.fromkeys(n for n in names if isinstance(n, str) and n in known))[:k]
+    dropped = tuple(str(n) for n in names if not (isinstance(n, str) and n in known))
+    notes = []
+    complexity, strategy = answer.get("complexity"), answer.get("execution_strategy")
+    if complexity not in COMPLEXITY:
+        if complexity is not None:  # absent: nothing to say
+            notes.append(f"complexity {complexity!r} is not one of {COMPLEXITY}")
+        complexity = None
+    if strategy not in STRATEGIES:
+        if strategy is not None:
+            notes.append(f"execution_strategy {strategy!r} is not one of {STRATEGIES}")
+        strategy = None
+    conf = answer.get("confidence")
+    conf = (
+        float(conf)
+        if isinstance(conf, (int, float)) and not isinstance(conf, bool) and 0 <= conf <= 1
+        else None
+    )
+    if not chosen and names:
+        return semantic_routing(
+            belt,
+            mode,
+            f"every tool the LLM named is unknown: {list(dropped)}",
+            specs,
+            prompt_tokens,
+            schema_tokens,
+            ms,
+            dropped,
+        )
+    reasoning = answer.get("reasoning")
+    by_name = {t.name: t for t in specs}
+    core = [t.name for t in specs if t.core and t.name not in chosen]
+    picked = len(chosen)
+    chosen += core  # always offered, as in every belt
+    return ToolRouting(
+        tuple(chosen),
+        tuple(by_name[n].schema() for n in chosen),
+        mode,
+        "llm",
+        complexity,
+        strategy,
+        reasoning if isinstance(reasoning, str) else "",
+        conf,
+        None,
+        dropped,
+        tuple(notes),
+        prompt_tokens,
+        schema_tokens,
+        ms,
+        belt,
+        Reason(
+            "llm",
+            f"the LLM chose {picked} of {len(known)} candidates"
+            + (f", beside {len(core)} core tool(s)" if core else "")
+            + (f" (unknown names dropped: {list(dropped)})" if dropped else ""),
+        ),
+    )
