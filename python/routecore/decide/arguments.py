@@ -65,7 +65,7 @@ def context_domains_arg(context_domains: Any, legacy: Any = None, legacy_name: s
     return tuple(context_domains)
 
 
-def route_domains(
+def scored_domains(
     context_domains: Sequence[str], known: AbstractSet[str], what: str = "route"
 ) -> tuple[list[str], tuple[tuple[str, str], ...]]:
     """The active domains a table's scores read (those of ``known``, the domains some route, or tool,

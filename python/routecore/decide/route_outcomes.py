@@ -18,7 +18,7 @@ from routecore.decide.policy import CLARIFY, Policy, resolved
 from routecore.decide.tables import ScoreTable, Step
 from routecore.decision import Alert, Decision, Entity, Exemplar, Reason, Timings
 from routecore.errors import InvalidArgumentError
-from routecore.llm.llm import LLMChoice, LLMRequest, LLMRouter
+from routecore.llm.llm import LLMChoice, LLMRequest, LLMRouter, route_named
 
 #: A call that picks a route for an LLM request (``LLMRouter.choose``, or its async stand-in).
 Chooser = Callable[[LLMRequest], LLMChoice]
@@ -235,13 +235,10 @@ class Outcomes:
         Raises:
             InvalidArgumentError: it names none (the caller decides as without the LLM).
         """
-        if answer == CLARIFY or answer in self.by_name:
-            return str(answer)
-        folded = str(answer).casefold()
-        same = [n for n in (*self.by_name, CLARIFY) if n.casefold() == folded]
-        if len(same) == 1:
-            return same[0]
-        raise InvalidArgumentError(f"the LLM answered an unknown route {answer!r}")
+        named = route_named(answer, (*self.by_name, CLARIFY))
+        if named is None:
+            raise InvalidArgumentError(f"the LLM answered an unknown route {answer!r}")
+        return named
 
     def _ask_llm(
         self,

@@ -14,7 +14,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 from routecore.decision import CLARIFY
 from routecore.errors import ConfigError, LLMError
@@ -275,12 +275,28 @@ def parse_tool_call(raw: str, allowed: set[str]) -> str:
         name = calls[0]["function"]["name"]
     except (KeyError, TypeError):
         raise LLMError("malformed tool call") from None
-    if name not in allowed:  # the case folded when that names exactly one ("billing" for BILLING)
-        same = [a for a in allowed if isinstance(name, str) and a.casefold() == name.casefold()]
-        if len(same) != 1:
-            raise LLMError(f"LLM chose unknown route {name!r}")
-        name = same[0]
-    return str(name)
+    named = route_named(name, allowed)
+    if named is None:
+        raise LLMError(f"LLM chose unknown route {name!r}")
+    return named
+
+
+def route_named(answer: Any, names: Iterable[str]) -> str | None:
+    """The one of ``names`` an LLM's ``answer`` names: itself, or the one its case folded matches
+    ("billing" for BILLING); None when it names none (or two)."""
+    names = list(names)
+    if isinstance(answer, str) and answer in names:
+        return answer
+    folded = str(answer).casefold()
+    same = [n for n in names if n.casefold() == folded]
+    return same[0] if len(same) == 1 else None
+
+
+def no_llm(request: Any) -> LLMChoice:
+    """A chooser that declines (``Router.route(choose=no_llm)``): the decision is the one made without
+    the LLM, with reason ``llm_failed`` where it would have asked (a second reading of a query, the
+    learning guard)."""
+    raise LLMError("this decision is made without the LLM")
 
 
 # -- configuration ----------------------------------------------------------------------

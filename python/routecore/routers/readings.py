@@ -4,10 +4,9 @@ query's start and end, a query with its typos repaired and as typed."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Sequence
 
 from routecore.decision import Alert, Decision
-from routecore.errors import InvalidArgumentError
 
 #: Alerts about the call, not the reading: the second reading's decision carries the first's.
 CALL_ALERTS = ("context_domain", "invalid_text")
@@ -41,10 +40,6 @@ def read_as_typed_too(d: Decision, notes: Sequence[tuple[str, str]]) -> bool:
     """Whether a decision read with its typos repaired (``notes``) is also read as typed: not when
     nothing was repaired, nor when it asked the LLM (its answer is kept, not paid for and dropped)."""
     return not d.used_llm and any(kind == "spelling" for kind, _ in notes)
-
-
-def no_llm(request: Any) -> Any:
-    raise InvalidArgumentError("a second reading of the query asks no LLM")
 
 
 def sureness(d: Decision) -> int:

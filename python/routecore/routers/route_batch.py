@@ -16,7 +16,7 @@ from routecore.decide.arguments import (
     per_query,
     previous_arg,
     query_vectors,
-    route_domains,
+    scored_domains,
 )
 from routecore.decide.conversation import tail_of
 from routecore.decide.route_decide import peers_of
@@ -24,8 +24,9 @@ from routecore.decide.route_outcomes import Chooser
 from routecore.decide.tables import EncoderLike, ScoreTable, Step, score_batch
 from routecore.decision import Decision, trace
 from routecore.errors import InvalidArgumentError, RoutecoreError
+from routecore.llm.llm import no_llm
 from routecore.routers.prepared import Prepared, with_notes
-from routecore.routers.readings import no_llm, read_as_typed_too, surer_reading
+from routecore.routers.readings import read_as_typed_too, surer_reading
 
 
 class _Table(Protocol):
@@ -94,7 +95,7 @@ class BatchRoutes:
         prev = [previous_arg(p) for p in per_query(previous, len(queries), "previous")]
         peers = peers_of(peer, len(queries), peer_model)
         known = self.table.known_domains
-        context_domains, set_aside = route_domains(context_domains_arg(context_domains), known)
+        context_domains, set_aside = scored_domains(context_domains_arg(context_domains), known)
         heads = [self.read_query(self.query_text(q, p, None), repair) for q, p in zip(queries, prev)]
         texts, notes = [h[0] for h in heads], [h[1] + set_aside for h in heads]
         if not texts:

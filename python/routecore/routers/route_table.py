@@ -20,7 +20,7 @@ from routecore.calibrate.traffic import TrafficCut, for_table
 from routecore.config.specs import RouteSpec
 from routecore.core.entities import EntityMatcher, entity_effects
 from routecore.core.lexical import LexicalTable
-from routecore.decide.arguments import context_domains_arg, previous_arg, query_vectors, route_domains
+from routecore.decide.arguments import context_domains_arg, previous_arg, query_vectors, scored_domains
 from routecore.decide.conversation import routing_text, tail_of
 from routecore.decide.language_policies import LanguagePolicies
 from routecore.decide.policy import Policy, resolved
@@ -34,9 +34,9 @@ from routecore.decide.tables import (
 )
 from routecore.decision import Alert, Decision, Timings, trace
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.llm.llm import LLMRouter
+from routecore.llm.llm import LLMRouter, no_llm
 from routecore.routers.prepared import Prepared, PreScore, with_notes
-from routecore.routers.readings import no_llm, read_as_typed_too, second_reading, sureness, surer_reading
+from routecore.routers.readings import read_as_typed_too, second_reading, sureness, surer_reading
 from routecore.routers.route_batch import BatchRoutes
 
 
@@ -186,7 +186,7 @@ class RouteTable(Decider, BatchRoutes):
         text = self.query_text(query, previous, clarify)
         check_peer(peer, peer_model)
         known = self.table.known_domains
-        context_domains, set_aside = route_domains(context_domains_arg(context_domains), known)
+        context_domains, set_aside = scored_domains(context_domains_arg(context_domains), known)
         if not query.strip():
             return trace("route decision", with_notes(self.empty(text, previous), set_aside))
         t0 = time.perf_counter()

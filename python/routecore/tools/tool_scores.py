@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from routecore.core.entities import entity_effects
-from routecore.decide.arguments import route_domains
+from routecore.decide.arguments import scored_domains
 from routecore.decide.policy import affinity_scale, resolved
 from routecore.decide.tables import Step
 from routecore.decision import Alert
@@ -40,7 +40,7 @@ def ranked_scores(
     """
     p = catalog.policy
     # Affinity reads the domains some tool belongs to (lessons read every one: they are kept per domain).
-    active, set_aside = route_domains(context_domains, catalog.tools.known_domains, "tool")
+    active, set_aside = scored_domains(context_domains, catalog.tools.known_domains, "tool")
     alerts.extend(Alert(kind, said + "; lessons still read them") for kind, said in set_aside)
     names = catalog.tools.names
     hit = None

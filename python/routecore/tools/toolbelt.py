@@ -81,7 +81,8 @@ def _empty_belt(query: str, why: str, code: str = "no_tool", core: tuple[ToolCho
 
 def _core(catalog: ToolCatalog) -> tuple[ToolChoice, ...]:
     """The catalog's always-on tools, unscored (a belt with nothing to score still holds them)."""
-    return tuple(ToolChoice(t.name, t.domain, 0.0, 0.0, "core") for t in catalog.specs if t.core)
+    specs = catalog.specs
+    return tuple(ToolChoice(specs[i].name, specs[i].domain, 0.0, 0.0, "core") for i in catalog.core)
 
 
 def _encoder_failed(catalog: ToolCatalog, query: str, e: Exception) -> ToolBelt:

@@ -45,7 +45,8 @@ import numpy as np
 from routecore.core.forks import unforked
 from routecore.decide.arguments import stored_text
 from routecore.decision import Decision
-from routecore.errors import InvalidArgumentError, LLMError, MemoryStoreError, UnknownRouteError
+from routecore.errors import InvalidArgumentError, MemoryStoreError, UnknownRouteError
+from routecore.llm.llm import no_llm
 from routecore.memory.lesson_cache import store_key
 
 # Re-exported (``X as X``): what learning returns and a bundle keeps (routecore.updates.learning_records).
@@ -62,11 +63,6 @@ from routecore.updates.rebuild import Changeable
 ANSWERS_KEPT = 2000
 #: Below this many, the routing cut stays the calibration's (a default, not a fit).
 MIN_ANSWERS = 200
-
-
-def _no_llm(_request: Any) -> Any:
-    """A chooser that declines: the contradiction guard reads the decision made without the LLM."""
-    raise LLMError("the learning guard decides without the LLM")
 
 
 def learner(router: Changeable) -> Learner:
@@ -178,7 +174,7 @@ class Learner:
             if vector is not None
             else rt.encoder.encode_with_stats([query]).embeddings[0]
         )
-        d = rt.route(query, vector=v, choose=_no_llm)  # the semantic decision, without the LLM
+        d = rt.route(query, vector=v, choose=no_llm)  # the semantic decision, without the LLM
         with self.router.internals.writer:
             self._sync()
             if d.tier == "low" and d.reason is not None and d.reason.code in ("low_confidence", "tie"):
