@@ -38,6 +38,23 @@ def test_route_with_previous_and_text_output():
     assert "route: RAG" in p.stdout
 
 
+def test_route_reads_a_follow_up_after_the_previous_turn(tmp_path):
+    cfg = tmp_path / "assistant.yaml"
+    cfg.write_text(
+        "routes:\n"
+        "  - name: weather\n    utterances: [what's the weather today, will it rain tomorrow,"
+        " how hot is it outside, weather forecast for the weekend, is it going to snow in Berlin]\n"
+        "  - name: music\n    utterances: [play some jazz, put on my workout playlist, skip this song,"
+        " turn the music up, play the latest Taylor Swift album]\n"
+    )
+    args = ("route", "--config", str(cfg), "--json")
+    assert json.loads(run(*args, "and tomorrow?").stdout)["action"] == "none"
+    out = json.loads(
+        run(*args, "--previous-query", "what's the weather like in Lyon", "and tomorrow?").stdout
+    )
+    assert (out["route"], out["reason"]["code"], out["tier"]) == ("weather", "follow_up", "medium")
+
+
 def test_tools_json_shows_collision():
     out = json.loads(run("tools", "--config", "examples/tools.yaml", "--json", "device logs").stdout)
     assert out["collision"] and "ha_get_logs" in out["system_prompt_alert"]

@@ -116,7 +116,10 @@ def _configured_router(args: argparse.Namespace, default: Path, encoder: Callabl
 
 def cmd_route(args: argparse.Namespace) -> int:
     d = _router(args, DEFAULT_ROUTES).route(
-        args.query, previous=args.previous, context_domains=args.context_domain or ()
+        args.query,
+        previous=args.previous,
+        context_domains=args.context_domain or (),
+        previous_query=args.previous_query,
     )
     from routecore.decide.reasons import NONE_OF_THESE  # after the model started loading
 
@@ -269,6 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--static", action="store_true", help="--fast-model MODEL-static: the model's distilled table"
     )
     r.add_argument("--previous", help="route of the previous turn")
+    r.add_argument("--previous-query", help="text of the previous turn (a follow-up is read after it)")
     r.add_argument("--context-domain", action="append", help="active domain (repeatable)")
     r.add_argument(
         "--llm-url",

@@ -149,6 +149,7 @@ REASON_CODES: dict[str, str] = {
     "bias_rule": "routed (or clarified) by a bias rule of the config between two plausible routes",
     "entity": "routed to a route that prefers an entity type the query holds, "
     "though the scores alone were out of scope",
+    "follow_up": "routed: alone the query was not, read after the previous turn it names its own best route",
     "llm": "the LLM fallback chose the route (or asked to clarify)",
     "tie": "clarify: two or three routes are all plausible and none clears the routing cut",
     "low_confidence": "clarify or none: no route clears the routing cut, "

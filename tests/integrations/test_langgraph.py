@@ -380,6 +380,28 @@ def test_router_edge_runs_the_node_of_the_route(route_router, as_runnable):
         graph.invoke({"messages": [SystemMessage("be brief")], "ran": []})
 
 
+def test_router_edge_reads_a_follow_up_after_the_turn_before_and_a_new_topic_alone(route_router):
+    """The newest human message decides; one that alone is not routed is read after the human message
+    before it (``previous_query``). ``last_n`` set routes that many messages as one text."""
+    edge = make_router_edge(route_router, routes_to_nodes=NODES, clarify="ask", none="small_talk")
+    graph = edge_graph(edge, edge)
+
+    def talk(*turns: str, graph: Any = graph) -> list[str]:
+        msgs: list[Any] = []
+        for t in turns[:-1]:
+            msgs += [HumanMessage(t), AIMessage("noted")]
+        return graph.invoke({"messages": [*msgs, HumanMessage(turns[-1])], "ran": []})["ran"]
+
+    assert talk("for two people please") == ["small_talk"]
+    assert talk("book me a flight to Rome", "for two people please") == ["travel"]
+    assert talk("I was charged twice this month", "can you send it back") == ["billing"]
+    assert talk("book me a flight to Rome", "bake a chocolate cake") == ["small_talk"]
+    assert talk("book me a flight to Rome", "I was charged twice for it") == ["billing"]
+    joined = make_router_edge(route_router, routes_to_nodes=NODES, clarify="ask", none="small_talk", last_n=2)
+    as_one = edge_graph(joined, joined)
+    assert talk("book me a flight to Rome", "bake a chocolate cake", graph=as_one) == ["travel"]
+
+
 class SpyRouter:
     """Counts the sync and async routing calls of a router."""
 

@@ -219,6 +219,12 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
         check(spec, "RouteBatchResponse", r.json())
         want = router.route_batch(QUERIES[:4], previous=[None, "RAG", None, "INCIDENT"])
         assert [strip(d) for d in r.json()["decisions"]] == [strip(d.to_dict()) for d in want]
+        follows = [QUERIES[0], None, "  ", QUERIES[3]]  # the previous turns' texts, as route() takes them
+        r = c.post("/v1/route", json={"query": QUERIES[2], "previous_query": QUERIES[0]})
+        assert strip(r.json()) == strip(router.route(QUERIES[2], previous_query=QUERIES[0]).to_dict())
+        r = c.post("/v1/route/batch", json={"queries": QUERIES[:4], "previous_query": follows})
+        want = router.route_batch(QUERIES[:4], previous_query=follows)
+        assert [strip(d) for d in r.json()["decisions"]] == [strip(d.to_dict()) for d in want]
         r = c.post("/v1/tools", json={"query": "device logs", "top_k": 3})
         check(spec, "ToolBelt", r.json())
         assert (
@@ -297,6 +303,12 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
                 "previous",
             ),
             (
+                c.post("/v1/route/batch", json={"queries": ["a", "b"], "previous_query": ["x", "y", "z"]}),
+                422,
+                "ValidationError",
+                "previous_query holds 3 texts for 2 queries",
+            ),
+            (
                 c.post("/v1/route/batch", json={"queries": ["a", "b"], "previous": "NOPE"}),
                 422,
                 "InvalidArgumentError",
@@ -355,13 +367,13 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
             jsonschema.Draft202012Validator.check_schema(schema)
 
         text = c.get("/metrics").text
-    assert sample(text, 'routecore_http_requests_total{endpoint="/v1/route",method="POST",status="200"}') == 2
+    assert sample(text, 'routecore_http_requests_total{endpoint="/v1/route",method="POST",status="200"}') == 3
     assert sample(text, 'routecore_http_requests_total{endpoint="/v1/route",method="POST",status="401"}') == 4
     assert sample(text, 'routecore_http_requests_total{endpoint="other",method="GET",status="404"}') == 1
-    assert sample(text, 'routecore_http_request_duration_seconds_count{endpoint="/v1/route"}') >= 2
-    assert sample(text, 'routecore_stage_duration_seconds_count{endpoint="/v1/route",stage="encode"}') == 2
-    assert sample(text, 'routecore_stage_duration_seconds_count{endpoint="/v1/route",stage="rest"}') == 2
-    assert sample(text, "routecore_decisions_total{") == 6  # 2 routes + a batch of 4
+    assert sample(text, 'routecore_http_request_duration_seconds_count{endpoint="/v1/route"}') >= 3
+    assert sample(text, 'routecore_stage_duration_seconds_count{endpoint="/v1/route",stage="encode"}') == 3
+    assert sample(text, 'routecore_stage_duration_seconds_count{endpoint="/v1/route",stage="rest"}') == 3
+    assert sample(text, "routecore_decisions_total{") == 11  # 3 routes + 2 batches of 4
     assert sample(text, 'routecore_decisions_total{action="route",route="INCIDENT",tier="high"}') >= 1
     assert sample(text, "routecore_circuit_breaker_trips_total ") == 1
     assert (
@@ -371,7 +383,7 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
     )
     assert "routecore_encoder_cache_hits_total" in text and "routecore_encoder_cache_hit_ratio" in text
     assert sample(text, "routecore_ready ") == 1 and sample(text, "routecore_router_generation ") == 1
-    assert sample(text, 'routecore_batch_size_count{kind="route"}') == 2
+    assert sample(text, 'routecore_batch_size_count{kind="route"}') == 3
 
 
 def test_readyz_before_and_after_the_load(router):
@@ -423,6 +435,7 @@ def test_batching_gives_the_unbatched_decisions(router):
             "query": f"{q} (case {i})",
             **({"previous": "RAG"} if i % 3 == 0 else {}),
             **({"context_domains": ["operations"]} if i % 4 == 0 else {}),
+            **({"previous_query": QUERIES[0]} if i % 5 == 0 else {}),
         }
         for i, q in enumerate(QUERIES * 2)
     ]
@@ -459,7 +472,10 @@ def test_batching_gives_the_unbatched_decisions(router):
     assert [strip(d) for d in out[True][0]] == [
         strip(
             router.route(
-                b["query"], previous=b.get("previous"), context_domains=b.get("context_domains", ())
+                b["query"],
+                previous=b.get("previous"),
+                context_domains=b.get("context_domains", ()),
+                previous_query=b.get("previous_query"),
             ).to_dict()
         )
         for b in routes

@@ -95,6 +95,20 @@ def previous_arg(previous: Any) -> Any:
     return None if previous is not None and previous.upper() == CLARIFY else previous
 
 
+def previous_query_arg(previous_query: Any) -> str | None:
+    """The previous turn's text as a follow-up reading takes it: None when absent or blank (a lone
+    surrogate, which no encoder reads, dropped).
+
+    Raises:
+        InvalidArgumentError: not a str or None.
+    """
+    if previous_query is not None and not isinstance(previous_query, str):
+        got = type(previous_query).__name__
+        raise InvalidArgumentError(f"previous_query must be the previous turn's text or None, got {got}")
+    text = (previous_query or "").encode("utf-8", "ignore").decode("utf-8").strip()
+    return text or None
+
+
 def per_query(value: Any, n: int, what: str) -> list[Any]:
     """``value`` for each of ``n`` queries: one value (or None) for all, or a list of ``n``."""
     if value is None or isinstance(value, str):

@@ -267,7 +267,8 @@ def _role_and_content(i: int, m: Any) -> tuple[str, Any]:
 
 
 def routing_query(messages: Sequence[Any], last_n: int = 3) -> str:
-    """The last ``last_n`` human messages joined by newlines, oldest first.
+    """The last ``last_n`` human messages joined by newlines, oldest first (one text: a change of topic
+    is read with the turns before it; ``Router.route(previous_query=)`` reads a turn alone first).
 
     ``messages`` may mix OpenAI-style dicts (``role`` ``user``/``human`` is a human
     turn; LangChain's ``{"type": "human", ...}`` form too) and LangChain message
@@ -286,6 +287,12 @@ def routing_query(messages: Sequence[Any], last_n: int = 3) -> str:
     neither a string nor a list of parts (naming the message's position and type),
     and when no human message has any text (rather than routing an empty query).
     """
+    return "\n".join(human_texts(messages, last_n))
+
+
+def human_texts(messages: Sequence[Any], last_n: int = 3) -> list[str]:
+    """The texts of the last ``last_n`` human messages, oldest first (:func:`routing_query` documents
+    which messages count and what raises)."""
     if isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 1:
         raise InvalidArgumentError(f"last_n must be a whole number >= 1, got {last_n!r}")
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
@@ -315,4 +322,4 @@ def routing_query(messages: Sequence[Any], last_n: int = 3) -> str:
         raise InvalidArgumentError(
             f"routing_query: no human message with text among the {len(messages)} messages"
         )
-    return "\n".join(reversed(picked))
+    return picked[::-1]

@@ -156,6 +156,10 @@ def llm(route: str | None, tier: str, p1: float, best: str | None = None) -> Rea
     return Reason("llm", f"the LLM {what} (the semantic best, {best} {p1:.2f}, was at the {tier} tier)")
 
 
+def follow_up(joined: Reason, alone: Reason) -> Reason:
+    return Reason("follow_up", f"read after the previous turn, {joined.message}; alone, {alone.message}")
+
+
 def llm_failed(error: str, then: Reason) -> Reason:
     return Reason("llm_failed", f"the LLM failed ({error}); without it: {then.message}")
 

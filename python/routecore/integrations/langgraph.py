@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, NamedTuple,
 from langchain_core.runnables import RunnableLambda
 
 from routecore.decide.arguments import context_domains_arg
-from routecore.decide.conversation import routing_query
+from routecore.decide.conversation import human_texts, routing_query
 from routecore.decide.policy import CLARIFY
 from routecore.decision import Decision, ToolBelt
 from routecore.errors import ConfigError, InvalidArgumentError
@@ -174,9 +174,9 @@ class RouterEdge:
         context_domains_key: str | None = None,
         route_key: str = "route",
         decision_key: str = "decision",
-        last_n: int = 3,
+        last_n: int | None = None,
     ):
-        if isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 1:
+        if last_n is not None and (isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 1):
             raise InvalidArgumentError(f"last_n must be a whole number >= 1, got {last_n!r}")
         self.router = router
         self.route_names = tuple(s.name for s in router.route_specs)
@@ -218,7 +218,9 @@ class RouterEdge:
     def route_args(self, state: Any) -> tuple[str, dict[str, Any]]:
         """The query and the keyword arguments of ``router.route`` for ``state``.
 
-        The query is :func:`routing_query` of the state's messages. The previous
+        The query is the newest human message, read after the one before it when alone it is not
+        routed (``previous_query``: a follow-up, docs/routers.md); with ``last_n`` set, the
+        :func:`routing_query` of that many. The previous
         route is ``state[previous_key]`` when that is one of the router's routes.
         When the decision stored in the state (by :meth:`node`) asked to clarify,
         the newest human message is routed as its answer, among its candidates.
@@ -257,7 +259,12 @@ class RouterEdge:
                 )
             )
             return routing_query(messages, last_n=1), kw
-        return routing_query(messages, last_n=self.last_n), kw
+        if self.last_n is not None:
+            return routing_query(messages, last_n=self.last_n), kw
+        *earlier, query = human_texts(messages, last_n=2)
+        if earlier:
+            kw["previous_query"] = earlier[0]
+        return query, kw
 
     def decide(self, state: Any) -> Decision:
         """``router.route`` for the conversation in ``state``."""
@@ -320,7 +327,7 @@ def make_router_edge(
     context_domains_key: str | None = None,
     route_key: str = "route",
     decision_key: str = "decision",
-    last_n: int = 3,
+    last_n: int | None = None,
 ) -> RouterEdge:
     """A LangGraph conditional edge (and node) routing the conversation by route name.
 
@@ -337,7 +344,10 @@ def make_router_edge(
         context_domains_key: a state key holding the active domains (affinity).
         route_key, decision_key: where :meth:`RouterEdge.node` writes the route and
             ``Decision.to_dict()``.
-        last_n: human messages in the routing query (:func:`routing_query`).
+        last_n: unset, the newest human message is routed, read after the one before it when
+            alone it is not routed (a follow-up); set, that many human messages are routed as one
+            text (:func:`routing_query`), which reads a change of topic with the turns before it
+            (BENCHMARKS.md §5, follow-ups).
 
     ``edge.path_map`` lists every node it can return. A conversation without
     human text raises :class:`InvalidArgumentError`.

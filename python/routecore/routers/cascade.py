@@ -209,17 +209,18 @@ class Cascade(CascadeTools):
     def route_batch(self, queries: Sequence[str], **kw: Any) -> list[Decision]:
         """:meth:`route` of each query: the fast router's batch, then one strong batch of the
         queries it did not route at the high tier; ``kw`` as in :meth:`Router.route_batch`
-        (``previous`` may be one route per query; not ``vectors=``, ``peer=`` or ``peer_model=``)."""
+        (``previous`` and ``previous_query`` may be one per query; not ``vectors=``, ``peer=`` or
+        ``peer_model=``)."""
         _own_arguments(kw, "vectors")
         if isinstance(queries, str) or not isinstance(queries, Sequence):
             raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
         queries = list(queries)
         fast = self.fast.route_batch(queries, **kw)
         up = [i for i, d in enumerate(fast) if not _fast_enough(d)]
-        prev = kw.get("previous")
-        if prev is not None and not isinstance(prev, str):  # one per query: those of the escalated
-            each = list(prev)
-            kw = {**kw, "previous": [each[i] for i in up]}
+        for key in ("previous", "previous_query"):
+            each = kw.get(key)
+            if each is not None and not isinstance(each, str):  # one per query: those of the escalated
+                kw = {**kw, key: [list(each)[i] for i in up]}
         escalated = set(up)
         peer = self._peer([fast[i] for i in up])
         strong = iter(self.strong.route_batch([queries[i] for i in up], **kw, **peer) if up else [])

@@ -1,11 +1,13 @@
-"""Two readings of one query and which decides (``RouteTable.with_tail``, ``with_typed``): a long
-query's start and end, a query with its typos repaired and as typed."""
+"""Two readings of one query and which decides (``RouteTable.with_tail``, ``with_typed``,
+``in_context``): a long query's start and end, a query with its typos repaired and as typed, a query
+alone and after the previous turn's text."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Sequence
 
+from routecore.decide import reasons
 from routecore.decision import Alert, Decision
 
 #: Alerts about the call, not the reading: the second reading's decision carries the first's.
@@ -47,3 +49,21 @@ def sureness(d: Decision) -> int:
     if d.action == "route":
         return 3 if d.tier == "high" else 2
     return 1 if d.action == "clarify" else 0
+
+
+def follow_up(alone: Decision, joined: Decision) -> Decision | None:
+    """``joined`` (the query read after the previous turn's text) as the call's decision, when ``alone``
+    (the query read alone) is not routed and ``joined`` routes to ``alone``'s own best route: the
+    previous turn lends the confidence, the query itself names the route. Else None (a query that
+    names another route is a change of topic, not a follow-up; docs/routers.md, "Follow-ups"). It is
+    routed at the medium tier at most: its confidence comes from the previous turn."""
+    if alone.action == "route" or joined.action != "route" or not alone.probabilities:
+        return None
+    probs = alone.probabilities
+    best = max(probs, key=lambda r: probs[r])
+    if joined.route != best or joined.reason is None or alone.reason is None:
+        return None
+    said = f"read after the previous turn: alone, {alone.action} ({alone.reason.code})"
+    d = second_reading(alone, joined, "follow_up", said)
+    # At most the medium tier: the previous turn lent the confidence.
+    return replace(d, tier="medium", reason=reasons.follow_up(joined.reason, alone.reason))

@@ -15,6 +15,7 @@ from routecore.decide.arguments import (
     context_domains_arg,
     per_query,
     previous_arg,
+    previous_query_arg,
     query_vectors,
     scored_domains,
 )
@@ -26,7 +27,7 @@ from routecore.decision import Decision, trace
 from routecore.errors import InvalidArgumentError, RoutecoreError
 from routecore.llm.llm import no_llm
 from routecore.routers.prepared import Prepared, with_notes
-from routecore.routers.readings import read_as_typed_too, surer_reading
+from routecore.routers.readings import follow_up, read_as_typed_too, surer_reading
 
 
 class _Table(Protocol):
@@ -60,6 +61,9 @@ class _Table(Protocol):
     @property
     def route_batch(self) -> Callable[..., list[Decision]]: ...
 
+    @property
+    def in_context_batch(self) -> Callable[..., list[Decision]]: ...
+
     def scored_batch(
         self, texts: list[str], embs: np.ndarray, prev: list[str | None], context_domains: Sequence[str]
     ) -> dict[int, tuple[Prepared, Step, float]]: ...
@@ -81,6 +85,7 @@ class BatchRoutes:
         peer: Sequence[Decision | None] | None = None,
         peer_model: str | None = None,
         repair: bool = True,
+        previous_query: str | Sequence[str | None] | None = None,
     ) -> list[Decision]:
         """The decisions for ``queries`` from one batched encoder call
         (:meth:`routecore.routers.router.Router.route_batch`).
@@ -88,10 +93,15 @@ class BatchRoutes:
         With an ``executor`` the decisions after the encoder call run in its threads,
         so that the LLM calls of several undecided queries overlap. ``repair`` False reads the
         queries as typed; otherwise those whose typos were repaired are read as typed too
-        (one more batched call), as ``route()`` reads them (``RouteTable.with_typed``)."""
+        (one more batched call), as ``route()`` reads them (``RouteTable.with_typed``); those with a
+        ``previous_query`` as ``route()`` reads them (:meth:`in_context_batch`)."""
         if isinstance(queries, str):
             raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
         queries = list(queries)
+        follows = [previous_query_arg(t) for t in per_query(previous_query, len(queries), "previous_query")]
+        if any(follows):
+            kw = dict(previous=previous, context_domains=context_domains, vectors=vectors, executor=executor)
+            return self.in_context_batch(queries, follows, choose, peer, peer_model, repair, **kw)
         prev = [previous_arg(p) for p in per_query(previous, len(queries), "previous")]
         peers = peers_of(peer, len(queries), peer_model)
         known = self.table.known_domains
@@ -163,6 +173,54 @@ class BatchRoutes:
                 )
                 for i, d in zip(typed, again):
                     out[i] = surer_reading(out[i], d)
+        return out
+
+    def in_context_batch(
+        self: _Table,
+        queries: list[str],
+        follows: list[str | None],
+        choose: Chooser | None,
+        peer: Sequence[Decision | None] | None,
+        peer_model: str | None,
+        repair: bool,
+        **kw: Any,
+    ) -> list[Decision]:
+        """``RouteTable.in_context`` for a batch: the queries alone, then those not routed that follow a
+        previous turn's text after it (one batched call each), then those the LLM would be asked about."""
+        peers = peers_of(peer, len(queries), peer_model)
+        common = dict(peer_model=peer_model, repair=repair)
+        out = self.route_batch(queries, choose=no_llm, peer=peer, **common, **kw)
+        prev = per_query(kw.get("previous"), len(queries), "previous")
+        todo = [i for i, d in enumerate(out) if follows[i] and d.action != "route" and queries[i].strip()]
+        if todo:
+            joined = self.route_batch(
+                [f"{follows[i]}\n{queries[i]}" for i in todo],
+                previous=[prev[i] for i in todo],
+                context_domains=kw.get("context_domains", ()),
+                choose=no_llm,
+                **common,
+            )
+            for i, j in zip(todo, joined):
+                out[i] = follow_up(out[i], j) or out[i]
+        asked = [
+            i for i, d in enumerate(out) if d.reason is not None and d.reason.code in ("llm_failed", "error")
+        ]
+        if asked:  # decided as they would be alone: the LLM asked (their encodes are cache hits)
+            vectors = kw.get("vectors")
+            again = self.route_batch(
+                [queries[i] for i in asked],
+                previous=[prev[i] for i in asked],
+                context_domains=kw.get("context_domains", ()),
+                vectors=None
+                if vectors is None
+                else query_vectors(vectors, self.encoder.dim, len(queries))[asked],
+                executor=kw.get("executor"),
+                choose=choose,
+                peer=None if peer is None else [peers[i] for i in asked],
+                **common,
+            )
+            for i, d in zip(asked, again):
+                out[i] = d
         return out
 
     def scored_batch(

@@ -20,7 +20,13 @@ from routecore.calibrate.traffic import TrafficCut, for_table
 from routecore.config.specs import RouteSpec
 from routecore.core.entities import EntityMatcher, entity_effects
 from routecore.core.lexical import LexicalTable
-from routecore.decide.arguments import context_domains_arg, previous_arg, query_vectors, scored_domains
+from routecore.decide.arguments import (
+    context_domains_arg,
+    previous_arg,
+    previous_query_arg,
+    query_vectors,
+    scored_domains,
+)
 from routecore.decide.conversation import routing_text, tail_of
 from routecore.decide.language_policies import LanguagePolicies
 from routecore.decide.policy import Policy, resolved
@@ -36,7 +42,7 @@ from routecore.decision import Alert, Decision, Timings, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.llm.llm import LLMRouter, no_llm
 from routecore.routers.prepared import Prepared, PreScore, with_notes
-from routecore.routers.readings import read_as_typed_too, second_reading, sureness, surer_reading
+from routecore.routers.readings import follow_up, read_as_typed_too, second_reading, sureness, surer_reading
 from routecore.routers.route_batch import BatchRoutes
 
 
@@ -176,12 +182,17 @@ class RouteTable(Decider, BatchRoutes):
         peer: Decision | None = None,
         peer_model: str | None = None,
         repair: bool = True,
+        previous_query: str | None = None,
     ) -> Decision:
         """The decision for ``query``: :meth:`routecore.routers.router.Router.route` (which documents
         the arguments).
 
         ``choose`` replaces ``llm.choose`` for this call (:mod:`routecore.core.aio`); ``repair``
         False reads the query as typed (:meth:`with_typed`)."""
+        previous_query = previous_query_arg(previous_query)
+        if previous_query is not None and clarify is None:
+            kw = dict(previous=previous, context_domains=context_domains, vector=vector, repair=repair)
+            return self.in_context(query, previous_query, choose, **kw, peer=peer, peer_model=peer_model)
         previous = previous_arg(previous)
         text = self.query_text(query, previous, clarify)
         check_peer(peer, peer_model)
@@ -230,6 +241,23 @@ class RouteTable(Decider, BatchRoutes):
         if clarify is None and peer is None and read_as_typed_too(d, notes):
             return self.with_typed(query, with_notes(d, notes), previous, context_domains)
         return with_notes(d, notes)
+
+    def in_context(self, query: str, previous_query: str, choose: Chooser | None, **kw: Any) -> Decision:
+        """A query that follows ``previous_query`` (the previous turn's text), read alone first and,
+        when that does not route it, after that text (:func:`follow_up`: kept when it routes to the
+        query's own best route). Both readings ask no LLM; a query neither routes is decided as it
+        would be alone, the LLM asked if it would be (its encode a cache hit)."""
+        alone = self.route(query, choose=no_llm, **kw)
+        if alone.action == "route" or not query.strip():
+            return alone
+        # The joined text is this router's own reading (a vector or a peer's decision was the query's).
+        joined_kw = {k: v for k, v in kw.items() if k not in ("vector", "peer", "peer_model")}
+        joined = self.route(f"{previous_query}\n{query}", choose=no_llm, **joined_kw)
+        follow = follow_up(alone, joined)
+        if follow is not None:
+            return follow
+        asked = alone.reason is not None and alone.reason.code in ("llm_failed", "error")
+        return self.route(query, choose=choose, **kw) if asked else alone
 
     def with_typed(
         self, query: str, read: Decision, previous: str | None, context_domains: Sequence[str] = ()

@@ -307,11 +307,15 @@ class Router(ToolCalls, Changes):
         vector: Any = None,
         peer: Decision | None = None,
         peer_model: str | None = None,
+        previous_query: str | None = None,
     ) -> Decision:
         """Decide which route handles ``query``. Never raises for any query string.
 
         Args:
             previous: the route of the previous turn (multi-turn prior; ``CLARIFY`` counts as none).
+            previous_query: the previous turn's text: a query that alone is not routed is read after
+                it too, and routed when that reading names the query's own best route (reason
+                ``follow_up``: "and tomorrow?" after a weather question; docs/routers.md).
             context_domains: active domains (affinity boost/penalty).
             clarify: a previous CLARIFY decision this query answers; routing is
                 then limited to its candidates, on the original query plus the answer.
@@ -335,6 +339,7 @@ class Router(ToolCalls, Changes):
                 vector=vector,
                 peer=peer,
                 peer_model=peer_model,
+                previous_query=previous_query,
             )
         )
 
@@ -348,11 +353,12 @@ class Router(ToolCalls, Changes):
         executor: Executor | None = None,
         peer: Sequence[Decision | None] | None = None,
         peer_model: str | None = None,
+        previous_query: str | Sequence[str | None] | None = None,
     ) -> list[Decision]:
         """The decisions for ``queries``, embedded in one batched encoder call.
 
-        Each decision is the one :meth:`route` gives for that query. ``previous`` is
-        one route for all queries or one per query; ``vectors`` (``n x dim``) skips
+        Each decision is the one :meth:`route` gives for that query. ``previous`` and
+        ``previous_query`` are one for all queries or one per query; ``vectors`` (``n x dim``) skips
         the encoder; ``executor`` decides the queries in its threads (their LLM
         fallback calls then overlap); ``peer``: one decision (or None) per query, by the model
         ``peer_model`` (as in :meth:`route`)."""
@@ -365,6 +371,7 @@ class Router(ToolCalls, Changes):
                 executor=executor,
                 peer=peer,
                 peer_model=peer_model,
+                previous_query=previous_query,
             )
         )
 

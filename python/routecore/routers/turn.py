@@ -19,7 +19,13 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from routecore.decide.arguments import context_domains_arg, part_of, per_query, query_vectors
+from routecore.decide.arguments import (
+    context_domains_arg,
+    part_of,
+    per_query,
+    previous_query_arg,
+    query_vectors,
+)
 from routecore.decide.conversation import routing_text, tail_of
 from routecore.decision import Decision, JsonResult, Reason, ToolBelt, emit, plain, trace
 from routecore.errors import ConfigError, InvalidArgumentError
@@ -140,12 +146,15 @@ class TurnRouter:
         previous: str | None = None,
         context_domains: Sequence[str] = (),
         vector: Any = None,
+        previous_query: str | None = None,
     ) -> Turn:
         """Every part's result for ``query`` from one encode (``previous``: the route of the previous
         turn; ``context_domains``: the caller's active domains, as ``Router.route`` takes them, which
         the knowledge part reads instead of the context's ``domain`` label; ``vector``: the query's
-        embedding, no encode). Never raises for any string (a non-str is an
+        embedding, no encode; ``previous_query``: the previous turn's text, which the route decision
+        reads as ``Router.route`` does). Never raises for any string (a non-str is an
         :class:`InvalidArgumentError`)."""
+        prior = (previous, previous_query_arg(previous_query))
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
         domains = context_domains_arg(context_domains)
@@ -154,18 +163,18 @@ class TurnRouter:
         t0 = time.perf_counter()
         if not text:
             why = Reason("empty_query", "nothing to read")
-            return self._emit(self._parts(query, previous, None, why, t0, domains))
+            return self._emit(self._parts(query, prior, None, why, t0, domains))
         if given is not None:
             why = Reason("turn", "every part decided on the caller's embedding")
-            return self._emit(self._parts(query, previous, given, why, t0, domains))
+            return self._emit(self._parts(query, prior, given, why, t0, domains))
         try:
             vec = self.encoder.encode_with_stats([text]).embeddings[0]
         except Exception as e:  # noqa: BLE001 - each part degrades as its own call does
             why = Reason("error", f"the encoder failed ({type(e).__name__}: {e}); each part degraded")
-            return self._emit(self._parts(query, previous, None, why, t0, domains))
+            return self._emit(self._parts(query, prior, None, why, t0, domains))
         encode_ms = (time.perf_counter() - t0) * 1e3
         why = Reason("turn", "every part decided on one embedding")
-        return self._emit(self._parts(query, previous, vec, why, t0, domains, own=text), encode_ms)
+        return self._emit(self._parts(query, prior, vec, why, t0, domains, own=text), encode_ms)
 
     def turn_batch(
         self,
@@ -174,11 +183,12 @@ class TurnRouter:
         previous: str | Sequence[str | None] | None = None,
         context_domains: Sequence[str] = (),
         vectors: Any = None,
+        previous_query: str | Sequence[str | None] | None = None,
     ) -> list[Turn]:
         """:meth:`turn` of each query from one encoder call for the batch (its time shared evenly);
-        ``previous``: one route for every query, or one per query; ``context_domains``: one list for
-        all; ``vectors``: the queries' embeddings, one row per query (no encoder call). When the
-        batch's encode fails, each query is turned alone (and degrades alone).
+        ``previous`` and ``previous_query``: one for every query, or one per query;
+        ``context_domains``: one list for all; ``vectors``: the queries' embeddings, one row per query
+        (no encoder call). When the batch's encode fails, each query is turned alone (and degrades alone).
 
         Raises:
             InvalidArgumentError: not a list of strings, or a ``previous`` list of another length.
@@ -188,7 +198,8 @@ class TurnRouter:
         queries = list(queries)
         if not all(isinstance(q, str) for q in queries):
             raise InvalidArgumentError("queries must be a list of strings")
-        prev = per_query(previous, len(queries), "previous")
+        follows = per_query(previous_query, len(queries), "previous_query")
+        prev = list(zip(per_query(previous, len(queries), "previous"), map(previous_query_arg, follows)))
         domains = context_domains_arg(context_domains)
         given = query_vectors(vectors, self.encoder.dim, len(queries)) if vectors is not None else None
         texts = [routing_text(q)[0] if q.strip() else "" for q in queries]
@@ -203,13 +214,17 @@ class TurnRouter:
                 else None
             )
         except Exception:  # noqa: BLE001 - each query then tries alone, as turn() degrades
-            return [self.turn(q, previous=p, context_domains=domains) for q, p in zip(queries, prev)]
+            return [
+                self.turn(q, previous=p, previous_query=f, context_domains=domains)
+                for q, (p, f) in zip(queries, prev)
+            ]
         share = (time.perf_counter() - t0) * 1e3 / max(len(listed), 1) if given is None else 0.0
         vecs: dict[int, Any] = {i: got[j] for j, i in enumerate(listed)} if got is not None else {}
         out = []
         for i, q in enumerate(queries):
             if i not in vecs:
-                out.append(self.turn(q, previous=prev[i], context_domains=domains))  # blank: the empty turn
+                p, f = prev[i]  # blank: the empty turn
+                out.append(self.turn(q, previous=p, previous_query=f, context_domains=domains))
                 continue
             why = Reason("turn", "every part decided on one embedding")
             t_i = time.perf_counter() - share / 1e3  # its share of the encode counts in its total
@@ -235,7 +250,7 @@ class TurnRouter:
     def _parts(
         self,
         query: str,
-        previous: str | None,
+        previous: tuple[str | None, str | None],
         vec: Any,
         why: Reason,
         t0: float,
@@ -243,14 +258,21 @@ class TurnRouter:
         own: str = "",
     ) -> Turn:
         """Each part's own call with ``vec`` (None: each encodes, or degrades, on its own) and the
-        caller's active domains ``given``. ``own``: the text the turn encoded into ``vec``, which the
-        route decision reads only when the router would read the query so too (not a long query, whose
-        end it also reads, nor one whose typos it repairs): its result is then ``Router.route``'s."""
+        caller's active domains ``given``; ``previous``: the previous turn's route and text. ``own``: the
+        text the turn encoded into ``vec``, which the route decision reads only when the router would
+        read the query so too (not a long query, whose end it also reads, nor one whose typos it
+        repairs): its result is then ``Router.route``'s."""
         r = self.router
         ctx = self.context.detect(query, vector=vec) if self.context is not None else None
         read_alone = bool(own) and r is not None and r.route_specs and _read_otherwise(r, query, own)
         decision = (
-            r.route(query, previous=previous, vector=None if read_alone else vec, context_domains=given)
+            r.route(
+                query,
+                previous=previous[0],
+                previous_query=previous[1],
+                vector=None if read_alone else vec,
+                context_domains=given,
+            )
             if r is not None and r.route_specs
             else None
         )

@@ -79,6 +79,7 @@ class RouteItem:
     query: str
     previous: Optional[str] = None
     context_domains: Tuple[str, ...] = ()
+    previous_query: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,12 @@ def _grouped(items: Sequence[Any], key: Callable[[Any], Hashable]) -> dict[Hasha
 
 
 def route_one(router: ServedRouter, item: RouteItem) -> Decision:
-    return router.route(item.query, previous=item.previous, context_domains=item.context_domains)
+    return router.route(
+        item.query,
+        previous=item.previous,
+        context_domains=item.context_domains,
+        previous_query=item.previous_query,
+    )
 
 
 def tools_one(router: ServedRouter, item: ToolsItem) -> ToolBelt:
@@ -221,6 +227,7 @@ def run_routes(
                 [it.previous for it in group],
                 group[0].context_domains,
                 fan_out,
+                [it.previous_query for it in group],
             )
         except Exception:  # noqa: BLE001 - one request at a time, so that only the bad one fails
             ds = [_call(route_one, router, it) for it in group]
@@ -259,13 +266,24 @@ def route_many(
     previous: list[str | None],
     context_domains: Sequence[str],
     fan_out: Executor | None = None,
+    previous_query: list[str | None] | None = None,
 ) -> list[Decision]:
     """``router.route_batch`` for ``queries``; with an LLM fallback, the decisions run in
     ``fan_out``'s threads, so that the LLM calls of medium-confidence decisions overlap
     instead of queueing one after the other inside the batch (decisions identical)."""
+    follows = previous_query or [None] * len(queries)
     if len(queries) == 1:
-        return [router.route(queries[0], previous=previous[0], context_domains=context_domains)]
+        d = router.route(
+            queries[0], previous=previous[0], context_domains=context_domains, previous_query=follows[0]
+        )
+        return [d]
     executor = fan_out if router.llm is not None else None
     return list(
-        router.route_batch(queries, previous=previous, context_domains=context_domains, executor=executor)
+        router.route_batch(
+            queries,
+            previous=previous,
+            context_domains=context_domains,
+            executor=executor,
+            previous_query=follows,
+        )
     )

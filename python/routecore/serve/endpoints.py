@@ -26,6 +26,15 @@ log = logging.getLogger("routecore.serve")
 __all__ = ["endpoints"]
 
 
+def per_request(value: Any, n: int, field: str, what: str) -> list[Any]:
+    """A batch field given once for all ``n`` queries, or as a list of one per query."""
+    if not isinstance(value, list):
+        return [value] * n
+    if len(value) != n:
+        raise ApiError(422, "ValidationError", f"{field} holds {len(value)} {what} for {n} queries")
+    return value
+
+
 def endpoints(srv: Server) -> list[Route]:
     m = srv.metrics
 
@@ -40,7 +49,8 @@ def endpoints(srv: Server) -> list[Route]:
                 "InvalidArgumentError",
                 f"unknown previous route {req.previous!r}; known: {sorted(router.route_table.by_name)}",
             )
-        item = RouteItem(req.query, req.previous, tuple(req.context_domains))
+        srv.check_query(req.previous_query, "previous_query")
+        item = RouteItem(req.query, req.previous, tuple(req.context_domains), req.previous_query)
         d = (
             await srv.route_batcher.submit(item)
             if srv.route_batcher is not None
@@ -61,18 +71,14 @@ def endpoints(srv: Server) -> list[Route]:
             )
         for i, q in enumerate(req.queries):
             srv.check_query(q, f"queries[{i}]")
-        prev = req.previous
-        if isinstance(prev, list):
-            if len(prev) != n:
-                raise ApiError(422, "ValidationError", f"previous holds {len(prev)} routes for {n} queries")
-            previous = prev
-        else:
-            previous = [prev] * n
+        previous = per_request(req.previous, n, "previous", "routes")
+        follows = per_request(req.previous_query, n, "previous_query", "texts")
+        for i, t in enumerate(follows):
+            srv.check_query(t, f"previous_query[{i}]")
         router = srv.current()
+        cd = tuple(req.context_domains)
         ds = (
-            await srv.run(
-                route_many, router, req.queries, previous, tuple(req.context_domains), srv.fan_out(router)
-            )
+            await srv.run(route_many, router, req.queries, previous, cd, srv.fan_out(router), follows)
             if n
             else []
         )

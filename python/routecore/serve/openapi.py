@@ -31,20 +31,22 @@ SessionId = Annotated[
 
 
 class RouteRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """``Router.route(query, previous=, context_domains=)``."""
+    """``Router.route(query, previous=, context_domains=, previous_query=)``."""
 
     query: str
     previous: Optional[str] = None
     context_domains: List[str] = []
+    previous_query: Optional[str] = None
 
 
 class RouteBatchRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """``Router.route_batch(queries, previous=, context_domains=)``: ``previous`` is one route for
-    all or one per query."""
+    """``Router.route_batch(queries, previous=, context_domains=, previous_query=)``: ``previous`` and
+    ``previous_query`` are one for all or one per query."""
 
     queries: List[str]
     previous: Union[None, str, List[Optional[str]]] = None
     context_domains: List[str] = []
+    previous_query: Union[None, str, List[Optional[str]]] = None
 
 
 class ToolsRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
