@@ -89,8 +89,6 @@ def test_function_words_and_negations(said, options, route, how):
 @pytest.mark.parametrize(
     "said",
     [
-        "not the docs",
-        "pas le logiciel",
         "nothing works",
         "rien ne marche",
         "it happened last week",
@@ -99,6 +97,46 @@ def test_function_words_and_negations(said, options, route, how):
 )
 def test_a_negated_name_or_a_place_among_other_words_picks_nothing(said):
     assert read_answer(said, DOCS) is None and read_answer(said, FR) is None
+
+
+@pytest.mark.parametrize(
+    "said, options, route",
+    [
+        ("not the docs", DOCS, "EDIT"),
+        ("pas le logiciel", FR, "IMPRIMANTE"),
+        ("not a refund", EN[:2], "BILLING"),
+    ],
+)
+def test_ruling_out_one_of_two_options_picks_the_other(said, options, route):
+    a = read_answer(said, options)
+    assert a is not None and (a.route, a.how) == (route, "other")
+    assert read_answer(said, [*options, ("X", "xylophone")]) is None  # of three, which is meant is not said
+
+
+SUPPORT = [("REFUND", "a refund"), ("DELIVERY", "a delivery question")]
+OTHERS = [("BILLING", "a billing question"), ("CARD_LOST", "a lost or stolen card"), ("ACCOUNT", "ACCOUNT")]
+
+
+@pytest.mark.parametrize(
+    "said, route, how",
+    [
+        ("a billing question", "BILLING", "elsewhere"),  # "question" is BILLING's too: it names no option
+        ("Billing question please", "BILLING", "elsewhere"),
+        ("BILLING", "BILLING", "elsewhere"),
+        ("it's about my account", "ACCOUNT", "elsewhere"),
+        ("the lost card", "CARD_LOST", "elsewhere"),  # every word of its name
+        ("no, a refund", "REFUND", "named"),
+        ("the second one", "DELIVERY", "place"),
+    ],
+)
+def test_an_answer_may_name_a_route_the_question_did_not_offer(said, route, how):
+    a = read_answer(said, SUPPORT, OTHERS)
+    assert a is not None and (a.route, a.how) == (route, how)
+
+
+@pytest.mark.parametrize("said", ["lost", "stolen", "not billing", "billing or account", "a question"])
+def test_one_word_of_a_route_not_offered_or_two_such_routes_pick_nothing(said):
+    assert read_answer(said, SUPPORT, OTHERS) is None
 
 
 @given(st.text(max_size=60))
@@ -150,6 +188,21 @@ def test_a_clarification_answered_by_name_place_or_no(helpdesk):
     no = helpdesk.route("non, aucun des deux", clarify=d)
     assert (no.action, no.route, no.reason.code) == ("none", None, "out_of_scope")
     assert "declines" in no.reason.message
+
+
+def test_an_answer_that_rules_one_out_or_names_another_route_is_read_as_said(helpdesk):
+    from dataclasses import replace
+
+    d = helpdesk.route("Excel ne s'ouvre plus et l'imprimante non plus")
+    d = replace(d, candidates=d.candidates[:2])  # a question of two options
+    first, second = d.candidates
+    label = {r.name: r.label for r in helpdesk.route_specs}
+    other = helpdesk.route(f"pas {label[first].split()[-1]}", clarify=d)  # "pas logiciel"
+    assert (other.route, other.tier) == (second, "medium") and "rules out" in other.reason.message
+    elsewhere = next(n for n in label if n not in d.candidates)
+    named = helpdesk.route(label[elsewhere], clarify=d)  # its whole label: a route not offered
+    assert (named.route, named.tier) == (elsewhere, "medium")
+    assert "a route the clarification did not offer" in named.reason.message
 
 
 def test_a_clarify_decisions_route_is_no_previous_route(helpdesk):

@@ -10,10 +10,15 @@ offered routes (:meth:`routecore.decide.route_decide.Decider.decide_step`).
 Function words name nothing: the 200 most frequent words of each bundled language
 (:func:`routecore.decide.words.common_words`: "the", "une", "first") neither name an option nor
 count as the rest of an answer. A named option under a negation ("not the docs", "pas le logiciel")
-is not picked. A place or a "no" is read only when every other word of the answer is a function
-word ("the second one", "aucun des deux"; not "it happened last week" or "nothing works"). An answer
-that says no more than "yes", "both" or a place the question did not offer ("3" of two) picks nothing:
-the question is asked again.
+is not picked (of two, the other is). A place or a "no" is read only when every other word of the
+answer is a function word ("the second one", "aucun des deux"; not "it happened last week" or
+"nothing works"). An answer that says no more than "yes", "both" or a place the question did not
+offer ("3" of two) picks nothing: the question is asked again.
+
+A word that another route of the config also shows names no option ("question" in "a billing
+question" and "a delivery question"). An answer that names a route the question did not offer by
+every word of its name or of its label ("no, a refund"; "a billing question") picks that route: the
+user redirected the question.
 """
 
 from __future__ import annotations
@@ -88,9 +93,10 @@ def function_words() -> frozenset[str]:
 
 @dataclass(frozen=True)
 class Answer:
-    """What an answer says: the offered ``route`` it picks (None: none of them), ``how``
-    (``named``, ``place``, ``declined``, or ``unclear``: it says no more than "yes", "both" or a place
-    the question did not offer, and is asked again) and the answer's ``word`` that says it."""
+    """What an answer says: the ``route`` it picks (None: none of the offered ones), ``how``
+    (``named``, ``place``, ``other``: it rules out the other of two options, ``elsewhere``: it names a
+    route the question did not offer, ``declined``, or ``unclear``: it says no more than "yes", "both"
+    or a place the question did not offer, and is asked again) and the answer's ``word`` that says it."""
 
     route: str | None
     how: str
@@ -102,46 +108,57 @@ def _same(a: str, b: str) -> bool:
 
 
 def _negated(tokens: list[str], at: int) -> bool:
-    """Whether the word at ``at`` follows a negation within two words, no punctuation between
-    ("not the docs"; "no, billing" names billing)."""
-    before = tokens[max(0, at - 2) : at]
-    for k, t in enumerate(before):
-        if t in NOT and all(u[0].isalnum() for u in before[k + 1 :]):
+    """Whether the word at ``at`` follows a negation within two words, no punctuation between but an
+    elision's apostrophe ("not the docs", "pas d'imprimante"; "no, billing" names billing)."""
+    seen = 0
+    for t in reversed(tokens[:at]):
+        if t in _APOSTROPHES:
+            continue
+        if not t[0].isalnum() or seen == 2:
+            return False
+        if t in NOT:
             return True
+        seen += 1
     return False
 
 
-def read_answer(answer: str, options: Sequence[tuple[str, str]]) -> Answer | None:
-    """The option ``answer`` picks among ``options`` (each ``(route, the words the question showed
-    for it)``, in the question's order), or None when it says neither which nor "no" (module docs).
+_APOSTROPHES = frozenset("'’")
+
+
+def read_answer(
+    answer: str, options: Sequence[tuple[str, str]], others: Sequence[tuple[str, str]] = ()
+) -> Answer | None:
+    """The route ``answer`` picks among ``options`` (each ``(route, the words the question showed
+    for it)``, in the question's order), or None when it says neither which nor "no" (module docs);
+    ``others``: the config's other routes, as ``(route, shown words)``.
 
     An option is named by a word of its own (its shown words and its route name, function words
-    aside) that no other option has; an answer naming two options picks none ("neither A nor B"
+    aside) that no other route has; an answer naming two options picks none ("neither A nor B"
     declines them)."""
     tokens = _fold(answer)
     words = [t for t in tokens if t[0].isalnum()]
     if not words or len(options) < 2:
         return None
     common = function_words()
-    own = [
-        {w for w in _words(shown) + _words(route) if len(w) >= MIN_LETTERS and w not in common}
-        for route, shown in options
-    ]
+    own = [_content(shown, common) | _content(route, common) for route, shown in [*options, *others]]
     named: dict[str, str] = {}
-    negated: set[str] = set()
+    negated: dict[str, str] = {}
     for i, (route, _) in enumerate(options):
-        others = set().union(*(o for j, o in enumerate(own) if j != i))
-        mine = [w for w in own[i] if not any(_same(w, o) for o in others)]
+        rest = set().union(*(o for j, o in enumerate(own) if j != i))
+        mine = [w for w in own[i] if not any(_same(w, o) for o in rest)]
         for at, t in enumerate(tokens):
             if t[0].isalnum() and any(_same(t, w) for w in mine):
                 if _negated(tokens, at):
-                    negated.add(route)
+                    negated.setdefault(route, t)
                 else:
                     named.setdefault(route, t)
     no = next((w for w in words if w in NO), None)
     picked = [r for r in named if r not in negated]
     if len(picked) == 1 and len(named) == 1:  # "not the docs, the ticket" names the ticket
         return Answer(picked[0], "named", named[picked[0]])
+    if not named and len(negated) == 1 and len(options) == 2:  # "not billing": the other one
+        ((out, word),) = negated.items()
+        return Answer(next(r for r, _ in options if r != out), "other", word)
     if named or negated:  # two options, or only negated ones: "neither A nor B" declines them
         return Answer(None, "declined", no) if no is not None and no != "no" else None
     for place, said in PLACES.items():
@@ -155,10 +172,36 @@ def read_answer(answer: str, options: Sequence[tuple[str, str]]) -> Answer | Non
             return Answer(options[place][0], "place", word)
     if no is not None and _only(words, no, common):
         return Answer(None, "declined", no)
+    elsewhere = _named_elsewhere(tokens, others, common)
+    if elsewhere is not None:
+        return elsewhere
     vague = [w for w in words if w in VAGUE or w in _SAYING or w.isdigit()]  # "4": a place not offered
     if vague and all(w in common or w in vague for w in words):  # "yes", "both", "3" of two
         return Answer(None, "unclear", vague[0])
     return None
+
+
+def _content(text: str, common: frozenset[str]) -> set[str]:
+    """The words of ``text`` that can name a route: not function words, at least MIN_LETTERS long."""
+    return {w for w in _words(text) if len(w) >= MIN_LETTERS and w not in common}
+
+
+def _named_elsewhere(
+    tokens: list[str], others: Sequence[tuple[str, str]], common: frozenset[str]
+) -> Answer | None:
+    """The one route of ``others`` the answer names by every word of its name or of its shown words,
+    none of them negated ("a billing question" for BILLING, labelled so); None for none or several."""
+    hits: dict[str, str] = {}
+    for route, shown in others:
+        for text in (route, shown):
+            need = _content(text, common)
+            at = [next((k for k, t in enumerate(tokens) if _same(t, w)), None) for w in need]
+            if need and all(k is not None and not _negated(tokens, k) for k in at):
+                hits.setdefault(route, tokens[min(k for k in at if k is not None)])
+    if len(hits) != 1:
+        return None
+    ((route, word),) = hits.items()
+    return Answer(route, "elsewhere", word)
 
 
 #: Every word that says a place or a "no".

@@ -82,11 +82,22 @@ def answered(route: str, p1: float, offered: list[str]) -> Reason:
 
 
 def picked(route: str, how: str, word: str, offered: list[str]) -> Reason:
+    shown = " / ".join(offered)
+    if how == "other":  # of two offered routes, the answer ruled out the other
+        ruled_out = next((o for o in offered if o != route), route)
+        return Reason(
+            "likely",
+            f"the answer rules out {ruled_out} ('{word}'): {route}, the other route the clarification "
+            f"offered ({shown})",
+        )
+    if how == "elsewhere":
+        return Reason(
+            "likely",
+            f"the answer names {route} ('{word}'), a route the clarification did not offer ({shown})",
+        )
     said = "names" if how == "named" else "gives the place of"
     return Reason(
-        "likely",
-        f"the answer {said} {route} ('{word}') among the routes the clarification offered "
-        f"({' / '.join(offered)})",
+        "likely", f"the answer {said} {route} ('{word}') among the routes the clarification offered ({shown})"
     )
 
 

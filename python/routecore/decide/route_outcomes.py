@@ -193,7 +193,8 @@ class Outcomes:
         head = f"{clarify.query}\n"
         said = text[len(head) :] if text.startswith(head) else text.rsplit("\n", 1)[-1]
         shown = [(c, self.by_name[c].shown) for c in clarify.candidates if c in self.by_name]
-        return read_answer(said, shown)  # the offered routes this router still has
+        others = [(n, s.shown) for n, s in self.by_name.items() if n not in clarify.candidates]
+        return read_answer(said, shown, others)  # the offered routes this router still has
 
     def _answered(self, out: Draft, answer: Answer, offered: list[str]) -> Draft:
         """The decision an answer that names, places or declines the offered routes makes: that
