@@ -223,6 +223,20 @@ def test_a_previous_that_is_not_a_route_name_is_an_argument_error(helpdesk):
         helpdesk.route("mon mot de passe a expiré", previous=["LOGICIEL"])
     with pytest.raises(InvalidArgumentError, match="previous must be a route name"):
         helpdesk.route_batch(["mon mot de passe a expiré"], previous=[["LOGICIEL"]])
+    with pytest.raises(InvalidArgumentError, match="unknown previous route 'LOGICIELS'"):
+        helpdesk.route("mon mot de passe a expiré", previous="LOGICIELS")
+
+
+def test_a_previous_route_in_another_case_or_blank_is_read_as_a_name_or_none(helpdesk):
+    q = "mon mot de passe a expiré"
+    want = helpdesk.route(q, previous="MOT_DE_PASSE")
+    assert want.previous_route == "MOT_DE_PASSE"
+    for named in ("mot_de_passe", "Mot_De_Passe"):
+        d = helpdesk.route(q, previous=named)
+        assert (d.route, d.tier, d.previous_route) == (want.route, want.tier, "MOT_DE_PASSE")
+    assert helpdesk.route_batch([q], previous=["mot_de_passe"])[0].previous_route == "MOT_DE_PASSE"
+    for blank in ("", "  "):
+        assert helpdesk.route(q, previous=blank).previous_route is None
 
 
 @pytest.mark.parametrize(

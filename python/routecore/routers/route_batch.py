@@ -14,7 +14,6 @@ import numpy as np
 from routecore.decide.arguments import (
     context_domains_arg,
     per_query,
-    previous_arg,
     previous_query_arg,
     query_vectors,
     scored_domains,
@@ -39,6 +38,8 @@ class _Table(Protocol):
     def read_query(self, text: str, repair: bool = True) -> tuple[str, tuple[tuple[str, str], ...]]: ...
 
     def query_text(self, query: Any, previous: str | None, clarify: Decision | None) -> str: ...
+
+    def known_previous(self, previous: Any) -> str | None: ...
 
     # route(), decide() and with_tail() as RouteTable defines them (their arguments are the table's)
     @property
@@ -102,7 +103,7 @@ class BatchRoutes:
         if any(follows):
             kw = dict(previous=previous, context_domains=context_domains, vectors=vectors, executor=executor)
             return self.in_context_batch(queries, follows, choose, peer, peer_model, repair, **kw)
-        prev = [previous_arg(p) for p in per_query(previous, len(queries), "previous")]
+        prev = [self.known_previous(p) for p in per_query(previous, len(queries), "previous")]
         peers = peers_of(peer, len(queries), peer_model)
         known = self.table.known_domains
         context_domains, set_aside = scored_domains(context_domains_arg(context_domains), known)

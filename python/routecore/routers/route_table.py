@@ -40,7 +40,7 @@ from routecore.decide.tables import (
 )
 from routecore.decision import Alert, Decision, Timings, trace
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.llm.llm import LLMRouter, no_llm
+from routecore.llm.llm import LLMRouter, no_llm, route_named
 from routecore.routers.prepared import Prepared, PreScore, with_notes
 from routecore.routers.readings import follow_up, read_as_typed_too, second_reading, sureness, surer_reading
 from routecore.routers.route_batch import BatchRoutes
@@ -158,6 +158,21 @@ class RouteTable(Decider, BatchRoutes):
         """:meth:`policy_for`, and the language the detector found (None when it did not run)."""
         return (self.policy, None, None) if self.languages is None else self.languages.read(self.policy, q)
 
+    def known_previous(self, previous: Any) -> str | None:
+        """The route ``previous`` names: None for None, blank or ``CLARIFY``; a route name, its case
+        folded when that names exactly one ("billing" for BILLING).
+
+        Raises:
+            InvalidArgumentError: not a str or None, or no route of this router.
+        """
+        previous = previous_arg(previous)
+        if previous is None or not previous.strip():
+            return None
+        named = route_named(previous, self.by_name)
+        if named is None:
+            raise InvalidArgumentError(f"unknown previous route {previous!r}; known: {sorted(self.by_name)}")
+        return named
+
     def query_text(self, query: Any, previous: str | None, clarify: Decision | None) -> str:
         """The text to embed for ``query``, after checking the arguments."""
         if not self.specs:
@@ -193,7 +208,7 @@ class RouteTable(Decider, BatchRoutes):
         if previous_query is not None and clarify is None:
             kw = dict(previous=previous, context_domains=context_domains, vector=vector, repair=repair)
             return self.in_context(query, previous_query, choose, **kw, peer=peer, peer_model=peer_model)
-        previous = previous_arg(previous)
+        previous = self.known_previous(previous)
         text = self.query_text(query, previous, clarify)
         check_peer(peer, peer_model)
         known = self.table.known_domains

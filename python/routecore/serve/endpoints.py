@@ -43,12 +43,11 @@ def endpoints(srv: Server) -> list[Route]:
         req = await srv.body(request, openapi.RouteRequest)
         srv.check_query(req.query, "query")
         router = srv.current()
-        if req.previous is not None and router.route_specs and req.previous not in router.route_table.by_name:
-            raise ApiError(
-                422,
-                "InvalidArgumentError",
-                f"unknown previous route {req.previous!r}; known: {sorted(router.route_table.by_name)}",
-            )
+        if req.previous is not None and router.route_specs:
+            try:
+                router.route_table.known_previous(req.previous)
+            except InvalidArgumentError as e:
+                raise ApiError(422, "InvalidArgumentError", str(e)) from None
         srv.check_query(req.previous_query, "previous_query")
         item = RouteItem(req.query, req.previous, tuple(req.context_domains), req.previous_query)
         d = (
