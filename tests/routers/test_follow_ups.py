@@ -135,3 +135,26 @@ def test_a_turn_decides_its_route_as_route_does_with_the_previous_turns_text(rou
         ("route", "follow_up"),
         ("none", "out_of_scope"),
     ]
+
+
+def test_a_turn_answers_a_clarification_as_route_does(router):
+    from dataclasses import replace
+
+    from routecore import TurnRouter
+
+    asked = replace(
+        router.route("put something on"), action="clarify", route="CLARIFY", candidates=("music", "timer")
+    )
+    t = TurnRouter(router)
+    for answer in ("the first one", "the timer", "neither"):
+        got = t.turn(answer, clarify=asked)
+        want = router.route(answer, clarify=asked)
+        assert (got.decision.action, got.decision.route, got.decision.reason) == (
+            want.action,
+            want.route,
+            want.reason,
+        )
+        assert got.query == f"put something on\n{answer}"
+    assert t.turn("the first one", clarify=asked).decision.route == "music"
+    with pytest.raises(InvalidArgumentError, match="clarify must be the clarify Decision"):
+        t.turn("the first one", clarify={"candidates": ["music"]})

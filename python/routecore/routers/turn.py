@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Sequence
 
 from routecore.decide.arguments import (
     context_domains_arg,
@@ -147,16 +147,21 @@ class TurnRouter:
         context_domains: Sequence[str] = (),
         vector: Any = None,
         previous_query: str | None = None,
+        clarify: Decision | None = None,
     ) -> Turn:
         """Every part's result for ``query`` from one encode (``previous``: the route of the previous
         turn; ``context_domains``: the caller's active domains, as ``Router.route`` takes them, which
         the knowledge part reads instead of the context's ``domain`` label; ``vector``: the query's
         embedding, no encode; ``previous_query``: the previous turn's text, which the route decision
-        reads as ``Router.route`` does). Never raises for any string (a non-str is an
-        :class:`InvalidArgumentError`)."""
-        prior = (previous, previous_query_arg(previous_query))
+        reads as ``Router.route`` does; ``clarify``: the clarify decision ``query`` answers, whose
+        query and this answer every part reads, the route decided as ``route(query, clarify=)``).
+        Never raises for any string (a non-str is an :class:`InvalidArgumentError`)."""
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
+        if clarify is not None and not isinstance(clarify, Decision):
+            raise InvalidArgumentError(f"clarify must be the clarify Decision, got {type(clarify).__name__}")
+        prior = _Prior(previous, previous_query_arg(previous_query), clarify, query)
+        query = query if clarify is None else f"{clarify.query}\n{query}"
         domains = context_domains_arg(context_domains)
         given = query_vectors(vector, self.encoder.dim, 1)[0] if vector is not None else None
         text = routing_text(query)[0] if query.strip() else ""
@@ -200,6 +205,7 @@ class TurnRouter:
             raise InvalidArgumentError("queries must be a list of strings")
         follows = per_query(previous_query, len(queries), "previous_query")
         prev = list(zip(per_query(previous, len(queries), "previous"), map(previous_query_arg, follows)))
+        priors = [_Prior(p, f, None, q) for (p, f), q in zip(prev, queries)]
         domains = context_domains_arg(context_domains)
         given = query_vectors(vectors, self.encoder.dim, len(queries)) if vectors is not None else None
         texts = [routing_text(q)[0] if q.strip() else "" for q in queries]
@@ -228,7 +234,9 @@ class TurnRouter:
                 continue
             why = Reason("turn", "every part decided on one embedding")
             t_i = time.perf_counter() - share / 1e3  # its share of the encode counts in its total
-            parts = self._parts(q, prev[i], vecs[i], why, t_i, domains, own=texts[i] if given is None else "")
+            parts = self._parts(
+                q, priors[i], vecs[i], why, t_i, domains, own=texts[i] if given is None else ""
+            )
             out.append(self._emit(parts, share))
         return out
 
@@ -250,7 +258,7 @@ class TurnRouter:
     def _parts(
         self,
         query: str,
-        previous: tuple[str | None, str | None],
+        previous: _Prior,
         vec: Any,
         why: Reason,
         t0: float,
@@ -258,7 +266,7 @@ class TurnRouter:
         own: str = "",
     ) -> Turn:
         """Each part's own call with ``vec`` (None: each encodes, or degrades, on its own) and the
-        caller's active domains ``given``; ``previous``: the previous turn's route and text. ``own``: the
+        caller's active domains ``given``; ``previous``: what the turn follows (:class:`_Prior`). ``own``: the
         text the turn encoded into ``vec``, which the route decision reads only when the router would
         read the query so too (not a long query, whose end it also reads, nor one whose typos it
         repairs): its result is then ``Router.route``'s."""
@@ -267,9 +275,10 @@ class TurnRouter:
         read_alone = bool(own) and r is not None and r.route_specs and _read_otherwise(r, query, own)
         decision = (
             r.route(
-                query,
-                previous=previous[0],
-                previous_query=previous[1],
+                previous.answer if previous.clarify is not None else query,
+                previous=previous.route,
+                previous_query=previous.query,
+                clarify=previous.clarify,
                 vector=None if read_alone else vec,
                 context_domains=given,
             )
@@ -292,6 +301,16 @@ class TurnRouter:
         ``encoder_error`` alert and reason ``error``, as a route decision degrades)."""
         assert self.router is not None  # a belt is asked for only with a router
         return self.router.tools(query, vector=vec, context_domains=domains)
+
+
+class _Prior(NamedTuple):
+    """What a turn follows: the previous turn's ``route`` and text (``query``), the ``clarify`` decision
+    it answers, and the turn's own text, its ``answer`` then."""
+
+    route: str | None
+    query: str | None
+    clarify: Decision | None
+    answer: str
 
 
 def _read_otherwise(router: Any, query: str, text: str) -> bool:
