@@ -51,6 +51,8 @@ def test_core_plus_top_k_and_discovery():
         reasons["list_ha_devices"] == "discovery"
     )  # plugin 'ha' matched: its list_/get_/search_ tools come along
     assert "restart_service" not in reasons
+    # the reason counts every tool the belt holds beyond the best top_k
+    assert belt.reason.message.endswith("the best 2 offered, beside 1 core tool(s) and 1 discovery tool(s)")
 
 
 def test_threshold_mode():
@@ -89,7 +91,7 @@ def test_floor_gates_top_k_on_the_best_candidate_and_filters_each_in_threshold_m
     assert top.reason.message.startswith(
         "the best tool, ha_get_logs 0.600, >= the floor 0.400: the best 4 offered"
     )
-    assert top.reason.message.endswith("beside 1 core tool(s)")
+    assert top.reason.message.endswith("beside 1 core tool(s) and 1 discovery tool(s)")
     assert each.reason.message.startswith("3 tool(s) >= the floor 0.400, beside 1 core tool(s)")
     # Under the floor, both readings leave no candidate.
     for mode in ("best", "each"):

@@ -322,8 +322,9 @@ def select_tools(
     lead = next((j for j, i in enumerate(order) if not tools[i].core and names[i] not in skip), -1)
     top = f"{names[order[lead]]} {best.item(lead):.3f}" if lead >= 0 else "no candidate"
     if picked:
-        cores = sum(kind == "core" for kind in chosen.values())
-        also = f", beside {cores} core tool(s)" if cores else ""
+        kinds = list(chosen.values())
+        beside = [f"{n} {k} tool(s)" for k in ("core", "discovery", "fallback") if (n := kinds.count(k))]
+        also = f", beside {' and '.join(beside)}" if beside else ""
         why = Reason(
             "tools",
             f"{picked} tool(s) >= the floor {floor:.3f}{also}; the best, {top}"
