@@ -185,6 +185,13 @@ def test_dataset_bad_input_names_the_line(tmp_path, clinc_slice):
     bad.write_text('{"text": "a"}\n')
     with pytest.raises(DatasetError, match=r":1: needs"):
         D.load_routes(bad)
+    bad.write_text('{"text": "a", "label": 3}\n')
+    with pytest.raises(DatasetError, match=r":1: needs a string 'text' and a 'label'"):
+        D.load_routes(bad)
+    oos = tmp_path / "oos.jsonl"
+    oos.write_text('{"text": "a", "label": null}\n{"text": "b", "label": "x"}\n')  # null: out of scope
+    assert [s.label for s in D.load_routes(oos).samples] == ["oos", "x"]
+    assert [s.label for s in D.load_routes(oos, oos_label="none").samples] == ["none", "x"]
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
     with pytest.raises(DatasetError, match="empty"):

@@ -48,7 +48,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             router = Router.from_config(args.config, encoder=_encoder(args))
         elif args.train:
             router = R.build_router(
-                D.load_routes(args.train),
+                D.load_routes(args.train, oos_label=args.oos_label),
                 _encoder(args),
                 shots=args.shots,
                 seed=args.seed,
@@ -60,7 +60,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise SystemExit(
                 "routecore eval: give --bundle, --config or --train (or --tools for tool selection)"
             )
-        res = R.evaluate_routes(router, D.load_routes(args.data), oos_label=args.oos_label, progress=progress)
+        res = R.evaluate_routes(
+            router,
+            D.load_routes(args.data, oos_label=args.oos_label),
+            oos_label=args.oos_label,
+            progress=progress,
+        )
     if args.out:
         write_report(res, args.out)
     out = res.to_dict()
@@ -118,7 +123,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         raise SystemExit("routecore fit: give --train (routes) or --tools (a tool catalog)")
     head: bool | str = True if args.head else False if args.no_head else "exemplars"
     router = R.build_router(
-        D.load_routes(args.train),
+        D.load_routes(args.train, oos_label=args.oos_label),
         _encoder(args),
         shots=args.shots,
         seed=args.seed,
@@ -128,7 +133,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     )
     res = R.fit_router(
         router,
-        D.load_routes(args.val),
+        D.load_routes(args.val, oos_label=args.oos_label),
         objective=args.objective,
         coverage=args.coverage,
         oos_label=args.oos_label,

@@ -67,16 +67,22 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterable[tuple[int, dict[str, An
             yield n, obj
 
 
-def load_routes(path: str | os.PathLike[str], *, language: str | None = None) -> Dataset:
-    """``{"text", "label"}`` lines, with optional previous_route, language, secondary_label, confidence."""
+def load_routes(
+    path: str | os.PathLike[str], *, language: str | None = None, oos_label: str = "oos"
+) -> Dataset:
+    """``{"text", "label"}`` lines, with optional previous_route, language, secondary_label, confidence;
+    a ``"label": null`` is out of scope (read as ``oos_label``)."""
     out = []
     for n, o in read_jsonl(path):
-        if not isinstance(o.get("text"), str) or not isinstance(o.get("label"), str):
-            raise DatasetError(f"{path}:{n}: needs string fields 'text' and 'label'")
+        label = o.get("label", 0)  # 0: missing
+        if not isinstance(o.get("text"), str) or not (label is None or isinstance(label, str)):
+            raise DatasetError(
+                f"{path}:{n}: needs a string 'text' and a 'label': a string, or null for out of scope"
+            )
         out.append(
             Sample(
                 o["text"],
-                o["label"],
+                oos_label if label is None else label,
                 o.get("previous_route"),
                 o.get("language", language),
                 o.get("secondary_label"),
