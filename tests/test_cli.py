@@ -55,6 +55,39 @@ def test_route_reads_a_follow_up_after_the_previous_turn(tmp_path):
     assert (out["route"], out["reason"]["code"], out["tier"]) == ("weather", "follow_up", "medium")
 
 
+SUPPORT = """routes:
+  - name: CARD_LOST
+    label: a lost or stolen card
+    utterances: [I lost my card, my credit card was stolen, please block my card,
+                 I can't find my debit card anywhere, someone took my wallet with my card in it,
+                 freeze my card right now]
+  - name: BILLING
+    label: a billing question
+    utterances: [why was my card charged twice, my invoice is wrong, update my payment method,
+                 there is a charge I don't recognize, how much is my monthly subscription,
+                 change the card used for billing]
+  - name: REFUND
+    label: a refund
+    utterances: [I want my money back, how do I get a refund, refund this item please,
+                 I'd like to return my order, when will I receive my refund,
+                 "the product arrived broken, I want a refund"]
+"""
+
+
+def test_route_reads_the_answer_to_a_clarification(tmp_path):
+    cfg = tmp_path / "support.yaml"
+    cfg.write_text(SUPPORT)
+    asked = "I was charged 49.99 but I cancelled"
+    first = json.loads(run("route", "--config", str(cfg), "--json", asked).stdout)
+    assert first["action"] == "clarify" and "BILLING" in first["candidates"]
+    out = json.loads(run("route", "--config", str(cfg), "--json", "--clarified", asked, "a refund").stdout)
+    assert (out["route"], out["tier"]) == ("REFUND", "medium") and "the answer names REFUND" in out["reason"][
+        "message"
+    ]
+    p = run("route", "--config", str(cfg), "--clarified", "I lost my card", "the first one", check=False)
+    assert p.returncode == 2 and "was not clarified (route)" in p.stderr
+
+
 def test_tools_json_shows_collision():
     out = json.loads(run("tools", "--config", "examples/tools.yaml", "--json", "device logs").stdout)
     assert out["collision"] and "ha_get_logs" in out["system_prompt_alert"]

@@ -115,12 +115,16 @@ def _configured_router(args: argparse.Namespace, default: Path, encoder: Callabl
 
 
 def cmd_route(args: argparse.Namespace) -> int:
-    d = _router(args, DEFAULT_ROUTES).route(
-        args.query,
-        previous=args.previous,
-        context_domains=args.context_domain or (),
-        previous_query=args.previous_query,
-    )
+    router = _router(args, DEFAULT_ROUTES)
+    kw = dict(previous=args.previous, context_domains=args.context_domain or ())
+    asked = router.route(args.clarified, **kw) if args.clarified is not None else None
+    if asked is not None and asked.action != "clarify":
+        print(
+            f"routecore route: --clarified {args.clarified!r} was not clarified ({asked.action})",
+            file=sys.stderr,
+        )
+        return 2
+    d = router.route(args.query, **kw, previous_query=args.previous_query, clarify=asked)
     from routecore.decide.reasons import NONE_OF_THESE  # after the model started loading
 
     if args.json:
@@ -273,6 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--previous", help="route of the previous turn")
     r.add_argument("--previous-query", help="text of the previous turn (a follow-up is read after it)")
+    r.add_argument(
+        "--clarified", metavar="QUERY", help="the query a clarification asked about: the query is its answer"
+    )
     r.add_argument("--context-domain", action="append", help="active domain (repeatable)")
     r.add_argument(
         "--llm-url",
