@@ -5,7 +5,7 @@ batch (:func:`per_query`)."""
 from __future__ import annotations
 
 import warnings
-from typing import AbstractSet, Any, Sequence
+from typing import AbstractSet, Any, Iterable, Sequence
 
 import numpy as np
 
@@ -93,6 +93,25 @@ def previous_arg(previous: Any) -> Any:
     if previous is not None and not isinstance(previous, str):
         raise InvalidArgumentError(f"previous must be a route name or None, got {type(previous).__name__}")
     return None if previous is not None and previous.upper() == CLARIFY else previous
+
+
+def known_route(previous: Any, names: Iterable[str]) -> str | None:
+    """The route of ``names`` that ``previous`` names: None for None, blank or ``CLARIFY``; a name,
+    its case folded when that names exactly one ("billing" for BILLING).
+
+    Raises:
+        InvalidArgumentError: not a str or None, or none of ``names``.
+    """
+    previous = previous_arg(previous)
+    if previous is None or not previous.strip():
+        return None
+    names = list(names)
+    if previous in names:
+        return str(previous)
+    same = [n for n in names if n.casefold() == previous.casefold()]
+    if len(same) != 1:
+        raise InvalidArgumentError(f"unknown previous route {previous!r}; known: {sorted(names)}")
+    return same[0]
 
 
 def previous_query_arg(previous_query: Any) -> str | None:

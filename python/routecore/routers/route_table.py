@@ -22,7 +22,7 @@ from routecore.core.entities import EntityMatcher, entity_effects
 from routecore.core.lexical import LexicalTable
 from routecore.decide.arguments import (
     context_domains_arg,
-    previous_arg,
+    known_route,
     previous_query_arg,
     query_vectors,
     scored_domains,
@@ -40,9 +40,9 @@ from routecore.decide.tables import (
 )
 from routecore.decision import Alert, Decision, Timings, trace
 from routecore.errors import ConfigError, InvalidArgumentError
-from routecore.llm.llm import LLMRouter, no_llm, route_named
+from routecore.llm.llm import LLMRouter, no_llm
 from routecore.routers.prepared import Prepared, PreScore, with_notes
-from routecore.routers.readings import follow_up, read_as_typed_too, second_reading, sureness, surer_reading
+from routecore.routers.readings import in_context, read_as_typed_too, second_reading, sureness, surer_reading
 from routecore.routers.route_batch import BatchRoutes
 
 
@@ -159,19 +159,8 @@ class RouteTable(Decider, BatchRoutes):
         return (self.policy, None, None) if self.languages is None else self.languages.read(self.policy, q)
 
     def known_previous(self, previous: Any) -> str | None:
-        """The route ``previous`` names: None for None, blank or ``CLARIFY``; a route name, its case
-        folded when that names exactly one ("billing" for BILLING).
-
-        Raises:
-            InvalidArgumentError: not a str or None, or no route of this router.
-        """
-        previous = previous_arg(previous)
-        if previous is None or not previous.strip():
-            return None
-        named = route_named(previous, self.by_name)
-        if named is None:
-            raise InvalidArgumentError(f"unknown previous route {previous!r}; known: {sorted(self.by_name)}")
-        return named
+        """:func:`~routecore.decide.arguments.known_route` among this router's routes."""
+        return known_route(previous, self.by_name)
 
     def query_text(self, query: Any, previous: str | None, clarify: Decision | None) -> str:
         """The text to embed for ``query``, after checking the arguments."""
@@ -207,7 +196,7 @@ class RouteTable(Decider, BatchRoutes):
         previous_query = previous_query_arg(previous_query)
         if previous_query is not None and clarify is None:
             kw = dict(previous=previous, context_domains=context_domains, vector=vector, repair=repair)
-            return self.in_context(query, previous_query, choose, **kw, peer=peer, peer_model=peer_model)
+            return in_context(self, query, previous_query, choose, **kw, peer=peer, peer_model=peer_model)
         previous = self.known_previous(previous)
         text = self.query_text(query, previous, clarify)
         check_peer(peer, peer_model)
@@ -256,23 +245,6 @@ class RouteTable(Decider, BatchRoutes):
         if clarify is None and peer is None and read_as_typed_too(d, notes):
             return self.with_typed(query, with_notes(d, notes), previous, context_domains)
         return with_notes(d, notes)
-
-    def in_context(self, query: str, previous_query: str, choose: Chooser | None, **kw: Any) -> Decision:
-        """A query that follows ``previous_query`` (the previous turn's text), read alone first and,
-        when that does not route it, after that text (:func:`follow_up`: kept when it routes to the
-        query's own best route). Both readings ask no LLM; a query neither routes is decided as it
-        would be alone, the LLM asked if it would be (its encode a cache hit)."""
-        alone = self.route(query, choose=no_llm, **kw)
-        if alone.action == "route" or not query.strip():
-            return alone
-        # The joined text is this router's own reading (a vector or a peer's decision was the query's).
-        joined_kw = {k: v for k, v in kw.items() if k not in ("vector", "peer", "peer_model")}
-        joined = self.route(f"{previous_query}\n{query}", choose=no_llm, **joined_kw)
-        follow = follow_up(alone, joined)
-        if follow is not None:
-            return follow
-        asked = alone.reason is not None and alone.reason.code in ("llm_failed", "error")
-        return self.route(query, choose=choose, **kw) if asked else alone
 
     def with_typed(
         self, query: str, read: Decision, previous: str | None, context_domains: Sequence[str] = ()
