@@ -134,6 +134,18 @@ def test_an_answer_may_name_a_route_the_question_did_not_offer(said, route, how)
     assert a is not None and (a.route, a.how) == (route, how)
 
 
+def test_a_redirect_beside_a_no_wins_and_an_options_own_name_always_names_it():
+    offered = [("BILLING", "a billing question"), ("REFUND", "a refund")]
+    shipping = [("SHIPPING", "SHIPPING")]
+    for said in ("not billing, shipping please", "no billing, I need shipping"):
+        a = read_answer(said, offered, shipping)
+        assert a is not None and (a.route, a.how) == ("SHIPPING", "elsewhere"), said
+    assert read_answer("not billing, my parcel is late", offered, shipping) is None  # more than a no: scored
+    # "billing" names BILLING though another route's name (BILLING_DISPUTES) holds the word
+    a = read_answer("billing", offered, [("BILLING_DISPUTES", "a billing dispute")])
+    assert a is not None and (a.route, a.how) == ("BILLING", "named")
+
+
 @pytest.mark.parametrize("said", ["lost", "stolen", "not billing", "billing or account", "a question"])
 def test_one_word_of_a_route_not_offered_or_two_such_routes_pick_nothing(said):
     assert read_answer(said, SUPPORT, OTHERS) is None

@@ -158,3 +158,44 @@ def test_a_turn_answers_a_clarification_as_route_does(router):
     assert t.turn("the first one", clarify=asked).decision.route == "music"
     with pytest.raises(InvalidArgumentError, match="clarify must be the clarify Decision"):
         t.turn("the first one", clarify={"candidates": ["music"]})
+
+
+def test_with_an_llm_a_query_routed_alone_asks_it_as_alone_and_a_joined_reading_lets_it_read_both(encoder):
+    """The LLM (asked on the medium tier by default) is asked as it would be alone for a query the
+    follow-up reading does not take, and on the query after the previous turn when that reading
+    would ask it; route() and route_batch() agree."""
+    asked = []
+
+    class LLM:
+        def choose(self, request):
+            asked.append(request.query)
+            return LLMChoice("shopping")
+
+    r = Router([RouteSpec(n, u) for n, u in ROUTES.items()], encoder=encoder, llm=LLM())
+    alone = r.route("songs")
+    assert (alone.route, alone.used_llm, asked) == ("shopping", True, ["songs"])
+    for d in (r.route("songs", previous_query=WEATHER), r.route_batch(["songs"], previous_query=WEATHER)[0]):
+        assert (d.action, d.route, d.used_llm, d.reason.code) == ("route", "shopping", True, "llm")
+    asked.clear()
+    joined = [
+        r.route("quieter", previous_query=MUSIC),
+        *r.route_batch(["quieter", "x"], previous_query=MUSIC)[:1],
+    ]
+    for d in joined:
+        assert (d.used_llm, d.reason.code) == (True, "llm") and "follow_up" in {a.kind for a in d.alerts}
+        assert not d.reason.message.startswith("the LLM failed")
+    assert asked[:2] == [f"{MUSIC}\nquieter"] * 2  # the LLM read the previous turn too
+
+
+def test_arguments_given_as_generators_are_read_once(router, encoder):
+    from routecore import Cascade
+
+    qs = ["and tomorrow?", "play some jazz"]
+    want = [(d.route, d.reason.code) for d in router.route_batch(qs, previous_query=[WEATHER, None])]
+    got = router.route_batch(
+        qs, previous=(p for p in [None, None]), previous_query=(t for t in [WEATHER, None])
+    )
+    assert [(d.route, d.reason.code) for d in got] == want
+    c = Cascade(router, router)
+    assert len(c.route_batch(qs, previous_query=(t for t in [WEATHER, None]))) == 2
+    assert router.route("and tomorrow?", previous=" weather ").previous_route == "weather"

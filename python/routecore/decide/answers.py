@@ -141,11 +141,14 @@ def read_answer(
         return None
     common = function_words()
     own = [_content(shown, common) | _content(route, common) for route, shown in [*options, *others]]
+    names = [_content(route, common) for route, _ in options]
     named: dict[str, str] = {}
     negated: dict[str, str] = {}
     for i, (route, _) in enumerate(options):
         rest = set().union(*(o for j, o in enumerate(own) if j != i))
+        other_names = set().union(*(n for j, n in enumerate(names) if j != i))
         mine = [w for w in own[i] if not any(_same(w, o) for o in rest)]
+        mine += [w for w in names[i] if w not in other_names]  # its own name always names it
         for at, t in enumerate(tokens):
             if t[0].isalnum() and any(_same(t, w) for w in mine):
                 if _negated(tokens, at):
@@ -156,9 +159,13 @@ def read_answer(
     picked = [r for r in named if r not in negated]
     if len(picked) == 1 and len(named) == 1:  # "not the docs, the ticket" names the ticket
         return Answer(picked[0], "named", named[picked[0]])
-    if not named and len(negated) == 1 and len(options) == 2:  # "not billing": the other one
-        ((out, word),) = negated.items()
-        return Answer(next(r for r, _ in options if r != out), "other", word)
+    if not named and negated:  # "not billing, shipping please": a route not offered, else the other one
+        elsewhere = _named_elsewhere(tokens, others, common)
+        if elsewhere is not None:
+            return elsewhere
+        ((out, word),) = negated.items() if len(negated) == 1 else ((None, ""),)
+        if out is not None and len(options) == 2 and _only(words, word, common):
+            return Answer(next(r for r, _ in options if r != out), "other", word)
     if named or negated:  # two options, or only negated ones: "neither A nor B" declines them
         return Answer(None, "declined", no) if no is not None and no != "no" else None
     for place, said in PLACES.items():
@@ -209,5 +216,8 @@ _SAYING = frozenset().union(*PLACES.values()) | NO
 
 
 def _only(words: list[str], word: str, common: frozenset[str]) -> bool:
-    """Whether every word of the answer but ``word`` is a function word, a place, a "no" or a "yes"."""
-    return all(w == word or w in common or w in _SAYING or w in YES for w in words)
+    """Whether every word of the answer but ``word`` is a function word, a place, a "no" or a "yes" (an
+    elided article's letter too: "d'imprimante")."""
+    return all(
+        w == word or w in common or w in _SAYING or w in YES or (len(w) == 1 and w.isalpha()) for w in words
+    )

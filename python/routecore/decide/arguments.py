@@ -105,7 +105,7 @@ def known_route(previous: Any, names: Iterable[str]) -> str | None:
     previous = previous_arg(previous)
     if previous is None or not previous.strip():
         return None
-    names = list(names)
+    names, previous = list(names), previous.strip()
     if previous in names:
         return str(previous)
     same = [n for n in names if n.casefold() == previous.casefold()]

@@ -237,7 +237,8 @@ class Decider(Outcomes):
         if unsupported:
             out.reason = reasons.unsupported(bname, p1, high, cosine, support or 0.0, r.head_oos_p)
         if answer is not None and clarify is not None:  # it named an option, its place, or none of them
-            return self._finish(self._answered(out, answer, list(clarify.candidates)))
+            every = ScoreMap(names, r.probs, pos)  # a route not offered is read on every route's
+            return self._finish(self._answered(out, answer, list(clarify.candidates), every))
         # The scope reads the cosine or the head (lexical hits move labels, not the scope), unless
         # the query holds an entity type a route prefers: the config says such a query is its own,
         # so it goes to the best of the routes that prefer it.

@@ -193,10 +193,13 @@ class Outcomes:
         head = f"{clarify.query}\n"
         said = text[len(head) :] if text.startswith(head) else text.rsplit("\n", 1)[-1]
         shown = [(c, self.by_name[c].shown) for c in clarify.candidates if c in self.by_name]
-        others = [(n, s.shown) for n, s in self.by_name.items() if n not in clarify.candidates]
+        # Other routes by their label and name (a description's words are no name).
+        others = [(n, s.label or n) for n, s in self.by_name.items() if n not in clarify.candidates]
         return read_answer(said, shown, others)  # the offered routes this router still has
 
-    def _answered(self, out: Draft, answer: Answer, offered: list[str]) -> Draft:
+    def _answered(
+        self, out: Draft, answer: Answer, offered: list[str], every: Mapping[str, float] | None = None
+    ) -> Draft:
         """The decision an answer that names, places or declines the offered routes makes: that
         route at the medium tier (no LLM asked: the user chose), or ``none``."""
         if answer.how == "unclear":  # "yes", "both": the same question again
@@ -208,8 +211,11 @@ class Outcomes:
             out.reason = reasons.declined_options(answer.word, offered)
             return out
         out.route, out.tier, out.hint = answer.route, "medium", answer.route
+        among = offered
+        if answer.how == "elsewhere" and every is not None:  # the offered routes' shares say nothing of it
+            out.probabilities, among = every, list(every)
         out.confidence = float(out.probabilities.get(answer.route, 0.0))
-        rest = [out.probabilities.get(c, 0.0) for c in offered if c != answer.route]
+        rest = [out.probabilities.get(c, 0.0) for c in among if c != answer.route]
         out.margin = out.confidence - max(rest, default=0.0)
         out.reason = reasons.picked(answer.route, answer.how, answer.word, offered)
         return self._finish(out)

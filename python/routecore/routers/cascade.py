@@ -25,7 +25,7 @@ import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
-from routecore.decide.arguments import part_of
+from routecore.decide.arguments import part_of, per_query
 from routecore.decision import Alert, Decision
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.cascade_tools import CascadeTools, EncoderTier, Served, cascade_alert, tier_of
@@ -176,7 +176,11 @@ class Cascade(CascadeTools):
         one per escalated query) when ``combine`` is on; nothing otherwise."""
         if not self.combine:
             return {}
-        return {"peer": fast, "peer_model": self._fast_model}
+        # A follow-up decision read the previous turn too: not the query the strong router reads.
+        own = [None if _followed(d) else d for d in fast] if isinstance(fast, list) else fast
+        if own is None or _followed(own):
+            return {}
+        return {"peer": own, "peer_model": self._fast_model}
 
     def _served_fast(self, served: list[Decision]) -> None:
         """With ``combine``, the fast router's own high-tier decisions count in the strong router's
@@ -215,12 +219,15 @@ class Cascade(CascadeTools):
         if isinstance(queries, str) or not isinstance(queries, Sequence):
             raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
         queries = list(queries)
+        for key in ("previous", "previous_query"):  # read twice below: a generator once, here
+            if kw.get(key) is not None and not isinstance(kw[key], str):
+                kw = {**kw, key: per_query(kw[key], len(queries), key)}
         fast = self.fast.route_batch(queries, **kw)
         up = [i for i, d in enumerate(fast) if not _fast_enough(d)]
         for key in ("previous", "previous_query"):
             each = kw.get(key)
             if each is not None and not isinstance(each, str):  # one per query: those of the escalated
-                kw = {**kw, key: [list(each)[i] for i in up]}
+                kw = {**kw, key: [each[i] for i in up]}
         escalated = set(up)
         peer = self._peer([fast[i] for i in up])
         strong = iter(self.strong.route_batch([queries[i] for i in up], **kw, **peer) if up else [])
@@ -307,6 +314,11 @@ def _served(
         "combined": combined is not None,
     }
     return cascade_alert(why, Served(by, tier), more)
+
+
+def _followed(d: Any) -> bool:
+    """Whether ``d`` is a follow-up decision (it read the previous turn's text with the query)."""
+    return isinstance(d, Decision) and d.reason is not None and d.reason.code == "follow_up"
 
 
 def _own_arguments(kw: Mapping[str, Any], vectors: str) -> None:

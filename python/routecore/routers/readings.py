@@ -5,11 +5,11 @@ alone and after the previous turn's text."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Sequence
 
 from routecore.decide import reasons
+from routecore.decide.conversation import LONG_QUERY_CHARS
 from routecore.decision import Alert, Decision
-from routecore.llm.llm import no_llm
 
 #: Alerts about the call, not the reading: the second reading's decision carries the first's.
 CALL_ALERTS = ("context_domain", "invalid_text")
@@ -70,19 +70,13 @@ def follow_up(alone: Decision, joined: Decision) -> Decision | None:
     return replace(d, tier="medium", reason=reasons.follow_up(joined.reason, alone.reason))
 
 
-def in_context(table: Any, query: str, previous_query: str, choose: Any, **kw: Any) -> Decision:
-    """``table.route`` of a query that follows ``previous_query`` (the previous turn's text): read
-    alone first and, when that does not route it, after that text (:func:`follow_up`: kept when it
-    routes to the query's own best route). Both readings ask no LLM; a query neither routes is decided
-    as it would be alone, ``choose`` (or the LLM) asked if it would be (its encode a cache hit)."""
-    alone = table.route(query, choose=no_llm, **kw)
-    if alone.action == "route" or not query.strip():
-        return alone  # type: ignore[no-any-return]
-    # The joined text is the table's own reading (a vector or a peer's decision was the query's).
-    joined_kw = {k: v for k, v in kw.items() if k not in ("vector", "peer", "peer_model")}
-    joined = table.route(f"{previous_query}\n{query}", choose=no_llm, **joined_kw)
-    follow = follow_up(alone, joined)
-    if follow is not None:
-        return follow
-    asked = alone.reason is not None and alone.reason.code in ("llm_failed", "error")
-    return table.route(query, choose=choose, **kw) if asked else alone  # type: ignore[no-any-return]
+def asks_llm(d: Decision) -> bool:
+    """Whether ``d``, decided without the LLM (``no_llm``), is one the LLM would have been asked about."""
+    return d.reason is not None and d.reason.code in ("llm_failed", "error")
+
+
+def joined_text(previous_query: str, query: str) -> str | None:
+    """``query`` after the previous turn's text, on two lines, within :data:`LONG_QUERY_CHARS` (the
+    previous text's end kept: a long one would be read as a long query); None for a long query."""
+    room = LONG_QUERY_CHARS - len(query) - 1
+    return f"{previous_query[-room:]}\n{query}" if room > 0 and previous_query else None

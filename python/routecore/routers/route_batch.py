@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Executor
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Protocol, Sequence
 
@@ -26,7 +27,14 @@ from routecore.decision import Decision, trace
 from routecore.errors import InvalidArgumentError, RoutecoreError
 from routecore.llm.llm import no_llm
 from routecore.routers.prepared import Prepared, with_notes
-from routecore.routers.readings import follow_up, read_as_typed_too, surer_reading
+from routecore.routers.readings import (
+    asks_llm,
+    follow_up,
+    joined_text,
+    read_as_typed_too,
+    second_reading,
+    surer_reading,
+)
 
 
 class _Table(Protocol):
@@ -62,12 +70,45 @@ class _Table(Protocol):
     @property
     def route_batch(self) -> Callable[..., list[Decision]]: ...
 
-    @property
-    def in_context_batch(self) -> Callable[..., list[Decision]]: ...
+    def in_context_batch(
+        self, queries: list[str], follows: list[str | None], call: Call
+    ) -> list[Decision]: ...
 
     def scored_batch(
         self, texts: list[str], embs: np.ndarray, prev: list[str | None], context_domains: Sequence[str]
     ) -> dict[int, tuple[Prepared, Step, float]]: ...
+
+
+@dataclass(frozen=True)
+class Call:
+    """The arguments of a batch call besides its queries (one per query where they may differ)."""
+
+    previous: list[str | None]
+    context_domains: Sequence[str]
+    vectors: Any
+    executor: Executor | None
+    choose: Chooser | None
+    peers: list[Decision | None]
+    peer_model: str | None
+    repair: bool
+
+    def kw(self, choose: Any, rows: list[int] | None = None, peered: bool = False) -> dict[str, Any]:
+        """``route_batch`` keywords for the queries at ``rows`` (all when None): the query's own
+        vectors and peers only when ``peered`` (a joined text is read anew)."""
+        pick = (lambda xs: xs) if rows is None else (lambda xs: [xs[i] for i in rows])
+        out: dict[str, Any] = dict(
+            previous=pick(self.previous),
+            context_domains=self.context_domains,
+            choose=choose,
+            executor=self.executor,
+            repair=self.repair,
+        )
+        if peered:
+            vecs = None if self.vectors is None else np.asarray(self.vectors)
+            out["vectors"] = None if vecs is None else (vecs if rows is None else vecs[rows])
+            out["peer"] = pick(self.peers) if any(p is not None for p in self.peers) else None
+            out["peer_model"] = self.peer_model
+        return out
 
 
 class BatchRoutes:
@@ -100,11 +141,11 @@ class BatchRoutes:
             raise InvalidArgumentError("queries must be a list of strings; use route() for one query")
         queries = list(queries)
         follows = [previous_query_arg(t) for t in per_query(previous_query, len(queries), "previous_query")]
-        if any(follows):
-            kw = dict(previous=previous, context_domains=context_domains, vectors=vectors, executor=executor)
-            return self.in_context_batch(queries, follows, choose, peer, peer_model, repair, **kw)
         prev = [self.known_previous(p) for p in per_query(previous, len(queries), "previous")]
         peers = peers_of(peer, len(queries), peer_model)
+        if any(follows):
+            call = Call(prev, context_domains, vectors, executor, choose, peers, peer_model, repair)
+            return self.in_context_batch(queries, follows, call)
         known = self.table.known_domains
         context_domains, set_aside = scored_domains(context_domains_arg(context_domains), known)
         heads = [self.read_query(self.query_text(q, p, None), repair) for q, p in zip(queries, prev)]
@@ -177,49 +218,35 @@ class BatchRoutes:
         return out
 
     def in_context_batch(
-        self: _Table,
-        queries: list[str],
-        follows: list[str | None],
-        choose: Chooser | None,
-        peer: Sequence[Decision | None] | None,
-        peer_model: str | None,
-        repair: bool,
-        **kw: Any,
+        self: _Table, queries: list[str], follows: list[str | None], call: Call
     ) -> list[Decision]:
-        """``RouteTable.in_context`` for a batch: the queries alone, then those not routed that follow a
-        previous turn's text after it (one batched call each), then those the LLM would be asked about."""
-        peers = peers_of(peer, len(queries), peer_model)
-        common = dict(peer_model=peer_model, repair=repair)
-        out = self.route_batch(queries, choose=no_llm, peer=peer, **common, **kw)
-        prev = per_query(kw.get("previous"), len(queries), "previous")
-        todo = [i for i, d in enumerate(out) if follows[i] and d.action != "route" and queries[i].strip()]
-        if todo:
-            joined = self.route_batch(
-                [f"{follows[i]}\n{queries[i]}" for i in todo],
-                previous=[prev[i] for i in todo],
-                context_domains=kw.get("context_domains", ()),
-                choose=no_llm,
-                **common,
-            )
-            for i, j in zip(todo, joined):
-                out[i] = follow_up(out[i], j) or out[i]
-        asked = [
-            i for i, d in enumerate(out) if d.reason is not None and d.reason.code in ("llm_failed", "error")
-        ]
+        """The decisions of queries that follow a previous turn's text (``follows``; ``route(q,
+        previous_query=)`` is a batch of one): each read alone without the LLM; one not routed, after
+        that text too (:func:`~routecore.routers.readings.follow_up`), the LLM asked on the joined text
+        when that reading would ask it; the rest as alone, the LLM asked where it would be."""
+        c = call
+        alone = self.route_batch(queries, **c.kw(no_llm, peered=True))
+        out = list(alone)
+        todo = [i for i, d in enumerate(alone) if follows[i] and d.action != "route" and queries[i].strip()]
+        texts = {i: t for i in todo if (t := joined_text(follows[i] or "", queries[i])) is not None}
+        todo = list(texts)
+        joined = self.route_batch([texts[i] for i in todo], **c.kw(no_llm, rows=todo)) if todo else []
+        ask_joined = []
+        for i, j in zip(todo, joined):
+            f = follow_up(alone[i], j)
+            if f is not None and asks_llm(j):
+                ask_joined.append(i)  # the LLM reads the query after the previous turn
+            elif f is not None:
+                out[i] = f
+        if ask_joined:
+            again = self.route_batch([texts[i] for i in ask_joined], **c.kw(c.choose, rows=ask_joined))
+            for i, d in zip(ask_joined, again):
+                out[i] = second_reading(
+                    alone[i], d, "follow_up", "read after the previous turn, with the LLM"
+                )
+        asked = [i for i, d in enumerate(out) if d is alone[i] and asks_llm(d)]
         if asked:  # decided as they would be alone: the LLM asked (their encodes are cache hits)
-            vectors = kw.get("vectors")
-            again = self.route_batch(
-                [queries[i] for i in asked],
-                previous=[prev[i] for i in asked],
-                context_domains=kw.get("context_domains", ()),
-                vectors=None
-                if vectors is None
-                else query_vectors(vectors, self.encoder.dim, len(queries))[asked],
-                executor=kw.get("executor"),
-                choose=choose,
-                peer=None if peer is None else [peers[i] for i in asked],
-                **common,
-            )
+            again = self.route_batch([queries[i] for i in asked], **c.kw(c.choose, rows=asked, peered=True))
             for i, d in zip(asked, again):
                 out[i] = d
         return out

@@ -42,7 +42,7 @@ from routecore.decision import Alert, Decision, Timings, trace
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.llm.llm import LLMRouter, no_llm
 from routecore.routers.prepared import Prepared, PreScore, with_notes
-from routecore.routers.readings import in_context, read_as_typed_too, second_reading, sureness, surer_reading
+from routecore.routers.readings import read_as_typed_too, second_reading, sureness, surer_reading
 from routecore.routers.route_batch import BatchRoutes
 
 
@@ -194,9 +194,18 @@ class RouteTable(Decider, BatchRoutes):
         ``choose`` replaces ``llm.choose`` for this call (:mod:`routecore.core.aio`); ``repair``
         False reads the query as typed (:meth:`with_typed`)."""
         previous_query = previous_query_arg(previous_query)
-        if previous_query is not None and clarify is None:
-            kw = dict(previous=previous, context_domains=context_domains, vector=vector, repair=repair)
-            return in_context(self, query, previous_query, choose, **kw, peer=peer, peer_model=peer_model)
+        if previous_query is not None and clarify is None:  # a batch of one (route_batch reads it)
+            return self.route_batch(
+                [query],
+                previous=previous,
+                context_domains=context_domains,
+                vectors=None if vector is None else query_vectors(vector, self.encoder.dim, 1),
+                choose=choose,
+                peer=None if peer is None else [peer],
+                peer_model=peer_model,
+                repair=repair,
+                previous_query=previous_query,
+            )[0]
         previous = self.known_previous(previous)
         text = self.query_text(query, previous, clarify)
         check_peer(peer, peer_model)

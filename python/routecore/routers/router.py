@@ -60,28 +60,24 @@ class Router(ToolCalls, Changes):
         llm: optional fallback router (:class:`routecore.llm.llm.LLMRouter`).
         memory: optional :class:`ExperienceMemory` whose lessons adjust tool scores.
         head: optional ``routecore.calibrate.linear_head.LinearHead``: route probabilities and out of scope.
-        storage: ``"auto"`` (default: int8 for tables of >= ``AUTO_INT8_ELEMENTS``
-            elements, f32 below), ``"f32"``, ``"f16"`` or ``"int8"``. An int8 table is
-            scanned in int8 and its contenders re-scored exactly (``Policy.exact_top``,
-            ``exact_band``); routes outside them keep an estimate whose error bound is
-            in ``Decision.score_bounds``.
-        calibration: a :class:`~routecore.calibrate.calibration.Calibration` to use (from a
-            bundle, or ``routecore fit``). Without one, the policy's unset
-            thresholds are calibrated zero-label from the exemplars and the bundled
-            background set (:func:`routecore.calibrate.calibration.zero_label`).
-        progress: report the embedding of the exemplars: ``True`` for a line on
-            stderr, or a callable ``(done, total)``. Silent by default.
-        tool_overlay: routecore fields (examples, anti-patterns, domain, core, cost,
-            latency, safety tags) by tool name, as a mapping or a YAML/JSON file
-            (:func:`routecore.config.tool_formats.read_overlay`).
+        storage: ``"auto"`` (default: int8 for tables of >= ``AUTO_INT8_ELEMENTS`` elements, f32
+            below), ``"f32"``, ``"f16"`` or ``"int8"``. An int8 table is scanned in int8 and its
+            contenders re-scored exactly (``Policy.exact_top``, ``exact_band``); routes outside
+            them keep an estimate whose error bound is in ``Decision.score_bounds``.
+        calibration: a :class:`~routecore.calibrate.calibration.Calibration` to use (from a bundle,
+            or ``routecore fit``). Without one, the policy's unset thresholds are calibrated
+            zero-label from the exemplars and the bundled background set
+            (:func:`routecore.calibrate.calibration.zero_label`).
+        progress: report the embedding of the exemplars: ``True`` for a line on stderr, or a
+            callable ``(done, total)``. Silent by default.
+        tool_overlay: routecore fields (examples, anti-patterns, domain, core, cost, latency, safety
+            tags) by tool name, a mapping or a YAML/JSON file (``tool_formats.read_overlay``).
         entities: dictionaries and patterns of entity types
             (:class:`routecore.core.entities.EntityConfig`, a config's ``entities:``);
             routes may prefer or require them, and decisions list them.
-        vectors: exemplar embeddings made beforehand
-            (:class:`~routecore.decide.tables.TableVectors`: an evaluation's cache, a bundle's):
-            those tables are not embedded again. Rows must be ``encoder``'s, in exemplar order.
-        lexical_indexes: BM25 indexes made beforehand
-            (:class:`~routecore.decide.tables.TableLexical`, a bundle's).
+        vectors: exemplar embeddings made beforehand (:class:`~routecore.decide.tables.TableVectors`:
+            an evaluation's cache, a bundle's), not embedded again: ``encoder``'s rows, in exemplar order.
+        lexical_indexes: BM25 indexes made beforehand (:class:`~routecore.decide.tables.TableLexical`).
 
     ``route_table`` and ``tool_catalog`` are the two parts; ``policy`` and
     ``encoder`` are shared by both (setting them updates both). ``spec_policy``
@@ -89,12 +85,7 @@ class Router(ToolCalls, Changes):
     force, and ``calibrated`` says where its numbers come from.
     """
 
-    policy = _kept_on(
-        "route_table",
-        "tool_catalog",
-        name="policy",
-        doc="The policy of routes and tools (routes' thresholds merged in).",
-    )
+    policy = _kept_on("route_table", "tool_catalog", name="policy", doc="The policy of routes and tools.")
     encoder = _kept_on(
         "route_table", "tool_catalog", name="encoder", doc="The encoder of exemplars, queries and lessons."
     )
@@ -315,7 +306,8 @@ class Router(ToolCalls, Changes):
             previous: the route of the previous turn (multi-turn prior; ``CLARIFY`` counts as none).
             previous_query: the previous turn's text: a query that alone is not routed is read after
                 it too, and routed when that reading names the query's own best route (reason
-                ``follow_up``: "and tomorrow?" after a weather question; docs/routers.md).
+                ``follow_up``: "and tomorrow?" after a weather question; docs/routers.md); not read
+                with ``clarify``, whose query is the context.
             context_domains: active domains (affinity boost/penalty).
             clarify: a previous CLARIFY decision this query answers; routing is
                 then limited to its candidates, on the original query plus the answer.

@@ -323,7 +323,7 @@ def select_tools(
     top = f"{names[order[lead]]} {best.item(lead):.3f}" if lead >= 0 else "no candidate"
     if picked:
         kinds = list(chosen.values())
-        beside = [f"{n} {k} tool(s)" for k in ("core", "discovery", "fallback") if (n := kinds.count(k))]
+        beside = [f"{n} {k} tool(s)" for k in ("core", "discovery") if (n := kinds.count(k))]
         also = f", beside {' and '.join(beside)}" if beside else ""
         why = Reason(
             "tools",
