@@ -56,6 +56,26 @@ def test_a_learned_query_is_an_exemplar_with_its_source_and_time(router):
     assert d.top_exemplars[0].text == "the courier lost my box"  # the table holds it now
 
 
+def test_a_query_learned_once_is_routed_there_at_once(router, tmp_path):
+    """Between refits the head has not seen a learned exemplar: the query again goes to its route at
+    the medium tier, reason ``learned``; a near-copy waits for the refit."""
+    asked = ["the courier lost my box", "the courier lost my box"]
+    before = [router.route(q) for q in asked]
+    assert all(d.route != "shipping" or d.action != "route" for d in before)
+    near = router.route("The courier lost my parcel!")
+    res = router.learn("the courier lost my box", "shipping")
+    for d in [*map(router.route, asked), *router.route_batch(asked)]:
+        assert (d.action, d.route, d.tier, d.reason.code) == ("route", "shipping", "medium", "learned")
+        assert "learn() was given this query for shipping" in d.reason.message
+    after = router.route("The courier lost my parcel!")
+    assert (after.reason.code, after.route) == (near.reason.code, near.route)  # the head decides it still
+    assert router.route("I cannot log in").route == "account"  # other queries as before
+    router.save(tmp_path / "b")
+    assert Router.load(tmp_path / "b").route(asked[0]).reason.code == "learned"
+    router.forget(res.exemplar.id)
+    assert router.route(asked[0]).reason.code == before[0].reason.code
+
+
 def test_a_near_duplicate_is_not_added_twice(router):
     assert router.learn("my package never arrived", "shipping").status == "learned"
     again = router.learn("my package never arrived", "shipping")

@@ -167,6 +167,10 @@ def llm(route: str | None, tier: str, p1: float, best: str | None = None) -> Rea
     return Reason("llm", f"the LLM {what} (the semantic best, {best} {p1:.2f}, was at the {tier} tier)")
 
 
+def learned(route: str, text: str, cosine: float) -> Reason:
+    return Reason("learned", f"learn() was given this query for {route} ('{text}', cosine {cosine:.4f})")
+
+
 def follow_up(joined: Reason, alone: Reason) -> Reason:
     return Reason("follow_up", f"read after the previous turn, {joined.message}; alone, {alone.message}")
 

@@ -15,6 +15,7 @@ from routecore.calibrate.languages import LanguageDetector
 from routecore.calibrate.peer_cut import PeerCut
 from routecore.calibrate.traffic import TrafficCut
 from routecore.decide import reasons
+from routecore.decide.learned import LearnedRows
 from routecore.decide.policy import CLARIFY, Policy, apply_previous_boost, bias_winner, resolved, tier_of
 from routecore.decide.route_outcomes import Chooser, Draft, Outcomes
 from routecore.decide.tables import Step, collision_alert
@@ -76,6 +77,8 @@ class Decider(Outcomes):
     head: Any
     head_cuts: tuple[LanguageDetector, dict[str, float]] | None
     traffic: TrafficCut | None
+    #: The learned exemplars of this table (set by the learner).
+    learned: LearnedRows | None = None
     _head_native: tuple[Any, Any] | None = None  # the head in native form, kept per head (_native_head)
 
     def _native_head(self) -> _native.RouteHead:
@@ -239,6 +242,9 @@ class Decider(Outcomes):
         if answer is not None and clarify is not None:  # it named an option, its place, or none of them
             every = ScoreMap(names, r.probs, pos)  # a route not offered is read on every route's
             return self._finish(self._answered(out, answer, list(clarify.candidates), every))
+        near = self.learned.near(out.top_exemplars) if self.learned is not None and clarify is None else None
+        if near is not None and tier != "high":  # (a high tier elsewhere is kept, as learn() holds it)
+            return self._finish(self._learned(out, near))
         # The scope reads the cosine or the head (lexical hits move labels, not the scope), unless
         # the query holds an entity type a route prefers: the config says such a query is its own,
         # so it goes to the best of the routes that prefer it.

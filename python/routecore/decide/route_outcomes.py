@@ -220,6 +220,16 @@ class Outcomes:
         out.reason = reasons.picked(answer.route, answer.how, answer.word, offered)
         return self._finish(out)
 
+    def _learned(self, out: Draft, near: Exemplar) -> Draft:
+        """A query that is a learned exemplar again (:mod:`routecore.decide.learned`): its route at
+        the medium tier, no LLM asked (the answer it learned was given for this query)."""
+        out.route, out.tier, out.hint = near.route, "medium", near.route
+        out.confidence = float(out.probabilities.get(near.route, 0.0))
+        rest = [v for k, v in out.probabilities.items() if k != near.route]
+        out.margin = out.confidence - max(rest, default=0.0)
+        out.reason = reasons.learned(near.route, near.text, near.score)
+        return out
+
     def _clarify(self, out: Draft, candidates: list[str]) -> Draft:
         out.action, out.route, out.candidates = "clarify", CLARIFY, tuple(candidates)
         out.question = self.question(candidates)

@@ -44,6 +44,7 @@ import numpy as np
 
 from routecore.core.forks import unforked
 from routecore.decide.arguments import stored_text
+from routecore.decide.learned import LearnedRows
 from routecore.decision import Decision
 from routecore.errors import InvalidArgumentError, MemoryStoreError, UnknownRouteError
 from routecore.llm.llm import no_llm
@@ -248,6 +249,7 @@ class Learner:
             if v is not None:
                 self.entries[e.id] = (e, v)
                 self.next_id = max(self.next_id, e.id + 1)
+        self._mark(self.router.route_table)
 
     def sync(self) -> int:
         """Take the router's lesson store as the truth: add the learned exemplars it holds that
@@ -317,13 +319,20 @@ class Learner:
         for i, (e, _) in list(self.entries.items()):
             if self.state.vector_of(e.route, e.text) is None:
                 del self.entries[i]
+        self._mark(rt)
 
     def _install(self, rt: Any) -> None:
         from routecore.updates import learning_update as U
 
         rt.generation = self.generation
         self.state = U.State.of(rt, self.state)
+        self._mark(rt)
         self.router.route_table = rt
+
+    def _mark(self, rt: Any) -> None:
+        """Tell ``rt`` which of its exemplars are learned (:mod:`routecore.decide.learned`)."""
+        rows = frozenset((e.route, e.text) for e, _ in self.entries.values())
+        rt.learned = LearnedRows(rows) if rows else None
 
     def _rebuild(self, drop: set[tuple[str, str]]) -> None:
         """Install a route table without the exemplars ``drop`` ((route, text) pairs)."""
@@ -364,3 +373,4 @@ class Learner:
             self.refits += 1
             r.route_table.generation = self.generation
             self.state = U.State.of(r.route_table, self.state)
+            self._mark(r.route_table)
