@@ -122,6 +122,17 @@ def sample(test: D.Dataset, limit: int, seed: int = 12345) -> D.Dataset:
     return D.Dataset(test.name, [test.samples[i] for i in keep])
 
 
+def set_up(
+    enc: Any, name: str, split: str, limit: int
+) -> tuple[D.Dataset, D.Dataset, D.Dataset, dict[str, Any]]:
+    """A set as the few-shot benches read it: (the train pool, the whole evaluation split, its
+    ``limit``-row sample, the pool's embeddings by text)."""
+    train, full = splits(name, split)
+    train, test = pool(train), sample(full, limit)
+    texts = list(dict.fromkeys(s.text for s in train.samples))
+    return train, full, test, dict(zip(texts, embed(enc, texts, what=f"embedding {name} train")))
+
+
 def oracle(conf: np.ndarray, right: np.ndarray, n_in: int, P: float) -> float:
     """The most right routes (share of ``n_in``) a cut on ``conf`` gives at precision >= P."""
     order = np.argsort(-conf, kind="stable")

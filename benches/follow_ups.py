@@ -85,10 +85,7 @@ def main() -> None:
     print("| set | k | pairs | " + " | ".join(f"{r}: right / wrong / to_prev" for r in READINGS) + " |")
     print("|---" * (len(READINGS) + 3) + "|")
     for name in a.sets.split(","):
-        train, full = F.splits(name, a.split)
-        train, test = F.pool(train), F.sample(full, a.limit)
-        texts = list(dict.fromkeys(s.text for s in train.samples))
-        vec = dict(zip(texts, embed(enc, texts, what=f"embedding {name} train")))
+        train, full, test, vec = F.set_up(enc, name, a.split, a.limit)
         for kind, ps in pairs_of(test, full).items():
             q = [p[1].text for p in ps]
             earlier = [p[0].text for p in ps]

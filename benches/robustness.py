@@ -27,7 +27,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import few_shot as F  # noqa: E402
 from routecore import Encoder  # noqa: E402
 from routecore.evaluation.perturb import PERTURBATIONS  # noqa: E402
-from routecore.evaluation.runner import embed  # noqa: E402
 
 
 def main() -> None:
@@ -51,10 +50,7 @@ def main() -> None:
     print("| set | " + " | ".join(kinds) + " | worst drop |")
     print("|---" * (len(kinds) + 2) + "|")
     for name in a.sets.split(","):
-        train, test = F.splits(name, a.split)
-        train, test = F.pool(train), F.sample(test, a.limit)
-        tt = list(dict.fromkeys(s.text for s in train.samples))
-        vec = dict(zip(tt, embed(enc, tt, what=f"embedding {name} train")))
+        train, _, test, vec = F.set_up(enc, name, a.split, a.limit)
         gold = np.array([s.label for s in test.samples], dtype=object)
         ins = gold != "oos"
         right = {kd: [] for kd in kinds}
