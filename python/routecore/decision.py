@@ -150,7 +150,7 @@ REASON_CODES: dict[str, str] = {
     "entity": "routed to a route that prefers an entity type the query holds, "
     "though the scores alone were out of scope",
     "follow_up": "routed: alone the query was not, read after the previous turn it names its own best route",
-    "learned": "routed: learn() was given this query for the route (before the head's refit saw it)",
+    "learned": "routed: learn() was given this query for the route (the head's own high tier wins)",
     "llm": "the LLM fallback chose the route (or asked to clarify)",
     "tie": "clarify: two or three routes are all plausible and none clears the routing cut",
     "low_confidence": "clarify or none: no route clears the routing cut, "

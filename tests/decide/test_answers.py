@@ -281,3 +281,11 @@ def test_an_unclear_answer_asks_the_same_question_again(helpdesk):
         assert again.reason.code == "tie" and "asked again" in again.reason.message
     # answered at last, after the repeated question
     assert helpdesk.route("le premier", clarify=again).route == d.candidates[0]
+
+
+def test_a_route_not_offered_named_whole_wins_over_an_option_named_by_one_of_its_words():
+    offered = [("BILLING", "a billing question"), ("REFUND", "a refund")]
+    a = read_answer("a billing dispute", offered, [("BILLING_DISPUTES", "a billing dispute")])
+    assert a is not None and (a.route, a.how) == ("BILLING_DISPUTES", "elsewhere")
+    a = read_answer("billing", offered, [("BILLING_DISPUTES", "a billing dispute")])
+    assert a is not None and (a.route, a.how) == ("BILLING", "named")

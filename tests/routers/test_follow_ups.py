@@ -199,3 +199,12 @@ def test_arguments_given_as_generators_are_read_once(router, encoder):
     c = Cascade(router, router)
     assert len(c.route_batch(qs, previous_query=(t for t in [WEATHER, None]))) == 2
     assert router.route("and tomorrow?", previous=" weather ").previous_route == "weather"
+
+
+def test_bad_arguments_beside_a_previous_turn_raise_as_without_it(router):
+    from routecore import RoutecoreError
+
+    with pytest.raises(InvalidArgumentError, match="previous must be a route name"):
+        router.route("hi", previous=["weather"], previous_query=WEATHER)
+    with pytest.raises(RoutecoreError):
+        router.route_batch(["a", "b"], vectors=[[0.1] * 384, [0.1] * 3], previous_query="x")

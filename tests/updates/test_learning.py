@@ -76,6 +76,25 @@ def test_a_query_learned_once_is_routed_there_at_once(router, tmp_path):
     assert router.route(asked[0]).reason.code == before[0].reason.code
 
 
+def test_a_learned_query_survives_the_head_the_policy_a_live_update_and_a_second_answer(encoder):
+    """Out of the head's scope it still goes to its learned route; with ``top_exemplars: 0``; after a
+    live update that keeps the head; and a later answer for another route replaces the first."""
+    from routecore import ToolSpec
+
+    r = Router(ROUTES, encoder=encoder, policy=Policy(top_exemplars=0))
+    q = "track my feelings"
+    assert r.route(q).action != "route" or r.route(q).route != "shipping"
+    r.learn(q, "shipping")
+    d = r.route(q)
+    assert (d.route, d.reason.code, d.top_exemplars) == ("shipping", "learned", ())
+    r.add_tools([ToolSpec("get_invoice", "Fetch an invoice by id.")], recalibrate=False)
+    assert r.route(q).reason.code == "learned"
+    second = r.learn(q, "account")
+    assert second.status == "learned" and [e.route for e in second.evicted] == ["shipping"]
+    assert [(e.route, e.text) for e in r.learned()] == [("account", q)]
+    assert (r.route(q).route, r.route(q).reason.code) == ("account", "learned")
+
+
 def test_a_near_duplicate_is_not_added_twice(router):
     assert router.learn("my package never arrived", "shipping").status == "learned"
     again = router.learn("my package never arrived", "shipping")

@@ -158,7 +158,14 @@ def read_answer(
     no = next((w for w in words if w in NO), None)
     picked = [r for r in named if r not in negated]
     if len(picked) == 1 and len(named) == 1:  # "not the docs, the ticket" names the ticket
-        return Answer(picked[0], "named", named[picked[0]])
+        word = named[picked[0]]
+        # A route not offered that the answer names whole, by the same word: "a billing dispute".
+        fuller = _named_elsewhere(tokens, others, common)
+        if fuller is not None:
+            its = _content(dict(others)[str(fuller.route)], common) | _content(str(fuller.route), common)
+            if any(_same(word, w) for w in its):
+                return fuller
+        return Answer(picked[0], "named", word)
     if not named and negated:  # "not billing, shipping please": a route not offered, else the other one
         elsewhere = _named_elsewhere(tokens, others, common)
         if elsewhere is not None:

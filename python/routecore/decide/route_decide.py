@@ -81,6 +81,11 @@ class Decider(Outcomes):
     learned: LearnedRows | None = None
     _head_native: tuple[Any, Any] | None = None  # the head in native form, kept per head (_native_head)
 
+    def top_read(self, p: Policy) -> int:
+        """The top exemplars a decision reads: the policy's, at least one when the table learned some
+        (a ``learned`` decision reads the nearest; the Decision shows the policy's count)."""
+        return max(p.top_exemplars, 1) if self.learned is not None else p.top_exemplars
+
     def _native_head(self) -> _native.RouteHead:
         """The head in native form, reading its classes in the table's route order (a name
         it lacks reads probability 0). Kept per head object."""
@@ -243,7 +248,8 @@ class Decider(Outcomes):
             every = ScoreMap(names, r.probs, pos)  # a route not offered is read on every route's
             return self._finish(self._answered(out, answer, list(clarify.candidates), every))
         near = self.learned.near(out.top_exemplars) if self.learned is not None and clarify is None else None
-        if near is not None and tier != "high":  # (a high tier elsewhere is kept, as learn() holds it)
+        out.top_exemplars = out.top_exemplars[: p.top_exemplars]  # (one is read when the table learned)
+        if near is not None and (tier != "high" or r.head_oos):  # a high tier in scope stands
             return self._finish(self._learned(out, near))
         # The scope reads the cosine or the head (lexical hits move labels, not the scope), unless
         # the query holds an entity type a route prefers: the config says such a query is its own,

@@ -70,6 +70,12 @@ def follow_up(alone: Decision, joined: Decision) -> Decision | None:
     return replace(d, tier="medium", reason=reasons.follow_up(joined.reason, alone.reason))
 
 
+def plus_time(d: Decision, *before: Decision) -> Decision:
+    """``d`` with the time of the readings ``before`` it counted in its total."""
+    total = d.timings.total + sum(b.timings.total for b in before)
+    return replace(d, timings=replace(d.timings, total=total))
+
+
 def asks_llm(d: Decision) -> bool:
     """Whether ``d``, decided without the LLM (``no_llm``), is one the LLM would have been asked about."""
     return d.reason is not None and d.reason.code in ("llm_failed", "error")

@@ -31,6 +31,7 @@ from routecore.routers.readings import (
     asks_llm,
     follow_up,
     joined_text,
+    plus_time,
     read_as_typed_too,
     second_reading,
     surer_reading,
@@ -144,6 +145,7 @@ class BatchRoutes:
         prev = [self.known_previous(p) for p in per_query(previous, len(queries), "previous")]
         peers = peers_of(peer, len(queries), peer_model)
         if any(follows):
+            vectors = None if vectors is None else query_vectors(vectors, self.encoder.dim, len(queries))
             call = Call(prev, context_domains, vectors, executor, choose, peers, peer_model, repair)
             return self.in_context_batch(queries, follows, call)
         known = self.table.known_domains
@@ -231,24 +233,24 @@ class BatchRoutes:
         texts = {i: t for i in todo if (t := joined_text(follows[i] or "", queries[i])) is not None}
         todo = list(texts)
         joined = self.route_batch([texts[i] for i in todo], **c.kw(no_llm, rows=todo)) if todo else []
-        ask_joined = []
+        ask_joined: dict[int, Decision] = {}
         for i, j in zip(todo, joined):
             f = follow_up(alone[i], j)
             if f is not None and asks_llm(j):
-                ask_joined.append(i)  # the LLM reads the query after the previous turn
+                ask_joined[i] = j  # the LLM reads the query after the previous turn
             elif f is not None:
                 out[i] = f
         if ask_joined:
-            again = self.route_batch([texts[i] for i in ask_joined], **c.kw(c.choose, rows=ask_joined))
-            for i, d in zip(ask_joined, again):
-                out[i] = second_reading(
-                    alone[i], d, "follow_up", "read after the previous turn, with the LLM"
-                )
+            rows = list(ask_joined)
+            again = self.route_batch([texts[i] for i in rows], **c.kw(c.choose, rows=rows))
+            for i, d in zip(rows, again):
+                said = "read after the previous turn, with the LLM"
+                out[i] = plus_time(second_reading(alone[i], d, "follow_up", said), ask_joined[i])
         asked = [i for i, d in enumerate(out) if d is alone[i] and asks_llm(d)]
         if asked:  # decided as they would be alone: the LLM asked (their encodes are cache hits)
             again = self.route_batch([queries[i] for i in asked], **c.kw(c.choose, rows=asked, peered=True))
             for i, d in zip(asked, again):
-                out[i] = d
+                out[i] = plus_time(d, alone[i])
         return out
 
     def scored_batch(

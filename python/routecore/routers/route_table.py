@@ -166,8 +166,6 @@ class RouteTable(Decider, BatchRoutes):
         """The text to embed for ``query``, after checking the arguments."""
         if not self.specs:
             raise ConfigError("this router has no routes")
-        if previous is not None and previous not in self.by_name:
-            raise InvalidArgumentError(f"unknown previous route {previous!r}; known: {sorted(self.by_name)}")
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
         if clarify is not None and not isinstance(clarify, Decision):
@@ -197,7 +195,7 @@ class RouteTable(Decider, BatchRoutes):
         if previous_query is not None and clarify is None:  # a batch of one (route_batch reads it)
             return self.route_batch(
                 [query],
-                previous=previous,
+                previous=self.known_previous(previous),
                 context_domains=context_domains,
                 vectors=None if vector is None else query_vectors(vector, self.encoder.dim, 1),
                 choose=choose,
@@ -301,7 +299,7 @@ class RouteTable(Decider, BatchRoutes):
     def step(self, prepared: Prepared, context_domains: Sequence[str] = ()) -> Any:
         """The native step's parameters for a prepared decision (``tables.score_many``)."""
         p = prepared.policy
-        return self.table.step(p, list(context_domains), p.top_exemplars, exact=prepared.exact)
+        return self.table.step(p, list(context_domains), self.top_read(p), exact=prepared.exact)
 
     def decide(
         self,
@@ -328,7 +326,7 @@ class RouteTable(Decider, BatchRoutes):
         r = (
             scored
             if scored is not None
-            else self.table.score(q, p, list(context_domains), p.top_exemplars, exact=exact, bias=pre.bias)
+            else self.table.score(q, p, list(context_domains), self.top_read(p), exact=exact, bias=pre.bias)
         )
         r.lexical, r.preferred, r.entities = pre.lexical, pre.preferred, tuple(pre.entities)
         found = pre.entities

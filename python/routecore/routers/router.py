@@ -172,6 +172,7 @@ class Router(ToolCalls, Changes):
         check_route_entities(parts.tool_catalog.specs, self.entities, "tools", "tool")
         parts.route_table.entities = parts.tool_catalog.entities = self._entity_matcher
         self.calibration = parts.calibration
+        parts.route_table.learned = getattr(getattr(self, "route_table", None), "learned", None)  # learn()'s
         self.route_table, self.tool_catalog = parts.route_table, parts.tool_catalog
         self._sync_calibration()
 

@@ -201,7 +201,9 @@ class Learner:
             e = LearnedExemplar(eid, route, query, source, now, self.generation)
             mine = [x for x, _ in self.entries.values() if x.route == route]
             cap = self.router.spec_policy.learn_cap
-            gone = tuple(mine[: max(0, len(mine) + 1 - cap)])
+            # The same text learned for another route before: this answer replaces it.
+            taught = [x for x, _ in self.entries.values() if x.text == query and x.route != route]
+            gone = (*taught, *mine[: max(0, len(mine) + 1 - cap)])
             for g in gone:
                 del self.entries[g.id]
             if gone and store is not None:

@@ -43,7 +43,8 @@ class Review:
 class Learned:
     """What :meth:`Router.learn` did: ``status`` is ``learned``, ``duplicate`` (a
     near-duplicate of an exemplar of the route: ``nearest`` >= ``cut``) or ``held`` (for
-    review, ``review``). ``evicted``: learned exemplars the route's cap removed."""
+    review, ``review``). ``evicted``: learned exemplars it removed (the route's cap, or the same
+    text learned for another route before)."""
 
     status: Literal["learned", "duplicate", "held"]
     route: str
