@@ -2,8 +2,8 @@
 
 A query that is a learned exemplar again (its embedding the same: a cosine of at least :data:`COPY`)
 is routed to that exemplar's route at once, before the head's background refit has seen it (reason
-``learned``), unless the head routes it elsewhere at the high tier (as ``learn()`` holds such an
-answer). Near-copies wait for the refit: routing every query at ``learn()``'s duplicate cut to its
+``learned``), unless the head routes it at the high tier in scope (``learn()`` holds an answer against
+such a decision). Near-copies wait for the refit: routing every query at ``learn()``'s duplicate cut to its
 learned exemplar's route cut the MASSIVE en replay's worst window to 74.9 % precision among routed
 (63.0 % with a teacher wrong 20 % of the time; 94.4 / 94.3 % without: docs/learning.md)."""
 

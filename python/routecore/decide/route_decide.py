@@ -242,13 +242,13 @@ class Decider(Outcomes):
             ),
             out_of_scope=r.head_oos_p,
         )
+        read, out.top_exemplars = out.top_exemplars, out.top_exemplars[: p.top_exemplars]  # (top_read)
         if unsupported:
             out.reason = reasons.unsupported(bname, p1, high, cosine, support or 0.0, r.head_oos_p)
         if answer is not None and clarify is not None:  # it named an option, its place, or none of them
             every = ScoreMap(names, r.probs, pos)  # a route not offered is read on every route's
             return self._finish(self._answered(out, answer, list(clarify.candidates), every))
-        near = self.learned.near(out.top_exemplars) if self.learned is not None and clarify is None else None
-        out.top_exemplars = out.top_exemplars[: p.top_exemplars]  # (one is read when the table learned)
+        near = self.learned.near(read) if self.learned is not None and clarify is None else None
         if near is not None and (tier != "high" or r.head_oos):  # a high tier in scope stands
             return self._finish(self._learned(out, near))
         # The scope reads the cosine or the head (lexical hits move labels, not the scope), unless

@@ -1,6 +1,6 @@
 """Two readings of one query and which decides (``RouteTable.with_tail``, ``with_typed``,
-``in_context``): a long query's start and end, a query with its typos repaired and as typed, a query
-alone and after the previous turn's text."""
+``BatchRoutes.in_context_batch``): a long query's start and end, a query with its typos repaired and
+as typed, a query alone and after the previous turn's text."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def follow_up(alone: Decision, joined: Decision) -> Decision | None:
     """``joined`` (the query read after the previous turn's text) as the call's decision, when ``alone``
     (the query read alone) is not routed and ``joined`` routes to ``alone``'s own best route: the
     previous turn lends the confidence, the query itself names the route. Else None (a query that
-    names another route is a change of topic, not a follow-up; docs/routers.md, "Follow-ups"). It is
+    names another route is a change of topic, not a follow-up; docs/routers.md, "Conversations"). It is
     routed at the medium tier at most: its confidence comes from the previous turn."""
     if alone.action == "route" or joined.action != "route" or not alone.probabilities:
         return None
