@@ -78,6 +78,24 @@ def test_route_and_tools_answer_any_text_and_a_failing_encoder(q, fail):
             assert b.names == ["search"] and b.no_tool
 
 
+@PROPS
+@given(q=TEXT, before=TEXT, fail=st.booleans())
+def test_a_query_after_any_previous_turn_and_a_failing_encoder(q, before, fail):
+    """``previous_query`` of any text (lone surrogates, long or blank): a decision for every call,
+    route() and route_batch() alike."""
+    ENC.fail = fail
+    try:
+        one = ROUTER.route(q, previous_query=before)
+        many = ROUTER.route_batch([q, "a1"], previous_query=[before, before])
+        aone = asyncio.run(ROUTER.aroute(q, previous_query=before))
+    finally:
+        ENC.fail = False
+    for d in (one, *many, aone):
+        assert isinstance(d, Decision) and d.reason.code in REASON_CODES
+    assert (one.action, one.route, one.reason.code) == (many[0].action, many[0].route, many[0].reason.code)
+    assert (aone.action, aone.route) == (one.action, one.route)
+
+
 def test_an_unknown_context_domain_is_set_aside_and_said():
     r = Router(
         (RouteSpec("A", ("a1", "a2"), domain="ops"), RouteSpec("B", ("b1", "b2"), domain="docs")),
