@@ -156,18 +156,18 @@ def read_answer(
                 else:
                     named.setdefault(route, t)
     no = next((w for w in words if w in NO), None)
+    elsewhere = _named_elsewhere(tokens, others, common)  # a route not offered, named whole
     picked = [r for r in named if r not in negated]
     if len(picked) == 1 and len(named) == 1:  # "not the docs, the ticket" names the ticket
         word = named[picked[0]]
-        # A route not offered that the answer names whole, by the same word: "a billing dispute".
-        fuller = _named_elsewhere(tokens, others, common)
-        if fuller is not None:
-            its = _content(dict(others)[str(fuller.route)], common) | _content(str(fuller.route), common)
+        if elsewhere is not None:  # by the same word: "a billing dispute" is BILLING_DISPUTES
+            its = _content(dict(others)[str(elsewhere.route)], common) | _content(
+                str(elsewhere.route), common
+            )
             if any(_same(word, w) for w in its):
-                return fuller
+                return elsewhere
         return Answer(picked[0], "named", word)
     if not named and negated:  # "not billing, shipping please": a route not offered, else the other one
-        elsewhere = _named_elsewhere(tokens, others, common)
         if elsewhere is not None:
             return elsewhere
         ((out, word),) = negated.items() if len(negated) == 1 else ((None, ""),)
@@ -186,7 +186,6 @@ def read_answer(
             return Answer(options[place][0], "place", word)
     if no is not None and _only(words, no, common):
         return Answer(None, "declined", no)
-    elsewhere = _named_elsewhere(tokens, others, common)
     if elsewhere is not None:
         return elsewhere
     vague = [w for w in words if w in VAGUE or w in _SAYING or w.isdigit()]  # "4": a place not offered

@@ -321,7 +321,6 @@ class Learner:
         for i, (e, _) in list(self.entries.items()):
             if self.state.vector_of(e.route, e.text) is None:
                 del self.entries[i]
-        self._mark(rt)
 
     def _install(self, rt: Any) -> None:
         from routecore.updates import learning_update as U
