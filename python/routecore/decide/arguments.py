@@ -12,6 +12,7 @@ import numpy as np
 from routecore.core.arrays import as_f32
 from routecore.decision import CLARIFY
 from routecore.errors import ConfigError, DimensionMismatchError, InvalidArgumentError, NonFiniteError
+from routecore.llm.llm import route_named
 
 
 def query_vectors(vectors: Any, dim: int, n: int | None = None) -> np.ndarray:
@@ -106,12 +107,10 @@ def known_route(previous: Any, names: Iterable[str]) -> str | None:
     if previous is None or not previous.strip():
         return None
     names, previous = list(names), previous.strip()
-    if previous in names:
-        return str(previous)
-    same = [n for n in names if n.casefold() == previous.casefold()]
-    if len(same) != 1:
+    named = route_named(previous, names)  # as an LLM's answer is read
+    if named is None:
         raise InvalidArgumentError(f"unknown previous route {previous!r}; known: {sorted(names)}")
-    return same[0]
+    return named
 
 
 def previous_query_arg(previous_query: Any) -> str | None:
