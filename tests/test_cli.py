@@ -80,12 +80,24 @@ def test_route_reads_the_answer_to_a_clarification(tmp_path):
     asked = "I was charged 49.99 but I cancelled"
     first = json.loads(run("route", "--config", str(cfg), "--json", asked).stdout)
     assert first["action"] == "clarify" and "BILLING" in first["candidates"]
-    out = json.loads(run("route", "--config", str(cfg), "--json", "--clarified", asked, "a refund").stdout)
+    text = run("route", "--config", str(cfg), "--json", "--clarified", asked, "a refund").stdout
+    out = json.loads(text, parse_constant=_no_constant)  # strict JSON: the routes not offered score null
     assert (out["route"], out["tier"]) == ("REFUND", "medium") and "the answer names REFUND" in out["reason"][
         "message"
     ]
+    offered = set(first["candidates"])
+    assert all((v is None) == (k not in offered) for k, v in out["adjusted_scores"].items()) and offered != {
+        *out["adjusted_scores"]
+    }
     p = run("route", "--config", str(cfg), "--clarified", "I lost my card", "the first one", check=False)
     assert p.returncode == 2 and "was not clarified (route)" in p.stderr
+    p = run("route", "--config", str(cfg), "--json", "--clarified", "I lost my card", "x", check=False)
+    err = json.loads(p.stdout)["error"]
+    assert p.returncode == 2 and err["type"] == "InvalidArgumentError" and "not clarified" in err["message"]
+
+
+def _no_constant(name: str) -> None:
+    raise AssertionError(f"not JSON: {name}")
 
 
 def test_tools_json_shows_collision():

@@ -57,3 +57,13 @@ def test_a_score_maps_values_for_names_in_any_order():
     assert np.allclose(m.values_for(["C", "A", "Z"]), [0.2, 0.5, 0.0])  # reordered; unknown reads 0
     same[0] = 9.0  # the result is the caller's: the map does not change
     assert m["A"] == pytest.approx(0.5)
+
+
+def test_json_writes_scores_that_are_not_finite_as_null_and_reads_them_back():
+    d = Decision(
+        "clarify", None, "low", 0.6, 0.2, {"A": 0.6, "B": 0.4}, {"A": 0.8, "B": 0.7}, {"A": 0.8, "B": -np.inf}
+    )
+    text = d.to_json()
+    assert "Infinity" not in text and json.loads(text)["adjusted_scores"] == {"A": 0.8, "B": None}
+    back = Decision.from_dict(json.loads(text))
+    assert back.adjusted_scores == {"A": 0.8, "B": -np.inf} and back.to_json() == text

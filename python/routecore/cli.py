@@ -119,11 +119,9 @@ def cmd_route(args: argparse.Namespace) -> int:
     kw = dict(previous=args.previous, context_domains=args.context_domain or ())
     asked = router.route(args.clarified, **kw) if args.clarified is not None else None
     if asked is not None and asked.action != "clarify":
-        print(
-            f"routecore route: --clarified {args.clarified!r} was not clarified ({asked.action})",
-            file=sys.stderr,
-        )
-        return 2
+        from routecore.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"--clarified {args.clarified!r} was not clarified ({asked.action})")
     d = router.route(args.query, **kw, previous_query=args.previous_query, clarify=asked)
     from routecore.decide.reasons import NONE_OF_THESE  # after the model started loading
 

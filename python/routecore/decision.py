@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, TypeVar
@@ -115,8 +116,25 @@ class JsonResult:
         raise NotImplementedError
 
     def to_json(self, **kw: Any) -> str:
-        """:meth:`to_dict` as JSON text (``kw`` go to :func:`json.dumps`)."""
-        return json.dumps(self.to_dict(), ensure_ascii=False, **kw)
+        """:meth:`to_dict` as JSON text (``kw`` go to :func:`json.dumps`). A score that is not finite
+        (``-inf``: a route a clarification's answer did not offer) is ``null``, as ``/v1/route`` writes it."""
+        return json.dumps(_finite(self.to_dict()), ensure_ascii=False, allow_nan=False, **kw)
+
+
+def _finite(v: Any) -> Any:
+    """``v`` with every float that is not finite as None: JSON has no ``Infinity``."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_finite(x) for x in v]
+    return v
+
+
+def _scores(m: Mapping[str, float | None]) -> dict[str, float]:
+    """A score map read back from JSON: ``null`` is the ``-inf`` :func:`_finite` wrote."""
+    return {k: -math.inf if x is None else x for k, x in m.items()}
 
 
 @dataclass(frozen=True)
@@ -304,6 +322,9 @@ class Decision(JsonResult):
             for k in ("candidates", "fallback_chain"):
                 if k in kw:
                     kw[k] = tuple(kw[k])
+            for k in ("probabilities", "raw_scores", "adjusted_scores", "lexical_scores", "score_bounds"):
+                if isinstance(kw.get(k), Mapping):
+                    kw[k] = _scores(kw[k])
             if "timings" in kw:
                 kw["timings"] = Timings(**kw["timings"])
             return cls(**kw)
