@@ -40,6 +40,14 @@ def _serve() -> Any:
     return serve.create_app
 
 
+def _langgraph() -> Any:
+    return importlib.import_module("routecore.integrations.langgraph")
+
+
+def _ray() -> Any:
+    return importlib.import_module("routecore.integrations.ray")
+
+
 @pytest.mark.parametrize(
     "module, load, extra",
     [
@@ -48,13 +56,20 @@ def _serve() -> Any:
         ("mcp", _mcp, "mcp"),
         ("faiss", _faiss, "faiss"),
         ("starlette", _serve, "serve"),
+        ("langchain_core", _langgraph, "langgraph"),
+        ("ray", _ray, "ray"),
     ],
 )
 def test_a_missing_extra_names_its_pip_command(
     module: str, load: Callable[[], Any], extra: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the extra's modules, and routecore's that import it when first imported (restored afterwards)
-    fresh = ("routecore.core._faiss_backend", "routecore.serve.app")
+    fresh = (
+        "routecore.core._faiss_backend",
+        "routecore.serve.app",
+        "routecore.integrations.langgraph",
+        "routecore.integrations.ray",
+    )
     for name in [m for m in sys.modules if m == module or m.startswith(module + ".") or m in fresh]:
         monkeypatch.delitem(sys.modules, name)
     for name in fresh:  # `from package import module` reads the package's attribute first

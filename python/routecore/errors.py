@@ -50,7 +50,11 @@ class UnknownRouteError(InvalidArgumentError):
     """A route name the router does not have (``Router.learn`` was told an unknown route)."""
 
 
-class UnknownLayerError(InvalidArgumentError, KeyError):
+class UnknownKeyError(InvalidArgumentError, KeyError):
+    """A name a result or a setting read by key does not have (a :class:`KeyError` too)."""
+
+
+class UnknownLayerError(UnknownKeyError):
     """A context layer a :class:`~routecore.routers.context_result.Context` does not have (a
     :class:`KeyError` too)."""
 
@@ -78,6 +82,7 @@ __all__ = [
     "RuntimeUnavailableError",
     "StorageIOError",
     "UnknownIdError",
+    "UnknownKeyError",
     "UnknownLayerError",
     "UnknownOptionError",
     "UnknownRouteError",

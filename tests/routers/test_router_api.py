@@ -152,6 +152,17 @@ def test_batch_vectors_must_match_the_queries(it_ops_router, encoder):
         it_ops_router.route_batch(["a", "b"], vectors=np.ones((3, encoder.dim), np.float32))
 
 
+def test_async_calls_take_the_keywords_of_their_sync_twins(it_ops_router):
+    async def main():
+        for call, arg in ((it_ops_router.aroute, QUERIES[0]), (it_ops_router.aroute_batch, QUERIES[:2])):
+            for kw in ({"repair": False}, {"choose": None}, {"previus": "INCIDENT"}):  # internal, misspelt
+                with pytest.raises(TypeError, match=f"unexpected keyword argument '{next(iter(kw))}'"):
+                    await call(arg, **kw)
+        return await it_ops_router.aroute(QUERIES[0], previous="INCIDENT", previous_query=QUERIES[1])
+
+    assert asyncio.run(main()).action
+
+
 def test_async_calls_match_and_1000_concurrent_calls_complete(it_ops_router, tools_router):
     async def main():
         single = await it_ops_router.aroute(QUERIES[0])

@@ -108,8 +108,15 @@ def test_bad_feedback_logs_and_sinks(it_ops_router, tmp_path, caplog):
     with pytest.raises(InvalidArgumentError):
         RoutingMetrics(keep=0)
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"type": "decision", "id": "x", "kind": "route"}\nnot json\n')
+    good = '{"type": "decision", "id": "x", "kind": "tools", "tools": [], "no_tool": true, "latency_ms": 1}'
+    bad.write_text(good + "\nnot json\n")
     with pytest.raises(ConfigError, match="bad.jsonl:2"):
+        RoutingMetrics.from_log(bad)
+    bad.write_text(good + '\n{"type": "decision", "id": "y", "kind": "route", "route": "A"}\n')
+    with pytest.raises(ConfigError, match="bad.jsonl:2: a route record without action, tier, confidence"):
+        RoutingMetrics.from_log(bad)  # not a KeyError in report()
+    bad.write_text('{"type": "decision", "id": "z", "kind": "guess"}\n')
+    with pytest.raises(ConfigError, match="unknown kind 'guess'"):
         RoutingMetrics.from_log(bad)
     with pytest.raises(ConfigError, match="cannot read"):
         RoutingMetrics.from_log(tmp_path / "missing.jsonl")

@@ -11,7 +11,7 @@ import pytest
 from conftest import MODELS, need_shared
 from routecore.core.static_encoder import StaticEncoder
 from routecore.decision import Decision
-from routecore.errors import ModelError
+from routecore.errors import InvalidArgumentError, ModelError
 from routecore.examples import __file__ as examples
 from routecore.hub import models
 from routecore.routers.cascade import Cascade
@@ -61,6 +61,8 @@ def test_the_fast_router_is_the_static_table(cascade: Cascade) -> None:
 
 
 def test_tier_choice(cascade: Cascade) -> None:
+    with pytest.raises(InvalidArgumentError, match="counts must be integers"):
+        cascade.served = {"fast": "many"}
     cascade.served = {}
     tiers = []
     for q in QUERIES:

@@ -16,7 +16,7 @@ from routecore.config.config_files import load_yaml as load_yaml
 from routecore.config.config_files import read_config_file as read_config_file
 from routecore.config.config_files import read_text as read_text
 from routecore.config.tool_mappings import normalize_config_tools, read_overlay, tool_dict
-from routecore.errors import ConfigError
+from routecore.errors import ConfigError, UnknownKeyError
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,9 @@ class RouteThresholds:
     def get(self, key: str) -> float | None:
         """The value of ``key`` (one of :data:`ROUTE_THRESHOLD_KEYS`), or ``None`` when unset."""
         if key not in ROUTE_THRESHOLD_KEYS:
-            raise KeyError(key)
+            raise UnknownKeyError(
+                f"route thresholds have no {key!r}: one of {', '.join(ROUTE_THRESHOLD_KEYS)}"
+            )
         v: float | None = getattr(self, key)
         return v
 

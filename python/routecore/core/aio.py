@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from typing import Any, Callable, TypeVar
 
 T = TypeVar("T")
@@ -27,6 +28,21 @@ def _loop_chooser(llm: Any, loop: asyncio.AbstractEventLoop) -> Callable[[Any], 
         return asyncio.run_coroutine_threadsafe(achoose(request), loop).result()
 
     return choose
+
+
+@functools.lru_cache(maxsize=None)
+def _signature(fn: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(fn)
+
+
+def check_call(fn: Callable[..., Any], *args: Any, **kw: Any) -> None:
+    """The :class:`TypeError` calling ``fn`` (a function, not a bound method) with these arguments
+    would raise: an async method that runs an internal step taking more keywords (``choose=``)
+    accepts only its public twin's."""
+    try:
+        _signature(fn).bind(*args, **kw)
+    except TypeError as e:
+        raise TypeError(f"{fn.__qualname__}(): {e}") from None
 
 
 async def run_off_loop(fn: Callable[..., T], llm: Any, *args: Any, **kw: Any) -> T:

@@ -29,7 +29,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, NamedTuple, Sequence
 
-from langchain_core.runnables import RunnableLambda
+from routecore.errors import missing_extra
+
+try:
+    from langchain_core.runnables import RunnableLambda
+except ImportError as e:  # the extra is not installed
+    raise missing_extra(
+        "routecore.integrations.langgraph needs the langgraph extra", "langgraph", str(e)
+    ) from e
 
 from routecore.decide.arguments import context_domains_arg
 from routecore.decide.conversation import human_texts, routing_query

@@ -37,8 +37,13 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
-from ray import serve
-from ray.serve.deployment import Application
+from routecore.errors import missing_extra
+
+try:
+    from ray import serve
+    from ray.serve.deployment import Application
+except ImportError as e:  # the extra is not installed
+    raise missing_extra("routecore.integrations.ray needs the ray extra", "ray", str(e)) from e
 
 from routecore.decision import Decision, ToolBelt
 from routecore.errors import ConfigError, InvalidArgumentError, RoutecoreError

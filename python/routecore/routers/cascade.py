@@ -163,8 +163,12 @@ class Cascade(CascadeTools):
     def served(self, value: Mapping[str, int]) -> None:
         if not isinstance(value, Mapping):
             raise InvalidArgumentError(f"served: a mapping of 'fast' and 'strong' counts, got {value!r}")
+        try:
+            counts = {"fast": int(value.get("fast", 0)), "strong": int(value.get("strong", 0))}
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"served: counts must be integers, got {dict(value)!r}") from None
         with self._lock:
-            self._served = {"fast": int(value.get("fast", 0)), "strong": int(value.get("strong", 0))}
+            self._served = counts
 
     @property
     def _fast_model(self) -> str:

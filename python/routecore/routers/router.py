@@ -371,14 +371,16 @@ class Router(ToolCalls, Changes):
     async def aroute(self, query: str, **kw: Any) -> Decision:
         """:meth:`route` off the event loop (the native work releases the GIL); the
         LLM fallback is awaited on the loop when it has an async client."""
-        from routecore.core.aio import run_off_loop  # asyncio loads on the first async call
+        from routecore.core.aio import check_call, run_off_loop  # asyncio loads on the first async call
 
+        check_call(Router.route, self, query, **kw)
         return self._emit(await run_off_loop(self.route_table.route, self.llm, query, **kw))
 
     async def aroute_batch(self, queries: Sequence[str], **kw: Any) -> list[Decision]:
         """:meth:`route_batch` off the event loop."""
-        from routecore.core.aio import run_off_loop  # asyncio loads on the first async call
+        from routecore.core.aio import check_call, run_off_loop  # asyncio loads on the first async call
 
+        check_call(Router.route_batch, self, queries, **kw)
         return self._emit_all(await run_off_loop(self.route_table.route_batch, self.llm, queries, **kw))
 
     def fallback_chain(self, route: str) -> tuple[str, ...]:

@@ -126,6 +126,29 @@ def record_of(obj: Any) -> dict[str, Any]:
     )
 
 
+#: The fields of each kind of record the report reads (what :func:`record_of` writes).
+RECORD_FIELDS = {
+    "route": ("action", "route", "tier", "confidence", "latency_ms"),
+    "tools": ("tools", "no_tool", "latency_ms"),
+    "knowledge": ("collections", "confidence"),
+    "context": ("labels", "latency_ms"),
+    "turn": ("route", "tools", "collections", "latency_ms", "parts"),
+}
+
+
+def _check_record(rec: Mapping[str, Any], where: str) -> None:
+    """A :class:`ConfigError` naming ``where`` unless ``rec`` is a record of a known kind with every
+    field its report reads (a turn's parts too)."""
+    need = RECORD_FIELDS.get(rec.get("kind"))  # type: ignore[arg-type]
+    if need is None:
+        raise ConfigError(f"{where}: a decision record of unknown kind {rec.get('kind')!r}")
+    missing = [k for k in need if k not in rec]
+    if missing:
+        raise ConfigError(f"{where}: a {rec['kind']} record without {', '.join(missing)}")
+    for part in rec.get("parts", {}).values() if rec["kind"] == "turn" else ():
+        _check_record(part, f"{where} (a turn's part)")
+
+
 class RoutingMetrics:
     """Records decisions and their feedback; thread-safe.
 
@@ -273,6 +296,7 @@ class RoutingMetrics:
             except (ValueError, KeyError, TypeError) as e:
                 raise ConfigError(f"{path}:{n}: not a decision-log line ({e})") from e
             if kind == "decision":
+                _check_record(line, f"{path}:{n}")
                 m._add(line)
             elif kind == "feedback" and rid in m._records:
                 m._judge(
