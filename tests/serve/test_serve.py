@@ -28,6 +28,7 @@ import uvicorn
 import yaml
 
 from conftest import ROOT
+from routecore.decision import Decision
 from routecore.examples import IT_OPS_ROUTES, TOOLS
 from routecore.serve.app import Limits, RouterSource, create_app
 from routecore.serve.batcher import Batching
@@ -225,6 +226,14 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
         r = c.post("/v1/route/batch", json={"queries": QUERIES[:4], "previous_query": follows})
         want = router.route_batch(QUERIES[:4], previous_query=follows)
         assert [strip(d) for d in r.json()["decisions"]] == [strip(d.to_dict()) for d in want]
+        # the answer to a clarification: the clarify decision as /v1/route returned it
+        asked = {**c.post("/v1/route", json={"query": QUERIES[1]}).json(), "action": "clarify"}
+        asked.update(candidates=["INCIDENT", "RAG"], question="Do you mean an incident or a document?")
+        r = c.post("/v1/route", json={"query": "the second one", "clarify": asked})
+        want = router.route("the second one", clarify=Decision.from_dict(asked))
+        assert strip(r.json()) == strip(json.loads(want.to_json())) and r.json()["route"] == "RAG"
+        r = c.post("/v1/route", json={"query": "the first", "clarify": {"action": "clarify"}})
+        assert r.status_code == 422 and r.json()["error"]["message"].startswith("clarify: ")
         r = c.post("/v1/tools", json={"query": "device logs", "top_k": 3})
         check(spec, "ToolBelt", r.json())
         assert (
@@ -367,13 +376,13 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
             jsonschema.Draft202012Validator.check_schema(schema)
 
         text = c.get("/metrics").text
-    assert sample(text, 'routecore_http_requests_total{endpoint="/v1/route",method="POST",status="200"}') == 3
+    assert sample(text, 'routecore_http_requests_total{endpoint="/v1/route",method="POST",status="200"}') == 5
     assert sample(text, 'routecore_http_requests_total{endpoint="/v1/route",method="POST",status="401"}') == 4
     assert sample(text, 'routecore_http_requests_total{endpoint="other",method="GET",status="404"}') == 1
     assert sample(text, 'routecore_http_request_duration_seconds_count{endpoint="/v1/route"}') >= 3
-    assert sample(text, 'routecore_stage_duration_seconds_count{endpoint="/v1/route",stage="encode"}') == 3
-    assert sample(text, 'routecore_stage_duration_seconds_count{endpoint="/v1/route",stage="rest"}') == 3
-    assert sample(text, "routecore_decisions_total{") == 11  # 3 routes + 2 batches of 4
+    assert sample(text, 'routecore_stage_duration_seconds_count{endpoint="/v1/route",stage="encode"}') == 5
+    assert sample(text, 'routecore_stage_duration_seconds_count{endpoint="/v1/route",stage="rest"}') == 5
+    assert sample(text, "routecore_decisions_total{") == 13  # 5 routes + 2 batches of 4
     assert sample(text, 'routecore_decisions_total{action="route",route="INCIDENT",tier="high"}') >= 1
     assert sample(text, "routecore_circuit_breaker_trips_total ") == 1
     assert (
@@ -383,7 +392,7 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
     )
     assert "routecore_encoder_cache_hits_total" in text and "routecore_encoder_cache_hit_ratio" in text
     assert sample(text, "routecore_ready ") == 1 and sample(text, "routecore_router_generation ") == 1
-    assert sample(text, 'routecore_batch_size_count{kind="route"}') == 3
+    assert sample(text, 'routecore_batch_size_count{kind="route"}') == 4  # the clarified one alone
 
 
 def test_readyz_before_and_after_the_load(router):

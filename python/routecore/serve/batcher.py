@@ -80,6 +80,7 @@ class RouteItem:
     previous: Optional[str] = None
     context_domains: Tuple[str, ...] = ()
     previous_query: Optional[str] = None
+    clarify: Optional[Decision] = None  # not batched: /v1/route runs it alone
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,7 @@ def route_one(router: ServedRouter, item: RouteItem) -> Decision:
         previous=item.previous,
         context_domains=item.context_domains,
         previous_query=item.previous_query,
+        clarify=item.clarify,
     )
 
 

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from routecore.decision import plain
+from routecore.decision import Decision, plain
 from routecore.errors import ConfigError, InvalidArgumentError, MemoryStoreError, RoutecoreError
 from routecore.serve import openapi
 from routecore.serve.batcher import RouteItem, ToolsItem, route_many, route_one, tools_one
@@ -49,10 +49,16 @@ def endpoints(srv: Server) -> list[Route]:
             except InvalidArgumentError as e:
                 raise ApiError(422, "InvalidArgumentError", str(e)) from None
         srv.check_query(req.previous_query, "previous_query")
-        item = RouteItem(req.query, req.previous, tuple(req.context_domains), req.previous_query)
+        asked = None
+        if req.clarify is not None:  # the answer to a clarification: read alone, never batched
+            try:
+                asked = Decision.from_dict(req.clarify)
+            except InvalidArgumentError as e:
+                raise ApiError(422, "InvalidArgumentError", f"clarify: {e}") from None
+        item = RouteItem(req.query, req.previous, tuple(req.context_domains), req.previous_query, asked)
         d = (
             await srv.route_batcher.submit(item)
-            if srv.route_batcher is not None
+            if srv.route_batcher is not None and asked is None
             else await srv.run(route_one, router, item)
         )
         m.observe_decision("/v1/route", d, time.perf_counter() - t0)

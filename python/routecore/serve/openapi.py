@@ -31,12 +31,14 @@ SessionId = Annotated[
 
 
 class RouteRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """``Router.route(query, previous=, context_domains=, previous_query=)``."""
+    """``Router.route(query, previous=, context_domains=, previous_query=, clarify=)``: ``clarify`` is
+    the ``clarify`` decision this query answers, as ``/v1/route`` returned it."""
 
     query: str
     previous: Optional[str] = None
     context_domains: List[str] = []
     previous_query: Optional[str] = None
+    clarify: Optional[Dict[str, Any]] = None
 
 
 class RouteBatchRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
