@@ -165,7 +165,11 @@ def test_a_bundle_saved_with_a_flat_policy_still_loads(tmp_path):
     meta = json.loads((tmp_path / "b" / "bundle.json").read_text())
     assert set(meta["policy"]) == {*SECTIONS, "error_message"}  # written nested now
     flat = Policy.from_dict(meta["policy"]).to_flat_dict()
-    assert set(flat) == set(OLD_KEYS) | {"adapt_cut", "spelling"}  # they came after the sections
+    assert set(flat) == set(OLD_KEYS) | {
+        "adapt_cut",
+        "spelling",
+        "tool_spelling",
+    }  # they came after the sections
     meta["policy"] = {k: flat[k] for k in OLD_KEYS}  # as a bundle saved before the sections
     (tmp_path / "b" / "bundle.json").write_text(json.dumps(meta))
     back = Router.load(tmp_path / "b", encoder=enc)

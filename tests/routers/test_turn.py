@@ -184,3 +184,19 @@ def test_a_turns_route_is_route_even_where_route_reads_the_query_twice(it_ops_ro
         assert [a.kind for a in got.alerts] == [a.kind for a in ref.alerts] and ref.alerts
         (batched,) = t.turn_batch([q])
         assert (batched.decision.route, batched.decision.query) == (ref.route, ref.query)
+
+
+def test_a_turns_belt_is_tools_where_the_belt_repairs_typos(tools_router):
+    """The belt reads a mistyped query with its typos of the tools' words repaired, as ``Router.tools`` does,
+    and the turn's reason says which part read it otherwise."""
+    t = TurnRouter(tools_router)
+    q = "restrat the nginx servce"
+    got, ref = t.turn(q), tools_router.tools(q)
+    assert got.belt is not None and got.belt.names == ref.names and "restart_service" in ref.names
+    assert (
+        got.reason.message == "every part decided on one embedding; the belt read it with its typos repaired"
+    )
+    (batched,) = t.turn_batch([q])
+    assert batched.belt.names == ref.names and batched.reason == got.reason
+    clean = t.turn("restart the nginx service")
+    assert clean.reason.message == "every part decided on one embedding"

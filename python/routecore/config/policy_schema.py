@@ -67,6 +67,7 @@ class ToolSection(Finite):
     tool_threshold: Optional[Unit] = None
     tool_selection: Literal["top_k", "threshold"] = "top_k"
     tool_floor: Literal["best", "each"] = "best"
+    tool_spelling: bool = True
     fallback_tool: Optional[Name] = None
     discovery_prefixes: Tuple[Name, ...] = ("get_", "list_", "search_")
     anti_pattern_threshold: Optional[Unit] = None

@@ -113,7 +113,7 @@ class CascadeTools:
             )
             return [emit(self.metrics, _with_alert(b, _no_shortlist(self.strong))) for b in belts]
         listed = [i for i, q in enumerate(queries) if self._listed(q)]
-        texts = [routing_text(queries[i])[0] for i in listed]
+        texts = [self.fast.tool_catalog.read_query(queries[i])[0] for i in listed]
         fast = _encoded(self.fast, texts)
         strong = _encoded(self.strong, texts)
         out: list[ToolBelt | None] = [None] * len(queries)

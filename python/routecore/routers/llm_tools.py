@@ -27,7 +27,6 @@ from dataclasses import replace as _replace
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from routecore.decide.arguments import part_of, query_vectors
-from routecore.decide.conversation import routing_text
 from routecore.decision import Reason, ToolBelt, emit, trace
 from routecore.errors import ConfigError, InvalidArgumentError, LLMError
 from routecore.routers.tool_routing import (
@@ -196,7 +195,7 @@ class LLMToolRouter:
         for q in queries:
             if not isinstance(q, str):
                 raise InvalidArgumentError(f"queries must be strings, got {type(q).__name__}")
-        texts = [routing_text(q)[0] for q in queries]
+        texts = [self.router.tool_catalog.read_query(q)[0] for q in queries]
         if vectors is not None:  # the caller's rows: one per query, no encoder call
             vectors = query_vectors(vectors, self.router.encoder.dim, len(queries))
             return [self.choose_tools(q, top_k=top_k, vector=v) for q, v in zip(queries, vectors)]
@@ -237,7 +236,7 @@ class LLMToolRouter:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:  # as Router.tools checks it
             raise InvalidArgumentError(f"top_k must be a whole number >= 1, got {top_k!r}")
         specs = self.router.tool_specs
-        text, notes = routing_text(query)
+        text, notes = self.router.tool_catalog.read_query(query)
         notes_ = tuple(m for _, m in notes)
         if not text.strip():
             belt = self._belt(query, k)  # the empty belt: nothing is encoded

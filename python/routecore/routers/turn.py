@@ -285,7 +285,18 @@ class TurnRouter:
             if r is not None and r.route_specs
             else None
         )
-        belt = self._belt(query, vec, given) if r is not None and r.tool_specs else None
+        # The belt repairs the typos of its tools' words (its own reading, encoded by tools()).
+        belt_alone = (
+            r is not None and bool(own) and r.tool_specs and r.tool_catalog.read_query(query)[0] != own
+        )
+        belt = (
+            self._belt(query, None if belt_alone else vec, given) if r is not None and r.tool_specs else None
+        )
+        if why.code == "turn":
+            route_how = (
+                "" if not read_alone else "by its end too" if tail_of(query) else "with its typos repaired"
+            )
+            why = _otherwise(why, route_how, decision, belt_alone)
         labels = ctx.layers if ctx is not None else {}
         domain, intent = (labels[n].label if n in labels else None for n in ("domain", "intent"))
         kr = self.knowledge
@@ -320,6 +331,20 @@ def _read_otherwise(router: Any, query: str, text: str) -> bool:
         return True
     table = getattr(router, "route_table", None)  # a Router's (a stand-in may have none)
     return table is not None and table.repairs(text)
+
+
+def _otherwise(why: Reason, route_how: str, decision: Decision | None, belt_alone: bool) -> Reason:
+    """``why`` with the parts that read the query otherwise than the turn's one embedding (``route_how``:
+    how the route read it alone, if it did)."""
+    said = [
+        f"the route read it {route_how}" if route_how else "",
+        "the route read it after the previous turn"
+        if decision is not None and decision.reason is not None and decision.reason.code == "follow_up"
+        else "",
+        "the belt read it with its typos repaired" if belt_alone else "",
+    ]
+    said = [s for s in said if s]
+    return Reason(why.code, f"{why.message}; {', '.join(said)}") if said else why
 
 
 def _with_encode(t: Turn, encode_ms: float) -> Turn:

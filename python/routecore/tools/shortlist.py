@@ -17,7 +17,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from routecore import _native
-from routecore.decide.conversation import routing_text
 from routecore.decision import Alert, Timings
 from routecore.errors import InvalidArgumentError
 from routecore.tools.tool_catalog import ToolCatalog
@@ -64,7 +63,7 @@ def best_tools(
     a batched encoder call. An encoder that fails gives an empty shortlist with ``error`` set."""
     check_size(n)
     allowed = candidate_mask(catalog, candidates)
-    routed = routing_text(query)[0]
+    routed = catalog.read_query(query)[0]
     t0 = time.perf_counter()
     try:
         q, tok_ms, before_ms = query_embedding(catalog, routed, vector, encoded)

@@ -17,8 +17,10 @@ from routecore.config.specs import ToolSpec
 from routecore.core.entities import EntityMatcher
 from routecore.core.lexical import DEFAULT_B, LexicalTable
 from routecore.decide.arguments import stored_text
+from routecore.decide.conversation import routing_text
 from routecore.decide.language_policies import LanguagePolicies
 from routecore.decide.policy import Policy
+from routecore.decide.spelling import Speller, notes_of, tokenizer_words
 from routecore.decide.tables import EncoderLike, build_table, exemplar_texts
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.memory.lesson_cache import store_key
@@ -75,6 +77,17 @@ class ToolCatalog:
         self.languages: LanguagePolicies | None = None  # set_languages
         self.entities: EntityMatcher | None = None  # the Router's entities: section
         self.entity_tools = any(t.prefers_entities or t.requires_entities for t in self.specs)
+        self.speller = Speller(self.tools.texts, tokenizer_words(encoder))  # the tools' words
+
+    def read_query(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """What a belt encodes for ``text`` and the alerts that say so: :func:`routing_text`, then
+        typos of the tools' words repaired (unless ``policy.tools.tool_spelling`` is off), as
+        :meth:`routecore.routers.route_table.RouteTable.read_query` reads a route query."""
+        text, notes = routing_text(text)
+        if not text or not self.policy.tool_spelling:
+            return text, notes
+        text, repairs = self.speller.repair(text)
+        return text, notes + notes_of(repairs)
 
     def set_languages(self, spec_policy: Policy, calibration: Calibration | None) -> None:
         """Give queries in languages the tools' exemplars do not cover their own tool floor

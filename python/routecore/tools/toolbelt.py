@@ -133,7 +133,7 @@ def select_tools_batch(
         embs, tok_ms = query_vectors(vectors, catalog.encoder.dim, len(queries)), 0.0
     else:
         try:
-            enc = catalog.encoder.encode_with_stats([routing_text(q)[0] for q in queries])
+            enc = catalog.encoder.encode_with_stats([catalog.read_query(q)[0] for q in queries])
         except Exception as e:  # noqa: BLE001 - each belt degrades as tools() does, never a raise
             return [_encoder_failed(catalog, q, e) for q in queries]
         embs, tok_ms = enc.embeddings, enc.tokenize_ms
@@ -184,7 +184,7 @@ def select_tools(
     each = by_threshold or p.tool_floor == "each"  # else the floor gates the belt on its best candidate
     wanted = k + len(catalog.core) + len(exclude or ())
     t0 = time.perf_counter()
-    routed, notes = routing_text(query)
+    routed, notes = catalog.read_query(query)
     try:
         q, tok_ms, before_ms = query_embedding(catalog, routed, vector, encoded)
     except EncoderFailed as e:  # degrade to the core tools, never crash
