@@ -70,7 +70,7 @@ def belts_metrics(belts: list[ToolBelt], gold: list[list[str]], oos: list[ToolBe
     m = M.tool_shape_metrics(
         gold,
         [list(b.scores)[:K] for b in belts],
-        [[c.name for c in b.tools if c.reason in ("top_k", "threshold")] for b in belts],
+        [[c.name for c in b.tools if c.reason.code in ("top_k", "threshold")] for b in belts],
         [b.no_tool for b in belts],
         [next(iter(b.scores.values()), float("-inf")) for b in belts],
         (1, 3, 5),

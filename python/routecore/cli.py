@@ -172,7 +172,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
         print(
             f"  {t.name:<22} {t.domain:<16} score={t.score:.3f}"
             + (f" (lexical +{t.lexical_score:.3f})" if t.lexical_score else "")
-            + f" ({t.reason})"
+            + f" [{t.reason.code}] {t.reason.message}"
         )
     for a in belt.alerts:
         print(f"alert [{a.kind}]: {a.message}")

@@ -132,6 +132,15 @@ def _finite(v: Any) -> Any:
     return v
 
 
+def _reason(r: Any, optional: bool = False) -> Reason | None:
+    """A reason read back from JSON: a mapping of code and message (None only when ``optional``)."""
+    if isinstance(r, Mapping):
+        return Reason(**r)
+    if r is None and optional:
+        return None
+    raise TypeError(f"reason must be a mapping of code and message, got {r!r}")
+
+
 def _scores(m: Mapping[str, float | None]) -> dict[str, float]:
     """A score map read back from JSON: ``null`` is the ``-inf`` :func:`_finite` wrote."""
     return {k: -math.inf if x is None else x for k, x in m.items()}
@@ -179,6 +188,17 @@ REASON_CODES: dict[str, str] = {
     "error": "error: the encoder failed and no LLM could answer",
     "tools": "tool belt: the tools that clear the floor",
     "no_tool": "tool belt: no candidate tool clears the floor (core or fallback tools only)",
+}
+
+#: Why one tool is in a belt (``ToolChoice.reason.code``) -> what it means.
+TOOL_REASON_CODES: dict[str, str] = {
+    "core": "a core tool: in every belt",
+    "top_k": "one of the best top_k candidates (the best one clears the floor)",
+    "threshold": "its own score clears the floor (threshold selection, or tool_floor: each)",
+    "discovery": "a discovery tool (its name starts with one of policy.tools.discovery_prefixes) of a "
+    "chosen tool's domain",
+    "fallback": "no candidate clears the floor: policy.tools.fallback_tool stands in",
+    "more": "offered by request_more_tools after the first belt",
 }
 
 
@@ -315,10 +335,7 @@ class Decision(JsonResult):
             for k, item in (("top_exemplars", Exemplar), ("alerts", Alert), ("entities", Entity)):
                 if k in kw:
                     kw[k] = tuple(item(**x) for x in kw[k])
-            if isinstance(kw.get("reason"), Mapping):
-                kw["reason"] = Reason(**kw["reason"])
-            elif kw.get("reason") is not None:
-                raise TypeError(f"reason must be a mapping of code and message, got {kw['reason']!r}")
+            kw["reason"] = _reason(kw.get("reason"), optional=True)
             for k in ("candidates", "fallback_chain"):
                 if k in kw:
                     kw[k] = tuple(kw[k])
@@ -335,13 +352,14 @@ class Decision(JsonResult):
 @dataclass(frozen=True)
 class ToolChoice:
     """One tool in a :class:`ToolBelt`: its ``name`` and ``domain``, its ``score`` (what ranked it)
-    and ``raw_score`` (its cosine), and why it is in the belt (``reason``)."""
+    and ``raw_score`` (its cosine), and why it is in the belt (``reason``: a code of
+    :data:`TOOL_REASON_CODES` and a line with the numbers compared)."""
 
     name: str
     domain: str
     score: float
     raw_score: float
-    reason: str  # "core", "top_k", "threshold", "discovery", "more", "lesson", "fallback"
+    reason: Reason
     #: What the tool's cosine (``raw_score``) gained from its lexical (BM25) score.
     lexical_score: float = 0.0
 
@@ -409,11 +427,14 @@ class ToolBelt(JsonResult):
             raise InvalidArgumentError(f"a tool belt must be a mapping, got {type(d).__name__}")
         kw = {k: v for k, v in d.items() if k not in ("collision", "system_prompt_alert")}  # from the alerts
         try:
-            for k, item in (("tools", ToolChoice), ("alerts", Alert), ("entities", Entity)):
+            for k, item in (("alerts", Alert), ("entities", Entity)):
                 if k in kw:
                     kw[k] = tuple(item(**x) for x in kw[k])
-            if isinstance(kw.get("reason"), Mapping):
-                kw["reason"] = Reason(**kw["reason"])
+            if "tools" in kw:
+                kw["tools"] = tuple(
+                    ToolChoice(**{**x, "reason": _reason(x.get("reason"))}) for x in kw["tools"]
+                )
+            kw["reason"] = _reason(kw.get("reason"), optional=True)
             if "timings" in kw:
                 kw["timings"] = Timings(**kw["timings"])
             return cls(**kw)

@@ -241,11 +241,11 @@ def test_bigtool_agent_binds_the_tools_routecore_retrieves(tool_router, use_asyn
     assert second == ["retrieve_tools", *belts[0].names]  # exactly the belt, in its order
     assert second[1] == "search_docs"  # the core tool comes first
     assert "restart_service" in second and [
-        t.reason for t in belts[0].tools if t.name == "restart_service"
+        t.reason.code for t in belts[0].tools if t.name == "restart_service"
     ] == ["top_k"]
     assert not {"get_weather", "search_flights", "send_email"} & set(second)
-    assert {t.reason for t in belts[0].tools} <= {"core", "top_k", "discovery"}
-    assert sum(t.reason == "top_k" for t in belts[0].tools) <= 2
+    assert {t.reason.code for t in belts[0].tools} <= {"core", "top_k", "discovery"}
+    assert sum(t.reason.code == "top_k" for t in belts[0].tools) <= 2
     assert state["selected_tool_ids"] == [IDS[n] for n in belts[0].names]
     assert [m.type for m in state["messages"]] == ["human", "ai", "tool", "ai"]
     assert state["messages"][2].content == f"Available tools: {belts[0].names}"

@@ -47,19 +47,19 @@ def test_device_logs_collision_alert(tools_router):
     assert belt.collision
     assert {"ha_get_logs", "get_system_logs"} <= set(belt.names)
     assert "ha_get_logs" in belt.system_prompt_alert and "get_system_logs" in belt.system_prompt_alert
-    assert belt.tools[0].name == "search_docs" and belt.tools[0].reason == "core"
+    assert belt.tools[0].name == "search_docs" and belt.tools[0].reason.code == "core"
 
 
 def test_context_domain_resolves_the_collision(tools_router):
     belt = tools_router.tools("device logs", context_domains=["home_automation"])
     assert not belt.collision
-    ranked = sorted((t for t in belt.tools if t.reason != "core"), key=lambda t: -t.score)
+    ranked = sorted((t for t in belt.tools if t.reason.code != "core"), key=lambda t: -t.score)
     assert ranked[0].name == "ha_get_logs"
 
 
 def test_plugin_match_brings_discovery_tools(tools_router):
     belt = tools_router.tools("turn on the kitchen light", top_k=1)
-    reasons = {t.name: t.reason for t in belt.tools}
+    reasons = {t.name: t.reason.code for t in belt.tools}
     assert reasons["ha_turn_on"] == "top_k"
     assert reasons.get("get_ha_state") == "discovery" and reasons.get("list_ha_devices") == "discovery"
 

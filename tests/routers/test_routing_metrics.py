@@ -69,7 +69,7 @@ def test_tool_precision_recall_and_no_tool(tools_router):
         weather = tools_router.tools("what's the weather in Paris")
     finally:
         tools_router.metrics = None
-    offered = [t.name for t in logs.tools if t.reason != "core"]
+    offered = [t.name for t in logs.tools if t.reason.code != "core"]
     assert offered and weather.no_tool
     m.feedback(logs, tools=[offered[0], "not_offered"])
     m.feedback(weather, tools=[])

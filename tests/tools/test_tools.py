@@ -11,6 +11,7 @@ import pytest
 
 from routecore.config.specs import ToolSpec
 from routecore.decide.conversation import routing_query
+from routecore.decision import TOOL_REASON_CODES, ToolBelt
 from routecore.errors import ConfigError, InvalidArgumentError, MemoryStoreError
 from routecore.memory.memory import ExperienceMemory
 from routecore.routers.router import Router
@@ -44,7 +45,7 @@ def router(policy=None, memory=None, **q):
 
 def test_core_plus_top_k_and_discovery():
     belt = router(q=mix(a0=0.6, a1=0.4, a4=0.3)).tools("q", top_k=2)
-    reasons = {t.name: t.reason for t in belt.tools}
+    reasons = {t.name: t.reason.code for t in belt.tools}
     assert reasons["ask_user"] == "core"
     assert reasons["ha_get_logs"] == "top_k" and reasons["ha_turn_on"] == "top_k"
     assert (
@@ -53,6 +54,23 @@ def test_core_plus_top_k_and_discovery():
     assert "restart_service" not in reasons
     # the reason counts every tool the belt holds beyond the best top_k
     assert belt.reason.message.endswith("the best 2 offered, beside 1 core tool(s) and 1 discovery tool(s)")
+    # each tool says why it is there, with the numbers compared
+    lines = {t.name: t.reason.message for t in belt.tools}
+    first = next(t for t in belt.tools if t.name == "ha_get_logs")
+    assert lines["ha_get_logs"] == f"#1 by score, {first.score:.3f} >= the floor {belt_floor(belt)}"
+    assert lines["ha_turn_on"].startswith("#2 by score, ") and "floor" not in lines["ha_turn_on"]
+    assert lines["list_ha_devices"] == "a discovery tool of the 'ha' domain, beside ha_get_logs"
+    assert lines["ask_user"] == "a core tool: in every belt"
+    assert all(t.reason.code in TOOL_REASON_CODES for t in belt.tools)
+    back = ToolBelt.from_dict(json.loads(belt.to_json()))
+    assert back.tools == belt.tools
+    with pytest.raises(InvalidArgumentError, match="reason must be a mapping"):
+        ToolBelt.from_dict({**belt.to_dict(), "reason": "tools"})
+
+
+def belt_floor(belt) -> str:
+    """The floor a belt's reason names, as written there."""
+    return belt.reason.message.split(">= the floor ")[1].split(":")[0]
 
 
 def test_threshold_mode():
@@ -64,7 +82,7 @@ def test_floor_gates_top_k_on_the_best_candidate_and_filters_each_in_threshold_m
     q = mix(a0=0.6, a1=0.5, a3=0.45, a4=0.3)
     # top_k (tool_floor "best", the default): the best passes the floor, so the belt holds the top k.
     top = router(manual(tool_threshold=0.4), q=q).tools("q", top_k=4)
-    assert [t.name for t in top.tools if t.reason == "top_k"] == [
+    assert [t.name for t in top.tools if t.reason.code == "top_k"] == [
         "ha_get_logs",
         "ha_turn_on",
         "get_system_logs",
@@ -72,16 +90,16 @@ def test_floor_gates_top_k_on_the_best_candidate_and_filters_each_in_threshold_m
     ]
     # tool_floor "each": every candidate must pass it.
     each = router(manual(tool_threshold=0.4, tool_floor="each"), q=q).tools("q", top_k=5)
-    assert [t.name for t in each.tools if t.reason == "top_k"] == [
+    assert [t.name for t in each.tools if t.reason.code == "top_k"] == [
         "ha_get_logs",
         "ha_turn_on",
         "get_system_logs",
     ]
     # The threshold selection, or a threshold given to the call, always reads it per candidate; k caps it.
     capped = router(manual(tool_threshold=0.4, tool_selection="threshold"), q=q).tools("q", top_k=2)
-    assert [t.name for t in capped.tools if t.reason == "threshold"] == ["ha_get_logs", "ha_turn_on"]
+    assert [t.name for t in capped.tools if t.reason.code == "threshold"] == ["ha_get_logs", "ha_turn_on"]
     given = router(manual(), q=q).tools("q", top_k=5, threshold=0.4)
-    assert [t.name for t in given.tools if t.reason == "threshold"] == [
+    assert [t.name for t in given.tools if t.reason.code == "threshold"] == [
         "ha_get_logs",
         "ha_turn_on",
         "get_system_logs",
@@ -175,6 +193,9 @@ def test_request_more_tools_and_circuit_breaker():
     for _ in range(3):
         more = s.request_more_tools()
         assert not (set(t.name for t in more) & seen)
+        assert all(
+            t.reason.code == "more" and t.reason.message.startswith("request_more_tools: ") for t in more
+        )
         seen |= {t.name for t in more}
     assert "request_more_tools" not in s.tool_names
     assert s.request_more_tools() == []
@@ -336,7 +357,7 @@ def test_candidates_keep_core_and_discovery_tools_they_name():
     belt = router(q=mix(a0=0.6, a1=0.4)).tools(
         "q", top_k=1, candidates=["ask_user", "ha_get_logs", "list_ha_devices"]
     )
-    assert {t.name: t.reason for t in belt.tools} == {
+    assert {t.name: t.reason.code for t in belt.tools} == {
         "ask_user": "core",
         "ha_get_logs": "top_k",
         "list_ha_devices": "discovery",
@@ -397,10 +418,10 @@ def test_fallback_tool_when_no_tool_passes_the_floor(encoder):
     ]
     r = Router([], tools, encoder=encoder, policy=Policy(fallback_tool="web_search"))
     belt = r.tools("who painted the ceiling of the sistine chapel")
-    assert belt.no_tool and belt.names == ["web_search"] and belt.tools[0].reason == "fallback"
+    assert belt.no_tool and belt.names == ["web_search"] and belt.tools[0].reason.code == "fallback"
     assert [a.data for a in belt.alerts if a.kind == "no_tool"] == [{"fallback_tool": "web_search"}]
     ok = r.tools("will it rain in Lyon tomorrow")
-    assert not ok.no_tool and "get_weather" in ok.names and all(t.reason != "fallback" for t in ok.tools)
+    assert not ok.no_tool and "get_weather" in ok.names and all(t.reason.code != "fallback" for t in ok.tools)
     with pytest.raises(ConfigError, match="fallback_tool 'nope'"):
         Router([], tools, encoder=encoder, policy=Policy(fallback_tool="nope"))
 

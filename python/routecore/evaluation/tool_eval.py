@@ -114,7 +114,7 @@ def evaluate_tools(
         belt = router.tools(s.query, top_k=k, candidates=rows.candidates[i])
         lat.append((time.perf_counter() - t) * 1e3)
         ranked.append(list(belt.scores)[:k])  # best first
-        selected.append([c.name for c in belt.tools if c.reason in ("top_k", "threshold")])
+        selected.append([c.name for c in belt.tools if c.reason.code in ("top_k", "threshold")])
         no_tool.append(belt.no_tool)
         top.append(next(iter(belt.scores.values()), float("-inf")))
         bar.update(i + 1)

@@ -118,7 +118,7 @@ def make_retrieve_tools(
             on_belt(belt)
         out: dict[str, None] = {}
         for t in belt.tools:
-            if include_core or t.reason != "core":
+            if include_core or t.reason.code != "core":
                 out[ids.get(t.name, t.name)] = None
         return list(out)
 

@@ -73,7 +73,7 @@ def record_of(obj: Any) -> dict[str, Any]:
             "latency_ms": float(obj.timings.total),
         }
     if isinstance(obj, ToolBelt):
-        offered = [t.name for t in obj.tools if t.reason != "core"]
+        offered = [t.name for t in obj.tools if t.reason.code != "core"]
         return {
             "kind": "tools",
             "query": obj.query,
@@ -83,7 +83,7 @@ def record_of(obj: Any) -> dict[str, Any]:
         }
     if isinstance(obj, ToolRouting):
         belt_ms = float(obj.belt.timings.total) if obj.belt is not None else 0.0
-        core = {t.name for t in obj.belt.tools if t.reason == "core"} if obj.belt is not None else set()
+        core = {t.name for t in obj.belt.tools if t.reason.code == "core"} if obj.belt is not None else set()
         return {
             "kind": "tools",
             "query": obj.query,

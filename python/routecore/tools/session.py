@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from routecore.decision import Alert, ToolChoice, trace
+from routecore.decision import Alert, Reason, ToolChoice, trace
 from routecore.errors import InvalidArgumentError
 from routecore.tools.catalog import MORE_TOOLS, Catalog, build_catalog
 from routecore.tools.tool_catalog import ToolCatalog
@@ -55,7 +55,13 @@ class ToolSession:
             exclude=self.offered,
         )
         new = [
-            ToolChoice(t.name, t.domain, t.score, t.raw_score, "more")
+            ToolChoice(
+                t.name,
+                t.domain,
+                t.score,
+                t.raw_score,
+                Reason("more", f"request_more_tools: {t.reason.message}"),
+            )
             for t in more.tools
             if t.name not in self.offered
         ]

@@ -6,7 +6,7 @@ the per-turn ``request_more_tools`` is :mod:`routecore.tools.session`'s."""
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -82,7 +82,8 @@ def _empty_belt(query: str, why: str, code: str = "no_tool", core: tuple[ToolCho
 def _core(catalog: ToolCatalog) -> tuple[ToolChoice, ...]:
     """The catalog's always-on tools, unscored (a belt with nothing to score still holds them)."""
     specs = catalog.specs
-    return tuple(ToolChoice(specs[i].name, specs[i].domain, 0.0, 0.0, "core") for i in catalog.core)
+    why = Reason("core", "a core tool: in every belt")
+    return tuple(ToolChoice(specs[i].name, specs[i].domain, 0.0, 0.0, why) for i in catalog.core)
 
 
 def _encoder_failed(catalog: ToolCatalog, query: str, e: Exception) -> ToolBelt:
@@ -106,6 +107,32 @@ def _checked(query: Any, top_k: int | None, threshold: float | None, p: Any) -> 
     if th is not None and (isinstance(th, bool) or not isinstance(th, (int, float)) or not 0 <= th <= 1):
         raise InvalidArgumentError(f"threshold must be a number in [0, 1], got {th!r}")
     return k, th
+
+
+def _choice_reasons(
+    chosen: Mapping[str, str], scores: Sequence[float], domains: Sequence[str], floor: float
+) -> list[Reason]:
+    """Why each chosen tool is in the belt (its code in ``chosen``), with the numbers compared."""
+    by_domain: dict[
+        str, str
+    ] = {}  # the first tool chosen on its score, per domain: a discovery tool's reason
+    for (n, code), d in zip(chosen.items(), domains):
+        if code in ("top_k", "threshold", "fallback"):
+            by_domain.setdefault(d, n)
+    out, rank = [], 0
+    for code, score, d in zip(chosen.values(), scores, domains):
+        if code in ("top_k", "threshold"):
+            rank += 1
+            gated = floor >= 0 and (code == "threshold" or rank == 1)  # what read the floor
+            said = f"#{rank} by score, {score:.3f}" + (f" >= the floor {floor:.3f}" if gated else "")
+        elif code == "discovery":
+            said = f"a discovery tool of the {d!r} domain, beside {by_domain.get(d, 'a chosen tool')}"
+        elif code == "fallback":
+            said = f"the fallback tool: no candidate scored above the floor {floor:.3f}"
+        else:
+            said = "a core tool: in every belt"
+        out.append(Reason(code, said))
+    return out
 
 
 def select_tools_batch(
@@ -297,14 +324,15 @@ def select_tools(
     if collision is not None and picked:  # two close tools that both miss the floor are not offered: no alert
         alerts.append(collision_alert(names[collision[0]], names[collision[1]], collision[2], table, "tool"))
     idx = [pos[n] for n in chosen]
+    scores = adjusted.take(idx).tolist()
     choices = tuple(
         map(
             ToolChoice,
             chosen,
             [domains[i] for i in idx],
-            adjusted.take(idx).tolist(),
+            scores,
             raw.take(idx).tolist(),
-            chosen.values(),
+            _choice_reasons(chosen, scores, [domains[i] for i in idx], floor),
             lexical.take(idx).tolist() if lexical is not None else [0.0] * len(idx),
         )
     )
