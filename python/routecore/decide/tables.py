@@ -352,8 +352,8 @@ def collision_alert(a: str, b: str, gap: float, table: ScoreTable, what: str) ->
         return f"domain '{d}'" if d else "no domain"
 
     msg = (
-        f"Ambiguity alert: the {what}s '{a}' ({of(da)}) and '{b}' ({of(db)}) are within {gap:.3f} of each "
-        f"other. Check which the user means before using '{a}'"
+        f"Ambiguity alert: the {what}s '{a}' ({of(da)}) and '{b}' ({of(db)}) score within {gap:.3f} of each "
+        f"other (adjusted cosines). Check which the user means before using '{a}'"
         + (f"; if the request is about '{db}', use '{b}'." if db else ".")
     )
     return Alert("collision", msg, {"first": a, "second": b, "gap": float(gap), "domains": [da, db]})

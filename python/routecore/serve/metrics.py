@@ -161,7 +161,7 @@ class Metrics:
         self.stage.labels(endpoint, "rest").observe(max(handler_s - enc, 0.0))
 
     def _observe_llm(self, d: Any) -> None:
-        failed = bool(d.fallback and d.fallback.startswith("llm failed")) or any(
+        failed = (d.reason is not None and d.reason.code == "llm_failed") or any(
             a.kind == "llm_error" for a in d.alerts
         )
         if d.used_llm or failed:
