@@ -92,13 +92,19 @@ class RouterDeployment:
 
     # -- Python handle methods ----------------------------------------------------
     async def route(
-        self, query: str, previous: str | None = None, context_domains: Sequence[str] = ()
-    ) -> dict[str, Any]:
-        """``Router.route(query, previous=, context_domains=).to_dict()``, batched with concurrent calls."""
+        self,
+        query: str,
+        previous: str | None = None,
+        context_domains: Sequence[str] = (),
+        previous_query: str | None = None,
+    ) -> Decision:
+        """``Router.route(query, previous=, context_domains=, previous_query=)``, batched with concurrent
+        calls."""
         from routecore.serve.batcher import RouteItem
 
-        d: Decision = _result(await self._route_batched(RouteItem(query, previous, tuple(context_domains))))
-        return d.to_dict()
+        item = RouteItem(query, previous, tuple(context_domains), previous_query)
+        d: Decision = _result(await self._route_batched(item))
+        return d
 
     async def tools(
         self,
@@ -107,8 +113,8 @@ class RouterDeployment:
         top_k: int | None = None,
         *,
         context_domain: str | None = None,
-    ) -> dict[str, Any]:
-        """``Router.tools(query, context_domains=, top_k=).to_dict()``, batched with concurrent calls
+    ) -> ToolBelt:
+        """``Router.tools(query, context_domains=, top_k=)``, batched with concurrent calls
         (``context_domain``: deprecated)."""
         from routecore.decide.arguments import context_domains_arg
         from routecore.serve.batcher import ToolsItem
@@ -118,7 +124,7 @@ class RouterDeployment:
         one = context_domains if by_position else context_domain
         domains = context_domains_arg(() if by_position else context_domains, one, "context_domain")
         b: ToolBelt = _result(await self._tools_batched(ToolsItem(query, domains, top_k)))
-        return b.to_dict()
+        return b
 
     def record_lesson(self, query: str, tool: str, use: bool, context: str = "") -> int:
         """``Router.record_lesson``: shared by every replica when ``lessons`` is a PostgreSQL URL."""
@@ -156,22 +162,19 @@ class RouterDeployment:
         if request.method == "GET" and path == "healthz":
             return json_response({"status": "ok"})
         if request.method != "POST" or path not in ("route", "tools", "lessons"):
-            return json_response(
-                {"error": "NotFound", "message": f"{request.method} {request.url.path}"}, 404
-            )
+            return _error("NotFound", f"{request.method} {request.url.path}", 404)
         try:
             body = await request.json()
             if not isinstance(body, dict) or not isinstance(body.get("query"), str):
                 raise InvalidArgumentError("the body must be a JSON object with a string 'query'")
             if path == "route":
-                return json_response(
-                    await self.route(body["query"], body.get("previous"), body.get("context_domains") or ())
-                )
+                domains = body.get("context_domains") or ()
+                d = await self.route(body["query"], body.get("previous"), domains, body.get("previous_query"))
+                return json_response(d.to_dict())
             if path == "tools":
                 domains, one = body.get("context_domains") or (), body.get("context_domain")
-                return json_response(
-                    await self.tools(body["query"], domains, body.get("top_k"), context_domain=one)
-                )
+                belt = await self.tools(body["query"], domains, body.get("top_k"), context_domain=one)
+                return json_response(belt.to_dict())
             lesson = self.record_lesson(
                 body["query"], str(body["tool"]), bool(body["use"]), str(body.get("context", ""))
             )
@@ -182,7 +185,14 @@ class RouterDeployment:
             KeyError,
             TypeError,
         ) as e:  # a bad argument, bad JSON, a missing field
-            return json_response({"error": type(e).__name__, "message": str(e)}, 422)
+            return _error(type(e).__name__, str(e), 422)
+
+
+def _error(kind: str, message: str, status: int) -> Any:
+    """An error as ``routecore serve`` answers one: ``{"error": {"type", "message"}}``."""
+    from routecore.serve.http import json_response
+
+    return json_response({"error": {"type": kind, "message": message}}, status)
 
 
 def deployment(
