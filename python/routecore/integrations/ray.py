@@ -8,18 +8,18 @@
 
     app = deployment(bundle="bundles/it-ops", num_replicas=4, lessons="postgresql://router@db/lessons")
     handle = serve.run(app, name="routecore")  # or: serve run module:app / serve deploy config.yaml
-    decision = handle.route.remote("the production server is down").result()   # Decision.to_dict()
-    belt = handle.tools.remote("restart the payment service").result()         # ToolBelt.to_dict()
+    decision = handle.route.remote("the production server is down").result()   # a Decision
+    belt = handle.tools.remote("restart the payment service").result()         # a ToolBelt
 
 Single calls from concurrent clients are gathered by ``@serve.batch`` on each
 replica and answered by one :meth:`Router.route_batch` (or ``tools_batch``) call per
 batch: each decision is the one :meth:`Router.route` gives for that query.
 
 Over HTTP (Serve's proxy, ``route_prefix``, default ``/``), the replica answers
-``POST /route`` (``{"query", "previous", "context_domains"}``), ``POST /tools``
+``POST /route`` (``{"query", "previous", "context_domains", "previous_query"}``), ``POST /tools``
 (``{"query", "context_domains", "top_k"}``), ``POST /lessons``
 (``{"query", "tool", "use", "context"}``) and ``GET /healthz``, with the JSON of
-``routecore serve``'s ``/v1/route`` and ``/v1/tools``.
+``routecore serve``'s ``/v1/route`` and ``/v1/tools`` (errors too: ``{"error": {"type", "message"}}``).
 
 ``lessons``: a ``postgresql://`` URL (``routecore[postgres]``) that every replica
 opens, so a lesson recorded through one replica steers the tool belts of all of
