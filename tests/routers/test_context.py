@@ -44,7 +44,13 @@ def test_every_layer_from_one_encode(cr, encoder):
     for r in ctx.layers.values():
         assert r.decision is not None and 0.0 <= r.probability <= 1.0 and r.tier in ("high", "medium", "low")
     assert json.loads(json.dumps(ctx.to_dict()))["layers"]["urgency"]["label"] == "high"
-    assert Context.from_dict(json.loads(json.dumps(ctx.to_dict()))).timings == t
+    back = Context.from_dict(json.loads(json.dumps(ctx.to_dict())))
+    assert back.timings == t
+    # each layer's reason survives JSON (its decision does not)
+    assert {n: r.reason for n, r in back.layers.items()} == {
+        n: r.decision.reason for n, r in ctx.layers.items()
+    }
+    assert all(r.reason is not None and r.decision is None for r in back.layers.values())
     # the flat timings of earlier versions: a layer's time beside the stages'
     flat = {"encode": 1.0, "scoring": 2.0, "intent": 0.5, "total": 4.0}
     assert ContextTimings.from_dict(flat) == ContextTimings(1.0, 2.0, 4.0, {"intent": 0.5})

@@ -289,10 +289,10 @@ class ContextRouter:
     def _result(self, name: str, router: Router, d: Decision) -> LayerResult:
         """A layer's result from its decision (module docs: open and exhaustive layers)."""
         if d.action == "route":
-            return LayerResult(d.route, float(d.confidence), d.tier, d.action, d.alerts, d)
+            return LayerResult(d.route, float(d.confidence), d.tier, d.action, d.alerts, d, reason=d.reason)
         if name in self.exhaustive and d.action in ("none", "clarify"):
             return _named_anyway(name, [s.name for s in router.route_specs], d)
-        return LayerResult(None, float(d.confidence), d.tier, d.action, d.alerts, d)
+        return LayerResult(None, float(d.confidence), d.tier, d.action, d.alerts, d, reason=d.reason)
 
 
 def _named_anyway(layer: str, labels: list[str], d: Decision) -> LayerResult:
@@ -308,4 +308,4 @@ def _named_anyway(layer: str, labels: list[str], d: Decision) -> LayerResult:
         f"{d.tier} tier, so it names its most probable label {label} (p {p:.2f})",
         {"layer": layer, "declined": d.action, "label": label, "probability": p},
     )
-    return LayerResult(label, p, d.tier, "route", (*d.alerts, alert), d, d.action)
+    return LayerResult(label, p, d.tier, "route", (*d.alerts, alert), d, d.action, d.reason)

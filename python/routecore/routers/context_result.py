@@ -37,11 +37,8 @@ class LayerResult:
     decision: Decision | None = field(default=None, repr=False, compare=False)
     #: ``none`` or ``clarify`` when an exhaustive layer named its best label over its decision's; else None.
     declined: str | None = None
-
-    @property
-    def reason(self) -> Reason | None:
-        """Why: the layer's decision's reason (None for a layer read back from a dict)."""
-        return self.decision.reason if self.decision is not None else None
+    #: Why: the layer's decision's reason (kept by :meth:`Context.to_dict`, unlike ``decision``).
+    reason: Reason | None = None
 
 
 @dataclass(frozen=True)
@@ -129,7 +126,13 @@ class Context(JsonResult):
             raise InvalidArgumentError(f"a context must be a mapping, got {type(d).__name__}")
         try:
             layers = {
-                n: LayerResult(**{**r, "alerts": tuple(Alert(**a) for a in r.get("alerts", ()))})
+                n: LayerResult(
+                    **{
+                        **r,
+                        "alerts": tuple(Alert(**a) for a in r.get("alerts", ())),
+                        "reason": Reason(**r["reason"]) if r.get("reason") is not None else None,
+                    }
+                )
                 for n, r in d["layers"].items()
             }
             return cls(
@@ -145,7 +148,7 @@ class Context(JsonResult):
 
 
 #: The fields of a layer's result in :meth:`Context.to_dict`.
-_LAYER_KEYS = ("label", "probability", "tier", "action", "alerts", "declined")
+_LAYER_KEYS = ("label", "probability", "tier", "action", "alerts", "declined", "reason")
 
 
 def context_search(context: Any, domains: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
