@@ -38,13 +38,16 @@ def test_learn_endpoint(router):
         (e,) = router.learned()
         assert (e.text, e.route, e.source) == ("the courier lost my box", "shipping", "agent")
         again = c.post("/v1/learn", json=body, headers=AUTH).json()
-        assert again["status"] == "duplicate" and again["id"] is None
+        assert (
+            again["status"] == "duplicate" and again["id"] is None and again["reason"]["code"] == "duplicate"
+        )
         d = c.post("/v1/route", json={"query": "the courier lost my box"}, headers=AUTH).json()
         assert d["generation"] == 1
         held = c.post(
             "/v1/learn", json={"query": "I cannot log in to my account", "route": "billing"}, headers=AUTH
         )
         assert held.json()["status"] == "held" and held.json()["decided"] == "account", held.text
+        assert held.json()["reason"]["message"].startswith("the router routes it to account at the high tier")
         r = c.post("/v1/learn", json={"query": "will it rain", "route": "weather"}, headers=AUTH)
         assert r.status_code == 422 and r.json()["error"]["type"] == "UnknownRouteError", r.text
         check(spec, "ErrorResponse", r.json())

@@ -46,6 +46,9 @@ def test_a_learned_query_is_an_exemplar_with_its_source_and_time(router):
     before = router.route("the courier lost my box").generation
     res = router.learn("the courier lost my box", "shipping", source="agent")
     assert res.status == "learned" and res.exemplar is not None and res.generation == before + 1
+    assert res.reason.code == "learned" and res.reason.message.startswith(
+        "added to shipping (its nearest exemplar"
+    )
     (e,) = router.learned()
     assert (e.route, e.text, e.source, e.id) == ("shipping", "the courier lost my box", "agent", 1)
     assert e.time > 0 and e.generation == res.generation
@@ -99,6 +102,8 @@ def test_a_near_duplicate_is_not_added_twice(router):
     assert router.learn("my package never arrived", "shipping").status == "learned"
     again = router.learn("my package never arrived", "shipping")
     assert again.status == "duplicate" and again.nearest >= again.cut and again.exemplar is None
+    assert again.reason.code == "duplicate" and "not added" in again.reason.message
+    assert "the router decides" not in again.reason.message  # it routes the query there already
     assert router.learn("track my order", "shipping").status == "duplicate"  # a config exemplar
     assert [e.text for e in router.learned()] == ["my package never arrived"]
     assert router.route_table.by_name["shipping"].utterances.count("my package never arrived") == 1
@@ -106,12 +111,23 @@ def test_a_near_duplicate_is_not_added_twice(router):
     assert 0.5 < again.cut < 1.0
 
 
+def test_a_duplicate_the_router_does_not_route_there_says_what_it_decides(encoder):
+    r = Router(ROUTES, encoder=encoder, policy=Policy(learn_duplicate=0.3))  # every query is "near"
+    q = "hello there"
+    d = r.route(q)
+    assert (d.action, d.route) != ("route", "account")
+    res = r.learn(q, "account")
+    assert res.status == "duplicate" and "; the router decides " in res.reason.message
+    assert res.reason.message.endswith("an exemplar of account nearer this wording helps")
+
+
 def test_an_answer_contradicting_a_confident_decision_is_held_for_review(router):
     q = "I cannot log in to my account"
     d = router.route(q)
     assert d.route == "account" and d.tier == "high", (d.route, d.tier)
     res = router.learn(q, "shipping", source="llm")
-    assert res.status == "held" and res.review is not None
+    assert res.status == "held" and res.review is not None and res.reason.code == "held"
+    assert res.reason.message.startswith("the router routes it to account at the high tier")
     assert (res.review.route, res.review.decided, res.review.source) == ("shipping", "account", "llm")
     assert router.held_for_review() == [res.review]
     assert router.learned() == [] and q not in router.route_table.by_name["shipping"].utterances

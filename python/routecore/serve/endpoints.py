@@ -172,6 +172,7 @@ def endpoints(srv: Server) -> list[Route]:
             id=res.exemplar.id if res.exemplar is not None else None,
             decided=res.review.decided if res.review is not None else None,
             evicted=[e.id for e in res.evicted],
+            reason=plain(res.reason),
         )
         return json_response(msgspec.to_builtins(body))
 

@@ -135,6 +135,8 @@ class LearnResponse(msgspec.Struct, kw_only=True):
     id: Optional[int] = None
     decided: Optional[str] = None
     evicted: List[int] = []
+    #: Why, with the numbers compared (``Learned.reason``).
+    reason: Optional[Dict[str, str]] = None
 
 
 class ErrorDetail(msgspec.Struct, kw_only=True):

@@ -51,6 +51,7 @@ from routecore.llm.llm import no_llm
 from routecore.memory.lesson_cache import store_key
 
 # Re-exported (``X as X``): what learning returns and a bundle keeps (routecore.updates.learning_records).
+from routecore.updates import learning_records as R
 from routecore.updates.learning_records import SOURCES as SOURCES
 from routecore.updates.learning_records import Learned as Learned
 from routecore.updates.learning_records import LearnedExemplar as LearnedExemplar
@@ -185,11 +186,13 @@ class Learner:
             nearest = st.nearest(v, route)
             cut = st.duplicate_cut(self.router.spec_policy, self.router.calibration)
             if nearest >= cut:
-                return Learned("duplicate", route, self.generation, nearest, cut)
+                why = R.duplicate(route, nearest, cut, d)
+                return Learned("duplicate", route, self.generation, nearest, cut, reason=why)
             if d.action == "route" and d.tier == "high" and d.route != route and not force:
                 rv = Review(query, route, str(d.route), float(d.confidence), source, time.time())
                 self.reviews.append(rv)
-                return Learned("held", route, self.generation, nearest, cut, review=rv)
+                why = R.held(d)
+                return Learned("held", route, self.generation, nearest, cut, review=rv, reason=why)
             now, store = time.time(), self._store()
             if store is not None:  # the store's id: unique across the replicas that share it
                 eid = store.add_learned(
@@ -217,7 +220,10 @@ class Learner:
             self.since_refit += 1
             if self.since_refit >= self.router.spec_policy.learn_refit_every:
                 self._start_refit()
-            return Learned("learned", route, self.generation, nearest, cut, exemplar=e, evicted=gone)
+            why = R.learned(route, nearest, cut, self.generation, len(gone))
+            return Learned(
+                "learned", route, self.generation, nearest, cut, exemplar=e, evicted=gone, reason=why
+            )
 
     def forget(self, ids: Any) -> list[LearnedExemplar]:
         """Remove learned exemplars by id, one or a sequence of them (unknown ids raise

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from routecore.decision import Decision, Reason
 from routecore.errors import ConfigError
 
 SOURCES = ("user", "llm", "agent")
@@ -54,6 +55,32 @@ class Learned:
     exemplar: LearnedExemplar | None = None
     review: Review | None = None
     evicted: tuple[LearnedExemplar, ...] = ()
+    #: Why: ``status`` as the code and a line with the numbers compared (``learned.reason.message``).
+    reason: Reason | None = None
+
+
+def duplicate(route: str, nearest: float, cut: float, d: Decision) -> Reason:
+    """Why ``learn()`` added nothing: an exemplar of ``route`` is as near as the cut (and what the router
+    decides now, ``d``, when that is not ``route``)."""
+    said = f"an exemplar of {route} scores {nearest:.3f} >= the duplicate cut {cut:.3f}: not added"
+    if d.action != "route" or d.route != route:
+        now = f"{d.route} at the {d.tier} tier" if d.action == "route" else d.action
+        said += f"; the router decides {now}: an exemplar of {route} nearer this wording helps"
+    return Reason("duplicate", said)
+
+
+def held(d: Decision) -> Reason:
+    """Why ``learn()`` held an answer: the router is sure (the high tier) of another route."""
+    return Reason(
+        "held", f"the router routes it to {d.route} at the high tier ({d.confidence:.2f}): held for review"
+    )
+
+
+def learned(route: str, nearest: float, cut: float, generation: int, evicted: int) -> Reason:
+    """What ``learn()`` added."""
+    said = f"added to {route} (its nearest exemplar {nearest:.3f} < the duplicate cut {cut:.3f})"
+    said += f", generation {generation}"
+    return Reason("learned", said + (f"; {evicted} learned exemplar(s) evicted" if evicted else ""))
 
 
 def parse_saved(raw: Any, where: str) -> list[LearnedExemplar]:
