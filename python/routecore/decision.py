@@ -411,9 +411,11 @@ class ToolBelt(JsonResult):
         return _collision(self.alerts)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, plus ``collision`` and ``system_prompt_alert`` (as :meth:`Decision.to_dict`)."""
+        """Every field, plus ``collision`` and ``system_prompt_alert`` (as :meth:`Decision.to_dict`) and
+        ``names``."""
         d: dict[str, Any] = plain(self)
         d["collision"], d["system_prompt_alert"] = self.collision, self.system_prompt_alert
+        d["names"] = self.names
         return d
 
     @classmethod
@@ -425,7 +427,8 @@ class ToolBelt(JsonResult):
         """
         if not isinstance(d, Mapping):
             raise InvalidArgumentError(f"a tool belt must be a mapping, got {type(d).__name__}")
-        kw = {k: v for k, v in d.items() if k not in ("collision", "system_prompt_alert")}  # from the alerts
+        # from the alerts and the tools
+        kw = {k: v for k, v in d.items() if k not in ("collision", "system_prompt_alert", "names")}
         try:
             for k, item in (("alerts", Alert), ("entities", Entity)):
                 if k in kw:

@@ -62,7 +62,9 @@ def test_core_plus_top_k_and_discovery():
     assert lines["list_ha_devices"] == "a discovery tool of the 'ha' domain, beside ha_get_logs"
     assert lines["ask_user"] == "a core tool: in every belt"
     assert all(t.reason.code in TOOL_REASON_CODES for t in belt.tools)
-    back = ToolBelt.from_dict(json.loads(belt.to_json()))
+    as_json = json.loads(belt.to_json())
+    assert as_json["names"] == belt.names  # as the Python belt has them
+    back = ToolBelt.from_dict(as_json)
     assert back.tools == belt.tools
     with pytest.raises(InvalidArgumentError, match="reason must be a mapping"):
         ToolBelt.from_dict({**belt.to_dict(), "reason": "tools"})

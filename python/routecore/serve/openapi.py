@@ -196,6 +196,12 @@ def components() -> Dict[str, Any]:
         }
         comps[name]["required"] += ["collision", "system_prompt_alert"]
     belt = comps["ToolBelt"]
+    belt["properties"]["names"] = {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "the tools' names, in the belt's order",
+    }
+    belt["required"].append("names")
     belt["properties"]["session"] = {
         "$ref": _REF.format(name="SessionState"),
         "description": "only when the request gave a session_id",
