@@ -142,12 +142,10 @@ def endpoints(srv: Server) -> list[Route]:
             ts = s.tool_session
             more = await srv.run(ts.request_more_tools, req.request)
             state = srv.sessions.state(req.session_id, s)
-            if state["breaker_open"] and not s.tripped:
+            if state.breaker_open and not s.tripped:
                 s.tripped = True
                 m.breaker_trips.inc()
-        return json_response(
-            {"tools": [plain(t) for t in more], "alerts": [plain(a) for a in ts.alerts], "session": state}
-        )
+        return json_response(openapi.MoreToolsResponse(tools=more, alerts=list(ts.alerts), session=state))
 
     async def lessons(request: Request) -> Response:
         req = await srv.body(request, openapi.LessonRequest)

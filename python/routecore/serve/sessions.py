@@ -8,6 +8,7 @@ import time
 from typing import Any, Callable, Optional
 
 from routecore.serve.metrics import Metrics
+from routecore.serve.openapi import SessionState
 
 # -- request_more_tools sessions ------------------------------------------------------
 
@@ -61,14 +62,15 @@ class SessionStore:
             del self._sessions[sid]
         self.metrics.sessions.set(len(self._sessions))
 
-    def state(self, sid: str, s: _Session) -> dict[str, Any]:
+    def state(self, sid: str, s: _Session) -> SessionState:
+        """Session ``sid``'s state, as the endpoints answer it."""
         ts = s.tool_session
         limit = ts.tool_catalog.policy.more_tools_limit
-        return {
-            "session_id": sid,
-            "tool_names": ts.tool_names,
-            "calls": ts.calls,
-            "limit": limit,
-            "breaker_open": ts.calls >= limit,
-            "expires_in_s": round(max(s.expires - self.clock(), 0.0), 3),
-        }
+        return SessionState(
+            session_id=sid,
+            tool_names=list(ts.tool_names),
+            calls=ts.calls,
+            limit=limit,
+            breaker_open=ts.calls >= limit,
+            expires_in_s=round(max(s.expires - self.clock(), 0.0), 3),
+        )
