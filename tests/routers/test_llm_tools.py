@@ -127,6 +127,8 @@ def test_good_answer_in_both_modes(tools_router, server):
         ).names  # hybrid: the best 5 (and the core tools)
         assert len(catalog) == (len(tools_router.tool_specs) if mode == "llm" else len(ranked))
         assert "<tool_selection>" in prompt and "semantic search suggests" in prompt
+        r.choose_tools("restrat the nginx servce")  # the belt repairs its typos; the LLM reads it as typed
+        assert server.requests[-1]["messages"][1]["content"] == "restrat the nginx servce"
         r.close()
 
 
@@ -181,6 +183,17 @@ def test_semantic_mode_and_bad_settings(tools_router):
         and got.fallback is None
         and got.tools == tuple(tools_router.tools(QUERY).names)
     )
+    # the active domains, as Router.tools reads them (one for all in the batch)
+    semantic = LLMToolRouter(tools_router, mode="semantic")
+    want = tuple(tools_router.tools("device logs", context_domains=["system"]).names)
+    assert semantic.choose_tools("device logs", context_domains=["system"]).tools == want
+    assert [
+        g.tools for g in semantic.choose_tools_batch(["device logs", QUERY], context_domains=["system"])
+    ] == [
+        want,
+        tuple(tools_router.tools(QUERY, context_domains=["system"]).names),
+    ]
+    assert want != tuple(tools_router.tools("device logs", context_domains=["home_automation"]).names)
     with pytest.raises(ConfigError, match="mode"):
         LLMToolRouter(tools_router, "http://127.0.0.1:9/v1", "m", mode="magic")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="base_url"):

@@ -26,7 +26,8 @@ import warnings
 from dataclasses import replace as _replace
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
-from routecore.decide.arguments import part_of, query_vectors
+from routecore.decide.arguments import context_domains_arg, part_of, query_vectors
+from routecore.decide.conversation import routing_text
 from routecore.decision import Reason, ToolBelt, emit, trace
 from routecore.errors import ConfigError, InvalidArgumentError, LLMError
 from routecore.routers.tool_routing import (
@@ -171,9 +172,17 @@ class LLMToolRouter:
         )
         return [{"role": "system", "content": system}, {"role": "user", "content": query}]
 
-    def choose_tools(self, query: str, *, top_k: int | None = None, vector: Any = None) -> ToolRouting:
+    def choose_tools(
+        self,
+        query: str,
+        *,
+        top_k: int | None = None,
+        vector: Any = None,
+        context_domains: Sequence[str] = (),
+    ) -> ToolRouting:
         """The tools for ``query`` (at most ``top_k``, default the policy's ``tool_top_k``); ``vector``:
-        the query's embedding, as ``Router.tools(vector=)`` (the call then skips the encoder).
+        the query's embedding, as ``Router.tools(vector=)`` (the call then skips the encoder);
+        ``context_domains``: the active domains, as ``Router.tools`` reads them (the semantic belt's).
 
         Never raises for any string (a non-str is an :class:`InvalidArgumentError`): lone
         surrogates are removed (a note says so); nothing left to read gives the core tools and no
@@ -182,14 +191,20 @@ class LLMToolRouter:
         leaves it the routes, and when it does not answer either, the core tools (``error``)."""
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
-        return emit(self.metrics, trace("tool routing", self._choose(query, top_k, vector)))
+        domains = context_domains_arg(context_domains)
+        return emit(self.metrics, trace("tool routing", self._choose(query, top_k, vector, domains)))
 
     def choose_tools_batch(
-        self, queries: Sequence[str], *, top_k: int | None = None, vectors: Any = None
+        self,
+        queries: Sequence[str],
+        *,
+        top_k: int | None = None,
+        vectors: Any = None,
+        context_domains: Sequence[str] = (),
     ) -> list[ToolRouting]:
         """:meth:`choose_tools` of each query, embedded in one batched encoder call (one LLM call
         per query that needs one; a failed batch call: each query degrades on its own); ``vectors``:
-        the queries' embeddings, one row per query (no encoder call)."""
+        the queries' embeddings, one row per query (no encoder call); ``context_domains``: one for all."""
         if isinstance(queries, str) or not isinstance(queries, Sequence):
             raise InvalidArgumentError("queries must be a list of strings; use choose_tools() for one query")
         for q in queries:
@@ -198,15 +213,20 @@ class LLMToolRouter:
         texts = [self.router.tool_catalog.read_query(q)[0] for q in queries]
         if vectors is not None:  # the caller's rows: one per query, no encoder call
             vectors = query_vectors(vectors, self.router.encoder.dim, len(queries))
-            return [self.choose_tools(q, top_k=top_k, vector=v) for q, v in zip(queries, vectors)]
+            return [
+                self.choose_tools(q, top_k=top_k, vector=v, context_domains=context_domains)
+                for q, v in zip(queries, vectors)
+            ]
         todo = [t for t in texts if t.strip()]
         try:
             rows = iter(self.router.encoder.encode_with_stats(todo).embeddings if todo else [])
         except Exception:  # noqa: BLE001 - each query degrades on its own, as choose_tools() does
-            return [self.choose_tools(q, top_k=top_k) for q in queries]
+            return [self.choose_tools(q, top_k=top_k, context_domains=context_domains) for q in queries]
+        domains = context_domains_arg(context_domains)
         return [
             emit(
-                self.metrics, trace("tool routing", self._choose(q, top_k, next(rows) if t.strip() else None))
+                self.metrics,
+                trace("tool routing", self._choose(q, top_k, next(rows) if t.strip() else None, domains)),
             )
             for q, t in zip(queries, texts)
         ]
@@ -230,8 +250,11 @@ class LLMToolRouter:
         )
         return self.choose_tools(query, top_k=top_k)
 
-    def _choose(self, query: str, top_k: int | None, vec: Any = None) -> ToolRouting:
-        """The result for ``query``; ``vec``: its embedding from a batched encoder call."""
+    def _choose(
+        self, query: str, top_k: int | None, vec: Any = None, domains: tuple[str, ...] = ()
+    ) -> ToolRouting:
+        """The result for ``query``; ``vec``: its embedding from a batched encoder call; ``domains``: the
+        active domains."""
         k = self.router.policy.tool_top_k if top_k is None else top_k
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:  # as Router.tools checks it
             raise InvalidArgumentError(f"top_k must be a whole number >= 1, got {top_k!r}")
@@ -239,7 +262,7 @@ class LLMToolRouter:
         text, notes = self.router.tool_catalog.read_query(query)
         notes_ = tuple(m for _, m in notes)
         if not text.strip():
-            belt = self._belt(query, k)  # the empty belt: nothing is encoded
+            belt = self._belt(query, k, domains=domains)  # the empty belt: nothing is encoded
             why = Reason("empty_query", "the query is empty or blank: the core tools only, no LLM call")
             return _replace(
                 semantic_routing(belt, self.mode, None, specs), reason=why, notes=notes_, query=query
@@ -248,26 +271,33 @@ class LLMToolRouter:
             if vec is None:
                 vec = self.router.encoder.encode_with_stats([text]).embeddings[0]
         except Exception as e:  # noqa: BLE001 - degrade as route() does: the LLM, else the core tools
-            return self._without_encoder(query, text, k, f"{type(e).__name__}: {e}", notes_)
-        belt = self._belt(query, k, vec)
+            return self._without_encoder(query, routing_text(query)[0], k, f"{type(e).__name__}: {e}", notes_)
+        belt = self._belt(query, k, vec, domains=domains)
         if self.mode == "semantic" or self.client is None:
             why = Reason("semantic", f"semantic mode: the router's belt ({belt.reason or 'no reason'})")
             return _replace(
                 semantic_routing(belt, "semantic", None, specs), reason=why, notes=notes_, query=query
             )
         if self.mode == "hybrid":
-            ranked = self._belt(query, min(self.hybrid_top, len(specs)), vec, threshold=0.0).names
+            ranked = self._belt(query, min(self.hybrid_top, len(specs)), vec, 0.0, domains).names
             by_name = {t.name: t for t in specs}
             candidates = [by_name[n] for n in ranked if n in by_name]
         else:
             candidates = list(specs)
-        got = self._asked(text, candidates, belt, k)
+        got = self._asked(routing_text(query)[0], candidates, belt, k)  # the LLM reads it as typed
         return _replace(got, notes=notes_ + got.notes, query=query)
 
-    def _belt(self, query: str, k: int, vec: Any = None, threshold: float | None = None) -> ToolBelt:
+    def _belt(
+        self,
+        query: str,
+        k: int,
+        vec: Any = None,
+        threshold: float | None = None,
+        domains: tuple[str, ...] = (),
+    ) -> ToolBelt:
         """The router's belt for ``query``, as :meth:`Router.tools` gives it, without reaching the
         router's metrics: this router records the ToolRouting it returns, not its working belts."""
-        return select_tools(self.router.tool_catalog, query, (), k, threshold, vector=vec)
+        return select_tools(self.router.tool_catalog, query, domains, k, threshold, vector=vec)
 
     def _asked(self, text: str, candidates: Sequence[Any], belt: ToolBelt | None, k: int) -> ToolRouting:
         """Ask the LLM to choose among ``candidates``: its checked answer, else the semantic belt."""
