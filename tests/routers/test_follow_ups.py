@@ -9,6 +9,8 @@ from routecore import InvalidArgumentError, Router
 from routecore.config.specs import RouteSpec
 from routecore.decide.policy import Policy
 from routecore.llm.llm import LLMChoice
+from routecore.routers.knowledge import KnowledgeConfig, KnowledgeRouter
+from routecore.routers.turn import TurnRouter
 
 ROUTES = {
     "weather": [
@@ -208,3 +210,18 @@ def test_bad_arguments_beside_a_previous_turn_raise_as_without_it(router):
         router.route("hi", previous=["weather"], previous_query=WEATHER)
     with pytest.raises(RoutecoreError):
         router.route_batch(["a", "b"], vectors=[[0.1] * 384, [0.1] * 3], previous_query="x")
+
+
+def test_knowledge_and_turn_read_a_follow_up_as_route_does(router):
+    """The knowledge collections of a follow-up come from the route decision read after the previous turn,
+    in a KnowledgeRouter's call and batch and in a turn."""
+    kr = KnowledgeRouter(router, KnowledgeConfig())
+    alone = kr.collections("and tomorrow?")
+    assert alone.source == "fallback"  # out of scope alone
+    got = kr.collections("and tomorrow?", previous_query=WEATHER)
+    assert got.source == "router" and got.names[0] == "weather"
+    batch = kr.collections_batch(["and tomorrow?", "louder"], previous_query=[WEATHER, MUSIC])
+    assert [b.names[0] for b in batch] == ["weather", "music"]
+    turn = TurnRouter(router, knowledge=kr).turn("and tomorrow?", previous_query=WEATHER)
+    assert turn.decision.route == "weather" and turn.knowledge.names[0] == "weather"
+    assert "the route read it after the previous turn" in turn.reason.message

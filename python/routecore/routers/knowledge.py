@@ -34,7 +34,7 @@ import warnings
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from routecore.decide.arguments import context_domains_arg, part_of, query_vectors
+from routecore.decide.arguments import context_domains_arg, part_of, per_query, query_vectors
 from routecore.decision import Alert, Decision, JsonResult, Reason, emit, plain
 from routecore.errors import ConfigError, InvalidArgumentError
 
@@ -193,17 +193,21 @@ class KnowledgeRouter:
         intent: str | None = None,
         vector: Any = None,
         domain: str | None = None,
+        previous_query: str | None = None,
     ) -> KnowledgeSelection:
         """The collections for ``query``; a map entry matches when its domain is one of
         ``context_domains`` (the caller's active domains, as ``Router.route`` takes them) and its
         intent is ``intent`` (from the caller's context). Never raises for any string (a non-str is
         an :class:`InvalidArgumentError`): an empty query or a failed encoder without an LLM answer
         gives the fallback, with reason ``empty_query`` or ``error``. ``vector``: the query's
-        embedding, as ``Router.route(vector=)``. ``domain`` (one name) is deprecated."""
+        embedding, as ``Router.route(vector=)``; ``previous_query``: the previous turn's text, as
+        ``Router.route`` reads it (a follow-up). ``domain`` (one name) is deprecated."""
         hit = self._mapped(query, context_domains_arg(context_domains, domain, "domain"), intent)
-        if hit is None:
-            dec = self.router.route(query) if vector is None else self.router.route(query, vector=vector)
-            hit = self._decided(query, dec)
+        if hit is None:  # only the arguments given: a wrapped router may take no other
+            kw: dict[str, Any] = {"vector": vector} if vector is not None else {}
+            if previous_query is not None:
+                kw["previous_query"] = previous_query
+            hit = self._decided(query, self.router.route(query, **kw))
         return emit(self.metrics, hit)
 
     def collections_batch(
@@ -214,10 +218,12 @@ class KnowledgeRouter:
         intent: str | None = None,
         vectors: Any = None,
         domain: str | None = None,
+        previous_query: str | Sequence[str | None] | None = None,
     ) -> list[KnowledgeSelection]:
         """:meth:`collections` of each query (one ``context_domains`` and ``intent`` for all); the queries
         the map does not decide are routed in one batched encoder call. ``vectors``: the queries'
-        embeddings, one row per query, as ``Router.route_batch(vectors=)``.
+        embeddings, one row per query, as ``Router.route_batch(vectors=)``; ``previous_query``: one for
+        all, or one per query.
 
         Raises:
             InvalidArgumentError: not a list of queries.
@@ -235,12 +241,12 @@ class KnowledgeRouter:
             sub = vectors[todo]
         asked = [queries[i] for i in todo]
         decided: list[Decision] = []
-        if asked:  # vectors= only when given: a wrapped router may refuse it
-            decided = (
-                self.router.route_batch(asked, vectors=sub)
-                if sub is not None
-                else self.router.route_batch(asked)
-            )
+        if asked:  # vectors= and previous_query= only when given: a wrapped router may refuse them
+            kw: dict[str, Any] = {"vectors": sub} if sub is not None else {}
+            if previous_query is not None:
+                follows = per_query(previous_query, len(queries), "previous_query")
+                kw["previous_query"] = [follows[i] for i in todo]
+            decided = self.router.route_batch(asked, **kw)
         decisions = iter(decided)
         return [
             emit(self.metrics, h if h is not None else self._decided(q, next(decisions)))

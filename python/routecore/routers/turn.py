@@ -302,7 +302,15 @@ class TurnRouter:
         kr = self.knowledge
         domains = given or ((domain,) if domain is not None else ())
         knowledge = (
-            None if kr is None else kr.collections(query, context_domains=domains, intent=intent, vector=vec)
+            None
+            if kr is None
+            else kr.collections(
+                query,
+                context_domains=domains,
+                intent=intent,
+                vector=vec,
+                previous_query=previous.query if previous.clarify is None else None,
+            )
         )
         timings = TurnTimings(total=(time.perf_counter() - t0) * 1e3)
         return Turn(query, ctx, decision, belt, knowledge, why, timings)
