@@ -171,3 +171,18 @@ def test_no_shortlist_is_the_default(static_router: Router, tools_router: Router
             and "no shortlist asked" in [a.message for a in b.alerts if a.kind == "cascade"][0]
         )
     assert alert(c.tools("device logs", shortlist=2))["shortlist_size"] == 2  # asked for: drawn
+
+
+def test_a_cascade_speaks_as_a_router_for_sessions_lessons_and_learning(
+    static_router: Router, tools_router: Router
+) -> None:
+    """What a Router has beyond its calls, a cascade has too: the strong router's LLM, lesson store and
+    request_more_tools session (whose belts it offers); learn() is refused with a ConfigError."""
+    c = Cascade(static_router, tools_router)
+    assert c.llm is tools_router.llm and c.memory is tools_router.memory
+    session = c.tool_session("device logs")
+    assert session.belt.names == tools_router.tool_session("device logs").belt.names
+    with pytest.raises(ConfigError, match="a cascade does not learn"):
+        c.learn("the disk is full", "INCIDENT")
+    with pytest.raises(ConfigError, match="no experience memory"):  # as the strong router answers
+        c.record_lesson("device logs", "get_system_logs", use=True)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 from routecore.decide.arguments import context_domains_arg
 from routecore.decide.conversation import routing_text
 from routecore.decision import Alert, Decision, Timings, ToolBelt
-from routecore.errors import InvalidArgumentError
+from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.context_result import context_search
 from routecore.routers.routing_metrics import emit
 from routecore.tools.shortlist import Shortlist, best_tools, check_size
@@ -138,6 +138,37 @@ class CascadeTools:
         from routecore.core.aio import run_off_loop  # asyncio loads on the first async call
 
         return await run_off_loop(self.tools_batch, None, queries, **kw)
+
+    # -- what the cascade's belts come from: the strong router ---------------------------------
+    @property
+    def llm(self) -> Any:
+        """The LLM fallback: the strong router's (the fast router asks none)."""
+        return self.strong.llm
+
+    @property
+    def memory(self) -> Any:
+        """The lesson store of the cascade's belts: the strong router's."""
+        return self.strong.memory
+
+    def tool_session(self, query: str, **kw: Any) -> Any:
+        """:meth:`Router.tool_session` of the strong router, whose belts the cascade offers."""
+        return self.strong.tool_session(query, **kw)
+
+    def record_lesson(self, query: str, tool: str, *, use: bool, context: str = "") -> int:
+        """:meth:`Router.record_lesson` in the strong router's lesson store, which its belts read."""
+        return self.strong.record_lesson(query, tool, use=use, context=context)
+
+    def learn(self, query: str, route: str, **kw: Any) -> Any:
+        """Refused: an exemplar learned by one router would leave the other deciding without it.
+
+        Raises:
+            ConfigError: always; learn through ``cascade.fast`` and ``cascade.strong`` both, or route with one
+                router.
+        """
+        raise ConfigError(
+            "a cascade does not learn: an exemplar learned by one of its routers would leave the other "
+            "deciding without it; call learn() on cascade.fast and cascade.strong, or route with one router"
+        )
 
     def _size(self, n: int | None, vector: Any) -> int | None:
         if vector is not None:

@@ -115,8 +115,8 @@ class FastTier:
 
     @property
     def llm(self) -> Any:
-        """The LLM fallback, the strong router's only (the cascade's fast router has none)."""
-        return self.strong.llm
+        """:attr:`Cascade.llm`: the strong router's."""
+        return self.cascade.llm
 
     @property
     def route_specs(self) -> Any:
@@ -128,7 +128,7 @@ class FastTier:
 
     @property
     def memory(self) -> Any:
-        return self.strong.memory
+        return self.cascade.memory
 
     def tools(self, query: str, **kw: Any) -> ToolBelt:
         """:meth:`Cascade.tools`: the strong router's belt (no shortlist: see the module docs)."""
@@ -144,22 +144,24 @@ class FastTier:
         return await self.cascade.atools_batch(queries, **kw)
 
     def tool_session(self, query: str, **kw: Any) -> Any:
-        return self.strong.tool_session(query, **kw)
+        return self.cascade.tool_session(query, **kw)
 
     def record_lesson(self, query: str, tool: str, **kw: Any) -> Any:
-        return self.strong.record_lesson(query, tool, **kw)
+        return self.cascade.record_lesson(query, tool, **kw)
 
     def learn(self, *args: Any, **kw: Any) -> Any:
-        """Refused (``/v1/learn`` answers 422).
+        """:meth:`Cascade.learn`: refused (``/v1/learn`` answers 422).
 
         Raises:
             ConfigError: always: a learned exemplar would reach one of the cascade's routers only.
         """
-        raise ConfigError(
-            "routecore serve with a fast tier (--fast-model, --static) does not learn: an exemplar "
-            "learned by one router would leave the other deciding without it; serve without it to "
-            "use /v1/learn"
-        )
+        try:
+            return self.cascade.learn(*args, **kw)
+        except ConfigError as e:
+            raise ConfigError(
+                f"routecore serve with a fast tier (--fast-model, --static): {e}; serve "
+                "without it to use /v1/learn"
+            ) from None
 
 
 def fast_tier(fast: Any, strong: Any) -> FastTier:
