@@ -103,7 +103,7 @@ def test_a_batch_is_one_encoder_call_and_each_turn_as_alone(w):
         t.turn_batch(["a1", 3])  # type: ignore[list-item]
 
 
-def test_turn_metrics_and_checks(w):
+def test_turn_metrics_and_checks(w, tmp_path):
     t = turns()
     kinds = []
     t.metrics = kinds.append
@@ -120,6 +120,16 @@ def test_turn_metrics_and_checks(w):
         t.metrics = None
     (rec,) = m.records()
     assert (rec["kind"], rec["route"], rec["collections"][0]) == ("turn", "A", "A")
+    # the router and the turn sharing one logged sink: the turn's parts refer to the router's own lines
+    shared = RoutingMetrics(log=tmp_path / "decisions.jsonl")
+    t.metrics = t.router.metrics = shared
+    try:
+        shared.feedback(t.turn("a1"), route="A")
+    finally:
+        t.metrics = t.router.metrics = None
+        shared.close()
+    assert any("ref" in p for r in shared.records() if r["kind"] == "turn" for p in r["parts"].values())
+    assert RoutingMetrics.from_log(tmp_path / "decisions.jsonl").report() == shared.report()
     with pytest.raises(InvalidArgumentError):
         t.turn(None)
     with pytest.raises(ConfigError, match="same encoder"):

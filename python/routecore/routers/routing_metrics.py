@@ -145,8 +145,14 @@ def _check_record(rec: Mapping[str, Any], where: str) -> None:
     missing = [k for k in need if k not in rec]
     if missing:
         raise ConfigError(f"{where}: a {rec['kind']} record without {', '.join(missing)}")
-    for part in rec.get("parts", {}).values() if rec["kind"] == "turn" else ():
-        _check_record(part, f"{where} (a turn's part)")
+    if rec["kind"] != "turn":
+        return
+    parts = rec["parts"]
+    if not isinstance(parts, Mapping) or not all(isinstance(p, Mapping) for p in parts.values()):
+        raise ConfigError(f"{where}: a turn record's parts must be a mapping of records")
+    for part in parts.values():
+        if "ref" not in part:  # a part its router recorded on its own line is referred to
+            _check_record(part, f"{where} (a turn's part)")
 
 
 class RoutingMetrics:
