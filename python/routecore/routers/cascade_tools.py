@@ -113,9 +113,9 @@ class CascadeTools:
             )
             return [emit(self.metrics, _with_alert(b, _no_shortlist(self.strong))) for b in belts]
         listed = [i for i, q in enumerate(queries) if self._listed(q)]
-        texts = [self.fast.tool_catalog.read_query(queries[i])[0] for i in listed]
-        fast = _encoded(self.fast, texts)
-        strong = _encoded(self.strong, texts)
+        # each router encodes the query as its own catalog reads it (its typos repaired by its own words)
+        fast = _encoded(self.fast, [self.fast.tool_catalog.read_query(queries[i])[0] for i in listed])
+        strong = _encoded(self.strong, [self.strong.tool_catalog.read_query(queries[i])[0] for i in listed])
         out: list[ToolBelt | None] = [None] * len(queries)
         for j, i in enumerate(listed):
             # a failed batch encode: each query tries alone, and best_tools reports its failure
