@@ -67,3 +67,14 @@ def test_json_writes_scores_that_are_not_finite_as_null_and_reads_them_back():
     assert "Infinity" not in text and json.loads(text)["adjusted_scores"] == {"A": 0.8, "B": None}
     back = Decision.from_dict(json.loads(text))
     assert back.adjusted_scores == {"A": 0.8, "B": -np.inf} and back.to_json() == text
+
+
+def test_a_belt_with_scores_that_are_not_finite_survives_json():
+    from routecore.decision import Reason, ToolBelt, ToolChoice
+
+    core = ToolChoice("ask_user", "core", -np.inf, -np.inf, Reason("core", "a core tool: in every belt"))
+    belt = ToolBelt((core,), scores={"ask_user": -np.inf, "x": 0.5}, reason=Reason("no_tool", "none"))
+    text = belt.to_json()
+    assert "Infinity" not in text and json.loads(text)["tools"][0]["score"] is None
+    back = ToolBelt.from_dict(json.loads(text))
+    assert back.tools == belt.tools and back.scores == {"ask_user": -np.inf, "x": 0.5}

@@ -141,6 +141,12 @@ def _reason(r: Any, optional: bool = False) -> Reason | None:
     raise TypeError(f"reason must be a mapping of code and message, got {r!r}")
 
 
+def _tool_choice(x: Mapping[str, Any]) -> ToolChoice:
+    """A belt's tool read back from JSON: its reason a mapping, a ``null`` score the ``-inf`` written."""
+    scores = {k: -math.inf for k in ("score", "raw_score", "lexical_score") if k in x and x[k] is None}
+    return ToolChoice(**{**x, **scores, "reason": _reason(x.get("reason"))})
+
+
 def _scores(m: Mapping[str, float | None]) -> dict[str, float]:
     """A score map read back from JSON: ``null`` is the ``-inf`` :func:`_finite` wrote."""
     return {k: -math.inf if x is None else x for k, x in m.items()}
@@ -434,9 +440,10 @@ class ToolBelt(JsonResult):
                 if k in kw:
                     kw[k] = tuple(item(**x) for x in kw[k])
             if "tools" in kw:
-                kw["tools"] = tuple(
-                    ToolChoice(**{**x, "reason": _reason(x.get("reason"))}) for x in kw["tools"]
-                )
+                kw["tools"] = tuple(_tool_choice(x) for x in kw["tools"])
+            for k in ("scores", "raw_scores", "lexical_scores", "score_bounds"):
+                if isinstance(kw.get(k), Mapping):
+                    kw[k] = _scores(kw[k])
             kw["reason"] = _reason(kw.get("reason"), optional=True)
             if "timings" in kw:
                 kw["timings"] = Timings(**kw["timings"])

@@ -232,8 +232,18 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
         r = c.post("/v1/route", json={"query": "the second one", "clarify": asked})
         want = router.route("the second one", clarify=Decision.from_dict(asked))
         assert strip(r.json()) == strip(json.loads(want.to_json())) and r.json()["route"] == "RAG"
-        r = c.post("/v1/route", json={"query": "the first", "clarify": {"action": "clarify"}})
-        assert r.status_code == 422 and r.json()["error"]["message"].startswith("clarify: ")
+        check(spec, "Decision", r.json())  # the routes not offered score null
+        assert r.json()["adjusted_scores"]["GENERAL"] is None
+        for bad, said in (
+            ({"action": "clarify"}, "clarify: "),
+            ({**asked, "action": "route"}, "not 'clarify'"),
+            ({**asked, "candidates": [1, 2]}, "must be a list of route names"),
+            ({**asked, "candidates": "INCIDENT"}, "must be a list of route names"),
+            ({**asked, "candidates": ["INCIDENT", "NOPE"]}, "['NOPE'] are not routes"),
+            ({**asked, "query": "x" * 301}, "clarify.query is 301 characters"),  # the limit of every query
+        ):
+            r = c.post("/v1/route", json={"query": "the first", "clarify": bad})
+            assert r.status_code == 422 and said in r.json()["error"]["message"], (bad, r.text)
         r = c.post("/v1/tools", json={"query": "device logs", "top_k": 3})
         check(spec, "ToolBelt", r.json())
         assert (

@@ -195,6 +195,18 @@ def components() -> Dict[str, Any]:
             "description": "the collision alert's text",
         }
         comps[name]["required"] += ["collision", "system_prompt_alert"]
+    # A score that is not finite (-inf: a route a clarification did not offer, a tool without exemplars)
+    # is written as null.
+    nullable = {"anyOf": [{"type": "number"}, {"type": "null"}], "description": "null: not finite (-inf)"}
+    for name, keys in (
+        ("Decision", ("probabilities", "raw_scores", "adjusted_scores", "lexical_scores", "score_bounds")),
+        ("ToolBelt", ("scores", "raw_scores", "lexical_scores", "score_bounds")),
+    ):
+        for k in keys:
+            comps[name]["properties"][k]["additionalProperties"] = nullable
+    tool = comps["ToolChoice"]["properties"]
+    for k in ("score", "raw_score", "lexical_score"):
+        tool[k] = {**nullable, **({"default": tool[k]["default"]} if "default" in tool[k] else {})}
     belt = comps["ToolBelt"]
     belt["properties"]["names"] = {
         "type": "array",
