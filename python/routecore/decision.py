@@ -199,8 +199,9 @@ REASON_CODES: dict[str, str] = {
 #: Why one tool is in a belt (``ToolChoice.reason.code``) -> what it means.
 TOOL_REASON_CODES: dict[str, str] = {
     "core": "a core tool: in every belt",
-    "top_k": "one of the best top_k candidates (the best one clears the floor)",
-    "threshold": "its own score clears the floor (threshold selection, or tool_floor: each)",
+    "top_k": "one of the best top_k candidates (the best one clears the floor; with tool_floor: each, "
+    "each one does)",
+    "threshold": "its own score clears the floor (threshold selection, or a threshold given to tools())",
     "discovery": "a discovery tool (its name starts with one of policy.tools.discovery_prefixes) of a "
     "chosen tool's domain",
     "fallback": "no candidate clears the floor: policy.tools.fallback_tool stands in",

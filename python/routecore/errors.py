@@ -53,6 +53,9 @@ class UnknownRouteError(InvalidArgumentError):
 class UnknownKeyError(InvalidArgumentError, KeyError):
     """A name a result or a setting read by key does not have (a :class:`KeyError` too)."""
 
+    def __str__(self) -> str:  # the message as written, not quoted as KeyError quotes its key
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
 
 class UnknownLayerError(UnknownKeyError):
     """A context layer a :class:`~routecore.routers.context_result.Context` does not have (a

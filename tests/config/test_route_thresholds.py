@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from routecore.calibrate.calibration_record import Calibration
 from routecore.config.specs import ROUTE_THRESHOLD_KEYS, RouteSpec, RouteThresholds
 from routecore.decide.policy import Policy
-from routecore.errors import ConfigError
+from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.routers.router import Router
 from stubs import StubEncoder, unit
 
@@ -50,8 +50,10 @@ def test_bad_thresholds_are_config_errors_wherever_given(bad, match):
         Policy(per_route={"A": bad})
     with pytest.raises(ConfigError):
         RouteThresholds(high=2.0)
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError) as e:  # an UnknownKeyError: a RoutecoreError and a KeyError
         RouteThresholds().get("temperature")
+    assert isinstance(e.value, InvalidArgumentError)
+    assert str(e.value).startswith("route thresholds have no 'temperature': one of high")  # not quoted
 
 
 def test_mappings_are_read_as_thresholds_and_saved_as_before(tmp_path):

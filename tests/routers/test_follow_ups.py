@@ -222,6 +222,8 @@ def test_knowledge_and_turn_read_a_follow_up_as_route_does(router):
     assert got.source == "router" and got.names[0] == "weather"
     batch = kr.collections_batch(["and tomorrow?", "louder"], previous_query=[WEATHER, MUSIC])
     assert [b.names[0] for b in batch] == ["weather", "music"]
+    with pytest.raises(InvalidArgumentError, match="previous_query"):  # one for all, or one per query
+        kr.collections_batch(["and tomorrow?"], previous_query=[WEATHER, MUSIC])
     turn = TurnRouter(router, knowledge=kr).turn("and tomorrow?", previous_query=WEATHER)
     assert turn.decision.route == "weather" and turn.knowledge.names[0] == "weather"
     assert "the route read it after the previous turn" in turn.reason.message

@@ -519,6 +519,8 @@ def test_session_store_expiry_and_size():
 
 
 def test_a_bad_request_fails_alone_in_a_batch(router):
+    from dataclasses import replace
+
     from routecore.errors import InvalidArgumentError
     from routecore.serve.batcher import RouteItem, ToolsItem, run_routes, run_tools
 
@@ -528,8 +530,11 @@ def test_a_bad_request_fails_alone_in_a_batch(router):
         RouteItem(QUERIES[2], previous="RAG"),
         RouteItem(QUERIES[3], context_domains=("knowledge",)),
     ]
+    asked = replace(router.route(QUERIES[0]), action="clarify", candidates=("INCIDENT", "RAG"))
+    items.append(RouteItem("the second one", clarify=asked))  # read alone, with its clarify
     out = run_routes(router, items)
     assert isinstance(out[1], InvalidArgumentError)
+    assert strip(out[4].to_dict()) == strip(router.route("the second one", clarify=asked).to_dict())
     for i in (0, 2, 3):
         it = items[i]
         want = router.route(it.query, previous=it.previous, context_domains=it.context_domains)

@@ -97,6 +97,8 @@ def test_floor_gates_top_k_on_the_best_candidate_and_filters_each_in_threshold_m
         "ha_turn_on",
         "get_system_logs",
     ]
+    assert all("the floor 0.400" in t.reason.message for t in each.tools if t.reason.code == "top_k")
+    assert "floor" not in next(t for t in top.tools if t.name == "ha_turn_on").reason.message  # best only
     # The threshold selection, or a threshold given to the call, always reads it per candidate; k caps it.
     capped = router(manual(tool_threshold=0.4, tool_selection="threshold"), q=q).tools("q", top_k=2)
     assert [t.name for t in capped.tools if t.reason.code == "threshold"] == ["ha_get_logs", "ha_turn_on"]

@@ -234,6 +234,9 @@ class KnowledgeRouter:
         if vectors is not None:  # checked as every router checks them (rows, width, finite)
             vectors = query_vectors(vectors, self.router.encoder.dim, len(queries))
         domains = context_domains_arg(context_domains, domain, "domain")
+        follows = (
+            per_query(previous_query, len(queries), "previous_query") if previous_query is not None else None
+        )
         hits = [self._mapped(q, domains, intent) for q in queries]
         todo = [i for i, h in enumerate(hits) if h is None]
         sub = None
@@ -243,8 +246,7 @@ class KnowledgeRouter:
         decided: list[Decision] = []
         if asked:  # vectors= and previous_query= only when given: a wrapped router may refuse them
             kw: dict[str, Any] = {"vectors": sub} if sub is not None else {}
-            if previous_query is not None:
-                follows = per_query(previous_query, len(queries), "previous_query")
+            if follows is not None:
                 kw["previous_query"] = [follows[i] for i in todo]
             decided = self.router.route_batch(asked, **kw)
         decisions = iter(decided)

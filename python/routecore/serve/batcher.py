@@ -80,7 +80,7 @@ class RouteItem:
     previous: Optional[str] = None
     context_domains: Tuple[str, ...] = ()
     previous_query: Optional[str] = None
-    clarify: Optional[Decision] = None  # not batched: /v1/route runs it alone
+    clarify: Optional[Decision] = None  # never batched: run_routes reads it alone
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,12 @@ def run_routes(
     """The decisions of ``items`` (or the exception of each one that failed): one batch call per
     ``context_domains``."""
     out: dict[int, Decision | Exception] = {}
-    for idx in _grouped(items, lambda it: it.context_domains).values():
+    for i, it in enumerate(items):  # an answer to a clarification is read alone (route_batch has no clarify)
+        if it.clarify is not None:
+            out[i] = _call(route_one, router, it)
+    rest = [i for i, it in enumerate(items) if it.clarify is None]
+    for idx in _grouped([items[i] for i in rest], lambda it: it.context_domains).values():
+        idx = [rest[j] for j in idx]
         group = [items[i] for i in idx]
         try:
             ds = route_many(

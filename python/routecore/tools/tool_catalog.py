@@ -139,7 +139,7 @@ class ToolCatalog:
         # On one thread when the encoder can (routecore.Encoder): recording a lesson is background
         # work, and every intra-op thread it took was a core the calls being served wanted (issue 36 §6).
         encode = getattr(self.encoder, "encode_background", self.encoder.encode_with_stats)
-        emb = encode([query]).embeddings[0]
+        emb = encode([self.read_query(query)[0] or query]).embeddings[0]  # as a belt reads the query
         return self.memory.record(
             query, tool, use=use, embedding=emb, model_id=store_key(self.encoder), context=context
         )

@@ -110,9 +110,10 @@ def _checked(query: Any, top_k: int | None, threshold: float | None, p: Any) -> 
 
 
 def _choice_reasons(
-    chosen: Mapping[str, str], scores: Sequence[float], domains: Sequence[str], floor: float
+    chosen: Mapping[str, str], scores: Sequence[float], domains: Sequence[str], floor: float, each: bool
 ) -> list[Reason]:
-    """Why each chosen tool is in the belt (its code in ``chosen``), with the numbers compared."""
+    """Why each chosen tool is in the belt (its code in ``chosen``), with the numbers compared; ``each``:
+    every candidate read the floor (else the best one did)."""
     by_domain: dict[
         str, str
     ] = {}  # the first tool chosen on its score, per domain: a discovery tool's reason
@@ -123,7 +124,7 @@ def _choice_reasons(
     for code, score, d in zip(chosen.values(), scores, domains):
         if code in ("top_k", "threshold"):
             rank += 1
-            gated = floor >= 0 and (code == "threshold" or rank == 1)  # what read the floor
+            gated = floor >= 0 and (each or rank == 1)  # what read the floor
             said = f"#{rank} by score, {score:.3f}" + (f" >= the floor {floor:.3f}" if gated else "")
         elif code == "discovery":
             said = f"a discovery tool of the {d!r} domain, beside {by_domain.get(d, 'a chosen tool')}"
@@ -332,7 +333,7 @@ def select_tools(
             [domains[i] for i in idx],
             scores,
             raw.take(idx).tolist(),
-            _choice_reasons(chosen, scores, [domains[i] for i in idx], floor),
+            _choice_reasons(chosen, scores, [domains[i] for i in idx], floor, each),
             lexical.take(idx).tolist() if lexical is not None else [0.0] * len(idx),
         )
     )
