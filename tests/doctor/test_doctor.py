@@ -10,7 +10,7 @@ import pytest
 from routecore import Router
 from routecore.cli import main
 from routecore.config.specs import parse_config, read_config_file
-from routecore.doctor.doctor import DoctorReport, apply_edits, diagnose, write_config
+from routecore.doctor.doctor import DoctorReport, apply_edits, diagnose, edited_text, write_config
 from routecore.errors import ConfigError, DatasetError
 from routecore.examples import IT_OPS_ROUTES
 from routecore.routers.routing_metrics import RoutingMetrics
@@ -85,6 +85,30 @@ def test_cli_json_is_valid_json_and_fix_reports_its_changes(faulty, tmp_path, ca
     assert d["fix"]["path"] == str(out) and d["fix"]["moves"] >= 1 and d["fix"]["drops"] >= 2
     assert {m["exemplar"]["text"] for m in d["misfits"]} >= {MOVED, GENERIC}
     parse_config(read_config_file(out), str(out))
+
+
+def test_fix_keeps_the_configs_comments_and_layout(faulty, report, tmp_path, capsys):
+    """--fix edits the lines of a hand-written YAML config: its comments, keys and quoting stay; what
+    it reads as is what apply_edits gives."""
+    routes = read_config_file(faulty)["routes"]
+    lines = ["# my IT assistant", "routes:"]
+    for r in routes:
+        lines += [f"  - name: {r['name']}   # a route", "    utterances:"]
+        lines += [f"      - {json.dumps(u)}  # said by ops" for u in r["utterances"]]
+    src = tmp_path / "commented.yaml"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "fixed.yaml"
+    assert main(["doctor", str(src), "--json", "--fix", str(out)]) == 0
+    capsys.readouterr()
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# my IT assistant\nroutes:\n") and "# a route" in text and "# said by ops" in text
+    assert read_config_file(out) == apply_edits(read_config_file(src), report.edits)
+    assert f"      - {json.dumps(MOVED)}\n" in text and GENERIC not in text  # moved to INCIDENT, dropped
+    flow = "routes:\n" + "".join(
+        f"  - {{name: {r['name']}, utterances: {json.dumps(r['utterances'])}}}\n" for r in routes
+    )
+    fixed = apply_edits(read_config_file(faulty), report.edits)
+    assert edited_text(flow, report.edits, fixed) is None  # a flow list: written anew by write_config
 
 
 def test_cli_human_output_has_examples_and_numbers(faulty, capsys):

@@ -8,9 +8,9 @@
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from routecore.doctor.doctor import apply_edits, diagnose, write_config
+    from routecore.doctor.doctor import apply_edits, diagnose, edited_text, write_config
 
-_LAZY = {"apply_edits", "diagnose", "write_config"}
+_LAZY = {"apply_edits", "diagnose", "edited_text", "write_config"}
 
 
 def __getattr__(name: str) -> Any:
@@ -21,4 +21,4 @@ def __getattr__(name: str) -> Any:
     return getattr(doctor, name)
 
 
-__all__ = ["apply_edits", "diagnose", "write_config"]
+__all__ = ["apply_edits", "diagnose", "edited_text", "write_config"]

@@ -55,6 +55,7 @@ from routecore.doctor.doctor_checks import Misfit as Misfit
 from routecore.doctor.doctor_checks import PairExample as PairExample
 from routecore.doctor.doctor_checks import normalised as normalised
 from routecore.doctor.doctor_fix import apply_edits as apply_edits
+from routecore.doctor.doctor_fix import edited_text as edited_text
 from routecore.doctor.doctor_fix import write_config as write_config
 from routecore.errors import ConfigError
 

@@ -110,9 +110,9 @@ def render(r: DoctorReport) -> str:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from routecore.config.specs import parse_config, read_config_file
+    from routecore.config.specs import parse_config, read_config_file, read_text
     from routecore.core.encoder import Encoder
-    from routecore.doctor.doctor import apply_edits, diagnose, write_config
+    from routecore.doctor.doctor import apply_edits, diagnose, edited_text, write_config
 
     doc = read_config_file(args.config)  # a missing file, or not a config: ConfigError before any model loads
     enc = Encoder.load(args.model) if args.model else Encoder.load()
@@ -121,7 +121,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.fix:
         fixed = apply_edits(doc, report.edits)
         parse_config(fixed, f"{args.fix} (the fixed config)")
-        write_config(fixed, args.fix)
+        source = read_text(Path(args.config)) if Path(args.config).suffix in (".yaml", ".yml") else None
+        kept = edited_text(source, report.edits, fixed) if source is not None else None
+        write_config(fixed, args.fix, text=kept)  # the source's comments and layout, where its lines allow
         applied = [e for e in report.edits if e.action in ("drop", "move")]
         fix = {
             "path": str(Path(args.fix)),
