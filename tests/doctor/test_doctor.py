@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from routecore import Router
 from routecore.cli import main
+from routecore.config.config_files import load_yaml as read_yaml
 from routecore.config.specs import parse_config, read_config_file
 from routecore.doctor.doctor import DoctorReport, apply_edits, diagnose, edited_text, write_config
 from routecore.errors import ConfigError, DatasetError
@@ -169,3 +172,38 @@ def test_cli_bad_input_is_one_error_line(tmp_path, capsys):
     assert main(["doctor", str(tmp_path / "missing.yaml"), "--json"]) == 2
     err = json.loads(capsys.readouterr().out)["error"]
     assert err["type"] == "ConfigError" and "missing.yaml" in err["message"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    utts=st.lists(
+        st.lists(
+            st.text(alphabet=[*"ab :#-é", "'", '"', "\\"], min_size=1, max_size=8).filter(str.strip),
+            min_size=1,
+            max_size=4,
+        ),
+        min_size=2,
+        max_size=3,
+    ),
+    picks=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3), st.booleans()), max_size=3),
+)
+def test_edited_text_reads_as_the_edited_document_or_gives_way(utts, picks):
+    """Whatever the utterances (quotes, colons, '#'), the edited lines read as apply_edits' document, or
+    edited_text declines (None) and write_config writes the document anew."""
+    from routecore.doctor.doctor import Edit
+
+    names = [f"R{i}" for i in range(len(utts))]
+    lines = ["routes:  # c"]
+    for n, us in zip(names, utts):
+        lines += [f"  - name: {n}", "    utterances:"] + [f"      - {json.dumps(u)}  # x" for u in us]
+    source = "\n".join(lines) + "\n"
+    doc = {"routes": [{"name": n, "utterances": list(us)} for n, us in zip(names, utts)]}
+    edits, seen = [], set()
+    for r, i, move in picks:
+        if r < len(utts) and i < len(utts[r]) and (r, i) not in seen:
+            seen.add((r, i))
+            to = names[(r + 1) % len(names)] if move else None
+            edits.append(Edit("move" if move else "drop", names[r], i, utts[r][i], to, "test"))
+    fixed = apply_edits(doc, edits)
+    text = edited_text(source, edits, fixed)
+    assert text is None or (read_yaml(text) == fixed and text.startswith("routes:  # c\n"))
