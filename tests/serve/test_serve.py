@@ -249,6 +249,17 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
         assert (
             strip(r.json()) == strip(router.tools("device logs", top_k=3).to_dict()) and r.json()["collision"]
         )
+        # the call's floor and candidates, as Router.tools takes them
+        only = ["get_system_logs", "ha_get_logs", "restart_service"]
+        r = c.post("/v1/tools", json={"query": "device logs", "candidates": only, "threshold": 0.5})
+        want = router.tools("device logs", candidates=only, threshold=0.5)
+        assert strip(r.json()) == strip(want.to_dict()) and set(r.json()["names"]) - {"search_docs"} <= set(
+            only
+        )
+        r = c.post("/v1/tools", json={"query": "device logs", "candidates": ["nope"]})
+        assert r.status_code == 422 and r.json()["error"]["type"] == "InvalidArgumentError", r.text
+        r = c.post("/v1/tools", json={"query": "device logs", "session_id": "s0", "candidates": only})
+        assert r.status_code == 422 and "candidates cannot be given with session_id" in r.text
         # the active domains, as /v1/route takes them; context_domain (one name) is the old form
         want = strip(router.tools("device logs", context_domains=["system"]).to_dict())
         for body in ({"context_domains": ["system"]}, {"context_domain": "system"}):
@@ -539,13 +550,22 @@ def test_a_bad_request_fails_alone_in_a_batch(router):
         it = items[i]
         want = router.route(it.query, previous=it.previous, context_domains=it.context_domains)
         assert strip(out[i].to_dict()) == strip(want.to_dict())
+    only = ("get_system_logs", "check_disk_usage")
     belts = run_tools(
         router,
-        [ToolsItem("device logs"), ToolsItem("restart nginx", top_k=0), ToolsItem("disk full", ("system",))],
+        [
+            ToolsItem("device logs"),
+            ToolsItem("restart nginx", top_k=0),
+            ToolsItem("disk full", ("system",)),
+            ToolsItem("disk full", candidates=only),
+            ToolsItem("device logs", candidates=only),
+        ],
     )
     assert isinstance(belts[1], InvalidArgumentError) and strip(belts[2].to_dict()) == strip(
         router.tools("disk full", context_domains=["system"]).to_dict()
     )
+    for b, q in ((belts[3], "disk full"), (belts[4], "device logs")):  # one tools_batch for the two
+        assert strip(b.to_dict()) == strip(router.tools(q, candidates=only).to_dict())
 
 
 class SlowLLM:

@@ -88,6 +88,8 @@ class ToolsItem:
     query: str
     context_domains: Tuple[str, ...] = ()
     top_k: Optional[int] = None
+    threshold: Optional[float] = None
+    candidates: Optional[Tuple[str, ...]] = None
 
 
 class MicroBatcher(Generic[T]):
@@ -211,7 +213,13 @@ def route_one(router: ServedRouter, item: RouteItem) -> Decision:
 
 
 def tools_one(router: ServedRouter, item: ToolsItem) -> ToolBelt:
-    return router.tools(item.query, context_domains=item.context_domains, top_k=item.top_k)
+    return router.tools(
+        item.query,
+        context_domains=item.context_domains,
+        top_k=item.top_k,
+        threshold=item.threshold,
+        candidates=item.candidates,
+    )
 
 
 def run_routes(
@@ -243,16 +251,25 @@ def run_routes(
 
 
 def run_tools(router: ServedRouter, items: Sequence[ToolsItem]) -> list[ToolBelt | Exception]:
-    """The tool belts of ``items`` (or exceptions): one ``tools_batch`` call per (context_domains, top_k)."""
+    """The tool belts of ``items`` (or exceptions): one ``tools_batch`` call per (context_domains, top_k,
+    threshold, candidates)."""
     out: dict[int, ToolBelt | Exception] = {}
-    for idx in _grouped(items, lambda it: (it.context_domains, it.top_k)).values():
+    for idx in _grouped(
+        items, lambda it: (it.context_domains, it.top_k, it.threshold, it.candidates)
+    ).values():
         group = [items[i] for i in idx]
-        cd, k = group[0].context_domains, group[0].top_k
+        g = group[0]
         try:
             belts = (
-                router.tools_batch([it.query for it in group], context_domains=cd, top_k=k)
+                router.tools_batch(
+                    [it.query for it in group],
+                    context_domains=g.context_domains,
+                    top_k=g.top_k,
+                    threshold=g.threshold,
+                    candidates=g.candidates,
+                )
                 if len(group) > 1
-                else [tools_one(router, group[0])]
+                else [tools_one(router, g)]
             )
         except Exception:  # noqa: BLE001
             belts = [_call(tools_one, router, it) for it in group]

@@ -117,18 +117,21 @@ def endpoints(srv: Server) -> list[Route]:
         srv.check_query(req.query, "query")
         router = srv.current()
         if req.session_id is not None:
-            if req.top_k is not None:
+            given = [k for k in ("top_k", "threshold", "candidates") if getattr(req, k) is not None]
+            if given:
                 raise ApiError(
                     422,
                     "ValidationError",
-                    "top_k cannot be given with session_id: a session's belt uses the policy's top_k",
+                    f"{', '.join(given)} cannot be given with session_id: a session's belt uses the policy's "
+                    "top_k and floor over the whole catalog",
                 )
             domains = _domains(req)
             ts = await srv.run(lambda: router.tool_session(req.query, context_domains=domains))
             s = srv.sessions.put(req.session_id, ts)
             m.observe_stages("/v1/tools", ts.belt, time.perf_counter() - t0)
             return json_response({**ts.belt.to_dict(), "session": srv.sessions.state(req.session_id, s)})
-        item = ToolsItem(req.query, _domains(req), req.top_k)
+        cands = tuple(req.candidates) if req.candidates is not None else None
+        item = ToolsItem(req.query, _domains(req), req.top_k, req.threshold, cands)
         belt = (
             await srv.tools_batcher.submit(item)
             if srv.tools_batcher is not None

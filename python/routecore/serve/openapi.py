@@ -52,16 +52,20 @@ class RouteBatchRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True
 
 
 class ToolsRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """``Router.tools(query, context_domains=, top_k=)``. With ``session_id``, the belt is
-    that of a new ``request_more_tools`` session (``Router.tool_session``: the policy's
-    ``top_k``), which ``POST /v1/tools/more`` continues. ``context_domain`` (one name) is
-    deprecated: ``context_domains``."""
+    """``Router.tools(query, context_domains=, top_k=, threshold=, candidates=)``. With ``session_id``,
+    the belt is that of a new ``request_more_tools`` session (``Router.tool_session``: the policy's
+    ``top_k``, no threshold or candidates), which ``POST /v1/tools/more`` continues.
+    ``context_domain`` (one name) is deprecated: ``context_domains``."""
 
     query: str
     context_domains: List[str] = []
     context_domain: Optional[str] = None
     top_k: Optional[Annotated[int, Meta(ge=1, le=TOP_K_MAX)]] = None
     session_id: Optional[SessionId] = None
+    #: ``Router.tools(threshold=)``: a floor of this call, read on each candidate.
+    threshold: Optional[Annotated[float, Meta(ge=0.0, le=1.0)]] = None
+    #: ``Router.tools(candidates=)``: the only tools this call may offer (names of the catalog).
+    candidates: Optional[List[str]] = None
 
 
 class MoreToolsRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
