@@ -107,6 +107,14 @@ def test_tools_json_shows_collision():
     args = ("tools", "--config", "examples/tools.yaml", "--json", "device logs")
     both = json.loads(run(*args, "--context-domain", "system", "--context-domain", "home_automation").stdout)
     assert both["tools"] and both["tools"] != out["tools"]
+    # the call's candidates and floor, as Router.tools takes them
+    only = json.loads(run(*args, "--candidate", "get_system_logs", "--candidate", "list_services").stdout)
+    assert (
+        set(only["names"]) <= {"search_docs", "get_system_logs", "list_services"}
+        and "get_system_logs" in only["names"]
+    )
+    high = json.loads(run(*args, "--threshold", "0.99").stdout)
+    assert high["no_tool"] and "0.990" in high["reason"]["message"]
 
 
 def test_models_list_json():

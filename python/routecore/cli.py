@@ -161,7 +161,11 @@ def cmd_route(args: argparse.Namespace) -> int:
 
 def cmd_tools(args: argparse.Namespace) -> int:
     belt = _router(args, DEFAULT_TOOLS).tools(
-        args.query, context_domains=args.context_domain or (), top_k=args.top_k
+        args.query,
+        context_domains=args.context_domain or (),
+        top_k=args.top_k,
+        threshold=args.threshold,
+        candidates=args.candidate,
     )
     if args.json:
         print(belt.to_json(indent=2))
@@ -306,6 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--model", help="model folder or name")
     t.add_argument("--context-domain", action="append", help="active domain (affinity; repeatable)")
     t.add_argument("--top-k", type=int, help="number of matched tools (default from policy: 5)")
+    t.add_argument("--threshold", type=float, help="a floor for this call, read on each candidate")
+    t.add_argument("--candidate", action="append", metavar="TOOL", help="offer only these tools (repeatable)")
     t.add_argument(
         "--mcp-stdio",
         action="append",
