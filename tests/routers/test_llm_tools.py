@@ -12,8 +12,10 @@ import threading
 import pytest
 import yaml
 
+from routecore.decision import Alert
 from routecore.errors import ConfigError, DimensionMismatchError, LLMError
 from routecore.routers.llm_tools import LLMToolRouter, parse_selection
+from routecore.routers.tool_routing import ToolRouting
 
 GOOD = {
     "selected_tools": ["restart_service", "get_system_logs"],
@@ -140,8 +142,15 @@ def test_unknown_names_are_dropped_and_reported(tools_router, server):
     )
     got = r.choose_tools(QUERY)
     assert got.tools == ("restart_service", "search_docs") and got.dropped == ("format_disk",)
-    assert got.source == "llm" and got.complexity is None and any("huge" in n for n in got.notes)
-    assert not any("execution_strategy" in n for n in got.notes)  # absent: nothing to say
+    assert got.source == "llm" and got.complexity is None
+    assert [a.kind for a in got.alerts if "huge" in a.message] == ["llm_answer"] and any(
+        "huge" in n for n in got.notes
+    )
+    assert not any("execution_strategy" in a.message for a in got.alerts)  # absent: nothing to say
+    back = ToolRouting.from_dict(json.loads(got.to_json()))
+    assert back.alerts == got.alerts
+    old = {k: v for k, v in got.to_dict().items() if k != "alerts"}  # an earlier version's notes
+    assert ToolRouting.from_dict({**old, "notes": ["x"]}).alerts == (Alert("note", "x"),)
     server.answer = '<tool_selection>{"selected_tools": ["format_disk"]}</tool_selection>'
     got = r.choose_tools(QUERY)
     assert got.source == "semantic" and "unknown" in got.fallback and got.dropped == ("format_disk",)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from routecore.decide.arguments import context_domains_arg, part_of, query_vectors
 from routecore.decide.conversation import routing_text
-from routecore.decision import Reason, ToolBelt, emit, trace
+from routecore.decision import Alert, Reason, ToolBelt, emit, trace
 from routecore.errors import ConfigError, InvalidArgumentError, LLMError
 from routecore.routers.tool_routing import (
     COMPLEXITY,
@@ -260,12 +260,12 @@ class LLMToolRouter:
             raise InvalidArgumentError(f"top_k must be a whole number >= 1, got {top_k!r}")
         specs = self.router.tool_specs
         text, notes = self.router.tool_catalog.read_query(query)
-        notes_ = tuple(m for _, m in notes)
+        notes_ = tuple(Alert(kind, m) for kind, m in notes)
         if not text.strip():
             belt = self._belt(query, k, domains=domains)  # the empty belt: nothing is encoded
             why = Reason("empty_query", "the query is empty or blank: the core tools only, no LLM call")
             return _replace(
-                semantic_routing(belt, self.mode, None, specs), reason=why, notes=notes_, query=query
+                semantic_routing(belt, self.mode, None, specs), reason=why, alerts=notes_, query=query
             )
         try:  # one encode for the belt and the ranking
             if vec is None:
@@ -276,7 +276,7 @@ class LLMToolRouter:
         if self.mode == "semantic" or self.client is None:
             why = Reason("semantic", f"semantic mode: the router's belt ({belt.reason or 'no reason'})")
             return _replace(
-                semantic_routing(belt, "semantic", None, specs), reason=why, notes=notes_, query=query
+                semantic_routing(belt, "semantic", None, specs), reason=why, alerts=notes_, query=query
             )
         if self.mode == "hybrid":
             ranked = self._belt(query, min(self.hybrid_top, len(specs)), vec, 0.0, domains).names
@@ -285,7 +285,7 @@ class LLMToolRouter:
         else:
             candidates = list(specs)
         got = self._asked(routing_text(query)[0], candidates, belt, k)  # the LLM reads it as typed
-        return _replace(got, notes=notes_ + got.notes, query=query)
+        return _replace(got, alerts=notes_ + got.alerts, query=query)
 
     def _belt(
         self,
@@ -317,15 +317,16 @@ class LLMToolRouter:
         return validated_routing(answer, candidates, specs, mode, belt, k, prompt_tokens, schema_tokens, ms)
 
     def _without_encoder(
-        self, query: str, text: str, k: int, error: str, notes: tuple[str, ...]
+        self, query: str, text: str, k: int, error: str, notes: tuple[Alert, ...]
     ) -> ToolRouting:
         """The encoder failed: the LLM chooses from every tool's summary; when it does not (or
         there is none), the core tools, reason ``error``."""
         note = f"encoder failed ({error})"
+        failed = Alert("encoder_error", note)
         if self.mode != "semantic" and self.client is not None:
             got = self._asked(text, list(self.router.tool_specs), None, k)
             if got.source == "llm":
-                return _replace(got, notes=(*notes, note, *got.notes), query=query)
+                return _replace(got, alerts=(*notes, failed, *got.alerts), query=query)
             error = f"{error}; the LLM did not answer either: {got.fallback}"
         core = tuple(t for t in self.router.tool_specs if t.core)
         why = Reason("error", f"the encoder failed ({error}): the core tools only")
@@ -335,7 +336,7 @@ class LLMToolRouter:
             self.mode,
             "semantic",
             fallback=note,
-            notes=(*notes, note),
+            alerts=(*notes, failed),
             reason=why,
             query=query,
         )

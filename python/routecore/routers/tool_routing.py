@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from routecore.decision import JsonResult, Reason, ToolBelt, plain
+from routecore.decision import Alert, JsonResult, Reason, ToolBelt, plain
 from routecore.errors import InvalidArgumentError, LLMError
 
 COMPLEXITY = ("simple", "medium", "complex")
@@ -44,7 +44,10 @@ class ToolRouting(JsonResult):
     confidence: float | None = None
     fallback: str | None = None
     dropped: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
+    #: What reading the query or the LLM's answer did, as a Decision's alerts: ``invalid_text``,
+    #: ``long_query``, ``spelling`` (the belt's reading), ``llm_answer`` (a field the answer got wrong),
+    #: ``encoder_error``.
+    alerts: tuple[Alert, ...] = ()
     #: Estimated tokens of the router prompt (summaries) and of every candidate's full schema.
     prompt_tokens: int = 0
     schema_tokens: int = 0
@@ -53,6 +56,11 @@ class ToolRouting(JsonResult):
     #: Why: a code of :data:`TOOL_ROUTING_REASONS` and one line.
     reason: Reason | None = None
     query: str = ""
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The alerts' messages (the form of earlier versions)."""
+        return tuple(a.message for a in self.alerts)
 
     @property
     def names(self) -> list[str]:
@@ -79,9 +87,13 @@ class ToolRouting(JsonResult):
             raise InvalidArgumentError(f"a tool routing must be a mapping, got {type(d).__name__}")
         try:
             kw = dict(d)
-            for k in ("tools", "schemas", "dropped", "notes"):
+            for k in ("tools", "schemas", "dropped"):
                 if k in kw:
                     kw[k] = tuple(kw[k])
+            old = kw.pop("notes", None)  # earlier versions' plain messages
+            kw["alerts"] = tuple(Alert(**a) for a in kw.get("alerts", ())) + tuple(
+                Alert("note", str(m)) for m in old or ()
+            )
             if kw.get("reason") is not None:
                 kw["reason"] = Reason(**kw["reason"])
             if kw.get("belt") is not None:
@@ -167,15 +179,15 @@ def validated_routing(
     known = {t.name: t for t in candidates}
     chosen = list(dict.fromkeys(n for n in names if isinstance(n, str) and n in known))[:k]
     dropped = tuple(str(n) for n in names if not (isinstance(n, str) and n in known))
-    notes = []
+    notes: list[Alert] = []
     complexity, strategy = answer.get("complexity"), answer.get("execution_strategy")
     if complexity not in COMPLEXITY:
         if complexity is not None:  # absent: nothing to say
-            notes.append(f"complexity {complexity!r} is not one of {COMPLEXITY}")
+            notes.append(Alert("llm_answer", f"complexity {complexity!r} is not one of {COMPLEXITY}"))
         complexity = None
     if strategy not in STRATEGIES:
         if strategy is not None:
-            notes.append(f"execution_strategy {strategy!r} is not one of {STRATEGIES}")
+            notes.append(Alert("llm_answer", f"execution_strategy {strategy!r} is not one of {STRATEGIES}"))
         strategy = None
     conf = answer.get("confidence")
     conf = (
