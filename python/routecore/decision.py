@@ -5,62 +5,15 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields, is_dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
-import numpy as np
-
 from routecore.errors import InvalidArgumentError
-
-
-class ScoreMap(Mapping[str, float]):
-    """Read-only ``name -> score`` view over a per-route array.
-
-    Built in O(1) however many routes there are (no per-route Python loop on
-    the routing path). It compares equal to a dict with the same items, and
-    ``dict(m)`` / :meth:`to_dict` give a plain dict.
-    """
-
-    __slots__ = ("_names", "_values", "_pos")
-
-    def __init__(
-        self, names: Sequence[str], values: np.ndarray | Sequence[float], pos: dict[str, int] | None = None
-    ):
-        self._names = names
-        self._values = values if isinstance(values, np.ndarray) else np.asarray(values)
-        self._pos = pos
-        if len(self._names) != len(self._values):
-            raise InvalidArgumentError(f"{len(self._names)} names for {len(self._values)} values")
-
-    def __getitem__(self, name: str) -> float:
-        if self._pos is None:
-            self._pos = {n: i for i, n in enumerate(self._names)}
-        return float(self._values[self._pos[name]])
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names)
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-    def to_dict(self) -> dict[str, float]:
-        """A plain ``{name: score}`` copy, in this map's order."""
-        return dict(zip(self._names, self._values.tolist()))
-
-    def values_for(self, names: Sequence[str]) -> np.ndarray:
-        """The scores of ``names`` as a new float64 array, 0.0 for a name this map lacks: one copy of
-        the values, no per-name lookup, when ``names`` are this map's own in the same order."""
-        if names is self._names or list(names) == list(self._names):
-            return np.array(self._values, dtype=np.float64)
-        return np.array([self.get(n, 0.0) for n in names], dtype=np.float64)
-
-    def __repr__(self) -> str:
-        return f"ScoreMap({self.to_dict()!r})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (ScoreMap, (list(self._names), self._values))
-
+from routecore.result_json import JsonResult as JsonResult
+from routecore.result_json import ScoreMap as ScoreMap
+from routecore.result_json import plain as plain
+from routecore.result_json import scores_from_json
 
 log = logging.getLogger("routecore")
 
@@ -94,44 +47,6 @@ def emit(sink: Any, result: _R) -> _R:
     return result
 
 
-def plain(v: Any) -> Any:
-    """Dataclasses and score maps as plain dicts/lists, ready for ``json.dumps``."""
-    if isinstance(v, ScoreMap):
-        return v.to_dict()
-    if is_dataclass(v) and not isinstance(v, type):
-        return {f.name: plain(getattr(v, f.name)) for f in fields(v)}
-    if isinstance(v, (list, tuple)):
-        return [plain(x) for x in v]
-    if isinstance(v, dict):
-        return {k: plain(x) for k, x in v.items()}
-    return v
-
-
-class JsonResult:
-    """``to_json`` of a result: its ``to_dict`` as JSON text (every router's result has both)."""
-
-    __slots__ = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def to_json(self, **kw: Any) -> str:
-        """:meth:`to_dict` as JSON text (``kw`` go to :func:`json.dumps`). A score that is not finite
-        (``-inf``: a route a clarification's answer did not offer) is ``null``, as ``/v1/route`` writes it."""
-        return json.dumps(_finite(self.to_dict()), ensure_ascii=False, allow_nan=False, **kw)
-
-
-def _finite(v: Any) -> Any:
-    """``v`` with every float that is not finite as None: JSON has no ``Infinity``."""
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: _finite(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_finite(x) for x in v]
-    return v
-
-
 def _reason(r: Any, optional: bool = False) -> Reason | None:
     """A reason read back from JSON: a mapping of code and message (None only when ``optional``)."""
     if isinstance(r, Mapping):
@@ -145,11 +60,6 @@ def _tool_choice(x: Mapping[str, Any]) -> ToolChoice:
     """A belt's tool read back from JSON: its reason a mapping, a ``null`` score the ``-inf`` written."""
     scores = {k: -math.inf for k in ("score", "raw_score", "lexical_score") if k in x and x[k] is None}
     return ToolChoice(**{**x, **scores, "reason": _reason(x.get("reason"))})
-
-
-def _scores(m: Mapping[str, float | None]) -> dict[str, float]:
-    """A score map read back from JSON: ``null`` is the ``-inf`` :func:`_finite` wrote."""
-    return {k: -math.inf if x is None else x for k, x in m.items()}
 
 
 @dataclass(frozen=True)
@@ -348,7 +258,7 @@ class Decision(JsonResult):
                     kw[k] = tuple(kw[k])
             for k in ("probabilities", "raw_scores", "adjusted_scores", "lexical_scores", "score_bounds"):
                 if isinstance(kw.get(k), Mapping):
-                    kw[k] = _scores(kw[k])
+                    kw[k] = scores_from_json(kw[k])
             if "timings" in kw:
                 kw["timings"] = Timings(**kw["timings"])
             return cls(**kw)
@@ -444,7 +354,7 @@ class ToolBelt(JsonResult):
                 kw["tools"] = tuple(_tool_choice(x) for x in kw["tools"])
             for k in ("scores", "raw_scores", "lexical_scores", "score_bounds"):
                 if isinstance(kw.get(k), Mapping):
-                    kw[k] = _scores(kw[k])
+                    kw[k] = scores_from_json(kw[k])
             kw["reason"] = _reason(kw.get("reason"), optional=True)
             if "timings" in kw:
                 kw["timings"] = Timings(**kw["timings"])
