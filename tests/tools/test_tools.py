@@ -227,6 +227,14 @@ def test_lessons_adjust_later_similar_queries(tmp_path):
     assert "ha_get_logs" not in r.tools("similar", context_domains=["ha"]).names
 
 
+def test_a_discovery_tool_a_lesson_bans_stays_out(tmp_path):
+    r = router(memory=ExperienceMemory(tmp_path / "m.sqlite"), q=mix(a0=0.6, a1=0.4, a4=0.3))
+    assert {t.name: t.reason.code for t in r.tools("q", top_k=2).tools}["list_ha_devices"] == "discovery"
+    r.record_lesson("q", "list_ha_devices", use=False)
+    belt = r.tools("q", top_k=2)
+    assert "list_ha_devices" not in belt.names and "ha_get_logs" in belt.names  # its plugin still matched
+
+
 def test_unusable_memory_gives_a_belt_without_lessons(tmp_path):
     mem = ExperienceMemory(tmp_path / "m.sqlite")
     r = router(memory=mem, q=mix(a0=0.6, a3=0.55))

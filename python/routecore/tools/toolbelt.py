@@ -320,7 +320,10 @@ def select_tools(
     discovery = catalog.discovery_tools(p.discovery_prefixes)
     for plugin in plugins:
         for n in discovery.get(plugin, ()):
-            if allowed is None or allowed[pos[n]]:
+            i = pos[n]
+            # not a tool a lesson bans or whose required entity is missing (-inf, though it has exemplars)
+            out = banned and adjusted.item(i) == -np.inf and bool(tools[i].exemplars())
+            if (allowed is None or allowed[i]) and not out:
                 chosen.setdefault(n, "discovery")
     if collision is not None and picked:  # two close tools that both miss the floor are not offered: no alert
         alerts.append(collision_alert(names[collision[0]], names[collision[1]], collision[2], table, "tool"))
