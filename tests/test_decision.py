@@ -39,6 +39,10 @@ def test_from_dict_names_what_is_wrong(decision):
     d = decision.to_dict()
     with pytest.raises(InvalidArgumentError, match="unknown keys \\['bogus'\\]"):
         Decision.from_dict({**d, "bogus": 1})
+    with pytest.raises(
+        InvalidArgumentError, match=r"missing keys \['confidence', 'margin'\]"
+    ):  # named, not __init__'s
+        Decision.from_dict({k: v for k, v in d.items() if k not in ("confidence", "margin")})
     with pytest.raises(InvalidArgumentError, match="tier"):
         Decision.from_dict({k: v for k, v in d.items() if k != "tier"})
     with pytest.raises(InvalidArgumentError, match="mapping"):

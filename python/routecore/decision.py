@@ -6,7 +6,7 @@ import json
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, TypeVar
 
 from routecore.errors import InvalidArgumentError
@@ -247,6 +247,13 @@ class Decision(JsonResult):
         unknown = set(d) - known - {"collision", "system_prompt_alert"}
         if unknown:
             raise InvalidArgumentError(f"decision: unknown keys {sorted(unknown)}")
+        missing = [
+            f.name
+            for f in fields(cls)
+            if f.name not in d and f.default is MISSING and f.default_factory is MISSING
+        ]
+        if missing:
+            raise InvalidArgumentError(f"decision: missing keys {missing}")
         kw = {k: v for k, v in d.items() if k in known}
         try:
             for k, item in (("top_exemplars", Exemplar), ("alerts", Alert), ("entities", Entity)):
