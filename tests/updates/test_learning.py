@@ -42,6 +42,14 @@ def test_an_unknown_route_is_refused_with_a_typed_error(router):
         router.learn("my parcel is lost", "shipping", source="robot")
 
 
+def test_a_route_named_in_another_case_is_that_route(encoder):
+    r = Router([RouteSpec(n.upper(), u.utterances) for n, u in zip("abc", ROUTES)], encoder=encoder)
+    res = r.learn("the courier lost my box", " b ")  # as previous= and an LLM's answer are read
+    assert res.status == "learned" and res.route == "B" and r.learned()[0].route == "B"
+    with pytest.raises(UnknownRouteError):
+        r.learn("the courier lost my box", "d")
+
+
 def test_a_learned_query_is_an_exemplar_with_its_source_and_time(router):
     before = router.route("the courier lost my box").generation
     res = router.learn("the courier lost my box", "shipping", source="agent")

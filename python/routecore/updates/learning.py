@@ -47,7 +47,7 @@ from routecore.decide.arguments import stored_text
 from routecore.decide.learned import LearnedRows
 from routecore.decision import Decision
 from routecore.errors import InvalidArgumentError, MemoryStoreError, UnknownRouteError
-from routecore.llm.llm import no_llm
+from routecore.llm.llm import no_llm, route_named
 from routecore.memory.lesson_cache import store_key
 
 # Re-exported (``X as X``): what learning returns and a bundle keeps (routecore.updates.learning_records).
@@ -169,8 +169,11 @@ class Learner:
             raise InvalidArgumentError(f"source must be one of {SOURCES}, got {source!r}")
         query = stored_text(query, "learn(): the query")
         rt = self.router.route_table
-        if route not in rt.by_name:
-            raise UnknownRouteError(f"unknown route {route!r}; known: {sorted(rt.by_name)}")
+        if route not in rt.by_name:  # a name its case folded names exactly one of ("orders": ORDERS)
+            named = route_named(route.strip(), list(rt.by_name)) if isinstance(route, str) else None
+            if named is None:
+                raise UnknownRouteError(f"unknown route {route!r}; known: {sorted(rt.by_name)}")
+            route = named
         v = (
             np.asarray(vector, np.float32).reshape(-1)
             if vector is not None
