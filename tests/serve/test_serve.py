@@ -281,10 +281,20 @@ def test_endpoints_auth_limits_errors_openapi_metrics(router, spec, lessons):
             assert r.status_code == 200, r.text
             check(spec, "MoreToolsResponse", r.json())
             assert [t["name"] for t in r.json()["tools"]] == [t.name for t in local.request_more_tools()]
+            assert r.json()["names"] == [t["name"] for t in r.json()["tools"]]
+            code = "circuit_breaker" if call > limit else "more" if r.json()["tools"] else "no_tool"
+            assert r.json()["reason"]["code"] == code, r.json()["reason"]
+            assert not [
+                a for a in r.json()["alerts"] if a["kind"] == "no_tool"
+            ]  # the first belt's: not repeated
             assert r.json()["session"]["calls"] == min(call, limit)
             assert r.json()["session"]["breaker_open"] == (call >= limit)
         assert r.json()["tools"] == [] and "request_more_tools" not in r.json()["session"]["tool_names"]
         assert any(a["kind"] == "circuit_breaker" for a in r.json()["alerts"])
+        weather = c.post("/v1/tools", json={"query": "what's the weather in Paris", "session_id": "turn-3"})
+        assert any(a["kind"] == "no_tool" for a in weather.json()["alerts"])  # the first belt's answer
+        more = c.post("/v1/tools/more", json={"session_id": "turn-3", "request": "restart nginx"}).json()
+        assert more["tools"] and not [a for a in more["alerts"] if a["kind"] == "no_tool"]
         r = c.post(
             "/v1/tools/more",
             json={"session_id": "turn-2", "query": "restart nginx on web-1", "request": "service logs"},

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from routecore.decision import Decision, plain
+from routecore.decision import Decision, Reason, plain
 from routecore.errors import ConfigError, InvalidArgumentError, MemoryStoreError, RoutecoreError
 from routecore.serve import openapi
 from routecore.serve.batcher import RouteItem, ToolsItem, route_many, route_one, tools_one
@@ -160,12 +160,26 @@ def endpoints(srv: Server) -> list[Route]:
             )  # another request may have opened it meanwhile
         async with s.lock:  # one request_more_tools at a time per session
             ts = s.tool_session
+            open_before = ts.calls < ts.tool_catalog.policy.more_tools_limit
             more = await srv.run(ts.request_more_tools, req.request)
             state = srv.sessions.state(req.session_id, s)
             if state.breaker_open and not s.tripped:
                 s.tripped = True
                 m.breaker_trips.inc()
-        return json_response(openapi.MoreToolsResponse(tools=more, alerts=list(ts.alerts), session=state))
+            text = req.request or ts.query
+            if not open_before:
+                why = Reason(
+                    "circuit_breaker", f"request_more_tools was called {state.limit} times: no more tools"
+                )
+            elif not more:
+                why = Reason("no_tool", f"no tool not offered yet passes the floor for {text!r}")
+            else:
+                why = Reason("more", f"{len(more)} tool(s) not offered yet, best for {text!r}")
+            said = ts.alerts[len(ts.belt.alerts) :]  # the session's own (the first belt's are its answer's)
+        body = openapi.MoreToolsResponse(
+            tools=more, alerts=said, session=state, names=[t.name for t in more], reason=why
+        )
+        return json_response(body)
 
     async def lessons(request: Request) -> Response:
         req = await srv.body(request, openapi.LessonRequest)

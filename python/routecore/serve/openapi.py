@@ -17,7 +17,7 @@ from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 import msgspec
 from msgspec import Meta
 
-from routecore.decision import Alert, Decision, ToolBelt, ToolChoice
+from routecore.decision import Alert, Decision, Reason, ToolBelt, ToolChoice
 
 #: Longest client-chosen session id.
 SESSION_ID_MAX = 128
@@ -111,11 +111,15 @@ class SessionState(msgspec.Struct, kw_only=True):
 
 
 class MoreToolsResponse(msgspec.Struct, kw_only=True):
-    """The next best tools not yet offered (``[]`` once the breaker is open)."""
+    """The next best tools not yet offered (``[]`` once the breaker is open), their ``names``, and why
+    (``reason.code``: ``more``, ``no_tool`` or ``circuit_breaker``); ``alerts``: the session's own since
+    its first belt (the breaker's)."""
 
     tools: List[ToolChoice]
     alerts: List[Alert]
     session: SessionState
+    names: List[str]
+    reason: Reason
 
 
 class RouteBatchResponse(msgspec.Struct, kw_only=True):
