@@ -126,6 +126,9 @@ def test_tools_are_the_transformers_and_learning_is_refused(server: ServeProcess
     )
     assert r.status_code == 422 and r.json()["error"]["type"] == "ConfigError"
     assert "--static" in r.json()["error"]["message"]
+    assert httpx.get(f"{server.url}/v1/learned", timeout=60).json() == {"learned": [], "held": []}
+    r = httpx.post(f"{server.url}/v1/learned/forget", json={"ids": [1]}, timeout=60)
+    assert r.status_code == 422 and r.json()["error"]["type"] == "ConfigError"
 
 
 @pytest.mark.parametrize(

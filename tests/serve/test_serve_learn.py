@@ -60,3 +60,31 @@ def test_learn_endpoint(router):
             sample(text, 'routecore_http_requests_total{endpoint="/v1/learn",method="POST",status="401"}')
             == 2
         )
+
+
+def test_learned_exemplars_are_listed_and_forgotten_over_http(router):
+    """``GET /v1/learned`` and ``POST /v1/learned/forget``: Router.learned / held_for_review / forget, behind
+    the token rules of the others."""
+    spec = document("test")
+    with ThreadServer(create_app(router, token=TOKEN)) as s, httpx.Client(base_url=s.url, timeout=30) as c:
+        assert c.get("/v1/learned").status_code == 401
+        c.post("/v1/learn", json={"query": "the courier lost my box", "route": "shipping"}, headers=AUTH)
+        c.post("/v1/learn", json={"query": "I cannot log in", "route": "billing"}, headers=AUTH)  # held
+        r = c.get("/v1/learned", headers=AUTH)
+        assert r.status_code == 200, r.text
+        check(spec, "LearnedResponse", r.json())
+        (e,) = r.json()["learned"]
+        assert (e["text"], e["route"], e["source"]) == ("the courier lost my box", "shipping", "user")
+        assert [(h["query"], h["route"], h["decided"]) for h in r.json()["held"]] == [
+            ("I cannot log in", "billing", "account")
+        ]
+        r = c.post("/v1/learned/forget", json={"ids": [e["id"], 999]}, headers=AUTH)
+        assert r.status_code == 422 and "999" in r.json()["error"]["message"]  # nothing removed
+        assert len(router.learned()) == 1
+        r = c.post("/v1/learned/forget", json={"ids": [e["id"]]}, headers=AUTH)
+        assert r.status_code == 200 and [x["id"] for x in r.json()["forgotten"]] == [e["id"]]
+        check(spec, "ForgetResponse", r.json())
+        assert router.learned() == [] and c.get("/v1/learned", headers=AUTH).json()["learned"] == []
+        assert c.post("/v1/learned/forget", json={"ids": []}, headers=AUTH).status_code == 422
+        paths = c.get("/openapi.json", headers=AUTH).json()["paths"]
+        assert {"/v1/learned", "/v1/learned/forget"} <= set(paths)

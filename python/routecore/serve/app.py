@@ -6,6 +6,7 @@ Endpoints (JSON; the bodies are :mod:`routecore.serve.openapi`'s shapes):
   :class:`~routecore.decision.Decision` / :class:`~routecore.decision.ToolBelt`
   as ``to_dict()`` writes it (``{"decisions": [...]}`` for a batch);
 - ``POST /v1/learn``: ``Router.learn`` (routecore.updates.learning), with the token rules of the others;
+  ``GET /v1/learned`` (``Router.learned``, ``held_for_review``) and ``POST /v1/learned/forget`` (``forget``);
 - ``POST /v1/tools/more``: ``request_more_tools`` in a session keyed by a
   client-chosen id, kept ``session_ttl`` seconds after its last use, with the
   session's circuit breaker; ``POST /v1/tools`` with a ``session_id`` opens one;

@@ -208,6 +208,17 @@ def endpoints(srv: Server) -> list[Route]:
         )
         return json_response(msgspec.to_builtins(body))
 
+    async def learned(request: Request) -> Response:
+        router = srv.current()
+        got = await srv.run(lambda: (router.learned(), router.held_for_review()))
+        return json_response(openapi.LearnedResponse(learned=got[0], held=got[1]))
+
+    async def forget(request: Request) -> Response:
+        req = await srv.body(request, openapi.ForgetRequest)
+        router = srv.current()
+        gone = await srv.run(router.forget, req.ids)
+        return json_response(openapi.ForgetResponse(forgotten=gone))
+
     async def healthz(request: Request) -> Response:
         return json_response({"status": "ok"})
 
@@ -255,6 +266,8 @@ def endpoints(srv: Server) -> list[Route]:
         Route("/v1/tools/more", guarded(tools_more), methods=post),
         Route("/v1/lessons", guarded(lessons), methods=post),
         Route("/v1/learn", guarded(learn), methods=post),
+        Route("/v1/learned", guarded(learned), methods=["GET"]),
+        Route("/v1/learned/forget", guarded(forget), methods=post),
         Route("/healthz", guarded(healthz), methods=["GET"]),
         Route("/readyz", guarded(readyz), methods=["GET"]),
         Route("/metrics", guarded(metrics), methods=["GET"]),

@@ -149,6 +149,22 @@ class FastTier:
     def record_lesson(self, query: str, tool: str, **kw: Any) -> Any:
         return self.cascade.record_lesson(query, tool, **kw)
 
+    def learned(self, route: str | None = None) -> list[Any]:
+        """None: a fast tier does not learn (:meth:`learn`)."""
+        return []
+
+    def held_for_review(self) -> list[Any]:
+        """None: a fast tier does not learn (:meth:`learn`)."""
+        return []
+
+    def forget(self, ids: Any) -> Any:
+        """Refused as :meth:`learn` is: nothing was learned.
+
+        Raises:
+            ConfigError: always.
+        """
+        return self.learn("", "")  # Cascade.learn refuses whatever it is given
+
     def learn(self, *args: Any, **kw: Any) -> Any:
         """:meth:`Cascade.learn`: refused (``/v1/learn`` answers 422).
 

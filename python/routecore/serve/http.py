@@ -29,6 +29,8 @@ ENDPOINTS = frozenset(
         "/v1/tools/more",
         "/v1/lessons",
         "/v1/learn",
+        "/v1/learned",
+        "/v1/learned/forget",
         "/healthz",
         "/readyz",
         "/metrics",

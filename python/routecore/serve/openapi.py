@@ -18,6 +18,7 @@ import msgspec
 from msgspec import Meta
 
 from routecore.decision import Alert, Decision, Reason, ToolBelt, ToolChoice
+from routecore.updates.learning_records import LearnedExemplar, Review
 
 #: Longest client-chosen session id.
 SESSION_ID_MAX = 128
@@ -98,6 +99,26 @@ class LearnRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     force: bool = False
 
 
+class ForgetRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """``Router.forget(ids)``: the learned exemplars to remove (unknown ids: 422, nothing removed)."""
+
+    ids: Annotated[List[int], Meta(min_length=1)]
+
+
+class LearnedResponse(msgspec.Struct, kw_only=True):
+    """``Router.learned()`` and ``Router.held_for_review()``: the learned exemplars, oldest first, and the
+    answers held for review."""
+
+    learned: List[LearnedExemplar]
+    held: List[Review]
+
+
+class ForgetResponse(msgspec.Struct, kw_only=True):
+    """The learned exemplars ``Router.forget`` removed."""
+
+    forgotten: List[LearnedExemplar]
+
+
 class SessionState(msgspec.Struct, kw_only=True):
     """A ``request_more_tools`` session: the tools offered so far, the meta tool while the breaker
     is closed."""
@@ -166,7 +187,15 @@ class Ready(msgspec.Struct, kw_only=True):
     reason: Optional[str] = None
 
 
-REQUESTS = (RouteRequest, RouteBatchRequest, ToolsRequest, MoreToolsRequest, LessonRequest, LearnRequest)
+REQUESTS = (
+    RouteRequest,
+    RouteBatchRequest,
+    ToolsRequest,
+    MoreToolsRequest,
+    LessonRequest,
+    LearnRequest,
+    ForgetRequest,
+)
 RESPONSES = (
     Decision,
     ToolBelt,
@@ -174,6 +203,8 @@ RESPONSES = (
     RouteBatchResponse,
     LessonResponse,
     LearnResponse,
+    LearnedResponse,
+    ForgetResponse,
     ErrorResponse,
     Health,
     Ready,
@@ -297,6 +328,16 @@ def document(version: str = "") -> Dict[str, Any]:
                     "Learn a labelled query as an exemplar of its route (Router.learn)",
                     "LearnRequest",
                     "LearnResponse",
+                ),
+                "/v1/learned": {
+                    "get": {
+                        "summary": "The learned exemplars and the answers held for review (Router.learned)",
+                        "responses": {"200": _answer("LearnedResponse", "OK")},
+                        "security": [{"bearer": []}],
+                    }
+                },
+                "/v1/learned/forget": _post(
+                    "Remove learned exemplars by id (Router.forget)", "ForgetRequest", "ForgetResponse"
                 ),
                 "/v1/lessons": _post(
                     "Record a lesson (Router.record_lesson)", "LessonRequest", "LessonResponse", status="201"
