@@ -172,7 +172,7 @@ def endpoints(srv: Server) -> list[Route]:
                     "circuit_breaker", f"request_more_tools was called {state.limit} times: no more tools"
                 )
             elif not more:
-                why = Reason("no_tool", f"no tool not offered yet passes the floor for {text!r}")
+                why = Reason("no_tool", f"every tool over the floor for {text!r} was offered already")
             else:
                 why = Reason("more", f"{len(more)} tool(s) not offered yet, best for {text!r}")
             said = ts.alerts[len(ts.belt.alerts) :]  # the session's own (the first belt's are its answer's)

@@ -114,9 +114,8 @@ def _choice_reasons(
 ) -> list[Reason]:
     """Why each chosen tool is in the belt (its code in ``chosen``), with the numbers compared; ``each``:
     every candidate read the floor (else the best one did)."""
-    by_domain: dict[
-        str, str
-    ] = {}  # the first tool chosen on its score, per domain: a discovery tool's reason
+    # The first tool chosen on its score, per domain: what a discovery tool of that domain came beside.
+    by_domain: dict[str, str] = {}
     for (n, code), d in zip(chosen.items(), domains):
         if code in ("top_k", "threshold", "fallback"):
             by_domain.setdefault(d, n)
