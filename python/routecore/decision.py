@@ -262,7 +262,10 @@ class Decision(JsonResult):
             kw["reason"] = _reason(kw.get("reason"), optional=True)
             for k in ("candidates", "fallback_chain"):
                 if k in kw:
-                    kw[k] = tuple(kw[k])
+                    v = kw[k]
+                    if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
+                        raise TypeError(f"{k} must be a list of route names, got {v!r}")
+                    kw[k] = tuple(v)
             for k in ("probabilities", "raw_scores", "adjusted_scores", "lexical_scores", "score_bounds"):
                 if isinstance(kw.get(k), Mapping):
                     kw[k] = scores_from_json(kw[k])

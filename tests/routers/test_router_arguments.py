@@ -3,6 +3,8 @@ AttributeError), and the metrics judge a result the same whichever router gave i
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from routecore import Cascade, ContextRouter, KnowledgeRouter, Router, RoutingMetrics, TurnRouter
@@ -19,6 +21,13 @@ def test_bad_arguments_are_routecore_errors():
         router.route_batch(["a1", "b1"], previous=5)
     with pytest.raises(InvalidArgumentError, match="clarify must be"):
         router.route("a1", clarify="x")
+    routed = router.route("a1")  # not a clarification, or one over routes this router lacks
+    with pytest.raises(InvalidArgumentError, match="not 'clarify'"):
+        router.route("the first", clarify=dataclasses.replace(routed, action="route"))
+    with pytest.raises(InvalidArgumentError, match=r"\['NOPE'\] are not routes"):
+        router.route(
+            "the first", clarify=dataclasses.replace(routed, action="clarify", candidates=("A", "NOPE"))
+        )
     with pytest.raises(InvalidArgumentError, match="threshold"):
         router.tools("a1", threshold="x")
     with pytest.raises(InvalidArgumentError, match="context must be a Context"):

@@ -10,7 +10,7 @@ from typing import AbstractSet, Any, Iterable, Sequence
 import numpy as np
 
 from routecore.core.arrays import as_f32
-from routecore.decision import CLARIFY
+from routecore.decision import CLARIFY, Decision
 from routecore.errors import ConfigError, DimensionMismatchError, InvalidArgumentError, NonFiniteError
 from routecore.llm.llm import route_named
 
@@ -111,6 +111,28 @@ def known_route(previous: Any, names: Iterable[str]) -> str | None:
     if named is None:
         raise InvalidArgumentError(f"unknown previous route {previous!r}; known: {sorted(names)}")
     return named
+
+
+def clarify_arg(clarify: Any, names: Iterable[str]) -> Decision | None:
+    """The ``clarify`` decision a query answers, checked: a :class:`Decision` whose action is ``clarify``
+    and whose candidates are routes of ``names`` (a decision read back from JSON, say).
+
+    Raises:
+        InvalidArgumentError: not a Decision, not a clarification, or candidates that are no routes here.
+    """
+    if clarify is None:
+        return None
+    if not isinstance(clarify, Decision):
+        raise InvalidArgumentError(f"clarify must be the clarify Decision, got {type(clarify).__name__}")
+    if clarify.action != "clarify":
+        raise InvalidArgumentError(f"clarify: a decision whose action is {clarify.action!r}, not 'clarify'")
+    cands = clarify.candidates
+    if not all(isinstance(c, str) for c in cands):
+        raise InvalidArgumentError(f"clarify: candidates must be a list of route names, got {list(cands)!r}")
+    unknown = sorted(set(cands) - set(names))
+    if unknown:
+        raise InvalidArgumentError(f"clarify: candidates {unknown} are not routes of this router")
+    return clarify
 
 
 def previous_query_arg(previous_query: Any) -> str | None:

@@ -21,6 +21,7 @@ from routecore.config.specs import RouteSpec
 from routecore.core.entities import EntityMatcher, entity_effects
 from routecore.core.lexical import LexicalTable
 from routecore.decide.arguments import (
+    clarify_arg,
     context_domains_arg,
     known_route,
     previous_query_arg,
@@ -168,8 +169,7 @@ class RouteTable(Decider, BatchRoutes):
             raise ConfigError("this router has no routes")
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query must be a str, got {type(query).__name__}")
-        if clarify is not None and not isinstance(clarify, Decision):
-            raise InvalidArgumentError(f"clarify must be the clarify Decision, got {type(clarify).__name__}")
+        clarify = clarify_arg(clarify, self.by_name)
         return f"{clarify.query}\n{query}" if clarify is not None else query
 
     def route(
