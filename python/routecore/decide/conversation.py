@@ -14,6 +14,7 @@ import re
 import unicodedata
 from typing import Any, Mapping, Sequence
 
+from routecore.decide.spelling import notes_of
 from routecore.errors import InvalidArgumentError
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "head_of",
     "tail_of",
     "normalize_query",
+    "read_query",
     "routing_text",
     "routing_query",
     "without_asides",
@@ -173,6 +175,17 @@ def routing_text(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     if bad:
         notes.append(("invalid_text", f"{bad} lone surrogate(s) removed: they are not valid Unicode text"))
     return normalize_query(head), tuple(notes)
+
+
+def read_query(text: str, speller: Any, repair: bool = True) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """What a router encodes for ``text`` and the alerts that say so: :func:`routing_text`, then the
+    typos ``speller`` (a :class:`routecore.decide.spelling.Speller` of the router's own words) repairs,
+    unless ``repair`` is off (routes and tool belts read a query alike)."""
+    text, notes = routing_text(text)
+    if not text or not repair:
+        return text, notes
+    text, repairs = speller.repair(text)
+    return text, notes + notes_of(repairs)
 
 
 def head_of(text: str, limit: int = LONG_QUERY_CHARS) -> tuple[str, str | None]:

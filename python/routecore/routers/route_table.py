@@ -28,12 +28,12 @@ from routecore.decide.arguments import (
     query_vectors,
     scored_domains,
 )
-from routecore.decide.conversation import routing_text, tail_of
+from routecore.decide.conversation import read_query, tail_of
 from routecore.decide.language_policies import LanguagePolicies
 from routecore.decide.policy import Policy, resolved
 from routecore.decide.route_decide import Decider, check_peer
 from routecore.decide.route_outcomes import Chooser
-from routecore.decide.spelling import Speller, notes_of, tokenizer_words
+from routecore.decide.spelling import Speller, tokenizer_words
 from routecore.decide.tables import (
     EncoderLike,
     Step,
@@ -97,11 +97,7 @@ class RouteTable(Decider, BatchRoutes):
     def read_query(self, text: str, repair: bool = True) -> tuple[str, tuple[tuple[str, str], ...]]:
         """What the router encodes for ``text`` and the alerts that says so: :func:`routing_text`,
         then typos of the exemplars' words repaired (unless ``policy.routes.spelling``/``repair`` is off)."""
-        text, notes = routing_text(text)
-        if not text or not self.policy.spelling or not repair:
-            return text, notes
-        text, repairs = self.speller.repair(text)
-        return text, notes + notes_of(repairs)
+        return read_query(text, self.speller, self.policy.spelling and repair)
 
     def repairs(self, text: str) -> bool:
         """Whether :meth:`read_query` repairs a typo of ``text`` (a query as ``routing_text`` reads it)."""

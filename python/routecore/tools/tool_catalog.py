@@ -17,10 +17,10 @@ from routecore.config.specs import ToolSpec
 from routecore.core.entities import EntityMatcher
 from routecore.core.lexical import DEFAULT_B, LexicalTable
 from routecore.decide.arguments import stored_text
-from routecore.decide.conversation import routing_text
+from routecore.decide.conversation import read_query
 from routecore.decide.language_policies import LanguagePolicies
 from routecore.decide.policy import Policy
-from routecore.decide.spelling import Speller, notes_of, tokenizer_words
+from routecore.decide.spelling import Speller, tokenizer_words
 from routecore.decide.tables import EncoderLike, build_table, exemplar_texts
 from routecore.errors import ConfigError, InvalidArgumentError
 from routecore.memory.lesson_cache import store_key
@@ -83,11 +83,7 @@ class ToolCatalog:
         """What a belt encodes for ``text`` and the alerts that say so: :func:`routing_text`, then
         typos of the tools' words repaired (unless ``policy.tools.tool_spelling`` is off), as
         :meth:`routecore.routers.route_table.RouteTable.read_query` reads a route query."""
-        text, notes = routing_text(text)
-        if not text or not self.policy.tool_spelling:
-            return text, notes
-        text, repairs = self.speller.repair(text)
-        return text, notes + notes_of(repairs)
+        return read_query(text, self.speller, self.policy.tool_spelling)
 
     def set_languages(self, spec_policy: Policy, calibration: Calibration | None) -> None:
         """Give queries in languages the tools' exemplars do not cover their own tool floor
