@@ -156,13 +156,13 @@ class RouterDeployment:
     # -- HTTP -------------------------------------------------------------------------
     async def __call__(self, request: Any) -> Any:
         """``POST /route``, ``POST /tools``, ``POST /lessons``, ``GET /healthz`` (a Starlette request)."""
-        from routecore.serve.http import json_response
+        from routecore.serve.http import error_response, json_response
 
         path = request.url.path.rstrip("/").rsplit("/", 1)[-1]
         if request.method == "GET" and path == "healthz":
             return json_response({"status": "ok"})
         if request.method != "POST" or path not in ("route", "tools", "lessons"):
-            return _error("NotFound", f"{request.method} {request.url.path}", 404)
+            return error_response(404, "NotFound", f"{request.method} {request.url.path}")
         try:
             body = await request.json()
             if not isinstance(body, dict) or not isinstance(body.get("query"), str):
@@ -185,14 +185,7 @@ class RouterDeployment:
             KeyError,
             TypeError,
         ) as e:  # a bad argument, bad JSON, a missing field
-            return _error(type(e).__name__, str(e), 422)
-
-
-def _error(kind: str, message: str, status: int) -> Any:
-    """An error as ``routecore serve`` answers one: ``{"error": {"type", "message"}}``."""
-    from routecore.serve.http import json_response
-
-    return json_response({"error": {"type": kind, "message": message}}, status)
+            return error_response(422, type(e).__name__, str(e))
 
 
 def deployment(

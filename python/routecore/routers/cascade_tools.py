@@ -33,6 +33,11 @@ from routecore.tools.shortlist import Shortlist, best_tools, check_size
 if TYPE_CHECKING:
     from routecore.routers.router import Router
 
+#: Why a cascade does not learn (Cascade.learn, serve's fast tier).
+NO_LEARNING = (
+    "a cascade does not learn: an exemplar learned by one of its routers would leave the other "
+    "deciding without it"
+)
 #: The shortlist size that lost least recall on MetaTool's dev half (docs/static.md); not a default.
 SHORTLIST_DEV = 150
 
@@ -166,8 +171,7 @@ class CascadeTools:
                 router.
         """
         raise ConfigError(
-            "a cascade does not learn: an exemplar learned by one of its routers would leave the other "
-            "deciding without it; call learn() on cascade.fast and cascade.strong, or route with one router"
+            f"{NO_LEARNING}; call learn() on cascade.fast and cascade.strong, or route with one router"
         )
 
     def _size(self, n: int | None, vector: Any) -> int | None:

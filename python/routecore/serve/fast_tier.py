@@ -163,21 +163,25 @@ class FastTier:
         Raises:
             ConfigError: always.
         """
-        return self.learn("", "")  # Cascade.learn refuses whatever it is given
+        raise _no_learning()
 
     def learn(self, *args: Any, **kw: Any) -> Any:
-        """:meth:`Cascade.learn`: refused (``/v1/learn`` answers 422).
+        """Refused, as :meth:`Cascade.learn` is (``/v1/learn`` answers 422).
 
         Raises:
             ConfigError: always: a learned exemplar would reach one of the cascade's routers only.
         """
-        try:
-            return self.cascade.learn(*args, **kw)
-        except ConfigError as e:
-            raise ConfigError(
-                f"routecore serve with a fast tier (--fast-model, --static): {e}; serve "
-                "without it to use /v1/learn"
-            ) from None
+        raise _no_learning()
+
+
+def _no_learning() -> ConfigError:
+    """Why a fast tier neither learns nor forgets: a cascade's reason, with what to do instead."""
+    from routecore.routers.cascade_tools import NO_LEARNING
+
+    return ConfigError(
+        f"routecore serve with a fast tier (--fast-model, --static): {NO_LEARNING}; serve without it to use "
+        "/v1/learn"
+    )
 
 
 def fast_tier(fast: Any, strong: Any) -> FastTier:
